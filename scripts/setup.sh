@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# strata set-up: installs every build and test dependency from Debian's
+# archive (and the npm registry for the test S3 server). Idempotent: packages
+# already present are skipped, so a second run costs seconds.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# Build toolchain and libraries.
+packages=(
+  build-essential g++ cmake ninja-build pkg-config git ca-certificates
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libcurl4-openssl-dev libpugixml-dev libcli11-dev libfmt-dev libspdlog-dev
+  nlohmann-json3-dev libasio-dev libssl-dev
+  # Peers measured in benchmarks.
+  libsqlite3-dev librocksdb-dev
+  # Real components started by the tests on 127.0.0.1.
+  nodejs erlang-nox haproxy etcd-server etcd-client awscli python3 python3-botocore
+  curl procps psmisc
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+# npm ships inside nodesource's nodejs; Debian packages it separately.
+if ! command -v npm >/dev/null 2>&1; then
+  missing+=(npm)
+fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  log="$(mktemp /tmp/strata-setup-XXXXXX.log)"
+  if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+    tail -n 40 "$log"
+    echo "setup: apt-get failed; full log in $log" >&2
+    exit 1
+  fi
+else
+  echo "setup: all Debian packages present"
+fi
+
+# The test S3 server (s3rver), pinned by tools/package-lock.json.
+if [ -f "$here/tools/package.json" ]; then
+  if [ ! -d "$here/tools/node_modules/s3rver" ]; then
+    echo "setup: npm ci in tools/"
+    (cd "$here/tools" && npm ci --no-audit --no-fund --loglevel=error)
+  else
+    echo "setup: npm packages present"
+  fi
+fi

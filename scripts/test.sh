@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The whole test suite: first under AddressSanitizer + UndefinedBehaviorSanitizer
+# (randomized tests at reduced iteration counts), then the regular build. Real
+# servers (s3rver, etcd, haproxy, Erlang) are started by the tests themselves
+# on 127.0.0.1. Ends with ctest's summary line of the regular run.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+jobs="$(nproc)"
+
+echo "== sanitizer build (ASan+UBSan) =="
+"$here/scripts/build.sh" "$here/build-asan" -DSTRATA_SANITIZE=ON -DSTRATA_BENCH=OFF >/dev/null
+log="$here/build-asan/ctest.log"
+if ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    STRATA_TEST_SCALE="${STRATA_ASAN_SCALE:-0.2}" \
+    ctest --test-dir "$here/build-asan" --output-on-failure -j "$jobs" >"$log" 2>&1; then
+  tail -n 200 "$log"
+  echo "sanitizer tests failed; full log in $log" >&2
+  exit 1
+fi
+grep -E "tests passed|Total Test time" "$log"
+
+echo "== regular build =="
+"$here/scripts/build.sh" "$here/build" >/dev/null
+ctest --test-dir "$here/build" --output-on-failure -j "$jobs"

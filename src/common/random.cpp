@@ -1,0 +1,44 @@
+#include "common/random.h"
+
+namespace strata {
+namespace {
+uint64_t splitmix64(uint64_t& x) {
+  uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+}  // namespace
+
+void Random::reseed(uint64_t seed) {
+  for (auto& s : s_) s = splitmix64(seed);
+}
+
+uint64_t Random::next() {
+  const uint64_t result = rotl(s_[1] * 5, 7) * 9;
+  const uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = rotl(s_[3], 45);
+  return result;
+}
+
+uint64_t Random::uniform(uint64_t n) {
+  // Lemire's nearly-divisionless bounded integers, unbiased.
+  __uint128_t m = __uint128_t(next()) * n;
+  uint64_t l = uint64_t(m);
+  if (l < n) {
+    uint64_t t = -n % n;
+    while (l < t) {
+      m = __uint128_t(next()) * n;
+      l = uint64_t(m);
+    }
+  }
+  return uint64_t(m >> 64);
+}
+
+}  // namespace strata

@@ -1,0 +1,50 @@
+#include "common/result.h"
+
+#include <gtest/gtest.h>
+
+namespace strata {
+namespace {
+
+Result<int> parse(int x) {
+  if (x < 0) return Error(Errc::invalid_argument, "negative: " + std::to_string(x));
+  return x * 2;
+}
+
+Result<int> twice(int x) {
+  STRATA_ASSIGN_OR_RETURN(int y, parse(x));
+  STRATA_ASSIGN_OR_RETURN(int z, parse(y));
+  return z;
+}
+
+Status check(int x) {
+  STRATA_TRY(parse(x));
+  return Status::OK();
+}
+
+}  // namespace
+
+TEST(Result, ValueAndErrorPropagation) {
+  auto a = twice(3);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(*a, 12);
+  auto b = twice(-1);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.code(), Errc::invalid_argument);
+  EXPECT_EQ(b.error().message, "negative: -1");
+  EXPECT_TRUE(check(1).ok());
+  EXPECT_EQ(check(-5).code(), Errc::invalid_argument);
+}
+
+TEST(Result, ContextPrefixesMessage) {
+  Error e = Error(Errc::corrupt, "bad crc").with_context("segment 00000000000000000000.segment");
+  EXPECT_EQ(e.message, "segment 00000000000000000000.segment: bad crc");
+  EXPECT_EQ(e.to_string(), "corrupt: segment 00000000000000000000.segment: bad crc");
+}
+
+TEST(Result, EveryCodeHasAName) {
+  for (int c = 0; c <= int(Errc::internal); ++c) {
+    EXPECT_NE(errc_name(Errc(c)), "unknown") << c;
+  }
+}
+
+}  // namespace strata
