@@ -1,0 +1,152 @@
+#include "log/chunk.h"
+
+#include <fmt/format.h>
+
+#include "common/assert.h"
+#include "common/crc32c.h"
+#include "common/endian.h"
+
+namespace strata::log {
+
+namespace {
+constexpr size_t kHeaderCrcPos = 52;
+}
+
+void encode_chunk_header(const ChunkHeader& h, uint8_t* p) {
+  put_be32(p + 0, kChunkMagic);
+  p[4] = kChunkVersion;
+  p[5] = uint8_t(h.type);
+  put_be16(p + 6, h.num_entries);
+  put_be32(p + 8, h.num_records);
+  put_be64(p + 12, uint64_t(h.timestamp_ms));
+  put_be64(p + 20, h.epoch);
+  put_be64(p + 28, h.first_offset);
+  put_be32(p + 36, h.data_crc);
+  put_be32(p + 40, h.data_len);
+  put_be32(p + 44, h.trailer_len);
+  put_be32(p + 48, 0);  // reserved
+  put_be32(p + kHeaderCrcPos, crc32c::value(p, kHeaderCrcPos));
+}
+
+Result<ChunkHeader> decode_chunk_header(BytesView in, const std::string& where) {
+  if (in.size() < kChunkHeaderSize) {
+    return Error(Errc::corrupt, fmt::format("{}: chunk header truncated ({} of {} bytes)", where,
+                                            in.size(), kChunkHeaderSize));
+  }
+  const uint8_t* p = u8(in.data());
+  if (get_be32(p) != kChunkMagic) {
+    return Error(Errc::corrupt, fmt::format("{}: bad chunk magic {:#010x}", where, get_be32(p)));
+  }
+  uint32_t want = get_be32(p + kHeaderCrcPos);
+  uint32_t got = crc32c::value(p, kHeaderCrcPos);
+  if (want != got) {
+    return Error(Errc::corrupt, fmt::format("{}: chunk header CRC mismatch (stored {:#010x}, computed {:#010x})",
+                                            where, want, got));
+  }
+  if (p[4] != kChunkVersion) {
+    return Error(Errc::unsupported_version,
+                 fmt::format("{}: chunk version {} (this build reads {})", where, p[4], kChunkVersion));
+  }
+  if (p[5] > uint8_t(ChunkType::tracking_snapshot)) {
+    return Error(Errc::corrupt, fmt::format("{}: unknown chunk type {}", where, p[5]));
+  }
+  if (get_be32(p + 48) != 0) {
+    return Error(Errc::corrupt, fmt::format("{}: reserved chunk header bytes are not zero", where));
+  }
+  ChunkHeader h;
+  h.type = ChunkType(p[5]);
+  h.num_entries = get_be16(p + 6);
+  h.num_records = get_be32(p + 8);
+  h.timestamp_ms = int64_t(get_be64(p + 12));
+  h.epoch = get_be64(p + 20);
+  h.first_offset = get_be64(p + 28);
+  h.data_crc = get_be32(p + 36);
+  h.data_len = get_be32(p + 40);
+  h.trailer_len = get_be32(p + 44);
+  if (h.num_records == 0) {
+    return Error(Errc::corrupt, fmt::format("{}: chunk with zero records", where));
+  }
+  return h;
+}
+
+Status verify_chunk_body(const ChunkHeader& h, BytesView body, const std::string& where) {
+  uint64_t want_len = uint64_t(h.data_len) + h.trailer_len;
+  if (body.size() != want_len) {
+    return Error(Errc::corrupt, fmt::format("{}: chunk body is {} bytes, header says {}", where,
+                                            body.size(), want_len));
+  }
+  uint32_t got = crc32c::value(body);
+  if (got != h.data_crc) {
+    return Error(Errc::corrupt, fmt::format("{}: chunk data CRC mismatch (stored {:#010x}, computed {:#010x})",
+                                            where, h.data_crc, got));
+  }
+  return Status::OK();
+}
+
+Bytes build_chunk(const std::vector<BytesView>& records, uint64_t first_offset, uint64_t epoch,
+                  int64_t timestamp_ms, ChunkType type, BytesView trailer) {
+  STRATA_ASSERT(!records.empty() && records.size() <= 0xFFFF, "chunk needs 1..65535 records");
+  size_t data_len = 0;
+  for (auto r : records) {
+    STRATA_ASSERT(r.size() <= kMaxRecordSize, "record too large for a chunk entry");
+    data_len += kEntryHeaderSize + r.size();
+  }
+  STRATA_ASSERT(data_len <= 0xFFFFFFFFu, "chunk data exceeds 4 GiB");
+  Bytes out(kChunkHeaderSize, '\0');
+  out.reserve(kChunkHeaderSize + data_len + trailer.size());
+  for (auto r : records) {
+    uint8_t eh[4];
+    put_be32(eh, uint32_t(r.size()));
+    out.append(reinterpret_cast<char*>(eh), 4);
+    out.append(r.data(), r.size());
+  }
+  out.append(trailer.data(), trailer.size());
+  ChunkHeader h;
+  h.type = type;
+  h.num_entries = uint16_t(records.size());
+  h.num_records = uint32_t(records.size());
+  h.timestamp_ms = timestamp_ms;
+  h.epoch = epoch;
+  h.first_offset = first_offset;
+  h.data_len = uint32_t(data_len);
+  h.trailer_len = uint32_t(trailer.size());
+  h.data_crc = crc32c::value(out.data() + kChunkHeaderSize, out.size() - kChunkHeaderSize);
+  encode_chunk_header(h, u8(out.data()));
+  return out;
+}
+
+Result<std::vector<BytesView>> parse_records(const ChunkHeader& h, BytesView data,
+                                             const std::string& where) {
+  if (data.size() != h.data_len) {
+    return Error(Errc::corrupt,
+                 fmt::format("{}: chunk data is {} bytes, header says {}", where, data.size(), h.data_len));
+  }
+  std::vector<BytesView> out;
+  out.reserve(h.num_entries);
+  size_t pos = 0;
+  while (pos < data.size()) {
+    if (data.size() - pos < kEntryHeaderSize) {
+      return Error(Errc::corrupt, fmt::format("{}: entry header truncated at data byte {}", where, pos));
+    }
+    uint32_t eh = get_be32(u8(data.data() + pos));
+    if (eh & 0x80000000u) {
+      return Error(Errc::corrupt,
+                   fmt::format("{}: sub-batch entry at data byte {} is not supported", where, pos));
+    }
+    size_t len = eh;
+    pos += kEntryHeaderSize;
+    if (data.size() - pos < len) {
+      return Error(Errc::corrupt, fmt::format("{}: entry of {} bytes at data byte {} overruns the chunk",
+                                              where, len, pos - kEntryHeaderSize));
+    }
+    out.push_back(data.substr(pos, len));
+    pos += len;
+  }
+  if (out.size() != h.num_entries || out.size() != h.num_records) {
+    return Error(Errc::corrupt, fmt::format("{}: chunk holds {} entries, header says {} entries / {} records",
+                                            where, out.size(), h.num_entries, h.num_records));
+  }
+  return out;
+}
+
+}  // namespace strata::log

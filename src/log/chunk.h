@@ -1,0 +1,63 @@
+// Chunk: the unit the log writes, replicates, indexes and uploads. A chunk is
+// a fixed 56-byte header followed by `data_len` bytes of record entries and
+// `trailer_len` bytes of trailer. Byte layout in docs/FORMATS.md ("Chunk").
+//
+// The header carries its own CRC32C (so a torn header is never trusted) and a
+// CRC32C of data+trailer (so torn or rotten record bytes are detected).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/bytes.h"
+#include "common/result.h"
+
+namespace strata::log {
+
+constexpr uint32_t kChunkMagic = 0x5343484B;  // "SCHK"
+constexpr uint8_t kChunkVersion = 1;
+constexpr size_t kChunkHeaderSize = 56;
+// Entry header: top bit 0 = simple entry, low 31 bits = record length.
+constexpr size_t kEntryHeaderSize = 4;
+constexpr uint32_t kMaxRecordSize = 0x7FFFFFFF;
+
+enum class ChunkType : uint8_t { user = 0, tracking_delta = 1, tracking_snapshot = 2 };
+
+struct ChunkHeader {
+  ChunkType type = ChunkType::user;
+  uint16_t num_entries = 0;  // entries in data (one per record for simple entries)
+  uint32_t num_records = 0;  // records = offsets this chunk occupies
+  int64_t timestamp_ms = 0;  // wall clock when the writer built the chunk
+  uint64_t epoch = 0;        // writer epoch
+  uint64_t first_offset = 0; // offset of the first record ("chunk id")
+  uint32_t data_crc = 0;     // CRC32C of data followed by trailer
+  uint32_t data_len = 0;
+  uint32_t trailer_len = 0;
+
+  uint64_t next_offset() const { return first_offset + num_records; }
+  uint64_t total_size() const { return kChunkHeaderSize + uint64_t(data_len) + trailer_len; }
+  bool operator==(const ChunkHeader&) const = default;
+};
+
+// Writes exactly kChunkHeaderSize bytes (including the header CRC).
+void encode_chunk_header(const ChunkHeader& h, uint8_t* out);
+
+// Decodes and validates magic, version, type, reserved bytes and header CRC.
+// `where` names the place in errors (e.g. "<file> position 4096").
+Result<ChunkHeader> decode_chunk_header(BytesView in, const std::string& where);
+
+// Checks data_crc against the bytes that follow the header (data+trailer).
+Status verify_chunk_body(const ChunkHeader& h, BytesView body, const std::string& where);
+
+// Builds a whole chunk (header + entries + trailer) holding `records`.
+// Requires 1..65535 records, each at most kMaxRecordSize bytes.
+Bytes build_chunk(const std::vector<BytesView>& records, uint64_t first_offset, uint64_t epoch,
+                  int64_t timestamp_ms, ChunkType type = ChunkType::user, BytesView trailer = {});
+
+// Splits a chunk's data section into its records (views into `data`);
+// validates entry framing against the header's counts.
+Result<std::vector<BytesView>> parse_records(const ChunkHeader& h, BytesView data,
+                                             const std::string& where);
+
+}  // namespace strata::log
