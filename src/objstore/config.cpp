@@ -1,0 +1,358 @@
+#include "objstore/config.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <map>
+
+#include "objstore/fs_store.h"
+#include "objstore/s3_store.h"
+
+namespace strata::objstore {
+
+namespace {
+
+using json = nlohmann::json;
+
+// Where each setting came from, to name it in validation errors.
+using Origins = std::map<std::string, std::string>;
+
+enum class Kind { string, integer, boolean };
+
+struct Field {
+  const char* path;  // inside the "objstore" section
+  Kind kind;
+  bool secret;
+};
+
+constexpr Field kFields[] = {
+    {"backend", Kind::string, false},
+    {"fs.root", Kind::string, false},
+    {"fs.create", Kind::boolean, false},
+    {"s3.endpoint", Kind::string, false},
+    {"s3.region", Kind::string, false},
+    {"s3.bucket", Kind::string, false},
+    {"s3.addressing", Kind::string, false},
+    {"s3.access_key_id", Kind::string, false},
+    {"s3.secret_access_key", Kind::string, true},
+    {"s3.session_token", Kind::string, true},
+    {"s3.connect_timeout_ms", Kind::integer, false},
+    {"s3.request_timeout_ms", Kind::integer, false},
+    {"s3.stall_timeout_ms", Kind::integer, false},
+    {"s3.max_connections", Kind::integer, false},
+    {"s3.tls_verify", Kind::boolean, false},
+};
+
+const Field* find_field(const std::string& path) {
+  for (const auto& f : kFields)
+    if (path == f.path) return &f;
+  return nullptr;
+}
+
+// The raw values, by path, before they are typed into ObjectStoreConfig.
+struct Value {
+  std::string s;
+  int64_t i = 0;
+  bool b = false;
+};
+using Values = std::map<std::string, Value>;
+
+std::string show(const std::string& origin, const std::string& text) {
+  return fmt::format("{} = '{}'", origin, text);
+}
+
+Status set_from_text(Values& vals, Origins& origins, const std::string& path,
+                     const std::string& text, const std::string& origin) {
+  const Field* f = find_field(path);
+  if (!f) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("{}: unknown object store setting 'objstore.{}'", origin, path));
+  }
+  Value v;
+  switch (f->kind) {
+    case Kind::string:
+      v.s = text;
+      break;
+    case Kind::integer: {
+      auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v.i);
+      if (ec != std::errc() || p != text.data() + text.size()) {
+        return Error(Errc::invalid_argument, show(origin, text) + ": not an integer");
+      }
+      break;
+    }
+    case Kind::boolean:
+      if (text == "true" || text == "1") {
+        v.b = true;
+      } else if (text == "false" || text == "0") {
+        v.b = false;
+      } else {
+        return Error(Errc::invalid_argument, show(origin, text) + ": expected true or false");
+      }
+      break;
+  }
+  vals[path] = std::move(v);
+  origins[path] = origin;
+  return Status::OK();
+}
+
+Status set_from_json(Values& vals, Origins& origins, const std::string& path, const json& j) {
+  const std::string origin = "objstore." + path;
+  const Field* f = find_field(path);
+  if (!f) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("config file: unknown object store setting '{}'", origin));
+  }
+  Value v;
+  switch (f->kind) {
+    case Kind::string:
+      if (!j.is_string()) {
+        return Error(Errc::invalid_argument,
+                     fmt::format("{} = {}: expected a string", origin, j.dump()));
+      }
+      v.s = j.get<std::string>();
+      break;
+    case Kind::integer:
+      if (!j.is_number_integer()) {
+        return Error(Errc::invalid_argument,
+                     fmt::format("{} = {}: expected an integer", origin, j.dump()));
+      }
+      v.i = j.get<int64_t>();
+      break;
+    case Kind::boolean:
+      if (!j.is_boolean()) {
+        return Error(Errc::invalid_argument,
+                     fmt::format("{} = {}: expected true or false", origin, j.dump()));
+      }
+      v.b = j.get<bool>();
+      break;
+  }
+  vals[path] = std::move(v);
+  origins[path] = origin;
+  return Status::OK();
+}
+
+Status walk_json(Values& vals, Origins& origins, const json& obj, const std::string& prefix) {
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    std::string path = prefix.empty() ? it.key() : prefix + "." + it.key();
+    if (it->is_object() && (path == "fs" || path == "s3")) {
+      STRATA_TRY(walk_json(vals, origins, *it, path));
+    } else {
+      STRATA_TRY(set_from_json(vals, origins, path, *it));
+    }
+  }
+  return Status::OK();
+}
+
+bool valid_bucket_name(const std::string& b) {
+  if (b.size() < 3 || b.size() > 63) return false;
+  for (char c : b) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
+  }
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  return alnum(b.front()) && alnum(b.back()) && b.find("..") == std::string::npos;
+}
+
+}  // namespace
+
+EnvLookup process_env() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (!v || !*v) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+Result<ObjectStoreConfig> load_config(const json& document, const EnvLookup& env,
+                                      const std::vector<ConfigOverride>& overrides) {
+  Values vals;
+  Origins origins;
+
+  // Lowest precedence first; later layers overwrite.
+  // 1. Environment (the standard AWS variables).
+  struct EnvMap {
+    const char* var;
+    const char* path;
+  };
+  constexpr EnvMap env_map[] = {
+      {"AWS_ACCESS_KEY_ID", "s3.access_key_id"},
+      {"AWS_SECRET_ACCESS_KEY", "s3.secret_access_key"},
+      {"AWS_SESSION_TOKEN", "s3.session_token"},
+      {"AWS_DEFAULT_REGION", "s3.region"},
+      {"AWS_REGION", "s3.region"},  // wins over AWS_DEFAULT_REGION, as in the AWS SDKs
+      {"AWS_ENDPOINT_URL", "s3.endpoint"},
+      {"AWS_ENDPOINT_URL_S3", "s3.endpoint"},  // service-specific wins
+  };
+  if (env) {
+    for (const auto& m : env_map) {
+      if (auto v = env(m.var)) {
+        STRATA_TRY(
+            set_from_text(vals, origins, m.path, *v, std::string("environment variable ") + m.var));
+      }
+    }
+  }
+  // 2. The config file's "objstore" section.
+  if (!document.is_null()) {
+    if (!document.is_object()) {
+      return Error(Errc::invalid_argument, "config file: top level is not a JSON object");
+    }
+    if (auto it = document.find("objstore"); it != document.end()) {
+      if (!it->is_object()) {
+        return Error(Errc::invalid_argument,
+                     fmt::format("objstore = {}: expected an object", it->dump()));
+      }
+      STRATA_TRY(walk_json(vals, origins, *it, ""));
+    }
+  }
+  // 3. Overrides (command-line flags).
+  for (const auto& o : overrides) {
+    STRATA_TRY(set_from_text(vals, origins, o.path, o.value,
+                             o.origin.empty() ? "override " + o.path : o.origin));
+  }
+
+  ObjectStoreConfig c;
+  auto has = [&](const char* p) { return vals.count(p) > 0; };
+  auto bad = [&](const char* p, const std::string& shown, const std::string& why) {
+    return Error(Errc::invalid_argument, fmt::format("{} = {}: {}", origins[p], shown, why));
+  };
+
+  if (has("backend")) {
+    const std::string& b = vals["backend"].s;
+    if (b == "fs") {
+      c.backend = ObjectStoreConfig::Backend::fs;
+    } else if (b == "s3") {
+      c.backend = ObjectStoreConfig::Backend::s3;
+    } else {
+      return bad("backend", "'" + b + "'", "expected \"fs\" or \"s3\"");
+    }
+  }
+  if (has("fs.root")) c.fs.root = vals["fs.root"].s;
+  if (has("fs.create")) c.fs.create = vals["fs.create"].b;
+
+  S3Config& s = c.s3;
+  if (has("s3.endpoint")) s.endpoint = vals["s3.endpoint"].s;
+  if (has("s3.region")) s.region = vals["s3.region"].s;
+  if (has("s3.bucket")) s.bucket = vals["s3.bucket"].s;
+  if (has("s3.access_key_id")) s.access_key_id = vals["s3.access_key_id"].s;
+  if (has("s3.secret_access_key")) s.secret_access_key = vals["s3.secret_access_key"].s;
+  if (has("s3.session_token")) s.session_token = vals["s3.session_token"].s;
+  if (has("s3.tls_verify")) s.tls_verify = vals["s3.tls_verify"].b;
+  // Virtual-hosted is AWS's default; a custom endpoint (MinIO, s3rver, ...)
+  // usually wants path-style.
+  s.addressing = s.endpoint.empty() ? Addressing::virtual_hosted : Addressing::path;
+  if (has("s3.addressing")) {
+    const std::string& a = vals["s3.addressing"].s;
+    if (a == "path") {
+      s.addressing = Addressing::path;
+    } else if (a == "virtual") {
+      s.addressing = Addressing::virtual_hosted;
+    } else {
+      return bad("s3.addressing", "'" + a + "'", "expected \"path\" or \"virtual\"");
+    }
+  }
+  struct IntSetting {
+    const char* path;
+    int* target;
+    int64_t lo, hi;
+  };
+  IntSetting ints[] = {
+      {"s3.connect_timeout_ms", &s.connect_timeout_ms, 1, 600'000},
+      {"s3.request_timeout_ms", &s.request_timeout_ms, 1, 86'400'000},
+      {"s3.stall_timeout_ms", &s.stall_timeout_ms, 1'000, 3'600'000},
+      {"s3.max_connections", &s.max_connections, 1, 1024},
+  };
+  for (const auto& is : ints) {
+    if (!has(is.path)) continue;
+    int64_t v = vals[is.path].i;
+    if (v < is.lo || v > is.hi) {
+      return bad(is.path, std::to_string(v), fmt::format("must be within {}..{}", is.lo, is.hi));
+    }
+    *is.target = int(v);
+  }
+
+  if (c.backend == ObjectStoreConfig::Backend::fs) {
+    if (c.fs.root.empty()) {
+      return Error(Errc::invalid_argument,
+                   "objstore.fs.root is required for backend \"fs\" (config file or --root)");
+    }
+    return c;
+  }
+  if (s.bucket.empty()) {
+    return Error(Errc::invalid_argument,
+                 "objstore.s3.bucket is required for backend \"s3\" (config file or --bucket)");
+  }
+  if (!valid_bucket_name(s.bucket)) {
+    return bad("s3.bucket", "'" + s.bucket + "'",
+               "not a valid bucket name (3-63 of a-z 0-9 . -, starting and ending with a letter "
+               "or digit)");
+  }
+  if (s.region.empty()) return bad("s3.region", "''", "must not be empty");
+  if (!s.endpoint.empty()) {
+    auto scheme_end = s.endpoint.find("://");
+    std::string scheme = scheme_end == std::string::npos ? "" : s.endpoint.substr(0, scheme_end);
+    std::string rest = scheme_end == std::string::npos ? "" : s.endpoint.substr(scheme_end + 3);
+    while (!rest.empty() && rest.back() == '/') rest.pop_back();
+    if ((scheme != "http" && scheme != "https") || rest.empty() ||
+        rest.find('/') != std::string::npos) {
+      return bad("s3.endpoint", "'" + s.endpoint + "'",
+                 "expected http://host[:port] or https://host[:port], without a path");
+    }
+  }
+  if (s.access_key_id.empty() || s.secret_access_key.empty()) {
+    return Error(Errc::invalid_argument,
+                 "s3 credentials missing: set objstore.s3.access_key_id and "
+                 "objstore.s3.secret_access_key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
+  }
+  return c;
+}
+
+Result<ObjectStoreConfig> load_config_file(const std::string& path, const EnvLookup& env,
+                                           const std::vector<ConfigOverride>& overrides) {
+  json doc;
+  if (!path.empty()) {
+    auto text = read_file(posix_fs(), path);
+    if (!text.ok()) return std::move(text).error().with_context("reading config file " + path);
+    doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) {
+      return Error(Errc::invalid_argument, "config file " + path + ": not valid JSON");
+    }
+  }
+  auto c = load_config(doc, env, overrides);
+  if (!c.ok()) return std::move(c).error().with_context(path.empty() ? "config" : path);
+  return c;
+}
+
+nlohmann::json describe_config(const ObjectStoreConfig& c) {
+  json j;
+  if (c.backend == ObjectStoreConfig::Backend::fs) {
+    j["backend"] = "fs";
+    j["fs"] = {{"root", c.fs.root}, {"create", c.fs.create}};
+    return j;
+  }
+  const S3Config& s = c.s3;
+  j["backend"] = "s3";
+  j["s3"] = {{"endpoint", s.effective_endpoint()},
+             {"region", s.region},
+             {"bucket", s.bucket},
+             {"addressing", s.addressing == Addressing::path ? "path" : "virtual"},
+             {"access_key_id", s.access_key_id},
+             {"secret_access_key", s.secret_access_key.empty() ? "" : "***"},
+             {"session_token", s.session_token.empty() ? "" : "***"},
+             {"connect_timeout_ms", s.connect_timeout_ms},
+             {"request_timeout_ms", s.request_timeout_ms},
+             {"stall_timeout_ms", s.stall_timeout_ms},
+             {"max_connections", s.max_connections},
+             {"tls_verify", s.tls_verify}};
+  return j;
+}
+
+Result<std::unique_ptr<ObjectStore>> open_object_store(const ObjectStoreConfig& c, FileSystem& fs) {
+  if (c.backend == ObjectStoreConfig::Backend::fs) {
+    STRATA_ASSIGN_OR_RETURN(auto store, FsObjectStore::open(fs, c.fs.root, c.fs.create));
+    return std::unique_ptr<ObjectStore>(std::move(store));
+  }
+  STRATA_ASSIGN_OR_RETURN(auto store, S3ObjectStore::open(c.s3));
+  return std::unique_ptr<ObjectStore>(std::move(store));
+}
+
+}  // namespace strata::objstore

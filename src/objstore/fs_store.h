@@ -1,0 +1,69 @@
+// The `fs` backend: objects as files under a root directory, through
+// strata::FileSystem (so crash tests run it on FaultFileSystem).
+//
+// Layout (docs/formats-objstore.md): key "a/b/c" is the file
+// <root>/d_a/d_b/f_c. Directory segments are tagged "d_", object files
+// "f_", temporary files "t_", so the keys "a" and "a/b" can both exist and
+// no temporary file is ever mistaken for an object. Each object file holds
+// the body followed by a 12-byte trailer: "SOBJ", u32 version (1), u32
+// CRC32C of the body (big-endian). get() verifies the CRC.
+//
+// put = write t_<name>.<unique> in the key's directory, fsync, rename over
+// f_<name>, fsync the directory: after a crash at any instant the key holds
+// the old object, or none, or the complete new one — never a prefix.
+// remove = unlink, fsync the directory, then prune empty parents.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "common/fs.h"
+#include "objstore/object_store.h"
+
+namespace strata::objstore {
+
+constexpr size_t kFsTrailerBytes = 12;
+
+class FsObjectStore final : public ObjectStore {
+ public:
+  // Opens the store rooted at `root` (created, durably, if create_if_missing).
+  // `fs` must outlive the store.
+  static Result<std::unique_ptr<FsObjectStore>> open(FileSystem& fs, std::string root,
+                                                     bool create_if_missing);
+
+  using ObjectStore::put;
+  ObjectResult<PutResult> put(std::string_view key, BodyParts body,
+                              const PutOptions& opts) override;
+  ObjectResult<Bytes> get(std::string_view key) override;
+  ObjectResult<Bytes> get_range(std::string_view key, uint64_t offset, uint64_t length) override;
+  ObjectResult<ObjectInfo> head(std::string_view key) override;
+  ObjectStatus remove(std::string_view key) override;
+  std::vector<RemoveOutcome> remove_many(std::span<const std::string> keys) override;
+  ObjectResult<ListPage> list(const ListRequest& req) override;
+  ObjectStatus check_access() override;
+  std::string describe() const override;
+
+  // Removes temporary files left by puts that a crash interrupted. Call it
+  // only when no other process writes to the same root (e.g. at start-up).
+  // Returns how many were removed.
+  Result<size_t> sweep_temp_files();
+
+  const std::string& root() const { return root_; }
+
+ private:
+  FsObjectStore(FileSystem& fs, std::string root) : fs_(fs), root_(std::move(root)) {}
+
+  struct Located;
+  ObjectResult<Located> locate(Op op, std::string_view key) const;
+  ObjectResult<uint32_t> read_trailer(Op op, std::string_view key, File& f, uint64_t file_size);
+  ObjectStatus put_once(const Located& loc, std::string_view key, BodyParts body, uint32_t crc,
+                        bool* dir_vanished);
+  void prune_empty_dirs(const std::string& dir);
+
+  FileSystem& fs_;
+  const std::string root_;
+  std::atomic<uint64_t> temp_counter_{0};
+};
+
+}  // namespace strata::objstore

@@ -1,0 +1,125 @@
+// ObjectStore: the blob store the remote tier writes through (DESIGN.md,
+// objstore/). Objects are immutable byte strings under string keys; callers
+// never overwrite a key in place (every tier write uses a new key), though
+// the stores allow it.
+//
+// Contract shared by every backend (and checked by one contract test suite,
+// tests/objstore/contract_test.cpp, run against each):
+//  - Keys follow docs/formats-objstore.md: 1..1024 bytes of valid UTF-8,
+//    '/'-separated segments, no empty, "." or ".." segment, no control
+//    characters. A bad key fails with RetryClass::fatal before any I/O.
+//  - put() is all-or-nothing: a reader sees the old object (or none) or the
+//    whole new one, never a prefix, also across a crash or a cut connection.
+//    The body's CRC32C travels with it: the caller may give the CRC computed
+//    at its source; the store checks the bytes against it before storing,
+//    the server checks it again where it can (S3 x-amz-checksum-crc32c), and
+//    get() verifies it on the way back when the object carries it.
+//  - get_range(key, offset, length) returns bytes [offset, min(offset+length,
+//    size)); offset >= size fails fatal (HTTP 416 on S3); length must be > 0.
+//  - remove() is idempotent: removing a missing key succeeds (as on S3).
+//  - list() returns keys with the prefix in ascending bytewise (UTF-8) order,
+//    at most max_keys (1..1000) per page, and a continuation token while
+//    more remain. Tokens are opaque; a page never repeats or skips a key
+//    that existed for the whole listing.
+//  - Errors carry op, key, HTTP status, S3 code and a retry class
+//    (object_error.h); the store never retries on its own except libcurl's
+//    transparent reconnect of a stale pooled connection.
+//  - Thread-safe: any number of threads may call one instance; the S3
+//    backend bounds requests in flight (extra callers wait for a slot).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/bytes.h"
+#include "objstore/object_error.h"
+
+namespace strata::objstore {
+
+// A body given as consecutive pieces (e.g. fragment header, chunk bytes read
+// from segment files, index), sent or written without concatenating them.
+using BodyParts = std::span<const BytesView>;
+
+struct PutOptions {
+  std::string content_type = "application/octet-stream";
+  // CRC32C of the whole body as computed where the bytes came from. If set
+  // and the body does not match, put fails (fatal, checksum mismatch) and
+  // nothing is stored. If unset, the store computes it.
+  std::optional<uint32_t> crc32c;
+};
+
+struct PutResult {
+  std::string etag;  // as the store reports it, without quotes
+  uint32_t crc32c = 0;
+};
+
+struct ObjectInfo {
+  std::string key;
+  uint64_t size = 0;
+  std::string etag;  // without quotes
+  // CRC32C of the body if the object carries it (objects put by strata do).
+  std::optional<uint32_t> crc32c;
+};
+
+struct ListRequest {
+  std::string prefix;
+  std::string continuation_token;  // empty for the first page
+  int max_keys = 1000;             // 1..1000
+};
+
+struct ListPage {
+  std::vector<ObjectInfo> objects;  // ascending key order; crc32c unset
+  std::string next_token;           // empty when this is the last page
+};
+
+// Outcome of one key of a remove_many batch.
+struct RemoveOutcome {
+  std::string key;
+  std::optional<ObjectError> error;  // empty: removed (or was absent)
+  bool ok() const { return !error.has_value(); }
+};
+
+// The largest batch one DeleteObjects request may carry (S3's limit).
+constexpr size_t kMaxDeleteBatch = 1000;
+constexpr int kMaxListKeys = 1000;
+
+class ObjectStore {
+ public:
+  virtual ~ObjectStore() = default;
+
+  virtual ObjectResult<PutResult> put(std::string_view key, BodyParts body,
+                                      const PutOptions& opts = {}) = 0;
+  ObjectResult<PutResult> put(std::string_view key, BytesView body, const PutOptions& opts = {}) {
+    return put(key, BodyParts(&body, 1), opts);
+  }
+
+  // The whole object; verifies its CRC32C when the object carries one.
+  virtual ObjectResult<Bytes> get(std::string_view key) = 0;
+  // Bytes [offset, min(offset + length, size)); see the contract above.
+  virtual ObjectResult<Bytes> get_range(std::string_view key, uint64_t offset, uint64_t length) = 0;
+  virtual ObjectResult<ObjectInfo> head(std::string_view key) = 0;
+  virtual ObjectStatus remove(std::string_view key) = 0;
+  // Removes many keys (batches of <= kMaxDeleteBatch per request); returns
+  // one outcome per input key, in input order. Never fails as a whole: a
+  // failed batch gives each of its keys that batch's error.
+  virtual std::vector<RemoveOutcome> remove_many(std::span<const std::string> keys) = 0;
+  virtual ObjectResult<ListPage> list(const ListRequest& req) = 0;
+
+  // Checks the store is reachable and its bucket (or root directory) exists
+  // and is accessible with the configured credentials. No object is written.
+  virtual ObjectStatus check_access() = 0;
+  // "s3://bucket (http://host:port, path-style)", "fs:/var/lib/strata/objects"
+  virtual std::string describe() const = 0;
+};
+
+// Lists every key under `prefix`, following continuation tokens. For tools
+// and tests; bounded by `max_objects` (fails fatal when exceeded).
+ObjectResult<std::vector<ObjectInfo>> list_all(ObjectStore& store, std::string_view prefix,
+                                               size_t max_objects = 10'000'000);
+
+}  // namespace strata::objstore

@@ -1,0 +1,63 @@
+// One HTTP exchange over a pooled libcurl handle, signed with libcurl's
+// built-in AWS SigV4 (CURLOPT_AWS_SIGV4; never hand-rolled). The caller
+// builds the URL already canonical (uri.h) and the x-amz-content-sha256
+// header; this layer runs the transfer under the deadlines and reports
+// what happened without interpreting S3 semantics (s3_store.cpp does).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/bytes.h"
+#include "objstore/curl_pool.h"
+#include "objstore/object_store.h"
+#include "objstore/retry_class.h"
+
+namespace strata::objstore {
+
+struct HttpSettings {
+  std::string region;
+  std::string access_key_id;
+  std::string secret_access_key;
+  std::string session_token;
+  int connect_timeout_ms = 5'000;
+  int request_timeout_ms = 120'000;
+  int stall_timeout_ms = 15'000;
+  bool tls_verify = true;
+};
+
+struct HttpRequest {
+  std::string method;                // GET, HEAD, PUT, POST, DELETE
+  std::string url;                   // scheme://host[:port]/canonical-path?canonical-query
+  std::vector<std::string> headers;  // "Name: value", signed by libcurl
+  BodyParts body;                    // PUT/POST payload
+  // For a ranged GET: the window [offset, offset + length) asked for. A
+  // 200 answer (the server ignored Range) is sliced to it while streaming,
+  // so memory stays bounded by the range, not the object.
+  std::optional<std::pair<uint64_t, uint64_t>> range;
+};
+
+struct HttpResponse {
+  TransportFailure failure = TransportFailure::none;
+  std::string transport_message;  // libcurl's explanation when failure != none
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names
+  // 2xx: the payload (a 200 to a ranged request: already sliced). Other
+  // statuses: the first 64 KiB of the error body.
+  Bytes body;
+  bool sliced = false;      // body was cut from a 200 answer to a range
+  uint64_t body_bytes = 0;  // bytes the server sent in the body
+
+  const std::string* header(const std::string& lower_name) const {
+    auto it = headers.find(lower_name);
+    return it == headers.end() ? nullptr : &it->second;
+  }
+};
+
+// Runs the request on `h` (reset first; its connection cache is kept).
+HttpResponse perform(CURL* h, const HttpSettings& s, const HttpRequest& req);
+
+}  // namespace strata::objstore

@@ -1,0 +1,71 @@
+// The `s3` backend: S3 (and S3-compatible servers) over libcurl.
+//
+//  - Signing: libcurl's CURLOPT_AWS_SIGV4. Paths and queries are built
+//    canonical (uri.h) because libcurl 7.88 signs them as given.
+//    x-amz-content-sha256 is UNSIGNED-PAYLOAD for object bodies (their
+//    CRC32C travels in x-amz-checksum-crc32c, which S3 verifies) and the
+//    real SHA-256 for XML bodies and empty bodies.
+//  - Integrity: put() sends x-amz-checksum-crc32c (S3 rejects a mismatch
+//    with BadDigest, classified fatal) and stores the CRC as user metadata
+//    x-amz-meta-crc32c (8 hex digits), which get() verifies on the whole
+//    body — on any S3-compatible server, including ones that ignore the
+//    checksum header.
+//  - Ranged get: "Range: bytes=a-b"; a 206 is checked against
+//    Content-Range; a 200 (the server ignored Range) is sliced while
+//    streaming.
+//  - Connections: a pool of max_connections libcurl handles (curl_pool.h);
+//    each request takes one, so that is the bound on requests in flight.
+//  - Deadlines: connect, total and stall deadlines on every request; a hung
+//    server ends in a transient timeout error, never a hang.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "objstore/config.h"
+#include "objstore/curl_pool.h"
+#include "objstore/object_store.h"
+#include "objstore/s3_http.h"
+
+namespace strata::objstore {
+
+class S3ObjectStore final : public ObjectStore {
+ public:
+  // Validates the configuration (endpoint form, bucket, credentials).
+  static Result<std::unique_ptr<S3ObjectStore>> open(const S3Config& config);
+
+  using ObjectStore::put;
+  ObjectResult<PutResult> put(std::string_view key, BodyParts body,
+                              const PutOptions& opts) override;
+  ObjectResult<Bytes> get(std::string_view key) override;
+  ObjectResult<Bytes> get_range(std::string_view key, uint64_t offset, uint64_t length) override;
+  ObjectResult<ObjectInfo> head(std::string_view key) override;
+  ObjectStatus remove(std::string_view key) override;
+  std::vector<RemoveOutcome> remove_many(std::span<const std::string> keys) override;
+  ObjectResult<ListPage> list(const ListRequest& req) override;
+  ObjectStatus check_access() override;
+  std::string describe() const override;
+
+  // Requests currently holding a pooled connection (for tests and metrics).
+  int in_flight() const { return pool_.in_flight(); }
+
+  // The URL of an object or of the bucket (key empty), query appended.
+  std::string url_for(std::string_view key, const std::string& canonical_query = "") const;
+
+ private:
+  S3ObjectStore(const S3Config& c, std::string base_url);
+
+  // Runs one request on a pooled handle; a transport failure, or an HTTP
+  // status outside `ok_statuses`, becomes an ObjectError for (op, key).
+  ObjectResult<HttpResponse> run(Op op, std::string_view key, HttpRequest req,
+                                 std::initializer_list<int> ok_statuses);
+  ObjectResult<std::vector<RemoveOutcome>> remove_batch(std::span<const std::string> keys);
+
+  const S3Config config_;
+  const HttpSettings settings_;
+  const std::string base_url_;     // scheme://host[:port] (with bucket. for virtual-hosted)
+  const std::string bucket_path_;  // "/bucket" for path-style, "" for virtual-hosted
+  CurlPool pool_;
+};
+
+}  // namespace strata::objstore
