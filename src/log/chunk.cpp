@@ -40,12 +40,14 @@ Result<ChunkHeader> decode_chunk_header(BytesView in, const std::string& where) 
   uint32_t want = get_be32(p + kHeaderCrcPos);
   uint32_t got = crc32c::value(p, kHeaderCrcPos);
   if (want != got) {
-    return Error(Errc::corrupt, fmt::format("{}: chunk header CRC mismatch (stored {:#010x}, computed {:#010x})",
-                                            where, want, got));
+    return Error(Errc::corrupt,
+                 fmt::format("{}: chunk header CRC mismatch (stored {:#010x}, computed {:#010x})",
+                             where, want, got));
   }
   if (p[4] != kChunkVersion) {
-    return Error(Errc::unsupported_version,
-                 fmt::format("{}: chunk version {} (this build reads {})", where, p[4], kChunkVersion));
+    return Error(
+        Errc::unsupported_version,
+        fmt::format("{}: chunk version {} (this build reads {})", where, p[4], kChunkVersion));
   }
   if (p[5] > uint8_t(ChunkType::tracking_snapshot)) {
     return Error(Errc::corrupt, fmt::format("{}: unknown chunk type {}", where, p[5]));
@@ -77,8 +79,9 @@ Status verify_chunk_body(const ChunkHeader& h, BytesView body, const std::string
   }
   uint32_t got = crc32c::value(body);
   if (got != h.data_crc) {
-    return Error(Errc::corrupt, fmt::format("{}: chunk data CRC mismatch (stored {:#010x}, computed {:#010x})",
-                                            where, h.data_crc, got));
+    return Error(Errc::corrupt,
+                 fmt::format("{}: chunk data CRC mismatch (stored {:#010x}, computed {:#010x})",
+                             where, h.data_crc, got));
   }
   return Status::OK();
 }
@@ -118,15 +121,16 @@ Bytes build_chunk(const std::vector<BytesView>& records, uint64_t first_offset, 
 Result<std::vector<BytesView>> parse_records(const ChunkHeader& h, BytesView data,
                                              const std::string& where) {
   if (data.size() != h.data_len) {
-    return Error(Errc::corrupt,
-                 fmt::format("{}: chunk data is {} bytes, header says {}", where, data.size(), h.data_len));
+    return Error(Errc::corrupt, fmt::format("{}: chunk data is {} bytes, header says {}", where,
+                                            data.size(), h.data_len));
   }
   std::vector<BytesView> out;
   out.reserve(h.num_entries);
   size_t pos = 0;
   while (pos < data.size()) {
     if (data.size() - pos < kEntryHeaderSize) {
-      return Error(Errc::corrupt, fmt::format("{}: entry header truncated at data byte {}", where, pos));
+      return Error(Errc::corrupt,
+                   fmt::format("{}: entry header truncated at data byte {}", where, pos));
     }
     uint32_t eh = get_be32(u8(data.data() + pos));
     if (eh & 0x80000000u) {
@@ -136,17 +140,58 @@ Result<std::vector<BytesView>> parse_records(const ChunkHeader& h, BytesView dat
     size_t len = eh;
     pos += kEntryHeaderSize;
     if (data.size() - pos < len) {
-      return Error(Errc::corrupt, fmt::format("{}: entry of {} bytes at data byte {} overruns the chunk",
-                                              where, len, pos - kEntryHeaderSize));
+      return Error(Errc::corrupt,
+                   fmt::format("{}: entry of {} bytes at data byte {} overruns the chunk", where,
+                               len, pos - kEntryHeaderSize));
     }
     out.push_back(data.substr(pos, len));
     pos += len;
   }
   if (out.size() != h.num_entries || out.size() != h.num_records) {
-    return Error(Errc::corrupt, fmt::format("{}: chunk holds {} entries, header says {} entries / {} records",
-                                            where, out.size(), h.num_entries, h.num_records));
+    return Error(Errc::corrupt,
+                 fmt::format("{}: chunk holds {} entries, header says {} entries / {} records",
+                             where, out.size(), h.num_entries, h.num_records));
   }
   return out;
+}
+
+void ChunkBuilder::begin() {
+  STRATA_ASSERT(!open_, "ChunkBuilder::begin while a chunk is open");
+  start_ = out_->size();
+  out_->append(kChunkHeaderSize, '\0');
+  records_ = 0;
+  open_ = true;
+}
+
+void ChunkBuilder::add(BytesView record) {
+  STRATA_ASSERT(open_ && records_ < 0xFFFF,
+                "ChunkBuilder::add outside a chunk or past 65535 records");
+  STRATA_ASSERT(record.size() <= kMaxRecordSize, "record too large for a chunk entry");
+  uint8_t eh[kEntryHeaderSize];
+  put_be32(eh, uint32_t(record.size()));
+  out_->append(reinterpret_cast<const char*>(eh), kEntryHeaderSize);
+  out_->append(record.data(), record.size());
+  ++records_;
+}
+
+ChunkHeader ChunkBuilder::finish(uint64_t first_offset, uint64_t epoch, int64_t timestamp_ms,
+                                 ChunkType type) {
+  STRATA_ASSERT(open_ && records_ > 0, "ChunkBuilder::finish without records");
+  uint64_t data_len = data_bytes();
+  STRATA_ASSERT(data_len <= 0xFFFFFFFFu, "chunk data exceeds 4 GiB");
+  ChunkHeader h;
+  h.type = type;
+  h.num_entries = uint16_t(records_);
+  h.num_records = records_;
+  h.timestamp_ms = timestamp_ms;
+  h.epoch = epoch;
+  h.first_offset = first_offset;
+  h.data_len = uint32_t(data_len);
+  h.trailer_len = 0;
+  h.data_crc = crc32c::value(out_->data() + start_ + kChunkHeaderSize, data_len);
+  encode_chunk_header(h, u8(out_->data() + start_));
+  open_ = false;
+  return h;
 }
 
 }  // namespace strata::log

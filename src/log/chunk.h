@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,12 +27,12 @@ enum class ChunkType : uint8_t { user = 0, tracking_delta = 1, tracking_snapshot
 
 struct ChunkHeader {
   ChunkType type = ChunkType::user;
-  uint16_t num_entries = 0;  // entries in data (one per record for simple entries)
-  uint32_t num_records = 0;  // records = offsets this chunk occupies
-  int64_t timestamp_ms = 0;  // wall clock when the writer built the chunk
-  uint64_t epoch = 0;        // writer epoch
-  uint64_t first_offset = 0; // offset of the first record ("chunk id")
-  uint32_t data_crc = 0;     // CRC32C of data followed by trailer
+  uint16_t num_entries = 0;   // entries in data (one per record for simple entries)
+  uint32_t num_records = 0;   // records = offsets this chunk occupies
+  int64_t timestamp_ms = 0;   // wall clock when the writer built the chunk
+  uint64_t epoch = 0;         // writer epoch
+  uint64_t first_offset = 0;  // offset of the first record ("chunk id")
+  uint32_t data_crc = 0;      // CRC32C of data followed by trailer
   uint32_t data_len = 0;
   uint32_t trailer_len = 0;
 
@@ -59,5 +60,34 @@ Bytes build_chunk(const std::vector<BytesView>& records, uint64_t first_offset, 
 // validates entry framing against the header's counts.
 Result<std::vector<BytesView>> parse_records(const ChunkHeader& h, BytesView data,
                                              const std::string& where);
+
+// Builds chunks into a caller-owned buffer, so a writer that reuses the
+// buffer allocates nothing per chunk. Usage: begin(); add() 1..65535
+// records; finish() encodes the header in place and returns it. The chunk
+// occupies (*out)[start .. out->size()) where start = out->size() at begin().
+class ChunkBuilder {
+ public:
+  explicit ChunkBuilder(Bytes* out) : out_(out) {}
+
+  void begin();
+  // Requires a begun chunk with fewer than 65535 records and
+  // record.size() <= kMaxRecordSize.
+  void add(BytesView record);
+  // Requires at least one record. Computes data_crc over the data section.
+  ChunkHeader finish(uint64_t first_offset, uint64_t epoch, int64_t timestamp_ms,
+                     ChunkType type = ChunkType::user);
+
+  uint32_t records() const { return records_; }
+  // Bytes of the data section so far (entry headers included).
+  uint64_t data_bytes() const { return out_->size() - start_ - kChunkHeaderSize; }
+  // Data bytes a record adds.
+  static uint64_t entry_size(BytesView record) { return kEntryHeaderSize + record.size(); }
+
+ private:
+  Bytes* out_;
+  size_t start_ = 0;
+  uint32_t records_ = 0;
+  bool open_ = false;
+};
 
 }  // namespace strata::log

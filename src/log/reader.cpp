@@ -1,0 +1,153 @@
+#include "log/reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/assert.h"
+
+namespace strata::log {
+
+Reader::Reader(std::shared_ptr<StreamLog> log, std::shared_ptr<StreamLog::Segment> seg,
+               std::shared_ptr<File> file, const Resolution& r, const ReaderOptions& o)
+    : log_(std::move(log)),
+      seg_(std::move(seg)),
+      file_(std::move(file)),
+      opts_(o),
+      pos_(r.position),
+      chunk_offset_(r.chunk_first_offset),
+      start_offset_(r.start_offset) {}
+
+Reader::~Reader() = default;
+
+uint64_t Reader::next_offset() const {
+  return std::max(chunk_offset_, start_offset_);
+}
+
+bool Reader::at_end() const {
+  return chunk_offset_ >= log_->committed_next();
+}
+
+Status Reader::locate() {
+  std::shared_ptr<StreamLog::Segment> moved_to;
+  {
+    std::lock_guard<std::mutex> g(log_->mu_);
+    seg_end_ = seg_->info.size_bytes;
+    seg_next_ = seg_->info.next_offset;
+    if (chunk_offset_ < seg_next_) return Status::OK();
+    // This segment is done and a later chunk is committed: it lives in the
+    // segment that starts exactly at chunk_offset_ (segments are contiguous).
+    moved_to = log_->find_segment_locked(chunk_offset_);
+    if (!moved_to) {
+      return Error(
+          Errc::out_of_range,
+          fmt::format("stream {}: offset {} is no longer in the log (removed by retention); "
+                      "the first offset is now {}",
+                      log_->dir_, chunk_offset_, log_->segments_.front()->info.first_offset));
+    }
+    seg_ = moved_to;
+    seg_end_ = seg_->info.size_bytes;
+    seg_next_ = seg_->info.next_offset;
+  }
+  STRATA_ASSIGN_OR_RETURN(file_, log_->segment_file(seg_));
+  pos_ = kFileHeaderSize;
+  Bytes().swap(buf_);
+  buf_start_ = 0;
+  return Status::OK();
+}
+
+Result<BytesView> Reader::read_bytes(uint64_t pos, uint64_t n) {
+  if (pos >= buf_start_ && pos + n <= buf_start_ + buf_.size()) {
+    return BytesView(buf_).substr(size_t(pos - buf_start_), size_t(n));
+  }
+  // Read ahead, but never past the committed end of the segment.
+  uint64_t want =
+      std::min<uint64_t>(std::max<uint64_t>(n, log_->opts_.read_ahead_bytes), seg_end_ - pos);
+  buf_.resize(size_t(want));
+  buf_start_ = pos;
+  Status s = read_exact(*file_, pos, buf_.data(), buf_.size());
+  if (!s.ok()) {
+    buf_.clear();
+    return std::move(s).error();
+  }
+  return BytesView(buf_).substr(0, size_t(n));
+}
+
+Result<std::optional<ChunkView>> Reader::next_chunk() {
+  if (log_->closed_flag_.load(std::memory_order_acquire)) {
+    return Error(Errc::closed, fmt::format("stream {} is closed", log_->dir_));
+  }
+  const uint64_t committed = log_->committed_next();
+  if (chunk_offset_ >= committed) {
+    // Caught up: an idle reader keeps no buffer.
+    Bytes().swap(buf_);
+    buf_start_ = 0;
+    return std::optional<ChunkView>();
+  }
+  if (chunk_offset_ >= seg_next_) STRATA_TRY(locate());
+  auto place = [&] { return fmt::format("{} position {}", seg_->path, pos_); };
+  if (pos_ + kChunkHeaderSize > seg_end_) {
+    return Error(Errc::corrupt, fmt::format("{}: committed offset {} expected a chunk here but the "
+                                            "segment's committed end is {}",
+                                            place(), chunk_offset_, seg_end_));
+  }
+  STRATA_ASSIGN_OR_RETURN(BytesView hv, read_bytes(pos_, kChunkHeaderSize));
+  auto h = decode_chunk_header(hv, place());
+  if (!h.ok()) return std::move(h).error();
+  if (h->first_offset != chunk_offset_) {
+    return Error(Errc::corrupt, fmt::format("{}: chunk has first offset {}, expected {}", place(),
+                                            h->first_offset, chunk_offset_));
+  }
+  if (pos_ + h->total_size() > seg_end_) {
+    return Error(Errc::corrupt, fmt::format("{}: chunk of {} bytes runs past the committed end {}",
+                                            place(), h->total_size(), seg_end_));
+  }
+  STRATA_ASSIGN_OR_RETURN(BytesView bytes, read_bytes(pos_, h->total_size()));
+  if (opts_.verify_crc) STRATA_TRY(verify_chunk_body(*h, bytes.substr(kChunkHeaderSize), place()));
+  ChunkView v;
+  v.header = *h;
+  v.segment_first_offset = seg_->info.first_offset;
+  v.position = pos_;
+  v.bytes = bytes;
+  pos_ += h->total_size();
+  chunk_offset_ = h->next_offset();
+  return std::optional<ChunkView>(v);
+}
+
+Result<size_t> Reader::next_records(std::vector<Record>* out) {
+  while (true) {
+    STRATA_ASSIGN_OR_RETURN(auto c, next_chunk());
+    if (!c) return size_t(0);
+    auto recs =
+        parse_records(c->header, c->data(), fmt::format("{} position {}", seg_->path, c->position));
+    if (!recs.ok()) return std::move(recs).error();
+    size_t n = 0;
+    for (size_t i = 0; i < recs->size(); ++i) {
+      uint64_t off = c->header.first_offset + i;
+      if (off < start_offset_) continue;
+      out->push_back(Record{off, c->header.timestamp_ms, (*recs)[i]});
+      ++n;
+    }
+    if (n > 0) return n;
+    // Every record of this chunk was before the requested offset: go on.
+  }
+}
+
+bool Reader::wait(std::chrono::milliseconds timeout) {
+  if (chunk_offset_ < log_->committed_next()) return true;
+  if (!log_->read_only()) return log_->wait_for_commit(chunk_offset_, timeout);
+  // The writer is another process: look at the files now and then.
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    auto r = log_->refresh();
+    if (!r.ok() || *r > chunk_offset_) return r.ok();
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline || log_->closed()) return false;
+    auto step = std::min<std::chrono::steady_clock::duration>(deadline - now,
+                                                              std::chrono::milliseconds(50));
+    log_->wait_for_commit(chunk_offset_,
+                          std::chrono::duration_cast<std::chrono::milliseconds>(step));
+  }
+}
+
+}  // namespace strata::log

@@ -1,0 +1,101 @@
+// Reader: a cursor over one stream's committed chunks (osiris offset reader).
+// Opened by StreamLog::open_reader at an offset spec; reads forward, whole
+// chunks or records, and follows the committed offset.
+//
+// Memory: an idle reader holds no buffer. A reading reader holds one buffer
+// of at most max(read_ahead_bytes, one chunk), released when it reaches the
+// committed end. Files are shared with the log (no descriptor per reader
+// while it stays in the active segment).
+//
+// A Reader is used by one thread at a time; many readers may run at once.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "common/fs.h"
+#include "log/chunk.h"
+#include "log/stream_log.h"
+
+namespace strata::log {
+
+struct ReaderOptions {
+  bool verify_crc = true;  // verify each chunk's body CRC before returning it
+};
+
+// A chunk as read: its bytes are valid until the next call on the reader.
+struct ChunkView {
+  ChunkHeader header;
+  uint64_t segment_first_offset = 0;
+  uint64_t position = 0;  // file position of the chunk header in its segment
+  BytesView bytes;        // the whole chunk: header + data + trailer, verbatim
+
+  BytesView data() const { return bytes.substr(kChunkHeaderSize, header.data_len); }
+  BytesView trailer() const {
+    return bytes.substr(kChunkHeaderSize + header.data_len, header.trailer_len);
+  }
+};
+
+struct Record {
+  uint64_t offset = 0;
+  int64_t timestamp_ms = 0;  // the chunk's timestamp
+  BytesView value;           // valid until the next call on the reader
+};
+
+class Reader {
+ public:
+  ~Reader();
+
+  // The next committed chunk, or nullopt at the committed end. Errors:
+  // corrupt (naming segment file, position, reason), closed, out_of_range
+  // (the next chunk was removed by retention), I/O errors.
+  Result<std::optional<ChunkView>> next_chunk();
+
+  // Appends to *out the records of the next chunk whose offsets are at or
+  // after the reader's start offset (records of the first chunk before the
+  // requested offset are skipped). Returns how many were appended; 0 at the
+  // committed end. Views are valid until the next call.
+  Result<size_t> next_records(std::vector<Record>* out);
+
+  // Waits until a chunk is available to read, the timeout passes, or the log
+  // closes or fails. True if data is available. No CPU is used while
+  // waiting (condition variable). Read-only logs refresh from disk every
+  // 50 ms while waiting, since their writer is another process.
+  bool wait(std::chrono::milliseconds timeout);
+
+  // Offset of the next record this reader delivers.
+  uint64_t next_offset() const;
+  // Offset of the next chunk this reader reads.
+  uint64_t next_chunk_offset() const { return chunk_offset_; }
+  bool at_end() const;
+
+ private:
+  friend class StreamLog;
+  Reader(std::shared_ptr<StreamLog> log, std::shared_ptr<StreamLog::Segment> seg,
+         std::shared_ptr<File> file, const Resolution& r, const ReaderOptions& o);
+
+  // Moves to the segment holding chunk_offset_ when the current one is done,
+  // and refreshes the committed bounds of the current one.
+  Status locate();
+  Result<BytesView> read_bytes(uint64_t pos, uint64_t n);
+
+  std::shared_ptr<StreamLog> log_;
+  std::shared_ptr<StreamLog::Segment> seg_;
+  std::shared_ptr<File> file_;
+  ReaderOptions opts_;
+  uint64_t pos_ = 0;           // file position of the next chunk in seg_
+  uint64_t chunk_offset_ = 0;  // first offset of the next chunk
+  uint64_t start_offset_ = 0;  // records below this are skipped
+  // Committed bounds of seg_ as last seen (refreshed under the log's lock).
+  uint64_t seg_end_ = 0;
+  uint64_t seg_next_ = 0;
+  bool seg_sealed_ = false;
+  // Read-ahead buffer holding file bytes [buf_start_, buf_start_ + buf_.size()).
+  Bytes buf_;
+  uint64_t buf_start_ = 0;
+};
+
+}  // namespace strata::log
