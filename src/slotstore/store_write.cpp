@@ -1,0 +1,422 @@
+// The write path: validation, group commit, WAL appends, half switches.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <random>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "common/assert.h"
+#include "common/endian.h"
+#include "slotstore/store_impl.h"
+
+namespace strata::slotstore {
+
+namespace {
+
+constexpr size_t kMaxGroupWriters = 128;
+constexpr size_t kMaxGroupOps = 4096;
+
+bool is_low(const format::Layout& l, FieldId f) {
+  return l.schema.fields[f].frequency == Frequency::low;
+}
+
+// Element i of a present value of field type t (validated beforehand).
+const Scalar* element_of(const FieldType& t, const Value& v, size_t i, Scalar* tmp) {
+  if (t.tuple) return &v.elements()[i];
+  *tmp = v.is_u64() ? Scalar(v.as_u64()) : Scalar(v.as_str());
+  return tmp;
+}
+
+Status check_value(const format::Layout& l, FieldId fid, const Value& v, const std::string& where) {
+  const FieldSpec& f = l.schema.fields[fid];
+  auto bad = [&](const std::string& why) {
+    return Error(Errc::invalid_argument, fmt::format("{} field '{}': {}", where, f.name, why));
+  };
+  size_t n = f.type.elements.size();
+  if (f.type.tuple) {
+    if (!v.is_tuple()) return bad("expects a tuple value");
+    if (v.elements().size() != n) {
+      return bad(fmt::format("tuple of {} elements, schema has {}", v.elements().size(), n));
+    }
+  } else if (v.is_tuple()) {
+    return bad("expects a scalar, got a tuple");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const Element& e = f.type.elements[i];
+    bool is_num = f.type.tuple ? v.elements()[i].index() == 0 : v.is_u64();
+    if (e.kind == ElementKind::u64) {
+      if (!is_num) return bad(fmt::format("element {} must be a u64", i));
+      continue;
+    }
+    if (is_num) return bad(fmt::format("element {} must be a string", i));
+    size_t len = f.type.tuple ? std::get<1>(v.elements()[i]).size() : v.as_str().size();
+    if (len > e.max_len) {
+      return bad(
+          fmt::format("element {} is {} bytes, longer than its bound {}", i, len, e.max_len));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+struct SlotStore::Impl::Writer {
+  const WriteBatch* batch;
+  WriteOptions options;
+  bool closing = false;
+  Status status;
+  bool done = false;
+  std::condition_variable cv;
+};
+
+Status SlotStore::Impl::write_batch(const WriteBatch& batch, const WriteOptions& options) {
+  STRATA_TRY(check_usable(true));
+  return write_internal(batch, options, false);
+}
+
+Status SlotStore::Impl::write_internal(const WriteBatch& batch, const WriteOptions& options,
+                                       bool closing) {
+  Writer w{&batch, options, closing, Status::OK(), false, {}};
+  std::unique_lock<std::mutex> l(queue_mu_);
+  writers_.push_back(&w);
+  w.cv.wait(l, [&] { return w.done || writers_.front() == &w; });
+  if (w.done) return std::move(w.status);
+  // This writer leads: it commits the queued batches as one group, with one
+  // WAL write and at most one fsync (group commit).
+  std::vector<Writer*> group;
+  size_t ops = 0;
+  for (Writer* x : writers_) {
+    if (!group.empty() &&
+        (group.size() >= kMaxGroupWriters || ops + x->batch->size() > kMaxGroupOps)) {
+      break;
+    }
+    group.push_back(x);
+    ops += x->batch->size();
+  }
+  l.unlock();
+  commit_group(group);
+  l.lock();
+  for (Writer* x : group) {
+    STRATA_ASSERT(writers_.front() == x, "writer queue out of order");
+    writers_.pop_front();
+    if (x != &w) {
+      x->done = true;
+      x->cv.notify_one();
+    }
+  }
+  if (!writers_.empty()) writers_.front()->cv.notify_one();
+  return std::move(w.status);
+}
+
+void SlotStore::Impl::commit_group(const std::vector<Writer*>& group) {
+  bool need_sync = false;
+  for (Writer* x : group) {
+    if (failed_) {
+      x->status = fail_stopped_error();
+      continue;
+    }
+    if (closed_ && !x->closing) {
+      x->status = Error(Errc::closed, path_ + ": store is closed");
+      continue;
+    }
+    bool durable = false;
+    x->status = apply_batch(*x->batch, &durable);
+    if (x->status.ok() && (durable || x->options.sync)) need_sync = true;
+  }
+  Status io = flush_pending();
+  if (io.ok() && need_sync && wal_.unsynced > 0) {
+    io = sync_file();
+    if (io.ok()) wal_.unsynced = 0;
+  }
+  unsynced_ = wal_.unsynced;
+  if (!io.ok()) {
+    // The store is fail-stopped: report it to every writer of the group
+    // rather than success for data whose durability is now unknown.
+    for (Writer* x : group) {
+      if (x->status.ok()) x->status = io;
+    }
+  }
+}
+
+Status SlotStore::Impl::validate(const WriteBatch& batch, bool* durable) const {
+  const format::Layout& l = layout_;
+  // Effects of earlier ops of this batch, so each op is checked against the
+  // state it will actually see.
+  std::unordered_map<std::string_view, bool> exists;
+  std::unordered_set<std::string_view> new_strings;
+  int64_t free_slots = table_.free_count();
+  const uint32_t strings_avail = table_.strings.available();
+  *durable = false;
+  const auto& ops = batch.ops();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const WriteBatch::Op& op = ops[i];
+    std::string where = fmt::format("{}: write_batch op {} ({} key {})", path_, i,
+                                    op.erase ? "erase" : "put", format::describe_key(op.key));
+    if (op.key.empty()) return Error(Errc::invalid_argument, where + ": empty key");
+    if (op.key.size() > l.max_key) {
+      return Error(Errc::key_too_long, fmt::format("{}: key is {} bytes, the bound is {}", where,
+                                                   op.key.size(), l.max_key));
+    }
+    auto ov = exists.find(op.key);
+    bool present = ov != exists.end() ? ov->second : table_.find(op.key).has_value();
+    if (op.erase) {
+      if (!present) return Error(Errc::not_found, where + ": no such key");
+      exists[op.key] = false;
+      ++free_slots;
+      *durable = true;
+      continue;
+    }
+    if (!present) {
+      if (free_slots == 0) {
+        return Error(Errc::store_full,
+                     fmt::format("{}: all {} slots are in use (capacity is fixed at creation; "
+                                 "migrate to grow it)",
+                                 where, l.slots));
+      }
+      --free_slots;
+      exists[op.key] = true;
+    }
+    if (op.updates.size() > l.fields.size()) {
+      return Error(Errc::invalid_argument, fmt::format("{}: {} updates for {} fields", where,
+                                                       op.updates.size(), l.fields.size()));
+    }
+    uint64_t seen = 0;
+    for (const FieldUpdate& u : op.updates) {
+      if (u.field >= l.fields.size()) {
+        return Error(Errc::unknown_field, fmt::format("{}: field id {} (the schema has {} fields)",
+                                                      where, int(u.field), l.fields.size()));
+      }
+      if (seen & (uint64_t(1) << u.field)) {
+        return Error(Errc::invalid_argument, fmt::format("{}: field '{}' updated twice", where,
+                                                         l.schema.fields[u.field].name));
+      }
+      seen |= uint64_t(1) << u.field;
+      if (is_low(l, u.field)) *durable = true;
+      if (!u.value) continue;
+      STRATA_TRY(check_value(l, u.field, *u.value, where));
+      const FieldType& t = l.schema.fields[u.field].type;
+      for (size_t e = 0; e < t.elements.size(); ++e) {
+        if (t.elements[e].kind != ElementKind::interned) continue;
+        Scalar tmp;
+        const std::string& s = std::get<1>(*element_of(t, *u.value, e, &tmp));
+        if (table_.strings.find(s) || new_strings.count(s)) continue;
+        if (new_strings.size() >= strings_avail) {
+          return Error(Errc::string_table_full,
+                       fmt::format("{} field '{}': the interned string table is full ({} "
+                                   "strings; capacity is fixed at creation, migrate to grow it)",
+                                   where, l.schema.fields[u.field].name, l.strings));
+        }
+        // Views into the batch, which outlives this call.
+        new_strings.insert(t.tuple ? std::string_view(std::get<1>(u.value->elements()[e]))
+                                   : std::string_view(u.value->as_str()));
+      }
+    }
+  }
+  return Status::OK();
+}
+
+Status SlotStore::Impl::apply_batch(const WriteBatch& batch, bool* durable) {
+  STRATA_TRY(validate(batch, durable));
+  const auto& ops = batch.ops();
+  const size_t op_bound = layout_.max_op_bytes;
+  size_t i = 0;
+  while (i < ops.size()) {
+    STRATA_TRY(ensure_room(kMarkerBytes + op_bound));
+    uint64_t room = layout_.half_size - wal_.written - wal_.pending.size() - kMarkerBytes;
+    size_t k = std::max<size_t>(1, size_t(room / op_bound));
+    k = std::min(k, ops.size() - i);
+    std::unique_lock<std::shared_mutex> lk(mu_);
+    for (size_t j = i; j < i + k; ++j) encode_op(ops[j]);
+    i += k;
+  }
+  return Status::OK();
+}
+
+uint32_t SlotStore::Impl::append(format::EntryType type, BytesView body) {
+  uint64_t lsn = wal_.next_lsn++;
+  wal_.chain = format::append_entry(&wal_.pending, type, lsn, body, wal_.chain);
+  wal_.half_last_lsn = lsn;
+  last_lsn_ = lsn;
+  return wal_.chain;
+}
+
+void SlotStore::Impl::encode_op(const WriteBatch::Op& op) {
+  if (!wal_.marker_written) {
+    // The first entry of every open carries a random nonce, so entries of
+    // this run never chain-match stale bytes a crashed earlier run left
+    // after the same predecessor.
+    std::random_device rd;
+    uint64_t nonce = (uint64_t(rd()) << 32) ^ rd() ^
+                     uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+    Bytes body;
+    ByteWriter(&body).be64(nonce);
+    append(format::EntryType::marker, body);
+    wal_.marker_written = true;
+  }
+  Bytes body;
+  ByteWriter w(&body);
+  if (op.erase) {
+    uint32_t s = *table_.find(op.key);
+    w.be32(s);
+    w.be32(table_.gen(s));
+    append(format::EntryType::erase, body);
+    table_.release(s);
+    return;
+  }
+  std::optional<uint32_t> found = table_.find(op.key);
+  uint32_t s = found ? *found : table_.pop_free();
+  uint32_t gen = table_.gen(s);
+  if (!found) {
+    STRATA_ASSERT(gen < UINT32_MAX, "slot generation overflow");
+    ++gen;
+  }
+  w.be32(s);
+  w.be32(gen);
+  w.u8(found ? 0 : format::kPutAssign);
+  if (!found) {
+    w.u8(uint8_t(op.key.size()));
+    w.bytes(op.key);
+  }
+  w.u8(uint8_t(op.updates.size()));
+  size_t updates_at = body.size();
+  for (const FieldUpdate& u : op.updates) {
+    w.u8(u.field);
+    w.u8(u.value ? 1 : 0);
+    if (!u.value) continue;
+    const FieldType& t = layout_.schema.fields[u.field].type;
+    for (size_t e = 0; e < t.elements.size(); ++e) {
+      Scalar tmp;
+      const Scalar& v = *element_of(t, *u.value, e, &tmp);
+      switch (t.elements[e].kind) {
+        case ElementKind::u64:
+          w.be64(std::get<0>(v));
+          break;
+        case ElementKind::bytes:
+          w.be16(uint16_t(std::get<1>(v).size()));
+          w.bytes(std::get<1>(v));
+          break;
+        case ElementKind::interned: {
+          const std::string& str = std::get<1>(v);
+          std::optional<uint32_t> id = table_.strings.find(str);
+          if (!id) {
+            // Validated: there is room. The intern entry precedes the put
+            // in the chain, so the string is present wherever the put is.
+            id = table_.strings.next_free();
+            STRATA_ASSERT(id.has_value(), "string table full after validation");
+            table_.strings.add(*id, str);
+            Bytes ib;
+            ByteWriter iw(&ib);
+            iw.be32(*id);
+            iw.be16(uint16_t(str.size()));
+            iw.bytes(str);
+            append(format::EntryType::intern, ib);
+          }
+          w.be32(*id);
+          break;
+        }
+      }
+    }
+  }
+  append(format::EntryType::put, body);
+  if (!found) table_.assign(s, gen, op.key);
+  // Memory takes the change through the same decoder recovery uses.
+  format::Entry e;
+  e.type = format::EntryType::put;
+  e.lsn = wal_.half_last_lsn;
+  e.slot = s;
+  e.gen = gen;
+  e.n_updates = uint8_t(op.updates.size());
+  e.updates = BytesView(body).substr(updates_at);
+  Status st = format::apply_updates(layout_, e, table_.fields(s));
+  STRATA_ASSERT(st.ok(), "a validated put failed to apply");
+}
+
+Status SlotStore::Impl::ensure_room(size_t bytes) {
+  if (wal_.written + wal_.pending.size() + bytes <= layout_.half_size) return Status::OK();
+  return switch_half();
+}
+
+Status SlotStore::Impl::flush_pending() {
+  if (wal_.pending.empty()) return Status::OK();
+  if (failed_) return fail_stopped_error();
+  Status s = file_->write_at(layout_.half_offset(wal_.active) + wal_.written, wal_.pending);
+  if (!s.ok()) {
+    // Memory already holds these changes; the file does not. Continuing
+    // would serve and later compact state that is not in the WAL.
+    fail_stop(std::move(s).error().with_context("writing the WAL"));
+    return fail_stopped_error();
+  }
+  wal_.written += wal_.pending.size();
+  wal_.unsynced += wal_.pending.size();
+  wal_.pending.clear();
+  active_used_ = wal_.written;
+  unsynced_ = wal_.unsynced;
+  return Status::OK();
+}
+
+Status SlotStore::Impl::switch_half() {
+  STRATA_TRY(flush_pending());
+  // Seal: the full half is durable before the next half's header can reach
+  // the disk (recovery relies on this to tell a compacted half from one
+  // that lost its tail).
+  STRATA_TRY(sync_file());
+  wal_.unsynced = 0;
+  STRATA_TRY(wait_half_free());
+  CompactionJob job{wal_.active, wal_.seq, wal_.seed, wal_.written, wal_.chain, wal_.half_last_lsn};
+  wal_.active = 1 - wal_.active;
+  wal_.seq += 1;
+  wal_.seed = wal_.chain;
+  wal_.written = 0;
+  wal_.half_last_lsn = 0;
+  char h[format::kHalfHeaderSize];
+  format::encode_half_header(wal_.active, format::HalfHeader{wal_.seq, wal_.next_lsn, wal_.seed},
+                             h);
+  wal_.pending.assign(h, sizeof h);
+  active_used_ = 0;
+  sealed_used_ = job.end;
+  std::unique_lock<std::mutex> l(comp_mu_);
+  job_ = job;
+  comp_state_ = CompState::idle;
+  last_comp_error_.reset();
+  if (opt_.background_compaction) {
+    comp_cv_.notify_all();
+  } else {
+    // A failure is recorded and retried when the half is needed again.
+    run_compaction(l);
+  }
+  return Status::OK();
+}
+
+Status SlotStore::Impl::wait_half_free() {
+  std::unique_lock<std::mutex> l(comp_mu_);
+  bool retried = false;
+  bool counted = false;
+  while (job_) {
+    if (failed_) return fail_stopped_error();
+    if (stop_) return Error(Errc::closed, path_ + ": store is closing");
+    if (comp_state_ == CompState::failed) {
+      if (retried) {
+        Error e = *last_comp_error_;
+        return Error(e.code, fmt::format("{}: the WAL is full and compaction of the sealed half "
+                                         "failed twice: {}",
+                                         path_, e.message));
+      }
+      retried = true;
+      comp_state_ = CompState::idle;
+      comp_cv_.notify_all();
+    }
+    if (comp_state_ == CompState::idle && !opt_.background_compaction) {
+      run_compaction(l);
+      continue;
+    }
+    if (!counted) {
+      ++compaction_waits_;
+      counted = true;
+    }
+    comp_cv_.wait(l);
+  }
+  return Status::OK();
+}
+
+}  // namespace strata::slotstore

@@ -1,0 +1,52 @@
+// Sequential reader of one WAL half: checks the half header, then yields the
+// entries that continue the hash chain from it, stopping at the first bytes
+// that do not (zeros, a torn write, stale entries of an earlier cycle). It
+// reads the file in large windows, so each byte of the half is read about
+// once (recovery cost is linear in the WAL size).
+#pragma once
+
+#include <cstdint>
+
+#include "common/fs.h"
+#include "slotstore/format.h"
+
+namespace strata::slotstore {
+
+class WalReader {
+ public:
+  // Reads half `half` of `file`, considering only its first `limit` bytes.
+  WalReader(File& file, const format::Layout& layout, int half, uint64_t limit);
+
+  // Reads the half header; false if it is not a valid header of this half.
+  Result<bool> read_header(format::HalfHeader* out);
+  // The next entry of the chain (views stay valid until the next call), or
+  // EntryStatus::end. Errors: io, or corrupt for a chain-valid entry whose
+  // body does not parse.
+  Result<format::EntryStatus> next(format::Entry* out);
+
+  uint64_t position() const { return pos_; }       // offset in the half after the last entry
+  uint32_t chain() const { return chain_; }        // chain CRC after the last entry
+  uint64_t last_lsn() const { return last_lsn_; }  // 0 before the first entry
+  uint64_t entries() const { return entries_; }
+  uint64_t bytes_read() const { return bytes_read_; }
+
+ private:
+  // At least min(want, limit - pos) bytes at pos, from the window.
+  Result<BytesView> window(uint64_t pos, size_t want);
+
+  File& file_;
+  const format::Layout& layout_;
+  int half_;
+  uint64_t limit_;
+  uint64_t base_;  // file offset of the half
+  Bytes buf_;
+  uint64_t buf_pos_ = 0;  // half offset of buf_[0]
+  uint64_t pos_ = 0;
+  uint32_t chain_ = 0;
+  uint64_t first_lsn_ = 0;
+  uint64_t last_lsn_ = 0;
+  uint64_t entries_ = 0;
+  uint64_t bytes_read_ = 0;
+};
+
+}  // namespace strata::slotstore
