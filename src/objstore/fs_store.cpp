@@ -123,6 +123,8 @@ ObjectStatus FsObjectStore::put_once(const Located& loc, std::string_view key, B
                                      uint32_t crc, bool* dir_vanished) {
   *dir_vanished = false;
   if (auto s = create_dirs(fs_, loc.dir); !s.ok()) {
+    // A concurrent remove() pruned a parent between our stat and mkdir.
+    *dir_vanished = s.code() == Errc::not_found;
     return fs_error(Op::put, key, s.error(), false);
   }
   std::string tmp;

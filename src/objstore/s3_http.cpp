@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 
 namespace strata::objstore {
@@ -23,7 +24,8 @@ struct Exchange {
   // Download state.
   bool body_started = false;
   bool success_status = false;
-  bool finished_early = false;  // a sliced 200 got all it needed
+  bool slicing = false;
+  uint64_t base = 0;  // object offset of the first body byte when slicing
 };
 
 std::string trim(std::string_view s) {
@@ -32,6 +34,12 @@ std::string trim(std::string_view s) {
   while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r' || s[e - 1] == '\n'))
     --e;
   return std::string(s.substr(b, e - b));
+}
+
+// The body length the headers announce (0 if unknown).
+uint64_t total_expected(const HttpResponse& r) {
+  const std::string* cl = r.header("content-length");
+  return cl ? std::strtoull(cl->c_str(), nullptr, 10) : 0;
 }
 
 size_t on_header(char* data, size_t size, size_t n, void* user) {
@@ -62,23 +70,28 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
   if (!ex->body_started) {
     ex->body_started = true;
     ex->success_status = r.status >= 200 && r.status < 300;
-    if (ex->success_status) {
-      if (ex->req->range && r.status == 200) {
-        r.sliced = true;
-        r.body.reserve(std::min<uint64_t>(ex->req->range->second, kMaxReserve));
-      } else if (const std::string* cl = r.header("content-length")) {
+    if (ex->success_status && ex->req->range) {
+      if (r.status == 206) {
+        // Unparseable: keep everything from 0 so the caller sees the mismatch.
+        if (auto cr = parse_content_range(r.header("content-range"))) ex->base = cr->first;
+      }
+      ex->slicing = true;
+      r.body.reserve(std::min<uint64_t>(ex->req->range->second, kMaxReserve));
+    } else if (ex->success_status) {
+      if (const std::string* cl = r.header("content-length")) {
         r.body.reserve(std::min<uint64_t>(std::strtoull(cl->c_str(), nullptr, 10), kMaxReserve));
       }
     }
   }
-  const uint64_t start = r.body_bytes;
+  const uint64_t start = ex->base + r.body_bytes;  // object offset of data[0]
   r.body_bytes += len;
   if (!ex->success_status) {
-    if (r.body.size() < kMaxErrorBody)
+    if (r.body.size() < kMaxErrorBody) {
       r.body.append(data, std::min(len, kMaxErrorBody - r.body.size()));
+    }
     return len;
   }
-  if (!r.sliced) {
+  if (!ex->slicing) {
     r.body.append(data, len);
     return len;
   }
@@ -90,8 +103,8 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
   if (start + len >= hi) {
     // Everything asked for has arrived; stop reading the rest of the
     // object (libcurl then closes this connection rather than reusing it).
-    ex->finished_early = true;
-    return 0;
+    r.stopped_early = start + len > hi || r.body_bytes < total_expected(r);
+    return r.stopped_early ? 0 : len;
   }
   return len;
 }
@@ -173,6 +186,32 @@ TransportFailure map_curl(CURLcode rc, CURL* h) {
 
 }  // namespace
 
+std::optional<ContentRange> parse_content_range(const std::string* h) {
+  if (!h) return std::nullopt;
+  std::string_view s = *h;
+  if (s.rfind("bytes ", 0) != 0) return std::nullopt;
+  s.remove_prefix(6);
+  auto dash = s.find('-'), slash = s.find('/');
+  if (dash == std::string_view::npos || slash == std::string_view::npos || dash > slash) {
+    return std::nullopt;
+  }
+  auto num = [](std::string_view t, uint64_t* v) {
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), *v);
+    return !t.empty() && ec == std::errc() && p == t.data() + t.size();
+  };
+  ContentRange cr;
+  if (!num(s.substr(0, dash), &cr.first)) return std::nullopt;
+  if (!num(s.substr(dash + 1, slash - dash - 1), &cr.last)) return std::nullopt;
+  std::string_view total = s.substr(slash + 1);
+  if (total != "*") {
+    uint64_t t;
+    if (!num(total, &t)) return std::nullopt;
+    cr.total = t;
+  }
+  if (cr.last < cr.first) return std::nullopt;
+  return cr;
+}
+
 HttpResponse perform(CURL* h, const HttpSettings& s, const HttpRequest& req) {
   HttpResponse resp;
   Exchange ex{&req, &resp};
@@ -245,7 +284,7 @@ HttpResponse perform(CURL* h, const HttpSettings& s, const HttpRequest& req) {
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
 
-  if (rc == CURLE_WRITE_ERROR && ex.finished_early) rc = CURLE_OK;
+  if (rc == CURLE_WRITE_ERROR && resp.stopped_early) rc = CURLE_OK;
   long code = 0;
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
   if (code != 0) resp.status = int(code);

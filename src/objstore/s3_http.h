@@ -34,9 +34,10 @@ struct HttpRequest {
   std::string url;                   // scheme://host[:port]/canonical-path?canonical-query
   std::vector<std::string> headers;  // "Name: value", signed by libcurl
   BodyParts body;                    // PUT/POST payload
-  // For a ranged GET: the window [offset, offset + length) asked for. A
-  // 200 answer (the server ignored Range) is sliced to it while streaming,
-  // so memory stays bounded by the range, not the object.
+  // For a ranged GET: the window [offset, offset + length) asked for. The
+  // answer is sliced to it while streaming — a 200 (the server ignored
+  // Range) from object offset 0, a 206 from its Content-Range start (some
+  // servers send more than asked) — so memory stays bounded by the window.
   std::optional<std::pair<uint64_t, uint64_t>> range;
 };
 
@@ -45,17 +46,24 @@ struct HttpResponse {
   std::string transport_message;  // libcurl's explanation when failure != none
   int status = 0;
   std::map<std::string, std::string> headers;  // lower-case names
-  // 2xx: the payload (a 200 to a ranged request: already sliced). Other
-  // statuses: the first 64 KiB of the error body.
+  // 2xx: the payload (for a ranged request: already sliced to the window).
+  // Other statuses: the first 64 KiB of the error body.
   Bytes body;
-  bool sliced = false;      // body was cut from a 200 answer to a range
-  uint64_t body_bytes = 0;  // bytes the server sent in the body
+  uint64_t body_bytes = 0;     // bytes of body received from the server
+  bool stopped_early = false;  // the window was complete; the rest was not read
 
   const std::string* header(const std::string& lower_name) const {
     auto it = headers.find(lower_name);
     return it == headers.end() ? nullptr : &it->second;
   }
 };
+
+// "bytes 10-19/100" -> first 10, last 19, total 100 (nullopt for "*").
+struct ContentRange {
+  uint64_t first = 0, last = 0;
+  std::optional<uint64_t> total;
+};
+std::optional<ContentRange> parse_content_range(const std::string* header);
 
 // Runs the request on `h` (reset first; its connection cache is kept).
 HttpResponse perform(CURL* h, const HttpSettings& s, const HttpRequest& req);

@@ -10,9 +10,9 @@
 //    x-amz-meta-crc32c (8 hex digits), which get() verifies on the whole
 //    body — on any S3-compatible server, including ones that ignore the
 //    checksum header.
-//  - Ranged get: "Range: bytes=a-b"; a 206 is checked against
-//    Content-Range; a 200 (the server ignored Range) is sliced while
-//    streaming.
+//  - Ranged get: "Range: bytes=a-b"; a 206 is checked against its
+//    Content-Range (which must cover the window); a 200 (the server ignored
+//    Range) or an over-long 206 is sliced to the window while streaming.
 //  - Connections: a pool of max_connections libcurl handles (curl_pool.h);
 //    each request takes one, so that is the bound on requests in flight.
 //  - Deadlines: connect, total and stall deadlines on every request; a hung
