@@ -1,0 +1,76 @@
+#include "tier/fragment_assembly.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace strata::tier {
+
+FragmentAssembly::FragmentAssembly(AssemblyConfig cfg, std::optional<uint64_t> expected_first)
+    : cfg_(cfg), next_(expected_first) {}
+
+Result<std::optional<FragmentPlan>> FragmentAssembly::add(const CommittedChunk& c, int64_t now_ms) {
+  const log::ChunkHeader& h = c.header;
+  if (next_ && h.first_offset != *next_) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("fragment assembly: chunk at offset {} (segment {} position {}) but "
+                             "the next chunk must start at {}",
+                             h.first_offset, c.segment, c.position, *next_));
+  }
+  if (h.num_records == 0) {
+    return Error(
+        Errc::invalid_argument,
+        fmt::format("fragment assembly: chunk at offset {} has no records", h.first_offset));
+  }
+  if (c.size != h.total_size()) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("fragment assembly: chunk at offset {} (segment {} position {}) is {} "
+                             "bytes on disk but its header says {}",
+                             h.first_offset, c.segment, c.position, c.size, h.total_size()));
+  }
+  FragmentMeta& m = plan_.meta;
+  if (m.chunk_count == 0) {
+    m.first_offset = h.first_offset;
+    m.first_ts = h.timestamp_ms;
+    m.last_ts = h.timestamp_ms;
+    opened_at_ms_ = now_ms;
+  }
+  plan_.index.push_back(ChunkIndexRecord{h.first_offset, h.timestamp_ms, m.size});
+  m.next_offset = h.next_offset();
+  m.last_ts = std::max(m.last_ts, h.timestamp_ms);
+  m.size += c.size;
+  m.chunk_count += 1;
+  if (!plan_.spans.empty() && plan_.spans.back().segment == c.segment &&
+      plan_.spans.back().end == c.position) {
+    plan_.spans.back().end += c.size;
+  } else {
+    plan_.spans.push_back(SegmentSpan{c.segment, c.position, c.position + c.size});
+  }
+  next_ = h.next_offset();
+
+  bool full = m.size >= cfg_.target_size;
+  bool old = cfg_.max_age_ms > 0 && now_ms - opened_at_ms_ >= cfg_.max_age_ms;
+  if (full || old) return std::optional<FragmentPlan>(cut());
+  return std::optional<FragmentPlan>();
+}
+
+std::optional<FragmentPlan> FragmentAssembly::tick(int64_t now_ms) {
+  auto d = deadline();
+  if (d && now_ms >= *d) return cut();
+  return std::nullopt;
+}
+
+std::optional<FragmentPlan> FragmentAssembly::cut() {
+  if (empty()) return std::nullopt;
+  FragmentPlan out = std::move(plan_);
+  plan_ = FragmentPlan();
+  return out;
+}
+
+std::optional<int64_t> FragmentAssembly::deadline() const {
+  if (empty() || cfg_.max_age_ms <= 0) return std::nullopt;
+  return opened_at_ms_ + cfg_.max_age_ms;
+}
+
+}  // namespace strata::tier
