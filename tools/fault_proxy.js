@@ -6,7 +6,9 @@
 //
 //   node fault_proxy.js --upstream 127.0.0.1:PORT [--port 0] [--rules rules.json]
 //                       [--record requests.jsonl]
-// Prints "fault_proxy listening on 127.0.0.1:<port>" when ready.
+// Prints "fault_proxy listening on 127.0.0.1:<port>" when ready. Each recorded
+// request also carries the client's source port (client_port), which shows
+// whether the client reused its connection.
 //
 // rules.json: [{ "method": "GET", "path_prefix": "/bkt/x/", "query_contains": "list-type",
 //                "times": 1, "action": "...", ...}]  (first matching rule wins; a rule with
@@ -56,6 +58,7 @@ function record(req, body) {
   for (let i = 0; i < req.rawHeaders.length; i += 2) headers.push([req.rawHeaders[i], req.rawHeaders[i + 1]]);
   fs.appendFileSync(recordPath, JSON.stringify({
     method: req.method, target: req.url, headers, body_b64: body.toString('base64'),
+    client_port: req.socket.remotePort,
   }) + '\n');
 }
 

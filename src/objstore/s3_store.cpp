@@ -50,8 +50,10 @@ ObjectError error_from_response(Op op, std::string_view key, const HttpResponse&
   } else {
     message = "non-S3 error body: " + excerpt(r.body);
   }
-  return make_error(op, key, classify_http(op, r.status, code), std::move(message), r.status,
-                    std::move(code));
+  // Classify before `code` is moved into the error (argument evaluation
+  // order is unspecified).
+  const RetryClass rc = classify_http(op, r.status, code);
+  return make_error(op, key, rc, std::move(message), r.status, std::move(code));
 }
 
 // A complete HTTP answer that does not mean what it should (short body,
