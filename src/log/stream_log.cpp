@@ -96,6 +96,8 @@ Result<std::shared_ptr<StreamLog>> StreamLog::open(const std::string& dir, LogOp
       return Error(st.code(), fmt::format("stream directory {} cannot be opened: {}", dir,
                                           st.error().message));
     }
+    if (!st->is_dir)
+      return Error(Errc::invalid_argument, fmt::format("{} is not a directory", dir));
     STRATA_ASSIGN_OR_RETURN(log->lock_, DirLock::acquire(dir));
   }
   RecoveryOptions ro;
@@ -769,6 +771,11 @@ Result<Bytes> StreamLog::read_segment_range(uint64_t segment_first_offset, uint6
   uint64_t at = 0;
   while (at < length) {
     std::string where = fmt::format("{} position {}", seg->path, position + at);
+    if (length - at < kChunkHeaderSize) {
+      return Error(Errc::invalid_argument,
+                   fmt::format("{}: range {}+{} does not end on a chunk boundary", seg->path,
+                               position, length));
+    }
     STRATA_ASSIGN_OR_RETURN(ChunkHeader h, decode_chunk_header(BytesView(out).substr(at), where));
     if (h.total_size() > length - at) {
       return Error(Errc::invalid_argument,
@@ -876,8 +883,10 @@ Result<uint64_t> StreamLog::refresh() {
       committed_next_.store(seg->info.next_offset, std::memory_order_release);
     }
     if (scan.damage) break;  // an incomplete chunk: being written right now
-    // The segment was consumed to its end; did the writer roll past it?
+    // The segment was consumed to its end; did the writer roll past it? (A
+    // writer rolls only after a segment holds a chunk.)
     uint64_t succ_first = scan.next_offset(next);
+    if (succ_first == seg->info.first_offset) break;
     std::string succ = path_join(dir_, segment_file_name(succ_first));
     auto fr = fs_.open(succ, OpenOptions::read_only());
     if (!fr.ok()) break;

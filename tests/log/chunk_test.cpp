@@ -43,7 +43,8 @@ TEST(Chunk, BodyFlipAndShortBodyAreDetected) {
   Status s = verify_chunk_body(h, body, "seg position 0");
   EXPECT_EQ(s.code(), Errc::corrupt);
   EXPECT_NE(s.error().message.find("seg position 0"), std::string::npos);
-  EXPECT_EQ(verify_chunk_body(h, BytesView(c).substr(kChunkHeaderSize, 3), "t").code(), Errc::corrupt);
+  EXPECT_EQ(verify_chunk_body(h, BytesView(c).substr(kChunkHeaderSize, 3), "t").code(),
+            Errc::corrupt);
 }
 
 TEST(Chunk, TruncatedHeaderNamesPlace) {

@@ -1,0 +1,168 @@
+// The extension points the remote tier uses, exercised with fake hooks.
+#include "log/hooks.h"
+
+#include <gtest/gtest.h>
+
+#include "common/fault_fs.h"
+#include "log/log_test_util.h"
+
+namespace strata::log {
+namespace {
+
+struct FakeTier : LogHooks {
+  std::vector<CommittedChunk> committed;
+  std::vector<SegmentInfo> asked;
+  std::optional<uint64_t> keep_from;  // veto deleting segments at/after this first offset
+  std::vector<OffsetSpec> specs;
+  std::optional<uint64_t> remote_first;  // claims specs below local if set
+
+  void on_commit(const CommittedChunk& c) override { committed.push_back(c); }
+  bool may_delete_segment(const SegmentInfo& s) override {
+    asked.push_back(s);
+    return !keep_from || s.first_offset < *keep_from;
+  }
+  std::optional<BelowLocalClaim> resolve_below_local(const OffsetSpec& spec,
+                                                     const LocalRange& local) override {
+    specs.push_back(spec);
+    if (!remote_first) return std::nullopt;
+    if (spec.kind == OffsetSpec::Kind::offset) {
+      return BelowLocalClaim{std::max(spec.offset(), *remote_first)};
+    }
+    (void)local;
+    return BelowLocalClaim{*remote_first};
+  }
+};
+
+struct LogHookPoints : ::testing::Test {
+  FaultFileSystem fs;
+  std::shared_ptr<FakeTier> tier = std::make_shared<FakeTier>();
+  LogOptions opts() {
+    LogOptions o;
+    o.fs = &fs;
+    o.create_if_missing = true;
+    o.hooks = tier;
+    o.max_segment_chunks = 3;
+    o.retention_on_roll = false;
+    return o;
+  }
+};
+
+TEST_F(LogHookPoints, CommitNotificationLocatesRawChunkBytes) {
+  auto log = *StreamLog::open("/s", opts());
+  std::vector<CommittedChunk> via_listener;
+  log->subscribe([&](const CommittedChunk& c) { via_listener.push_back(c); });
+  for (int i = 0; i < 8; ++i) {
+    std::vector<std::string> recs = {test::payload_for(log->committed_next()),
+                                     test::payload_for(log->committed_next() + 1)};
+    ASSERT_TRUE(log->append(test::views(recs)).ok());
+  }
+  ASSERT_EQ(tier->committed.size(), 8u);
+  ASSERT_EQ(via_listener.size(), 8u);
+  auto reader = *log->open_reader(OffsetSpec::first());
+  uint64_t expect_offset = 0;
+  for (size_t i = 0; i < tier->committed.size(); ++i) {
+    const CommittedChunk& c = tier->committed[i];
+    EXPECT_EQ(c.header.first_offset, expect_offset) << "notifications are in offset order";
+    expect_offset = c.header.next_offset();
+    EXPECT_EQ(c.segment_file, "/s/" + segment_file_name(c.segment_first_offset));
+    EXPECT_EQ(c.size, c.header.total_size());
+    EXPECT_EQ(via_listener[i].position, c.position);
+    // The uploader preads exactly what the reader sees.
+    auto raw = log->read_raw_chunk(c.segment_first_offset, c.position, true);
+    ASSERT_TRUE(raw.ok()) << raw.error().to_string();
+    auto view = reader->next_chunk();
+    ASSERT_TRUE(view.ok() && *view);
+    EXPECT_EQ(*raw, (*view)->bytes);
+    EXPECT_EQ((*view)->position, c.position);
+    EXPECT_EQ((*view)->segment_first_offset, c.segment_first_offset);
+  }
+  // A whole segment's chunks in one ranged read, verified.
+  const auto& c0 = tier->committed[0];
+  const auto& c2 = tier->committed[2];
+  ASSERT_EQ(c2.segment_first_offset, c0.segment_first_offset);
+  auto range = log->read_segment_range(0, c0.position, c2.position + c2.size - c0.position, true);
+  ASSERT_TRUE(range.ok()) << range.error().to_string();
+  EXPECT_EQ(range->size(), c2.position + c2.size - c0.position);
+  // Ranges that split a chunk or run past the committed end are refused.
+  EXPECT_EQ(log->read_segment_range(0, c0.position, c0.size + 5, true).code(),
+            Errc::invalid_argument);
+  EXPECT_TRUE(log->read_segment_range(0, c0.position, c0.size + 5, false).ok());
+  EXPECT_EQ(log->read_segment_range(0, 0, 1 << 20, false).code(), Errc::out_of_range);
+  EXPECT_EQ(log->read_raw_chunk(0, 25, true).code(), Errc::corrupt);
+  EXPECT_EQ(log->read_raw_chunk(999, 24, true).code(), Errc::not_found);
+}
+
+TEST_F(LogHookPoints, RawReadDetectsRottenBytes) {
+  auto log = *StreamLog::open("/s", opts());
+  ASSERT_TRUE(log->append({"some bytes to rot"}).ok());
+  const CommittedChunk c = tier->committed.at(0);
+  // Flip a body byte behind the log's back.
+  auto f = *fs.open(c.segment_file, OpenOptions::read_write());
+  ASSERT_TRUE(f->write_at(c.position + kChunkHeaderSize + 6, "X").ok());
+  auto raw = log->read_raw_chunk(c.segment_first_offset, c.position, true);
+  ASSERT_FALSE(raw.ok());
+  EXPECT_EQ(raw.code(), Errc::corrupt);
+  EXPECT_NE(raw.error().message.find(c.segment_file), std::string::npos);
+  EXPECT_NE(raw.error().message.find("position 24"), std::string::npos);
+  EXPECT_TRUE(log->read_raw_chunk(c.segment_first_offset, c.position, false).ok());
+}
+
+TEST_F(LogHookPoints, RetentionVetoKeepsSegmentAndEverythingNewer) {
+  LogOptions o = opts();
+  o.retention.max_bytes = 1;
+  auto log = *StreamLog::open("/s", o);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(log->append({"v"}).ok());  // [0,3) [3,6) [6,9) [9,10)
+  tier->keep_from = 3;  // not yet persisted remotely from offset 3 on
+  auto out = log->apply_retention();
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(out->vetoed);
+  ASSERT_EQ(out->deleted.size(), 1u);
+  EXPECT_EQ(out->deleted[0].first_offset, 0u);
+  EXPECT_EQ(log->first_offset(), 3u);
+  ASSERT_EQ(tier->asked.size(), 2u);  // asked for [0,3) (yes) and [3,6) (no); stopped there
+  EXPECT_EQ(tier->asked[1].first_offset, 3u);
+  tier->keep_from.reset();
+  out = log->apply_retention();
+  ASSERT_TRUE(out.ok());
+  EXPECT_FALSE(out->vetoed);
+  EXPECT_EQ(log->first_offset(), 9u);
+}
+
+TEST_F(LogHookPoints, SpecsBelowLocalAreOfferedToTheHook) {
+  LogOptions o = opts();
+  o.retention.max_bytes = 1;
+  auto log = *StreamLog::open("/s", o);
+  for (int i = 0; i < 7; ++i) ASSERT_TRUE(log->append({"v"}).ok());
+  ASSERT_TRUE(log->apply_retention().ok());
+  ASSERT_EQ(log->first_offset(), 6u);
+  // Without a claim: the oldest local chunk.
+  auto r = log->resolve(OffsetSpec::at_offset(2));
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->claim);
+  EXPECT_EQ(r->chunk_first_offset, 6u);
+  ASSERT_EQ(tier->specs.size(), 1u);
+  // The tier has [0, 6) remotely: it claims.
+  tier->remote_first = 0;
+  r = log->resolve(OffsetSpec::at_offset(2));
+  ASSERT_TRUE(r.ok() && r->claim);
+  EXPECT_EQ(r->claim->offset, 2u);
+  r = log->resolve(OffsetSpec::first());
+  ASSERT_TRUE(r.ok() && r->claim);
+  EXPECT_EQ(r->claim->offset, 0u);
+  r = log->resolve(OffsetSpec::at_timestamp(0));
+  ASSERT_TRUE(r.ok() && r->claim);
+  // Offsets the local log has are never offered.
+  size_t asked = tier->specs.size();
+  r = log->resolve(OffsetSpec::at_offset(6));
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->claim);
+  EXPECT_EQ(tier->specs.size(), asked);
+  // open_reader reports a claim as a clear error instead of reading.
+  auto reader = log->open_reader(OffsetSpec::at_offset(1));
+  ASSERT_FALSE(reader.ok());
+  EXPECT_EQ(reader.code(), Errc::out_of_range);
+  EXPECT_NE(reader.error().message.find("claimed"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace strata::log

@@ -1,0 +1,111 @@
+// StreamRegistry: many streams per data directory, create/open/delete.
+#include "log/registry.h"
+
+#include <gtest/gtest.h>
+
+#include "common/fault_fs.h"
+#include "log/log_test_util.h"
+#include "support/temp_dir.h"
+
+namespace strata::log {
+namespace {
+
+TEST(LogRegistry, CreateOpenListRemove) {
+  strata::test::TempDir tmp;
+  auto reg = *StreamRegistry::open(tmp.sub("data"));
+  auto a = reg->create("alpha");
+  ASSERT_TRUE(a.ok()) << a.error().to_string();
+  ASSERT_TRUE((*a)->append({"1", "2"}).ok());
+  ASSERT_TRUE(reg->create("beta.2_x-y").ok());
+  EXPECT_EQ(reg->create("alpha").code(), Errc::already_exists);
+  EXPECT_EQ(*reg->list(), (std::vector<std::string>{"alpha", "beta.2_x-y"}));
+  // Opening an open stream returns the same log.
+  auto again = reg->open_stream("alpha");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->get(), a->get());
+  EXPECT_EQ(reg->open_stream("gamma").code(), Errc::not_found);
+  // Remove closes the open log: its readers and appenders see `closed`.
+  auto reader = *(*a)->open_reader(OffsetSpec::first());
+  ASSERT_TRUE(reg->remove("alpha").ok());
+  EXPECT_EQ((*a)->append({"3"}).code(), Errc::closed);
+  EXPECT_EQ(reader->next_chunk().code(), Errc::closed);
+  EXPECT_FALSE(reg->exists("alpha"));
+  EXPECT_FALSE(exists(posix_fs(), tmp.sub("data/alpha")));
+  EXPECT_EQ(reg->remove("alpha").code(), Errc::not_found);
+  EXPECT_EQ(*reg->list(), std::vector<std::string>{"beta.2_x-y"});
+  // A stream of the same name starts empty.
+  auto fresh = reg->create("alpha");
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ((*fresh)->committed_next(), 0u);
+}
+
+TEST(LogRegistry, DataSurvivesReopeningTheRegistry) {
+  strata::test::TempDir tmp;
+  {
+    auto reg = *StreamRegistry::open(tmp.sub("data"));
+    for (int i = 0; i < 20; ++i) {
+      auto s = *reg->create("s" + std::to_string(i));
+      ASSERT_TRUE(s->append({test::payload_for(i)}).ok());
+    }
+  }
+  auto reg = *StreamRegistry::open(tmp.sub("data"));
+  EXPECT_EQ(reg->list()->size(), 20u);
+  for (int i = 0; i < 20; ++i) {
+    auto s = reg->open_stream("s" + std::to_string(i));
+    ASSERT_TRUE(s.ok());
+    auto rb = test::read_all(**s);
+    ASSERT_EQ(rb.records.size(), 1u);
+    EXPECT_EQ(rb.records[0].second, test::payload_for(i));
+  }
+}
+
+TEST(LogRegistry, BadNamesAreRefused) {
+  strata::test::TempDir tmp;
+  auto reg = *StreamRegistry::open(tmp.sub("data"));
+  for (std::string bad : std::vector<std::string>{"", ".hidden", "a/b", "..", "sp ace",
+                                                  std::string(201, 'x'), "new\nline"}) {
+    auto r = reg->create(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.code(), Errc::invalid_argument);
+    EXPECT_EQ(reg->remove(bad).code(), Errc::invalid_argument);
+  }
+}
+
+TEST(LogRegistry, DataDirThatIsAFileIsAnError) {
+  strata::test::TempDir tmp;
+  ASSERT_TRUE(write_file_atomic(posix_fs(), tmp.sub("f"), "x").ok());
+  auto r = StreamRegistry::open(tmp.sub("f"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find(tmp.sub("f")), std::string::npos);
+}
+
+TEST(LogRegistry, OpenFinishesInterruptedCreatesAndDeletes) {
+  FaultFileSystem fs;
+  LogOptions o;
+  o.fs = &fs;
+  ASSERT_TRUE(create_dirs(fs, "/data/.deleting-x.0/sub").ok());
+  ASSERT_TRUE(create_dirs(fs, "/data/.creating-y").ok());
+  ASSERT_TRUE(create_dirs(fs, "/data/keep").ok());
+  auto reg = *StreamRegistry::open("/data", o);
+  EXPECT_FALSE(exists(fs, "/data/.deleting-x.0"));
+  EXPECT_FALSE(exists(fs, "/data/.creating-y"));
+  EXPECT_TRUE(exists(fs, "/data/keep"));
+}
+
+TEST(LogRegistry, RemoveRefusesAStreamAnotherWriterHolds) {
+  strata::test::TempDir tmp;
+  auto reg = *StreamRegistry::open(tmp.sub("data"));
+  ASSERT_TRUE(reg->create("s").ok());
+  ASSERT_TRUE(reg->close_all().ok());
+  LogOptions o;
+  auto other = *StreamLog::open(tmp.sub("data/s"), o);  // "another process"
+  auto st = reg->remove("s");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), Errc::conflict);
+  EXPECT_TRUE(reg->exists("s"));
+  ASSERT_TRUE(other->close().ok());
+  EXPECT_TRUE(reg->remove("s").ok());
+}
+
+}  // namespace
+}  // namespace strata::log
