@@ -1,0 +1,77 @@
+#include "tier/object_keys.h"
+
+#include <gtest/gtest.h>
+
+namespace strata::tier {
+
+TEST(TierObjectKeys, KeysFollowTheSchemeByteForByte) {
+  auto k = ObjectKeys::make("strata/prod", "orders-1");
+  ASSERT_TRUE(k.ok()) << k.error().to_string();
+  std::string h = stream_hash8("orders-1");
+  ASSERT_EQ(h.size(), 8u);
+  EXPECT_EQ(k->stream_prefix(), "strata/prod/" + h + "/orders-1/");
+  EXPECT_EQ(k->fragment(42, 7, 0xdeadbeef),
+            "strata/prod/" + h + "/orders-1/data/00000000000000000042.7.deadbeef.frag");
+  EXPECT_EQ(k->root(7, 0x1a), "strata/prod/" + h + "/orders-1/meta/root.7.0000001a");
+  EXPECT_EQ(k->group(1024, 0xff, 2),
+            "strata/prod/" + h + "/orders-1/meta/00000000000000001024.000000ff.g2");
+  auto bare = ObjectKeys::make("", "s");
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ(bare->root(1, 1), stream_hash8("s") + "/s/meta/root.1.00000001");
+}
+
+TEST(TierObjectKeys, HashSpreadsStreamsAndIsStable) {
+  EXPECT_EQ(stream_hash8("a"), stream_hash8("a"));
+  EXPECT_NE(stream_hash8("stream-1"), stream_hash8("stream-2"));
+  // CRC32C("123456789") = e3069283 (the standard check value).
+  EXPECT_EQ(stream_hash8("123456789"), "e3069283");
+}
+
+TEST(TierObjectKeys, ParseInvertsEveryKeyKind) {
+  auto k = ObjectKeys::make("p", "s.1_x~y-z");
+  ASSERT_TRUE(k.ok());
+  auto f = k->parse(k->fragment(UINT64_MAX, 123456789012ull, 7));
+  ASSERT_TRUE(f.ok()) << f.error().to_string();
+  EXPECT_EQ(*f, (ParsedKey{ObjectType::fragment, UINT64_MAX, 123456789012ull, 7, 0}));
+  auto r = k->parse(k->root(0, 0xabcdef01));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, (ParsedKey{ObjectType::root, 0, 0, 0xabcdef01, 0}));
+  auto g = k->parse(k->group(5, 9, 11));
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(*g, (ParsedKey{ObjectType::group, 5, 0, 9, 11}));
+  ManifestEntry e{8, 1, 2, 3, 4, 5, 0};
+  EXPECT_EQ(k->for_entry(e), k->fragment(8, 4, 5));
+  e.kind = 2;
+  EXPECT_EQ(k->for_entry(e), k->group(8, 5, 2));
+}
+
+TEST(TierObjectKeys, ParseRejectsForeignAndMalformedKeys) {
+  auto k = ObjectKeys::make("p", "s");
+  ASSERT_TRUE(k.ok());
+  std::string base = k->stream_prefix();
+  for (std::string bad :
+       {std::string("other/key"), base + "data/12.1.00000001.frag",
+        base + "data/00000000000000000012.1.0000001.frag",
+        base + "data/00000000000000000012.x.00000001.frag", base + "meta/root.1.ABCDEF01",
+        base + "meta/root.1", base + "meta/00000000000000000012.00000001.g0",
+        base + "meta/00000000000000000012.00000001.g", base + "junk"}) {
+    auto r = k->parse(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) {
+      EXPECT_NE(r.error().message.find(bad), std::string::npos);
+    }
+  }
+}
+
+TEST(TierObjectKeys, UnsafeStreamNamesAndPrefixesAreRefused) {
+  for (std::string bad : {std::string(""), std::string("."), std::string(".."), std::string("a/b"),
+                          std::string("a b"), std::string("\xc3\xa4"), std::string(256, 'x')}) {
+    EXPECT_FALSE(ObjectKeys::make("p", bad).ok()) << bad;
+  }
+  for (std::string bad : {"/p", "p/", "p//q", "p q"}) {
+    EXPECT_FALSE(ObjectKeys::make(bad, "s").ok()) << bad;
+  }
+  EXPECT_TRUE(ObjectKeys::make("a/b/c", "s").ok());
+}
+
+}  // namespace strata::tier
