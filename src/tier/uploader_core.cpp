@@ -256,7 +256,6 @@ Status UploaderCore::apply_local(ManifestEdit edit, int64_t now,
     appends_pending_ += 1;
     bytes_pending_ += a->entry.size;
     tail_fragments_ += 1;
-    retention_idle_ = false;
     if (tail_fragments_ >= cfg_.rebalance.fragment_threshold) rebalance_dirty_ = true;
   } else {
     replaces_or_truncates_pending_ += 1;
@@ -336,6 +335,8 @@ Status UploaderCore::on_persist_complete(const PersistComplete& e, int64_t now, 
     batch.edits.push_back(std::move(p.edit));
     pending_.pop_front();
   }
+  // New persisted data may put the stream over its retention limits.
+  if (persist_appends_ > 0) retention_idle_ = false;
   appends_pending_ -= persist_appends_;
   bytes_pending_ -= persist_bytes_;
   m_.bytes_persisted_total += persist_bytes_;
@@ -529,7 +530,9 @@ bool UploaderCore::retention_due(int64_t now) const {
   if (!cfg_.retention.any() || now < retention_not_before_) return false;
   if (retention_requested_) return true;
   if (now < last_retention_eval_ + cfg_.retention_interval_ms) return false;
-  if (!retention_may_apply(live_, cfg_.retention, now)) return false;
+  // Judged on what is persisted: data enters retention's view the way it
+  // enters everyone else's, through a persist.
+  if (!retention_may_apply(*persisted_, cfg_.retention, now)) return false;
   if (retention_idle_) return retention_recheck_at_ && now >= *retention_recheck_at_;
   return true;
 }
@@ -542,8 +545,9 @@ bool UploaderCore::rebalance_deferred() const {
 
 bool UploaderCore::retention_deferred() const {
   return op_ != Op::none && op_ != Op::retention &&
-         (retention_requested_ || (cfg_.retention.any() && !retention_idle_ &&
-                                   retention_may_apply(live_, cfg_.retention, INT64_MAX / 2)));
+         (retention_requested_ ||
+          (cfg_.retention.any() && !retention_idle_ &&
+           retention_may_apply(*persisted_, cfg_.retention, INT64_MAX / 2)));
 }
 
 bool UploaderCore::persist_deferred(int64_t now) const {
@@ -552,17 +556,27 @@ bool UploaderCore::persist_deferred(int64_t now) const {
 
 void UploaderCore::schedule(int64_t now, Effects& out) {
   if (state_ != State::running || op_ != Op::none) return;
+  // Order: rebalance (keeps the root bounded), then a persist carrying a
+  // rebalance or retention edit (its deletions and visibility wait on it),
+  // then retention, then an ordinary persist. Retention going before the
+  // ordinary persist keeps a busy stream, whose persists are always due,
+  // from starving it; it is itself rate-limited by retention_interval_ms.
   if (now >= rebalance_not_before_) {
     if (auto run = rebalance_run()) {
       start_rebalance(*run, now, out);
       if (op_ != Op::none) return;
     }
   }
+  bool persist = persist_due(now);
+  if (persist && replaces_or_truncates_pending_ > 0) {
+    start_persist(now, out);
+    return;
+  }
   if (retention_due(now)) {
     start_retention(now, out);
     return;
   }
-  if (persist_due(now)) start_persist(now, out);
+  if (persist) start_persist(now, out);
 }
 
 void UploaderCore::start_rebalance(const RebalanceRun& run, int64_t now, Effects& out) {
@@ -625,19 +639,20 @@ std::optional<int64_t> UploaderCore::next_wakeup() const {
                                pending_.front().applied_at_ms + cfg_.persist_interval_ms));
   }
   const RetentionSpec& spec = cfg_.retention;
+  const Manifest& p = *persisted_;
   if (spec.any()) {
     if (retention_requested_) {
       consider(retention_not_before_);
-    } else if (!(live_.entries.size() == 1 && live_.entries[0].kind == kKindFragment) &&
-               !live_.entries.empty()) {
+    } else if (!p.entries.empty() &&
+               !(p.entries.size() == 1 && p.entries[0].kind == kKindFragment)) {
       int64_t base =
           std::max(retention_not_before_, last_retention_eval_ + cfg_.retention_interval_ms);
       if (retention_idle_) {
         if (retention_recheck_at_) consider(std::max(base, *retention_recheck_at_));
-      } else if (spec.max_bytes && live_.total_size > *spec.max_bytes) {
+      } else if (spec.max_bytes && p.total_size > *spec.max_bytes) {
         consider(base);
       } else if (spec.max_age_ms) {
-        consider(std::max(base, live_.first_ts + *spec.max_age_ms + 1));
+        consider(std::max(base, p.first_ts + *spec.max_age_ms + 1));
       }
     }
   }
