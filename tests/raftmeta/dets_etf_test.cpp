@@ -170,6 +170,36 @@ TEST(Etf, PrinterQuotesAtomsLikeErlangAndCutsLongText) {
   EXPECT_EQ(s.substr(20), "...");
 }
 
+TEST(Etf, CanonicalBytesIdentifyTermsNotEncodings) {
+  const auto canon = [](const Bytes& in) {
+    Bytes out;
+    append_canonical(ok(in), &out);
+    return out;
+  };
+  // One atom in three encodings; one integer in two.
+  EXPECT_EQ(canon(B({131, 100, 0, 1, 'a'})), canon(B({131, 119, 1, 'a'})));
+  EXPECT_EQ(canon(B({131, 100, 0, 1, 'a'})), canon(B({131, 115, 1, 'a'})));
+  EXPECT_EQ(canon(B({131, 97, 7})), canon(B({131, 110, 1, 0, 7})));
+  // Different terms differ.
+  const std::vector<Bytes> distinct = {
+      B({131, 100, 0, 1, 'a'}),                        // a
+      B({131, 109, 0, 0, 0, 1, 'a'}),                  // <<"a">>
+      B({131, 107, 0, 1, 'a'}),                        // "a" = [97]
+      B({131, 97, 97}),                                // 97
+      B({131, 98, 0xFF, 0xFF, 0xFF, 0x9F}),            // -97
+      B({131, 104, 1, 97, 97}),                        // {97}
+      B({131, 108, 0, 0, 0, 1, 97, 97, 97, 98}),       // [97|98]
+      B({131, 108, 0, 0, 0, 2, 97, 97, 97, 98, 106}),  // [97,98]
+      B({131, 106}),                                   // []
+      B({131, 104, 0}),                                // {}
+  };
+  for (size_t i = 0; i < distinct.size(); ++i) {
+    for (size_t j = i + 1; j < distinct.size(); ++j) {
+      EXPECT_NE(canon(distinct[i]), canon(distinct[j])) << i << " vs " << j;
+    }
+  }
+}
+
 // term_to_binary/1 of OTP 25 for integers at every encoding boundary,
 // atoms, binaries, tuples and lists: decoded and printed like ~w; terms of
 // other types are errors naming their tag.

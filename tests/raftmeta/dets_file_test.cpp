@@ -315,6 +315,23 @@ TEST_F(DetsFileTest, SlotPointingAtFreedOrSharedSpaceFailsLoudly) {
   EXPECT_NE(o.error.message.find("starts inside"), std::string::npos) << o.error.message;
 }
 
+// A set holds each key once; two objects with one key (here: a uid edited
+// into another row's uid) are refused rather than one of them dropped.
+TEST_F(DetsFileTest, KeyStoredTwiceFailsLoudly) {
+  const std::string f = sub("meta.dets");
+  ASSERT_EQ(run_dets_gen("fixed", {"file=" + f, "expected=" + f + ".expected"}), "");
+  Bytes d = read_bytes(f);
+  const size_t at = d.find("tuple");
+  ASSERT_NE(at, Bytes::npos);
+  ASSERT_EQ(d.find("tuple", at + 1), Bytes::npos);
+  d.replace(at, 5, "plain");
+  MemDets m(d);
+  const auto o = m.read();
+  expect_loud(o, "duplicate");
+  EXPECT_NE(o.error.message.find("key <<112,108,97,105,110>> is stored twice"), std::string::npos)
+      << o.error.message;
+}
+
 TEST_F(DetsFileTest, BagTableIsRefused) {
   const std::string f = sub("bag.dets");
   ASSERT_EQ(run_dets_gen("bag", {"file=" + f}), "");

@@ -34,24 +34,6 @@ uint64_t buddy_block(uint32_t size) {
   return b;
 }
 
-uint64_t extent(const DetsReader::Block& b) {
-  return b.kind == DetsReader::Block::collection ? buddy_block(b.size) : b.size;
-}
-
-std::string describe(const DetsReader::Block& b) {
-  switch (b.kind) {
-    case DetsReader::Block::part:
-      return "segment array part " + std::to_string(b.slot);
-    case DetsReader::Block::segment:
-      return "segment " + std::to_string(b.slot) + " (slots " +
-             std::to_string(uint64_t(b.slot) * kSlotsPerSegment) + ".." +
-             std::to_string(uint64_t(b.slot + 1) * kSlotsPerSegment - 1) + ")";
-    case DetsReader::Block::collection:
-      return "the collection of slot " + std::to_string(b.slot);
-  }
-  return "block";
-}
-
 // Sequential reads through a window of the file, so that the scan and the
 // object walk (both in file order) cost one read per MiB. A view returned
 // by read() is valid until the next call.
@@ -136,7 +118,26 @@ Status parse_objects(const std::string& path, uint64_t pos, BytesView c, uint32_
 
 DetsReader::~DetsReader() = default;
 
-Result<std::unique_ptr<DetsReader>> DetsReader::open(FileSystem& fs, const std::string& path) {
+uint64_t DetsReader::extent(const Block& b) {
+  return b.kind == Block::collection ? buddy_block(b.size) : b.size;
+}
+
+std::string DetsReader::describe(const Block& b) {
+  switch (b.kind) {
+    case Block::part:
+      return "segment array part " + std::to_string(b.slot);
+    case Block::segment:
+      return "segment " + std::to_string(b.slot) + " (slots " +
+             std::to_string(uint64_t(b.slot) * kSlotsPerSegment) + ".." +
+             std::to_string(uint64_t(b.slot + 1) * kSlotsPerSegment - 1) + ")";
+    case Block::collection:
+      return "the collection of slot " + std::to_string(b.slot);
+  }
+  return "block";
+}
+
+Result<std::unique_ptr<DetsReader>> DetsReader::open(FileSystem& fs, const std::string& path,
+                                                     const ObjectCheck& check) {
   std::unique_ptr<DetsReader> r(new DetsReader());
   r->info_.path = path;
   STRATA_ASSIGN_OR_RETURN(r->file_, fs.open(path, OpenOptions::read_only()));
@@ -147,7 +148,7 @@ Result<std::unique_ptr<DetsReader>> DetsReader::open(FileSystem& fs, const std::
   if (r->info_.closed_properly) STRATA_TRY(r->validate_trailer_and_free_lists());
   STRATA_TRY(r->read_hash_table());
   STRATA_TRY(r->check_free_blocks());
-  STRATA_TRY(r->scan());
+  STRATA_TRY(r->scan(check));
   return r;
 }
 
@@ -459,12 +460,15 @@ Status DetsReader::check_free_blocks() {
 // DETS's repair does: blocks found through the hash table are validated
 // strictly; anywhere else, a word that marks an ACTIVE collection is checked
 // for an intact collection that no slot points to.
-Status DetsReader::scan() {
+Status DetsReader::scan(const ObjectCheck& check) {
   const std::string& path = info_.path;
   WindowReader reader(*file_, info_.file_size, path);
-  // Each key once: a key's canonical text -> where it was first seen.
-  std::unordered_map<std::string, uint64_t> keys;
-  keys.reserve(info_.collection_count);
+  // Each key once: a key's canonical bytes -> where it was first seen.
+  std::unordered_map<Bytes, uint64_t> keys;
+  // The header's count is a good hint even when stale; an object takes at
+  // least 8 bytes, which bounds a damaged one.
+  keys.reserve(std::min<uint64_t>(std::max<uint64_t>(header_.no_objects, info_.collection_count),
+                                  info_.file_size / 8));
   uint64_t objects = 0;
   const uint32_t keypos = info_.keypos;
 
@@ -493,19 +497,21 @@ Status DetsReader::scan() {
                                 hex32(kActive) +
                                 (status == kFree ? " (the slot points at freed space)" : ""));
         }
-        STRATA_TRY(parse_objects(
-            path, pos, c, keypos, where, [&](uint64_t at, etf::Term&& term) -> Status {
-              const etf::Term& key = term.tuple()->elements[keypos - 1];
-              auto [it, fresh] = keys.emplace(etf::to_string(key), at);
-              if (!fresh) {
-                return corrupt_at(path, at,
-                                  "key " + etf::to_string(key, 200) +
-                                      " is stored twice (also at byte " +
-                                      std::to_string(it->second) + "); a set holds each key once");
-              }
-              ++objects;
-              return Status::OK();
-            }));
+        STRATA_TRY(parse_objects(path, pos, c, keypos, where, [&](uint64_t at, etf::Term&& term) {
+          const Object obj{at, b.slot, std::move(term)};
+          const etf::Term& key = obj.term.tuple()->elements[keypos - 1];
+          Bytes canonical;
+          etf::append_canonical(key, &canonical);
+          auto [it, fresh] = keys.emplace(std::move(canonical), at);
+          if (!fresh) {
+            return Status(
+                corrupt_at(path, at,
+                           "key " + etf::to_string(key, 200) + " is stored twice (also at byte " +
+                               std::to_string(it->second) + "); a set holds each key once"));
+          }
+          ++objects;
+          return check ? check(obj) : Status::OK();
+        }));
       }
       pos += extent(b);
       ++k;

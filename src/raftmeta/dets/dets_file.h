@@ -74,11 +74,17 @@ struct Object {
 
 class DetsReader {
  public:
+  // Extra validation of each object, run by open() as it validates the
+  // file; an error from it fails open(). (RaMetaReader checks row shapes
+  // here, so that a file is read twice, not three times.)
+  using ObjectCheck = std::function<Status(const Object&)>;
+
   // Opens and validates `path` (see the contract above). Errors: not_found /
   // io from the file system; corrupt for damaged or non-DETS files;
   // unsupported_version for DETS formats other than 9; schema_mismatch for
-  // tables that are not of type set.
-  static Result<std::unique_ptr<DetsReader>> open(FileSystem& fs, const std::string& path);
+  // tables that are not of type set; and whatever `check` returns.
+  static Result<std::unique_ptr<DetsReader>> open(FileSystem& fs, const std::string& path,
+                                                  const ObjectCheck& check = nullptr);
 
   const Info& info() const { return info_; }
   const Header& header() const { return header_; }
@@ -94,6 +100,7 @@ class DetsReader {
   DetsReader& operator=(const DetsReader&) = delete;
   ~DetsReader();
 
+ private:
   // A part, segment or collection, as found through the hash table.
   struct Block {
     uint64_t position;
@@ -101,14 +108,17 @@ class DetsReader {
     uint32_t slot;  // collection: its slot; part/segment: its index
     enum Kind : uint8_t { part, segment, collection } kind;
   };
+  // Bytes the block occupies (a collection: its buddy block).
+  static uint64_t extent(const Block& b);
+  // "segment 3 (slots 768..1023)", "the collection of slot 17", ...
+  static std::string describe(const Block& b);
 
- private:
   DetsReader() = default;
   Status validate_header(BytesView head);
   Status validate_trailer_and_free_lists();
   Status read_hash_table();
   Status check_free_blocks();
-  Status scan();
+  Status scan(const ObjectCheck& check);
 
   std::unique_ptr<File> file_;
   Header header_;

@@ -200,8 +200,12 @@ class Decoder {
         Atom a;
         size_t chars = 0;
         if (tag == kAtomExt || tag == kSmallAtomExt) {
-          // Latin-1: every byte is one character.
-          for (char c : text) append_utf8(&a.name, uint8_t(c));
+          // Latin-1: every byte is one character (ASCII ones are UTF-8 as is).
+          if (std::all_of(text.begin(), text.end(), [](char c) { return uint8_t(c) < 0x80; })) {
+            a.name.assign(text.data(), text.size());
+          } else {
+            for (char c : text) append_utf8(&a.name, uint8_t(c));
+          }
           chars = len;
         } else {
           for (size_t i = 0; i < text.size(); ++chars) {
@@ -475,6 +479,38 @@ const char* Term::kind_name() const {
 
 Result<Term> decode(BytesView in, uint64_t base, std::string_view what) {
   return Decoder(in, base, what).top();
+}
+
+void append_canonical(const Term& t, Bytes* out) {
+  ByteWriter w(out);
+  // Each part is a type byte and a length, so no two terms share a string.
+  if (const Integer* i = t.integer()) {
+    w.u8(i->negative ? 'N' : 'P');
+    if (i->fits_u64()) {
+      w.be32(8);
+      w.be64(i->magnitude);
+    } else {
+      w.be32(uint32_t(i->big.size()));
+      w.bytes(i->big);
+    }
+  } else if (const Atom* a = t.atom()) {
+    w.u8('a');
+    w.be32(uint32_t(a->name.size()));
+    w.bytes(a->name);
+  } else if (const Binary* b = t.binary()) {
+    w.u8('b');
+    w.be32(uint32_t(b->bytes.size()));
+    w.bytes(b->bytes);
+  } else if (const Tuple* tu = t.tuple()) {
+    w.u8('t');
+    w.be32(uint32_t(tu->elements.size()));
+    for (const Term& e : tu->elements) append_canonical(e, out);
+  } else if (const List* l = t.list()) {
+    w.u8(l->tail.empty() ? 'l' : 'i');
+    w.be32(uint32_t(l->elements.size()));
+    for (const Term& e : l->elements) append_canonical(e, out);
+    if (!l->tail.empty()) append_canonical(l->tail[0], out);
+  }
 }
 
 std::string to_string(const Term& t, size_t max_chars) {

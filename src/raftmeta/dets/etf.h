@@ -103,6 +103,12 @@ Result<Term> decode(BytesView in, uint64_t base, std::string_view what);
 // appended. Non-ASCII atom characters are printed as UTF-8 inside quotes.
 std::string to_string(const Term& t, size_t max_chars = SIZE_MAX);
 
+// Appends a compact byte string to *out that is equal for two terms exactly
+// when they are the same Erlang term (whatever tags encoded them: an atom
+// written as ATOM_EXT and as SMALL_ATOM_UTF8_EXT is one atom). For key
+// comparison; not a wire format.
+void append_canonical(const Term& t, Bytes* out);
+
 // The name of an ETF tag ("MAP_EXT", "NEW_FLOAT_EXT", ...) or "unknown".
 const char* tag_name(uint8_t tag);
 
