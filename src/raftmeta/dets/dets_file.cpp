@@ -453,6 +453,7 @@ Status DetsReader::check_free_blocks() {
                             std::to_string(len) + " bytes at byte " + std::to_string(pos) + ")");
     }
   }
+  free_blocks_ = {};
   return Status::OK();
 }
 

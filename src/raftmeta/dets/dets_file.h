@@ -56,10 +56,10 @@ struct Info {
   uint64_t file_size = 0;
   bool closed_properly = false;
   uint32_t keypos = 1;
-  uint64_t object_count = 0;      // objects (rows) in the table
-  uint64_t collection_count = 0;  // non-empty slots
-  uint64_t slot_count = 0;        // slots of the allocated segments
-  uint64_t header_object_count = 0;
+  uint64_t object_count = 0;         // objects (rows) in the table
+  uint64_t collection_count = 0;     // non-empty slots
+  uint64_t slot_count = 0;           // slots of the allocated segments
+  uint64_t header_object_count = 0;  // NoObjects as the header states it
   // Words in free space that look like a collection header but do not hold
   // an intact collection (left over from freed objects). DETS's repair
   // skips them too; reported for diagnosis.
@@ -127,7 +127,8 @@ class DetsReader {
   // lists of a clean file, the end of a file not closed properly.
   uint64_t data_end_ = 0;
   std::vector<Block> blocks_;  // sorted by position once read
-  // Free buddy blocks {position, size} from a clean file's free lists.
+  // Free buddy blocks {position, size} from a clean file's free lists;
+  // needed only while open() validates.
   std::vector<std::pair<uint64_t, uint64_t>> free_blocks_;
 };
 

@@ -62,6 +62,24 @@ run("ra", Opts) ->
     ok = write_rows(opt(expected, Opts), maps:values(Map)),
     finish(T, opt(finish, Opts, "close"));
 
+%% A table that grew after DETS last wrote its header: N rows, dets:sync
+%% (header written, file clean), then every row updated in one batch. DETS
+%% counts updates as possible new keys and adds segments, but the key count
+%% does not change, so the header (and its `next`) is not rewritten before
+%% the VM halts.
+run("grown", Opts) ->
+    T = open(opt(file, Opts), []),
+    N = int_opt(n, Opts, 1000),
+    rand:seed(exsss, {int_opt(seed, Opts, 1), 1, 2}),
+    Rows = [ra_row(I) || I <- lists:seq(1, N)],
+    ok = dets:insert(T, Rows),
+    ok = dets:sync(T),
+    Updated = [{U, bump(Term), voted_for(I + 1), bump(A)}
+               || {I, {U, Term, _, A}} <- lists:zip(lists:seq(1, N), Rows)],
+    ok = dets:insert(T, Updated),
+    ok = write_rows(opt(expected, Opts), Updated),
+    finish(T, "halt");
+
 %% Hand-picked rows covering every form a Ra row can take.
 run("fixed", Opts) ->
     T = open(opt(file, Opts), []),
