@@ -170,7 +170,7 @@ Status DetsReader::validate_header(BytesView head) {
   if (size < kBase) {
     return corrupt_at(path, size,
                       "DETS file truncated: " + std::to_string(size) +
-                          " bytes, but its header and " + "segment array alone take " +
+                          " bytes, but its header and segment array alone take " +
                           std::to_string(kBase));
   }
   h.freelists_pointer = be32_at(head, kFreelistsPointerPos);
@@ -250,7 +250,7 @@ Status DetsReader::validate_header(BytesView head) {
   if (h.fl_base != 0 && (h.fl_base < kBase || (h.fl_base - kBase) % kGrid != 0)) {
     return corrupt_at(path, kFlBasePos,
                       "allocator base " + std::to_string(h.fl_base) +
-                          " is not on the 16-byte grid " + "from byte " + std::to_string(kBase));
+                          " is not on the 16-byte grid from byte " + std::to_string(kBase));
   }
   if (info_.closed_properly) {
     if (h.no_keys != h.no_objects) {
@@ -280,11 +280,11 @@ Status DetsReader::validate_trailer_and_free_lists() {
   STRATA_TRY(read_exact(*file_, header_.freelists_pointer, tail.data(), tail.size()));
   const uint64_t trailer = be32_at(tail, tail.size() - 4);
   if (trailer + header_.fl_base != size) {
-    return corrupt_at(path, size - 4,
-                      "the header says the file was closed properly, but its trailer records a " +
-                          std::string("size of ") + std::to_string(trailer + header_.fl_base) +
-                          " bytes and the file has " + std::to_string(size) +
-                          ": truncated or extended since DETS closed it");
+    return corrupt_at(
+        path, size - 4,
+        "the header says the file was closed properly, but its trailer records a size of " +
+            std::to_string(trailer + header_.fl_base) + " bytes and the file has " +
+            std::to_string(size) + ": truncated or extended since DETS closed it");
   }
   // The free lists: chunks {Size, FREE, BuddyIndex, Addresses..} ending
   // with {12, FREE, 12345} right before the trailer.
@@ -336,7 +336,7 @@ Status DetsReader::read_hash_table() {
       return corrupt_at(
           path, entry_pos,
           what + " points to byte " + std::to_string(pos) + " (" + std::to_string(len) +
-              " bytes), which is not a block of the data area " + "(16-byte grid from byte " +
+              " bytes), which is not a block of the data area (16-byte grid from byte " +
               std::to_string(kBase) + " to byte " + std::to_string(data_end_) + ")");
     }
     return Status::OK();
@@ -392,9 +392,10 @@ Status DetsReader::read_hash_table() {
   const uint64_t slots = uint64_t(segments.size()) * kSlotsPerSegment;
   if (info_.closed_properly ? slots != header_.next : slots < header_.next) {
     return corrupt_at(path, kNextPos,
-                      "the header says " + std::to_string(header_.next) + " slots are in use, " +
-                          "but the table has " + std::to_string(segments.size()) + " segments (" +
-                          std::to_string(slots) + " slots)");
+                      "the header says " + std::to_string(header_.next) +
+                          " slots are in use, but the table has " +
+                          std::to_string(segments.size()) + " segments (" + std::to_string(slots) +
+                          " slots)");
   }
   info_.slot_count = slots;
 
