@@ -129,14 +129,15 @@ struct Info {
   uint32_t strings_used = 0;
   uint32_t record_size = 0;  // bytes of one record copy on disk
   uint64_t file_size = 0;
-  uint64_t wal_bytes_total = 0;     // both halves
-  uint64_t wal_bytes_used = 0;      // active half + a sealed half awaiting compaction
-  uint64_t unsynced_bytes = 0;      // WAL bytes written but not yet fsynced
-  uint64_t last_lsn = 0;            // sequence number of the last WAL entry
-  bool compacting = false;          // a compaction is running now
-  uint64_t compactions = 0;         // completed since open
-  uint64_t compactions_failed = 0;  // aborted since open (the store went on)
-  std::string last_compaction_error;
+  uint64_t wal_bytes_total = 0;        // both halves
+  uint64_t wal_bytes_used = 0;         // active half + a sealed half awaiting compaction
+  uint64_t unsynced_bytes = 0;         // WAL bytes written but not yet fsynced
+  uint64_t last_lsn = 0;               // sequence number of the last WAL entry
+  uint64_t wal_switches = 0;           // WAL halves sealed since open (each starts a compaction)
+  bool compacting = false;             // a compaction is running now
+  uint64_t compactions = 0;            // completed since open
+  uint64_t compactions_failed = 0;     // aborted since open (the store went on)
+  std::string last_compaction_error;   // of the most recent aborted compaction
   uint64_t compaction_waits = 0;       // times a writer waited for compaction (backpressure)
   uint64_t fsyncs = 0;                 // fsyncs of the store file since open
   uint64_t stale_entries_skipped = 0;  // WAL entries whose slot generation did not match

@@ -192,6 +192,7 @@ Info SlotStore::Impl::info() const {
   i.wal_bytes_used = active_used_ + sealed_used_;
   i.unsynced_bytes = unsynced_;
   i.last_lsn = last_lsn_;
+  i.wal_switches = switches_;
   {
     std::lock_guard<std::mutex> l(comp_mu_);
     i.compacting = comp_state_ == CompState::running;

@@ -137,6 +137,7 @@ class SlotStore::Impl {
   std::atomic<uint64_t> sealed_used_{0};
   std::atomic<uint64_t> unsynced_{0};
   std::atomic<uint64_t> last_lsn_{0};
+  std::atomic<uint64_t> switches_{0};
 };
 
 }  // namespace strata::slotstore

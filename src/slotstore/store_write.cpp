@@ -375,10 +375,10 @@ Status SlotStore::Impl::switch_half() {
   wal_.pending.assign(h, sizeof h);
   active_used_ = 0;
   sealed_used_ = job.end;
+  ++switches_;
   std::unique_lock<std::mutex> l(comp_mu_);
   job_ = job;
   comp_state_ = CompState::idle;
-  last_comp_error_.reset();
   if (opt_.background_compaction) {
     comp_cv_.notify_all();
   } else {
