@@ -17,10 +17,10 @@
 // Rebalance keeps the root small: the first run of same-kind entries at the
 // front that reaches the threshold for its kind (1024 fragments, 32 groups
 // of any higher kind) is factored into one group. With those thresholds the
-// root never exceeds 1024 + 31 x 11 entries for any stream up to 2^64
-// fragments (60 KiB; see docs/formats-tier.md "Why these thresholds"), and
-// an offset is found with at most one group read per level: three reads for
-// streams of up to 33 M fragments.
+// root never exceeds 1349 entries (60 773 bytes) for any stream below 2^64
+// fragments (docs/formats-tier.md "Why these thresholds"), and an offset is
+// found with one group read per level: three reads for streams of up to
+// 32.5 M fragments.
 //
 // Pure data and functions: no I/O. Group objects are read by the caller
 // through a GroupFetch callback where needed.
