@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "common/assert.h"
+#include "common/endian.h"
 
 namespace strata::log {
 
@@ -51,26 +53,41 @@ Status Reader::locate() {
   }
   STRATA_ASSIGN_OR_RETURN(file_, log_->segment_file(seg_));
   pos_ = kFileHeaderSize;
-  Bytes().swap(buf_);
-  buf_start_ = 0;
+  release_buffer();
   return Status::OK();
 }
 
 Result<BytesView> Reader::read_bytes(uint64_t pos, uint64_t n) {
-  if (pos >= buf_start_ && pos + n <= buf_start_ + buf_.size()) {
-    return BytesView(buf_).substr(size_t(pos - buf_start_), size_t(n));
+  if (pos >= buf_start_ && pos + n <= buf_start_ + buf_len_) {
+    return BytesView(buf_.get() + (pos - buf_start_), size_t(n));
   }
-  // Read ahead, but never past the committed end of the segment.
-  uint64_t want =
-      std::min<uint64_t>(std::max<uint64_t>(n, log_->opts_.read_ahead_bytes), seg_end_ - pos);
-  buf_.resize(size_t(want));
+  // Read ahead, but never past the committed end of the segment. Bytes of
+  // the wanted range already in the buffer (a chunk cut by the previous
+  // read) move to the front instead of being read again.
+  size_t want = size_t(
+      std::min<uint64_t>(std::max<uint64_t>(n, log_->opts_.read_ahead_bytes), seg_end_ - pos));
+  size_t keep = 0;
+  if (pos >= buf_start_ && pos < buf_start_ + buf_len_) {
+    keep = size_t(buf_start_ + buf_len_ - pos);
+    std::memmove(buf_.get(), buf_.get() + (pos - buf_start_), keep);
+  }
+  if (want > buf_cap_) {
+    std::unique_ptr<char[]> bigger(new char[want]);
+    if (keep) std::memcpy(bigger.get(), buf_.get(), keep);
+    buf_ = std::move(bigger);
+    buf_cap_ = want;
+  }
   buf_start_ = pos;
-  Status s = read_exact(*file_, pos, buf_.data(), buf_.size());
-  if (!s.ok()) {
-    buf_.clear();
-    return std::move(s).error();
-  }
-  return BytesView(buf_).substr(0, size_t(n));
+  buf_len_ = keep;
+  STRATA_TRY(read_exact(*file_, pos + keep, buf_.get() + keep, want - keep));
+  buf_len_ = want;
+  return BytesView(buf_.get(), size_t(n));
+}
+
+void Reader::release_buffer() {
+  buf_.reset();
+  buf_cap_ = buf_len_ = 0;
+  buf_start_ = 0;
 }
 
 Result<std::optional<ChunkView>> Reader::next_chunk() {
@@ -80,8 +97,7 @@ Result<std::optional<ChunkView>> Reader::next_chunk() {
   const uint64_t committed = log_->committed_next();
   if (chunk_offset_ >= committed) {
     // Caught up: an idle reader keeps no buffer.
-    Bytes().swap(buf_);
-    buf_start_ = 0;
+    release_buffer();
     return std::optional<ChunkView>();
   }
   if (chunk_offset_ >= seg_next_) STRATA_TRY(locate());
@@ -92,8 +108,10 @@ Result<std::optional<ChunkView>> Reader::next_chunk() {
                                             place(), chunk_offset_, seg_end_));
   }
   STRATA_ASSIGN_OR_RETURN(BytesView hv, read_bytes(pos_, kChunkHeaderSize));
-  auto h = decode_chunk_header(hv, place());
-  if (!h.ok()) return std::move(h).error();
+  // Errors name the place; it is formatted only when there is an error.
+  static const std::string kNowhere;
+  auto h = decode_chunk_header(hv, kNowhere);
+  if (!h.ok()) return decode_chunk_header(hv, place()).error();
   if (h->first_offset != chunk_offset_) {
     return Error(Errc::corrupt, fmt::format("{}: chunk has first offset {}, expected {}", place(),
                                             h->first_offset, chunk_offset_));
@@ -103,7 +121,9 @@ Result<std::optional<ChunkView>> Reader::next_chunk() {
                                             place(), h->total_size(), seg_end_));
   }
   STRATA_ASSIGN_OR_RETURN(BytesView bytes, read_bytes(pos_, h->total_size()));
-  if (opts_.verify_crc) STRATA_TRY(verify_chunk_body(*h, bytes.substr(kChunkHeaderSize), place()));
+  if (opts_.verify_crc && !verify_chunk_body(*h, bytes.substr(kChunkHeaderSize), kNowhere).ok()) {
+    return verify_chunk_body(*h, bytes.substr(kChunkHeaderSize), place()).error();
+  }
   ChunkView v;
   v.header = *h;
   v.segment_first_offset = seg_->info.first_offset;
@@ -118,17 +138,39 @@ Result<size_t> Reader::next_records(std::vector<Record>* out) {
   while (true) {
     STRATA_ASSIGN_OR_RETURN(auto c, next_chunk());
     if (!c) return size_t(0);
-    auto recs =
-        parse_records(c->header, c->data(), fmt::format("{} position {}", seg_->path, c->position));
-    if (!recs.ok()) return std::move(recs).error();
-    size_t n = 0;
-    for (size_t i = 0; i < recs->size(); ++i) {
-      uint64_t off = c->header.first_offset + i;
-      if (off < start_offset_) continue;
-      out->push_back(Record{off, c->header.timestamp_ms, (*recs)[i]});
-      ++n;
+    // Walk the entries in place (no intermediate vector); on any framing
+    // problem parse_records produces the precise error.
+    BytesView data = c->data();
+    const size_t before = out->size();
+    uint64_t off = c->header.first_offset;
+    size_t pos = 0;
+    bool bad = false;
+    while (pos < data.size()) {
+      if (data.size() - pos < kEntryHeaderSize) {
+        bad = true;
+        break;
+      }
+      uint32_t eh = get_be32(u8(data.data() + pos));
+      pos += kEntryHeaderSize;
+      if ((eh & 0x80000000u) || eh > data.size() - pos) {
+        bad = true;
+        break;
+      }
+      if (off >= start_offset_) {
+        out->push_back(Record{off, c->header.timestamp_ms, data.substr(pos, eh)});
+      }
+      pos += eh;
+      ++off;
     }
-    if (n > 0) return n;
+    if (bad || off - c->header.first_offset != c->header.num_records ||
+        off - c->header.first_offset != c->header.num_entries) {
+      out->resize(before);
+      auto recs =
+          parse_records(c->header, data, fmt::format("{} position {}", seg_->path, c->position));
+      if (!recs.ok()) return std::move(recs).error();
+      return Error(Errc::internal, "record framing check disagrees with parse_records");
+    }
+    if (out->size() > before) return out->size() - before;
     // Every record of this chunk was before the requested offset: go on.
   }
 }

@@ -93,8 +93,13 @@ class Reader {
   uint64_t seg_end_ = 0;
   uint64_t seg_next_ = 0;
   bool seg_sealed_ = false;
-  // Read-ahead buffer holding file bytes [buf_start_, buf_start_ + buf_.size()).
-  Bytes buf_;
+  void release_buffer();
+
+  // Read-ahead buffer holding file bytes [buf_start_, buf_start_ + buf_len_)
+  // of seg_ (capacity buf_cap_; not zero-filled, unlike a string).
+  std::unique_ptr<char[]> buf_;
+  size_t buf_cap_ = 0;
+  size_t buf_len_ = 0;
   uint64_t buf_start_ = 0;
 };
 

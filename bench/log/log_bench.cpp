@@ -1,0 +1,396 @@
+// Whole-process benchmarks of the local log against the physical peer,
+// measured in the same run, interleaved, reported as medians:
+//
+//   log_bench append [--dir D] [--reps N]   append throughput vs raw write
+//                                           (100 B / 1 KiB / 16 KiB records,
+//                                           fsync never and always)
+//   log_bench read   [--dir D] [--reps N]   sequential read vs raw read of
+//                                           the same segment files
+//   log_bench rss    [--dir D] [--gib G]    peak RSS writing then reading G GiB
+//   log_bench streams [--dir D] [--n N]     RSS with N open streams, one idle
+//                                           reader each
+//
+// Every mode prints a table and one JSON line ("json: {...}") at the end.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "log/reader.h"
+#include "log/registry.h"
+#include "log/stream_log.h"
+
+using namespace strata;
+using namespace strata::log;
+using json = nlohmann::json;
+using Clk = std::chrono::steady_clock;
+
+namespace {
+
+double secs(Clk::time_point a, Clk::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+uint64_t peak_rss_kib() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return uint64_t(ru.ru_maxrss);
+}
+
+uint64_t current_rss_kib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
+  }
+  return 0;
+}
+
+void die(const std::string& what) {
+  std::fprintf(stderr, "log_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+template <typename T>
+T must(Result<T> r, const char* what) {
+  if (!r.ok()) die(fmt::format("{}: {}", what, r.error().to_string()));
+  return std::move(r).value();
+}
+
+void must(Status s, const char* what) {
+  if (!s.ok()) die(fmt::format("{}: {}", what, s.to_string()));
+}
+
+void reset_dir(const std::string& d) {
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+}
+
+// ------------------------------------------------------------------ append
+
+struct AppendCase {
+  size_t record_size;
+  size_t batch;  // records per append (~256 KiB of data per chunk)
+  FsyncPolicy policy;
+  uint64_t total_bytes;  // payload per run
+};
+
+// Appends total_bytes of records in batches; returns seconds and the sizes
+// of the chunks written (for the raw peer).
+double run_log_append(const std::string& dir, const AppendCase& c,
+                      std::vector<size_t>* chunk_sizes) {
+  reset_dir(dir);
+  LogOptions o;
+  o.create_if_missing = true;
+  o.fsync = c.policy;
+  auto log = must(StreamLog::open(dir + "/s", o), "open");
+  std::string rec(c.record_size, 'r');
+  std::vector<BytesView> batch(c.batch, rec);
+  uint64_t batches = c.total_bytes / (c.record_size * c.batch);
+  auto t0 = Clk::now();
+  for (uint64_t b = 0; b < batches; ++b) must(log->append(batch), "append");
+  auto t1 = Clk::now();
+  if (chunk_sizes) {
+    chunk_sizes->assign(batches, kChunkHeaderSize + c.batch * (kEntryHeaderSize + c.record_size));
+  }
+  must(log->close(), "close");
+  return secs(t0, t1);
+}
+
+// The same bytes, one write(2) per chunk, with the same sync pattern.
+double run_raw_append(const std::string& dir, const AppendCase& c,
+                      const std::vector<size_t>& sizes) {
+  reset_dir(dir);
+  std::string path = dir + "/raw";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) die("open raw");
+  std::string buf(sizes.empty() ? 0 : sizes[0], 'r');
+  auto t0 = Clk::now();
+  for (size_t s : sizes) {
+    if (::write(fd, buf.data(), s) != ssize_t(s)) die("raw write");
+    if (c.policy != FsyncPolicy::never && ::fdatasync(fd) != 0) die("raw fdatasync");
+  }
+  auto t1 = Clk::now();
+  ::fdatasync(fd);
+  ::close(fd);
+  return secs(t0, t1);
+}
+
+json bench_append(const std::string& dir, int reps) {
+  std::vector<AppendCase> cases;
+  for (auto policy : {FsyncPolicy::never, FsyncPolicy::always}) {
+    for (size_t size : {size_t(100), size_t(1024), size_t(16384)}) {
+      size_t batch = std::max<size_t>(1, (256 << 10) / size);
+      uint64_t total = policy == FsyncPolicy::never ? (512ull << 20) : (128ull << 20);
+      cases.push_back({size, batch, policy, total});
+    }
+  }
+  json out = json::array();
+  std::printf("%-8s %-7s %8s %12s %12s %12s %8s\n", "fsync", "record", "batch", "log MB/s",
+              "log rec/s", "raw MB/s", "ratio");
+  for (const auto& c : cases) {
+    std::vector<double> tl, tr;
+    std::vector<size_t> sizes;
+    for (int r = 0; r < reps; ++r) {
+      // Alternate which goes first so drift (page cache, other load) hits both.
+      if (r % 2 == 0) {
+        tl.push_back(run_log_append(dir, c, &sizes));
+        tr.push_back(run_raw_append(dir, c, sizes));
+      } else {
+        tr.push_back(run_raw_append(dir, c, sizes));
+        tl.push_back(run_log_append(dir, c, &sizes));
+      }
+    }
+    uint64_t batches = c.total_bytes / (c.record_size * c.batch);
+    uint64_t payload = batches * c.batch * c.record_size;
+    uint64_t disk = 0;
+    for (size_t s : sizes) disk += s;
+    double ml = median(tl), mr = median(tr);
+    // Ratio over the same bytes: raw time / log time.
+    double ratio = mr / ml;
+    std::printf("%-8s %-7zu %8zu %12.1f %12.0f %12.1f %8.3f\n",
+                std::string(fsync_policy_name(c.policy)).c_str(), c.record_size, c.batch,
+                disk / ml / 1e6, batches * c.batch / ml, disk / mr / 1e6, ratio);
+    std::fflush(stdout);
+    out.push_back({{"fsync", fsync_policy_name(c.policy)},
+                   {"record_size", c.record_size},
+                   {"batch", c.batch},
+                   {"payload_bytes", payload},
+                   {"chunk_bytes", disk},
+                   {"log_seconds_median", ml},
+                   {"raw_seconds_median", mr},
+                   {"log_mb_per_s", disk / ml / 1e6},
+                   {"log_payload_mb_per_s", payload / ml / 1e6},
+                   {"log_records_per_s", batches * c.batch / ml},
+                   {"raw_mb_per_s", disk / mr / 1e6},
+                   {"ratio", ratio},
+                   {"reps", reps}});
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ read
+
+struct ReadResult {
+  double seconds;
+  uint64_t bytes;
+};
+
+ReadResult raw_read(const std::vector<std::string>& files) {
+  std::string buf(1 << 20, '\0');
+  uint64_t total = 0;
+  auto t0 = Clk::now();
+  for (const auto& f : files) {
+    int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) die("open segment");
+    ssize_t n;
+    while ((n = ::read(fd, buf.data(), buf.size())) > 0) total += uint64_t(n);
+    ::close(fd);
+  }
+  return {secs(t0, Clk::now()), total};
+}
+
+ReadResult log_read(StreamLog& log, bool verify, bool records) {
+  ReaderOptions ro;
+  ro.verify_crc = verify;
+  auto r = must(log.open_reader(OffsetSpec::first(), ro), "reader");
+  uint64_t bytes = 0;
+  std::vector<Record> recs;
+  auto t0 = Clk::now();
+  if (records) {
+    while (true) {
+      recs.clear();
+      size_t n = must(r->next_records(&recs), "read");
+      if (n == 0) break;
+      for (const auto& x : recs) bytes += x.value.size();
+    }
+  } else {
+    while (true) {
+      auto c = must(r->next_chunk(), "read");
+      if (!c) break;
+      bytes += c->bytes.size();
+    }
+  }
+  return {secs(t0, Clk::now()), bytes};
+}
+
+json bench_read(const std::string& dir, int reps, uint64_t gib_eighths) {
+  reset_dir(dir);
+  LogOptions o;
+  o.create_if_missing = true;
+  o.fsync = FsyncPolicy::never;
+  auto log = must(StreamLog::open(dir + "/s", o), "open");
+  std::string rec(1024, 'x');
+  std::vector<BytesView> batch(256, rec);
+  uint64_t total = gib_eighths << 27;
+  for (uint64_t w = 0; w < total; w += 256 * 1024) must(log->append(batch), "append");
+  must(log->close(), "close");
+  log = must(StreamLog::open(dir + "/s", o), "reopen");
+  std::vector<std::string> files;
+  uint64_t file_bytes = 0;
+  for (const auto& s : log->segments()) {
+    files.push_back(s.file);
+    file_bytes += s.size_bytes;
+  }
+  // Warm the page cache so both read from memory.
+  raw_read(files);
+  std::vector<double> traw, tchunk, tchunk_nov, trec;
+  for (int r = 0; r < reps; ++r) {
+    traw.push_back(raw_read(files).seconds);
+    tchunk.push_back(log_read(*log, true, false).seconds);
+    tchunk_nov.push_back(log_read(*log, false, false).seconds);
+    trec.push_back(log_read(*log, true, true).seconds);
+  }
+  double mraw = median(traw);
+  auto row = [&](const char* what, double m) {
+    std::printf("%-34s %10.1f MB/s  ratio %.3f\n", what, file_bytes / m / 1e6, mraw / m);
+    return json{{"what", what},
+                {"seconds_median", m},
+                {"mb_per_s", file_bytes / m / 1e6},
+                {"ratio", mraw / m}};
+  };
+  std::printf("segment bytes: %llu in %zu files, %d reps (page cache warm)\n",
+              (unsigned long long)file_bytes, files.size(), reps);
+  json out = {{"segment_bytes", file_bytes}, {"segments", files.size()}, {"reps", reps}};
+  out["raw"] = row("raw read (1 MiB read(2))", mraw);
+  out["chunks_verified"] = row("log chunks, CRC verified", median(tchunk));
+  out["chunks_unverified"] = row("log chunks, no CRC", median(tchunk_nov));
+  out["records_verified"] = row("log records, CRC verified", median(trec));
+  return out;
+}
+
+// ------------------------------------------------------------------ memory
+
+json bench_rss(const std::string& dir, uint64_t gib) {
+  reset_dir(dir);
+  uint64_t start = current_rss_kib();
+  LogOptions o;
+  o.create_if_missing = true;
+  o.fsync = FsyncPolicy::never;
+  auto log = must(StreamLog::open(dir + "/s", o), "open");
+  std::string rec(1024, 'm');
+  std::vector<BytesView> batch(1024, rec);
+  uint64_t total = gib << 30, written = 0;
+  auto t0 = Clk::now();
+  for (; written < total; written += 1024 * 1024) must(log->append(batch), "append");
+  auto t1 = Clk::now();
+  uint64_t after_write = peak_rss_kib();
+  auto rr = log_read(*log, true, true);
+  uint64_t peak = peak_rss_kib();
+  must(log->close(), "close");
+  std::printf("wrote %.2f GiB in %.2f s, read back %.2f GiB in %.2f s\n", written / double(1 << 30),
+              secs(t0, t1), rr.bytes / double(1 << 30), rr.seconds);
+  std::printf(
+      "RSS at start %.1f MiB, peak after write %.1f MiB, peak after read %.1f MiB (goal < 64)\n",
+      start / 1024.0, after_write / 1024.0, peak / 1024.0);
+  reset_dir(dir);
+  return {{"bytes_written", written},        {"bytes_read", rr.bytes},
+          {"rss_start_mib", start / 1024.0}, {"peak_rss_after_write_mib", after_write / 1024.0},
+          {"peak_rss_mib", peak / 1024.0},   {"goal_mib", 64}};
+}
+
+json bench_streams(const std::string& dir, int n) {
+  reset_dir(dir);
+  uint64_t start = current_rss_kib();
+  LogOptions o;
+  o.fsync = FsyncPolicy::never;
+  auto reg = must(StreamRegistry::open(dir + "/data", o), "registry");
+  std::vector<std::shared_ptr<StreamLog>> logs;
+  std::vector<std::unique_ptr<Reader>> readers;
+  auto t0 = Clk::now();
+  for (int i = 0; i < n; ++i) {
+    auto log = must(reg->create(fmt::format("stream-{:04}", i)), "create");
+    std::string v = fmt::format("hello {}", i);
+    must(log->append({v}), "append");
+    auto r = must(log->open_reader(OffsetSpec::first()), "reader");
+    std::vector<Record> recs;
+    if (must(r->next_records(&recs), "read") != 1) die("first record missing");
+    // Now idle at the committed end, as a caught-up consumer is.
+    logs.push_back(log);
+    readers.push_back(std::move(r));
+  }
+  double created = secs(t0, Clk::now());
+  uint64_t now = current_rss_kib(), peak = peak_rss_kib();
+  std::printf("%d streams created, each with one record and an idle reader, in %.2f s\n", n,
+              created);
+  std::printf(
+      "RSS at start %.1f MiB, with %d open streams + idle readers %.1f MiB (peak %.1f MiB, goal < "
+      "128)\n",
+      start / 1024.0, n, now / 1024.0, peak / 1024.0);
+  // The readers still work: one append wakes the reader of that stream.
+  must(logs[n / 2]->append({"wake"}), "append");
+  if (!readers[size_t(n / 2)]->wait(std::chrono::seconds(5))) die("reader did not wake");
+  readers.clear();
+  logs.clear();
+  must(reg->close_all(), "close");
+  reset_dir(dir);
+  return {{"streams", n},
+          {"rss_start_mib", start / 1024.0},
+          {"rss_mib", now / 1024.0},
+          {"peak_rss_mib", peak / 1024.0},
+          {"goal_mib", 128}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spdlog::set_level(spdlog::level::warn);
+  if (argc < 2) {
+    std::fprintf(stderr,
+                 "usage: %s append|read|rss|streams [--dir D] [--reps N] [--gib G] [--n N]\n",
+                 argv[0]);
+    return 2;
+  }
+  std::string mode = argv[1];
+  std::string dir = "/tmp/strata-log-bench";
+  int reps = 5, n = 1000;
+  uint64_t gib = 1;
+  uint64_t read_eighths = 8;  // 1 GiB
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--dir")
+      dir = v;
+    else if (k == "--reps")
+      reps = std::stoi(v);
+    else if (k == "--gib")
+      gib = std::stoull(v);
+    else if (k == "--n")
+      n = std::stoi(v);
+    else if (k == "--read-eighths")
+      read_eighths = std::stoull(v);
+    else
+      die("unknown option " + k);
+  }
+  json j;
+  if (mode == "append") {
+    j = {{"append", bench_append(dir, reps)}};
+  } else if (mode == "read") {
+    j = {{"read", bench_read(dir, reps, read_eighths)}};
+  } else if (mode == "rss") {
+    j = {{"rss", bench_rss(dir, gib)}};
+  } else if (mode == "streams") {
+    j = {{"streams", bench_streams(dir, n)}};
+  } else {
+    die("unknown mode " + mode);
+  }
+  std::filesystem::remove_all(dir);
+  std::printf("json: %s\n", j.dump().c_str());
+  return 0;
+}
