@@ -276,6 +276,11 @@ Result<std::vector<ChunkIndexRecord>> decode_fragment_index(BytesView tail,
 Result<DecodedFragment> decode_fragment(BytesView object, const std::string& where,
                                         bool verify_chunks) {
   STRATA_ASSIGN_OR_RETURN(FragmentHeader h, decode_fragment_header(object, where));
+  // Checked first so the size arithmetic below cannot wrap around.
+  if (h.meta.size > object.size()) {
+    return corrupt(where, fmt::format("header says {} data bytes but the object is {} bytes",
+                                      h.meta.size, object.size()));
+  }
   uint64_t expected = fragment_object_size(h.meta.size, h.meta.chunk_count);
   if (object.size() != expected) {
     return corrupt(where, fmt::format("object is {} bytes but its header implies {} ({} data "

@@ -162,6 +162,16 @@ TEST(TierFragmentObject, WrongMagicBadVersionAndTruncationHaveClearErrors) {
   EXPECT_NE(r.error().message.find("truncated"), std::string::npos);
 }
 
+TEST(TierFragmentObject, AHugeDataSizeInTheHeaderIsRejectedNotWrapped) {
+  Sample s = sample(2);
+  Bytes obj = encode(s);
+  put_be64(u8(obj.data()) + 48, UINT64_MAX - 40);
+  put_be32(u8(obj.data()) + 60, crc32c::value(obj.data(), 60));
+  auto r = decode_fragment(obj, "k");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::corrupt);
+}
+
 TEST(TierFragmentObject, HeaderAloneDecodesFromARangedRead) {
   Sample s = sample(4);
   Bytes obj = encode(s, 9);
