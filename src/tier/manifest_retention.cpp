@@ -76,6 +76,8 @@ Result<RetentionPlan> plan_retention(const Manifest& root, const RetentionSpec& 
     }
     bool by_bytes = spec.max_bytes && remaining > *spec.max_bytes;
     bool by_age = spec.max_age_ms && e.last_ts < now_ms - *spec.max_age_ms;
+    // Never the stream's last fragment (so never the last root entry): see
+    // the header for why an emptied manifest would mislead.
     bool last = end >= root.next_offset;
     bool full = plan.deleted.size() >= spec.max_objects_per_plan;
     if (last || full || !(by_bytes || by_age)) {

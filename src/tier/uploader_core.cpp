@@ -226,7 +226,7 @@ Status UploaderCore::on_transfer_result(uint64_t ref, uint64_t token,
   }
   s.token = new_token();
   s.uid = new_uid();
-  uint32_t attempt = uint32_t(s.transient_failures) + s.fatal_failures + 1;
+  uint32_t attempt = s.transient_failures + s.fatal_failures + 1;
   out.push_back(SubmitTransfer{ref, s.token, s.meta, s.uid,
                                keys_.fragment(s.meta.first_offset, cfg_.epoch, s.uid), attempt,
                                delay, cfg_.transfer_deadline_ms});

@@ -155,8 +155,8 @@ class UploaderCore {
     FragmentMeta meta;
     uint64_t token = 0;
     uint32_t uid = 0;
-    uint16_t transient_failures = 0;
-    uint16_t fatal_failures = 0;
+    uint32_t transient_failures = 0;
+    uint32_t fatal_failures = 0;
     bool complete = false;
     bool stalled = false;
   };
