@@ -309,6 +309,7 @@ Stats RaftMeta::stats() const {
     s.changes = changes_;
     s.batches = batches_;
     s.ops_written = ops_written_;
+    s.largest_batch = largest_batch_;
     s.synced_batches = synced_batches_;
     s.periodic_syncs = periodic_syncs_;
     s.failed_batches = failures_;

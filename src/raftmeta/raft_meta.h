@@ -92,6 +92,7 @@ struct Stats {
   uint64_t changes = 0;          // store/erase calls that changed something
   uint64_t batches = 0;          // write_batch calls by the writer
   uint64_t ops_written = 0;      // puts and erases in them (after merging)
+  uint64_t largest_batch = 0;    // most ops in one of them
   uint64_t synced_batches = 0;   // batches fsynced (sync calls, low fields, erases)
   uint64_t periodic_syncs = 0;   // fsyncs due to applied_sync_interval
   uint64_t failed_batches = 0;   // batches that failed and were retried
@@ -216,8 +217,8 @@ class RaftMeta {
   std::mutex close_mu_;
 
   // Counters (under mu_).
-  uint64_t changes_ = 0, batches_ = 0, ops_written_ = 0, synced_batches_ = 0, periodic_syncs_ = 0,
-           capacity_errors_ = 0;
+  uint64_t changes_ = 0, batches_ = 0, ops_written_ = 0, largest_batch_ = 0, synced_batches_ = 0,
+           periodic_syncs_ = 0, capacity_errors_ = 0;
 };
 
 }  // namespace strata::raftmeta

@@ -121,6 +121,7 @@ void RaftMeta::writer_main() {
     now = now_ns();
     ++batches_;
     ops_written_ += snap.batch.size();
+    largest_batch_ = std::max<uint64_t>(largest_batch_, snap.batch.size());
     if (s.ok()) {
       backoff_ns_ = 0;
       retry_at_ns_ = 0;
