@@ -51,12 +51,53 @@ SlotTable::SlotTable(const format::Layout& layout)
       gen_(layout.slots, 0),
       key_len_(layout.slots, 0),
       keys_(size_t(layout.slots) * layout.max_key, '\0'),
-      fields_(size_t(layout.slots) * layout.fields_size, '\0') {}
+      fields_(size_t(layout.slots) * layout.fields_size, '\0') {
+  size_t buckets = 4;
+  while (buckets < size_t(layout.slots) * 2) buckets *= 2;
+  index_.assign(buckets, 0);
+}
+
+size_t SlotTable::bucket_of(std::string_view key) const {
+  return std::hash<std::string_view>()(key) & (index_.size() - 1);
+}
 
 std::optional<uint32_t> SlotTable::find(std::string_view key) const {
-  auto it = index_.find(key);
-  if (it == index_.end()) return std::nullopt;
-  return it->second;
+  const size_t mask = index_.size() - 1;
+  for (size_t b = bucket_of(key);; b = (b + 1) & mask) {
+    uint32_t e = index_[b];
+    if (e == 0) return std::nullopt;
+    if (this->key(e - 1) == key) return e - 1;
+  }
+}
+
+void SlotTable::index_insert(uint32_t s) {
+  const size_t mask = index_.size() - 1;
+  size_t b = bucket_of(key(s));
+  while (index_[b] != 0) b = (b + 1) & mask;
+  index_[b] = s + 1;
+  ++indexed_;
+}
+
+void SlotTable::index_erase(uint32_t s) {
+  const size_t mask = index_.size() - 1;
+  size_t b = bucket_of(key(s));
+  while (index_[b] != s + 1) {
+    STRATA_ASSERT(index_[b] != 0, "erasing a key that is not indexed");
+    b = (b + 1) & mask;
+  }
+  // Backward shift: pull later entries of the probe run into the hole so
+  // every remaining key stays reachable from its home bucket.
+  size_t hole = b;
+  for (size_t j = (hole + 1) & mask; index_[j] != 0; j = (j + 1) & mask) {
+    size_t home = bucket_of(key(index_[j] - 1));
+    bool movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
+    if (movable) {
+      index_[hole] = index_[j];
+      hole = j;
+    }
+  }
+  index_[hole] = 0;
+  --indexed_;
 }
 
 void SlotTable::load(uint32_t s, const format::RecordImage& rec) {
@@ -84,19 +125,19 @@ void SlotTable::release_raw(uint32_t s) {
 }
 
 Status SlotTable::build_index(const std::string& path) {
-  index_.clear();
+  std::fill(index_.begin(), index_.end(), 0);
+  indexed_ = 0;
   free_.clear();
-  index_.reserve(layout_.slots);
   for (uint32_t s = layout_.slots; s-- > 0;) {
     if (!live(s)) {
       free_.push_back(s);
       continue;
     }
-    auto [it, inserted] = index_.emplace(key(s), s);
-    if (!inserted) {
+    if (std::optional<uint32_t> other = find(key(s))) {
       return Error(Errc::corrupt, fmt::format("{}: key {} is live in slots {} and {}", path,
-                                              to_hex(key(s)), it->second, s));
+                                              format::describe_key(key(s)), *other, s));
     }
+    index_insert(s);
   }
   return Status::OK();
 }
@@ -111,12 +152,12 @@ uint32_t SlotTable::pop_free() {
 void SlotTable::assign(uint32_t s, uint32_t gen, std::string_view key) {
   STRATA_ASSERT(!live(s), "assign of a live slot");
   assign_raw(s, gen, key);
-  index_.emplace(this->key(s), s);
+  index_insert(s);
 }
 
 void SlotTable::release(uint32_t s) {
   STRATA_ASSERT(live(s), "release of a free slot");
-  index_.erase(key(s));
+  index_erase(s);
   release_raw(s);
   free_.push_back(s);
 }

@@ -2,6 +2,10 @@
 // fields area (the same fixed encoding as a record copy on disk, so memory is
 // about slots x record size), the key -> slot index, the free-slot list and
 // the interned-string table. Not thread-safe; SlotStore guards it.
+//
+// The key index is an open-addressing hash table of slot numbers (4 bytes a
+// bucket, at most half full, sized once from the capacity); keys are
+// compared in place in the slot array, so no key is stored twice.
 #pragma once
 
 #include <cstdint>
@@ -78,7 +82,7 @@ class SlotTable {
   // Frees slot `s` (its generation stays; the next assign bumps it).
   void release(uint32_t s);
   uint32_t free_count() const { return uint32_t(free_.size()); }
-  uint32_t used() const { return uint32_t(index_.size()); }
+  uint32_t used() const { return indexed_; }
 
   // Decodes the fields of slot `s`; corrupt if it names a missing string.
   Result<Record> to_record(uint32_t s) const;
@@ -86,13 +90,18 @@ class SlotTable {
   StringTable strings;
 
  private:
+  // Linear probing with backward-shift deletion (no tombstones).
+  size_t bucket_of(std::string_view key) const;
+  void index_insert(uint32_t s);
+  void index_erase(uint32_t s);
+
   const format::Layout& layout_;
   std::vector<uint32_t> gen_;
   std::vector<uint8_t> key_len_;  // 0 = free
   std::vector<char> keys_;        // slots x max_key
   std::vector<char> fields_;      // slots x fields_size
-  // Views into keys_, which never reallocates.
-  std::unordered_map<std::string_view, uint32_t> index_;
+  std::vector<uint32_t> index_;   // slot + 1 per bucket, 0 = empty; size a power of two
+  uint32_t indexed_ = 0;
   std::vector<uint32_t> free_;  // stack; back() is handed out next
 };
 

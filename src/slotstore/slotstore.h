@@ -71,8 +71,9 @@ struct Options {
   bool read_only = false;
 
   // Bound on the memory compaction uses for record images and strings
-  // before it writes and fsyncs what it has and continues.
-  size_t compaction_buffer_bytes = 4u << 20;
+  // before it writes and fsyncs what it has and continues (a smaller bound
+  // costs an extra fsync per filled buffer, on the compaction thread).
+  size_t compaction_buffer_bytes = 1u << 20;
   // true: compaction runs on the store's own thread while writes continue in
   // the other WAL half. false: the writer that seals a half compacts it
   // before returning (deterministic tests and tools such as migrate).

@@ -28,10 +28,11 @@ const Scalar* element_of(const FieldType& t, const Value& v, size_t i, Scalar* t
   return tmp;
 }
 
-Status check_value(const format::Layout& l, FieldId fid, const Value& v, const std::string& where) {
+template <typename Where>
+Status check_value(const format::Layout& l, FieldId fid, const Value& v, const Where& where) {
   const FieldSpec& f = l.schema.fields[fid];
   auto bad = [&](const std::string& why) {
-    return Error(Errc::invalid_argument, fmt::format("{} field '{}': {}", where, f.name, why));
+    return Error(Errc::invalid_argument, fmt::format("{} field '{}': {}", where(), f.name, why));
   };
   size_t n = f.type.elements.size();
   if (f.type.tuple) {
@@ -151,17 +152,20 @@ Status SlotStore::Impl::validate(const WriteBatch& batch, bool* durable) const {
   const auto& ops = batch.ops();
   for (size_t i = 0; i < ops.size(); ++i) {
     const WriteBatch::Op& op = ops[i];
-    std::string where = fmt::format("{}: write_batch op {} ({} key {})", path_, i,
-                                    op.erase ? "erase" : "put", format::describe_key(op.key));
-    if (op.key.empty()) return Error(Errc::invalid_argument, where + ": empty key");
+    // Built only for an error message (this runs for every op).
+    auto where = [&] {
+      return fmt::format("{}: write_batch op {} ({} key {})", path_, i, op.erase ? "erase" : "put",
+                         format::describe_key(op.key));
+    };
+    if (op.key.empty()) return Error(Errc::invalid_argument, where() + ": empty key");
     if (op.key.size() > l.max_key) {
-      return Error(Errc::key_too_long, fmt::format("{}: key is {} bytes, the bound is {}", where,
+      return Error(Errc::key_too_long, fmt::format("{}: key is {} bytes, the bound is {}", where(),
                                                    op.key.size(), l.max_key));
     }
     auto ov = exists.find(op.key);
     bool present = ov != exists.end() ? ov->second : table_.find(op.key).has_value();
     if (op.erase) {
-      if (!present) return Error(Errc::not_found, where + ": no such key");
+      if (!present) return Error(Errc::not_found, where() + ": no such key");
       exists[op.key] = false;
       ++free_slots;
       *durable = true;
@@ -172,23 +176,23 @@ Status SlotStore::Impl::validate(const WriteBatch& batch, bool* durable) const {
         return Error(Errc::store_full,
                      fmt::format("{}: all {} slots are in use (capacity is fixed at creation; "
                                  "migrate to grow it)",
-                                 where, l.slots));
+                                 where(), l.slots));
       }
       --free_slots;
       exists[op.key] = true;
     }
     if (op.updates.size() > l.fields.size()) {
-      return Error(Errc::invalid_argument, fmt::format("{}: {} updates for {} fields", where,
+      return Error(Errc::invalid_argument, fmt::format("{}: {} updates for {} fields", where(),
                                                        op.updates.size(), l.fields.size()));
     }
     uint64_t seen = 0;
     for (const FieldUpdate& u : op.updates) {
       if (u.field >= l.fields.size()) {
         return Error(Errc::unknown_field, fmt::format("{}: field id {} (the schema has {} fields)",
-                                                      where, int(u.field), l.fields.size()));
+                                                      where(), int(u.field), l.fields.size()));
       }
       if (seen & (uint64_t(1) << u.field)) {
-        return Error(Errc::invalid_argument, fmt::format("{}: field '{}' updated twice", where,
+        return Error(Errc::invalid_argument, fmt::format("{}: field '{}' updated twice", where(),
                                                          l.schema.fields[u.field].name));
       }
       seen |= uint64_t(1) << u.field;
@@ -205,7 +209,7 @@ Status SlotStore::Impl::validate(const WriteBatch& batch, bool* durable) const {
           return Error(Errc::string_table_full,
                        fmt::format("{} field '{}': the interned string table is full ({} "
                                    "strings; capacity is fixed at creation, migrate to grow it)",
-                                   where, l.schema.fields[u.field].name, l.strings));
+                                   where(), l.schema.fields[u.field].name, l.strings));
         }
         // Views into the batch, which outlives this call.
         new_strings.insert(t.tuple ? std::string_view(std::get<1>(u.value->elements()[e]))
