@@ -36,6 +36,7 @@ class S3rver {
   std::string endpoint() const;
   std::string vhost_endpoint() const;
   bool running() { return proc_.running(); }
+  int pid() const { return proc_.pid(); }  // e.g. to read its CPU time
   void stop();
   std::string logs() const;
 
