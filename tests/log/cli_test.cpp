@@ -1,0 +1,191 @@
+// The log's CLI (`strata demo|produce|consume|inspect`) run as a real
+// process: outputs, JSON, exit codes and the errors for bad arguments and
+// bad data directories.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/fs.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+
+namespace strata::log {
+namespace {
+
+using strata::test::run;
+using json = nlohmann::json;
+
+const std::string kStrata = STRATA_BIN;
+
+strata::test::RunResult strata_cmd(std::vector<std::string> args) {
+  args.insert(args.begin(), kStrata);
+  return run(args);
+}
+
+strata::test::RunResult shell(const std::string& cmd) {
+  return run({"sh", "-c", cmd});
+}
+
+bool contains(const std::string& s, const std::string& needle) {
+  return s.find(needle) != std::string::npos;
+}
+
+// The last line of output that parses as a JSON object.
+json last_json(const std::string& out) {
+  size_t end = out.size();
+  while (end > 0) {
+    size_t start = out.rfind('\n', end - 1);
+    start = start == std::string::npos ? 0 : start + 1;
+    std::string line = out.substr(start, end - start);
+    if (!line.empty() && line[0] == '{') return json::parse(line);
+    if (start == 0) break;
+    end = start - 1;
+  }
+  return json();
+}
+
+TEST(LogCli, DemoWritesReadsVerifiesAndReports) {
+  strata::test::TempDir tmp;
+  auto r = strata_cmd({"demo", "--data-dir", tmp.sub("d"), "--records", "3000", "--record-size",
+                       "200", "--producers", "3"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* s : {"write", "read", "disk", "MB/s", "records/s", "segment", "ok:"}) {
+    EXPECT_TRUE(contains(r.output, s)) << s << " missing in:\n" << r.output;
+  }
+  // JSON: every phase with its numbers.
+  auto j = strata_cmd({"--json", "demo", "--data-dir", tmp.sub("j"), "--records", "1000", "--fsync",
+                       "never", "--batch", "100"});
+  ASSERT_EQ(j.status, 0) << j.output;
+  json doc = last_json(j.output);
+  ASSERT_TRUE(doc.is_object()) << j.output;
+  EXPECT_TRUE(doc["ok"].get<bool>());
+  EXPECT_EQ(doc["phases"]["write"]["records"], 1000);
+  EXPECT_EQ(doc["phases"]["read"]["records"], 1000);
+  EXPECT_TRUE(doc["phases"]["read"]["verified"].get<bool>());
+  EXPECT_GE(doc["phases"]["disk"]["segments"].get<int>(), 1);
+  EXPECT_GE(doc["phases"]["disk"]["chunks"].get<int>(), 10);
+  // The stream exists now: a second demo in the same place is refused.
+  auto again = strata_cmd({"demo", "--data-dir", tmp.sub("j")});
+  EXPECT_EQ(again.status, 1);
+  EXPECT_TRUE(contains(again.output, "already exists")) << again.output;
+}
+
+TEST(LogCli, DemoRejectsBadArguments) {
+  strata::test::TempDir tmp;
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"demo"},
+        {"demo", "--data-dir", tmp.sub("a"), "--fsync", "sometimes"},
+        {"demo", "--data-dir", tmp.sub("a"), "--batch", "0"},
+        {"demo", "--data-dir", tmp.sub("a"), "--records", "x"}}) {
+    auto r = strata_cmd(args);
+    EXPECT_NE(r.status, 0) << r.output;
+    EXPECT_FALSE(r.output.empty());
+  }
+  ASSERT_TRUE(write_file_atomic(posix_fs(), tmp.sub("file"), "x").ok());
+  auto r = strata_cmd({"demo", "--data-dir", tmp.sub("file")});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.output, "not a directory")) << r.output;
+}
+
+TEST(LogCli, ProduceConsumeRoundTrip) {
+  strata::test::TempDir tmp;
+  std::string d = tmp.sub("data");
+  auto p = shell("printf 'alpha\\nbeta\\ngamma\\n' | " + kStrata + " produce " + d + " s");
+  ASSERT_EQ(p.status, 0) << p.output;
+  EXPECT_TRUE(contains(p.output, "produced 3 records")) << p.output;
+  auto g = strata_cmd({"produce", d, "s", "--generate", "5", "--size", "30", "--print-acks"});
+  ASSERT_EQ(g.status, 0) << g.output;
+  EXPECT_TRUE(contains(g.output, "ack 3 8")) << g.output;
+  auto all = strata_cmd({"consume", d, "s"});
+  ASSERT_EQ(all.status, 0) << all.output;
+  EXPECT_TRUE(all.output.starts_with("alpha\nbeta\ngamma\np0:0:")) << all.output;
+  auto some = strata_cmd({"consume", d, "s", "--from", "offset:1", "--max", "2", "--show-offsets"});
+  ASSERT_EQ(some.status, 0);
+  EXPECT_EQ(some.output, "1\tbeta\n2\tgamma\n");
+  auto js = strata_cmd({"--json", "consume", d, "s", "--from", "offset:2", "--max", "1"});
+  json rec = last_json(js.output);
+  EXPECT_EQ(rec["offset"], 2);
+  EXPECT_EQ(rec["value"], "gamma");
+  EXPECT_TRUE(rec.contains("timestamp"));
+  auto ts = strata_cmd({"consume", d, "s", "--from", "timestamp:0", "--max", "1"});
+  EXPECT_EQ(ts.output, "alpha\n");
+  auto next = strata_cmd({"consume", d, "s", "--from", "next"});
+  EXPECT_EQ(next.status, 0);
+  EXPECT_EQ(next.output, "");
+}
+
+TEST(LogCli, ConsumeFollowSeesAnotherProcessAppend) {
+  strata::test::TempDir tmp;
+  std::string d = tmp.sub("data");
+  ASSERT_EQ(strata_cmd({"produce", d, "s", "--generate", "1"}).status, 0);
+  auto follower = strata::test::Process::spawn(
+      {kStrata, "consume", d, "s", "--from", "next", "--follow", "--max", "2"}, tmp.path());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(shell("printf 'one\\ntwo\\n' | " + kStrata + " produce " + d + " s").status, 0);
+  auto st = follower.wait(std::chrono::seconds(20));
+  ASSERT_TRUE(st) << "consume --follow did not see the new records";
+  EXPECT_EQ(*st, 0);
+  EXPECT_EQ(follower.stdout_text(), "one\ntwo\n");
+}
+
+TEST(LogCli, ClearErrorsForBadArgumentsAndDataDirs) {
+  strata::test::TempDir tmp;
+  std::string d = tmp.sub("data");
+  ASSERT_EQ(strata_cmd({"produce", d, "real", "--generate", "2"}).status, 0);
+  struct Case {
+    std::vector<std::string> args;
+    std::string needle;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"consume", d, "nope"}, "no stream 'nope'"},
+           {{"consume", d, "nope"}, "streams: real"},
+           {{"consume", d, "real", "--from", "bogus"}, "bad offset spec 'bogus'"},
+           {{"consume", tmp.sub("missing"), "real"}, "does not exist"},
+           {{"consume", d, "bad/name"}, "bad stream name"},
+           {{"produce", d, "real", "--fsync", "maybe", "--generate", "1"}, "bad fsync policy"},
+           {{"produce", d, "other", "--no-create", "--generate", "1"}, "no stream 'other'"},
+           {{"inspect", tmp.sub("missing")}, "does not exist"},
+       }) {
+    auto r = strata_cmd(c.args);
+    EXPECT_EQ(r.status, 1) << c.needle << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, c.needle)) << c.needle << " not in: " << r.output;
+  }
+  auto j = strata_cmd({"--json", "consume", d, "nope"});
+  EXPECT_EQ(j.status, 1);
+  json e = last_json(j.output);
+  EXPECT_EQ(e["error"]["code"], "not_found");
+}
+
+TEST(LogCli, InspectReportsHealthAndDamage) {
+  strata::test::TempDir tmp;
+  std::string d = tmp.sub("data");
+  ASSERT_EQ(strata_cmd({"produce", d, "s", "--generate", "1000", "--size", "50", "--batch", "100"})
+                .status,
+            0);
+  auto ok = strata_cmd({"--json", "inspect", d + "/s", "--chunks"});
+  ASSERT_EQ(ok.status, 0) << ok.output;
+  json rep = last_json(ok.output);
+  EXPECT_TRUE(rep["ok"].get<bool>());
+  EXPECT_EQ(rep["records"], 1000);
+  EXPECT_EQ(rep["chunks"], 10);
+  EXPECT_EQ(rep["segments"][0]["chunk_list"].size(), 10u);
+  // Rot one byte inside the fourth chunk: reported with file and position.
+  uint64_t pos = rep["segments"][0]["chunk_list"][3]["position"].get<uint64_t>() + 100;
+  std::string seg = rep["segments"][0]["file"];
+  {
+    auto f = *posix_fs().open(seg, OpenOptions::read_write());
+    ASSERT_TRUE(f->write_at(pos, "?").ok());
+  }
+  auto bad = strata_cmd({"inspect", d});
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "problem:")) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "CRC")) << bad.output;
+  EXPECT_TRUE(contains(bad.output, seg)) << bad.output;
+  // consume fails closed at the damaged chunk, after the records before it.
+  auto c = strata_cmd({"consume", d, "s"});
+  EXPECT_EQ(c.status, 1);
+  EXPECT_TRUE(contains(c.output, "CRC")) << c.output.substr(c.output.size() - 300);
+}
+
+}  // namespace
+}  // namespace strata::log
