@@ -4,18 +4,22 @@
 // slot the sealed half touches it reads the slot's current record copy,
 // applies the half's entries with the same rule as recovery (slot_rules.h),
 // writes the result into the slot's *other* copy stamped with the lsn of the
-// last entry it has applied, and fsyncs. Only then does that copy become
-// current. So a torn or unfinished compaction write only ever damages the
-// non-current copy, and the sealed half stays until compaction completes:
-// recovery replays it over whichever copies survived. Writes made while
-// compaction runs go to the other WAL half and are untouched by it, which is
-// why a compaction result for a deleted key cannot land on a new key that
-// reused its slot: the deletion and the new key are later entries that
-// recovery applies on top.
+// half's last entry, and fsyncs. Only then do those copies become current.
+// So a torn or unfinished compaction write only ever damages non-current
+// copies, and the sealed half stays until compaction completes: recovery
+// replays it over whichever copies survived. Writes made while compaction
+// runs go to the other WAL half and are untouched by it, which is why a
+// compaction result for a deleted key cannot land on a new key that reused
+// its slot: the deletion and the new key are later entries that recovery
+// applies on top.
 //
-// Memory is bounded by `buffer_bytes`: when the buffered record images reach
-// it, compaction writes and fsyncs them and carries on (a slot written twice
-// in one compaction is thus flipped twice, each time after an fsync).
+// Memory is bounded by `buffer_bytes`. A first pass over the half checks its
+// chain and marks the slots it touches; then the touched slots are taken in
+// slot order, a window of as many as fit in the buffer at a time: their
+// current copies are read (neighbours in one call), the half is scanned
+// again applying only entries for the window, and the dirty records are
+// written (neighbours in one call). Each slot is written once per
+// compaction, so one fsync at the end makes the whole result durable.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +52,7 @@ class Compactor {
     uint64_t entries = 0;
     uint64_t slots_written = 0;
     uint64_t strings_written = 0;
-    uint64_t flushes = 0;
+    uint64_t windows = 0;
     uint64_t stale = 0;  // entries whose slot generation did not match
   };
 
@@ -60,17 +64,28 @@ class Compactor {
   // Which string ids hold a valid entry in the string table region.
   std::vector<uint8_t>& strings_on_disk() { return strings_on_disk_; }
 
+  // Record images held per window (from the buffer bound).
+  size_t window_slots() const;
+
   // Compacts `job`. Any error aborts: the half stays sealed and the next
   // attempt starts over (already-written copies are harmless, see above).
   Status run(const CompactionJob& job, Stats* stats);
 
  private:
   struct Image {
+    uint32_t slot = 0;
     format::RecordImage rec;
     bool dirty = false;
   };
-  Result<Image*> load(uint32_t slot);
-  Status flush(uint64_t lsn, Stats* stats);
+  // Pass 1: checks the chain, marks touched slots, collects new strings.
+  Status scan(const CompactionJob& job, Stats* stats);
+  // Reads the current copies of the window's slots (in runs of neighbours
+  // on the same copy).
+  Status load_window();
+  // Applies the half's entries for slots in [first, last] to the window.
+  Status apply_window(const CompactionJob& job, uint32_t first, uint32_t last, Stats* stats);
+  // Writes the window's dirty records to their non-current copies.
+  Status write_window(uint64_t lsn, Stats* stats);
 
   File& file_;
   const format::Layout& layout_;
@@ -80,10 +95,12 @@ class Compactor {
   std::vector<uint8_t> current_;
   std::vector<uint8_t> strings_on_disk_;
   // Per-run state.
-  std::vector<std::pair<uint32_t, Image>> images_;  // unsorted; slot -> index in image_at_
-  std::vector<int32_t> image_at_;                   // slot -> index in images_, -1 if none
+  std::vector<uint8_t> touched_;   // per slot: the sealed half has entries for it
+  std::vector<uint8_t> written_;   // per slot: a new copy was written (flip after the fsync)
+  std::vector<Image> window_;      // sorted by slot
+  std::vector<int32_t> image_at_;  // slot -> index in window_, -1 if none
   std::vector<std::pair<uint32_t, Bytes>> strings_;
-  size_t buffered_ = 0;
+  Bytes io_;  // read/write buffer
 };
 
 }  // namespace strata::slotstore
