@@ -13,6 +13,7 @@
 //     show which side saturates.
 //
 // Usage: objstore_bench [--size-mib 64] [--reps 5] [--small 200] [--no-aws]
+//                       [--only large|small|parallel]
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <spawn.h>
@@ -168,18 +169,22 @@ void print_rows(const std::string& title, const std::vector<Row>& rows, const st
 int run(int argc, char** argv) {
   int size_mib = 64, reps = 5, small = 200;
   bool with_aws = true;
+  std::string only;  // run one section: large, small or parallel
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--size-mib" && i + 1 < argc)
+    if (a == "--size-mib" && i + 1 < argc) {
       size_mib = std::atoi(argv[++i]);
-    else if (a == "--reps" && i + 1 < argc)
+    } else if (a == "--reps" && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
-    else if (a == "--small" && i + 1 < argc)
+    } else if (a == "--small" && i + 1 < argc) {
       small = std::atoi(argv[++i]);
-    else if (a == "--no-aws")
+    } else if (a == "--no-aws") {
       with_aws = false;
-    else {
-      std::cerr << "usage: objstore_bench [--size-mib N] [--reps N] [--small N] [--no-aws]\n";
+    } else if (a == "--only" && i + 1 < argc) {
+      only = argv[++i];
+    } else {
+      std::cerr << "usage: objstore_bench [--size-mib N] [--reps N] [--small N] [--no-aws] "
+                   "[--only large|small|parallel]\n";
       return 2;
     }
   }
@@ -241,74 +246,81 @@ int run(int argc, char** argv) {
       "# objstore bench: {} MiB objects, {} reps, s3rver data on {}, {} CPUs\n", size_mib, reps,
       base, std::thread::hardware_concurrency());
 
+  // The parallel section reads the object the large section writes.
+  if (!only.empty() && only != "large") {
+    if (!store.put("large/lib", data).ok()) return 1;
+  }
   // ---- 1. large PUT / GET ----
-  Sample lib_put, lib_get, cli_put, cli_get, curl_put, curl_get, aws_put, aws_get;
-  double server_cpu_put = 0, server_wall_put = 0;
-  for (int r = 0; r < reps; ++r) {
-    // Interleave clients each rep, so drift in machine load hits all alike.
-    double s0 = cpu_of_pid(server->pid()), c0 = cpu_self();
-    auto t = Clock::now();
-    auto p = store.put("large/lib", data);
-    if (!p.ok()) {
-      std::cerr << p.error().to_string() << "\n";
-      return 1;
+  if (only.empty() || only == "large") {
+    Sample lib_put, lib_get, cli_put, cli_get, curl_put, curl_get, aws_put, aws_get;
+    double server_cpu_put = 0, server_wall_put = 0;
+    for (int r = 0; r < reps; ++r) {
+      // Interleave clients each rep, so drift in machine load hits all alike.
+      double s0 = cpu_of_pid(server->pid()), c0 = cpu_self();
+      auto t = Clock::now();
+      auto p = store.put("large/lib", data);
+      if (!p.ok()) {
+        std::cerr << p.error().to_string() << "\n";
+        return 1;
+      }
+      lib_put.wall.push_back(seconds_since(t));
+      lib_put.cpu.push_back(cpu_self() - c0);
+      server_cpu_put += cpu_of_pid(server->pid()) - s0;
+      server_wall_put += lib_put.wall.back();
+      c0 = cpu_self();
+      t = Clock::now();
+      auto g = store.get("large/lib");
+      if (!g.ok() || g->size() != size) return 1;
+      lib_get.wall.push_back(seconds_since(t));
+      lib_get.cpu.push_back(cpu_self() - c0);
+
+      auto c = run_children(
+          {curl({"-T", file, "-H", "Content-Type: application/octet-stream", url("large/curl")})},
+          {}, dir)[0];
+      curl_put.wall.push_back(c.wall), curl_put.cpu.push_back(c.cpu);
+      c = run_children({curl({"-o", "/dev/null", url("large/curl")})}, {}, dir)[0];
+      curl_get.wall.push_back(c.wall), curl_get.cpu.push_back(c.cpu);
+
+      c = run_children({strata_cli({"put", "large/cli", file})}, cli_env, dir)[0];
+      cli_put.wall.push_back(c.wall), cli_put.cpu.push_back(c.cpu);
+      c = run_children({strata_cli({"get", "large/cli", "-o", "/dev/null"})}, cli_env, dir)[0];
+      cli_get.wall.push_back(c.wall), cli_get.cpu.push_back(c.cpu);
+
+      if (with_aws) {
+        c = run_children({{"aws", "--endpoint-url", ep, "s3", "cp", file,
+                           std::string("s3://") + kBucket + "/large/aws", "--only-show-errors"}},
+                         aws_env, dir)[0];
+        aws_put.wall.push_back(c.wall), aws_put.cpu.push_back(c.cpu);
+        c = run_children(
+            {{"aws", "--endpoint-url", ep, "s3", "cp",
+              std::string("s3://") + kBucket + "/large/aws", "/dev/null", "--only-show-errors"}},
+            aws_env, dir)[0];
+        aws_get.wall.push_back(c.wall), aws_get.cpu.push_back(c.cpu);
+      }
     }
-    lib_put.wall.push_back(seconds_since(t));
-    lib_put.cpu.push_back(cpu_self() - c0);
-    server_cpu_put += cpu_of_pid(server->pid()) - s0;
-    server_wall_put += lib_put.wall.back();
-    c0 = cpu_self();
-    t = Clock::now();
-    auto g = store.get("large/lib");
-    if (!g.ok() || g->size() != size) return 1;
-    lib_get.wall.push_back(seconds_since(t));
-    lib_get.cpu.push_back(cpu_self() - c0);
-
-    auto c = run_children(
-        {curl({"-T", file, "-H", "Content-Type: application/octet-stream", url("large/curl")})}, {},
-        dir)[0];
-    curl_put.wall.push_back(c.wall), curl_put.cpu.push_back(c.cpu);
-    c = run_children({curl({"-o", "/dev/null", url("large/curl")})}, {}, dir)[0];
-    curl_get.wall.push_back(c.wall), curl_get.cpu.push_back(c.cpu);
-
-    c = run_children({strata_cli({"put", "large/cli", file})}, cli_env, dir)[0];
-    cli_put.wall.push_back(c.wall), cli_put.cpu.push_back(c.cpu);
-    c = run_children({strata_cli({"get", "large/cli", "-o", "/dev/null"})}, cli_env, dir)[0];
-    cli_get.wall.push_back(c.wall), cli_get.cpu.push_back(c.cpu);
-
+    auto row = [&](const std::string& name, const Sample& s) {
+      return Row{name, double(size_mib) / median(s.wall), median(s.cpu) / gib};
+    };
+    std::vector<Row> put_rows = {row("strata client (in process)", lib_put),
+                                 row("strata objstore put (process)", cli_put),
+                                 row("curl", curl_put)};
+    std::vector<Row> get_rows = {row("strata client (in process)", lib_get),
+                                 row("strata objstore get (process)", cli_get),
+                                 row("curl", curl_get)};
     if (with_aws) {
-      c = run_children({{"aws", "--endpoint-url", ep, "s3", "cp", file,
-                         std::string("s3://") + kBucket + "/large/aws", "--only-show-errors"}},
-                       aws_env, dir)[0];
-      aws_put.wall.push_back(c.wall), aws_put.cpu.push_back(c.cpu);
-      c = run_children(
-          {{"aws", "--endpoint-url", ep, "s3", "cp", std::string("s3://") + kBucket + "/large/aws",
-            "/dev/null", "--only-show-errors"}},
-          aws_env, dir)[0];
-      aws_get.wall.push_back(c.wall), aws_get.cpu.push_back(c.cpu);
+      put_rows.push_back(row("awscli v2 (multipart, 8 MiB x 10 threads)", aws_put));
+      get_rows.push_back(row("awscli v2 (ranged, 8 MiB x 10 threads)", aws_get));
     }
-  }
-  auto row = [&](const std::string& name, const Sample& s) {
-    return Row{name, double(size_mib) / median(s.wall), median(s.cpu) / gib};
-  };
-  std::vector<Row> put_rows = {row("strata client (in process)", lib_put),
-                               row("strata objstore put (process)", cli_put),
-                               row("curl", curl_put)};
-  std::vector<Row> get_rows = {row("strata client (in process)", lib_get),
-                               row("strata objstore get (process)", cli_get),
-                               row("curl", curl_get)};
-  if (with_aws) {
-    put_rows.push_back(row("awscli v2 (multipart, 8 MiB x 10 threads)", aws_put));
-    get_rows.push_back(row("awscli v2 (ranged, 8 MiB x 10 threads)", aws_get));
-  }
-  print_rows(fmt::format("PUT {} MiB", size_mib), put_rows, "curl");
-  print_rows(fmt::format("GET {} MiB", size_mib), get_rows, "curl");
-  std::cout << fmt::format(
-      "\ns3rver CPU during strata's PUTs: {:.0f}% of one core (the server's share of the work)\n",
-      100 * server_cpu_put / server_wall_put);
+    print_rows(fmt::format("PUT {} MiB", size_mib), put_rows, "curl");
+    print_rows(fmt::format("GET {} MiB", size_mib), get_rows, "curl");
+    std::cout << fmt::format(
+        "\ns3rver CPU during strata's PUTs: {:.0f}% of one core (the server's share of the work)\n",
+        100 * server_cpu_put / server_wall_put);
+
+  }  // large
 
   // ---- 2. small objects ----
-  {
+  if (only.empty() || only == "small") {
     const std::string small_data(4096, 's');
     std::ofstream(dir + "/small.bin", std::ios::binary) << small_data;
     std::vector<double> lput, lget;
@@ -354,52 +366,54 @@ int run(int argc, char** argv) {
   }
 
   // ---- 3. parallel ranged GETs of one object ----
-  std::cout << fmt::format(
-      "\n### Parallel ranged GETs covering one {} MiB object\n\n"
-      "| streams | strata MiB/s | strata client CPU % | server CPU % | curl MiB/s | curl client "
-      "CPU % | server CPU % |\n|---:|---:|---:|---:|---:|---:|---:|\n",
-      size_mib);
-  for (int k : {1, 2, 4, 8}) {
-    std::vector<double> sw, sc, ss, cw, cc, cs;
-    const uint64_t part = size / uint64_t(k);
-    for (int r = 0; r < reps; ++r) {
-      double s0 = cpu_of_pid(server->pid()), c0 = cpu_self();
-      auto t = Clock::now();
-      std::vector<std::thread> th;
-      std::atomic<int> bad{0};
-      for (int i = 0; i < k; ++i) {
-        th.emplace_back([&, i] {
-          auto g = store.get_range("large/lib", uint64_t(i) * part, part);
-          if (!g.ok() || g->size() != part) ++bad;
-        });
-      }
-      for (auto& x : th) x.join();
-      double w = seconds_since(t);
-      if (bad) return 1;
-      sw.push_back(w);
-      sc.push_back((cpu_self() - c0) / w);
-      ss.push_back((cpu_of_pid(server->pid()) - s0) / w);
+  if (only.empty() || only == "parallel") {
+    std::cout << fmt::format(
+        "\n### Parallel ranged GETs covering one {} MiB object\n\n"
+        "| streams | strata MiB/s | strata client CPU % | server CPU % | curl MiB/s | curl client "
+        "CPU % | server CPU % |\n|---:|---:|---:|---:|---:|---:|---:|\n",
+        size_mib);
+    for (int k : {1, 2, 4, 8}) {
+      std::vector<double> sw, sc, ss, cw, cc, cs;
+      const uint64_t part = size / uint64_t(k);
+      for (int r = 0; r < reps; ++r) {
+        double s0 = cpu_of_pid(server->pid()), c0 = cpu_self();
+        auto t = Clock::now();
+        std::vector<std::thread> th;
+        std::atomic<int> bad{0};
+        for (int i = 0; i < k; ++i) {
+          th.emplace_back([&, i] {
+            auto g = store.get_range("large/lib", uint64_t(i) * part, part);
+            if (!g.ok() || g->size() != part) ++bad;
+          });
+        }
+        for (auto& x : th) x.join();
+        double w = seconds_since(t);
+        if (bad) return 1;
+        sw.push_back(w);
+        sc.push_back((cpu_self() - c0) / w);
+        ss.push_back((cpu_of_pid(server->pid()) - s0) / w);
 
-      std::vector<std::vector<std::string>> cmds;
-      for (int i = 0; i < k; ++i) {
-        uint64_t a = uint64_t(i) * part;
-        cmds.push_back(curl(
-            {"-r", fmt::format("{}-{}", a, a + part - 1), "-o", "/dev/null", url("large/lib")}));
+        std::vector<std::vector<std::string>> cmds;
+        for (int i = 0; i < k; ++i) {
+          uint64_t a = uint64_t(i) * part;
+          cmds.push_back(curl(
+              {"-r", fmt::format("{}-{}", a, a + part - 1), "-o", "/dev/null", url("large/lib")}));
+        }
+        s0 = cpu_of_pid(server->pid());
+        t = Clock::now();
+        auto res = run_children(cmds, {}, dir);
+        w = seconds_since(t);
+        double cpu = 0;
+        for (auto& x : res) cpu += x.cpu;
+        cw.push_back(w);
+        cc.push_back(cpu / w);
+        cs.push_back((cpu_of_pid(server->pid()) - s0) / w);
       }
-      s0 = cpu_of_pid(server->pid());
-      t = Clock::now();
-      auto res = run_children(cmds, {}, dir);
-      w = seconds_since(t);
-      double cpu = 0;
-      for (auto& x : res) cpu += x.cpu;
-      cw.push_back(w);
-      cc.push_back(cpu / w);
-      cs.push_back((cpu_of_pid(server->pid()) - s0) / w);
+      std::cout << fmt::format("| {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.0f} |\n", k,
+                               double(size_mib) / median(sw), 100 * median(sc), 100 * median(ss),
+                               double(size_mib) / median(cw), 100 * median(cc), 100 * median(cs));
     }
-    std::cout << fmt::format("| {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.0f} |\n", k,
-                             double(size_mib) / median(sw), 100 * median(sc), 100 * median(ss),
-                             double(size_mib) / median(cw), 100 * median(cc), 100 * median(cs));
-  }
+  }  // parallel
   server->stop();
   std::filesystem::remove_all(dir);
   return 0;

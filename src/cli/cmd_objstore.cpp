@@ -58,15 +58,9 @@ Result<std::unique_ptr<ObjectStore>> open(const Flags& f) {
 }
 
 Result<Bytes> read_input(const std::string& path) {
+  if (path != "-") return read_file(posix_fs(), path);  // one read into a sized buffer
   std::stringstream ss;
-  if (path == "-") {
-    ss << std::cin.rdbuf();
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Error(Errc::io, "cannot open " + path);
-    ss << in.rdbuf();
-    if (in.bad()) return Error(Errc::io, "cannot read " + path);
-  }
+  ss << std::cin.rdbuf();
   return ss.str();
 }
 

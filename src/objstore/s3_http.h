@@ -39,6 +39,10 @@ struct HttpRequest {
   // Range) from object offset 0, a 206 from its Content-Range start (some
   // servers send more than asked) — so memory stays bounded by the window.
   std::optional<std::pair<uint64_t, uint64_t>> range;
+  // Compute the CRC32C of a 2xx body while it streams in (cache-hot, and
+  // overlapped with waiting for the network), if the answer carries the
+  // header named here (e.g. "x-amz-meta-crc32c"); empty: never.
+  std::string crc_if_header;
 };
 
 struct HttpResponse {
@@ -49,8 +53,9 @@ struct HttpResponse {
   // 2xx: the payload (for a ranged request: already sliced to the window).
   // Other statuses: the first 64 KiB of the error body.
   Bytes body;
-  uint64_t body_bytes = 0;     // bytes of body received from the server
-  bool stopped_early = false;  // the window was complete; the rest was not read
+  uint64_t body_bytes = 0;           // bytes of body received from the server
+  bool stopped_early = false;        // the window was complete; the rest was not read
+  std::optional<uint32_t> body_crc;  // see HttpRequest::crc_if_header
 
   const std::string* header(const std::string& lower_name) const {
     auto it = headers.find(lower_name);

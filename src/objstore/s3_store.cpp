@@ -192,6 +192,7 @@ ObjectResult<Bytes> S3ObjectStore::get(std::string_view key) {
   req.method = "GET";
   req.url = url_for(key);
   req.headers = {std::string("x-amz-content-sha256: ") + std::string(kEmptySha256)};
+  req.crc_if_header = "x-amz-meta-crc32c";
   auto r = run(Op::get, key, std::move(req), {200});
   if (!r.ok()) return std::move(r).error();
   if (const std::string* cl = r->header("content-length")) {
@@ -206,7 +207,7 @@ ObjectResult<Bytes> S3ObjectStore::get(std::string_view key) {
     }
   }
   if (auto want = parse_crc_hex(r->header("x-amz-meta-crc32c"))) {
-    uint32_t got = crc32c::value(r->body);
+    uint32_t got = r->body_crc ? *r->body_crc : crc32c::value(r->body);
     if (got != *want) {
       return make_error(Op::get, key, RetryClass::fatal,
                         fmt::format("checksum mismatch: body of {} bytes has CRC32C {:08x}, the "
