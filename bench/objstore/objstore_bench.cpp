@@ -12,7 +12,7 @@
 //     threads vs as many curl processes, with client and server CPU, to
 //     show which side saturates.
 //
-// Usage: objstore_bench [--size-mib 64] [--reps 5] [--small 200] [--no-aws]
+// Usage: objstore_bench [--size-mib 64] [--reps 7] [--small 400] [--no-aws]
 //                       [--only large|small|parallel]
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -167,7 +167,7 @@ void print_rows(const std::string& title, const std::vector<Row>& rows, const st
 }
 
 int run(int argc, char** argv) {
-  int size_mib = 64, reps = 5, small = 200;
+  int size_mib = 64, reps = 7, small = 400;
   bool with_aws = true;
   std::string only;  // run one section: large, small or parallel
   for (int i = 1; i < argc; ++i) {
@@ -252,7 +252,7 @@ int run(int argc, char** argv) {
   }
   // ---- 1. large PUT / GET ----
   if (only.empty() || only == "large") {
-    Sample lib_put, lib_get, cli_put, cli_get, curl_put, curl_get, aws_put, aws_get;
+    Sample lib_put, lib_get, cli_put, cli_get, curl_put, curl_get, curl_get_mem, aws_put, aws_get;
     double server_cpu_put = 0, server_wall_put = 0;
     for (int r = 0; r < reps; ++r) {
       // Interleave clients each rep, so drift in machine load hits all alike.
@@ -280,6 +280,10 @@ int run(int argc, char** argv) {
       curl_put.wall.push_back(c.wall), curl_put.cpu.push_back(c.cpu);
       c = run_children({curl({"-o", "/dev/null", url("large/curl")})}, {}, dir)[0];
       curl_get.wall.push_back(c.wall), curl_get.cpu.push_back(c.cpu);
+      // Into memory like strata's client (a tmpfs file) rather than discarded.
+      c = run_children({curl({"-o", dir + "/curl-get.bin", url("large/curl")})}, {}, dir)[0];
+      curl_get_mem.wall.push_back(c.wall), curl_get_mem.cpu.push_back(c.cpu);
+      std::filesystem::remove(dir + "/curl-get.bin");
 
       c = run_children({strata_cli({"put", "large/cli", file})}, cli_env, dir)[0];
       cli_put.wall.push_back(c.wall), cli_put.cpu.push_back(c.cpu);
@@ -304,9 +308,9 @@ int run(int argc, char** argv) {
     std::vector<Row> put_rows = {row("strata client (in process)", lib_put),
                                  row("strata objstore put (process)", cli_put),
                                  row("curl", curl_put)};
-    std::vector<Row> get_rows = {row("strata client (in process)", lib_get),
-                                 row("strata objstore get (process)", cli_get),
-                                 row("curl", curl_get)};
+    std::vector<Row> get_rows = {
+        row("strata client (in process)", lib_get), row("strata objstore get (process)", cli_get),
+        row("curl", curl_get), row("curl -o file on " + base, curl_get_mem)};
     if (with_aws) {
       put_rows.push_back(row("awscli v2 (multipart, 8 MiB x 10 threads)", aws_put));
       get_rows.push_back(row("awscli v2 (ranged, 8 MiB x 10 threads)", aws_get));
@@ -323,27 +327,7 @@ int run(int argc, char** argv) {
   if (only.empty() || only == "small") {
     const std::string small_data(4096, 's');
     std::ofstream(dir + "/small.bin", std::ios::binary) << small_data;
-    std::vector<double> lput, lget;
-    for (int i = 0; i < small; ++i) {
-      auto t = Clock::now();
-      if (!store.put(fmt::format("small/lib-{}", i), small_data).ok()) return 1;
-      lput.push_back(seconds_since(t) * 1e3);
-    }
-    for (int i = 0; i < small; ++i) {
-      auto t = Clock::now();
-      if (!store.get(fmt::format("small/lib-{}", i)).ok()) return 1;
-      lget.push_back(seconds_since(t) * 1e3);
-    }
-    // curl: all transfers in one process (one kept-alive connection), with
-    // each transfer's own time printed by -w.
-    std::vector<std::string> put_args = {"-w", "%{time_total}\\n", "-H",
-                                         "Content-Type: application/octet-stream"};
-    std::vector<std::string> get_args = {"-w", "%{time_total}\\n"};
-    for (int i = 0; i < small; ++i) {
-      put_args.insert(put_args.end(), {"-T", dir + "/small.bin",
-                                       url(fmt::format("small/curl-{}", i)), "-o", "/dev/null"});
-      get_args.insert(get_args.end(), {url(fmt::format("small/curl-{}", i)), "-o", "/dev/null"});
-    }
+    std::vector<double> lput, lget, cput, cget;
     auto parse_times = [](const std::string& out) {
       std::vector<double> v;
       std::istringstream in(out);
@@ -351,9 +335,43 @@ int run(int argc, char** argv) {
         if (!l.empty()) v.push_back(std::stod(l) * 1e3);
       return v;
     };
-    auto cput = parse_times(run_children({curl(put_args)}, {}, dir)[0].out);
-    auto cget = parse_times(run_children({curl(get_args)}, {}, dir)[0].out);
-    std::cout << fmt::format("\n### 4 KiB objects, {} each, one kept-alive connection\n\n", small);
+    // Rounds alternate strata and curl so that drift in machine load hits
+    // both alike. curl runs each round's transfers in one process (one
+    // kept-alive connection) and reports each transfer's time with -w.
+    const int rounds = 4, per = std::max(1, small / rounds);
+    for (int round = 0; round < rounds; ++round) {
+      for (int i = 0; i < per; ++i) {
+        auto t = Clock::now();
+        if (!store.put(fmt::format("small/lib-{}-{}", round, i), small_data).ok()) return 1;
+        lput.push_back(seconds_since(t) * 1e3);
+      }
+      std::vector<std::string> put_args = {"-w", "%{time_total}\\n", "-H",
+                                           "Content-Type: application/octet-stream"};
+      for (int i = 0; i < per; ++i) {
+        put_args.insert(put_args.end(),
+                        {"-T", dir + "/small.bin", url(fmt::format("small/curl-{}-{}", round, i)),
+                         "-o", "/dev/null"});
+      }
+      for (double v : parse_times(run_children({curl(put_args)}, {}, dir)[0].out)) {
+        cput.push_back(v);
+      }
+      for (int i = 0; i < per; ++i) {
+        auto t = Clock::now();
+        if (!store.get(fmt::format("small/lib-{}-{}", round, i)).ok()) return 1;
+        lget.push_back(seconds_since(t) * 1e3);
+      }
+      std::vector<std::string> get_args = {"-w", "%{time_total}\\n"};
+      for (int i = 0; i < per; ++i) {
+        get_args.insert(get_args.end(),
+                        {url(fmt::format("small/curl-{}-{}", round, i)), "-o", "/dev/null"});
+      }
+      for (double v : parse_times(run_children({curl(get_args)}, {}, dir)[0].out)) {
+        cget.push_back(v);
+      }
+    }
+    std::cout << fmt::format(
+        "\n### 4 KiB objects, {} each in {} alternating rounds, one kept-alive connection\n\n",
+        lput.size(), rounds);
     std::cout
         << "| op | strata p50 ms | curl p50 ms | strata/curl | strata p99 ms | curl p99 ms |\n"
            "|---|---:|---:|---:|---:|---:|\n";
