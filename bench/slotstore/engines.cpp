@@ -80,13 +80,18 @@ class SlotStoreEngine final : public Engine {
   }
   Status close() override {
     if (!store_) return Status::OK();
+    Info i = store_->info();
+    stats_ = fmt::format("{} WAL half switches, {} compactions, {} writer waits for compaction",
+                         i.wal_switches, i.compactions, i.compaction_waits);
     Status s = store_->close();
     store_.reset();
     return s;
   }
+  std::string stats() const override { return stats_; }
 
  private:
   static std::string path(const std::string& dir) { return dir + "/meta.slots"; }
+  std::string stats_;
   std::unique_ptr<SlotStore> store_;
 };
 

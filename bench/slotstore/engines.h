@@ -28,6 +28,8 @@ class Engine {
   virtual Status high(const std::string& key, uint64_t applied) = 0;
   virtual Status durable(const std::string& key, uint64_t term) = 0;
   virtual Status close() = 0;
+  // Engine-specific counters for the report ("" if none).
+  virtual std::string stats() const { return ""; }
 };
 
 std::unique_ptr<Engine> make_slotstore();
