@@ -3,9 +3,11 @@
 //    term change clears the vote in the same change;
 //  - which slotstore fields differ between two states (only those are
 //    written);
-//  - when high-frequency writes (last_applied) are due for an fsync.
+//  - when high-frequency writes (last_applied) are due for an fsync;
+//  - how long a synced batch may wait for more sync callers (group commit).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 
@@ -50,6 +52,46 @@ class PeriodicSync {
  private:
   int64_t interval_ns_;
   std::optional<int64_t> first_unsynced_ns_;
+};
+
+// Group commit across cohorts. Each sync caller has one request in flight:
+// when a synced batch completes, the callers it releases come back with
+// their next request a moment later, while those that arrived during its
+// fsync are already waiting. Starting the next fsync at once splits the
+// callers into two cohorts that alternate, each fsync carrying half of
+// them. So the writer holds a synced batch until as many callers wait as
+// the last batch released plus those that arrived during its fsync, but at
+// most `window`: the last fsync's duration (capped). Holding that long
+// never lowers throughput much — without the hold the two cohorts share
+// the same fsync time — and a load that drops costs one such wait. (PostgreSQL's commit_delay and
+// MySQL's binlog_group_commit_sync_delay are fixed versions of this.)
+class GroupCommit {
+ public:
+  // `max_window_ns`: the longest hold, whatever the fsync takes.
+  explicit GroupCommit(int64_t max_window_ns) : max_window_ns_(max_window_ns) {}
+
+  // A synced batch that took `taken` waiting callers completed at `now`
+  // after `duration_ns`; `arrived` more callers arrived while it ran.
+  void on_synced(int64_t now_ns, uint64_t taken, uint64_t arrived, int64_t duration_ns) {
+    expected_ = taken + arrived;
+    released_at_ns_ = now_ns;
+    window_ns_ = std::min(max_window_ns_, duration_ns);
+  }
+  // With `waiting` callers waiting for an fsync: nullopt to start the
+  // batch now, else the time until which to hold it (unless more arrive).
+  std::optional<int64_t> hold_until(int64_t now_ns, uint64_t waiting) const {
+    const int64_t until = released_at_ns_ + window_ns_;
+    if (waiting == 0 || waiting >= expected_ || now_ns >= until) return std::nullopt;
+    return until;
+  }
+  // The number of waiting callers that ends a hold early.
+  uint64_t expected() const { return expected_; }
+
+ private:
+  int64_t max_window_ns_;
+  uint64_t expected_ = 0;
+  int64_t released_at_ns_ = 0;
+  int64_t window_ns_ = 0;
 };
 
 }  // namespace strata::raftmeta

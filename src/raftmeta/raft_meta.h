@@ -73,6 +73,9 @@ struct Options {
   // for at most this long, then aborts it (its WAL half stays and is
   // compacted at the next open). Ra: shutdown => 30000.
   std::chrono::milliseconds shutdown_compaction_budget{30000};
+  // Longest a synced batch waits for more sync callers to join it (see
+  // GroupCommit); 0 starts every synced batch at once.
+  std::chrono::microseconds group_commit_window{2000};
   // Compaction on the slotstore's own thread (false: inline, for tests).
   bool background_compaction = true;
   // Migrate <dir>/meta.dets when opening (see migrate_dets).
@@ -89,16 +92,17 @@ struct Stats {
   uint32_t node_names = 0;     // distinct vote nodes known
   uint32_t node_capacity = 0;  // the most there can be
   Bounds bounds;
-  uint64_t changes = 0;          // store/erase calls that changed something
-  uint64_t batches = 0;          // write_batch calls by the writer
-  uint64_t ops_written = 0;      // puts and erases in them (after merging)
-  uint64_t largest_batch = 0;    // most ops in one of them
-  uint64_t synced_batches = 0;   // batches fsynced (sync calls, low fields, erases)
-  uint64_t periodic_syncs = 0;   // fsyncs due to applied_sync_interval
-  uint64_t failed_batches = 0;   // batches that failed and were retried
-  uint64_t capacity_errors = 0;  // store_full / string_table_full returned
-  slotstore::Info store;         // the slotstore's counters
-  MigrationReport migration;     // what open() found and did
+  uint64_t changes = 0;             // store/erase calls that changed something
+  uint64_t batches = 0;             // write_batch calls by the writer
+  uint64_t ops_written = 0;         // puts and erases in them (after merging)
+  uint64_t largest_batch = 0;       // most ops in one of them
+  uint64_t synced_batches = 0;      // batches fsynced (sync calls, low fields, erases)
+  uint64_t periodic_syncs = 0;      // fsyncs due to applied_sync_interval
+  uint64_t group_commit_holds = 0;  // synced batches held for more callers
+  uint64_t failed_batches = 0;      // batches that failed and were retried
+  uint64_t capacity_errors = 0;     // store_full / string_table_full returned
+  slotstore::Info store;            // the slotstore's counters
+  MigrationReport migration;        // what open() found and did
 };
 
 class RaftMeta {
@@ -143,11 +147,16 @@ class RaftMeta {
   const std::string& path() const { return path_; }
 
  private:
+  // A server's pending put, copied under mu_: its id (in Snapshot::ids)
+  // and the values of the fields in `mask` (others left default).
   struct PendingPut {
     uint32_t entry;
-    Bytes id;
+    uint32_t id_offset;
+    uint32_t id_size;
     FieldMask mask;
     bool create;
+    ServerMeta values;
+    BytesView id(const Bytes& ids) const { return BytesView(ids).substr(id_offset, id_size); }
   };
   // Everything pending when the writer woke, as one slotstore batch.
   struct Snapshot {
@@ -156,9 +165,11 @@ class RaftMeta {
     bool periodic = false;         // the sync is the periodic one
     std::vector<Bytes> erased;     // all pending erases (requeued on failure)
     std::vector<PendingPut> puts;  // all pending puts
+    Bytes ids;                     // the puts' ids, back to back
     slotstore::WriteBatch batch;   // erases of ids in the store, then the puts
     FieldMask fields = 0;          // union of the puts' masks
     bool erases = false;           // the batch erases something
+    uint64_t waiters = 0;          // sync callers waiting when it was taken
   };
   struct Gate;
   // Dirty-mask bit beside the field bits: the server is new and must be
@@ -178,6 +189,8 @@ class RaftMeta {
   void writer_main();
   bool has_work_locked(int64_t now) const;
   Snapshot take_snapshot_locked(int64_t now);
+  // Builds snap.batch; runs without mu_ (only the writer touches the store).
+  void build_batch(Snapshot& snap);
   void requeue_locked(Snapshot& snap);
 
   FileSystem& fs_;
@@ -209,6 +222,9 @@ class RaftMeta {
   // strings it holds that no server refers to (it never frees strings).
   uint32_t node_limit_ = 0;
   PeriodicSync periodic_;
+  GroupCommit group_commit_;
+  uint64_t sync_arrivals_ = 0;  // callers that began waiting since the last snapshot
+  bool holding_ = false;        // the writer holds a synced batch for more callers
   int64_t retry_at_ns_ = 0;
   int64_t backoff_ns_ = 0;
   std::thread writer_;
@@ -218,7 +234,7 @@ class RaftMeta {
 
   // Counters (under mu_).
   uint64_t changes_ = 0, batches_ = 0, ops_written_ = 0, largest_batch_ = 0, synced_batches_ = 0,
-           periodic_syncs_ = 0, capacity_errors_ = 0;
+           periodic_syncs_ = 0, capacity_errors_ = 0, group_commit_holds_ = 0;
 };
 
 }  // namespace strata::raftmeta

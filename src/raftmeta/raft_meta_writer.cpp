@@ -50,11 +50,37 @@ bool RaftMeta::has_work_locked(int64_t now) const {
 }
 
 RaftMeta::Snapshot RaftMeta::take_snapshot_locked(int64_t now) {
+  // Callers wait on mu_ meanwhile: copy the least (ids into one buffer,
+  // the vote only if it changed) and build the batch after unlocking.
   Snapshot snap;
   snap.seq = seq_;
   snap.periodic = periodic_.due(now) && want_sync_seq_ <= durable_seq_ && !stopping_;
   snap.sync = want_sync_seq_ > durable_seq_ || stopping_ || periodic_.due(now);
+  snap.waiters = sync_arrivals_;
+  sync_arrivals_ = 0;
   snap.erased.swap(erased_);
+  snap.puts.reserve(dirty_.size());
+  for (uint32_t e : dirty_) {
+    const uint8_t mask = dirty_mask_[e];
+    if (mask == 0) continue;  // erased since, or listed twice
+    dirty_mask_[e] = 0;
+    const FieldMask fields = mask & kAllBits;
+    const BytesView id = table_->id(e);
+    const ServerMeta& m = table_->meta(e);
+    PendingPut p{e,      uint32_t(snap.ids.size()), uint32_t(id.size()),
+                 fields, (mask & kCreate) != 0,     ServerMeta{}};
+    snap.ids.append(id);
+    p.values.current_term = m.current_term;
+    p.values.last_applied = m.last_applied;
+    if (fields & kVoteBits) p.values.voted_for = m.voted_for;
+    snap.puts.push_back(std::move(p));
+    snap.fields |= fields;
+  }
+  dirty_.clear();
+  return snap;
+}
+
+void RaftMeta::build_batch(Snapshot& snap) {
   // Erases first: they free the slots new servers of this batch may need.
   // An id never written to the store (created and erased before the
   // writer saw it) has nothing to erase.
@@ -65,25 +91,16 @@ RaftMeta::Snapshot RaftMeta::take_snapshot_locked(int64_t now) {
       snap.erases = true;
     }
   }
-  snap.puts.reserve(dirty_.size());
-  for (uint32_t e : dirty_) {
-    const uint8_t mask = dirty_mask_[e];
-    if (mask == 0) continue;  // erased since, or listed twice
-    dirty_mask_[e] = 0;
-    const FieldMask fields = mask & kAllBits;
-    snap.puts.push_back(PendingPut{e, Bytes(table_->id(e)), fields, (mask & kCreate) != 0});
-    snap.batch.put(table_->id(e), field_updates(table_->meta(e), fields));
-    snap.fields |= fields;
+  for (const PendingPut& p : snap.puts) {
+    snap.batch.put(p.id(snap.ids), field_updates(p.values, p.mask));
   }
-  dirty_.clear();
-  return snap;
 }
 
 void RaftMeta::requeue_locked(Snapshot& snap) {
   for (Bytes& id : snap.erased) erased_.push_back(std::move(id));
   for (const PendingPut& p : snap.puts) {
     // A server erased since has its erase queued; nothing to put back.
-    if (!table_->live(p.entry) || table_->id(p.entry) != p.id) continue;
+    if (!table_->live(p.entry) || table_->id(p.entry) != p.id(snap.ids)) continue;
     mark_dirty(p.entry, p.mask | (p.create ? kCreate : 0));
   }
 }
@@ -91,6 +108,7 @@ void RaftMeta::requeue_locked(Snapshot& snap) {
 void RaftMeta::writer_main() {
   std::unique_lock<std::mutex> l(mu_);
   uint64_t close_failures = 0;
+  bool held = false;  // the batch about to be taken was held (counted once)
   for (;;) {
     int64_t now = now_ns();
     if (fatal_) break;
@@ -112,10 +130,26 @@ void RaftMeta::writer_main() {
       continue;
     }
 
+    if (!stopping_ && want_sync_seq_ > durable_seq_) {
+      if (auto until = group_commit_.hold_until(now, sync_arrivals_)) {
+        if (!held) ++group_commit_holds_;
+        held = true;
+        holding_ = true;
+        writer_idle_ = true;
+        work_cv_.wait_for(l, std::chrono::nanoseconds(*until - now));
+        writer_idle_ = false;
+        holding_ = false;
+        continue;
+      }
+    }
+    held = false;
+
     Snapshot snap = take_snapshot_locked(now);
     // Room for erase() callers held back by the bound on pending erases.
     done_cv_.notify_all();
     l.unlock();
+    const int64_t started = now_ns();
+    build_batch(snap);
     Status s = store_->write_batch(snap.batch, slotstore::WriteOptions{snap.sync});
     l.lock();
     now = now_ns();
@@ -133,6 +167,7 @@ void RaftMeta::writer_main() {
         periodic_.on_sync();
         ++synced_batches_;
         if (snap.periodic) ++periodic_syncs_;
+        if (snap.sync) group_commit_.on_synced(now, snap.waiters, sync_arrivals_, now - started);
       } else if (!snap.batch.empty()) {
         periodic_.on_unsynced_write(now);
       }

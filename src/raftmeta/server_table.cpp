@@ -290,6 +290,18 @@ void ServerTable::set(uint32_t e, const ServerMeta& m) {
   sh.meta = m;
 }
 
+void ServerTable::set_last_applied(uint32_t e, uint64_t applied) {
+  Shadow& sh = shadow_[e];
+  STRATA_ASSERT(sh.live, "raftmeta table: set on a free entry");
+  std::atomic<uint64_t>* w = entry(e);
+  const uint64_t meta = w[kMetaWord].load(std::memory_order_relaxed) | kHasApplied;
+  begin_write(e);
+  w[kMetaWord].store(meta, std::memory_order_relaxed);
+  w[kAppliedWord].store(applied, std::memory_order_relaxed);
+  end_write(e);
+  sh.meta.last_applied = applied;
+}
+
 bool ServerTable::intern_node(std::string_view node) {
   STRATA_ASSERT(node.size() <= bounds_.max_node_bytes, "raftmeta table: node name too long");
   if (node_ids_.count(std::string(node))) return true;

@@ -59,6 +59,8 @@ class ServerTable {
   void remove(uint32_t e);
   // Publishes `m` for entry `e`. A server_id vote's node must be interned.
   void set(uint32_t e, const ServerMeta& m);
+  // Publishes a new last_applied only (the hot path: no vote copied).
+  void set_last_applied(uint32_t e, uint64_t applied);
   const ServerMeta& meta(uint32_t e) const { return shadow_[e].meta; }
   BytesView id(uint32_t e) const { return shadow_[e].id; }
   bool live(uint32_t e) const { return shadow_[e].live; }

@@ -30,7 +30,8 @@ struct StoreOptions {
   uint32_t node_names = 256;       // distinct voted_for node names ever stored (string table)
   uint64_t wal_bytes = 16u << 20;  // both WAL halves together
   Bounds bounds;                   // id / vote name / vote node lengths
-  size_t compaction_buffer_bytes = 4u << 20;
+  // Memory a compaction may buffer before it writes (its RSS cost).
+  size_t compaction_buffer_bytes = 1u << 20;
 };
 
 }  // namespace strata::raftmeta

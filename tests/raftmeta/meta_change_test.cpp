@@ -150,3 +150,36 @@ TEST(PeriodicSync, DueIntervalAfterTheFirstUnsyncedWriteAndResetBySync) {
 
 }  // namespace
 }  // namespace strata::raftmeta
+
+namespace strata::raftmeta {
+namespace {
+
+TEST(GroupCommit, HoldsUntilTheReleasedAndArrivedCallersWaitAgain) {
+  GroupCommit g(2'000'000);
+  EXPECT_FALSE(g.hold_until(0, 1).has_value());  // nothing known yet: go
+  // A batch took 32 callers in 4 ms; 32 more arrived meanwhile.
+  g.on_synced(10'000'000, 32, 32, 4'000'000);
+  EXPECT_EQ(g.expected(), 64u);
+  EXPECT_EQ(g.hold_until(10'000'100, 32), 12'000'000);     // window: min(2 ms, 4 ms)
+  EXPECT_FALSE(g.hold_until(10'000'200, 64).has_value());  // all back: go
+  EXPECT_FALSE(g.hold_until(12'000'000, 40).has_value());  // window over: go
+  EXPECT_FALSE(g.hold_until(10'000'100, 0).has_value());   // nobody waits: nothing to hold
+}
+
+TEST(GroupCommit, ASingleCallerIsNeverHeld) {
+  GroupCommit g(2'000'000);
+  g.on_synced(1'000'000, 1, 0, 4'000'000);
+  EXPECT_FALSE(g.hold_until(1'000'001, 1).has_value());
+}
+
+TEST(GroupCommit, WindowIsTheLastFsyncDurationCappedAndZeroDisablesIt) {
+  GroupCommit fast(2'000'000);
+  fast.on_synced(0, 10, 10, 100'000);  // a 0.1 ms fsync: hold at most 0.1 ms
+  EXPECT_EQ(fast.hold_until(1, 5), 100'000);
+  GroupCommit off(0);
+  off.on_synced(0, 10, 10, 4'000'000);
+  EXPECT_FALSE(off.hold_until(1, 5).has_value());
+}
+
+}  // namespace
+}  // namespace strata::raftmeta
