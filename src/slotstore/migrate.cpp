@@ -39,10 +39,10 @@ Status SlotStore::migrate(FileSystem& fs, const std::string& path, const Schema&
     auto id = from.field_id(to.fields[j].name);
     if (!id.ok()) continue;  // a new field: starts absent
     if (!compatible(from.fields[*id].type, to.fields[j].type)) {
-      return ctx(Error(Errc::invalid_argument,
-                       fmt::format("field '{}' changes shape from [{}] to [{}]", to.fields[j].name,
-                                   Schema{1, {from.fields[*id]}}.to_string(),
-                                   Schema{1, {to.fields[j]}}.to_string())));
+      return ctx(
+          Error(Errc::invalid_argument,
+                fmt::format("field '{}' changes shape from {} to {}", to.fields[j].name,
+                            from.fields[*id].type.to_string(), to.fields[j].type.to_string())));
     }
     source_of[j] = *id;
   }

@@ -78,6 +78,10 @@ std::string scalar_string(const Scalar& s) {
 
 }  // namespace
 
+std::string FieldType::to_string() const {
+  return type_name(*this);
+}
+
 Status Schema::validate() const {
   if (max_key_len < 1) return Error(Errc::invalid_argument, "schema: max_key_len must be >= 1");
   if (fields.size() > kMaxFields) {

@@ -60,6 +60,8 @@ struct FieldType {
   // A tuple of scalar types (u64/bytes/interned; no nested tuples).
   static FieldType tuple_of(std::vector<FieldType> scalars);
 
+  // "u64", "bytes(200)", "(interned(64),interned(64))".
+  std::string to_string() const;
   bool operator==(const FieldType&) const = default;
 };
 
