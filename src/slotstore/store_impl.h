@@ -77,7 +77,7 @@ class SlotStore::Impl {
   Status replay_half(int half, std::vector<uint64_t>& rec_lsn, format::HalfHeader* header,
                      WalReader* reader, uint64_t* applied);
   Status apply_replayed(const format::Entry& e, std::vector<uint64_t>& rec_lsn, uint64_t* applied);
-  void start();
+  Status start();
 
   // store_write.cpp
   Status write_internal(const WriteBatch& batch, const WriteOptions& options, bool closing);

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <system_error>
 
 #include "slotstore/slot_rules.h"
 #include "slotstore/store_impl.h"
@@ -112,7 +113,7 @@ Result<std::unique_ptr<SlotStore::Impl>> SlotStore::Impl::open(FileSystem& fs,
   }
   auto impl = std::make_unique<Impl>(fs, path, opt, std::move(layout).value(), std::move(file));
   STRATA_TRY(impl->recover());
-  impl->start();
+  STRATA_TRY(impl->start());
   return impl;
 }
 
@@ -292,14 +293,20 @@ Status SlotStore::Impl::apply_replayed(const format::Entry& e, std::vector<uint6
   return format::apply_updates(layout_, e, table_.fields(s));
 }
 
-void SlotStore::Impl::start() {
-  if (opt_.read_only) return;
+Status SlotStore::Impl::start() {
+  if (opt_.read_only) return Status::OK();
   if (opt_.background_compaction) {
-    thread_ = std::thread([this] { compaction_main(); });
+    try {
+      thread_ = std::thread([this] { compaction_main(); });
+    } catch (const std::system_error& e) {
+      return Error(Errc::io,
+                   fmt::format("{}: cannot start the compaction thread: {}", path_, e.what()));
+    }
   } else if (job_) {
     std::unique_lock<std::mutex> l(comp_mu_);
     run_compaction(l);
   }
+  return Status::OK();
 }
 
 }  // namespace strata::slotstore

@@ -1,8 +1,8 @@
 // The write path: validation, group commit, WAL appends, half switches.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <chrono>
-#include <random>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -247,12 +247,17 @@ uint32_t SlotStore::Impl::append(format::EntryType type, BytesView body) {
 
 void SlotStore::Impl::encode_op(const WriteBatch::Op& op) {
   if (!wal_.marker_written) {
-    // The first entry of every open carries a random nonce, so entries of
-    // this run never chain-match stale bytes a crashed earlier run left
-    // after the same predecessor.
-    std::random_device rd;
-    uint64_t nonce = (uint64_t(rd()) << 32) ^ rd() ^
-                     uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+    // The first entry of every open carries a nonce unique to this run, so
+    // entries of this run never chain-match stale bytes a crashed earlier
+    // run left after the same predecessor. (Uniqueness, not secrecy: clocks,
+    // pid and address, mixed; nothing here can throw.)
+    uint64_t x = uint64_t(std::chrono::system_clock::now().time_since_epoch().count()) ^
+                 (uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) << 17) ^
+                 (uint64_t(::getpid()) << 40) ^ uint64_t(reinterpret_cast<uintptr_t>(this));
+    x += 0x9e3779b97f4a7c15ull;  // splitmix64 finalizer
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    const uint64_t nonce = x ^ (x >> 31);
     Bytes body;
     ByteWriter(&body).be64(nonce);
     append(format::EntryType::marker, body);
