@@ -120,7 +120,8 @@ ObjectResult<uint32_t> FsObjectStore::read_trailer(Op op, std::string_view key, 
 }
 
 ObjectStatus FsObjectStore::put_once(const Located& loc, std::string_view key, BodyParts body,
-                                     uint32_t crc, bool* dir_vanished) {
+                                     std::optional<uint32_t> expected_crc, uint32_t* crc_out,
+                                     bool* dir_vanished) {
   *dir_vanished = false;
   if (auto s = create_dirs(fs_, loc.dir); !s.ok()) {
     // A concurrent remove() pruned a parent between our stat and mkdir.
@@ -152,10 +153,26 @@ ObjectStatus FsObjectStore::put_once(const Located& loc, std::string_view key, B
     }
     return fs_error(Op::put, key, e, false);
   };
+  // One pass: the CRC is computed as the parts are written (the trailer
+  // comes last), and checked against the caller's before anything is synced
+  // or renamed, so a mismatch stores nothing.
+  uint32_t crc = 0;
   for (BytesView part : body) {
     if (part.empty()) continue;
+    crc = crc32c::extend(crc, part.data(), part.size());
     if (auto s = f->append(part); !s.ok()) return fail(s.error());
   }
+  if (expected_crc && *expected_crc != crc) {
+    f.reset();
+    if (auto s = fs_.remove(tmp); !s.ok()) {
+      spdlog::warn("objstore fs: could not remove temporary file {}: {}", tmp, s.to_string());
+    }
+    return make_error(Op::put, key, RetryClass::fatal,
+                      fmt::format("checksum mismatch: body CRC32C {:08x}, caller said {:08x}; "
+                                  "nothing stored",
+                                  crc, *expected_crc));
+  }
+  *crc_out = crc;
   if (auto s = f->append(encode_trailer(crc)); !s.ok()) return fail(s.error());
   if (auto s = f->sync(); !s.ok()) return fail(s.error());
   f.reset();
@@ -170,17 +187,10 @@ ObjectResult<PutResult> FsObjectStore::put(std::string_view key, BodyParts body,
                                            const PutOptions& opts) {
   auto loc = locate(Op::put, key);
   if (!loc.ok()) return std::move(loc).error();
-  uint32_t crc = 0;
-  for (BytesView part : body) crc = crc32c::extend(crc, part.data(), part.size());
-  if (opts.crc32c && *opts.crc32c != crc) {
-    return make_error(Op::put, key, RetryClass::fatal,
-                      fmt::format("checksum mismatch: body CRC32C {:08x}, caller said {:08x}; "
-                                  "nothing stored",
-                                  crc, *opts.crc32c));
-  }
   for (int attempt = 1;; ++attempt) {
     bool vanished = false;
-    ObjectStatus s = put_once(*loc, key, body, crc, &vanished);
+    uint32_t crc = 0;
+    ObjectStatus s = put_once(*loc, key, body, opts.crc32c, &crc, &vanished);
     if (s.ok()) return PutResult{etag_of(crc), crc};
     if (!vanished || attempt == kPutAttempts) return std::move(s).error();
   }

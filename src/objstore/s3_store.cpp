@@ -148,24 +148,34 @@ std::string S3ObjectStore::url_for(std::string_view key, const std::string& quer
   return url;
 }
 
-ObjectResult<HttpResponse> S3ObjectStore::run(Op op, std::string_view key, HttpRequest req,
-                                              std::initializer_list<int> ok_statuses) {
+ObjectResult<HttpResponse> S3ObjectStore::exchange(Op op, std::string_view key,
+                                                   const HttpRequest& req) {
   auto lease = pool_.acquire(std::chrono::milliseconds(config_.request_timeout_ms));
   if (!lease) {
     return make_error(op, key, RetryClass::transient,
                       fmt::format("all {} connections stayed busy for {} ms", pool_.max_handles(),
                                   config_.request_timeout_ms));
   }
-  HttpResponse r = perform(lease.get(), settings_, req);
-  if (r.failure != TransportFailure::none) return error_from_response(op, key, r);
+  return perform(lease.get(), settings_, req);
+}
+
+ObjectResult<HttpResponse> S3ObjectStore::run(Op op, std::string_view key, const HttpRequest& req,
+                                              std::initializer_list<int> ok_statuses) {
+  auto r = exchange(op, key, req);
+  if (!r.ok()) return r;
+  if (r->failure != TransportFailure::none) return error_from_response(op, key, *r);
   for (int s : ok_statuses)
-    if (r.status == s) return r;
-  return error_from_response(op, key, r);
+    if (r->status == s) return r;
+  return error_from_response(op, key, *r);
 }
 
 ObjectResult<PutResult> S3ObjectStore::put(std::string_view key, BodyParts body,
                                            const PutOptions& opts) {
   if (auto p = key_problem(key)) return invalid_key(Op::put, key, *p);
+  // The CRC goes in a header, so it is computed before the body is sent;
+  // a caller's CRC is checked here rather than while streaming because
+  // some S3-compatible servers (s3rver) keep a cut-short upload as an
+  // object — nothing that does not match may reach the server.
   uint32_t crc = 0;
   for (BytesView part : body) crc = crc32c::extend(crc, part.data(), part.size());
   if (opts.crc32c && *opts.crc32c != crc) {
@@ -181,7 +191,7 @@ ObjectResult<PutResult> S3ObjectStore::put(std::string_view key, BodyParts body,
   req.headers = {"Content-Type: " + opts.content_type, "x-amz-content-sha256: UNSIGNED-PAYLOAD",
                  "x-amz-checksum-crc32c: " + crc32c_base64(crc),
                  fmt::format("x-amz-meta-crc32c: {:08x}", crc)};
-  auto r = run(Op::put, key, std::move(req), {200});
+  auto r = run(Op::put, key, req, {200});
   if (!r.ok()) return std::move(r).error();
   return PutResult{strip_quotes(r->header("etag")), crc};
 }
@@ -193,7 +203,7 @@ ObjectResult<Bytes> S3ObjectStore::get(std::string_view key) {
   req.url = url_for(key);
   req.headers = {std::string("x-amz-content-sha256: ") + std::string(kEmptySha256)};
   req.crc_if_header = "x-amz-meta-crc32c";
-  auto r = run(Op::get, key, std::move(req), {200});
+  auto r = run(Op::get, key, req, {200});
   if (!r.ok()) return std::move(r).error();
   if (const std::string* cl = r->header("content-length")) {
     uint64_t n;
@@ -233,7 +243,7 @@ ObjectResult<Bytes> S3ObjectStore::get_range(std::string_view key, uint64_t offs
   req.headers = {std::string("x-amz-content-sha256: ") + std::string(kEmptySha256),
                  fmt::format("Range: bytes={}-{}", offset, last)};
   req.range = std::make_pair(offset, length);
-  auto r = run(Op::get_range, key, std::move(req), {200, 206});
+  auto r = run(Op::get_range, key, req, {200, 206});
   if (!r.ok()) return std::move(r).error();
 
   if (r->status == 206) {
@@ -292,7 +302,7 @@ ObjectResult<ObjectInfo> S3ObjectStore::head(std::string_view key) {
   req.method = "HEAD";
   req.url = url_for(key);
   req.headers = {std::string("x-amz-content-sha256: ") + std::string(kEmptySha256)};
-  auto r = run(Op::head, key, std::move(req), {200});
+  auto r = run(Op::head, key, req, {200});
   if (!r.ok()) return std::move(r).error();
   ObjectInfo info;
   info.key = std::string(key);
@@ -313,7 +323,7 @@ ObjectStatus S3ObjectStore::remove(std::string_view key) {
   req.method = "DELETE";
   req.url = url_for(key);
   req.headers = {std::string("x-amz-content-sha256: ") + std::string(kEmptySha256)};
-  auto r = run(Op::remove, key, std::move(req), {200, 204});
+  auto r = run(Op::remove, key, req, {200, 204});
   // Deleting a missing key is success (S3 itself answers 204).
   if (!r.ok() && r.retry() != RetryClass::not_found) return std::move(r).error();
   return {};
@@ -330,7 +340,7 @@ ObjectResult<std::vector<RemoveOutcome>> S3ObjectStore::remove_batch(
   req.body = BodyParts(&bv, 1);
   req.headers = {"Content-Type: application/xml", "Content-MD5: " + md5_base64(body),
                  "x-amz-content-sha256: " + sha256_hex(body)};
-  auto r = run(Op::remove_many, what, std::move(req), {200});
+  auto r = run(Op::remove_many, what, req, {200});
   if (!r.ok()) return std::move(r).error();
   auto parsed = s3xml::parse_delete_result(r->body);
   if (!parsed.ok()) return bad_response(Op::remove_many, what, 200, parsed.error().message);
@@ -411,7 +421,7 @@ ObjectResult<ListPage> S3ObjectStore::list(const ListRequest& lr) {
   req.method = "GET";
   req.url = url_for("", canonical_query(std::move(params)));
   req.headers = {std::string("x-amz-content-sha256: ") + std::string(kEmptySha256)};
-  auto r = run(Op::list, lr.prefix, std::move(req), {200});
+  auto r = run(Op::list, lr.prefix, req, {200});
   if (!r.ok()) return std::move(r).error();
   auto parsed = s3xml::parse_list(r->body);
   if (!parsed.ok()) return bad_response(Op::list, lr.prefix, 200, parsed.error().message);
@@ -442,7 +452,7 @@ ObjectStatus S3ObjectStore::check_access() {
   req.method = "HEAD";
   req.url = url_for("");
   req.headers = {std::string("x-amz-content-sha256: ") + std::string(kEmptySha256)};
-  auto r = run(Op::check, config_.bucket, std::move(req), {200});
+  auto r = run(Op::check, config_.bucket, req, {200});
   if (r.ok()) return {};
   ObjectError e = std::move(r).error();
   if (e.http_status == 403) {

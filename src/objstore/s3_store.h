@@ -55,9 +55,12 @@ class S3ObjectStore final : public ObjectStore {
  private:
   S3ObjectStore(const S3Config& c, std::string base_url);
 
-  // Runs one request on a pooled handle; a transport failure, or an HTTP
-  // status outside `ok_statuses`, becomes an ObjectError for (op, key).
-  ObjectResult<HttpResponse> run(Op op, std::string_view key, HttpRequest req,
+  // Runs one request on a pooled handle; fails only when no handle frees
+  // up in time.
+  ObjectResult<HttpResponse> exchange(Op op, std::string_view key, const HttpRequest& req);
+  // exchange(), and a transport failure or an HTTP status outside
+  // `ok_statuses` becomes an ObjectError for (op, key).
+  ObjectResult<HttpResponse> run(Op op, std::string_view key, const HttpRequest& req,
                                  std::initializer_list<int> ok_statuses);
   ObjectResult<std::vector<RemoveOutcome>> remove_batch(std::span<const std::string> keys);
 
