@@ -255,8 +255,10 @@ HttpResponse perform(CURL* h, const HttpSettings& s, const HttpRequest& req) {
   // seconds, rounded up here so a deadline is never shortened).
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, long((s.stall_timeout_ms + 999) / 1000));
+  // Large receive buffer: fewer write callbacks for big objects. (The upload
+  // buffer stays at libcurl's default, as the curl tool uses it: no larger
+  // size measured faster against s3rver.)
   curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024);
-  curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 1024L * 1024);
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, s.tls_verify ? 1L : 0L);
   curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, s.tls_verify ? 2L : 0L);
