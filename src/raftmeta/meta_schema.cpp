@@ -23,12 +23,12 @@ Status validate(const Bounds& b) {
     return Error(Errc::invalid_argument, fmt::format("raftmeta: max_id_bytes {} is outside 1..{}",
                                                      b.max_id_bytes, slotstore::kMaxKeyLen));
   }
-  if (b.max_name_bytes > slotstore::kMaxBytesLen) {
-    return Error(Errc::invalid_argument, fmt::format("raftmeta: max_name_bytes {} is above {}",
+  if (b.max_name_bytes < 1 || b.max_name_bytes > slotstore::kMaxBytesLen) {
+    return Error(Errc::invalid_argument, fmt::format("raftmeta: max_name_bytes {} is outside 1..{}",
                                                      b.max_name_bytes, slotstore::kMaxBytesLen));
   }
-  if (b.max_node_bytes > slotstore::kMaxInternedLen) {
-    return Error(Errc::invalid_argument, fmt::format("raftmeta: max_node_bytes {} is above {}",
+  if (b.max_node_bytes < 1 || b.max_node_bytes > slotstore::kMaxInternedLen) {
+    return Error(Errc::invalid_argument, fmt::format("raftmeta: max_node_bytes {} is outside 1..{}",
                                                      b.max_node_bytes, slotstore::kMaxInternedLen));
   }
   return Status::OK();

@@ -114,6 +114,8 @@ TEST(MetaChange, SchemaIsRecognisedWithAnyBoundsAndOthersAreRefused) {
   EXPECT_EQ(validate(Bounds{0, 1, 1}).code(), Errc::invalid_argument);
   EXPECT_EQ(validate(Bounds{256, 1, 1}).code(), Errc::invalid_argument);
   EXPECT_EQ(validate(Bounds{1, 1, 1025}).code(), Errc::invalid_argument);
+  EXPECT_EQ(validate(Bounds{1, 0, 1}).code(), Errc::invalid_argument);
+  EXPECT_EQ(validate(Bounds{1, 4097, 1}).code(), Errc::invalid_argument);
 }
 
 TEST(MetaChange, ValuesAreCheckedAgainstBoundsAndTypes) {

@@ -83,6 +83,7 @@ TEST(MigrationCrash, PowerLossAtEveryStepLeavesNoPartialStore) {
     steps = fs.mutation_count() - before;
   }
   ASSERT_GT(steps, 20u);
+  RecordProperty("steps", int(steps));
   Random rng(strata::test::test_seed(99));
   // Every step when affordable, else an even spread (scaled runs).
   const uint64_t stride = std::max<uint64_t>(1, steps / uint64_t(strata::test::scaled(int(steps))));

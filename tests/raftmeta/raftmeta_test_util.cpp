@@ -1,6 +1,10 @@
 #include "raftmeta_test_util.h"
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <future>
 #include <memory>
 
 #include "raftmeta/dets_test_util.h"
@@ -8,12 +12,34 @@
 
 namespace strata::raftmeta::test {
 
+namespace {
+
+// A directory for the fixtures that lives until exit: on tmpfs if there is
+// one (erl's DETS writes are slow on a busy disk), else under $TMPDIR.
+class FixtureDir {
+ public:
+  FixtureDir() {
+    std::string tmpl =
+        (::access("/dev/shm", W_OK) == 0 ? std::string("/dev/shm") : std::string(temp_.path())) +
+        "/raftmeta-fixtures-XXXXXX";
+    path_ = ::mkdtemp(tmpl.data()) ? tmpl : temp_.path();
+  }
+  ~FixtureDir() {
+    if (path_ != temp_.path()) (void)remove_all(posix_fs(), path_);
+  }
+  std::string sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  strata::test::TempDir temp_;
+  std::string path_;
+};
+
+}  // namespace
+
 const DetsFixtures& dets_fixtures() {
   static const DetsFixtures* fx = [] {
-    // Leaked on purpose: lives until exit, the directory goes with the
-    // TempDir at static destruction.
-    static strata::test::TempDir dir;
-    auto* f = new DetsFixtures;
+    static FixtureDir dir;
+    auto* f = new DetsFixtures;  // lives until exit
     f->ra = dir.sub("ra.dets");
     f->ra_small = dir.sub("ra_small.dets");
     f->halted = dir.sub("halted.dets");
@@ -32,10 +58,17 @@ const DetsFixtures& dets_fixtures() {
           "finish=halt"}},
         {"fixed", {"file=" + f->fixed, "expected=" + f->fixed + ".rows"}},
     };
+    // The Erlang VMs run in parallel (each mostly waits).
+    std::vector<std::future<std::string>> runs;
     for (const Gen& g : gens) {
-      f->error = dets::test::run_dets_gen(g.cmd, g.args);
-      if (!f->error.empty()) return f;
+      runs.push_back(
+          std::async(std::launch::async, [g] { return dets::test::run_dets_gen(g.cmd, g.args); }));
     }
+    for (auto& r : runs) {
+      std::string e = r.get();
+      if (f->error.empty()) f->error = e;
+    }
+    if (!f->error.empty()) return f;
     f->ra_rows = dets::test::sorted_lines(f->ra + ".rows");
     f->ra_small_rows = dets::test::sorted_lines(f->ra_small + ".rows");
     f->halted_rows = dets::test::sorted_lines(f->halted + ".rows");
