@@ -103,7 +103,7 @@ Result<uint64_t> decode_file_header(LogFileKind kind, BytesView in, const std::s
 }
 
 IndexRecord index_record_for(const ChunkHeader& h, uint64_t position) {
-  STRATA_ASSERT(h.total_size() <= UINT32_MAX, "chunk too large for an index record");
+  STRATA_ASSERT(h.total_size() <= kMaxChunkSize, "chunk too large for an index record");
   IndexRecord r;
   r.first_offset = h.first_offset;
   r.timestamp_ms = h.timestamp_ms;

@@ -24,6 +24,10 @@ constexpr uint32_t kLogFileVersion = 1;
 // header_crc u32 (CRC32C of bytes 0..19).
 constexpr size_t kFileHeaderSize = 24;
 constexpr size_t kIndexRecordSize = 48;
+// The largest chunk (header + data + trailer) the log writes or reads. A
+// chunk header claiming more is treated as damage, so no reader or scan ever
+// allocates more than this for one chunk.
+constexpr uint64_t kMaxChunkSize = 1ull << 30;
 
 enum class LogFileKind { segment, index };
 
@@ -66,7 +70,7 @@ struct IndexRecord {
 };
 
 // Builds the index record of a chunk whose header sits at `position`.
-// Requires h.total_size() <= UINT32_MAX (the writer never builds larger
+// Requires h.total_size() <= kMaxChunkSize (the writer never builds larger
 // chunks; the scanner rejects them).
 IndexRecord index_record_for(const ChunkHeader& h, uint64_t position);
 

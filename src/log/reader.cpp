@@ -116,7 +116,7 @@ Result<std::optional<ChunkView>> Reader::next_chunk() {
     return Error(Errc::corrupt, fmt::format("{}: chunk has first offset {}, expected {}", place(),
                                             h->first_offset, chunk_offset_));
   }
-  if (pos_ + h->total_size() > seg_end_) {
+  if (h->total_size() > kMaxChunkSize || pos_ + h->total_size() > seg_end_) {
     return Error(Errc::corrupt, fmt::format("{}: chunk of {} bytes runs past the committed end {}",
                                             place(), h->total_size(), seg_end_));
   }

@@ -118,7 +118,7 @@ Result<std::string> sealed_index_problem(File& seg, const std::string& seg_path,
   auto h = decode_chunk_header(BytesView(buf, sizeof buf),
                                fmt::format("{} position {}", seg_path, last.position));
   if (!h.ok()) return h.error().message;
-  if (h->total_size() > UINT32_MAX || index_record_for(*h, last.position) != last) {
+  if (h->total_size() > kMaxChunkSize || index_record_for(*h, last.position) != last) {
     return fmt::format("last index record does not match the chunk header at {} position {}",
                        seg_path, last.position);
   }

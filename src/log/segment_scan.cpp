@@ -58,9 +58,9 @@ Result<IndexRecord> check_chunk(FileWindow& w, const std::string& path, uint64_t
     return Error(Errc::corrupt, fmt::format("{}: chunk has first offset {}, expected {}", where,
                                             h.first_offset, expected_first));
   }
-  if (h.total_size() > UINT32_MAX) {
-    return Error(Errc::corrupt, fmt::format("{}: chunk of {} bytes exceeds the 4 GiB chunk limit",
-                                            where, h.total_size()));
+  if (h.total_size() > kMaxChunkSize) {
+    return Error(Errc::corrupt, fmt::format("{}: chunk of {} bytes exceeds the {} byte chunk limit",
+                                            where, h.total_size(), kMaxChunkSize));
   }
   if (h.total_size() > end - pos) {
     return Error(Errc::corrupt, fmt::format("{}: chunk of {} bytes runs past the end of the file "

@@ -78,8 +78,8 @@ StreamLog::~StreamLog() {
 }
 
 Result<std::shared_ptr<StreamLog>> StreamLog::open(const std::string& dir, LogOptions opts) {
-  if (opts.max_chunk_bytes == 0 || opts.max_chunk_bytes > (1ull << 30)) {
-    return Error(Errc::invalid_argument, "max_chunk_bytes must be in 1 .. 1 GiB");
+  if (opts.max_chunk_bytes == 0 || opts.max_chunk_bytes > kMaxChunkSize - kChunkHeaderSize) {
+    return Error(Errc::invalid_argument, "max_chunk_bytes must be in 1 .. 1 GiB - 56");
   }
   if (opts.max_segment_bytes < kFileHeaderSize + kChunkHeaderSize || opts.max_segment_chunks == 0) {
     return Error(Errc::invalid_argument, "max_segment_bytes / max_segment_chunks too small");
@@ -735,7 +735,7 @@ Result<Bytes> StreamLog::read_raw_chunk(uint64_t segment_first_offset, uint64_t 
   char hb[kChunkHeaderSize];
   STRATA_TRY(read_exact(*f, position, hb, sizeof hb));
   STRATA_ASSIGN_OR_RETURN(ChunkHeader h, decode_chunk_header(BytesView(hb, sizeof hb), where));
-  if (position + h.total_size() > end) {
+  if (h.total_size() > kMaxChunkSize || position + h.total_size() > end) {
     return Error(Errc::corrupt, fmt::format("{}: chunk of {} bytes runs past the committed end {}",
                                             where, h.total_size(), end));
   }
