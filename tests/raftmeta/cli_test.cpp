@@ -1,0 +1,132 @@
+// The `strata raftmeta` commands, run as the real binary: migrate a real
+// meta.dets (progress on stderr), inspect the result as a table and as
+// JSON, and the errors for missing, damaged and conflicting input.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "raftmeta/dets_test_util.h"
+#include "raftmeta/store_options.h"
+#include "raftmeta_test_util.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+
+namespace strata::raftmeta {
+namespace {
+
+using namespace test;
+
+struct Out {
+  int status;
+  std::string out, err;
+};
+
+// Runs strata with stdout and stderr kept apart.
+Out strata_cli(const std::vector<std::string>& args) {
+  strata::test::TempDir logs;
+  std::vector<std::string> argv = {STRATA_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto p = strata::test::Process::spawn(argv, logs.path());
+  auto st = p.wait(std::chrono::seconds(120));
+  return Out{st.value_or(-1), p.stdout_text(), p.stderr_text()};
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!dets_fixtures().error.empty()) GTEST_FAIL() << dets_fixtures().error;
+  }
+  strata::test::TempDir dir_;
+};
+
+TEST_F(CliTest, MigrateThenInspect) {
+  const std::string src = dir_.sub("meta.dets");
+  copy_into(posix_fs(), dets_fixtures().ra, src);
+  const std::string node = dir_.sub("node");
+  Out m = strata_cli({"raftmeta", "migrate", src, node});
+  ASSERT_EQ(m.status, 0) << m.out << m.err;
+  const size_t rows = dets_fixtures().ra_rows.size();
+  EXPECT_NE(m.out.find("migrated " + std::to_string(rows) + " rows"), std::string::npos) << m.out;
+  // A file of thousands of rows reports progress on stderr, ending each phase.
+  EXPECT_NE(m.err.find("writing " + std::to_string(rows) + "/" + std::to_string(rows)),
+            std::string::npos)
+      << m.err;
+  EXPECT_TRUE(exists(posix_fs(), src + ".migrated"));
+  EXPECT_FALSE(exists(posix_fs(), src));
+
+  Out t = strata_cli({"raftmeta", "inspect", node});
+  ASSERT_EQ(t.status, 0) << t.err;
+  EXPECT_NE(t.out.find("servers     " + std::to_string(rows) + " of"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("SERVER ID"), std::string::npos);
+
+  Out j = strata_cli({"--json", "raftmeta", "inspect", node});
+  ASSERT_EQ(j.status, 0) << j.err;
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["servers_used"], rows);
+  ASSERT_EQ(doc["servers"].size(), rows);
+  // Each JSON server matches the row Erlang wrote.
+  std::vector<std::pair<Bytes, ServerMeta>> servers;
+  for (const auto& s : doc["servers"]) {
+    ServerMeta meta;
+    if (!s["current_term"].is_null()) meta.current_term = s["current_term"].get<uint64_t>();
+    if (!s["last_applied"].is_null()) meta.last_applied = s["last_applied"].get<uint64_t>();
+    const auto& v = s["voted_for"];
+    if (v.is_string()) meta.voted_for = VotedFor::bare(v.get<std::string>());
+    if (v.is_object()) {
+      meta.voted_for = VotedFor::server(v["name"].get<std::string>(), v["node"].get<std::string>());
+    }
+    Bytes id;
+    const std::string hex = s["id_hex"].get<std::string>();
+    for (size_t i = 0; i + 1 < hex.size(); i += 2)
+      id.push_back(char(std::stoi(hex.substr(i, 2), nullptr, 16)));
+    servers.emplace_back(id, meta);
+  }
+  EXPECT_EQ(row_lines(servers), dets_fixtures().ra_rows);
+
+  // Migrating again into the same store: the source is gone now.
+  Out again = strata_cli({"raftmeta", "migrate", src, node});
+  EXPECT_EQ(again.status, 1);
+  EXPECT_NE(again.err.find("no such file"), std::string::npos) << again.err;
+}
+
+TEST_F(CliTest, MigrateJsonReportsWhatItDid) {
+  const std::string src = dir_.sub("meta.dets");
+  copy_into(posix_fs(), dets_fixtures().ra_small, src);
+  Out m = strata_cli({"--json", "raftmeta", "migrate", src, dir_.sub("node")});
+  ASSERT_EQ(m.status, 0) << m.err;
+  auto doc = nlohmann::json::parse(m.out);
+  EXPECT_EQ(doc["action"], "migrated");
+  EXPECT_EQ(doc["rows"], dets_fixtures().ra_small_rows.size());
+  EXPECT_EQ(m.err, "");  // small file: no progress lines
+}
+
+TEST_F(CliTest, DamagedSourceFailsAndIsLeftAsItWas) {
+  Bytes bytes = dets::test::read_bytes(dets_fixtures().ra_small);
+  bytes.resize(bytes.size() - 64);
+  const std::string src = dir_.sub("meta.dets");
+  dets::test::write_bytes(src, bytes);
+  Out m = strata_cli({"raftmeta", "migrate", src, dir_.sub("node")});
+  EXPECT_EQ(m.status, 1);
+  EXPECT_NE(m.err.find(src), std::string::npos) << m.err;
+  EXPECT_EQ(dets::test::read_bytes(src), bytes);
+  EXPECT_FALSE(exists(posix_fs(), store_path(dir_.sub("node"))));
+  Out j = strata_cli({"--json", "raftmeta", "migrate", src, dir_.sub("node")});
+  EXPECT_EQ(j.status, 1);
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["error"]["code"], "corrupt") << j.out;
+}
+
+TEST_F(CliTest, InspectWithoutAStoreSaysWhy) {
+  copy_into(posix_fs(), dets_fixtures().ra_small, dets_path(dir_.path()));
+  Out t = strata_cli({"raftmeta", "inspect", dir_.path()});
+  EXPECT_EQ(t.status, 1);
+  EXPECT_NE(t.err.find("no raftmeta store"), std::string::npos) << t.err;
+  EXPECT_NE(t.err.find("not migrated yet"), std::string::npos) << t.err;
+  // inspect wrote nothing.
+  auto l = posix_fs().list_dir(dir_.path());
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(*l, std::vector<std::string>{"meta.dets"});
+}
+
+}  // namespace
+}  // namespace strata::raftmeta
