@@ -87,8 +87,14 @@ TEST(MigrationCrash, PowerLossAtEveryStepLeavesNoPartialStore) {
   Random rng(strata::test::test_seed(99));
   // Every step when affordable, else an even spread (scaled runs).
   const uint64_t stride = std::max<uint64_t>(1, steps / uint64_t(strata::test::scaled(int(steps))));
+  std::vector<uint64_t> points;
+  for (uint64_t n = 0; n <= steps; n += stride) points.push_back(n);
+  // Always the last steps too: the renames and directory fsyncs.
+  for (uint64_t n = steps > 6 ? steps - 6 : 0; n <= steps; ++n) {
+    if (n % stride != 0) points.push_back(n);
+  }
   uint64_t with_store = 0, without_store = 0;
-  for (uint64_t n = 0; n <= steps; n += stride) {
+  for (uint64_t n : points) {
     for (int variant = 0; variant < 2; ++variant) {
       const std::string where = "crash after step " + std::to_string(n) + " of " +
                                 std::to_string(steps) + " variant " + std::to_string(variant);
