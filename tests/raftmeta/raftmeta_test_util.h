@@ -70,8 +70,9 @@ inline std::optional<VotedFor> vote(const std::optional<FieldValue>& v) {
   return std::get<VotedFor>(*v);
 }
 
-// Real DETS files written by Erlang/OTP once per test binary (in a
-// directory removed at exit). Tests copy them into their own directory.
+// Real DETS files written by Erlang/OTP when the tests are built (target
+// raftmeta_dets_fixtures), read-only. Tests copy them into their own
+// directory.
 struct DetsFixtures {
   std::string error;     // why generation failed ("" if it did not)
   std::string ra;        // 5000 generated rows, churned (updates, deletes)
