@@ -3,10 +3,6 @@
 #include <array>
 #include <cstring>
 
-#if defined(__x86_64__)
-#include <nmmintrin.h>
-#endif
-
 namespace strata::crc32c {
 namespace {
 
@@ -26,31 +22,6 @@ struct Tables {
   }
 };
 constexpr Tables kTables;
-
-#if defined(__x86_64__)
-__attribute__((target("sse4.2"))) uint32_t hw(uint32_t crc, const uint8_t* p, size_t n) {
-  uint64_t c = crc;
-  while (n && (reinterpret_cast<uintptr_t>(p) & 7)) {
-    c = _mm_crc32_u8(uint32_t(c), *p++);
-    --n;
-  }
-  while (n >= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    c = _mm_crc32_u64(c, w);
-    p += 8;
-    n -= 8;
-  }
-  while (n--) c = _mm_crc32_u8(uint32_t(c), *p++);
-  return uint32_t(c);
-}
-bool detect() { return __builtin_cpu_supports("sse4.2"); }
-#else
-uint32_t hw(uint32_t crc, const uint8_t* p, size_t n) { return 0; }
-bool detect() { return false; }
-#endif
-
-const bool kHasHardware = detect();
 
 }  // namespace
 
@@ -74,14 +45,18 @@ uint32_t extend_portable(uint32_t crc, const void* data, size_t n) {
   return ~c;
 }
 
-uint32_t extend_hardware(uint32_t crc, const void* data, size_t n) {
-  return ~hw(~crc, static_cast<const uint8_t*>(data), n);
-}
-
-bool has_hardware() { return kHasHardware; }
+namespace {
+const bool kHasSse42 = has_sse42();
+const bool kHasAvx512 = has_avx512();
+// Below these sizes the set-up of the faster paths costs more than it saves.
+constexpr size_t kMinAvx512 = 1024;
+constexpr size_t kMin3Way = 768;
+}  // namespace
 
 uint32_t extend(uint32_t crc, const void* data, size_t n) {
-  return kHasHardware ? extend_hardware(crc, data, n) : extend_portable(crc, data, n);
+  if (kHasAvx512 && n >= kMinAvx512) return extend_avx512(crc, data, n);
+  if (kHasSse42) return n >= kMin3Way ? extend_sse42_3way(crc, data, n) : extend_sse42(crc, data, n);
+  return extend_portable(crc, data, n);
 }
 
 }  // namespace strata::crc32c

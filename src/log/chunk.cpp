@@ -5,7 +5,6 @@
 #include "common/assert.h"
 #include "common/crc32c.h"
 #include "common/endian.h"
-#include "log/chunk_crc.h"
 
 namespace strata::log {
 
@@ -78,7 +77,7 @@ Status verify_chunk_body(const ChunkHeader& h, BytesView body, const std::string
     return Error(Errc::corrupt, fmt::format("{}: chunk body is {} bytes, header says {}", where,
                                             body.size(), want_len));
   }
-  uint32_t got = chunk_crc(body);
+  uint32_t got = crc32c::value(body);
   if (got != h.data_crc) {
     return Error(Errc::corrupt,
                  fmt::format("{}: chunk data CRC mismatch (stored {:#010x}, computed {:#010x})",
@@ -114,7 +113,7 @@ Bytes build_chunk(const std::vector<BytesView>& records, uint64_t first_offset, 
   h.first_offset = first_offset;
   h.data_len = uint32_t(data_len);
   h.trailer_len = uint32_t(trailer.size());
-  h.data_crc = chunk_crc(out.data() + kChunkHeaderSize, out.size() - kChunkHeaderSize);
+  h.data_crc = crc32c::value(out.data() + kChunkHeaderSize, out.size() - kChunkHeaderSize);
   encode_chunk_header(h, u8(out.data()));
   return out;
 }
@@ -189,7 +188,7 @@ ChunkHeader ChunkBuilder::finish(uint64_t first_offset, uint64_t epoch, int64_t 
   h.first_offset = first_offset;
   h.data_len = uint32_t(data_len);
   h.trailer_len = 0;
-  h.data_crc = chunk_crc(out_->data() + start_ + kChunkHeaderSize, data_len);
+  h.data_crc = crc32c::value(out_->data() + start_ + kChunkHeaderSize, data_len);
   encode_chunk_header(h, u8(out_->data() + start_));
   open_ = false;
   return h;

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "common/random.h"
+#include "support/temp_dir.h"
 
 namespace strata {
 
@@ -29,16 +31,36 @@ TEST(Crc32c, ExtendEqualsWhole) {
   }
 }
 
-TEST(Crc32c, PortableMatchesHardwareOnRandomInput) {
-  if (!crc32c::has_hardware()) GTEST_SKIP() << "CPU lacks SSE4.2; portable path is the only one";
-  Random rng(7);
-  for (int i = 0; i < 200; ++i) {
-    std::string s(rng.uniform(5000), '\0');
-    for (auto& c : s) c = char(rng.next());
-    size_t off = rng.uniform(s.size() + 1);  // unaligned starts too
-    uint32_t seed = uint32_t(rng.next());
-    EXPECT_EQ(crc32c::extend_portable(seed, s.data() + off, s.size() - off),
-              crc32c::extend_hardware(seed, s.data() + off, s.size() - off));
+// Every implementation must equal the portable table for every length,
+// alignment and seed around the loop boundaries of the fast paths (the
+// on-disk formats depend on it).
+TEST(Crc32c, EveryImplementationMatchesPortable) {
+  Random rng(test::test_seed(5));
+  std::string buf(3 * 8192 * 2 + 3 * 256 * 3 + 64, '\0');
+  for (auto& c : buf) c = char(rng.uniform(256));
+  std::vector<size_t> lens;
+  for (size_t base : {size_t(0), size_t(256), size_t(768), size_t(1024), size_t(3 * 8192),
+                      size_t(2 * 3 * 8192)}) {
+    for (size_t d = 0; d < 40; ++d) {
+      if (base + d <= buf.size() - 8) lens.push_back(base + d);
+      if (base >= d) lens.push_back(base - d);
+    }
+  }
+  for (int i = 0; i < test::scaled(300); ++i) lens.push_back(rng.uniform(buf.size() - 8));
+  for (size_t len : lens) {
+    for (size_t align = 0; align < 8; ++align) {
+      const char* p = buf.data() + align;
+      uint32_t seed = uint32_t(rng.next());
+      uint32_t want = crc32c::extend_portable(seed, p, len);
+      ASSERT_EQ(crc32c::extend(seed, p, len), want) << "len " << len << " align " << align;
+      if (crc32c::has_sse42()) {
+        ASSERT_EQ(crc32c::extend_sse42(seed, p, len), want) << len;
+        ASSERT_EQ(crc32c::extend_sse42_3way(seed, p, len), want) << len;
+      }
+      if (crc32c::has_avx512()) {
+        ASSERT_EQ(crc32c::extend_avx512(seed, p, len), want) << len;
+      }
+    }
   }
 }
 
