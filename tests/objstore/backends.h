@@ -63,6 +63,27 @@ struct S3Backend {
   }
 };
 
+// remove_many as a careful caller runs it: keys whose outcome is transient
+// are retried (s3rver answers 500 InternalError when the parallel deletes of
+// one batch race to clean up a directory they emptied); the final outcome of
+// every key is returned.
+inline std::vector<RemoveOutcome> remove_many_retrying(ObjectStore& store,
+                                                       std::vector<std::string> keys) {
+  std::vector<RemoveOutcome> final_out;
+  for (int attempt = 0; attempt < 5 && !keys.empty(); ++attempt) {
+    std::vector<std::string> again;
+    for (auto& o : store.remove_many(keys)) {
+      if (!o.ok() && o.error->retry == RetryClass::transient && attempt < 4) {
+        again.push_back(o.key);
+      } else {
+        final_out.push_back(std::move(o));
+      }
+    }
+    keys = std::move(again);
+  }
+  return final_out;
+}
+
 // Deterministic pseudo-random bytes.
 inline std::string random_bytes(Random& rng, size_t n) {
   std::string s(n, '\0');

@@ -33,23 +33,8 @@ class ObjectStoreContract : public ::testing::Test {
     ASSERT_TRUE(r.ok()) << r.error().to_string();
   }
 
-  // remove_many as a careful caller runs it: keys whose outcome is
-  // transient are retried (s3rver answers 500 InternalError when parallel
-  // deletes race to clean up a directory); fatal outcomes are returned.
   std::vector<RemoveOutcome> remove_many_retrying(std::vector<std::string> keys) {
-    std::vector<RemoveOutcome> final_out;
-    for (int attempt = 0; attempt < 5 && !keys.empty(); ++attempt) {
-      std::vector<std::string> again;
-      for (auto& o : store().remove_many(keys)) {
-        if (!o.ok() && o.error->retry == RetryClass::transient && attempt < 4) {
-          again.push_back(o.key);
-        } else {
-          final_out.push_back(std::move(o));
-        }
-      }
-      keys = std::move(again);
-    }
-    return final_out;
+    return testing::remove_many_retrying(store(), std::move(keys));
   }
 
   std::vector<std::string> list_keys(const std::string& prefix, int page_size) {

@@ -124,7 +124,7 @@ TEST_F(S3Interop, StrataReadsWhatAwsCliWrote) {
   EXPECT_EQ((*all)[0].size, big.size());
   EXPECT_EQ((*all)[1].key, small_key);
 
-  for (const auto& o : store_->remove_many(std::vector<std::string>{big_key, small_key})) {
+  for (const auto& o : testing::remove_many_retrying(*store_, {big_key, small_key})) {
     EXPECT_TRUE(o.ok()) << o.error->to_string();
   }
   auto ls = aws({"s3", "ls", "--recursive", std::string("s3://") + testing::kBucket + "/interop/"});
