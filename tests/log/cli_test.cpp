@@ -63,7 +63,11 @@ TEST(LogCli, DemoWritesReadsVerifiesAndReports) {
   EXPECT_EQ(doc["phases"]["read"]["records"], 1000);
   EXPECT_TRUE(doc["phases"]["read"]["verified"].get<bool>());
   EXPECT_GE(doc["phases"]["disk"]["segments"].get<int>(), 1);
-  EXPECT_GE(doc["phases"]["disk"]["chunks"].get<int>(), 10);
+  // 4 producers x 250 records in batches of 100 = 12 appends. The writer may
+  // coalesce concurrent appends into one chunk (how many depends on
+  // scheduling) but never splits one.
+  EXPECT_GE(doc["phases"]["disk"]["chunks"].get<int>(), 3);
+  EXPECT_LE(doc["phases"]["disk"]["chunks"].get<int>(), 12);
   // The stream exists now: a second demo in the same place is refused.
   auto again = strata_cmd({"demo", "--data-dir", tmp.sub("j")});
   EXPECT_EQ(again.status, 1);
