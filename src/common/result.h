@@ -7,6 +7,7 @@
 #include <cassert>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -56,12 +57,14 @@ struct Error {
   std::string to_string() const;
 };
 
-// Result<T>: either a T or an Error. Minimal std::expected for C++20.
-template <typename T>
+// Result<T>: either a T or an Error. Minimal std::expected for C++20. The
+// error type is a parameter so a module with richer errors (objstore's
+// ObjectError) reuses this instead of writing its own.
+template <typename T, typename E = Error>
 class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}
-  Result(Error e) : v_(std::in_place_index<1>, std::move(e)) {}
+  Result(E e) : v_(std::in_place_index<1>, std::move(e)) {}
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -84,44 +87,60 @@ class [[nodiscard]] Result {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
-  const Error& error() const& {
+  const E& error() const& {
     assert(!ok());
     return std::get<1>(v_);
   }
-  Error&& error() && {
+  E&& error() && {
     assert(!ok());
     return std::get<1>(std::move(v_));
   }
-  Errc code() const { return ok() ? Errc::ok : error().code; }
+  Errc code() const {
+    if (ok()) return Errc::ok;
+    if constexpr (std::is_same_v<E, Error>) {
+      return error().code;
+    } else {
+      return error().errc();
+    }
+  }
 
  private:
-  std::variant<T, Error> v_;
+  std::variant<T, E> v_;
 };
 
-// Status: success or an Error.
-class [[nodiscard]] Status {
+// Status: success or an error (Error unless a module has a richer one).
+template <typename E = Error>
+class [[nodiscard]] BasicStatus {
  public:
-  Status() = default;
-  Status(Error e) : err_(std::move(e)), failed_(true) {}
-  static Status OK() { return Status(); }
+  BasicStatus() = default;
+  BasicStatus(E e) : err_(std::move(e)), failed_(true) {}
+  static BasicStatus OK() { return BasicStatus(); }
 
   bool ok() const { return !failed_; }
   explicit operator bool() const { return ok(); }
-  const Error& error() const& {
+  const E& error() const& {
     assert(failed_);
     return err_;
   }
-  Error&& error() && {
+  E&& error() && {
     assert(failed_);
     return std::move(err_);
   }
-  Errc code() const { return failed_ ? err_.code : Errc::ok; }
+  Errc code() const {
+    if (!failed_) return Errc::ok;
+    if constexpr (std::is_same_v<E, Error>) {
+      return err_.code;
+    } else {
+      return err_.errc();
+    }
+  }
   std::string to_string() const { return failed_ ? err_.to_string() : "ok"; }
 
  private:
-  Error err_;
+  E err_;
   bool failed_ = false;
 };
+using Status = BasicStatus<Error>;
 
 inline Error make_error(Errc c, std::string msg) { return Error(c, std::move(msg)); }
 

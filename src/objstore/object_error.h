@@ -56,75 +56,27 @@ struct ObjectError {
   }
 };
 
-// ObjectResult<T>: a T or an ObjectError (Result<T> with a richer error).
+// ObjectResult<T>: a T or an ObjectError (common Result with the richer
+// error), plus the retry class and a conversion to Result<T>.
 template <typename T>
-class [[nodiscard]] ObjectResult {
+class [[nodiscard]] ObjectResult : public Result<T, ObjectError> {
  public:
-  ObjectResult(T value) : v_(std::in_place_index<0>, std::move(value)) {}
-  ObjectResult(ObjectError e) : v_(std::in_place_index<1>, std::move(e)) {}
-
-  bool ok() const { return v_.index() == 0; }
-  explicit operator bool() const { return ok(); }
-
-  T& value() & {
-    assert(ok());
-    return std::get<0>(v_);
-  }
-  const T& value() const& {
-    assert(ok());
-    return std::get<0>(v_);
-  }
-  T&& value() && {
-    assert(ok());
-    return std::get<0>(std::move(v_));
-  }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-
-  const ObjectError& error() const& {
-    assert(!ok());
-    return std::get<1>(v_);
-  }
-  ObjectError&& error() && {
-    assert(!ok());
-    return std::get<1>(std::move(v_));
-  }
+  using Result<T, ObjectError>::Result;
   // The retry class of the error; only valid when !ok().
-  RetryClass retry() const { return error().retry; }
-
+  RetryClass retry() const { return this->error().retry; }
   Result<T> to_result() && {
-    if (ok()) return Result<T>(std::get<0>(std::move(v_)));
-    return Result<T>(std::get<1>(v_).to_error());
+    if (this->ok()) return Result<T>(std::move(*this).value());
+    return Result<T>(this->error().to_error());
   }
-
- private:
-  std::variant<T, ObjectError> v_;
 };
 
 // Success or an ObjectError.
-class [[nodiscard]] ObjectStatus {
+class [[nodiscard]] ObjectStatus : public BasicStatus<ObjectError> {
  public:
-  ObjectStatus() = default;
-  ObjectStatus(ObjectError e) : err_(std::move(e)), failed_(true) {}
-
-  bool ok() const { return !failed_; }
-  explicit operator bool() const { return ok(); }
-  const ObjectError& error() const& {
-    assert(failed_);
-    return err_;
-  }
-  ObjectError&& error() && {
-    assert(failed_);
-    return std::move(err_);
-  }
+  using BasicStatus<ObjectError>::BasicStatus;
+  ObjectStatus(BasicStatus<ObjectError> s) : BasicStatus<ObjectError>(std::move(s)) {}
   RetryClass retry() const { return error().retry; }
-  Status to_status() const { return failed_ ? Status(err_.to_error()) : Status::OK(); }
-
- private:
-  ObjectError err_;
-  bool failed_ = false;
+  Status to_status() const { return ok() ? Status::OK() : Status(error().to_error()); }
 };
 
 }  // namespace strata::objstore
