@@ -345,7 +345,7 @@ void run_inspect(const InspectFlags& f, Context& ctx) {
   if (!ok) ctx.exit_code = 2;
 }
 
-Registrar reg([](CLI::App& app, Context& ctx) {
+Registrar reg_log([](CLI::App& app, Context& ctx) {
   {
     auto f = std::make_shared<ProduceFlags>();
     auto* cmd =

@@ -323,7 +323,7 @@ void run_demo(const DemoFlags& f, Context& ctx) {
   }
 }
 
-Registrar reg([](CLI::App& app, Context& ctx) {
+Registrar reg_log_demo([](CLI::App& app, Context& ctx) {
   auto f = std::make_shared<DemoFlags>();
   auto* cmd = app.add_subcommand(
       "demo", "Write a stream, read it back, verify every record, and report throughput and sizes");

@@ -316,7 +316,7 @@ void run_check(Context& ctx, const Flags& f) {
   finish(desc);
 }
 
-Registrar reg([](CLI::App& app, Context& ctx) {
+Registrar reg_objstore([](CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("objstore", "Object store: ls, get, put, rm, check");
   cmd->require_subcommand(1);
   cmd->fallthrough();

@@ -20,7 +20,7 @@ namespace {
 using json = nlohmann::json;
 using namespace strata::raftmeta;
 
-bool printable(BytesView b) {
+bool printable_id(BytesView b) {
   for (char c : b) {
     if (c < 0x21 || c > 0x7E) return false;
   }
@@ -39,7 +39,7 @@ json text(const std::string& s) {
 }
 
 std::string show_id(BytesView id) {
-  return printable(id) ? std::string(id) : "0x" + to_hex(id);
+  return printable_id(id) ? std::string(id) : "0x" + to_hex(id);
 }
 
 std::string show_u64(const std::optional<uint64_t>& v) {
@@ -50,7 +50,7 @@ json to_json(const InspectReport& r) {
   json servers = json::array();
   for (const auto& [id, m] : r.servers) {
     json s;
-    s["id"] = printable(id) ? json(id) : json(nullptr);
+    s["id"] = printable_id(id) ? json(id) : json(nullptr);
     s["id_hex"] = to_hex(id);
     s["current_term"] = m.current_term ? json(*m.current_term) : json(nullptr);
     switch (m.voted_for.form) {
@@ -179,7 +179,7 @@ void migrate(Context& ctx, const MigrateFlags& f) {
   }
 }
 
-Registrar reg([](CLI::App& app, Context& ctx) {
+Registrar reg_raftmeta([](CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("raftmeta", "Raft server metadata store (term, vote, applied)");
   cmd->require_subcommand(1);
 

@@ -15,7 +15,7 @@ namespace {
 using json = nlohmann::json;
 using namespace strata::slotstore;
 
-bool printable(BytesView b) {
+bool printable_text(BytesView b) {
   for (char c : b) {
     if (c < 0x20 || c > 0x7E) return false;
   }
@@ -25,7 +25,7 @@ bool printable(BytesView b) {
 json scalar_json(const Scalar& s) {
   if (s.index() == 0) return std::get<0>(s);
   const std::string& b = std::get<1>(s);
-  return printable(b) ? json(b) : json{{"hex", to_hex(b)}};
+  return printable_text(b) ? json(b) : json{{"hex", to_hex(b)}};
 }
 
 json value_json(const Value& v) {
@@ -70,7 +70,7 @@ void inspect(Context& ctx, const std::string& path, bool records) {
       for (size_t f = 0; f < r.fields.size(); ++f) {
         fields[s.schema().fields[f].name] = r.fields[f] ? value_json(*r.fields[f]) : json(nullptr);
       }
-      list.push_back({{"key", printable(key) ? json(std::string(key)) : json(nullptr)},
+      list.push_back({{"key", printable_text(key) ? json(std::string(key)) : json(nullptr)},
                       {"key_hex", to_hex(key)},
                       {"fields", fields}});
       return true;
@@ -102,7 +102,7 @@ void inspect(Context& ctx, const std::string& path, bool records) {
   }
 }
 
-Registrar reg([](CLI::App& app, Context& ctx) {
+Registrar reg_slotstore([](CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("slotstore", "Fixed-slot metadata store files");
   cmd->require_subcommand(1);
   auto* ins = cmd->add_subcommand(

@@ -3,7 +3,7 @@
 namespace strata::cli {
 namespace {
 
-Registrar reg([](CLI::App& app, Context& ctx) {
+Registrar reg_version([](CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("version", "Print the strata version");
   cmd->callback([&ctx] {
     if (ctx.json) {

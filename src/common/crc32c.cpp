@@ -6,8 +6,6 @@
 namespace strata::crc32c {
 namespace {
 
-constexpr uint32_t kPoly = 0x82F63B78u;  // reflected Castagnoli polynomial
-
 struct Tables {
   std::array<std::array<uint32_t, 256>, 8> t{};
   constexpr Tables() {

@@ -11,6 +11,9 @@
 
 namespace strata::crc32c {
 
+// The Castagnoli polynomial, bit-reflected (the form the tables use).
+inline constexpr uint32_t kPoly = 0x82F63B78u;
+
 // CRC of data[0..n) continuing from `crc`, the finished CRC of the bytes
 // before it (0 for none): extend(extend(0, a), b) == value(a + b).
 uint32_t extend(uint32_t crc, const void* data, size_t n);

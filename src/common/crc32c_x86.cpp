@@ -20,7 +20,6 @@ namespace strata::crc32c {
 
 namespace {
 
-constexpr uint32_t kPoly = 0x82F63B78u;  // reflected Castagnoli polynomial
 constexpr size_t kLong = 8192;           // bytes per stream in the long loop
 constexpr size_t kShort = 256;           // bytes per stream in the short loop
 
@@ -59,13 +58,13 @@ inline uint32_t shift(const ShiftTable& t, uint32_t c) {
   return t[0][c & 0xff] ^ t[1][(c >> 8) & 0xff] ^ t[2][(c >> 16) & 0xff] ^ t[3][c >> 24];
 }
 
-struct Tables {
+struct ShiftTables {
   ShiftTable long_shift = make_shift_table(kLong);
   ShiftTable short_shift = make_shift_table(kShort);
 };
 
-const Tables& tables() {
-  static const Tables t;
+const ShiftTables& tables() {
+  static const ShiftTables t;
   return t;
 }
 
@@ -97,7 +96,7 @@ __attribute__((target("sse4.2"))) inline uint64_t three_way(uint64_t crc0, const
 }
 
 __attribute__((target("sse4.2"))) uint32_t hw3(uint32_t crc, const uint8_t* p, size_t n) {
-  const Tables& t = tables();
+  const ShiftTables& t = tables();
   uint64_t c = ~crc;
   while (n && (reinterpret_cast<uintptr_t>(p) & 7)) {
     c = _mm_crc32_u8(uint32_t(c), *p++);

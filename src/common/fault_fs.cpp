@@ -9,15 +9,17 @@
 
 namespace strata {
 
-namespace {
-
-struct PendingWrite {
+// Not in the anonymous namespace: FaultFileSystem::Node (declared in the
+// header) holds these.
+struct FaultFsPendingWrite {
   bool truncate = false;
   uint64_t offset = 0;  // write offset, or the new size for a truncate
   std::string bytes;
 };
 
-void apply(std::string& data, const PendingWrite& w, size_t keep_bytes) {
+namespace {
+
+void apply(std::string& data, const FaultFsPendingWrite& w, size_t keep_bytes) {
   if (w.truncate) {
     data.resize(w.offset);
     return;
@@ -54,7 +56,7 @@ struct FaultFileSystem::Node {
   // Files.
   std::string data;
   std::string durable;
-  std::vector<PendingWrite> pending;
+  std::vector<FaultFsPendingWrite> pending;
   // Directories.
   std::map<std::string, std::shared_ptr<Node>> children;
   std::map<std::string, std::shared_ptr<Node>> durable_children;
@@ -98,7 +100,7 @@ class FaultFileSystem::MemFile final : public File {
     std::lock_guard<std::mutex> l(fs_->mu_);
     if (!writable_) return Error(Errc::invalid_argument, path() + ": truncate on read-only file");
     STRATA_TRY(alive(FaultOp::Kind::truncate, true));
-    PendingWrite w{true, size, {}};
+    FaultFsPendingWrite w{true, size, {}};
     apply(node_->data, w, 0);
     node_->pending.push_back(std::move(w));
     return Status::OK();
@@ -129,13 +131,13 @@ class FaultFileSystem::MemFile final : public File {
       // The write that crosses the crash budget reaches the page cache but
       // not the caller: leave it pending so crash() may keep or tear it.
       if (!was_down && fs_->down_) {
-        PendingWrite w{false, offset, std::string(data)};
+        FaultFsPendingWrite w{false, offset, std::string(data)};
         apply(node_->data, w, w.bytes.size());
         node_->pending.push_back(std::move(w));
       }
       return s;
     }
-    PendingWrite w{false, offset, std::string(data)};
+    FaultFsPendingWrite w{false, offset, std::string(data)};
     apply(node_->data, w, w.bytes.size());
     node_->pending.push_back(std::move(w));
     return Status::OK();
@@ -217,7 +219,7 @@ Result<std::unique_ptr<File>> FaultFileSystem::open(const std::string& path, Ope
     if (o.create && o.exclusive) return Error(Errc::already_exists, "open " + path + ": exists");
     STRATA_TRY(check(o.truncate ? FaultOp::Kind::truncate : FaultOp::Kind::read, path, o.truncate));
     if (o.truncate) {
-      PendingWrite w{true, 0, {}};
+      FaultFsPendingWrite w{true, 0, {}};
       apply(node->data, w, 0);
       node->pending.push_back(std::move(w));
     }

@@ -10,7 +10,7 @@ namespace strata::log {
 
 namespace {
 
-constexpr size_t kHeaderCrcPos = 20;
+constexpr size_t kIndexHeaderCrcPos = 20;
 constexpr size_t kIndexCrcPos = 44;
 constexpr size_t kOffsetDigits = 20;
 
@@ -68,7 +68,7 @@ Bytes encode_file_header(LogFileKind kind, uint64_t first_offset) {
   put_be32(p + 4, kLogFileVersion);
   put_be64(p + 8, first_offset);
   put_be32(p + 16, 0);
-  put_be32(p + kHeaderCrcPos, crc32c::value(p, kHeaderCrcPos));
+  put_be32(p + kIndexHeaderCrcPos, crc32c::value(p, kIndexHeaderCrcPos));
   return out;
 }
 
@@ -84,8 +84,8 @@ Result<uint64_t> decode_file_header(LogFileKind kind, BytesView in, const std::s
                              "strata {} file)",
                              path, get_be32(p), magic_of(kind), kind_name(kind)));
   }
-  uint32_t want = get_be32(p + kHeaderCrcPos);
-  uint32_t got = crc32c::value(p, kHeaderCrcPos);
+  uint32_t want = get_be32(p + kIndexHeaderCrcPos);
+  uint32_t got = crc32c::value(p, kIndexHeaderCrcPos);
   if (want != got) {
     return Error(Errc::corrupt,
                  fmt::format("{}: {} file header CRC mismatch (stored {:#010x}, computed {:#010x})",

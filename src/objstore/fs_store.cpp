@@ -21,7 +21,7 @@ constexpr uint32_t kTrailerVersion = 1;
 // put then recreates it. Bounded so a pathological race cannot spin.
 constexpr int kPutAttempts = 8;
 
-ObjectError make_error(Op op, std::string_view key, RetryClass rc, std::string msg) {
+ObjectError fs_error(Op op, std::string_view key, RetryClass rc, std::string msg) {
   ObjectError e;
   e.op = op;
   e.key = std::string(key);
@@ -37,7 +37,7 @@ ObjectError make_error(Op op, std::string_view key, RetryClass rc, std::string m
 ObjectError fs_error(Op op, std::string_view key, const Error& e, bool missing_is_not_found) {
   RetryClass rc = (missing_is_not_found && e.code == Errc::not_found) ? RetryClass::not_found
                                                                       : RetryClass::fatal;
-  return make_error(op, key, rc, e.to_string());
+  return fs_error(op, key, rc, e.to_string());
 }
 
 std::string encode_trailer(uint32_t crc) {
@@ -83,7 +83,7 @@ std::string FsObjectStore::describe() const {
 
 ObjectResult<FsObjectStore::Located> FsObjectStore::locate(Op op, std::string_view key) const {
   if (auto p = key_problem(key)) {
-    return make_error(op, key, RetryClass::fatal, "invalid key: " + *p);
+    return fs_error(op, key, RetryClass::fatal, "invalid key: " + *p);
   }
   Located loc;
   loc.dir = root_;
@@ -103,7 +103,7 @@ ObjectResult<FsObjectStore::Located> FsObjectStore::locate(Op op, std::string_vi
 ObjectResult<uint32_t> FsObjectStore::read_trailer(Op op, std::string_view key, File& f,
                                                    uint64_t file_size) {
   if (file_size < kFsTrailerBytes) {
-    return make_error(op, key, RetryClass::fatal,
+    return fs_error(op, key, RetryClass::fatal,
                       fmt::format("corrupt object file {}: {} bytes, shorter than its trailer",
                                   f.path(), file_size));
   }
@@ -112,7 +112,7 @@ ObjectResult<uint32_t> FsObjectStore::read_trailer(Op op, std::string_view key, 
     return fs_error(op, key, s.error(), false);
   }
   if (!std::equal(kTrailerMagic, kTrailerMagic + 4, t) || get_be32(u8(t + 4)) != kTrailerVersion) {
-    return make_error(
+    return fs_error(
         op, key, RetryClass::fatal,
         fmt::format("corrupt object file {}: bad trailer magic or version", f.path()));
   }
@@ -139,12 +139,12 @@ ObjectStatus FsObjectStore::put_once(const Located& loc, std::string_view key, B
       f = std::move(r).value();
     } else if (r.code() == Errc::not_found) {
       *dir_vanished = true;
-      return make_error(Op::put, key, RetryClass::fatal, "directory vanished: " + loc.dir);
+      return fs_error(Op::put, key, RetryClass::fatal, "directory vanished: " + loc.dir);
     } else if (r.code() != Errc::already_exists) {
       return fs_error(Op::put, key, r.error(), false);
     }
   }
-  if (!f) return make_error(Op::put, key, RetryClass::fatal, "no free temporary file name");
+  if (!f) return fs_error(Op::put, key, RetryClass::fatal, "no free temporary file name");
 
   auto fail = [&](const Error& e) -> ObjectStatus {
     f.reset();
@@ -167,7 +167,7 @@ ObjectStatus FsObjectStore::put_once(const Located& loc, std::string_view key, B
     if (auto s = fs_.remove(tmp); !s.ok()) {
       spdlog::warn("objstore fs: could not remove temporary file {}: {}", tmp, s.to_string());
     }
-    return make_error(Op::put, key, RetryClass::fatal,
+    return fs_error(Op::put, key, RetryClass::fatal,
                       fmt::format("checksum mismatch: body CRC32C {:08x}, caller said {:08x}; "
                                   "nothing stored",
                                   crc, *expected_crc));
@@ -211,7 +211,7 @@ ObjectResult<Bytes> FsObjectStore::get(std::string_view key) {
   }
   uint32_t actual = crc32c::value(out);
   if (actual != *crc) {
-    return make_error(Op::get, key, RetryClass::fatal,
+    return fs_error(Op::get, key, RetryClass::fatal,
                       fmt::format("checksum mismatch: object file {} has CRC32C {:08x}, its "
                                   "trailer says {:08x}",
                                   loc->file(), actual, *crc));
@@ -224,7 +224,7 @@ ObjectResult<Bytes> FsObjectStore::get_range(std::string_view key, uint64_t offs
   auto loc = locate(Op::get_range, key);
   if (!loc.ok()) return std::move(loc).error();
   if (length == 0) {
-    return make_error(Op::get_range, key, RetryClass::fatal, "ranged get of length 0");
+    return fs_error(Op::get_range, key, RetryClass::fatal, "ranged get of length 0");
   }
   auto f = fs_.open(loc->file(), OpenOptions::read_only());
   if (!f.ok()) return fs_error(Op::get_range, key, f.error(), true);
@@ -234,7 +234,7 @@ ObjectResult<Bytes> FsObjectStore::get_range(std::string_view key, uint64_t offs
   if (!crc.ok()) return std::move(crc).error();
   uint64_t body = *size - kFsTrailerBytes;
   if (offset >= body) {
-    return make_error(Op::get_range, key, RetryClass::fatal,
+    return fs_error(Op::get_range, key, RetryClass::fatal,
                       fmt::format("range start {} is not below the object size {}", offset, body));
   }
   uint64_t n = std::min(length, body - offset);
@@ -305,10 +305,10 @@ std::vector<RemoveOutcome> FsObjectStore::remove_many(std::span<const std::strin
 ObjectResult<ListPage> FsObjectStore::list(const ListRequest& req) {
   const std::string& prefix = req.prefix;
   if (auto p = prefix_problem(prefix)) {
-    return make_error(Op::list, prefix, RetryClass::fatal, "invalid prefix: " + *p);
+    return fs_error(Op::list, prefix, RetryClass::fatal, "invalid prefix: " + *p);
   }
   if (req.max_keys < 1 || req.max_keys > kMaxListKeys) {
-    return make_error(Op::list, prefix, RetryClass::fatal,
+    return fs_error(Op::list, prefix, RetryClass::fatal,
                       fmt::format("max_keys {} outside 1..{}", req.max_keys, kMaxListKeys));
   }
   // The token is the last key returned, base64-encoded (opaque to callers).
@@ -316,7 +316,7 @@ ObjectResult<ListPage> FsObjectStore::list(const ListRequest& req) {
   if (!req.continuation_token.empty()) {
     auto decoded = base64_decode(req.continuation_token);
     if (!decoded || key_problem(*decoded)) {
-      return make_error(Op::list, prefix, RetryClass::fatal,
+      return fs_error(Op::list, prefix, RetryClass::fatal,
                         "invalid continuation token '" + req.continuation_token + "'");
     }
     after = std::move(*decoded);
@@ -424,7 +424,7 @@ ObjectStatus FsObjectStore::check_access() {
   auto st = fs_.stat(root_);
   if (!st.ok()) return fs_error(Op::check, "", st.error(), false);
   if (!st->is_dir) {
-    return make_error(Op::check, "", RetryClass::fatal, root_ + " is not a directory");
+    return fs_error(Op::check, "", RetryClass::fatal, root_ + " is not a directory");
   }
   // Prove the root is writable with a temporary file (never an object).
   std::string tmp =

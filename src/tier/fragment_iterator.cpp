@@ -4,16 +4,6 @@
 
 namespace strata::tier {
 
-namespace {
-// First entry whose range ends above `cursor`: the last entry starting at or
-// below it (entries are sorted by offset), or 0.
-size_t entry_holding(const std::vector<ManifestEntry>& entries, uint64_t cursor) {
-  auto it = std::upper_bound(entries.begin(), entries.end(), cursor,
-                             [](uint64_t c, const ManifestEntry& e) { return c < e.offset; });
-  return it == entries.begin() ? 0 : size_t(it - entries.begin()) - 1;
-}
-}  // namespace
-
 FragmentIterator::FragmentIterator(std::shared_ptr<const Manifest> root, uint64_t from_offset,
                                    GroupFetch fetch)
     : root_(std::move(root)), fetch_(std::move(fetch)) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace strata::tier {
 
 Result<std::shared_ptr<const ManifestGroup>> fetch_group(const GroupFetch& fetch,
@@ -22,6 +24,12 @@ Result<std::shared_ptr<const ManifestGroup>> fetch_group(const GroupFetch& fetch
                              what(), p->level, p->first_offset, p->next_offset, e.offset, end));
   }
   return *g;
+}
+
+size_t entry_holding(const std::vector<ManifestEntry>& entries, uint64_t cursor) {
+  auto it = std::upper_bound(entries.begin(), entries.end(), cursor,
+                             [](uint64_t c, const ManifestEntry& e) { return c < e.offset; });
+  return it == entries.begin() ? 0 : size_t(it - entries.begin()) - 1;
 }
 
 }  // namespace strata::tier

@@ -3,8 +3,10 @@
 // at the same level, or the enclosing bound).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 #include "tier/manifest.h"
@@ -42,5 +44,10 @@ inline bool is_group_fetch_failure(const Error& e) {
 // checks it is that group. Shared by the iterator, lookups and retention.
 Result<std::shared_ptr<const ManifestGroup>> fetch_group(const GroupFetch& fetch,
                                                          const ManifestEntry& e, uint64_t end);
+
+// The index of the entry whose range holds `cursor` in a level's entries
+// (sorted by offset): the last entry starting at or below it, or 0 when
+// `cursor` is below them all.
+size_t entry_holding(const std::vector<ManifestEntry>& entries, uint64_t cursor);
 
 }  // namespace strata::tier

@@ -9,12 +9,6 @@ namespace strata::tier {
 
 namespace {
 
-size_t entry_holding(const std::vector<ManifestEntry>& entries, uint64_t cursor) {
-  auto it = std::upper_bound(entries.begin(), entries.end(), cursor,
-                             [](uint64_t c, const ManifestEntry& e) { return c < e.offset; });
-  return it == entries.begin() ? 0 : size_t(it - entries.begin()) - 1;
-}
-
 struct Frame {
   std::shared_ptr<const ManifestGroup> group;  // null for the root
   const std::vector<ManifestEntry>* entries;

@@ -19,6 +19,7 @@
 #include "common/random.h"
 #include "log/log_test_util.h"
 #include "log/registry.h"
+#include "support/assertions.h"
 #include "support/temp_dir.h"
 
 namespace strata::log {
@@ -27,11 +28,7 @@ namespace {
 using test::payload_for;
 
 // Thousands of crashes: the repair warnings would drown the test output.
-struct QuietLogs {
-  QuietLogs() : level(spdlog::get_level()) { spdlog::set_level(spdlog::level::off); }
-  ~QuietLogs() { spdlog::set_level(level); }
-  spdlog::level::level_enum level;
-};
+using strata::test::QuietLogs;
 
 CrashOptions crash_mode(int mode, uint64_t seed) {
   CrashOptions c;

@@ -19,17 +19,6 @@ namespace strata::raftmeta {
 namespace {
 
 using namespace test;
-using State = std::optional<ServerMeta>;
-
-struct History {
-  std::vector<State> states;
-  size_t acked = 0;
-};
-
-std::string show(const State& s) {
-  return s ? s->to_string() : std::string("absent");
-}
-
 // Replays the child's log onto the histories (see raftmeta_child.cpp).
 void replay(const std::string& out, std::map<std::string, History>* hist) {
   std::istringstream in(out);

@@ -29,18 +29,6 @@ using namespace test;
 constexpr int kThreads = 3;
 constexpr int kServersPerThread = 5;
 
-// A server's state: absent, or its metadata.
-using State = std::optional<ServerMeta>;
-
-std::string show(const State& s) {
-  return s ? s->to_string() : std::string("absent");
-}
-
-struct History {
-  std::vector<State> states;  // in order; the last is the current one
-  size_t acked = 0;           // states[acked..] may be what a crash leaves
-};
-
 std::string id_of(int t, int i) {
   return "srv-" + std::to_string(t) + "-" + std::to_string(i);
 }

@@ -15,28 +15,25 @@
 
 #include "common/fs.h"
 #include "raftmeta/raft_meta.h"
-
-#define ASSERT_OK(expr)                                                 \
-  do {                                                                  \
-    auto&& assert_ok_s_ = (expr);                                       \
-    ASSERT_TRUE(assert_ok_s_.ok()) << assert_ok_s_.error().to_string(); \
-  } while (0)
-#define EXPECT_OK(expr)                                                 \
-  do {                                                                  \
-    auto&& expect_ok_s_ = (expr);                                       \
-    EXPECT_TRUE(expect_ok_s_.ok()) << expect_ok_s_.error().to_string(); \
-  } while (0)
+#include "support/assertions.h"
 
 namespace strata::raftmeta::test {
 
-// Silences logging for its lifetime (tests that crash on purpose).
-class QuietLogs {
- public:
-  QuietLogs() : level_(spdlog::get_level()) { spdlog::set_level(spdlog::level::off); }
-  ~QuietLogs() { spdlog::set_level(level_); }
+using strata::test::QuietLogs;
 
- private:
-  spdlog::level::level_enum level_;
+// A server's state in a crash or kill test's history: absent, or its
+// metadata.
+using State = std::optional<ServerMeta>;
+
+inline std::string show(const State& s) {
+  return s ? s->to_string() : std::string("absent");
+}
+
+// The states one server went through, in order (the last is the current
+// one); states[acked..] are what a crash may leave.
+struct History {
+  std::vector<State> states;
+  size_t acked = 0;
 };
 
 // A small store: `capacity` servers, `nodes` node names, `wal` WAL bytes.

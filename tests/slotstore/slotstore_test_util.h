@@ -10,17 +10,7 @@
 
 #include "common/fault_fs.h"
 #include "slotstore/slotstore.h"
-
-#define ASSERT_OK(expr)                                                 \
-  do {                                                                  \
-    auto&& assert_ok_s_ = (expr);                                       \
-    ASSERT_TRUE(assert_ok_s_.ok()) << assert_ok_s_.error().to_string(); \
-  } while (0)
-#define EXPECT_OK(expr)                                                 \
-  do {                                                                  \
-    auto&& expect_ok_s_ = (expr);                                       \
-    EXPECT_TRUE(expect_ok_s_.ok()) << expect_ok_s_.error().to_string(); \
-  } while (0)
+#include "support/assertions.h"
 
 namespace strata::slotstore::test {
 
