@@ -24,21 +24,14 @@
 
 #include "common/random.h"
 #include "raftmeta/raft_meta.h"
+#include "support/child_output.h"
 
 using namespace strata;
 using namespace strata::raftmeta;
 
 namespace {
 
-void emit(const std::string& line) {
-  std::string l = line + "\n";
-  size_t off = 0;
-  while (off < l.size()) {
-    ssize_t n = ::write(1, l.data() + off, l.size() - off);
-    if (n <= 0) std::_Exit(3);
-    off += size_t(n);
-  }
-}
+using strata::test::emit_line;
 
 int fail(const Error& e) {
   std::fprintf(stderr, "raftmeta_child: %s\n", e.to_string().c_str());
@@ -50,14 +43,14 @@ int migrate(const std::string& dir, uint64_t wal) {
   o.store.wal_bytes = wal;
   o.store.capacity = 64;
   o.migration_progress = [](std::string_view phase, uint64_t done, uint64_t total) {
-    emit("progress " + std::string(phase) + " " + std::to_string(done) + " " +
-         std::to_string(total));
+    emit_line("progress " + std::string(phase) + " " + std::to_string(done) + " " +
+              std::to_string(total));
   };
   auto m = RaftMeta::open(posix_fs(), dir, o);
   if (!m.ok()) return fail(m.error());
   const auto st = (*m)->stats();
-  emit("done " + std::string(action_name(st.migration.action)) + " " +
-       std::to_string(st.migration.rows));
+  emit_line("done " + std::string(action_name(st.migration.action)) + " " +
+            std::to_string(st.migration.rows));
   Status s = (*m)->close();
   return s.ok() ? 0 : fail(s.error());
 }
@@ -75,24 +68,24 @@ int write(const std::string& dir, uint64_t seed) {
     const uint64_t kind = rng.uniform(10);
     Status s;
     if (kind < 2) {
-      emit("op " + std::to_string(n) + " T " + id + " " + std::to_string(n));
+      emit_line("op " + std::to_string(n) + " T " + id + " " + std::to_string(n));
       s = m.store(id, Field::current_term, n);
       if (s.ok()) {
         s = m.store_sync(id, Field::voted_for,
                          VotedFor::server("c" + std::to_string(n), "node" + std::to_string(n % 3)));
       }
-      if (s.ok()) emit("ack " + std::to_string(n));
+      if (s.ok()) emit_line("ack " + std::to_string(n));
     } else if (kind < 8) {
-      emit("op " + std::to_string(n) + " A " + id + " " + std::to_string(n));
+      emit_line("op " + std::to_string(n) + " A " + id + " " + std::to_string(n));
       s = m.store(id, Field::last_applied, n);
     } else if (kind < 9) {
-      emit("op " + std::to_string(n) + " S " + id + " " + std::to_string(n));
+      emit_line("op " + std::to_string(n) + " S " + id + " " + std::to_string(n));
       s = m.store_sync(id, Field::last_applied, n);
-      if (s.ok()) emit("ack " + std::to_string(n));
+      if (s.ok()) emit_line("ack " + std::to_string(n));
     } else {
-      emit("op " + std::to_string(n) + " E " + id);
+      emit_line("op " + std::to_string(n) + " E " + id);
       s = m.erase_sync(id);
-      if (s.ok()) emit("ack " + std::to_string(n));
+      if (s.ok()) emit_line("ack " + std::to_string(n));
     }
     if (!s.ok()) return fail(s.error());
   }

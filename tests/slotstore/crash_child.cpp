@@ -17,21 +17,14 @@
 
 #include "common/random.h"
 #include "slotstore/slotstore.h"
+#include "support/child_output.h"
 
 using namespace strata;
 using namespace strata::slotstore;
 
 namespace {
 
-void emit(const std::string& line) {
-  std::string l = line + "\n";
-  size_t off = 0;
-  while (off < l.size()) {
-    ssize_t n = ::write(1, l.data() + off, l.size() - off);
-    if (n <= 0) std::_Exit(3);
-    off += size_t(n);
-  }
-}
+using strata::test::emit_line;
 
 Schema schema() {
   Schema s;
@@ -106,19 +99,19 @@ int main(int argc, char** argv) {
       b.put(k, std::move(ups));
       lines.push_back(line);
     }
-    for (const auto& l : lines) emit("op " + std::to_string(n) + " " + l);
+    for (const auto& l : lines) emit_line("op " + std::to_string(n) + " " + l);
     WriteOptions wo{rng.chance(1, 20)};
     Status st = s->write_batch(b, wo);
     if (st.ok()) {
       live = batch_live;
-      emit("ack " + std::to_string(n));
+      emit_line("ack " + std::to_string(n));
     } else if (st.code() == Errc::store_full || st.code() == Errc::string_table_full) {
-      emit("err " + std::to_string(n) + " " + std::string(errc_name(st.code())));
+      emit_line("err " + std::to_string(n) + " " + std::string(errc_name(st.code())));
     } else {
       std::fprintf(stderr, "write_batch: %s\n", st.to_string().c_str());
       return 1;
     }
-    if (n % 20 == 0) emit("compactions " + std::to_string(s->info().compactions));
+    if (n % 20 == 0) emit_line("compactions " + std::to_string(s->info().compactions));
     if (rng.chance(1, 30)) {
       Status ss = s->sync();
       if (!ss.ok()) return 1;

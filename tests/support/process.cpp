@@ -40,8 +40,8 @@ Process Process::spawn(const std::vector<std::string>& argv, const std::string& 
   static int counter = 0;
   Process p;
   if (!log_dir.empty()) {
-    std::string base = log_dir + "/proc-" + std::to_string(::getpid()) + "-" +
-                       std::to_string(counter++);
+    std::string base =
+        log_dir + "/proc-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
     p.out_path_ = base + ".out";
     p.err_path_ = base + ".err";
   }
@@ -62,8 +62,10 @@ Process Process::spawn(const std::vector<std::string>& argv, const std::string& 
     ::setpgid(0, 0);
     int devnull = ::open("/dev/null", O_RDWR);
     ::dup2(devnull, 0);
-    int out = p.out_path_.empty() ? devnull : ::open(p.out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int err = p.err_path_.empty() ? devnull : ::open(p.err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int out = p.out_path_.empty() ? devnull
+                                  : ::open(p.out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = p.err_path_.empty() ? devnull
+                                  : ::open(p.err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(out, 1);
     ::dup2(err, 2);
     ::execvpe(args[0], args.data(), envp.data());
@@ -75,7 +77,10 @@ Process Process::spawn(const std::vector<std::string>& argv, const std::string& 
 }
 
 Process::Process(Process&& o) noexcept
-    : pid_(o.pid_), status_(o.status_), out_path_(std::move(o.out_path_)), err_path_(std::move(o.err_path_)) {
+    : pid_(o.pid_),
+      status_(o.status_),
+      out_path_(std::move(o.out_path_)),
+      err_path_(std::move(o.err_path_)) {
   o.pid_ = -1;
 }
 
@@ -149,8 +154,12 @@ std::optional<std::string> Process::wait_for_output(const std::string& needle,
   return std::nullopt;
 }
 
-std::string Process::stdout_text() const { return slurp(out_path_); }
-std::string Process::stderr_text() const { return slurp(err_path_); }
+std::string Process::stdout_text() const {
+  return slurp(out_path_);
+}
+std::string Process::stderr_text() const {
+  return slurp(err_path_);
+}
 
 RunResult run(const std::vector<std::string>& argv, const std::vector<std::string>& env_add,
               std::chrono::milliseconds timeout) {
