@@ -12,7 +12,9 @@ std::vector<Setup>& registry() {
   return r;
 }
 
-Registrar::Registrar(Setup setup) { registry().push_back(std::move(setup)); }
+Registrar::Registrar(Setup setup) {
+  registry().push_back(std::move(setup));
+}
 
 void Context::fail(const Error& e) {
   exit_code = 1;
@@ -23,9 +25,13 @@ void Context::fail(const Error& e) {
   }
 }
 
-void Context::fail(const std::string& message) { fail(Error(Errc::invalid_argument, message)); }
+void Context::fail(const std::string& message) {
+  fail(Error(Errc::invalid_argument, message));
+}
 
-void Context::print_json(const nlohmann::json& j) const { std::cout << j.dump() << std::endl; }
+void Context::print_json(const nlohmann::json& j) const {
+  std::cout << j.dump() << std::endl;
+}
 
 std::string human_bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

@@ -17,8 +17,12 @@ namespace strata {
 using Bytes = std::string;
 using BytesView = std::string_view;
 
-inline const uint8_t* u8(const char* p) { return reinterpret_cast<const uint8_t*>(p); }
-inline uint8_t* u8(char* p) { return reinterpret_cast<uint8_t*>(p); }
+inline const uint8_t* u8(const char* p) {
+  return reinterpret_cast<const uint8_t*>(p);
+}
+inline uint8_t* u8(char* p) {
+  return reinterpret_cast<uint8_t*>(p);
+}
 
 class ByteWriter {
  public:
@@ -45,8 +49,7 @@ class ByteWriter {
 class ByteReader {
  public:
   // `what` names the input in error messages ("manifest root", a file path).
-  explicit ByteReader(BytesView in, std::string what = "input")
-      : in_(in), what_(std::move(what)) {}
+  explicit ByteReader(BytesView in, std::string what = "input") : in_(in), what_(std::move(what)) {}
 
   // Each getter returns false (and records an error) if fewer bytes remain
   // than asked for; later getters then also fail.

@@ -53,7 +53,8 @@ constexpr size_t kMin3Way = 768;
 
 uint32_t extend(uint32_t crc, const void* data, size_t n) {
   if (kHasAvx512 && n >= kMinAvx512) return extend_avx512(crc, data, n);
-  if (kHasSse42) return n >= kMin3Way ? extend_sse42_3way(crc, data, n) : extend_sse42(crc, data, n);
+  if (kHasSse42)
+    return n >= kMin3Way ? extend_sse42_3way(crc, data, n) : extend_sse42(crc, data, n);
   return extend_portable(crc, data, n);
 }
 

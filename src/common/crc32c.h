@@ -18,8 +18,12 @@ inline constexpr uint32_t kPoly = 0x82F63B78u;
 // before it (0 for none): extend(extend(0, a), b) == value(a + b).
 uint32_t extend(uint32_t crc, const void* data, size_t n);
 
-inline uint32_t value(const void* data, size_t n) { return extend(0, data, n); }
-inline uint32_t value(std::string_view s) { return extend(0, s.data(), s.size()); }
+inline uint32_t value(const void* data, size_t n) {
+  return extend(0, data, n);
+}
+inline uint32_t value(std::string_view s) {
+  return extend(0, s.data(), s.size());
+}
 
 // The implementations, exposed so tests can check they agree. The hardware
 // ones require the matching has_*() (crc32c_x86.cpp).

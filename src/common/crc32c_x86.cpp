@@ -20,8 +20,8 @@ namespace strata::crc32c {
 
 namespace {
 
-constexpr size_t kLong = 8192;           // bytes per stream in the long loop
-constexpr size_t kShort = 256;           // bytes per stream in the short loop
+constexpr size_t kLong = 8192;  // bytes per stream in the long loop
+constexpr size_t kShort = 256;  // bytes per stream in the short loop
 
 // "Shift by N zero bytes" as four byte-indexed tables: for a CRC register
 // value c, the register after feeding N zero bytes is
@@ -210,7 +210,6 @@ bool detect_avx512() {
          __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("sse4.2");
 }
 
-
 }  // namespace
 
 __attribute__((target("sse4.2"))) uint32_t extend_sse42(uint32_t crc, const void* data, size_t n) {
@@ -238,19 +237,33 @@ uint32_t extend_avx512(uint32_t crc, const void* data, size_t n) {
   return avx512(crc, static_cast<const uint8_t*>(data), n);
 }
 
-bool has_sse42() { return __builtin_cpu_supports("sse4.2"); }
-bool has_avx512() { return detect_avx512(); }
+bool has_sse42() {
+  return __builtin_cpu_supports("sse4.2");
+}
+bool has_avx512() {
+  return detect_avx512();
+}
 
 }  // namespace strata::crc32c
 
 #else
 
 namespace strata::crc32c {
-uint32_t extend_sse42(uint32_t crc, const void* data, size_t n) { return extend_portable(crc, data, n); }
-uint32_t extend_sse42_3way(uint32_t crc, const void* data, size_t n) { return extend_portable(crc, data, n); }
-uint32_t extend_avx512(uint32_t crc, const void* data, size_t n) { return extend_portable(crc, data, n); }
-bool has_sse42() { return false; }
-bool has_avx512() { return false; }
+uint32_t extend_sse42(uint32_t crc, const void* data, size_t n) {
+  return extend_portable(crc, data, n);
+}
+uint32_t extend_sse42_3way(uint32_t crc, const void* data, size_t n) {
+  return extend_portable(crc, data, n);
+}
+uint32_t extend_avx512(uint32_t crc, const void* data, size_t n) {
+  return extend_portable(crc, data, n);
+}
+bool has_sse42() {
+  return false;
+}
+bool has_avx512() {
+  return false;
+}
 }  // namespace strata::crc32c
 
 #endif

@@ -23,7 +23,9 @@ inline void put_be64(uint8_t* p, uint64_t v) {
   put_be32(p, uint32_t(v >> 32));
   put_be32(p + 4, uint32_t(v));
 }
-inline uint16_t get_be16(const uint8_t* p) { return uint16_t((uint16_t(p[0]) << 8) | p[1]); }
+inline uint16_t get_be16(const uint8_t* p) {
+  return uint16_t((uint16_t(p[0]) << 8) | p[1]);
+}
 inline uint32_t get_be32(const uint8_t* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
 }
@@ -41,7 +43,9 @@ inline void put_le32(uint8_t* p, uint32_t v) {
 inline void put_le64(uint8_t* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = uint8_t(v >> (8 * i));
 }
-inline uint16_t get_le16(const uint8_t* p) { return uint16_t(p[0] | (uint16_t(p[1]) << 8)); }
+inline uint16_t get_le16(const uint8_t* p) {
+  return uint16_t(p[0] | (uint16_t(p[1]) << 8));
+}
 inline uint32_t get_le32(const uint8_t* p) {
   uint32_t v = 0;
   for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];

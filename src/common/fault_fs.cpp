@@ -32,7 +32,8 @@ void apply(std::string& data, const FaultFsPendingWrite& w, size_t keep_bytes) {
 // Splits "/a/b/c" into {"a","b","c"}; paths must be absolute.
 Result<std::vector<std::string>> split(const std::string& path) {
   if (path.empty() || path[0] != '/') {
-    return Error(Errc::invalid_argument, "FaultFileSystem needs absolute paths, got '" + path + "'");
+    return Error(Errc::invalid_argument,
+                 "FaultFileSystem needs absolute paths, got '" + path + "'");
   }
   std::vector<std::string> parts;
   size_t i = 0;
@@ -149,7 +150,9 @@ class FaultFileSystem::MemFile final : public File {
   bool writable_;
 };
 
-FaultFileSystem::FaultFileSystem() : root_(std::make_shared<Node>()) { root_->is_dir = true; }
+FaultFileSystem::FaultFileSystem() : root_(std::make_shared<Node>()) {
+  root_->is_dir = true;
+}
 FaultFileSystem::~FaultFileSystem() = default;
 
 Status FaultFileSystem::check(FaultOp::Kind kind, const std::string& path, bool mutating) {
@@ -177,14 +180,15 @@ Result<std::shared_ptr<FaultFileSystem::Node>> FaultFileSystem::lookup(
   for (const auto& p : parts) {
     if (!n->is_dir) return Error(Errc::not_found, path + ": not a directory on the way");
     auto it = n->children.find(p);
-    if (it == n->children.end()) return Error(Errc::not_found, path + ": no such file or directory");
+    if (it == n->children.end())
+      return Error(Errc::not_found, path + ": no such file or directory");
     n = it->second;
   }
   return n;
 }
 
-Result<std::shared_ptr<FaultFileSystem::Node>> FaultFileSystem::parent_dir(const std::string& path,
-                                                                           std::string* name) const {
+Result<std::shared_ptr<FaultFileSystem::Node>> FaultFileSystem::parent_dir(
+    const std::string& path, std::string* name) const {
   STRATA_ASSIGN_OR_RETURN(auto parts, split(path));
   if (parts.empty()) return Error(Errc::invalid_argument, "operation on the root directory");
   *name = parts.back();
@@ -233,7 +237,8 @@ Status FaultFileSystem::rename(const std::string& from, const std::string& to) {
   STRATA_ASSIGN_OR_RETURN(auto fdir, parent_dir(from, &fname));
   STRATA_ASSIGN_OR_RETURN(auto tdir, parent_dir(to, &tname));
   auto it = fdir->children.find(fname);
-  if (it == fdir->children.end()) return Error(Errc::not_found, "rename " + from + ": no such file");
+  if (it == fdir->children.end())
+    return Error(Errc::not_found, "rename " + from + ": no such file");
   auto dst = tdir->children.find(tname);
   if (dst != tdir->children.end() && dst->second->is_dir != it->second->is_dir) {
     return Error(Errc::invalid_argument, "rename " + from + " -> " + to + ": kind mismatch");
@@ -254,7 +259,8 @@ Status FaultFileSystem::remove(const std::string& path) {
   STRATA_ASSIGN_OR_RETURN(auto dir, parent_dir(path, &name));
   auto it = dir->children.find(name);
   if (it == dir->children.end()) return Error(Errc::not_found, "unlink " + path + ": no such file");
-  if (it->second->is_dir) return Error(Errc::invalid_argument, "unlink " + path + ": is a directory");
+  if (it->second->is_dir)
+    return Error(Errc::invalid_argument, "unlink " + path + ": is a directory");
   STRATA_TRY(check(FaultOp::Kind::remove, path, true));
   dir->children.erase(it);
   return Status::OK();
@@ -277,8 +283,10 @@ Status FaultFileSystem::remove_dir(const std::string& path) {
   std::string name;
   STRATA_ASSIGN_OR_RETURN(auto dir, parent_dir(path, &name));
   auto it = dir->children.find(name);
-  if (it == dir->children.end()) return Error(Errc::not_found, "rmdir " + path + ": no such directory");
-  if (!it->second->is_dir) return Error(Errc::invalid_argument, "rmdir " + path + ": not a directory");
+  if (it == dir->children.end())
+    return Error(Errc::not_found, "rmdir " + path + ": no such directory");
+  if (!it->second->is_dir)
+    return Error(Errc::invalid_argument, "rmdir " + path + ": not a directory");
   if (!it->second->children.empty()) {
     return Error(Errc::invalid_argument, "rmdir " + path + ": directory not empty");
   }
@@ -290,7 +298,8 @@ Status FaultFileSystem::remove_dir(const std::string& path) {
 Status FaultFileSystem::sync_dir(const std::string& path) {
   std::lock_guard<std::mutex> l(mu_);
   STRATA_ASSIGN_OR_RETURN(auto n, lookup(path));
-  if (!n->is_dir) return Error(Errc::invalid_argument, "fsync directory " + path + ": not a directory");
+  if (!n->is_dir)
+    return Error(Errc::invalid_argument, "fsync directory " + path + ": not a directory");
   STRATA_TRY(check(FaultOp::Kind::sync_dir, path, true));
   n->durable_children = n->children;
   return Status::OK();

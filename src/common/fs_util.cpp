@@ -29,7 +29,9 @@ std::string path_basename(const std::string& path) {
                      end - (pos == std::string::npos ? 0 : pos + 1) + 1);
 }
 
-bool exists(FileSystem& fs, const std::string& path) { return fs.stat(path).ok(); }
+bool exists(FileSystem& fs, const std::string& path) {
+  return fs.stat(path).ok();
+}
 
 Status create_dirs(FileSystem& fs, const std::string& path) {
   auto st = fs.stat(path);

@@ -103,7 +103,8 @@ class PosixFileSystem final : public FileSystem {
   }
 
   Status rename(const std::string& from, const std::string& to) override {
-    if (::rename(from.c_str(), to.c_str()) != 0) return os_error("rename", from + " -> " + to, errno);
+    if (::rename(from.c_str(), to.c_str()) != 0)
+      return os_error("rename", from + " -> " + to, errno);
     return Status::OK();
   }
 

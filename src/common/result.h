@@ -142,7 +142,9 @@ class [[nodiscard]] BasicStatus {
 };
 using Status = BasicStatus<Error>;
 
-inline Error make_error(Errc c, std::string msg) { return Error(c, std::move(msg)); }
+inline Error make_error(Errc c, std::string msg) {
+  return Error(c, std::move(msg));
+}
 
 }  // namespace strata
 
@@ -151,9 +153,9 @@ inline Error make_error(Errc c, std::string msg) { return Error(c, std::move(msg
 
 // Returns the error of a Status-returning expression from the enclosing
 // function (which returns Status or Result<T>).
-#define STRATA_TRY(expr)                                      \
-  do {                                                        \
-    auto&& strata_try_s_ = (expr);                            \
+#define STRATA_TRY(expr)                                              \
+  do {                                                                \
+    auto&& strata_try_s_ = (expr);                                    \
     if (!strata_try_s_.ok()) return std::move(strata_try_s_).error(); \
   } while (0)
 

@@ -104,17 +104,16 @@ ObjectResult<uint32_t> FsObjectStore::read_trailer(Op op, std::string_view key, 
                                                    uint64_t file_size) {
   if (file_size < kFsTrailerBytes) {
     return fs_error(op, key, RetryClass::fatal,
-                      fmt::format("corrupt object file {}: {} bytes, shorter than its trailer",
-                                  f.path(), file_size));
+                    fmt::format("corrupt object file {}: {} bytes, shorter than its trailer",
+                                f.path(), file_size));
   }
   char t[kFsTrailerBytes];
   if (auto s = read_exact(f, file_size - kFsTrailerBytes, t, sizeof t); !s.ok()) {
     return fs_error(op, key, s.error(), false);
   }
   if (!std::equal(kTrailerMagic, kTrailerMagic + 4, t) || get_be32(u8(t + 4)) != kTrailerVersion) {
-    return fs_error(
-        op, key, RetryClass::fatal,
-        fmt::format("corrupt object file {}: bad trailer magic or version", f.path()));
+    return fs_error(op, key, RetryClass::fatal,
+                    fmt::format("corrupt object file {}: bad trailer magic or version", f.path()));
   }
   return get_be32(u8(t + 8));
 }
@@ -168,9 +167,9 @@ ObjectStatus FsObjectStore::put_once(const Located& loc, std::string_view key, B
       spdlog::warn("objstore fs: could not remove temporary file {}: {}", tmp, s.to_string());
     }
     return fs_error(Op::put, key, RetryClass::fatal,
-                      fmt::format("checksum mismatch: body CRC32C {:08x}, caller said {:08x}; "
-                                  "nothing stored",
-                                  crc, *expected_crc));
+                    fmt::format("checksum mismatch: body CRC32C {:08x}, caller said {:08x}; "
+                                "nothing stored",
+                                crc, *expected_crc));
   }
   *crc_out = crc;
   if (auto s = f->append(encode_trailer(crc)); !s.ok()) return fail(s.error());
@@ -212,9 +211,9 @@ ObjectResult<Bytes> FsObjectStore::get(std::string_view key) {
   uint32_t actual = crc32c::value(out);
   if (actual != *crc) {
     return fs_error(Op::get, key, RetryClass::fatal,
-                      fmt::format("checksum mismatch: object file {} has CRC32C {:08x}, its "
-                                  "trailer says {:08x}",
-                                  loc->file(), actual, *crc));
+                    fmt::format("checksum mismatch: object file {} has CRC32C {:08x}, its "
+                                "trailer says {:08x}",
+                                loc->file(), actual, *crc));
   }
   return out;
 }
@@ -235,7 +234,7 @@ ObjectResult<Bytes> FsObjectStore::get_range(std::string_view key, uint64_t offs
   uint64_t body = *size - kFsTrailerBytes;
   if (offset >= body) {
     return fs_error(Op::get_range, key, RetryClass::fatal,
-                      fmt::format("range start {} is not below the object size {}", offset, body));
+                    fmt::format("range start {} is not below the object size {}", offset, body));
   }
   uint64_t n = std::min(length, body - offset);
   Bytes out(n, '\0');
@@ -309,7 +308,7 @@ ObjectResult<ListPage> FsObjectStore::list(const ListRequest& req) {
   }
   if (req.max_keys < 1 || req.max_keys > kMaxListKeys) {
     return fs_error(Op::list, prefix, RetryClass::fatal,
-                      fmt::format("max_keys {} outside 1..{}", req.max_keys, kMaxListKeys));
+                    fmt::format("max_keys {} outside 1..{}", req.max_keys, kMaxListKeys));
   }
   // The token is the last key returned, base64-encoded (opaque to callers).
   std::string after;
@@ -317,7 +316,7 @@ ObjectResult<ListPage> FsObjectStore::list(const ListRequest& req) {
     auto decoded = base64_decode(req.continuation_token);
     if (!decoded || key_problem(*decoded)) {
       return fs_error(Op::list, prefix, RetryClass::fatal,
-                        "invalid continuation token '" + req.continuation_token + "'");
+                      "invalid continuation token '" + req.continuation_token + "'");
     }
     after = std::move(*decoded);
   }

@@ -60,6 +60,8 @@ TEST(Bytes, LittleEndianHelpers) {
   EXPECT_EQ(get_le16(buf), 0xBEEF);
 }
 
-TEST(Bytes, Hex) { EXPECT_EQ(to_hex(BytesView("\x00\xff\x10", 3)), "00ff10"); }
+TEST(Bytes, Hex) {
+  EXPECT_EQ(to_hex(BytesView("\x00\xff\x10", 3)), "00ff10");
+}
 
 }  // namespace strata

@@ -1,7 +1,8 @@
 // The helpers and the POSIX file system, on a real temporary directory.
+#include "common/fs.h"
+
 #include <gtest/gtest.h>
 
-#include "common/fs.h"
 #include "support/temp_dir.h"
 
 namespace strata {
