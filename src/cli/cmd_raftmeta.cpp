@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "raftmeta/dets_migration.h"
 #include "raftmeta/inspect.h"
+#include "raftmeta/raft_meta.h"
 #include "raftmeta/store_options.h"
 
 namespace strata::cli {
@@ -126,6 +127,12 @@ void migrate(Context& ctx, const MigrateFlags& f) {
   }
   if (Status s = create_dirs(posix_fs(), f.dir); !s.ok()) {
     ctx.fail(s.error());
+    return;
+  }
+  // A server running on this directory must not see its store replaced.
+  auto lock = lock_store_dir(posix_fs(), f.dir);
+  if (!lock.ok()) {
+    ctx.fail(lock.error());
     return;
   }
   auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);

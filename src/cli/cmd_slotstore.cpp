@@ -56,7 +56,7 @@ json info_json(const Info& i, const Schema& schema) {
 }
 
 void inspect(Context& ctx, const std::string& path, bool records) {
-  Options o;
+  slotstore::Options o;
   o.read_only = true;
   auto opened = SlotStore::open_existing(posix_fs(), path, o);
   if (!opened.ok()) return ctx.fail(opened.error());

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/file_lock.h"
 #include "log/recovery.h"
 
 namespace strata::log {
@@ -146,9 +147,10 @@ Status StreamRegistry::remove(const std::string& name) {
     return st.error();
   }
   // Another process writing this stream holds its lock: refuse.
-  DirLock lock;
+  FileLock lock;
   if (&fs_ == &posix_fs()) {
-    STRATA_ASSIGN_OR_RETURN(lock, DirLock::acquire(dir));
+    STRATA_ASSIGN_OR_RETURN(
+        lock, FileLock::acquire(path_join(dir, "LOCK"), fmt::format("stream {}", dir)));
   }
   std::string tomb;
   for (int n = 0;; ++n) {

@@ -41,8 +41,8 @@
 #include <string>
 #include <vector>
 
+#include "common/file_lock.h"
 #include "common/fs.h"
-#include "log/dir_lock.h"
 #include "log/hooks.h"
 #include "log/log_files.h"
 #include "log/log_options.h"
@@ -215,7 +215,7 @@ class StreamLog : public std::enable_shared_from_this<StreamLog> {
   Clock& clock_;
   uint64_t epoch_ = 1;
   std::vector<std::string> repairs_;
-  DirLock lock_;
+  FileLock lock_;
 
   mutable std::mutex mu_;
   // Oldest first; the last one is the active segment. Guarded by mu_.

@@ -174,6 +174,9 @@ Status build_store(FileSystem& fs, dets::RaMetaReader& reader, const std::string
   // The writer compacts a full WAL half itself before going on: a
   // migration larger than the WAL proceeds in steps, deterministically.
   so.background_compaction = false;
+  // The caller holds <dir>/LOCK (lock_store_dir), which guards every file
+  // in the directory.
+  so.lock = false;
   {
     STRATA_ASSIGN_OR_RETURN(auto store,
                             slotstore::SlotStore::open(fs, tmp, make_schema(o.bounds), so));

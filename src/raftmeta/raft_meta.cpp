@@ -41,6 +41,11 @@ int64_t RaftMeta::now_ns() const {
   return system_clock().monotonic_ns();
 }
 
+Result<FileLock> lock_store_dir(FileSystem& fs, const std::string& dir) {
+  if (&fs != &posix_fs()) return FileLock();
+  return FileLock::acquire(path_join(dir, "LOCK"), fmt::format("raftmeta store {}", dir));
+}
+
 Result<std::unique_ptr<RaftMeta>> RaftMeta::open(FileSystem& fs, const std::string& dir,
                                                  const Options& options) {
   auto ctx = [&](Error e) { return std::move(e).with_context("raftmeta open " + dir); };
@@ -55,6 +60,8 @@ Result<std::unique_ptr<RaftMeta>> RaftMeta::open(FileSystem& fs, const std::stri
     return ctx(Error(Errc::invalid_argument, "applied_sync_interval must be positive"));
   }
   if (Status s = create_dirs(fs, dir); !s.ok()) return ctx(std::move(s).error());
+  auto lock = lock_store_dir(fs, dir);
+  if (!lock.ok()) return std::move(lock).error();
   MigrationReport rep;
   if (options.migrate_dets) {
     auto r = migrate_dets(fs, dets_path(dir), dir, options.store, options.migration_progress);
@@ -62,6 +69,7 @@ Result<std::unique_ptr<RaftMeta>> RaftMeta::open(FileSystem& fs, const std::stri
     rep = std::move(r).value();
   }
   std::unique_ptr<RaftMeta> m(new RaftMeta(fs, dir, options));
+  m->dir_lock_ = std::move(lock).value();
   if (Status s = m->load(rep); !s.ok()) return ctx(std::move(s).error());
   return m;
 }
@@ -75,6 +83,8 @@ Status RaftMeta::load(const MigrationReport& migration) {
   so.compaction_buffer_bytes = opt_.store.compaction_buffer_bytes;
   so.background_compaction = opt_.background_compaction;
   so.create_if_missing = false;
+  // dir_lock_ guards every file in the directory; no second lock file.
+  so.lock = false;
   std::shared_ptr<Gate> gate = gate_;
   so.compaction_hook = [gate](slotstore::CompactionPoint p) -> Status {
     if (gate->user_hook) STRATA_TRY(gate->user_hook(p));
@@ -314,6 +324,7 @@ Status RaftMeta::close() {
     Status cs = store_->close();
     if (st.ok() && !cs.ok()) st = cs;
   }
+  dir_lock_.release();
   closed_ = true;
   close_status_ = st;
   return st;

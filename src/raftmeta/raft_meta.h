@@ -51,6 +51,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/file_lock.h"
 #include "common/fs.h"
 #include "common/result.h"
 #include "raftmeta/dets_migration.h"
@@ -104,6 +105,12 @@ struct Stats {
   slotstore::Info store;            // the slotstore's counters
   MigrationReport migration;        // what open() found and did
 };
+
+// Takes <dir>/LOCK: one process at a time may write a node's Raft metadata
+// (open and migration both hold it; Errc::conflict names the directory if
+// another does). On a FileSystem other than the real one (tests) it returns
+// a lock that holds nothing.
+Result<FileLock> lock_store_dir(FileSystem& fs, const std::string& dir);
 
 class RaftMeta {
  public:
@@ -195,6 +202,10 @@ class RaftMeta {
 
   FileSystem& fs_;
   const std::string dir_;
+  // <dir>/LOCK, held from before the DETS migration until close: one
+  // process at a time owns a node's Raft metadata (the real file system
+  // only).
+  FileLock dir_lock_;
   const std::string path_;
   const Options opt_;
   std::shared_ptr<Gate> gate_;

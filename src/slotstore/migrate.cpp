@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/file_lock.h"
 #include "slotstore/slotstore.h"
 
 namespace strata::slotstore {
@@ -27,6 +28,13 @@ Status SlotStore::migrate(FileSystem& fs, const std::string& path, const Schema&
                           const Options& to_options) {
   auto ctx = [&](Error e) { return std::move(e).with_context("migrate " + path); };
   if (Status s = to.validate(); !s.ok()) return ctx(s.error());
+  // No writer may change the source while it is copied and replaced.
+  FileLock lock;
+  if (&fs == &posix_fs()) {
+    auto l = FileLock::acquire(path + ".lock", fmt::format("slotstore {}", path));
+    if (!l.ok()) return ctx(std::move(l).error());
+    lock = std::move(l).value();
+  }
   // The source is only read: a failed migration leaves it byte for byte.
   Options src_opt;
   src_opt.read_only = true;
@@ -61,6 +69,7 @@ Status SlotStore::migrate(FileSystem& fs, const std::string& path, const Schema&
   dst_opt.create_if_missing = true;
   dst_opt.error_if_exists = true;
   dst_opt.read_only = false;
+  dst_opt.lock = false;
   dst_opt.background_compaction = false;
   auto dst = open(fs, tmp, to, dst_opt);
   if (!dst.ok()) {

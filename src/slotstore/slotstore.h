@@ -69,6 +69,11 @@ struct Options {
   // Open for inspection: recover into memory, never write the file, no
   // compaction; write_batch/erase/sync return invalid_argument.
   bool read_only = false;
+  // A writer (not read_only) on the real file system holds an exclusive
+  // flock on <path>.lock while open, so a second writer, in this process or
+  // another, gets Errc::conflict instead of corrupting the file. migrate()
+  // turns it off for its temporary file (the source's lock guards both).
+  bool lock = true;
 
   // Bound on the memory compaction uses for record images and strings
   // before it writes and fsyncs what it has and continues (a smaller bound

@@ -171,6 +171,8 @@ Status SlotStore::Impl::close() {
   }
   comp_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // Nothing writes the file after this point: let the next writer in.
+  lock_.release();
   if (failed_ && result.ok()) result = fail_stopped_error();
   return result;
 }

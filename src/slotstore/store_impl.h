@@ -21,6 +21,7 @@
 #include <shared_mutex>
 #include <thread>
 
+#include "common/file_lock.h"
 #include "slotstore/compactor.h"
 #include "slotstore/format.h"
 #include "slotstore/slot_table.h"
@@ -104,6 +105,7 @@ class SlotStore::Impl {
   const Options opt_;
   const format::Layout layout_;
   std::unique_ptr<File> file_;
+  FileLock lock_;  // held while open for writing (Options::lock)
 
   mutable std::shared_mutex mu_;
   SlotTable table_;

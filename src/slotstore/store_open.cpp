@@ -72,6 +72,12 @@ Result<std::unique_ptr<SlotStore::Impl>> SlotStore::Impl::open(FileSystem& fs,
                                                                const std::string& path,
                                                                const Schema* schema,
                                                                const Options& opt) {
+  // Lock before looking at the file, so two writers cannot both create it.
+  FileLock lock;
+  if (!opt.read_only && opt.lock && &fs == &posix_fs()) {
+    STRATA_ASSIGN_OR_RETURN(lock,
+                            FileLock::acquire(path + ".lock", fmt::format("slotstore {}", path)));
+  }
   auto st = fs.stat(path);
   if (!st.ok()) {
     if (st.code() != Errc::not_found) return std::move(st).error();
@@ -112,6 +118,7 @@ Result<std::unique_ptr<SlotStore::Impl>> SlotStore::Impl::open(FileSystem& fs,
     STRATA_TRY(file->sync());
   }
   auto impl = std::make_unique<Impl>(fs, path, opt, std::move(layout).value(), std::move(file));
+  impl->lock_ = std::move(lock);
   STRATA_TRY(impl->recover());
   STRATA_TRY(impl->start());
   return impl;

@@ -116,6 +116,27 @@ TEST_F(CliTest, DamagedSourceFailsAndIsLeftAsItWas) {
   EXPECT_EQ(doc["error"]["code"], "corrupt") << j.out;
 }
 
+// A server has the directory open: a migration into it is refused (the
+// store would be replaced under the server), and inspect, which only reads,
+// still works.
+TEST_F(CliTest, MigrateIntoADirectoryInUseIsRefused) {
+  const std::string node = dir_.sub("node");
+  auto held = RaftMeta::open(posix_fs(), node, small_options());
+  ASSERT_TRUE(held.ok()) << held.error().to_string();
+  ASSERT_OK((*held)->store_sync("s1", Field::current_term, uint64_t{4}));
+  const std::string src = dir_.sub("meta.dets");
+  copy_into(posix_fs(), dets_fixtures().ra_small, src);
+  Out m = strata_cli({"--json", "raftmeta", "migrate", src, node});
+  EXPECT_EQ(m.status, 1) << m.out << m.err;
+  auto doc = nlohmann::json::parse(m.out);
+  EXPECT_EQ(doc["error"]["code"], "conflict") << m.out;
+  EXPECT_NE(m.out.find(node), std::string::npos) << m.out;
+  EXPECT_TRUE(exists(posix_fs(), src));  // the source is untouched
+  Out t = strata_cli({"raftmeta", "inspect", node});
+  EXPECT_EQ(t.status, 0) << t.err;
+  ASSERT_OK((*held)->close());
+}
+
 TEST_F(CliTest, InspectWithoutAStoreSaysWhy) {
   copy_into(posix_fs(), dets_fixtures().ra_small, dets_path(dir_.path()));
   Out t = strata_cli({"raftmeta", "inspect", dir_.path()});

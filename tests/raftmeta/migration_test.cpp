@@ -52,7 +52,7 @@ TEST_F(MigrationTest, MigratesBareAtomAndTupleFormsOfThousandsOfRows) {
     EXPECT_GT(tuple, 1000u);
   }
   // The source is retired byte for byte, nothing else is left behind.
-  EXPECT_EQ(entries(), (std::vector<std::string>{"meta.dets.migrated", "meta.slots"}));
+  EXPECT_EQ(entries(), (std::vector<std::string>{"LOCK", "meta.dets.migrated", "meta.slots"}));
   EXPECT_EQ(file_bytes(posix_fs(), dets() + ".migrated"), source);
   // Reopening migrates nothing and reads the same rows.
   auto m = RaftMeta::open(posix_fs(), dir(), small_options());
@@ -156,7 +156,8 @@ TEST_F(MigrationTest, CorruptOrUnexpectedDetsFailsLoudlyAndIsLeftUntouched) {
     EXPECT_EQ(dets::test::read_bytes(dets_path(d.path())), c.bytes);
     auto l = posix_fs().list_dir(d.path());
     ASSERT_TRUE(l.ok());
-    EXPECT_EQ(*l, std::vector<std::string>{"meta.dets"});
+    // Nothing but the source and the directory's (empty) lock file.
+    EXPECT_EQ(*l, (std::vector<std::string>{"LOCK", "meta.dets"}));
   }
 }
 
@@ -203,7 +204,7 @@ TEST_F(MigrationTest, BothStoreAndSourcePresentAfterACrashFinishesRetiring) {
   ASSERT_TRUE(m.ok()) << m.error().to_string();
   EXPECT_EQ((*m)->stats().migration.action, MigrationReport::Action::retired_only);
   EXPECT_EQ(row_lines((*m)->list()), dets_fixtures().ra_small_rows);
-  EXPECT_EQ(entries(), (std::vector<std::string>{"meta.dets.migrated", "meta.slots"}));
+  EXPECT_EQ(entries(), (std::vector<std::string>{"LOCK", "meta.dets.migrated", "meta.slots"}));
 }
 
 TEST_F(MigrationTest, LeftoverTempFilesAreRemovedOnRetry) {
@@ -214,7 +215,7 @@ TEST_F(MigrationTest, LeftoverTempFilesAreRemovedOnRetry) {
   ASSERT_TRUE(m.ok()) << m.error().to_string();
   EXPECT_EQ((*m)->stats().migration.removed_leftovers.size(), 2u);
   EXPECT_EQ(row_lines((*m)->list()), dets_fixtures().ra_small_rows);
-  EXPECT_EQ(entries(), (std::vector<std::string>{"meta.dets.migrated", "meta.slots"}));
+  EXPECT_EQ(entries(), (std::vector<std::string>{"LOCK", "meta.dets.migrated", "meta.slots"}));
 }
 
 // Migrated servers behave like any other: a term change clears a migrated

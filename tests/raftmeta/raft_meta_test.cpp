@@ -51,6 +51,23 @@ TEST_F(RaftMetaTest, StoresAndFetchesEveryFieldAndVoteForm) {
   EXPECT_EQ(m->stats().servers, 2u);
 }
 
+// One process at a time owns a node's Raft metadata: a second open of the
+// directory is refused by name until the first closes.
+TEST_F(RaftMetaTest, SecondOpenOfTheDirectoryIsRefusedUntilClose) {
+  auto m = open(small_options());
+  ASSERT_TRUE(m);
+  ASSERT_OK(m->store_sync("s1", Field::current_term, uint64_t{7}));
+  auto second = RaftMeta::open(posix_fs(), dir_.path(), small_options());
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.code(), Errc::conflict);
+  EXPECT_NE(second.error().message.find(dir_.path()), std::string::npos)
+      << second.error().to_string();
+  ASSERT_OK(m->close());
+  auto again = open(small_options());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(u64(again->fetch("s1", Field::current_term)), uint64_t{7});
+}
+
 TEST_F(RaftMetaTest, VoteClearedOnTermChangeSurvivesRestart) {
   {
     auto m = open(small_options());

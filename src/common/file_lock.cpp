@@ -1,4 +1,4 @@
-#include "log/dir_lock.h"
+#include "common/file_lock.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -8,11 +8,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/fs.h"
+namespace strata {
 
-namespace strata::log {
-
-DirLock& DirLock::operator=(DirLock&& o) noexcept {
+FileLock& FileLock::operator=(FileLock&& o) noexcept {
   if (this != &o) {
     release();
     fd_ = o.fd_;
@@ -22,33 +20,33 @@ DirLock& DirLock::operator=(DirLock&& o) noexcept {
   return *this;
 }
 
-Result<DirLock> DirLock::acquire(const std::string& dir) {
-  DirLock l;
-  l.path_ = path_join(dir, "LOCK");
+Result<FileLock> FileLock::acquire(const std::string& lock_path, std::string_view what) {
+  FileLock l;
+  l.path_ = lock_path;
   l.fd_ = ::open(l.path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (l.fd_ < 0) {
     return Error(errno == ENOENT ? Errc::not_found : Errc::io,
-                 fmt::format("open {}: {}", l.path_, std::strerror(errno)));
+                 fmt::format("open lock file {}: {}", l.path_, std::strerror(errno)));
   }
   while (::flock(l.fd_, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
     int err = errno;
     if (err == EWOULDBLOCK) {
       return Error(Errc::conflict,
-                   fmt::format("stream {} is already open for writing (lock {} is held "
-                               "by another writer)",
-                               dir, l.path_));
+                   fmt::format("{} is already open for writing (lock {} is held by another "
+                               "process or handle)",
+                               what, l.path_));
     }
     return Error(Errc::io, fmt::format("flock {}: {}", l.path_, std::strerror(err)));
   }
   return l;
 }
 
-void DirLock::release() {
+void FileLock::release() {
   if (fd_ >= 0) {
     ::close(fd_);  // drops the flock
     fd_ = -1;
   }
 }
 
-}  // namespace strata::log
+}  // namespace strata
