@@ -18,7 +18,9 @@ if ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace
   exit 1
 fi
 grep -E "tests passed|Total Test time" "$log"
+echo "sanitizer stage: ${SECONDS} s (CI budget for the whole run: 20 min)"
 
 echo "== regular build =="
 "$here/scripts/build.sh" "$here/build" >/dev/null
+echo "regular build done at ${SECONDS} s"
 ctest --test-dir "$here/build" --output-on-failure -j "$jobs"
