@@ -277,8 +277,23 @@ TEST(SlotStoreReq, Req1_StaleEntryOfACrashedRunNeverResurfaces) {
     ASSERT_OK(s->put("k", {set(kApplied, Value::u64(3))}));  // E1, unsynced
     ASSERT_OK(s->put("k", {set(kApplied, Value::u64(4))}));  // E2, unsynced
     Bytes cached = *read_file(fs, "/m");
-    while (cached[e1_off] == durable[e1_off]) ++e1_off;
-    e2_off = e1_off + get_be32(reinterpret_cast<const uint8_t*>(cached.data() + e1_off + 4));
+    // E1 is the first WAL entry holding a byte the durable file lacks. Walk
+    // the entries from the half header (magic "SSWH" at +4): the first
+    // differing byte alone is not E1's start, since E1's chain value is
+    // random (the marker's nonce) and may begin with the bytes it replaces.
+    size_t diff = 0;
+    while (cached[diff] == durable[diff]) ++diff;
+    const size_t half = cached.find("SSWH");
+    ASSERT_NE(half, Bytes::npos);
+    auto entry_size = [&](size_t off) {
+      return get_be32(reinterpret_cast<const uint8_t*>(cached.data() + off + 4));
+    };
+    e1_off = half - 4 + 32;  // the half's first entry
+    while (e1_off + entry_size(e1_off) <= diff) {
+      ASSERT_GT(entry_size(e1_off), 0u);
+      e1_off += entry_size(e1_off);
+    }
+    e2_off = e1_off + entry_size(e1_off);
     uint32_t e2_size = get_be32(reinterpret_cast<const uint8_t*>(cached.data() + e2_off + 4));
     e2 = cached.substr(e2_off, e2_size);
     fs.crash();
