@@ -74,6 +74,27 @@ __attribute__((target("sse4.2"))) uint64_t load64(const uint8_t* p) {
   return v;
 }
 
+// Feeds single bytes until `p` is 8-byte aligned (or `n` runs out).
+__attribute__((target("sse4.2"))) inline uint64_t crc_until_aligned(uint64_t c, const uint8_t*& p,
+                                                                    size_t& n) {
+  while (n && (reinterpret_cast<uintptr_t>(p) & 7)) {
+    c = _mm_crc32_u8(uint32_t(c), *p++);
+    --n;
+  }
+  return c;
+}
+
+// Feeds the rest: 8 bytes at a time, then the last 0..7 one by one.
+__attribute__((target("sse4.2"))) inline uint64_t crc_rest(uint64_t c, const uint8_t* p, size_t n) {
+  while (n >= 8) {
+    c = _mm_crc32_u64(c, load64(p));
+    p += 8;
+    n -= 8;
+  }
+  while (n--) c = _mm_crc32_u8(uint32_t(c), *p++);
+  return c;
+}
+
 // Three interleaved streams of `block` bytes each, joined by shifting.
 __attribute__((target("sse4.2"))) inline uint64_t three_way(uint64_t crc0, const uint8_t*& p,
                                                             size_t& n, size_t block,
@@ -97,20 +118,10 @@ __attribute__((target("sse4.2"))) inline uint64_t three_way(uint64_t crc0, const
 
 __attribute__((target("sse4.2"))) uint32_t hw3(uint32_t crc, const uint8_t* p, size_t n) {
   const ShiftTables& t = tables();
-  uint64_t c = ~crc;
-  while (n && (reinterpret_cast<uintptr_t>(p) & 7)) {
-    c = _mm_crc32_u8(uint32_t(c), *p++);
-    --n;
-  }
+  uint64_t c = crc_until_aligned(~crc, p, n);
   c = three_way(c, p, n, kLong, t.long_shift);
   c = three_way(c, p, n, kShort, t.short_shift);
-  while (n >= 8) {
-    c = _mm_crc32_u64(c, load64(p));
-    p += 8;
-    n -= 8;
-  }
-  while (n--) c = _mm_crc32_u8(uint32_t(c), *p++);
-  return ~uint32_t(c);
+  return ~uint32_t(crc_rest(c, p, n));
 }
 
 // Carry-less multiplication folding with 512-bit VPCLMULQDQ (four 128-bit
@@ -194,13 +205,7 @@ STRATA_AVX512_TARGET uint32_t avx512(uint32_t crc, const uint8_t* p, size_t n) {
   r = _mm_xor_si128(r, _mm512_extracti32x4_epi32(f, 2));
   uint64_t c = _mm_crc32_u64(0, uint64_t(_mm_cvtsi128_si64(r)));
   c = _mm_crc32_u64(c, uint64_t(_mm_extract_epi64(r, 1)));
-  while (n >= 8) {
-    c = _mm_crc32_u64(c, load64(p));
-    p += 8;
-    n -= 8;
-  }
-  while (n--) c = _mm_crc32_u8(uint32_t(c), *p++);
-  return ~uint32_t(c);
+  return ~uint32_t(crc_rest(c, p, n));
 }
 
 #pragma GCC diagnostic pop
@@ -214,18 +219,8 @@ bool detect_avx512() {
 
 __attribute__((target("sse4.2"))) uint32_t extend_sse42(uint32_t crc, const void* data, size_t n) {
   const auto* p = static_cast<const uint8_t*>(data);
-  uint64_t c = ~crc;
-  while (n && (reinterpret_cast<uintptr_t>(p) & 7)) {
-    c = _mm_crc32_u8(uint32_t(c), *p++);
-    --n;
-  }
-  while (n >= 8) {
-    c = _mm_crc32_u64(c, load64(p));
-    p += 8;
-    n -= 8;
-  }
-  while (n--) c = _mm_crc32_u8(uint32_t(c), *p++);
-  return ~uint32_t(c);
+  uint64_t c = crc_until_aligned(~crc, p, n);
+  return ~uint32_t(crc_rest(c, p, n));
 }
 
 uint32_t extend_sse42_3way(uint32_t crc, const void* data, size_t n) {
