@@ -5,6 +5,7 @@
 #include "common/assert.h"
 #include "common/crc32c.h"
 #include "common/endian.h"
+#include "common/fs.h"
 
 namespace strata::log {
 
@@ -158,6 +159,10 @@ Result<IndexRecord> decode_index_record(BytesView in, const std::string& where) 
                                             r.num_records, r.chunk_size));
   }
   return r;
+}
+
+Result<FileLock> lock_stream(const std::string& dir) {
+  return FileLock::acquire(path_join(dir, "LOCK"), fmt::format("stream {}", dir));
 }
 
 }  // namespace strata::log

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/bytes.h"
+#include "common/file_lock.h"
 #include "common/result.h"
 #include "log/chunk.h"
 
@@ -34,6 +35,10 @@ enum class LogFileKind { segment, index };
 // "00000000000000000042.segment"
 std::string segment_file_name(uint64_t first_offset);
 std::string index_file_name(uint64_t first_offset);
+
+// Takes the stream's `<dir>/LOCK`: one writer (or deleter) per stream,
+// across processes; Errc::conflict names the stream if another holds it.
+Result<FileLock> lock_stream(const std::string& dir);
 
 // Parses a directory entry name. Returns nullopt for names that are not log
 // files at all; an error for names that claim to be (".segment"/".index"

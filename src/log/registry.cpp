@@ -149,8 +149,7 @@ Status StreamRegistry::remove(const std::string& name) {
   // Another process writing this stream holds its lock: refuse.
   FileLock lock;
   if (&fs_ == &posix_fs()) {
-    STRATA_ASSIGN_OR_RETURN(
-        lock, FileLock::acquire(path_join(dir, "LOCK"), fmt::format("stream {}", dir)));
+    STRATA_ASSIGN_OR_RETURN(lock, lock_stream(dir));
   }
   std::string tomb;
   for (int n = 0;; ++n) {

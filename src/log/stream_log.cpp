@@ -98,8 +98,7 @@ Result<std::shared_ptr<StreamLog>> StreamLog::open(const std::string& dir, LogOp
     }
     if (!st->is_dir)
       return Error(Errc::invalid_argument, fmt::format("{} is not a directory", dir));
-    STRATA_ASSIGN_OR_RETURN(
-        log->lock_, FileLock::acquire(path_join(dir, "LOCK"), fmt::format("stream {}", dir)));
+    STRATA_ASSIGN_OR_RETURN(log->lock_, lock_stream(dir));
   }
   RecoveryOptions ro;
   ro.read_only = o.read_only;

@@ -2,8 +2,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "common/file_lock.h"
 #include "slotstore/slotstore.h"
+#include "slotstore/store_impl.h"
 
 namespace strata::slotstore {
 
@@ -31,7 +31,7 @@ Status SlotStore::migrate(FileSystem& fs, const std::string& path, const Schema&
   // No writer may change the source while it is copied and replaced.
   FileLock lock;
   if (&fs == &posix_fs()) {
-    auto l = FileLock::acquire(path + ".lock", fmt::format("slotstore {}", path));
+    auto l = lock_store_file(path);
     if (!l.ok()) return ctx(std::move(l).error());
     lock = std::move(l).value();
   }

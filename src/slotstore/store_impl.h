@@ -30,6 +30,9 @@
 
 namespace strata::slotstore {
 
+// Takes `<path>.lock` for a writer of the store at `path` (Options::lock).
+Result<FileLock> lock_store_file(const std::string& path);
+
 // Bytes of the marker entry each opened store writes before its first change.
 inline constexpr size_t kMarkerBytes = format::kEntryHeaderSize + 8;
 

@@ -68,6 +68,10 @@ Status SlotStore::Impl::create(FileSystem& fs, const std::string& path, const Sc
   return fs.sync_dir(path_parent(path));
 }
 
+Result<FileLock> lock_store_file(const std::string& path) {
+  return FileLock::acquire(path + ".lock", fmt::format("slotstore {}", path));
+}
+
 Result<std::unique_ptr<SlotStore::Impl>> SlotStore::Impl::open(FileSystem& fs,
                                                                const std::string& path,
                                                                const Schema* schema,
@@ -75,8 +79,7 @@ Result<std::unique_ptr<SlotStore::Impl>> SlotStore::Impl::open(FileSystem& fs,
   // Lock before looking at the file, so two writers cannot both create it.
   FileLock lock;
   if (!opt.read_only && opt.lock && &fs == &posix_fs()) {
-    STRATA_ASSIGN_OR_RETURN(lock,
-                            FileLock::acquire(path + ".lock", fmt::format("slotstore {}", path)));
+    STRATA_ASSIGN_OR_RETURN(lock, lock_store_file(path));
   }
   auto st = fs.stat(path);
   if (!st.ok()) {
