@@ -8,7 +8,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 # Build toolchain and libraries.
 packages=(
-  build-essential g++ cmake ninja-build pkg-config git ca-certificates
+  build-essential g++ cmake ninja-build ccache pkg-config git ca-certificates
   libgtest-dev libgmock-dev libbenchmark-dev
   libcurl4-openssl-dev libpugixml-dev libcli11-dev libfmt-dev libspdlog-dev
   nlohmann-json3-dev libasio-dev libssl-dev
