@@ -1,0 +1,161 @@
+// Tasks that always end: a blocking job run on a BlockingPool whose outcome
+// comes back to the caller's strand exactly once — its result, its throw,
+// its deadline, or its cancellation (the pool dropped it unrun) — whatever
+// the job does. This is the shells' answer to the original's hung state
+// machines: no flag set when a task starts can stay set forever, because
+// the task's end is not left to the job.
+//
+//   run_task<R>(ctx, strand, deadline, "PUT k", job, done)
+//
+// - `job` runs on the pool and returns an R (usually a Result). An
+//   exception it throws is caught and becomes TaskEnd::threw with the
+//   exception's text.
+// - When `deadline` passes first, `done` gets TaskEnd::deadline at once; the
+//   job is marked abandoned (the pool may add a thread while it still runs)
+//   and its late result is dropped here.
+// - If the pool drops the job unrun (stop), `done` gets TaskEnd::cancelled.
+// - `done` runs on `strand`, once. Callers still tag results with their own
+//   generation tokens: a result can sit in the strand's queue while the
+//   caller moves on (the cores ignore stale tokens).
+//
+// run_task must be called on `strand` (the deadline timer is armed and
+// cancelled there).
+#pragma once
+
+#include <asio/bind_executor.hpp>
+#include <asio/io_context.hpp>
+#include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+
+#include "common/blocking_pool.h"
+#include "common/result.h"
+
+namespace strata {
+
+using Strand = asio::strand<asio::io_context::executor_type>;
+
+enum class TaskEnd : uint8_t { completed, threw, deadline, cancelled };
+std::string_view task_end_name(TaskEnd e);
+
+template <class R>
+struct TaskOutcome {
+  TaskEnd end = TaskEnd::completed;
+  std::optional<R> value;  // set when completed: what the job returned
+  // Otherwise, what ended it: internal (threw), timeout (deadline),
+  // cancelled (dropped unrun).
+  Error error;
+};
+
+// Whether the io_context that strands and timers belong to is still
+// there. A job that outlives the node (hung past the pool's stop grace)
+// must not post to a destroyed io_context: finish() checks this under a
+// shared lock, and the node clears it under the exclusive lock before
+// destroying the io_context.
+struct IoLifetime {
+  std::shared_mutex mu;
+  bool alive = true;
+  void end() {
+    std::unique_lock l(mu);
+    alive = false;
+  }
+};
+
+struct TaskContext {
+  BlockingPool* pool = nullptr;
+  std::shared_ptr<IoLifetime> lifetime;
+};
+
+namespace detail {
+
+template <class T>
+struct TaskState : std::enable_shared_from_this<TaskState<T>> {
+  TaskState(Strand s, std::shared_ptr<IoLifetime> l, std::string w,
+            std::function<void(TaskOutcome<T>)> d)
+      : strand(std::move(s)),
+        lifetime(std::move(l)),
+        what(std::move(w)),
+        done(std::move(d)),
+        timer(strand) {}
+
+  // The first end wins; later ones (a late result after the deadline, the
+  // guard of a job that already reported) are dropped here.
+  void finish(TaskEnd end, std::optional<T> value, Error error) {
+    if (fired.exchange(true, std::memory_order_acq_rel)) return;
+    std::shared_lock l(lifetime->mu);
+    if (!lifetime->alive) return;
+    asio::post(strand, [self = this->shared_from_this(), end, v = std::move(value),
+                        e = std::move(error)]() mutable {
+      self->timer.cancel();
+      auto d = std::move(self->done);
+      d(TaskOutcome<T>{end, std::move(v), std::move(e)});
+    });
+  }
+
+  Strand strand;
+  std::shared_ptr<IoLifetime> lifetime;
+  std::string what;
+  std::function<void(TaskOutcome<T>)> done;
+  asio::steady_timer timer;
+  BlockingPool::Ticket ticket;
+  std::atomic<bool> fired{false};
+};
+
+// Owned by the job: if the job is destroyed without having run (the pool
+// dropped it), the task ends as cancelled.
+template <class T>
+struct JobGuard {
+  explicit JobGuard(std::shared_ptr<TaskState<T>> s) : st(std::move(s)) {}
+  ~JobGuard() {
+    if (!ran) {
+      st->finish(TaskEnd::cancelled, std::nullopt,
+                 Error(Errc::cancelled, st->what + ": dropped before it ran (shutting down)"));
+    }
+  }
+  std::shared_ptr<TaskState<T>> st;
+  bool ran = false;
+};
+
+}  // namespace detail
+
+template <class T>
+void run_task(TaskContext ctx, const Strand& strand, std::chrono::milliseconds deadline,
+              std::string what, std::function<T()> job, std::function<void(TaskOutcome<T>)> done) {
+  auto st = std::make_shared<detail::TaskState<T>>(strand, ctx.lifetime, std::move(what),
+                                                   std::move(done));
+  auto guard = std::make_shared<detail::JobGuard<T>>(st);
+  st->ticket = ctx.pool->post([guard, job = std::move(job)]() mutable {
+    guard->ran = true;
+    auto& s = guard->st;
+    try {
+      std::optional<T> r(job());
+      s->finish(TaskEnd::completed, std::move(r), Error());
+    } catch (const std::exception& e) {
+      s->finish(TaskEnd::threw, std::nullopt,
+                Error(Errc::internal, s->what + ": threw: " + e.what()));
+    } catch (...) {
+      s->finish(TaskEnd::threw, std::nullopt,
+                Error(Errc::internal, s->what + ": threw a non-standard exception"));
+    }
+  });
+  guard.reset();
+  st->timer.expires_after(deadline);
+  st->timer.async_wait([st, deadline](const std::error_code& ec) {
+    if (ec) return;  // cancelled: the task ended first
+    st->ticket.abandon();
+    st->finish(TaskEnd::deadline, std::nullopt,
+               Error(Errc::timeout, st->what + ": no result within its deadline of " +
+                                        std::to_string(deadline.count()) + " ms (abandoned)"));
+  });
+}
+
+}  // namespace strata

@@ -1,0 +1,124 @@
+// The uploader's blocking jobs: each does one piece of I/O, once, and
+// returns what happened as a value. They run on the node's BlockingPool
+// through run_task (common/task.h); retries, deadlines and ordering belong
+// to the uploader core and shell, never to a job.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "common/result.h"
+#include "log/reader.h"
+#include "log/stream_log.h"
+#include "objstore/object_store.h"
+#include "tier/fragment.h"
+#include "tier/fragment_assembly.h"
+#include "tier/manifest.h"
+#include "tier/manifest_cache.h"
+#include "tier/manifest_retention.h"
+#include "tier/object_keys.h"
+#include "tier/transfer_failure.h"
+#include "tier/uploader_events.h"
+
+namespace strata::tier {
+
+// The object-store error as the uploader core classifies it.
+TransferFailure transfer_failure_of(const objstore::ObjectError& e);
+
+// ---- start ----
+
+struct LoadedState {
+  catalog::StreamEntry entry;  // after the take-over, if any
+  Manifest manifest;           // the persisted manifest; empty_at(0) when root_key is ""
+  bool has_root = false;       // entry.root_key names a root (manifest loaded from it)
+  bool from_cache = false;     // the node's cache had it at the catalog's revision
+  bool created = false;        // the catalog entry was created by this load
+};
+
+// Reads (creating if absent) the stream's catalog entry, raises its epoch
+// when take_over, and loads the persisted manifest: from the cache when its
+// revision is the catalog's, else by GETting the root. A missing root at
+// revision > 0 is an error (transient), never an empty manifest.
+Result<LoadedState> load_stream_state(catalog::Catalog& catalog, objstore::ObjectStore& store,
+                                      const ManifestCache& cache, const ObjectKeys& keys,
+                                      bool take_over);
+
+// ---- fragments ----
+
+// Builds the fragment object from the segment files of the log in
+// `log_dir` (spans mapped, not copied; every chunk checked against the
+// index and its CRC on the way) and PUTs it to `key`. Returns the object's
+// size.
+Result<uint64_t, TransferFailure> put_fragment(objstore::ObjectStore& store,
+                                               const std::string& log_dir, const FragmentPlan& plan,
+                                               uint64_t epoch, const std::string& key);
+
+// PUTs a group object.
+Result<uint64_t, TransferFailure> put_group(objstore::ObjectStore& store, const ManifestGroup& g,
+                                            const std::string& key);
+
+// ---- persist ----
+
+struct PersistDone {
+  bool ok = false;
+  uint64_t revision = 0;  // ok: the new catalog revision
+  upload::PersistError error = upload::PersistError::transient;
+  bool fenced = false;  // the catalog holds a higher epoch
+  std::string message;
+};
+
+// PUT the root (a new key) -> catalog compare-and-set. When the CAS is
+// refused (conflict, fenced, not_found) the new root is referenced by
+// nothing and is deleted again (best effort; GC catches a failure).
+PersistDone persist_root(objstore::ObjectStore& store, catalog::Catalog& catalog,
+                         const std::string& stream, const Manifest& m, uint64_t epoch,
+                         const std::string& root_key, uint64_t expected_revision);
+
+// ---- retention ----
+
+// plan_retention with groups fetched from the store.
+Result<RetentionPlan> evaluate_retention_plan(objstore::ObjectStore& store, const ObjectKeys& keys,
+                                              const Manifest& m, const RetentionSpec& spec,
+                                              int64_t now_ms);
+
+// ---- deletes ----
+
+struct DeleteDone {
+  uint64_t deleted = 0;
+  std::vector<std::string> failures;  // "key: error"
+};
+DeleteDone delete_objects(objstore::ObjectStore& store, const std::vector<std::string>& keys);
+
+// ---- catch-up ----
+
+// Chunks read from the log, in offset order, and whether the reader reached
+// the committed end.
+struct CatchUpBatch {
+  std::vector<CommittedChunk> chunks;
+  bool at_end = false;
+};
+
+// A cursor over the log for catch-up reads (header and location only are
+// kept; chunk bodies are read and dropped).
+class LogTail {
+ public:
+  // Positions at `offset`, which must be the first offset of a chunk (or the
+  // committed end). Errors: not_found / out_of_range when retention removed
+  // it, corrupt when `offset` falls inside a chunk.
+  static Result<std::unique_ptr<LogTail>> open(std::shared_ptr<log::StreamLog> log,
+                                               uint64_t offset);
+  // Reads up to max_bytes of chunks.
+  Result<CatchUpBatch> read(uint64_t max_bytes);
+  uint64_t next_offset() const { return next_; }
+
+ private:
+  LogTail() = default;
+  std::shared_ptr<log::StreamLog> log_;
+  std::unique_ptr<log::Reader> reader_;
+  uint64_t next_ = 0;
+};
+
+}  // namespace strata::tier

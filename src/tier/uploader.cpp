@@ -1,0 +1,572 @@
+// Uploader shell: lifecycle (start, restart, terminate) and the tail (hook
+// queue, catch-up reads, fragment assembly, timers). Effects and task
+// outcomes are in uploader_effects.cpp.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "tier/uploader_impl.h"
+
+namespace strata::tier {
+
+using namespace upload;
+
+std::string_view uploader_state_name(UploaderState s) {
+  switch (s) {
+    case UploaderState::starting:
+      return "starting";
+    case UploaderState::running:
+      return "running";
+    case UploaderState::stalled:
+      return "stalled";
+    case UploaderState::fenced:
+      return "fenced";
+    case UploaderState::deleted:
+      return "deleted";
+    case UploaderState::closed:
+      return "closed";
+  }
+  return "unknown";
+}
+
+// ---- public handle ----
+
+Result<std::shared_ptr<Uploader>> Uploader::start(UploaderEnv env, UploaderOptions opts,
+                                                  std::shared_ptr<log::StreamLog> log) {
+  if (!env.io || !env.tasks.pool || !env.tasks.lifetime || !env.governor || !env.store ||
+      !env.catalog || !env.cache || !env.clock || !log) {
+    return Error(Errc::invalid_argument, "uploader: incomplete environment");
+  }
+  if (opts.assembly.target_size == 0 || opts.persist_threshold == 0 ||
+      opts.request_timeout_ms <= 0 || opts.max_queued_chunks == 0 ||
+      opts.catchup_batch_bytes == 0) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("uploader of stream {}: fragment target size, persist threshold, "
+                             "request timeout, queue and batch bounds must be positive",
+                             opts.stream));
+  }
+  STRATA_ASSIGN_OR_RETURN(ObjectKeys keys, ObjectKeys::make(opts.key_prefix, opts.stream));
+  static std::atomic<uint64_t> next_owner{1};
+  auto impl = std::make_shared<Impl>(std::move(env), std::move(opts), std::move(log),
+                                     std::move(keys), next_owner.fetch_add(1));
+  impl->begin();
+  return std::shared_ptr<Uploader>(new Uploader(std::move(impl)));
+}
+
+Uploader::~Uploader() {
+  close();
+}
+void Uploader::on_commit(const log::CommittedChunk& c) {
+  impl_->on_commit(c);
+}
+uint64_t Uploader::persisted_next() const {
+  return impl_->persisted_next.load(std::memory_order_acquire);
+}
+void Uploader::await_persisted(uint64_t offset, std::function<void(Status)> done) {
+  impl_->await_persisted(offset, std::move(done));
+}
+void Uploader::force_cut() {
+  impl_->force_cut();
+}
+void Uploader::request_retention() {
+  impl_->request_retention();
+}
+UploaderStatus Uploader::status() const {
+  return impl_->status();
+}
+UploaderState Uploader::state() const {
+  return impl_->state.load(std::memory_order_acquire);
+}
+void Uploader::close() {
+  impl_->close();
+}
+
+// ---- Impl: construction and entry points ----
+
+Uploader::Impl::Impl(UploaderEnv env, UploaderOptions opts, std::shared_ptr<log::StreamLog> log,
+                     ObjectKeys keys, uint64_t owner)
+    : env_(std::move(env)),
+      opts_(std::move(opts)),
+      log_(std::move(log)),
+      keys_(std::move(keys)),
+      owner_(owner),
+      strand_(asio::make_strand(*env_.io)),
+      wake_(strand_) {
+  st_.stream = opts_.stream;
+}
+
+void Uploader::Impl::begin() {
+  on_strand([this] {
+    st_.restarts += 1;
+    load(opts_.take_over);
+    publish_status();
+  });
+}
+
+void Uploader::Impl::on_commit(const log::CommittedChunk& c) {
+  bool post = false;
+  {
+    std::lock_guard l(tail_mu_);
+    if (overflow_) return;  // the catch-up read will find it in the log
+    if (live_.size() >= opts_.max_queued_chunks) {
+      // Uploads are far behind: stop queueing, read the log later instead.
+      overflow_ = true;
+      live_.clear();
+    } else {
+      LiveChunk lc;
+      lc.chunk.header = c.header;
+      lc.chunk.segment = c.segment_first_offset;
+      lc.chunk.position = c.position;
+      lc.chunk.size = c.size;
+      live_.push_back(lc);
+    }
+    if (!drain_posted_) {
+      drain_posted_ = true;
+      post = true;
+    }
+  }
+  if (post) {
+    on_strand([this] {
+      pump();
+      publish_status();
+    });
+  }
+}
+
+void Uploader::Impl::await_persisted(uint64_t offset, std::function<void(Status)> done) {
+  on_strand([this, offset, done = std::move(done)]() mutable {
+    if (closed_ || state.load() == UploaderState::fenced ||
+        state.load() == UploaderState::deleted) {
+      done(Error(Errc::closed, fmt::format("uploader of stream {} is {}", opts_.stream,
+                                           uploader_state_name(state.load()))));
+      return;
+    }
+    if (offset == 0) {
+      done(Status::OK());
+      return;
+    }
+    // The core's waiters wait for one offset to be persisted: the last
+    // one below `offset`.
+    uint64_t id = next_await_++;
+    awaits_[id] = Await{offset - 1, std::move(done)};
+    if (core_) feed(AwaitOffset{offset - 1, id});
+    publish_status();
+  });
+}
+
+void Uploader::Impl::force_cut() {
+  on_strand([this] {
+    if (!core_ || closed_) return;
+    if (auto plan = asm_->cut()) cut(std::move(*plan));
+    pump();
+    publish_status();
+  });
+}
+
+void Uploader::Impl::request_retention() {
+  on_strand([this] {
+    if (core_) feed(RetentionRequested{});
+    publish_status();
+  });
+}
+
+void Uploader::Impl::close() {
+  on_strand([this] {
+    if (closed_) return;
+    terminate(UploaderState::closed, "closed");
+    publish_status();
+  });
+}
+
+UploaderStatus Uploader::Impl::status() const {
+  UploaderStatus s;
+  {
+    std::lock_guard l(status_mu_);
+    s = status_;
+  }
+  s.state = state.load();
+  log::LocalRange r = log_->local_range();
+  s.local_first_offset = r.first_offset;
+  s.local_next_offset = r.next_offset;
+  s.time_to_remote = ttr_.snapshot();
+  return s;
+}
+
+// ---- lifecycle ----
+
+void Uploader::Impl::load(bool take_over) {
+  state.store(UploaderState::starting);
+  uint64_t gen = gen_;
+  run_task<Result<LoadedState>>(
+      env_.tasks, strand_, deadline_ms(4 * opts_.request_timeout_ms),
+      fmt::format("loading the persisted state of stream {}", opts_.stream),
+      [catalog = env_.catalog, store = env_.store, cache = env_.cache, keys = keys_, take_over] {
+        return load_stream_state(*catalog, *store, *cache, keys, take_over);
+      },
+      [self = shared_from_this(), gen, take_over](TaskOutcome<Result<LoadedState>> o) {
+        self->on_loaded(gen, take_over, std::move(o));
+        self->publish_status();
+      });
+}
+
+void Uploader::Impl::on_loaded(uint64_t gen, bool take_over, TaskOutcome<Result<LoadedState>> o) {
+  if (closed_ || gen != gen_) return;
+  Error err;
+  if (o.end != TaskEnd::completed) {
+    err = o.error;
+  } else if (!o.value->ok()) {
+    err = o.value->error();
+  } else {
+    LoadedState st = std::move(*o.value).value();
+    if (!take_over) {
+      // Reinitializing after a refused persist: find out whose write won.
+      if (st.entry.epoch > epoch_) {
+        terminate(UploaderState::fenced,
+                  fmt::format("stream {}: the catalog epoch is now {} (ours is {}): another "
+                              "writer owns the stream",
+                              opts_.stream, st.entry.epoch, epoch_));
+        return;
+      }
+      if (!st.entry.root_key.empty() && !attempted_roots_.count(st.entry.root_key) &&
+          st.entry.root_key != st_.root_key) {
+        terminate(UploaderState::fenced,
+                  fmt::format("stream {}: the catalog points at root {} which this uploader did "
+                              "not write (epoch {}): another writer with the same epoch",
+                              opts_.stream, st.entry.root_key, epoch_));
+        return;
+      }
+    }
+    start_failures_ = 0;
+    start_core(std::move(st));
+    return;
+  }
+  start_failures_ += 1;
+  note_failure("start", err.to_string());
+  Random rng(uint64_t(now()) ^ owner_);
+  int64_t delay =
+      err.code == Errc::conflict ? 0 : backoff_ms(opts_.start_backoff, start_failures_, rng);
+  spdlog::warn("uploader {}: start attempt {} failed: {}; retrying in {} ms", opts_.stream,
+               start_failures_, err.to_string(), delay);
+  retry_later(delay, [this, gen, take_over] {
+    if (!closed_ && gen == gen_) load(take_over);
+  });
+}
+
+void Uploader::Impl::start_core(LoadedState st) {
+  epoch_ = st.entry.epoch;
+  log::LocalRange local = log_->local_range();
+  Manifest m = std::move(st.manifest);
+  if (!st.has_root) {
+    // Nothing uploaded yet: the remote tier starts where the local log does.
+    m = Manifest::empty_at(local.first_offset);
+  } else if (m.next_offset < local.first_offset) {
+    st_.gaps += 1;
+    spdlog::error(
+        "uploader {}: the remote tier ends at offset {} but the local log starts at {}: offsets "
+        "[{}, {}) exist in neither tier (a gap). The remote tier restarts at {}; the objects of "
+        "its old range are no longer referenced and are left for gc",
+        opts_.stream, m.next_offset, local.first_offset, m.next_offset, local.first_offset,
+        local.first_offset);
+    m = Manifest::empty_at(local.first_offset);
+  } else if (m.next_offset > local.next_offset) {
+    st_.remote_ahead += 1;
+    std::string msg = fmt::format(
+        "stream {}: the remote tier holds offsets up to {} but the local log ends at {}: local "
+        "data was lost. Uploading is stalled until the local log is moved forward to {} (new "
+        "appends must not reuse offsets the remote tier already holds)",
+        opts_.stream, m.next_offset, local.next_offset, m.next_offset);
+    spdlog::error("uploader {}", msg);
+    note_failure("remote_ahead", msg);
+    state.store(UploaderState::stalled);
+    return;
+  }
+  UploaderConfig cfg;
+  cfg.stream = opts_.stream;
+  cfg.key_prefix = opts_.key_prefix;
+  cfg.epoch = epoch_;
+  cfg.persist_threshold = opts_.persist_threshold;
+  cfg.persist_interval_ms = opts_.persist_interval_ms;
+  cfg.transient_backoff = opts_.transient_backoff;
+  cfg.fatal_backoff = opts_.fatal_backoff;
+  cfg.transfer_deadline_ms = 4 * opts_.request_timeout_ms;
+  cfg.group_upload_deadline_ms = 2 * opts_.request_timeout_ms;
+  cfg.persist_deadline_ms = 2 * opts_.request_timeout_ms;
+  cfg.retention_deadline_ms = 4 * opts_.request_timeout_ms;
+  cfg.rebalance = opts_.rebalance;
+  cfg.retention = opts_.retention;
+  cfg.max_unpersisted_fragments = opts_.max_unpersisted_fragments;
+  cfg.random_seed = opts_.random_seed ? opts_.random_seed : uint64_t(now()) * 2654435761u ^ owner_;
+  auto core = UploaderCore::create(cfg, m, st.entry.revision, st.entry.root_key);
+  if (!core.ok()) {
+    std::string msg = "creating the uploader core: " + core.error().to_string();
+    note_failure("start", msg);
+    spdlog::error("uploader {}: {}", opts_.stream, msg);
+    state.store(UploaderState::stalled);
+    return;
+  }
+  core_.emplace(std::move(core).value());
+  asm_.emplace(opts_.assembly, m.next_offset);
+  catching_up_ = true;
+  tail_.reset();
+  backlog_.clear();
+  persisted_next.store(m.next_offset, std::memory_order_release);
+  st_.epoch = epoch_;
+  st_.revision = st.entry.revision;
+  st_.root_key = st.entry.root_key;
+  st_.remote_first_offset = m.first_offset;
+  st_.remote_next_offset = m.next_offset;
+  st_.remote_bytes = m.total_size;
+  (void)env_.cache->sync(opts_.stream,
+                         CachedManifest{core_->persisted_manifest(), epoch_, st.entry.revision});
+  state.store(UploaderState::running);
+  spdlog::info("uploader {}: running at epoch {} revision {}, remote [{}, {}), local [{}, {})",
+               opts_.stream, epoch_, st.entry.revision, m.first_offset, m.next_offset,
+               local.first_offset, local.next_offset);
+  // Waiters registered while starting (or before a restart) go to this core.
+  for (auto& [id, a] : awaits_) feed(AwaitOffset{a.offset, id});
+  pump();
+}
+
+void Uploader::Impl::restart(std::string reason) {
+  spdlog::warn("uploader {}: reinitializing: {}", opts_.stream, reason);
+  note_failure("reinitialize", reason);
+  gen_ += 1;
+  core_.reset();
+  asm_.reset();
+  plans_.clear();
+  held_cut_.reset();
+  backlog_.clear();
+  tail_.reset();
+  catching_up_ = true;
+  catchup_running_ = false;
+  ttr_pending_.clear();
+  core_timer_at_.reset();
+  env_.governor->cancel(owner_);
+  env_.cache->invalidate(opts_.stream);
+  st_.restarts += 1;
+  bool fenced = fenced_hint_;
+  fenced_hint_ = false;
+  if (fenced) {
+    terminate(
+        UploaderState::fenced,
+        fmt::format("stream {}: {}: another writer holds a higher epoch", opts_.stream, reason));
+    return;
+  }
+  load(/*take_over=*/false);
+}
+
+void Uploader::Impl::terminate(UploaderState s, std::string reason) {
+  if (s != UploaderState::closed) {
+    spdlog::warn("uploader {}: stopping ({}): {}", opts_.stream, uploader_state_name(s), reason);
+    note_failure(std::string(uploader_state_name(s)), reason);
+  }
+  closed_ = true;
+  state.store(s);
+  gen_ += 1;
+  core_.reset();
+  asm_.reset();
+  plans_.clear();
+  held_cut_.reset();
+  backlog_.clear();
+  tail_.reset();
+  wake_.cancel();
+  for (auto& [id, t] : timers_) t->cancel();
+  timers_.clear();
+  env_.governor->cancel(owner_);
+  {
+    std::lock_guard l(tail_mu_);
+    live_.clear();
+  }
+  auto awaits = std::move(awaits_);
+  awaits_.clear();
+  for (auto& [id, a] : awaits) {
+    a.done(Error(Errc::closed, fmt::format("uploader of stream {} stopped ({}): {}", opts_.stream,
+                                           uploader_state_name(s), reason)));
+  }
+}
+
+void Uploader::Impl::retry_later(int64_t delay_ms, std::function<void()> fn) {
+  auto t = std::make_shared<asio::steady_timer>(strand_);
+  uint64_t id = next_timer_++;
+  timers_[id] = t;
+  t->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, delay_ms)));
+  t->async_wait([self = shared_from_this(), id, fn = std::move(fn)](const std::error_code& ec) {
+    self->timers_.erase(id);
+    if (ec || self->closed_) return;
+    fn();
+    self->publish_status();
+  });
+}
+
+// ---- tail ----
+
+void Uploader::Impl::pump() {
+  if (!core_ || closed_ || state.load() != UploaderState::running) return;
+  // Iterative: each pass either makes progress or returns.
+  for (;;) {
+    if (held_cut_) {
+      if (!core_->accepts_cuts()) return;
+      FragmentPlan p = std::move(*held_cut_);
+      held_cut_.reset();
+      cut(std::move(p));
+      if (!core_ || held_cut_) return;
+    }
+    if (catching_up_) {
+      start_catchup();
+      return;
+    }
+    bool overflow = false;
+    {
+      std::lock_guard l(tail_mu_);
+      for (auto& c : live_) backlog_.push_back(c);
+      live_.clear();
+      overflow = overflow_;
+      overflow_ = false;
+      drain_posted_ = false;
+    }
+    if (overflow) {
+      st_.queue_overflows += 1;
+      backlog_.clear();
+      catching_up_ = true;
+      continue;
+    }
+    while (!backlog_.empty()) {
+      LiveChunk c = backlog_.front();
+      if (!feed_chunk(c.chunk)) break;
+      backlog_.pop_front();
+      if (!core_) return;
+    }
+    if (!catching_up_) break;
+  }
+  arm_wake();
+}
+
+bool Uploader::Impl::feed_chunk(const CommittedChunk& c) {
+  uint64_t next = *asm_->next_offset();
+  if (c.header.first_offset < next) return true;  // already fed (catch-up overlap)
+  if (c.header.first_offset > next) {
+    // Chunks between `next` and this one never reached the queue: read them
+    // from the log.
+    catching_up_ = true;
+    backlog_.clear();
+    return false;
+  }
+  if (held_cut_) return false;
+  auto r = asm_->add(c, now());
+  if (!r.ok()) {
+    std::string msg = "fragment assembly refused a chunk: " + r.error().to_string();
+    note_failure("assembly", msg);
+    spdlog::error("uploader {}: {}", opts_.stream, msg);
+    catching_up_ = true;
+    backlog_.clear();
+    return false;
+  }
+  if (*r) cut(std::move(**r));
+  return !held_cut_;
+}
+
+void Uploader::Impl::cut(FragmentPlan plan) {
+  if (!core_->accepts_cuts()) {
+    held_cut_ = std::move(plan);
+    return;
+  }
+  auto p = std::make_shared<const FragmentPlan>(std::move(plan));
+  plans_[p->meta.first_offset] = p;
+  ttr_pending_.emplace_back(p->meta.next_offset, p->meta.first_ts);
+  feed(FragmentCut{p->meta});
+}
+
+void Uploader::Impl::start_catchup() {
+  if (catchup_running_ || !core_ || held_cut_) return;
+  uint64_t from = *asm_->next_offset();
+  catchup_running_ = true;
+  st_.catchup_reads += 1;
+  st_.catching_up = true;
+  uint64_t gen = gen_;
+  struct Read {
+    std::shared_ptr<LogTail> tail;
+    Result<CatchUpBatch> batch;
+  };
+  std::shared_ptr<LogTail> tail = (tail_ && tail_->next_offset() == from) ? tail_ : nullptr;
+  tail_.reset();  // the job owns it while it runs
+  run_task<Read>(
+      env_.tasks, strand_, deadline_ms(4 * opts_.request_timeout_ms),
+      fmt::format("reading stream {} from offset {}", opts_.stream, from),
+      [log = log_, tail, from, max = opts_.catchup_batch_bytes]() mutable -> Read {
+        if (!tail) {
+          auto t = LogTail::open(log, from);
+          if (!t.ok()) return Read{nullptr, t.error()};
+          tail = std::move(t).value();
+        }
+        auto b = tail->read(max);
+        return Read{tail, std::move(b)};
+      },
+      [self = shared_from_this(), gen, from](TaskOutcome<Read> o) {
+        auto& me = *self;
+        if (me.closed_ || gen != me.gen_) return;
+        me.catchup_running_ = false;
+        std::string failure;
+        if (o.end != TaskEnd::completed) {
+          failure = o.error.to_string();
+        } else if (!o.value->batch.ok()) {
+          failure = o.value->batch.error().to_string();
+        }
+        if (!failure.empty()) {
+          me.note_failure("catch_up", failure);
+          spdlog::warn("uploader {}: reading the log from offset {} failed: {}; retrying",
+                       me.opts_.stream, from, failure);
+          me.retry_later(1000, [&me] { me.pump(); });
+          me.publish_status();
+          return;
+        }
+        me.tail_ = o.value->tail;
+        CatchUpBatch& b = *o.value->batch;
+        bool consumed = true;
+        for (const CommittedChunk& c : b.chunks) {
+          if (!me.feed_chunk(c) || !me.core_) {
+            consumed = false;
+            break;
+          }
+        }
+        if (consumed && b.at_end && me.core_) {
+          // Everything committed before now has been read; what commits
+          // from here on is in the hook queue.
+          me.catching_up_ = false;
+          me.st_.catching_up = false;
+        } else if (!consumed) {
+          me.tail_.reset();
+        }
+        me.pump();
+        me.publish_status();
+      });
+}
+
+void Uploader::Impl::arm_wake() {
+  if (!core_) return;
+  std::optional<int64_t> at = core_timer_at_;
+  if (auto d = asm_->deadline()) at = at ? std::min(*at, *d) : *d;
+  if (!at) {
+    wake_.cancel();
+    return;
+  }
+  int64_t delay = std::max<int64_t>(0, *at - now());
+  wake_.expires_after(std::chrono::milliseconds(delay));
+  uint64_t gen = gen_;
+  wake_.async_wait([self = shared_from_this(), gen](const std::error_code& ec) {
+    if (ec || self->closed_ || gen != self->gen_) return;
+    self->on_wake();
+    self->publish_status();
+  });
+}
+
+void Uploader::Impl::on_wake() {
+  if (!core_) return;
+  int64_t t = now();
+  if (auto plan = asm_->tick(t)) cut(std::move(*plan));
+  if (core_ && core_timer_at_ && t >= *core_timer_at_) feed(Tick{});
+  if (core_) {
+    pump();
+    arm_wake();
+  }
+}
+
+}  // namespace strata::tier

@@ -1,0 +1,127 @@
+// Private to the uploader shell (uploader.cpp, uploader_effects.cpp): the
+// state behind tier/uploader.h. Everything below "strand state" is touched
+// only on the uploader's strand.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <set>
+
+#include "tier/upload_jobs.h"
+#include "tier/uploader.h"
+
+namespace strata::tier {
+
+class Uploader::Impl : public std::enable_shared_from_this<Impl> {
+ public:
+  Impl(UploaderEnv env, UploaderOptions opts, std::shared_ptr<log::StreamLog> log, ObjectKeys keys,
+       uint64_t owner);
+
+  // ---- entry points (any thread) ----
+  void begin();
+  void on_commit(const log::CommittedChunk& c);
+  void await_persisted(uint64_t offset, std::function<void(Status)> done);
+  void force_cut();
+  void request_retention();
+  void close();
+  UploaderStatus status() const;
+
+  std::atomic<uint64_t> persisted_next{0};
+  std::atomic<UploaderState> state{UploaderState::starting};
+
+ private:
+  struct LiveChunk {
+    CommittedChunk chunk;
+  };
+  struct Await {
+    uint64_t offset = 0;
+    std::function<void(Status)> done;
+  };
+
+  int64_t now() const { return env_.clock->now_ms(); }
+  template <class F>
+  void on_strand(F&& f) {
+    asio::post(strand_, [self = shared_from_this(), f = std::forward<F>(f)]() mutable { f(); });
+  }
+  std::chrono::milliseconds deadline_ms(int64_t ms) const { return std::chrono::milliseconds(ms); }
+
+  // ---- lifecycle (uploader.cpp) ----
+  void load(bool take_over);
+  void on_loaded(uint64_t gen, bool take_over, TaskOutcome<Result<LoadedState>> o);
+  void start_core(LoadedState st);
+  void restart(std::string reason);
+  void terminate(UploaderState s, std::string reason);
+  void retry_later(int64_t delay_ms, std::function<void()> fn);
+
+  // ---- tail (uploader.cpp) ----
+  void pump();
+  // Feeds one chunk to assembly; false when feeding must stop (a cut is
+  // held for lack of room, or the tail needs a catch-up read).
+  bool feed_chunk(const CommittedChunk& c);
+  void cut(FragmentPlan plan);
+  void start_catchup();
+  void arm_wake();
+  void on_wake();
+
+  // ---- core and effects (uploader_effects.cpp) ----
+  void feed(const upload::Event& e);
+  void execute(upload::Effects effects);
+  void submit_transfer(const upload::SubmitTransfer& t);
+  void start_transfer(const upload::SubmitTransfer& t, uint64_t gen,
+                      std::shared_ptr<Governor::Permit> permit);
+  void upload_group(const upload::UploadGroup& g);
+  void start_persist(const upload::StartPersist& p);
+  void evaluate_retention(const upload::EvaluateRetention& r);
+  void delete_later(const upload::DeleteObjects& d);
+  void update_local_retention(const upload::UpdateLocalRetention& u);
+  void reply_waiters(const upload::ReplyWaiters& w);
+  void note_failure(const std::string& cls, const std::string& message);
+  void publish_status();
+
+  UploaderEnv env_;
+  const UploaderOptions opts_;
+  const std::shared_ptr<log::StreamLog> log_;
+  const ObjectKeys keys_;
+  const uint64_t owner_;
+  Strand strand_;
+  asio::steady_timer wake_;
+
+  // ---- hook queue (tail_mu_) ----
+  std::mutex tail_mu_;
+  std::deque<LiveChunk> live_;
+  bool overflow_ = false;
+  bool drain_posted_ = false;
+
+  // ---- strand state ----
+  bool closed_ = false;
+  uint64_t gen_ = 1;  // core generation: results of older generations are dropped
+  uint64_t epoch_ = 0;
+  std::optional<UploaderCore> core_;
+  std::optional<FragmentAssembly> asm_;
+  std::map<uint64_t, std::shared_ptr<const FragmentPlan>> plans_;  // by first offset
+  std::optional<FragmentPlan> held_cut_;  // cut, but the core had no room yet
+  std::deque<LiveChunk> backlog_;         // taken from live_, not yet fed
+  bool catching_up_ = true;
+  bool catchup_running_ = false;
+  std::shared_ptr<LogTail> tail_;
+  uint32_t start_failures_ = 0;
+  bool fenced_hint_ = false;               // the last persist was refused for a higher epoch
+  std::set<std::string> attempted_roots_;  // root keys this epoch tried to persist
+  std::optional<int64_t> core_timer_at_;
+  std::map<uint64_t, Await> awaits_;
+  uint64_t next_await_ = 1;
+  std::map<uint64_t, std::shared_ptr<asio::steady_timer>> timers_;  // delayed work
+  uint64_t next_timer_ = 1;
+  std::deque<std::pair<uint64_t, int64_t>> ttr_pending_;  // (fragment next offset, first ts)
+  bool local_retention_running_ = false;
+  bool local_retention_again_ = false;
+
+  UploaderStatus st_;  // counters and state, published by publish_status()
+
+  // ---- status (status_mu_) ----
+  mutable std::mutex status_mu_;
+  UploaderStatus status_;
+  LatencyHistogram ttr_;  // thread-safe on its own
+};
+
+}  // namespace strata::tier
