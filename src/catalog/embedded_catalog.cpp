@@ -296,6 +296,7 @@ EmbeddedCatalogInfo EmbeddedCatalog::info() const {
   out.file_bytes = i.file_size;
   out.wal_bytes = i.wal_bytes_total;
   out.wal_bytes_used = i.wal_bytes_used;
+  out.compactions = i.compactions;
   out.fail_stopped = i.fail_stopped;
   out.fail_stop_reason = i.fail_stop_reason;
   return out;
