@@ -11,7 +11,7 @@ packages=(
   build-essential g++ cmake ninja-build ccache pkg-config git ca-certificates
   libgtest-dev libgmock-dev libbenchmark-dev
   libcurl4-openssl-dev libpugixml-dev libcli11-dev libfmt-dev libspdlog-dev
-  nlohmann-json3-dev libasio-dev libssl-dev
+  nlohmann-json3-dev libasio-dev libssl-dev libcpp-httplib-dev
   # Peers measured in benchmarks.
   libsqlite3-dev librocksdb-dev
   # Real components started by the tests on 127.0.0.1.

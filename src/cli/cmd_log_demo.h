@@ -1,8 +1,5 @@
-// `strata demo` runs a list of phases over one stream: the local log's
-// phases (write, read+verify, disk) first, then any phase another module
-// registers (the remote tier adds upload / remote read phases this way,
-// without touching cmd_log.cpp). Each phase reports one text line and a JSON
-// object (under "phases" in --json output).
+// What the demo (cmd_demo.cpp) and `strata produce --generate` share: the
+// self-describing records they write, and progress reporting on stderr.
 #pragma once
 
 #include <cstdint>
@@ -13,36 +10,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "log/registry.h"
-#include "log/stream_log.h"
 
 namespace strata::cli {
-
-struct DemoContext {
-  std::string data_dir;
-  std::string stream;
-  // Workload.
-  uint64_t records = 0;
-  uint64_t record_size = 0;
-  uint64_t batch = 0;
-  int producers = 0;
-  log::FsyncPolicy fsync = log::FsyncPolicy::always;
-  // The open registry and stream, shared by all phases.
-  std::unique_ptr<log::StreamRegistry> registry;
-  std::shared_ptr<log::StreamLog> log;
-  // Progress on stderr ("<phase>: <what>"); a no-op with --json.
-  std::function<void(const std::string&)> progress;
-};
-
-struct DemoPhaseResult {
-  std::string line;     // one human-readable line
-  nlohmann::json json;  // the same facts, machine-readable
-};
-
-struct DemoPhase {
-  std::string name;
-  std::function<Result<DemoPhaseResult>(DemoContext&)> run;
-};
 
 // Progress for long operations, on stderr only (never mixed into --json
 // stdout): on a terminal one line rewritten in place at most every 100 ms;
@@ -60,14 +29,6 @@ class Progress {
   bool tty_;
   bool dirty_ = false;
   int64_t last_ns_ = 0;
-};
-
-// Phases registered by other modules; they run after the log's own phases,
-// in registration order.
-std::vector<DemoPhase>& extra_demo_phases();
-
-struct DemoPhaseRegistrar {
-  explicit DemoPhaseRegistrar(DemoPhase p) { extra_demo_phases().push_back(std::move(p)); }
 };
 
 // The record the demo's producer `producer` writes as its `seq`-th record:

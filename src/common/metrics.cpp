@@ -75,46 +75,55 @@ std::string prom_escape(std::string_view v) {
   return out;
 }
 
-void PromWriter::family(std::string_view name, std::string_view help, std::string_view type) {
-  if (declared_.find(name) != declared_.end()) return;
-  declared_.emplace(std::string(name), true);
-  out_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+std::string& PromWriter::family(std::string_view name, std::string_view help,
+                                std::string_view type) {
+  auto it = families_.find(name);
+  if (it != families_.end()) return it->second;
+  order_.emplace_back(name);
+  auto& out = families_[std::string(name)];
+  out = fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  return out;
 }
 
-void PromWriter::sample(std::string_view name, const Labels& labels, double value) {
-  out_ += name;
+std::string PromWriter::text() const {
+  std::string t;
+  for (const auto& n : order_) t += families_.at(n);
+  return t;
+}
+
+void PromWriter::sample(std::string& out, std::string_view name, const Labels& labels,
+                        double value) {
+  out += name;
   if (!labels.empty()) {
-    out_ += '{';
+    out += '{';
     for (size_t i = 0; i < labels.size(); ++i) {
-      if (i) out_ += ',';
-      out_ += fmt::format("{}=\"{}\"", labels[i].first, prom_escape(labels[i].second));
+      if (i) out += ',';
+      out += fmt::format("{}=\"{}\"", labels[i].first, prom_escape(labels[i].second));
     }
-    out_ += '}';
+    out += '}';
   }
   if (std::isinf(value)) {
-    out_ += value > 0 ? " +Inf\n" : " -Inf\n";
+    out += value > 0 ? " +Inf\n" : " -Inf\n";
   } else if (value == std::floor(value) && std::fabs(value) < 1e15) {
-    out_ += fmt::format(" {}\n", int64_t(value));
+    out += fmt::format(" {}\n", int64_t(value));
   } else {
-    out_ += fmt::format(" {}\n", value);
+    out += fmt::format(" {}\n", value);
   }
 }
 
 void PromWriter::counter(std::string_view name, std::string_view help, const Labels& labels,
                          double value) {
-  family(name, help, "counter");
-  sample(name, labels, value);
+  sample(family(name, help, "counter"), name, labels, value);
 }
 
 void PromWriter::gauge(std::string_view name, std::string_view help, const Labels& labels,
                        double value) {
-  family(name, help, "gauge");
-  sample(name, labels, value);
+  sample(family(name, help, "gauge"), name, labels, value);
 }
 
 void PromWriter::histogram(std::string_view name, std::string_view help, const Labels& labels,
                            const LatencyHistogram::Snapshot& s) {
-  family(name, help, "histogram");
+  std::string& out = family(name, help, "histogram");
   // Exported bounds (seconds); each count is the exact cumulative count of
   // the fine buckets whose upper bound is at or below the bound.
   static constexpr double kBounds[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -130,13 +139,13 @@ void PromWriter::histogram(std::string_view name, std::string_view help, const L
     }
     Labels l = labels;
     l.emplace_back("le", fmt::format("{}", b));
-    sample(bucket, l, double(cum));
+    sample(out, bucket, l, double(cum));
   }
   Labels inf = labels;
   inf.emplace_back("le", "+Inf");
-  sample(bucket, inf, double(s.count));
-  sample(std::string(name) + "_sum", labels, double(s.sum_us) / 1e6);
-  sample(std::string(name) + "_count", labels, double(s.count));
+  sample(out, bucket, inf, double(s.count));
+  sample(out, std::string(name) + "_sum", labels, double(s.sum_us) / 1e6);
+  sample(out, std::string(name) + "_count", labels, double(s.count));
 }
 
 }  // namespace strata

@@ -51,7 +51,9 @@ class LatencyHistogram {
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
 // Builds a Prometheus text page. Each metric family is declared once (HELP
-// and TYPE) by the first sample written under its name.
+// and TYPE) by the first sample written under its name, and its samples are
+// grouped under it whatever order they were written in (the format
+// requires a family's lines to be contiguous).
 class PromWriter {
  public:
   void counter(std::string_view name, std::string_view help, const Labels& labels, double value);
@@ -59,13 +61,13 @@ class PromWriter {
   // A histogram in seconds from a latency snapshot.
   void histogram(std::string_view name, std::string_view help, const Labels& labels,
                  const LatencyHistogram::Snapshot& s);
-  const std::string& text() const { return out_; }
+  std::string text() const;
 
  private:
-  void family(std::string_view name, std::string_view help, std::string_view type);
-  void sample(std::string_view name, const Labels& labels, double value);
-  std::string out_;
-  std::map<std::string, bool, std::less<>> declared_;
+  std::string& family(std::string_view name, std::string_view help, std::string_view type);
+  static void sample(std::string& out, std::string_view name, const Labels& labels, double value);
+  std::vector<std::string> order_;
+  std::map<std::string, std::string, std::less<>> families_;
 };
 
 // Escapes a label value for the text format (backslash, quote, newline).

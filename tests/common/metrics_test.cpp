@@ -33,12 +33,15 @@ TEST(LatencyHistogram, BucketsAreContiguousAndOrdered) {
 TEST(PromWriter, WritesFamiliesOnceWithEscapedLabels) {
   PromWriter w;
   w.counter("strata_x_total", "X things.", {{"stream", "a\"b\\c"}}, 3);
+  w.gauge("strata_y", "Y.", {}, 1);
   w.counter("strata_x_total", "X things.", {{"stream", "d"}}, 4.5);
   LatencyHistogram h;
   h.record_ms(2);
   h.record_ms(20);
   w.histogram("strata_lat_seconds", "Latency.", {}, h.snapshot());
-  const std::string& t = w.text();
+  const std::string t = w.text();
+  // A family's samples are contiguous even when written interleaved.
+  EXPECT_LT(t.find("strata_x_total{stream=\"d\"}"), t.find("# TYPE strata_y"));
   EXPECT_EQ(t.find("# TYPE strata_x_total counter"), t.rfind("# TYPE strata_x_total counter"));
   EXPECT_NE(t.find("strata_x_total{stream=\"a\\\"b\\\\c\"} 3\n"), std::string::npos) << t;
   EXPECT_NE(t.find("strata_x_total{stream=\"d\"} 4.5\n"), std::string::npos) << t;

@@ -44,53 +44,6 @@ json last_json(const std::string& out) {
   return json();
 }
 
-TEST(LogCli, DemoWritesReadsVerifiesAndReports) {
-  strata::test::TempDir tmp;
-  auto r = strata_cmd({"demo", "--data-dir", tmp.sub("d"), "--records", "3000", "--record-size",
-                       "200", "--producers", "3"});
-  ASSERT_EQ(r.status, 0) << r.output;
-  for (const char* s : {"write", "read", "disk", "MB/s", "records/s", "segment", "ok:"}) {
-    EXPECT_TRUE(contains(r.output, s)) << s << " missing in:\n" << r.output;
-  }
-  // JSON: every phase with its numbers.
-  auto j = strata_cmd({"--json", "demo", "--data-dir", tmp.sub("j"), "--records", "1000", "--fsync",
-                       "never", "--batch", "100"});
-  ASSERT_EQ(j.status, 0) << j.output;
-  json doc = last_json(j.output);
-  ASSERT_TRUE(doc.is_object()) << j.output;
-  EXPECT_TRUE(doc["ok"].get<bool>());
-  EXPECT_EQ(doc["phases"]["write"]["records"], 1000);
-  EXPECT_EQ(doc["phases"]["read"]["records"], 1000);
-  EXPECT_TRUE(doc["phases"]["read"]["verified"].get<bool>());
-  EXPECT_GE(doc["phases"]["disk"]["segments"].get<int>(), 1);
-  // 4 producers x 250 records in batches of 100 = 12 appends. The writer may
-  // coalesce concurrent appends into one chunk (how many depends on
-  // scheduling) but never splits one.
-  EXPECT_GE(doc["phases"]["disk"]["chunks"].get<int>(), 3);
-  EXPECT_LE(doc["phases"]["disk"]["chunks"].get<int>(), 12);
-  // The stream exists now: a second demo in the same place is refused.
-  auto again = strata_cmd({"demo", "--data-dir", tmp.sub("j")});
-  EXPECT_EQ(again.status, 1);
-  EXPECT_TRUE(contains(again.output, "already exists")) << again.output;
-}
-
-TEST(LogCli, DemoRejectsBadArguments) {
-  strata::test::TempDir tmp;
-  for (std::vector<std::string> args :
-       {std::vector<std::string>{"demo"},
-        {"demo", "--data-dir", tmp.sub("a"), "--fsync", "sometimes"},
-        {"demo", "--data-dir", tmp.sub("a"), "--batch", "0"},
-        {"demo", "--data-dir", tmp.sub("a"), "--records", "x"}}) {
-    auto r = strata_cmd(args);
-    EXPECT_NE(r.status, 0) << r.output;
-    EXPECT_FALSE(r.output.empty());
-  }
-  ASSERT_TRUE(write_file_atomic(posix_fs(), tmp.sub("file"), "x").ok());
-  auto r = strata_cmd({"demo", "--data-dir", tmp.sub("file")});
-  EXPECT_EQ(r.status, 1);
-  EXPECT_TRUE(contains(r.output, "not a directory")) << r.output;
-}
-
 TEST(LogCli, ProduceConsumeRoundTrip) {
   strata::test::TempDir tmp;
   std::string d = tmp.sub("data");

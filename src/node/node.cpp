@@ -1,0 +1,231 @@
+#include "node/node.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+
+#include <future>
+
+#include "catalog/embedded_catalog.h"
+#include "objstore/metered_store.h"
+
+namespace strata::node {
+
+using json = nlohmann::json;
+
+namespace {
+
+// Each open stream holds a segment and an index file open; a node with
+// thousands of streams needs more descriptors than the usual soft limit.
+void raise_fd_limit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
+
+}  // namespace
+
+Node::Node(NodeConfig cfg) : cfg_(std::move(cfg)) {}
+
+Result<std::unique_ptr<Node>> Node::open(NodeConfig cfg) {
+  std::unique_ptr<Node> n(new Node(std::move(cfg)));
+  if (Status s = n->start(); !s.ok()) {
+    (void)n->close();
+    return s.error();
+  }
+  return n;
+}
+
+Status Node::start() {
+  raise_fd_limit();
+  started_ms_ = system_clock().now_ms();
+  FileSystem& fs = posix_fs();
+  STRATA_TRY(create_dirs(fs, cfg_.data_dir));
+
+  auto store = objstore::open_object_store(cfg_.objstore);
+  if (!store.ok()) return std::move(store).error().with_context("opening the object store");
+  store_ = std::make_shared<objstore::MeteredStore>(
+      std::shared_ptr<objstore::ObjectStore>(std::move(store).value()));
+  if (auto a = store_->check_access(); !a.ok()) {
+    return a.error().to_error().with_context("checking the object store " + store_->describe());
+  }
+
+  catalog::EmbeddedCatalogOptions co;
+  co.capacity = cfg_.catalog_capacity;
+  auto cat = catalog::EmbeddedCatalog::open(fs, path_join(cfg_.data_dir, "catalog"), co);
+  if (!cat.ok()) return std::move(cat).error().with_context("opening the catalog");
+  catalog_ = std::shared_ptr<catalog::Catalog>(std::move(cat).value());
+
+  auto reg = log::StreamRegistry::open(path_join(cfg_.data_dir, "streams"), cfg_.log_options());
+  if (!reg.ok()) return std::move(reg).error().with_context("opening the stream directory");
+  registry_ = std::move(reg).value();
+
+  cache_ = std::make_shared<tier::ManifestCache>();
+  BlockingPoolOptions po;
+  po.threads = cfg_.blocking_threads;
+  po.max_threads = std::max<size_t>(64, 2 * size_t(cfg_.blocking_threads));
+  pool_ = std::make_unique<BlockingPool>(po);
+  lifetime_ = std::make_shared<IoLifetime>();
+  governor_ = tier::Governor::make(io_, cfg_.governor, system_clock());
+  work_.emplace(asio::make_work_guard(io_));
+  for (uint32_t i = 0; i < cfg_.io_threads; ++i) {
+    io_threads_.emplace_back([this] { io_.run(); });
+  }
+
+  STRATA_ASSIGN_OR_RETURN(auto names, registry_->list());
+  std::lock_guard l(mu_);
+  for (const auto& name : names) {
+    auto s = open_stream_locked(name, false);
+    if (!s.ok()) return std::move(s).error().with_context("opening stream " + name);
+  }
+  spdlog::info("node: {} stream(s) in {}, object store {}, catalog {}", names.size(), cfg_.data_dir,
+               store_->describe(), catalog_->describe());
+  return Status::OK();
+}
+
+tier::UploaderOptions Node::uploader_options(const std::string& name) const {
+  const TieringSettings& t = cfg_.tiering;
+  tier::UploaderOptions o;
+  o.stream = name;
+  o.key_prefix = t.key_prefix;
+  o.assembly.target_size = t.fragment_target_bytes;
+  o.assembly.max_age_ms = t.fragment_max_age_ms;
+  o.persist_threshold = t.persist_threshold;
+  o.persist_interval_ms = t.persist_interval_ms;
+  o.request_timeout_ms = t.request_timeout_ms;
+  o.delete_grace_ms = t.delete_grace_ms;
+  o.retention = t.retention;
+  return o;
+}
+
+Result<std::shared_ptr<log::StreamLog>> Node::open_stream_locked(const std::string& name,
+                                                                 bool create) {
+  if (closed_) return Error(Errc::closed, "node is closed");
+  if (auto it = streams_.find(name); it != streams_.end()) {
+    if (create) return Error(Errc::already_exists, fmt::format("stream {} exists", name));
+    return it->second.log;
+  }
+  StreamEntry e;
+  log::LogOptions lo = cfg_.log_options();
+  if (cfg_.tiering.enabled) {
+    STRATA_TRY(tier::validate_stream_name(name));
+    e.hooks = std::make_shared<tier::TieringHooks>();
+    lo.hooks = e.hooks;
+  }
+  auto log = create ? registry_->create(name, lo) : registry_->open_stream(name, lo);
+  if (!log.ok()) return log.error();
+  e.log = *log;
+  if (cfg_.tiering.enabled) {
+    tier::UploaderEnv env;
+    env.io = &io_;
+    env.tasks = TaskContext{pool_.get(), lifetime_};
+    env.governor = governor_;
+    env.store = store_;
+    env.catalog = catalog_;
+    env.cache = cache_;
+    env.clock = &system_clock();
+    auto u = tier::Uploader::start(env, uploader_options(name), e.log);
+    if (!u.ok()) return std::move(u).error().with_context("starting the uploader of " + name);
+    e.uploader = *u;
+    e.hooks->attach(e.uploader);
+  }
+  streams_[name] = e;
+  return e.log;
+}
+
+Result<std::shared_ptr<log::StreamLog>> Node::create_stream(const std::string& name) {
+  std::lock_guard l(mu_);
+  return open_stream_locked(name, true);
+}
+
+Result<std::shared_ptr<log::StreamLog>> Node::stream(const std::string& name) {
+  std::lock_guard l(mu_);
+  auto it = streams_.find(name);
+  if (it == streams_.end()) {
+    return Error(Errc::not_found, fmt::format("stream {} does not exist on this node", name));
+  }
+  return it->second.log;
+}
+
+std::vector<std::string> Node::streams() const {
+  std::lock_guard l(mu_);
+  std::vector<std::string> out;
+  for (const auto& [k, v] : streams_) out.push_back(k);
+  return out;
+}
+
+std::shared_ptr<tier::Uploader> Node::uploader(const std::string& name) const {
+  std::lock_guard l(mu_);
+  auto it = streams_.find(name);
+  return it == streams_.end() ? nullptr : it->second.uploader;
+}
+
+Status Node::flush(const std::string& name, std::chrono::milliseconds timeout) {
+  std::shared_ptr<log::StreamLog> log;
+  std::shared_ptr<tier::Uploader> up;
+  {
+    std::lock_guard l(mu_);
+    auto it = streams_.find(name);
+    if (it == streams_.end()) {
+      return Error(Errc::not_found, fmt::format("stream {} does not exist on this node", name));
+    }
+    log = it->second.log;
+    up = it->second.uploader;
+  }
+  if (!up) return Error(Errc::unavailable, "tiering is disabled on this node");
+  uint64_t target = log->committed_next();
+  auto p = std::make_shared<std::promise<Status>>();
+  auto f = p->get_future();
+  up->await_persisted(target, [p](Status s) { p->set_value(std::move(s)); });
+  up->force_cut();
+  if (f.wait_for(timeout) != std::future_status::ready) {
+    auto st = up->status();
+    return Error(Errc::timeout,
+                 fmt::format("stream {}: offsets below {} not persisted within {} ms (remote next "
+                             "{}; last error: {})",
+                             name, target, timeout.count(), st.remote_next_offset,
+                             st.last_error.empty() ? "none" : st.last_error));
+  }
+  return f.get();
+}
+
+Status Node::close() {
+  std::map<std::string, StreamEntry> streams;
+  {
+    std::lock_guard l(mu_);
+    if (closed_) return Status::OK();
+    closed_ = true;
+    streams.swap(streams_);
+  }
+  for (auto& [name, e] : streams) {
+    if (e.hooks) e.hooks->detach();
+    if (e.uploader) e.uploader->close();
+  }
+  // In-flight tasks: given the pool's grace to finish, then abandoned. Only
+  // then the event loop stops (their outcomes are dropped), then the logs
+  // and the catalog close.
+  if (pool_) pool_->stop();
+  if (lifetime_) lifetime_->end();
+  work_.reset();
+  io_.stop();
+  for (auto& t : io_threads_) t.join();
+  io_threads_.clear();
+  streams.clear();
+  Status first = Status::OK();
+  if (registry_) {
+    if (Status s = registry_->close_all(); !s.ok() && first.ok()) first = s;
+  }
+  if (auto* ec = dynamic_cast<catalog::EmbeddedCatalog*>(catalog_.get())) {
+    if (Status s = ec->close(); !s.ok() && first.ok()) first = s;
+  }
+  return first;
+}
+
+Node::~Node() {
+  Status s = close();
+  if (!s.ok()) spdlog::error("node: closing: {}", s.to_string());
+}
+
+}  // namespace strata::node

@@ -1,0 +1,294 @@
+#include "node/node_config.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "common/fs.h"
+#include "tier/object_keys.h"
+
+namespace strata::node {
+
+using json = nlohmann::json;
+
+namespace {
+
+Error bad(const std::string& path, const json& v, std::string_view why) {
+  return Error(Errc::invalid_argument, fmt::format("setting {} = {}: {}", path, v.dump(), why));
+}
+
+// One object of the document (a copy: configuration documents are small),
+// read field by field; every key read is remembered so that the rest can
+// be reported as unknown.
+class Section {
+ public:
+  Section(json doc, std::string path) : path_(std::move(path)), doc_(std::move(doc)) {
+    if (!doc_.is_null()) obj_ = &doc_;
+  }
+  Section(const Section&) = delete;
+  Section(Section&& o) noexcept
+      : path_(std::move(o.path_)), doc_(std::move(o.doc_)), seen_(std::move(o.seen_)) {
+    if (!doc_.is_null()) obj_ = &doc_;
+  }
+  Status check_object() const {
+    if (obj_ && !obj_->is_object()) return bad(path_, *obj_, "must be a JSON object");
+    return Status::OK();
+  }
+  std::string key(std::string_view k) const {
+    return path_.empty() ? std::string(k) : path_ + "." + std::string(k);
+  }
+  const json* get(std::string_view k) {
+    seen_.insert(std::string(k));
+    if (!obj_) return nullptr;
+    auto it = obj_->find(std::string(k));
+    if (it == obj_->end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+  Section sub(std::string_view k) {
+    const json* v = get(k);
+    return Section(v ? *v : json(nullptr), key(k));
+  }
+  // A positive integer (or >= 0 when allow_zero).
+  template <class T>
+  Status integer(std::string_view k, T* out, bool allow_zero = false) {
+    const json* v = get(k);
+    if (!v) return Status::OK();
+    if (!v->is_number_integer()) return bad(key(k), *v, "must be an integer");
+    if (v->is_number_unsigned()) {
+      uint64_t u = v->get<uint64_t>();
+      if (u == 0 && !allow_zero) return bad(key(k), *v, "must be greater than 0");
+      if (u > uint64_t(std::numeric_limits<T>::max())) return bad(key(k), *v, "is too large");
+      *out = T(u);
+      return Status::OK();
+    }
+    int64_t i = v->get<int64_t>();
+    if (i < 0) return bad(key(k), *v, "must not be negative");
+    if (i == 0 && !allow_zero) return bad(key(k), *v, "must be greater than 0");
+    *out = T(i);
+    return Status::OK();
+  }
+  template <class T>
+  Status optional_integer(std::string_view k, std::optional<T>* out) {
+    T x{};
+    const json* v = get(k);
+    if (!v) return Status::OK();
+    STRATA_TRY(integer(k, &x));
+    *out = x;
+    return Status::OK();
+  }
+  Status boolean(std::string_view k, bool* out) {
+    const json* v = get(k);
+    if (!v) return Status::OK();
+    if (!v->is_boolean()) return bad(key(k), *v, "must be true or false");
+    *out = v->get<bool>();
+    return Status::OK();
+  }
+  Status string(std::string_view k, std::string* out) {
+    const json* v = get(k);
+    if (!v) return Status::OK();
+    if (!v->is_string()) return bad(key(k), *v, "must be a string");
+    *out = v->get<std::string>();
+    return Status::OK();
+  }
+  // Every key of the object must have been read.
+  Status no_unknown() const {
+    if (!obj_ || !obj_->is_object()) return Status::OK();
+    for (auto it = obj_->begin(); it != obj_->end(); ++it) {
+      if (!seen_.count(it.key())) {
+        return Error(Errc::invalid_argument, fmt::format("unknown setting {}", key(it.key())));
+      }
+    }
+    return Status::OK();
+  }
+
+ private:
+  std::string path_;
+  json doc_;
+  const json* obj_ = nullptr;
+  std::set<std::string> seen_;
+};
+
+Status read_retention(Section s, std::optional<uint64_t>* max_bytes,
+                      std::optional<int64_t>* max_age_ms) {
+  STRATA_TRY(s.check_object());
+  STRATA_TRY(s.optional_integer("max_bytes", max_bytes));
+  STRATA_TRY(s.optional_integer("max_age_ms", max_age_ms));
+  return s.no_unknown();
+}
+
+Status read_log(Section s, NodeConfig& c) {
+  STRATA_TRY(s.check_object());
+  std::string fsync;
+  STRATA_TRY(s.string("fsync", &fsync));
+  if (!fsync.empty()) {
+    auto p = log::parse_fsync_policy(fsync);
+    if (!p.ok()) return bad(s.key("fsync"), fsync, "must be always, interval or never");
+    c.fsync = *p;
+  }
+  STRATA_TRY(s.integer("fsync_interval_ms", &c.fsync_interval_ms));
+  STRATA_TRY(s.integer("segment_bytes", &c.segment_bytes));
+  if (c.segment_bytes < 4096) {
+    return bad(s.key("segment_bytes"), c.segment_bytes, "must be at least 4096");
+  }
+  STRATA_TRY(read_retention(s.sub("retention"), &c.local_retention.max_bytes,
+                            &c.local_retention.max_age_ms));
+  return s.no_unknown();
+}
+
+Status read_tiering(Section s, TieringSettings& t) {
+  STRATA_TRY(s.check_object());
+  STRATA_TRY(s.boolean("enabled", &t.enabled));
+  STRATA_TRY(s.string("key_prefix", &t.key_prefix));
+  STRATA_TRY(s.integer("fragment_target_bytes", &t.fragment_target_bytes));
+  // 0 disables the time bound (size only, as in the original).
+  STRATA_TRY(s.integer("fragment_max_age_ms", &t.fragment_max_age_ms, /*allow_zero=*/true));
+  STRATA_TRY(s.integer("persist_threshold", &t.persist_threshold));
+  STRATA_TRY(s.integer("persist_interval_ms", &t.persist_interval_ms));
+  STRATA_TRY(s.integer("request_timeout_ms", &t.request_timeout_ms));
+  STRATA_TRY(s.integer("delete_grace_ms", &t.delete_grace_ms, /*allow_zero=*/true));
+  STRATA_TRY(read_retention(s.sub("retention"), &t.retention.max_bytes, &t.retention.max_age_ms));
+  if (auto k = tier::ObjectKeys::make(t.key_prefix, "stream"); !k.ok()) {
+    return bad(s.key("key_prefix"), t.key_prefix, k.error().message);
+  }
+  return s.no_unknown();
+}
+
+Status read_governor(Section s, tier::GovernorConfig& g) {
+  STRATA_TRY(s.check_object());
+  uint64_t rate = 0;
+  STRATA_TRY(s.integer("max_bytes_per_sec", &rate, /*allow_zero=*/true));  // 0: unlimited
+  if (rate > 0) g.rate_bytes_per_sec = rate;
+  STRATA_TRY(s.integer("burst_bytes", &g.burst_bytes, /*allow_zero=*/true));
+  STRATA_TRY(s.integer("max_concurrent", &g.max_concurrent));
+  return s.no_unknown();
+}
+
+}  // namespace
+
+log::LogOptions NodeConfig::log_options() const {
+  log::LogOptions o;
+  o.fsync = fsync;
+  o.fsync_interval_ms = fsync_interval_ms;
+  o.max_segment_bytes = segment_bytes;
+  o.retention = local_retention;
+  o.create_if_missing = false;
+  return o;
+}
+
+Result<NodeConfig> load_node_config(const json& doc, const std::string& data_dir,
+                                    const objstore::EnvLookup& env,
+                                    const std::vector<objstore::ConfigOverride>& objstore_flags) {
+  NodeConfig c;
+  Section top(doc, "");
+  STRATA_TRY(top.check_object());
+  STRATA_TRY(top.string("data_dir", &c.data_dir));
+  if (!data_dir.empty()) c.data_dir = data_dir;
+  if (c.data_dir.empty()) {
+    return Error(Errc::invalid_argument,
+                 "setting data_dir: required (in the config file or --data-dir)");
+  }
+
+  // The object store: objstore/config.h's loader, with the node's default
+  // of a directory store under the data directory.
+  const json* os = top.get("objstore");
+  std::vector<objstore::ConfigOverride> overrides;
+  bool has_root = os && os->is_object() && os->contains("fs") && (*os)["fs"].is_object() &&
+                  (*os)["fs"].contains("root");
+  bool flag_root = false;
+  for (const auto& f : objstore_flags) flag_root = flag_root || f.path == "fs.root";
+  if (!has_root && !flag_root) {
+    overrides.push_back(
+        {"fs.root", path_join(c.data_dir, "objects"), "default <data_dir>/objects"});
+  }
+  for (const auto& f : objstore_flags) overrides.push_back(f);
+  json os_doc = json::object();
+  if (os) os_doc["objstore"] = *os;
+  auto oc = objstore::load_config(os_doc, env, overrides);
+  if (!oc.ok()) return std::move(oc).error();
+  c.objstore = std::move(oc).value();
+
+  Section cat = top.sub("catalog");
+  STRATA_TRY(cat.check_object());
+  std::string backend = "embedded";
+  STRATA_TRY(cat.string("backend", &backend));
+  if (backend != "embedded") {
+    return bad("catalog.backend", backend, "must be \"embedded\" (the only backend of this build)");
+  }
+  STRATA_TRY(cat.integer("capacity", &c.catalog_capacity));
+  STRATA_TRY(cat.no_unknown());
+
+  STRATA_TRY(read_log(top.sub("log"), c));
+  STRATA_TRY(read_tiering(top.sub("tiering"), c.tiering));
+  STRATA_TRY(read_governor(top.sub("governor"), c.governor));
+
+  Section th = top.sub("threads");
+  STRATA_TRY(th.check_object());
+  STRATA_TRY(th.integer("io", &c.io_threads));
+  STRATA_TRY(th.integer("blocking", &c.blocking_threads));
+  STRATA_TRY(th.no_unknown());
+  if (c.io_threads > 64) return bad("threads.io", c.io_threads, "must be at most 64");
+  if (c.blocking_threads > 1024) {
+    return bad("threads.blocking", c.blocking_threads, "must be at most 1024");
+  }
+
+  Section http = top.sub("http");
+  STRATA_TRY(http.check_object());
+  STRATA_TRY(http.string("listen", &c.http_listen));
+  STRATA_TRY(http.no_unknown());
+
+  STRATA_TRY(top.no_unknown());
+  return c;
+}
+
+Result<NodeConfig> load_node_config_file(const std::string& path, const std::string& data_dir,
+                                         const objstore::EnvLookup& env,
+                                         const std::vector<objstore::ConfigOverride>& flags) {
+  json doc;
+  if (!path.empty()) {
+    auto text = read_file(posix_fs(), path);
+    if (!text.ok()) return std::move(text).error().with_context("reading config file " + path);
+    doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) {
+      return Error(Errc::invalid_argument, "config file " + path + ": not valid JSON");
+    }
+  }
+  auto c = load_node_config(doc, data_dir, env, flags);
+  if (!c.ok()) return std::move(c).error().with_context(path.empty() ? "config" : path);
+  return c;
+}
+
+json describe_node_config(const NodeConfig& c) {
+  auto opt = [](const auto& o) -> json { return o ? json(*o) : json(nullptr); };
+  return {
+      {"data_dir", c.data_dir},
+      {"objstore", objstore::describe_config(c.objstore)},
+      {"catalog", {{"backend", "embedded"}, {"capacity", c.catalog_capacity}}},
+      {"log",
+       {{"fsync", log::fsync_policy_name(c.fsync)},
+        {"fsync_interval_ms", c.fsync_interval_ms},
+        {"segment_bytes", c.segment_bytes},
+        {"retention",
+         {{"max_bytes", opt(c.local_retention.max_bytes)},
+          {"max_age_ms", opt(c.local_retention.max_age_ms)}}}}},
+      {"tiering",
+       {{"enabled", c.tiering.enabled},
+        {"key_prefix", c.tiering.key_prefix},
+        {"fragment_target_bytes", c.tiering.fragment_target_bytes},
+        {"fragment_max_age_ms", c.tiering.fragment_max_age_ms},
+        {"persist_threshold", c.tiering.persist_threshold},
+        {"persist_interval_ms", c.tiering.persist_interval_ms},
+        {"request_timeout_ms", c.tiering.request_timeout_ms},
+        {"delete_grace_ms", c.tiering.delete_grace_ms},
+        {"retention",
+         {{"max_bytes", opt(c.tiering.retention.max_bytes)},
+          {"max_age_ms", opt(c.tiering.retention.max_age_ms)}}}}},
+      {"governor",
+       {{"max_bytes_per_sec", c.governor.rate_bytes_per_sec.value_or(0)},
+        {"burst_bytes", c.governor.burst_bytes},
+        {"max_concurrent", c.governor.max_concurrent}}},
+      {"threads", {{"io", c.io_threads}, {"blocking", c.blocking_threads}}},
+      {"http", {{"listen", c.http_listen}}},
+  };
+}
+
+}  // namespace strata::node

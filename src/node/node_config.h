@@ -1,0 +1,85 @@
+// Configuration of a node: one JSON document (docs/FORMATS.md, "Node
+// configuration"), every setting optional, flags on top. Validation names
+// the offending setting by its JSON path ("tiering.fragment_target_bytes")
+// and value; unknown settings are errors (a typo must not silently fall
+// back to a default).
+//
+//   {
+//     "data_dir": "/var/lib/strata",
+//     "objstore": { ... },                  objstore/config.h; default: fs at <data_dir>/objects
+//     "catalog":  { "backend": "embedded", "capacity": 16384 },
+//     "log":      { "fsync": "always", "fsync_interval_ms": 100, "segment_bytes": ...,
+//                   "retention": { "max_bytes": ..., "max_age_ms": ... } },     local disk
+//     "tiering":  { "enabled": true, "key_prefix": "strata",
+//                   "fragment_target_bytes": 67108864, "fragment_max_age_ms": 10000,
+//                   "persist_threshold": 5, "persist_interval_ms": 2000,
+//                   "request_timeout_ms": 45000, "delete_grace_ms": 30000,
+//                   "retention": { "max_bytes": ..., "max_age_ms": ... } },     the whole stream
+//     "governor": { "max_bytes_per_sec": 0, "burst_bytes": 0, "max_concurrent": 8 },
+//     "threads":  { "io": 2, "blocking": 8 },
+//     "http":     { "listen": "127.0.0.1:9552" }                               "" = off
+//   }
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "log/log_options.h"
+#include "objstore/config.h"
+#include "tier/governor.h"
+#include "tier/manifest_retention.h"
+
+namespace strata::node {
+
+struct TieringSettings {
+  bool enabled = true;
+  std::string key_prefix = "strata";
+  uint64_t fragment_target_bytes = 64ull << 20;
+  int64_t fragment_max_age_ms = 10'000;
+  uint32_t persist_threshold = 5;
+  int64_t persist_interval_ms = 2'000;
+  int64_t request_timeout_ms = 45'000;
+  int64_t delete_grace_ms = 30'000;
+  // The user's retention of the whole stream, applied to the remote tier.
+  tier::RetentionSpec retention;
+};
+
+struct NodeConfig {
+  std::string data_dir;
+  objstore::ObjectStoreConfig objstore;
+  uint32_t catalog_capacity = 16384;
+  // Local log settings of every stream (fsync, segment size, and the local
+  // retention: how much of the stream stays on local disk once uploaded).
+  log::FsyncPolicy fsync = log::FsyncPolicy::always;
+  int64_t fsync_interval_ms = 100;
+  uint64_t segment_bytes = 256ull << 20;
+  log::RetentionOptions local_retention;
+  TieringSettings tiering;
+  tier::GovernorConfig governor;
+  uint32_t io_threads = 2;
+  uint32_t blocking_threads = 8;
+  std::string http_listen;  // host:port; empty: no HTTP endpoint
+
+  // The log options every stream of the node is opened with (hooks unset).
+  log::LogOptions log_options() const;
+};
+
+// Builds and validates the configuration from a parsed document (null for
+// none). `data_dir`, if not empty, overrides the document's. Errors name
+// the setting.
+Result<NodeConfig> load_node_config(
+    const nlohmann::json& document, const std::string& data_dir, const objstore::EnvLookup& env,
+    const std::vector<objstore::ConfigOverride>& objstore_flags = {});
+// Reads the JSON file (empty path: no file) and calls load_node_config.
+Result<NodeConfig> load_node_config_file(
+    const std::string& path, const std::string& data_dir, const objstore::EnvLookup& env,
+    const std::vector<objstore::ConfigOverride>& objstore_flags = {});
+
+// The configuration as JSON (secrets masked), for status and logs.
+nlohmann::json describe_node_config(const NodeConfig& c);
+
+}  // namespace strata::node

@@ -1,0 +1,231 @@
+// The node's /status (JSON) and /metrics (Prometheus text).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "node/node.h"
+#include "objstore/metered_store.h"
+
+namespace strata::node {
+
+using json = nlohmann::json;
+
+namespace {
+
+json histogram_json(const LatencyHistogram::Snapshot& s) {
+  return {{"count", s.count},
+          {"p50_ms", s.quantile_ms(0.5)},
+          {"p99_ms", s.quantile_ms(0.99)},
+          {"max_ms", double(s.max_us) / 1000.0}};
+}
+
+json uploader_json(const tier::UploaderStatus& u, int64_t now_ms) {
+  json j = {
+      {"state", tier::uploader_state_name(u.state)},
+      {"epoch", u.epoch},
+      {"revision", u.revision},
+      {"root_key", u.root_key},
+      {"remote_first_offset", u.remote_first_offset},
+      {"remote_next_offset", u.remote_next_offset},
+      {"remote_bytes", u.remote_bytes},
+      {"local_first_offset", u.local_first_offset},
+      {"local_next_offset", u.local_next_offset},
+      {"fragments_uploaded", u.fragments_uploaded},
+      {"bytes_uploaded", u.bytes_uploaded},
+      {"transfers_in_flight", u.core.transfers_in_flight},
+      {"bytes_in_transfer", u.core.bytes_in_transfer},
+      {"fragments_pending_persist", u.core.fragments_unpersisted},
+      {"bytes_pending_persist", u.core.bytes_unpersisted},
+      {"pending_cut_bytes", u.assembly_bytes},
+      {"upload_stalled_offset",
+       u.core.upload_stalled_offset ? json(*u.core.upload_stalled_offset) : json(nullptr)},
+      {"seconds_since_last_persist",
+       u.last_persist_ms < 0 ? json(nullptr) : json(double(now_ms - u.last_persist_ms) / 1000.0)},
+      {"persists", u.core.persists_completed},
+      {"retries", {{"transient", u.retries_transient}, {"fatal", u.retries_fatal}}},
+      {"failures_by_class", u.failures_by_class},
+      {"deadlines", u.deadlines},
+      {"gaps", u.gaps},
+      {"remote_ahead", u.remote_ahead},
+      {"local_segments_deleted", u.local_segments_deleted},
+      {"objects_deleted", u.objects_deleted},
+      {"catching_up", u.catching_up},
+      {"time_to_remote", histogram_json(u.time_to_remote)},
+      {"last_error", u.last_error},
+  };
+  return j;
+}
+
+uint64_t rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  uint64_t pages = 0, resident = 0;
+  f >> pages >> resident;
+  return resident * uint64_t(::sysconf(_SC_PAGESIZE));
+}
+
+uint64_t thread_count() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::stoull(line.substr(8));
+  }
+  return 0;
+}
+
+}  // namespace
+
+json Node::status_json() const {
+  int64_t now = system_clock().now_ms();
+  std::map<std::string, StreamEntry> streams;
+  {
+    std::lock_guard l(mu_);
+    streams = streams_;
+  }
+  json js = json::object();
+  for (const auto& [name, e] : streams) {
+    log::LocalRange r = e.log->local_range();
+    json s = {{"local_first_offset", r.first_offset}, {"local_next_offset", r.next_offset}};
+    uint64_t local_bytes = 0;
+    for (const auto& seg : e.log->segments()) local_bytes += seg.size_bytes;
+    s["local_bytes"] = local_bytes;
+    if (e.uploader) s["tiering"] = uploader_json(e.uploader->status(), now);
+    js[name] = s;
+  }
+  auto g = governor_ ? governor_->stats() : tier::GovernorStats{};
+  auto p = pool_ ? pool_->stats() : BlockingPoolStats{};
+  auto c = cache_ ? cache_->stats() : tier::ManifestCacheStats{};
+  return {
+      {"node",
+       {{"data_dir", cfg_.data_dir},
+        {"object_store", store_ ? store_->describe() : ""},
+        {"catalog", catalog_ ? catalog_->describe() : ""},
+        {"uptime_s", double(now - started_ms_) / 1000.0},
+        {"threads", thread_count()},
+        {"rss_bytes", rss_bytes()},
+        {"governor",
+         {{"queued", g.queued},
+          {"queued_bytes", g.queued_bytes},
+          {"in_flight", g.in_flight},
+          {"granted", g.granted},
+          {"granted_bytes", g.granted_bytes},
+          {"throttle_waits", g.throttle_waits},
+          {"unlimited", g.unlimited}}},
+        {"pool",
+         {{"threads", p.threads},
+          {"busy", p.busy},
+          {"queued", p.queued},
+          {"abandoned", p.abandoned}}},
+        {"manifest_cache", {{"streams", c.streams}, {"stale", c.stale}}}}},
+      {"streams", js},
+  };
+}
+
+std::string Node::metrics_text() const {
+  int64_t now = system_clock().now_ms();
+  PromWriter w;
+  std::map<std::string, StreamEntry> streams;
+  {
+    std::lock_guard l(mu_);
+    streams = streams_;
+  }
+  for (const auto& [name, e] : streams) {
+    Labels l = {{"stream", name}};
+    log::LocalRange r = e.log->local_range();
+    w.gauge("strata_log_first_offset", "Oldest offset on local disk.", l, double(r.first_offset));
+    w.gauge("strata_log_next_offset", "Committed next offset.", l, double(r.next_offset));
+    if (!e.uploader) continue;
+    tier::UploaderStatus u = e.uploader->status();
+    w.gauge("strata_tier_remote_first_offset", "First offset of the persisted remote range.", l,
+            double(u.remote_first_offset));
+    w.gauge("strata_tier_remote_next_offset", "Next offset of the persisted remote range.", l,
+            double(u.remote_next_offset));
+    w.gauge("strata_tier_remote_bytes", "Chunk bytes in the persisted remote range.", l,
+            double(u.remote_bytes));
+    w.counter("strata_tier_fragments_uploaded_total", "Fragment objects uploaded.", l,
+              double(u.fragments_uploaded));
+    w.counter("strata_tier_bytes_uploaded_total", "Fragment object bytes uploaded.", l,
+              double(u.bytes_uploaded));
+    w.gauge("strata_tier_transfers_in_flight", "Fragment uploads running or queued.", l,
+            double(u.core.transfers_in_flight));
+    w.gauge("strata_tier_fragments_pending_persist",
+            "Fragments applied to the live manifest but not yet persisted.", l,
+            double(u.core.fragments_unpersisted));
+    w.gauge("strata_tier_upload_stalled_offset",
+            "First offset of a fragment stuck on a fatal error (-1: none).", l,
+            u.core.upload_stalled_offset ? double(*u.core.upload_stalled_offset) : -1.0);
+    w.gauge("strata_tier_seconds_since_last_persist", "Seconds since the last persist (-1: none).",
+            l, u.last_persist_ms < 0 ? -1.0 : double(now - u.last_persist_ms) / 1000.0);
+    w.counter("strata_tier_persists_total", "Manifest persists committed.", l,
+              double(u.core.persists_completed));
+    for (const auto& [cls, n] : u.failures_by_class) {
+      Labels lc = l;
+      lc.emplace_back("class", cls);
+      w.counter("strata_tier_failures_total", "Failures by class.", lc, double(n));
+    }
+    Labels lt = l, lf = l;
+    lt.emplace_back("class", "transient");
+    lf.emplace_back("class", "fatal");
+    w.counter("strata_tier_retries_total", "Transfer retries by class.", lt,
+              double(u.retries_transient));
+    w.counter("strata_tier_retries_total", "Transfer retries by class.", lf,
+              double(u.retries_fatal));
+    w.counter("strata_tier_gaps_total", "Starts that found offsets in neither tier.", l,
+              double(u.gaps));
+    w.counter("strata_tier_remote_ahead_total",
+              "Starts that found the remote tier ahead of the local log.", l,
+              double(u.remote_ahead));
+    w.counter("strata_tier_local_segments_deleted_total",
+              "Local segments deleted once the remote tier covered them.", l,
+              double(u.local_segments_deleted));
+    w.gauge("strata_tier_up", "1 while the uploader runs.", l,
+            u.state == tier::UploaderState::running ? 1.0 : 0.0);
+    w.histogram("strata_tier_time_to_remote_seconds",
+                "Time from a fragment's first chunk to the persist that covers it.", l,
+                u.time_to_remote);
+  }
+  if (governor_) {
+    auto g = governor_->stats();
+    w.gauge("strata_governor_queued", "Transfers waiting for the governor.", {}, double(g.queued));
+    w.gauge("strata_governor_in_flight", "Transfers holding a governor permit.", {},
+            double(g.in_flight));
+    w.counter("strata_governor_granted_bytes_total", "Bytes admitted by the governor.", {},
+              double(g.granted_bytes));
+    w.counter("strata_governor_throttle_waits_total", "Times the head transfer waited for tokens.",
+              {}, double(g.throttle_waits));
+  }
+  if (pool_) {
+    auto p = pool_->stats();
+    w.gauge("strata_pool_threads", "Blocking pool threads.", {}, double(p.threads));
+    w.gauge("strata_pool_abandoned", "Jobs past their deadline still running.", {},
+            double(p.abandoned));
+  }
+  if (auto* m = dynamic_cast<objstore::MeteredStore*>(store_.get())) {
+    for (auto op : {objstore::Op::put, objstore::Op::get, objstore::Op::get_range,
+                    objstore::Op::head, objstore::Op::remove, objstore::Op::remove_many,
+                    objstore::Op::list, objstore::Op::check}) {
+      auto s = m->stats(op);
+      if (s.requests == 0) continue;
+      Labels l = {{"op", std::string(objstore::op_name(op))}};
+      w.counter("strata_objstore_requests_total", "Object store requests.", l, double(s.requests));
+      Labels lt = l, lf = l, ln = l;
+      lt.emplace_back("class", "transient");
+      lf.emplace_back("class", "fatal");
+      ln.emplace_back("class", "not_found");
+      w.counter("strata_objstore_errors_total", "Object store errors by retry class.", lt,
+                double(s.transient_errors));
+      w.counter("strata_objstore_errors_total", "Object store errors by retry class.", lf,
+                double(s.fatal_errors));
+      w.counter("strata_objstore_errors_total", "Object store errors by retry class.", ln,
+                double(s.not_found));
+      w.counter("strata_objstore_bytes_total", "Body bytes sent or received.", l, double(s.bytes));
+      w.histogram("strata_objstore_request_seconds", "Object store request latency.", l, s.latency);
+    }
+  }
+  w.gauge("strata_process_threads", "Threads of the process.", {}, double(thread_count()));
+  w.gauge("strata_process_resident_bytes", "Resident memory of the process.", {},
+          double(rss_bytes()));
+  return w.text();
+}
+
+}  // namespace strata::node

@@ -1,0 +1,95 @@
+#include "server/admin_http.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <charconv>
+
+namespace strata::server {
+
+struct AdminHttp::Impl {
+  httplib::Server svr;
+};
+
+namespace {
+
+Result<std::pair<std::string, int>> parse_listen(const std::string& listen) {
+  auto colon = listen.rfind(':');
+  int port = -1;
+  if (colon != std::string::npos && colon > 0) {
+    auto [p, ec] = std::from_chars(listen.data() + colon + 1, listen.data() + listen.size(), port);
+    if (ec != std::errc() || p != listen.data() + listen.size()) port = -1;
+  }
+  if (port < 0 || port > 65535) {
+    return Error(
+        Errc::invalid_argument,
+        fmt::format("http listen address '{}': expected host:port (port 0..65535)", listen));
+  }
+  return std::make_pair(listen.substr(0, colon), port);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<AdminHttp>> AdminHttp::start(const std::string& listen,
+                                                    AdminHandlers handlers) {
+  STRATA_ASSIGN_OR_RETURN(auto hp, parse_listen(listen));
+  std::unique_ptr<AdminHttp> a(new AdminHttp());
+  a->impl_ = std::make_unique<Impl>();
+  auto& svr = a->impl_->svr;
+  svr.Get("/metrics", [h = handlers](const httplib::Request&, httplib::Response& res) {
+    res.set_content(h.metrics(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  svr.Get("/status", [h = handlers](const httplib::Request&, httplib::Response& res) {
+    res.set_content(h.status(), "application/json");
+  });
+  // Two workers are plenty for scrapes and status calls; a node's thread
+  // count should not grow with the CPU count.
+  svr.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  svr.set_keep_alive_max_count(100);
+  a->host_ = hp.first;
+  int port = hp.second;
+  if (port == 0) {
+    port = svr.bind_to_any_port(a->host_);
+  } else if (!svr.bind_to_port(a->host_, port)) {
+    port = -1;
+  }
+  if (port <= 0) {
+    return Error(Errc::io, fmt::format("http: cannot listen on {} (address in use or not "
+                                       "local?)",
+                                       listen));
+  }
+  a->port_ = port;
+  a->thread_ = std::thread([impl = a->impl_.get()] { impl->svr.listen_after_bind(); });
+  // Bound already: connections wait in the backlog until the thread accepts.
+  return a;
+}
+
+std::string AdminHttp::url() const {
+  return fmt::format("http://{}:{}", host_, port_);
+}
+
+void AdminHttp::stop() {
+  if (impl_) impl_->svr.stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+AdminHttp::~AdminHttp() {
+  stop();
+}
+
+Result<std::string> admin_get(const std::string& url, const std::string& path, int timeout_ms) {
+  httplib::Client cli(url);
+  cli.set_connection_timeout(std::chrono::milliseconds(timeout_ms));
+  cli.set_read_timeout(std::chrono::milliseconds(timeout_ms));
+  auto res = cli.Get(path);
+  if (!res) {
+    return Error(Errc::unavailable,
+                 fmt::format("GET {}{}: {}", url, path, httplib::to_string(res.error())));
+  }
+  if (res->status != 200) {
+    return Error(Errc::io, fmt::format("GET {}{}: HTTP {}", url, path, res->status));
+  }
+  return res->body;
+}
+
+}  // namespace strata::server
