@@ -322,7 +322,10 @@ void Uploader::Impl::start_core(LoadedState st) {
                opts_.stream, epoch_, st.entry.revision, m.first_offset, m.next_offset,
                local.first_offset, local.next_offset);
   // Waiters registered while starting (or before a restart) go to this core.
-  for (auto& [id, a] : awaits_) feed(AwaitOffset{a.offset, id});
+  // (A reply may come at once and erase from awaits_: iterate a copy.)
+  std::vector<std::pair<uint64_t, uint64_t>> waiting;
+  for (auto& [id, a] : awaits_) waiting.emplace_back(id, a.offset);
+  for (auto [id, offset] : waiting) feed(AwaitOffset{offset, id});
   pump();
 }
 

@@ -1,0 +1,163 @@
+// A node's life: streams created and reopened, uploads flushed, restarts
+// that continue with no gap and no duplicate, many streams on few threads.
+#include "node/node.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "node/node_test_util.h"
+#include "support/assertions.h"
+#include "support/temp_dir.h"
+
+namespace strata::node {
+namespace {
+
+using strata::test::TempDir;
+using namespace strata::node::test;
+
+std::unique_ptr<Node> open_node(const std::string& dir, nlohmann::json doc = small_node_doc()) {
+  auto cfg = load_node_config(doc, dir, objstore::process_env());
+  EXPECT_TRUE(cfg.ok()) << cfg.error().to_string();
+  auto n = Node::open(*cfg);
+  EXPECT_TRUE(n.ok()) << n.error().to_string();
+  return n.ok() ? std::move(n).value() : nullptr;
+}
+
+uint64_t append_values(log::StreamLog& log, uint64_t batches, uint32_t per = 10) {
+  uint64_t next = 0;
+  for (uint64_t b = 0; b < batches; ++b) {
+    uint64_t first = log.committed_next();
+    std::vector<std::string> vals;
+    for (uint32_t i = 0; i < per; ++i) vals.push_back(value_of(first + i));
+    std::vector<BytesView> views(vals.begin(), vals.end());
+    auto r = log.append(std::span<const BytesView>(views));
+    EXPECT_TRUE(r.ok()) << r.error().to_string();
+    next = r->next_offset;
+  }
+  return next;
+}
+
+void expect_all(const RemoteView& v, uint64_t next) {
+  for (const auto& e : v.errors) ADD_FAILURE() << e;
+  ASSERT_EQ(v.records.size(), next);
+  for (uint64_t i = 0; i < next; ++i) ASSERT_EQ(v.records.at(i), value_of(i)) << i;
+}
+
+int thread_count() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  }
+  return -1;
+}
+
+TEST(Node, CreateUploadFlushAndStatus) {
+  TempDir tmp;
+  auto n = open_node(tmp.path());
+  ASSERT_TRUE(n);
+  auto log = n->create_stream("s1");
+  ASSERT_OK(log);
+  EXPECT_EQ(n->create_stream("s1").code(), Errc::already_exists);
+  uint64_t next = append_values(**log, 100);
+  ASSERT_OK(n->flush("s1", std::chrono::seconds(30)));
+  expect_all(read_remote(n->store(), n->catalog(), "t", "s1"), next);
+  auto st = n->status_json();
+  EXPECT_EQ(st["streams"]["s1"]["tiering"]["state"], "running");
+  EXPECT_EQ(st["streams"]["s1"]["tiering"]["remote_next_offset"], next);
+  std::string m = n->metrics_text();
+  EXPECT_NE(m.find("strata_tier_remote_next_offset{stream=\"s1\"} " + std::to_string(next)),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("strata_objstore_requests_total{op=\"put\"}"), std::string::npos);
+  EXPECT_EQ(n->flush("nope", std::chrono::seconds(1)).code(), Errc::not_found);
+  ASSERT_OK(n->close());
+}
+
+TEST(Node, RestartContinuesWithNoGapAndNoDuplicate) {
+  TempDir tmp;
+  uint64_t next = 0;
+  for (int round = 0; round < 3; ++round) {
+    auto n = open_node(tmp.path());
+    ASSERT_TRUE(n);
+    auto log = round == 0 ? n->create_stream("s1") : n->stream("s1");
+    ASSERT_OK(log);
+    next = append_values(**log, 40);
+    if (round == 1) {
+      // Close without flushing: the tail is uploaded after the restart.
+      ASSERT_OK(n->close());
+      continue;
+    }
+    ASSERT_OK(n->flush("s1", std::chrono::seconds(30)));
+    ASSERT_OK(n->close());
+  }
+  auto n = open_node(tmp.path());
+  ASSERT_TRUE(n);
+  ASSERT_OK(n->flush("s1", std::chrono::seconds(30)));
+  expect_all(read_remote(n->store(), n->catalog(), "t", "s1"), next);
+  auto e = n->catalog().get("s1");
+  ASSERT_OK(e);
+  EXPECT_EQ(e->epoch, 5u);  // created at 1; each of the four opens took it over
+}
+
+TEST(Node, LocalRetentionKeepsOnlyWhatTheRemoteTierCovers) {
+  TempDir tmp;
+  auto doc = small_node_doc();
+  doc["log"]["retention"] = {{"max_bytes", 1}};
+  auto n = open_node(tmp.path(), doc);
+  ASSERT_TRUE(n);
+  auto log = n->create_stream("s1");
+  ASSERT_OK(log);
+  uint64_t next = append_values(**log, 200);
+  ASSERT_OK(n->flush("s1", std::chrono::seconds(30)));
+  ASSERT_OK((*log)->apply_retention());
+  EXPECT_GT((*log)->first_offset(), 0u);
+  EXPECT_LE((*log)->first_offset(), n->uploader("s1")->persisted_next());
+  expect_all(read_remote(n->store(), n->catalog(), "t", "s1"), next);
+}
+
+TEST(Node, ManyIdleStreamsShareAFewThreads) {
+  TempDir tmp;
+  int before = thread_count();
+  auto n = open_node(tmp.path());
+  ASSERT_TRUE(n);
+  const int streams = 200;
+  for (int i = 0; i < streams; ++i) ASSERT_OK(n->create_stream(fmt::format("s{}", i)));
+  // Every uploader has started (taken its stream over in the catalog).
+  for (int i = 0; i < streams; ++i) {
+    auto u = n->uploader(fmt::format("s{}", i));
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (u->state() != tier::UploaderState::running && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_EQ(u->state(), tier::UploaderState::running) << i;
+  }
+  // io threads + blocking pool + the catalog's compaction thread, whatever
+  // the number of streams.
+  int used = thread_count() - before;
+  EXPECT_LE(used, 2 + 4 + 2) << used << " threads for " << streams << " streams";
+}
+
+TEST(Node, UnreachableObjectStoreFailsOpenNamingIt) {
+  TempDir tmp;
+  auto doc = small_node_doc();
+  doc["objstore"] = {
+      {"backend", "s3"},
+      {"s3",
+       {{"endpoint", "http://127.0.0.1:1"},
+        {"bucket", "bkt"},
+        {"access_key_id", "k"},
+        {"secret_access_key", "s"},
+        {"connect_timeout_ms", 500},
+        {"request_timeout_ms", 1000}}}};
+  auto cfg = load_node_config(doc, tmp.path(), objstore::process_env());
+  ASSERT_OK(cfg);
+  auto n = Node::open(*cfg);
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.error().message.find("object store"), std::string::npos) << n.error().message;
+  EXPECT_NE(n.error().message.find("127.0.0.1:1"), std::string::npos) << n.error().message;
+}
+
+}  // namespace
+}  // namespace strata::node
