@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "common/clock.h"
+#include "common/crc32c.h"
 #include "common/fs.h"
 #include "log/chunk.h"
 #include "log/log_files.h"
@@ -55,6 +56,10 @@ TEST(LogFormatGolden, ChunkBytesArePinned) {
                          {"reserved", 0}});
   golden::expect_fields(v, "record entries", {{"length", 5}});
   EXPECT_EQ(golden::field_bytes(v, "trailer", "trailer"), "TR");
+  // The CRCs cover the documented ranges.
+  EXPECT_EQ(golden::field(v, "chunk header", "header_crc"), crc32c::value(v.bytes.data(), 52));
+  EXPECT_EQ(golden::field(v, "chunk header", "data_crc"),
+            crc32c::value(BytesView(v.bytes).substr(kChunkHeaderSize)));
 
   // The vector decodes back to the value.
   const Bytes bytes = golden::pinned_bytes(v);
@@ -117,6 +122,7 @@ TEST(LogFormatGolden, SegmentAndIndexFilesAreWrittenAsDocumented) {
                            {"version", 1},
                            {"first_offset", f.first_offset},
                            {"reserved", 0}});
+    EXPECT_EQ(golden::field(v, "file header", "header_crc"), crc32c::value(v.bytes.data(), 20));
     auto first = decode_file_header(f.kind, v.bytes, f.vector);
     ASSERT_TRUE(first.ok()) << first.error().to_string();
     EXPECT_EQ(*first, f.first_offset);
@@ -155,9 +161,11 @@ TEST(LogFormatGolden, SegmentAndIndexFilesAreWrittenAsDocumented) {
   // The index records decode back to what the chunk headers say.
   BytesView chunks = BytesView(seg0.bytes).substr(kFileHeaderSize);
   for (size_t i = 0; i < 2; ++i) {
-    auto rec = decode_index_record(
-        BytesView(idx0.bytes).substr(kFileHeaderSize + i * kIndexRecordSize, kIndexRecordSize),
-        "index-0.hex");
+    const size_t at = kFileHeaderSize + i * kIndexRecordSize;
+    EXPECT_EQ(golden::field(idx0, "index record " + std::to_string(i), "record_crc"),
+              crc32c::value(idx0.bytes.data() + at, 44));
+    auto rec =
+        decode_index_record(BytesView(idx0.bytes).substr(at, kIndexRecordSize), "index-0.hex");
     ASSERT_TRUE(rec.ok()) << rec.error().to_string();
     auto h = decode_chunk_header(chunks.substr(rec->position - kFileHeaderSize), "segment-0.hex");
     ASSERT_TRUE(h.ok()) << h.error().to_string();

@@ -120,6 +120,9 @@ inline Vector load(const std::string& relative) {
     if (at != std::string::npos && comment[at] == '@') {
       size_t documented = 0;
       std::istringstream(comment.substr(at + 1)) >> documented >> line.field;
+      while (!line.field.empty() && (line.field.back() == ':' || line.field.back() == ',')) {
+        line.field.pop_back();
+      }
       if (line.begin - structure_start != documented) {
         v.problems.push_back(where + "field documented at offset " + std::to_string(documented) +
                              " is at offset " + std::to_string(line.begin - structure_start));

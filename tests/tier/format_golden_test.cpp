@@ -5,6 +5,7 @@
 // through the vectors' annotations, at the document's offsets.
 #include <gtest/gtest.h>
 
+#include "common/crc32c.h"
 #include "log/chunk.h"
 #include "support/golden.h"
 #include "tier/fragment_object.h"
@@ -24,6 +25,12 @@ struct TwoChunks {
   FragmentMeta meta{100, 103, kT0, kT0 + 10, a.size() + b.size(), 2};
   std::vector<ChunkIndexRecord> index{{100, kT0, 0}, {102, kT0 + 10, a.size()}};
 };
+
+// Root, group and edit batch all end with a CRC32C of every byte before it.
+void expect_trailing_crc(const golden::Vector& v) {
+  EXPECT_EQ(golden::field(v, "crc", "crc"), crc32c::value(v.bytes.data(), v.bytes.size() - 4))
+      << v.path;
+}
 
 TEST(TierFormatGolden, FragmentObjectBytesArePinned) {
   const TwoChunks f;
@@ -60,8 +67,14 @@ TEST(TierFormatGolden, FragmentObjectBytesArePinned) {
       v, "index record 1",
       {{"first_offset", 102}, {"timestamp", uint64_t(kT0 + 10)}, {"position", f.a.size()}});
   golden::expect_fields(v, "trailer", {{"chunk_count", 2}, {"magic", 0x53544645}});
-  // Object size = 64 + size + 24 x chunk_count + 16.
+  // Object size = 64 + size + 24 x chunk_count + 16; the CRCs cover the
+  // documented ranges.
   EXPECT_EQ(v.bytes.size(), 64 + f.meta.size + 24 * 2 + 16);
+  EXPECT_EQ(golden::field(v, "header", "header_crc"), crc32c::value(v.bytes.data(), 60));
+  EXPECT_EQ(golden::field(v, "trailer", "index_crc"),
+            crc32c::value(v.bytes.data() + 64 + f.meta.size, 24 * 2));
+  EXPECT_EQ(golden::field(v, "trailer", "object_crc"),
+            crc32c::value(v.bytes.data(), v.bytes.size() - 4));
 
   const Bytes bytes = golden::pinned_bytes(v);
   auto d = decode_fragment(bytes, "fragment.hex");
@@ -116,6 +129,7 @@ TEST(TierFormatGolden, ManifestRootAndEntryBytesArePinned) {
                          {"uid", 0xa1b2c3d4},
                          {"kind", 1}});
   golden::expect_fields(v, "entry 1", {{"offset", 4096}, {"uid", 0x0badf00d}, {"kind", 0}});
+  expect_trailing_crc(v);
 
   auto d = decode_root(golden::pinned_bytes(v), "root.hex");
   ASSERT_TRUE(d.ok()) << d.error().to_string();
@@ -138,6 +152,7 @@ TEST(TierFormatGolden, EmptyRootBytesArePinned) {
                          {"total_size", 0},
                          {"epoch", 2},
                          {"count", 0}});
+  expect_trailing_crc(v);
   auto d = decode_root(golden::pinned_bytes(v), "root-empty.hex");
   ASSERT_TRUE(d.ok()) << d.error().to_string();
   EXPECT_EQ(d->manifest, Manifest::empty_at(4096));
@@ -170,6 +185,7 @@ TEST(TierFormatGolden, ManifestGroupBytesArePinned) {
                          {"epoch", 3},
                          {"count", 2}});
   golden::expect_fields(v, "entry 1", {{"offset", 2048}, {"size", 2200}, {"kind", 0}});
+  expect_trailing_crc(v);
   auto d = decode_group(golden::pinned_bytes(v), "group.hex");
   ASSERT_TRUE(d.ok()) << d.error().to_string();
   EXPECT_EQ(*d, group_value());
@@ -204,6 +220,7 @@ TEST(TierFormatGolden, EditBatchBytesArePinned) {
                          {"first_ts", uint64_t(kT0 + 1000)},
                          {"removed_bytes", 4000}});
   golden::expect_fields(v, "edit 2: replace", {{"type", 3}, {"position", 0}, {"count", 2}});
+  expect_trailing_crc(v);
   auto d = decode_edit_batch(golden::pinned_bytes(v), "edit-batch.hex");
   ASSERT_TRUE(d.ok()) << d.error().to_string();
   EXPECT_EQ(*d, edit_batch_value());
