@@ -173,5 +173,26 @@ TEST(LogFormatGolden, SegmentAndIndexFilesAreWrittenAsDocumented) {
   }
 }
 
+// The same files from the codecs alone, so an encoder change is caught by
+// its bytes even when it also stops the writer from reopening its files.
+TEST(LogFormatGolden, CodecsEncodeTheWrittenHeadersAndIndexRecords) {
+  const golden::Vector seg4 = golden::load("log/golden/segment-4.hex");
+  const golden::Vector idx0 = golden::load("log/golden/index-0.hex");
+  ASSERT_TRUE(seg4.problems.empty() && idx0.problems.empty());
+  EXPECT_EQ(to_hex(encode_file_header(LogFileKind::segment, 4)),
+            to_hex(seg4.bytes.substr(0, kFileHeaderSize)));
+  EXPECT_EQ(to_hex(encode_file_header(LogFileKind::index, 0)),
+            to_hex(idx0.bytes.substr(0, kFileHeaderSize)));
+  // Index record 1 of index-0.hex, from the header of chunk 1 of segment 0.
+  const golden::Vector seg0 = golden::load("log/golden/segment-0.hex");
+  const uint64_t position = golden::field(idx0, "index record 1", "file_position");
+  auto h = decode_chunk_header(BytesView(seg0.bytes).substr(position), "segment-0.hex");
+  ASSERT_TRUE(h.ok()) << h.error().to_string();
+  uint8_t rec[kIndexRecordSize];
+  encode_index_record(index_record_for(*h, position), rec);
+  EXPECT_EQ(to_hex(BytesView(reinterpret_cast<const char*>(rec), sizeof rec)),
+            to_hex(BytesView(idx0.bytes).substr(kFileHeaderSize + kIndexRecordSize)));
+}
+
 }  // namespace
 }  // namespace strata::log
