@@ -263,6 +263,16 @@ TEST(SlotStoreFormatGolden, StoreWritesTheDocumentedWal) {
 
   const golden::Vector header = golden::load("slotstore/golden/header.hex");
   EXPECT_TRUE(golden::matches(header, BytesView(*file).substr(0, header.bytes.size())));
+  // Creation wrote both copies of every slot as valid free records (lsn 0,
+  // gen 0): slot 1 was never used.
+  for (int copy : {0, 1}) {
+    format::RecordImage rec{1, 1, true, "x", ""};
+    ASSERT_TRUE(format::decode_record(l, 1, copy, file->data() + l.record_offset(1, copy), &rec));
+    EXPECT_EQ(rec.lsn, 0u);
+    EXPECT_EQ(rec.gen, 0u);
+    EXPECT_FALSE(rec.live);
+    EXPECT_EQ(rec.key, "");
+  }
 
   const BytesView half = BytesView(*file).substr(l.half_offset(0), l.half_size);
   const golden::Vector v = golden::load("slotstore/golden/store-wal.hex");

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
@@ -130,13 +131,12 @@ inline Vector load(const std::string& relative) {
     }
     v.lines.push_back(std::move(line));
   }
+  if (v.bytes.empty()) v.problems.push_back(v.path + ": holds no bytes");
   return v;
 }
 
-// The big-endian value of the field annotated "@N <name>" in structure
-// `structure` (at most 8 bytes). Reading fields through the annotations, at
-// the document's offsets, checks the layout independently of the decoders.
-// A name "reserved@60" picks the field of that name documented at offset 60.
+// The line of the field annotated "@N <name>" in structure `structure`. A
+// name "reserved@60" picks the field of that name documented at offset 60.
 inline const Line* find_field(const Vector& v, const std::string& structure,
                               const std::string& name) {
   const size_t at = name.find('@');
@@ -151,6 +151,9 @@ inline const Line* find_field(const Vector& v, const std::string& structure,
   return nullptr;
 }
 
+// The big-endian value of a field (at most 8 bytes). Reading fields through
+// the annotations, at the document's offsets, checks the layout
+// independently of the decoders.
 inline uint64_t field(const Vector& v, const std::string& structure, const std::string& name) {
   if (const Line* found = find_field(v, structure, name)) {
     const Line& l = *found;
@@ -211,7 +214,7 @@ inline ::testing::AssertionResult matches(const Vector& v, BytesView actual) {
     if (!v.pinned[i] || actual[i] == v.bytes[i]) continue;
     const Line* l = v.line_of(i);
     return ::testing::AssertionFailure()
-           << v.path << ": byte " << i << " (line " << l->number << ",#" << l->comment << ") is 0x"
+           << v.path << ": byte " << i << " (line " << l->number << ":" << l->comment << ") is 0x"
            << to_hex(actual.substr(i, 1)) << ", the vector has 0x"
            << to_hex(BytesView(v.bytes).substr(i, 1))
            << "\n  that line's bytes: " << to_hex(actual.substr(l->begin, l->end - l->begin))
@@ -229,7 +232,8 @@ inline ::testing::AssertionResult matches(const Vector& v, BytesView actual) {
 
 // The vector's bytes, for decoding; requires every byte pinned.
 inline Bytes pinned_bytes(const Vector& v) {
-  for (bool p : v.pinned) EXPECT_TRUE(p) << v.path << " has unpinned bytes";
+  EXPECT_EQ(std::count(v.pinned.begin(), v.pinned.end(), false), 0)
+      << v.path << " has unpinned ('xx') bytes";
   return v.bytes;
 }
 
