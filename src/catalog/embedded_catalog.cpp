@@ -78,6 +78,7 @@ Result<std::unique_ptr<EmbeddedCatalog>> EmbeddedCatalog::open(
                    fmt::format("catalog {}: the {} record has no revision", path, kFloorKey));
     }
     c->revision_floor_ = v->as_u64();
+    c->floor_stored_ = true;
   } else if (floor.code() != Errc::not_found) {
     return std::move(floor).error().with_context("opening catalog " + path);
   } else if (!options.read_only) {
@@ -85,6 +86,7 @@ Result<std::unique_ptr<EmbeddedCatalog>> EmbeddedCatalog::open(
     // still record the floor of a remove.
     Status s = c->store_->put(kFloorKey, {slotstore::set(kRevision, Value::u64(0))});
     if (!s.ok()) return std::move(s).error().with_context("opening catalog " + path);
+    c->floor_stored_ = true;
   }
   return c;
 }
@@ -287,8 +289,7 @@ EmbeddedCatalogInfo EmbeddedCatalog::info() const {
   EmbeddedCatalogInfo out;
   out.path = path_;
   out.capacity = i.slots_total - 1;
-  const bool has_floor = store_->read(kFloorKey).ok();
-  out.streams = i.slots_used - (has_floor ? 1 : 0);
+  out.streams = i.slots_used - (floor_stored_ ? 1 : 0);
   {
     std::lock_guard fl(floor_mu_);
     out.revision_floor = revision_floor_;

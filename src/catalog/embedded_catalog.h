@@ -139,6 +139,7 @@ class EmbeddedCatalog final : public Catalog {
   // across its write, so the stored floor only grows).
   mutable std::mutex floor_mu_;
   uint64_t revision_floor_ = 0;
+  bool floor_stored_ = false;  // the floor record exists (always, unless read-only on a new file)
 };
 
 }  // namespace strata::catalog

@@ -11,11 +11,6 @@
 
 namespace strata::tier {
 
-TransferFailure transfer_failure_of(const objstore::ObjectError& e) {
-  Errc code = e.retry == objstore::RetryClass::transient ? Errc::transient : Errc::fatal;
-  return TransferFailure{code, e.http_status, e.s3_code, e.to_string()};
-}
-
 namespace {
 
 TransferFailure local_failure(Errc code, std::string message) {
@@ -23,7 +18,7 @@ TransferFailure local_failure(Errc code, std::string message) {
   // cannot be mapped) is not the object store's: retrying fast would not
   // help, so it is fatal — the pipeline stalls and says why.
   (void)code;
-  return TransferFailure{Errc::fatal, 0, "", std::move(message)};
+  return TransferFailure{objstore::RetryClass::fatal, 0, "", std::move(message)};
 }
 
 }  // namespace
@@ -139,7 +134,7 @@ Result<uint64_t, TransferFailure> put_fragment(objstore::ObjectStore& store,
   objstore::PutOptions po;
   po.crc32c = crc32c::extend(object_crc, end - 4, 4);
   auto put = store.put(key, objstore::BodyParts(parts.data(), parts.size()), po);
-  if (!put.ok()) return transfer_failure_of(put.error());
+  if (!put.ok()) return TransferFailure::from(put.error());
   return enc->object_size();
 }
 
@@ -147,7 +142,7 @@ Result<uint64_t, TransferFailure> put_group(objstore::ObjectStore& store, const 
                                             const std::string& key) {
   Bytes body = encode_group(g);
   auto put = store.put(key, body);
-  if (!put.ok()) return transfer_failure_of(put.error());
+  if (!put.ok()) return TransferFailure::from(put.error());
   return uint64_t(body.size());
 }
 

@@ -25,9 +25,6 @@
 
 namespace strata::tier {
 
-// The object-store error as the uploader core classifies it.
-TransferFailure transfer_failure_of(const objstore::ObjectError& e);
-
 // ---- start ----
 
 struct LoadedState {

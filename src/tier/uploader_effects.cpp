@@ -140,7 +140,7 @@ void Uploader::Impl::start_transfer(const SubmitTransfer& t, uint64_t gen,
   if (it == plans_.end()) {
     // Cannot happen while the core and plans agree; fail the transfer so
     // the core's accounting stays right, and say so.
-    TransferFailure f{Errc::fatal, 0, "",
+    TransferFailure f{objstore::RetryClass::fatal, 0, "",
                       fmt::format("internal: no fragment plan for offset {}", t.meta.first_offset)};
     feed(TransferFailed{t.ref, t.token, f});
     return;
@@ -188,7 +188,8 @@ void Uploader::Impl::start_transfer(const SubmitTransfer& t, uint64_t gen,
             me.st_.retries_fatal += 1;
             me.note_failure(std::string(task_end_name(o.end)), o.error.message);
             spdlog::error("uploader {}: {}", me.opts_.stream, o.error.message);
-            TransferFailure f{threw ? Errc::fatal : Errc::transient, 0, "", o.error.message};
+            TransferFailure f{threw ? objstore::RetryClass::fatal : objstore::RetryClass::transient,
+                              0, "", o.error.message};
             me.feed(TransferFailed{t.ref, t.token, f});
             break;
           }
@@ -215,7 +216,8 @@ void Uploader::Impl::upload_group(const UploadGroup& g) {
         } else {
           TransferFailure f = o.end == TaskEnd::completed
                                   ? o.value->error()
-                                  : TransferFailure{Errc::fatal, 0, "", o.error.message};
+                                  : TransferFailure{objstore::RetryClass::fatal, 0, "",
+                                                    o.error.message};
           me.note_failure(is_transient(f) ? "transient" : "fatal", f.to_string());
           me.feed(GroupUploadFailed{token, f});
         }
