@@ -28,17 +28,17 @@ TEST(NodeConfig, DefaultsAreTheEmbeddedOnes) {
 }
 
 TEST(NodeConfig, ReadsEverySection) {
-  json doc = {{"data_dir", "/d"},
-              {"catalog", {{"backend", "embedded"}, {"capacity", 100}}},
-              {"log",
-               {{"fsync", "never"}, {"segment_bytes", 1 << 20}, {"retention", {{"max_bytes", 5}}}}},
-              {"tiering",
-               {{"fragment_target_bytes", 4096},
-                {"fragment_max_age_ms", 0},
-                {"retention", {{"max_age_ms", 60000}}}}},
-              {"governor", {{"max_bytes_per_sec", 1000000}, {"max_concurrent", 3}}},
-              {"threads", {{"io", 1}, {"blocking", 2}}},
-              {"http", {{"listen", "127.0.0.1:0"}}}};
+  json doc = {
+      {"data_dir", "/d"},
+      {"catalog", {{"backend", "embedded"}, {"capacity", 100}}},
+      {"log", {{"fsync", "never"}, {"segment_bytes", 1 << 20}, {"retention", {{"max_bytes", 5}}}}},
+      {"tiering",
+       {{"fragment_target_bytes", 4096},
+        {"fragment_max_age_ms", 0},
+        {"retention", {{"max_age_ms", 60000}}}}},
+      {"governor", {{"max_bytes_per_sec", 1000000}, {"max_concurrent", 3}}},
+      {"threads", {{"io", 1}, {"blocking", 2}}},
+      {"http", {{"listen", "127.0.0.1:0"}}}};
   auto c = load_node_config(doc, "", no_env());
   ASSERT_OK(c);
   EXPECT_EQ(c->data_dir, "/d");

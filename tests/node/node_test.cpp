@@ -117,6 +117,43 @@ TEST(Node, LocalRetentionKeepsOnlyWhatTheRemoteTierCovers) {
   expect_all(read_remote(n->store(), n->catalog(), "t", "s1"), next);
 }
 
+TEST(Node, UserRetentionTrimsTheRemoteTierAndDeletesOnlyAfterThePersist) {
+  TempDir tmp;
+  auto doc = small_node_doc();
+  doc["tiering"]["retention"] = {{"max_bytes", 64 << 10}};
+  auto n = open_node(tmp.path(), doc);
+  ASSERT_TRUE(n);
+  auto log = n->create_stream("s1");
+  ASSERT_OK(log);
+  uint64_t next = append_values(**log, 300);
+  ASSERT_OK(n->flush("s1", std::chrono::seconds(30)));
+  auto up = n->uploader("s1");
+  up->request_retention();
+  // Retention persists truncated manifests (a plan at a time) until the
+  // remote tier is within one fragment of the limit, then deletes what it
+  // dropped.
+  const uint64_t bound = (64u << 10) + (20u << 10);
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (up->status().remote_bytes > bound && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto st = up->status();
+  ASSERT_GT(st.remote_first_offset, 0u);
+  EXPECT_EQ(st.remote_next_offset, next);
+  EXPECT_LE(st.remote_bytes, bound);
+  until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  RemoteView v;
+  do {
+    v = read_remote(n->store(), n->catalog(), "t", "s1");
+  } while (!v.audit.orphans.empty() && std::chrono::steady_clock::now() < until);
+  for (const auto& e : v.errors) ADD_FAILURE() << e;
+  EXPECT_TRUE(v.audit.orphans.empty()) << v.audit.orphans.size() << " objects not deleted";
+  // What remains is exactly the retained suffix, every record once.
+  ASSERT_FALSE(v.records.empty());
+  EXPECT_LE(v.records.begin()->first, st.remote_first_offset);
+  for (uint64_t i = st.remote_first_offset; i < next; ++i) ASSERT_EQ(v.records.at(i), value_of(i));
+}
+
 TEST(Node, ManyIdleStreamsShareAFewThreads) {
   TempDir tmp;
   int before = thread_count();
@@ -142,15 +179,14 @@ TEST(Node, ManyIdleStreamsShareAFewThreads) {
 TEST(Node, UnreachableObjectStoreFailsOpenNamingIt) {
   TempDir tmp;
   auto doc = small_node_doc();
-  doc["objstore"] = {
-      {"backend", "s3"},
-      {"s3",
-       {{"endpoint", "http://127.0.0.1:1"},
-        {"bucket", "bkt"},
-        {"access_key_id", "k"},
-        {"secret_access_key", "s"},
-        {"connect_timeout_ms", 500},
-        {"request_timeout_ms", 1000}}}};
+  doc["objstore"] = {{"backend", "s3"},
+                     {"s3",
+                      {{"endpoint", "http://127.0.0.1:1"},
+                       {"bucket", "bkt"},
+                       {"access_key_id", "k"},
+                       {"secret_access_key", "s"},
+                       {"connect_timeout_ms", 500},
+                       {"request_timeout_ms", 1000}}}};
   auto cfg = load_node_config(doc, tmp.path(), objstore::process_env());
   ASSERT_OK(cfg);
   auto n = Node::open(*cfg);

@@ -1,0 +1,142 @@
+// The node's command line run as a real process: `strata demo` (the
+// README's main job) and `strata status` against a node's HTTP endpoint.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/fs.h"
+#include "node/node.h"
+#include "node/node_test_util.h"
+#include "server/admin_http.h"
+#include "support/assertions.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+
+namespace strata::node {
+namespace {
+
+using json = nlohmann::json;
+using strata::test::run;
+
+strata::test::RunResult strata_cmd(std::vector<std::string> args) {
+  args.insert(args.begin(), STRATA_BIN);
+  return run(args);
+}
+
+bool contains(const std::string& s, const std::string& needle) {
+  return s.find(needle) != std::string::npos;
+}
+
+json last_json(const std::string& out) {
+  size_t end = out.size();
+  while (end > 0) {
+    size_t start = out.rfind('\n', end - 1);
+    start = start == std::string::npos ? 0 : start + 1;
+    std::string line = out.substr(start, end - start);
+    if (!line.empty() && line[0] == '{') return json::parse(line);
+    if (start == 0) break;
+    end = start - 1;
+  }
+  return json();
+}
+
+TEST(NodeCli, DemoUploadsReadsBackAcrossTiersAndCleansUp) {
+  auto r = strata_cmd({"demo", "--records", "20000", "--record-size", "300", "--producers", "3",
+                       "--fragment-mib", "1", "--segment-mib", "1", "--local-mib", "2"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* s : {"write", "upload", "local", "bucket", "verify", "time-to-remote", "ok:"}) {
+    EXPECT_TRUE(contains(r.output, s)) << s << " missing in:\n" << r.output;
+  }
+  auto j = strata_cmd({"--json", "demo", "--records", "20000", "--record-size", "300",
+                       "--fragment-mib", "1", "--segment-mib", "1", "--local-mib", "2"});
+  ASSERT_EQ(j.status, 0) << j.output;
+  json doc = last_json(j.output);
+  ASSERT_TRUE(doc.is_object()) << j.output;
+  EXPECT_TRUE(doc["ok"].get<bool>());
+  const json& p = doc["phases"];
+  EXPECT_EQ(p["write"]["records"], 20000);
+  EXPECT_EQ(p["verify"]["records"], 20000);
+  // Both tiers were read: local retention dropped the tiered segments.
+  EXPECT_GT(p["verify"]["remote_records"].get<int>(), 0);
+  EXPECT_GT(p["verify"]["local_records"].get<int>(), 0);
+  EXPECT_GT(p["local"]["first_offset"].get<int>(), 0);
+  EXPECT_EQ(p["local"]["first_offset"], p["verify"]["remote_records"]);
+  EXPECT_GE(p["bucket"]["fragments"].get<int>(), 4);
+  EXPECT_EQ(p["bucket"]["next_offset"], 20000);
+  EXPECT_GE(p["upload"]["time_to_remote_p99_ms"].get<double>(),
+            p["upload"]["time_to_remote_p50_ms"].get<double>());
+  // A temporary directory, removed afterwards.
+  EXPECT_TRUE(doc["temporary"].get<bool>());
+  EXPECT_FALSE(exists(posix_fs(), doc["data_dir"].get<std::string>()));
+}
+
+TEST(NodeCli, DemoInAGivenDirectoryKeepsItAndRefusesToRunTwice) {
+  strata::test::TempDir tmp;
+  auto r = strata_cmd({"demo", "--data-dir", tmp.sub("d"), "--records", "2000"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(exists(posix_fs(), tmp.sub("d") + "/streams/demo"));
+  auto again = strata_cmd({"demo", "--data-dir", tmp.sub("d"), "--records", "2000"});
+  EXPECT_EQ(again.status, 1);
+  EXPECT_TRUE(contains(again.output, "already exists")) << again.output;
+}
+
+TEST(NodeCli, DemoRejectsBadArgumentsNamingThem) {
+  strata::test::TempDir tmp;
+  struct Case {
+    std::vector<std::string> args;
+    std::string names;
+  };
+  std::vector<Case> cases = {
+      {{"demo", "--fsync", "sometimes"}, "log.fsync"},
+      {{"demo", "--batch", "0"}, "--batch"},
+      {{"demo", "--records", "x"}, "--records"},
+      {{"demo", "--s3-endpoint", "http://127.0.0.1:1", "--bucket", "b"}, "bucket"},
+  };
+  for (const auto& c : cases) {
+    auto r = strata_cmd(c.args);
+    EXPECT_NE(r.status, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, c.names)) << c.names << " not named in: " << r.output;
+  }
+  ASSERT_OK(write_file_atomic(posix_fs(), tmp.sub("file"), "x"));
+  auto r = strata_cmd({"demo", "--data-dir", tmp.sub("file")});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.output, "not a directory")) << r.output;
+}
+
+TEST(NodeCli, StatusShowsARunningNodesStreams) {
+  strata::test::TempDir tmp;
+  auto cfg = load_node_config(test::small_node_doc(), tmp.path(), objstore::process_env());
+  ASSERT_OK(cfg);
+  auto n = Node::open(*cfg);
+  ASSERT_OK(n);
+  auto log = (*n)->create_stream("orders");
+  ASSERT_OK(log);
+  std::vector<std::string> vals(50, std::string(100, 'x'));
+  std::vector<BytesView> views(vals.begin(), vals.end());
+  ASSERT_OK((*log)->append(std::span<const BytesView>(views)));
+  ASSERT_OK((*n)->flush("orders", std::chrono::seconds(30)));
+  Node* node = n->get();
+  auto http = server::AdminHttp::start(
+      "127.0.0.1:0",
+      {[node] { return node->metrics_text(); }, [node] { return node->status_json().dump(); }});
+  ASSERT_OK(http);
+  auto r = strata_cmd({"status", "--url", (*http)->url()});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "orders")) << r.output;
+  EXPECT_TRUE(contains(r.output, "running")) << r.output;
+  EXPECT_TRUE(contains(r.output, "[0,50)")) << r.output;
+  auto j = strata_cmd({"--json", "status", "--url", (*http)->url()});
+  ASSERT_EQ(j.status, 0) << j.output;
+  json doc = last_json(j.output);
+  EXPECT_EQ(doc["streams"]["orders"]["tiering"]["remote_next_offset"], 50);
+  auto m = server::admin_get((*http)->url(), "/metrics");
+  ASSERT_OK(m);
+  EXPECT_TRUE(contains(*m, "strata_tier_remote_next_offset{stream=\"orders\"} 50")) << *m;
+  (*http)->stop();
+  auto down = strata_cmd({"status", "--url", (*http)->url()});
+  EXPECT_EQ(down.status, 1);
+  EXPECT_TRUE(contains(down.output, (*http)->url())) << down.output;
+}
+
+}  // namespace
+}  // namespace strata::node
