@@ -7,19 +7,21 @@
 
 #include "common/assert.h"
 #include "common/endian.h"
+#include "log/stream_log_impl.h"
 
 namespace strata::log {
 
-Reader::Reader(std::shared_ptr<StreamLog> log, std::shared_ptr<StreamLog::Segment> seg,
+Reader::Reader(std::shared_ptr<StreamLog> log, std::shared_ptr<LogSegment> seg,
                std::shared_ptr<File> file, const Resolution& r, const ReaderOptions& o)
     : log_(std::move(log)),
+      impl_(*log_->impl_),
       seg_(std::move(seg)),
       file_(std::move(file)),
       opts_(o),
       pos_(r.position),
       chunk_offset_(r.chunk_first_offset),
       start_offset_(r.start_offset),
-      window_(*file_, 0, log_->opts_.read_ahead_bytes) {}
+      window_(*file_, 0, impl_.options().read_ahead_bytes) {}
 
 Reader::~Reader() = default;
 
@@ -28,44 +30,29 @@ uint64_t Reader::next_offset() const {
 }
 
 bool Reader::at_end() const {
-  return chunk_offset_ >= log_->committed_next();
+  return chunk_offset_ >= impl_.committed_next();
 }
 
 Status Reader::locate() {
-  std::shared_ptr<StreamLog::Segment> moved_to;
-  {
-    std::lock_guard<std::mutex> g(log_->mu_);
-    seg_end_ = seg_->info.size_bytes;
-    seg_next_ = seg_->info.next_offset;
-    if (chunk_offset_ < seg_next_) {
-      window_.set_limit(seg_end_);
-      return Status::OK();
-    }
-    // This segment is done and a later chunk is committed: it lives in the
-    // segment that starts exactly at chunk_offset_ (segments are contiguous).
-    moved_to = log_->find_segment_locked(chunk_offset_);
-    if (!moved_to) {
-      return Error(
-          Errc::out_of_range,
-          fmt::format("stream {}: offset {} is no longer in the log (removed by retention); "
-                      "the first offset is now {}",
-                      log_->dir_, chunk_offset_, log_->segments_.front()->info.first_offset));
-    }
-    seg_ = moved_to;
-    seg_end_ = seg_->info.size_bytes;
-    seg_next_ = seg_->info.next_offset;
+  STRATA_ASSIGN_OR_RETURN(auto view, impl_.segment_view(seg_, chunk_offset_));
+  seg_end_ = view.end;
+  seg_next_ = view.next;
+  if (!view.moved) {
+    window_.set_limit(seg_end_);
+    return Status::OK();
   }
-  STRATA_ASSIGN_OR_RETURN(file_, log_->segment_file(seg_));
+  seg_ = std::move(view.segment);
+  STRATA_ASSIGN_OR_RETURN(file_, impl_.segment_file(seg_));
   pos_ = kFileHeaderSize;
   window_.reset(*file_, seg_end_);
   return Status::OK();
 }
 
 Result<std::optional<ChunkView>> Reader::next_chunk() {
-  if (log_->closed_flag_.load(std::memory_order_acquire)) {
-    return Error(Errc::closed, fmt::format("stream {} is closed", log_->dir_));
+  if (impl_.closed_fast()) {
+    return Error(Errc::closed, fmt::format("stream {} is closed", impl_.dir()));
   }
-  const uint64_t committed = log_->committed_next();
+  const uint64_t committed = impl_.committed_next();
   if (chunk_offset_ >= committed) {
     // Caught up: an idle reader keeps no buffer.
     window_.release();
@@ -147,7 +134,7 @@ Result<size_t> Reader::next_records(std::vector<Record>* out) {
 }
 
 bool Reader::wait(std::chrono::milliseconds timeout) {
-  if (chunk_offset_ < log_->committed_next()) return true;
+  if (chunk_offset_ < impl_.committed_next()) return true;
   if (!log_->read_only()) return log_->wait_for_commit(chunk_offset_, timeout);
   // The writer is another process: look at the files now and then.
   auto deadline = std::chrono::steady_clock::now() + timeout;

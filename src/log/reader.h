@@ -23,6 +23,8 @@
 
 namespace strata::log {
 
+struct LogSegment;  // stream_log_impl.h
+
 struct ReaderOptions {
   bool verify_crc = true;  // verify each chunk's body CRC before returning it
 };
@@ -75,7 +77,7 @@ class Reader {
 
  private:
   friend class StreamLog;
-  Reader(std::shared_ptr<StreamLog> log, std::shared_ptr<StreamLog::Segment> seg,
+  Reader(std::shared_ptr<StreamLog> log, std::shared_ptr<LogSegment> seg,
          std::shared_ptr<File> file, const Resolution& r, const ReaderOptions& o);
 
   // Moves to the segment holding chunk_offset_ when the current one is done,
@@ -83,7 +85,8 @@ class Reader {
   Status locate();
 
   std::shared_ptr<StreamLog> log_;
-  std::shared_ptr<StreamLog::Segment> seg_;
+  StreamLog::Impl& impl_;  // log_'s, alive as long as log_
+  std::shared_ptr<LogSegment> seg_;
   std::shared_ptr<File> file_;
   ReaderOptions opts_;
   uint64_t pos_ = 0;           // file position of the next chunk in seg_
