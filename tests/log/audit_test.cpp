@@ -32,7 +32,7 @@ std::vector<IndexRecord> chunks(size_t n) {
   return v;
 }
 
-IndexLoad index_of(std::vector<IndexRecord> recs, std::optional<Error> damage = std::nullopt) {
+IndexLoad loaded(std::vector<IndexRecord> recs, std::optional<Error> damage = std::nullopt) {
   IndexLoad il;
   il.header_valid = true;
   il.records = std::move(recs);
@@ -147,11 +147,11 @@ TEST(Audit, HeaderlessNewestSegmentIsReinitialisedOnlyIfNothingIntactFollows) {
 TEST(Audit, SealedIndexIsTrustedOnlyIfItEndsAtTheSegmentsEnd) {
   auto recs = chunks(3);
   const uint64_t end = recs.back().end_position();
-  EXPECT_EQ(sealed_index_shape_problem(index_of(recs), end, "/s"), "");
-  EXPECT_NE(sealed_index_shape_problem(index_of(recs), end + 1, "/s"), "");
-  EXPECT_NE(sealed_index_shape_problem(index_of({}), end, "/s"), "");
-  EXPECT_EQ(sealed_index_shape_problem(index_of({}), kFileHeaderSize, "/s"), "");
-  EXPECT_EQ(sealed_index_shape_problem(index_of(recs, Error(Errc::corrupt, "rot")), end, "/s"),
+  EXPECT_EQ(sealed_index_shape_problem(loaded(recs), end, "/s"), "");
+  EXPECT_NE(sealed_index_shape_problem(loaded(recs), end + 1, "/s"), "");
+  EXPECT_NE(sealed_index_shape_problem(loaded({}), end, "/s"), "");
+  EXPECT_EQ(sealed_index_shape_problem(loaded({}), kFileHeaderSize, "/s"), "");
+  EXPECT_EQ(sealed_index_shape_problem(loaded(recs, Error(Errc::corrupt, "rot")), end, "/s"),
             "rot");
 }
 
@@ -176,16 +176,16 @@ TEST(Audit, SealedIndexLastRecordMustMatchItsChunkHeader) {
 
 TEST(Audit, IndexComparedWithAScan) {
   auto scanned = chunks(3);
-  EXPECT_FALSE(compare_index(index_of(scanned), scanned).problem);
-  auto lag = compare_index(index_of(chunks(2)), scanned);
+  EXPECT_FALSE(compare_index(loaded(scanned), scanned).problem);
+  auto lag = compare_index(loaded(chunks(2)), scanned);
   EXPECT_EQ(lag.matching, 2u);
   EXPECT_EQ(*lag.problem, "index lags: 2 of 3 chunks indexed");
-  auto past = compare_index(index_of(chunks(4)), scanned);
+  auto past = compare_index(loaded(chunks(4)), scanned);
   EXPECT_EQ(past.matching, 3u);
   EXPECT_NE(past.problem->find("points past the valid end"), std::string::npos);
   auto other = chunks(3);
   other[1].timestamp_ms = 0;
-  auto mismatch = compare_index(index_of(other), scanned);
+  auto mismatch = compare_index(loaded(other), scanned);
   EXPECT_EQ(mismatch.matching, 1u);
   EXPECT_NE(mismatch.problem->find("index record 1 does not match"), std::string::npos);
 }
@@ -194,13 +194,12 @@ TEST(Audit, NewestIndexIsKeptRepairedOrRebuilt) {
   using K = IndexVerdict::Kind;
   auto scanned = chunks(3);
   const uint64_t full = kFileHeaderSize + 3 * kIndexRecordSize;
-  EXPECT_EQ(audit_newest_index(index_of(scanned), full, scanned).kind, K::keep);
-  auto lag = audit_newest_index(index_of(chunks(2)), full - kIndexRecordSize, scanned);
+  EXPECT_EQ(audit_newest_index(loaded(scanned), full, scanned).kind, K::keep);
+  auto lag = audit_newest_index(loaded(chunks(2)), full - kIndexRecordSize, scanned);
   EXPECT_EQ(lag.kind, K::repair);
   EXPECT_EQ(lag.keep_records, 2u);
   // A torn record after the three good ones: cut back.
-  auto torn =
-      audit_newest_index(index_of(scanned, Error(Errc::corrupt, "torn")), full + 7, scanned);
+  auto torn = audit_newest_index(loaded(scanned, Error(Errc::corrupt, "torn")), full + 7, scanned);
   EXPECT_EQ(torn.kind, K::repair);
   EXPECT_EQ(torn.keep_records, 3u);
   EXPECT_EQ(audit_newest_index(std::nullopt, 0, scanned).kind, K::rebuild);
@@ -215,49 +214,8 @@ TEST(Audit, NewestIndexIsKeptRepairedOrRebuilt) {
 
 // Damaged stream directories: inspect must say "open fails" exactly when a
 // writer's open fails, quoting the error open gives.
-struct InspectAgreesWithOpen : ::testing::Test {
-  strata::test::TempDir tmp;
-  std::string dir = tmp.sub("s");
-  FileSystem& fs = posix_fs();
-
-  LogOptions opts() {
-    LogOptions o;
-    o.create_if_missing = true;
-    o.fsync = FsyncPolicy::never;
-    o.max_segment_chunks = 4;
-    return o;
-  }
-  // `n` chunks of 2 records: segments of 4 chunks.
-  void build(int n) {
-    auto log = *StreamLog::open(dir, opts());
-    for (int c = 0; c < n; ++c) {
-      uint64_t f = log->committed_next();
-      std::vector<std::string> recs = {payload_for(f), payload_for(f + 1)};
-      ASSERT_TRUE(log->append(test::views(recs)).ok());
-    }
-    ASSERT_TRUE(log->close().ok());
-  }
-  std::string seg(uint64_t first) { return path_join(dir, segment_file_name(first)); }
-  std::string idx(uint64_t first) { return path_join(dir, index_file_name(first)); }
-  std::vector<IndexRecord> index_records(uint64_t first) {
-    auto f = *fs.open(idx(first), OpenOptions::read_only());
-    return load_index(*f, idx(first), first)->records;
-  }
-  void write_at(const std::string& p, uint64_t pos, BytesView b) {
-    auto f = *fs.open(p, OpenOptions::create_or_open());
-    ASSERT_TRUE(f->write_at(pos, b).ok());
-  }
-  void truncate(const std::string& p, uint64_t size) {
-    auto f = *fs.open(p, OpenOptions::read_write());
-    ASSERT_TRUE(f->truncate(size).ok());
-  }
-  void flip(const std::string& p, uint64_t pos) {
-    auto f = *fs.open(p, OpenOptions::read_write());
-    char c;
-    ASSERT_TRUE(read_exact(*f, pos, &c, 1).ok());
-    c ^= 0x20;
-    ASSERT_TRUE(f->write_at(pos, BytesView(&c, 1)).ok());
-  }
+struct InspectAgreesWithOpen : test::StreamDirTest {
+  void build(int chunks) { StreamDirTest::build(chunks, 2); }  // segments [0,8) [8,16) ...
 
   // Inspects, then opens for writing; returns what inspect reported.
   std::vector<std::string> check(const std::string& scenario, bool expect_open_ok) {
@@ -298,7 +256,7 @@ TEST_F(InspectAgreesWithOpen, CleanLog) {
 
 TEST_F(InspectAgreesWithOpen, TornTail) {
   build(6);
-  auto recs = index_records(8);
+  auto recs = index_of(8);
   truncate(seg(8), recs.back().position + 20);
   auto p = check("torn tail", true);
   ASSERT_FALSE(p.empty());
@@ -307,26 +265,26 @@ TEST_F(InspectAgreesWithOpen, TornTail) {
 
 TEST_F(InspectAgreesWithOpen, DamageInTheMiddleOfTheNewestSegment) {
   build(7);
-  flip(seg(8), index_records(8)[1].position + kChunkHeaderSize + 1);
+  flip(seg(8), index_of(8)[1].position + kChunkHeaderSize + 1);
   check("corrupt middle", false);
 }
 
 TEST_F(InspectAgreesWithOpen, SealedDamageBehindATrustedIndex) {
   build(6);
-  flip(seg(0), index_records(0)[2].position + kChunkHeaderSize + 1);
+  flip(seg(0), index_of(0)[2].position + kChunkHeaderSize + 1);
   check("sealed damage, trusted index", true);
 }
 
 TEST_F(InspectAgreesWithOpen, SealedDamageBehindAnUntrustedIndex) {
   build(6);
-  flip(seg(0), index_records(0)[1].position + kChunkHeaderSize + 1);
+  flip(seg(0), index_of(0)[1].position + kChunkHeaderSize + 1);
   ASSERT_TRUE(fs.remove(idx(0)).ok());
   check("sealed damage, missing index", false);
 }
 
 TEST_F(InspectAgreesWithOpen, TruncatedSealedSegment) {
   build(6);
-  truncate(seg(0), fs.stat(seg(0))->size - 10);
+  truncate(seg(0), size_of(seg(0)) - 10);
   check("truncated sealed", false);
 }
 
@@ -378,7 +336,7 @@ TEST_F(InspectAgreesWithOpen, MissingMiddleSegment) {
 
 TEST_F(InspectAgreesWithOpen, IndexesThatOpenRepairsOrRemoves) {
   build(10);
-  truncate(idx(16), fs.stat(idx(16))->size - kIndexRecordSize);      // newest lags
+  truncate(idx(16), size_of(idx(16)) - kIndexRecordSize);            // newest lags
   write_at(idx(40), 0, encode_file_header(LogFileKind::index, 40));  // orphan
   write_at(idx(0) + ".tmp", 0, "leftover");
   auto p = check("index repairs", true);
@@ -389,13 +347,7 @@ TEST_F(InspectAgreesWithOpen, IndexesThatOpenRepairsOrRemoves) {
 
 TEST_F(InspectAgreesWithOpen, SealedIndexPointingPastTheSegment) {
   build(6);
-  auto recs = index_records(0);
-  IndexRecord extra = recs.back();
-  extra.first_offset = extra.next_offset();
-  extra.position = extra.end_position();
-  uint8_t b[kIndexRecordSize];
-  encode_index_record(extra, b);
-  write_at(idx(0), fs.stat(idx(0))->size, BytesView(reinterpret_cast<char*>(b), sizeof b));
+  add_index_record_past_the_end(0);
   auto p = check("sealed index past the end", true);
   ASSERT_EQ(p.size(), 1u);
   EXPECT_NE(p[0].find("open rebuilds it"), std::string::npos) << p[0];
