@@ -35,16 +35,18 @@ bool Reader::at_end() const {
 
 Status Reader::locate() {
   STRATA_ASSIGN_OR_RETURN(auto view, impl_.segment_view(seg_, chunk_offset_));
+  if (view.moved) {
+    // Moves only once the next segment's file is open, so a failure leaves
+    // the reader where it was.
+    STRATA_ASSIGN_OR_RETURN(auto file, impl_.segment_file(view.segment));
+    seg_ = std::move(view.segment);
+    file_ = std::move(file);
+    pos_ = kFileHeaderSize;
+    window_.reset(*file_, view.end);
+  }
   seg_end_ = view.end;
   seg_next_ = view.next;
-  if (!view.moved) {
-    window_.set_limit(seg_end_);
-    return Status::OK();
-  }
-  seg_ = std::move(view.segment);
-  STRATA_ASSIGN_OR_RETURN(file_, impl_.segment_file(seg_));
-  pos_ = kFileHeaderSize;
-  window_.reset(*file_, seg_end_);
+  window_.set_limit(seg_end_);
   return Status::OK();
 }
 
