@@ -3,8 +3,9 @@
 // one writer, many readers.
 //
 // Writing. append() takes one batch of records and returns once the batch is
-// committed. Concurrent appenders are coalesced (group commit): the first
-// waiting appender becomes the leader, packs every queued batch into chunks
+// committed. Concurrent appenders are coalesced (group commit,
+// common/group_commit.h): the first waiting appender becomes the leader,
+// packs every queued batch into chunks
 // (a batch never spans chunks), writes them with one write per segment,
 // syncs once according to the fsync policy, advances the committed offset,
 // notifies hooks and listeners, then releases the appenders. The committed
@@ -25,6 +26,9 @@
 //  - recovery (recovery.h) needs nothing but the segment files.
 //
 // Thread safety: every public method may be called from any thread.
+//
+// The state and the steps behind these methods are StreamLog::Impl
+// (stream_log_impl.h, which also lists the files they live in).
 #pragma once
 
 #include <chrono>
