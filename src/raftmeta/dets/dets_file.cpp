@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "common/endian.h"
+#include "common/file_window.h"
 #include "raftmeta/dets/dets_format.h"
 
 namespace strata::raftmeta::dets {
@@ -39,7 +40,8 @@ uint64_t buddy_block(uint32_t size) {
 // by read() is valid until the next call.
 class WindowReader {
  public:
-  WindowReader(File& f, uint64_t size, const std::string& path) : f_(f), size_(size), path_(path) {}
+  WindowReader(File& f, uint64_t size, const std::string& path)
+      : window_(f, size, kWindow), size_(size), path_(path) {}
 
   Result<BytesView> read(uint64_t pos, uint64_t n, const std::string& what) {
     if (pos > size_ || n > size_ - pos) {
@@ -47,26 +49,14 @@ class WindowReader {
                         what + " needs " + std::to_string(n) +
                             " bytes here but the file ends at byte " + std::to_string(size_));
     }
-    if (pos < start_ || pos + n > start_ + buf_.size()) {
-      const uint64_t len = std::max<uint64_t>(n, std::min<uint64_t>(kWindow, size_ - pos));
-      buf_.resize(len);
-      start_ = pos;
-      Status s = read_exact(f_, pos, buf_.data(), len);
-      if (!s.ok()) {
-        buf_.clear();
-        return std::move(s).error();
-      }
-    }
-    return BytesView(buf_).substr(pos - start_, n);
+    return window_.read(pos, size_t(n));
   }
 
  private:
-  static constexpr uint64_t kWindow = 1 << 20;
-  File& f_;
+  static constexpr size_t kWindow = 1 << 20;
+  FileWindow window_;
   uint64_t size_;
   const std::string& path_;
-  Bytes buf_;
-  uint64_t start_ = 0;
 };
 
 // Called with each object of a collection: its size word's file offset and
