@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 
+#include "common/tail_damage.h"
 #include "log/index_file.h"
 #include "log/segment_scan.h"
 
@@ -226,13 +227,13 @@ Result<RecoveredSegment> recover_newest(FileSystem& fs, const std::string& dir, 
   STRATA_ASSIGN_OR_RETURN(ScanResult scan, scan_segment(*f, path, so));
   uint64_t valid = scan.valid_end;
   if (scan.damage) {
+    std::optional<IntactAfter> intact;
     if (scan.intact_after) {
-      return Error(Errc::corrupt,
-                   fmt::format("{}; an intact chunk (offset {}) follows at position {}, so the "
-                               "damage is not a torn tail: refusing to truncate",
-                               scan.damage->message, scan.intact_after->first_offset,
-                               scan.intact_after->position));
+      intact = IntactAfter{scan.intact_after->position,
+                           fmt::format("an intact chunk (offset {})",
+                                       scan.intact_after->first_offset)};
     }
+    STRATA_TRY(judge_tail_damage(*scan.damage, intact));
     if (o.read_only) {
       seg.ignored_tail_bytes = size - valid;
     } else {
