@@ -229,9 +229,9 @@ Result<RecoveredSegment> recover_newest(FileSystem& fs, const std::string& dir, 
   if (scan.damage) {
     std::optional<IntactAfter> intact;
     if (scan.intact_after) {
-      intact = IntactAfter{scan.intact_after->position,
-                           fmt::format("an intact chunk (offset {})",
-                                       scan.intact_after->first_offset)};
+      intact =
+          IntactAfter{scan.intact_after->position,
+                      fmt::format("an intact chunk (offset {})", scan.intact_after->first_offset)};
     }
     STRATA_TRY(judge_tail_damage(*scan.damage, intact));
     if (o.read_only) {

@@ -1,6 +1,11 @@
 #include "slotstore/wal_reader.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <string_view>
+
+#include "common/endian.h"
 
 namespace strata::slotstore {
 
@@ -54,6 +59,41 @@ Result<format::EntryStatus> WalReader::next(format::Entry* out) {
   ++entries_;
   *out = e;
   return format::EntryStatus::ok;
+}
+
+Result<std::string> WalReader::why_end() {
+  if (pos_ == 0) return std::string("the half has no valid header");
+  STRATA_ASSIGN_OR_RETURN(BytesView in, window(pos_, layout_.max_op_bytes));
+  if (auto why = format::why_chain_ends(in, chain_)) return std::move(*why);
+  // The framing continues the chain: next() refused the entry's lsn.
+  const uint64_t lsn = get_be64(reinterpret_cast<const uint8_t*>(in.data()) + 9);
+  return fmt::format("the entry here has lsn {}, which does not follow lsn {}", lsn,
+                     entries_ > 0 ? last_lsn_ : first_lsn_ - 1);
+}
+
+Result<std::optional<WalReader::FoundClaim>> WalReader::find_claim_after_end(uint64_t durable_above,
+                                                                             uint64_t lsn_below) {
+  const BytesView sig = format::durable_entry_signature();  // bytes [4, 9) of the entry
+  const std::string_view needle(sig.data(), sig.size());
+  uint64_t at = pos_;  // where the next candidate entry may start
+  while (at + format::kDurableEntrySize <= limit_) {
+    STRATA_ASSIGN_OR_RETURN(BytesView w, window(at, kWindow));
+    const std::string_view view(w.data(), w.size());
+    size_t i = 0;
+    while ((i = view.find(needle, i + 4)) != std::string_view::npos) {
+      format::DurableClaim c;
+      const size_t start = i - 4;
+      if (format::decode_durable_claim(w.substr(start), &c) && c.lsn < lsn_below &&
+          c.durable_lsn > durable_above) {
+        return std::optional<FoundClaim>(FoundClaim{at + start, c});
+      }
+      i = start + 1;
+    }
+    // Overlap so an entry spanning two windows is seen whole.
+    if (w.size() < format::kDurableEntrySize) break;
+    at += w.size() - (format::kDurableEntrySize - 1);
+  }
+  return std::optional<FoundClaim>();
 }
 
 }  // namespace strata::slotstore

@@ -25,8 +25,7 @@ TEST(TailDamage, IntactDataAfterTheDamageIsCorruptionNamingFileAndBothPositions)
   EXPECT_EQ(s.code(), Errc::corrupt);
   const std::string& m = s.error().message;
   EXPECT_EQ(m.find(kFile + " position 4242: chunk data CRC mismatch; "), 0u) << m;
-  EXPECT_NE(m.find("an intact chunk (offset 17) follows at position 9000"), std::string::npos)
-      << m;
+  EXPECT_NE(m.find("an intact chunk (offset 17) follows at position 9000"), std::string::npos) << m;
   EXPECT_NE(m.find("not a torn tail"), std::string::npos) << m;
 }
 
