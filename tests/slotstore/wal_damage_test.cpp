@@ -2,56 +2,14 @@
 // that the damaged entries were durable is corruption (docs/FORMATS.md,
 // slotstore "WAL", "Torn tail or damage"). Each test writes a store, damages
 // one byte of the file the way a disk would, and opens it again.
-#include "common/endian.h"
 #include "slotstore/format.h"
 #include "slotstore_test_util.h"
+#include "wal_chain.h"
 
 namespace strata::slotstore {
 namespace {
 
 using namespace test;
-
-// One entry of a WAL half's chain, as it is in the file.
-struct EntryAt {
-  uint64_t offset = 0;  // in the file
-  uint32_t size = 0;
-  format::EntryType type = format::EntryType::marker;
-  uint64_t lsn = 0;
-};
-
-// The chain of half `half` of an undamaged file.
-std::vector<EntryAt> chain_of(const Bytes& file, const format::Layout& l, int half) {
-  std::vector<EntryAt> out;
-  const BytesView h(file.data() + l.half_offset(half), l.half_size);
-  format::HalfHeader hh;
-  if (!format::decode_half_header(half, h.data(), &hh)) return out;
-  uint32_t chain = hh.chain_seed;
-  for (uint64_t pos = format::kHalfHeaderSize; pos < h.size();) {
-    format::Entry e;
-    auto st = format::decode_entry(l, h.substr(pos), chain, &e);
-    if (!st.ok() || *st == format::EntryStatus::end) break;
-    out.push_back(EntryAt{l.half_offset(half) + pos, e.size, e.type, e.lsn});
-    chain = e.chain;
-    pos += e.size;
-  }
-  return out;
-}
-
-// The half with the newer valid header.
-int active_half(const Bytes& file, const format::Layout& l) {
-  format::HalfHeader h[2];
-  bool v0 = format::decode_half_header(0, file.data() + l.half_offset(0), &h[0]);
-  bool v1 = format::decode_half_header(1, file.data() + l.half_offset(1), &h[1]);
-  return v1 && (!v0 || h[1].seq > h[0].seq) ? 1 : 0;
-}
-
-std::vector<EntryAt> puts_of(const std::vector<EntryAt>& chain) {
-  std::vector<EntryAt> puts;
-  for (const EntryAt& e : chain) {
-    if (e.type == format::EntryType::put) puts.push_back(e);
-  }
-  return puts;
-}
 
 // Flips one bit of the byte at `off`, durably.
 void flip(FileSystem& fs, const std::string& path, uint64_t off) {
