@@ -71,20 +71,22 @@ Result<std::string> WalReader::why_end() {
                      entries_ > 0 ? last_lsn_ : first_lsn_ - 1);
 }
 
-Result<std::optional<WalReader::FoundClaim>> WalReader::find_claim_after_end(uint64_t durable_above,
-                                                                             uint64_t lsn_below) {
+Result<std::optional<WalReader::FoundClaim>> WalReader::find_claim_after_end(
+    uint64_t durable_above) {
   const BytesView sig = format::durable_entry_signature();  // bytes [4, 9) of the entry
   const std::string_view needle(sig.data(), sig.size());
   uint64_t at = pos_;  // where the next candidate entry may start
   while (at + format::kDurableEntrySize <= limit_) {
-    STRATA_ASSIGN_OR_RETURN(BytesView w, window(at, kWindow));
+    // Half a window per step: window() then never grows its buffer past
+    // what replay used, and each step after the first is served from it
+    // every other time (each byte is still read once).
+    STRATA_ASSIGN_OR_RETURN(BytesView w, window(at, kWindow / 2));
     const std::string_view view(w.data(), w.size());
     size_t i = 0;
     while ((i = view.find(needle, i + 4)) != std::string_view::npos) {
       format::DurableClaim c;
       const size_t start = i - 4;
-      if (format::decode_durable_claim(w.substr(start), &c) && c.lsn < lsn_below &&
-          c.durable_lsn > durable_above) {
+      if (format::decode_durable_claim(w.substr(start), &c) && c.durable_lsn > durable_above) {
         return std::optional<FoundClaim>(FoundClaim{at + start, c});
       }
       i = start + 1;

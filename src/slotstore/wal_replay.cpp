@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 
 #include "common/tail_damage.h"
 #include "slotstore/slot_rules.h"
@@ -141,8 +140,7 @@ Status SlotStore::Impl::check_active_end(int half, const format::HalfHeader& h, 
   // Before the search moves the reader's window away from the end.
   STRATA_ASSIGN_OR_RETURN(std::string why, reader.why_end());
   const uint64_t reached = reader.entries() > 0 ? reader.last_lsn() : h.first_lsn - 1;
-  STRATA_ASSIGN_OR_RETURN(
-      auto found, reader.find_claim_after_end(reached, std::numeric_limits<uint64_t>::max()));
+  STRATA_ASSIGN_OR_RETURN(auto found, reader.find_claim_after_end(reached));
   std::optional<IntactAfter> intact;
   if (found) {
     intact = IntactAfter{layout_.half_offset(half) + found->offset,
