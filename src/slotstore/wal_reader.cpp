@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <string_view>
+#include <cstring>
 
 #include "common/endian.h"
 
@@ -73,23 +73,24 @@ Result<std::string> WalReader::why_end() {
 
 Result<std::optional<WalReader::FoundClaim>> WalReader::find_claim_after_end(
     uint64_t durable_above) {
-  const BytesView sig = format::durable_entry_signature();  // bytes [4, 9) of the entry
-  const std::string_view needle(sig.data(), sig.size());
+  // Look for the last byte of a `durable` entry's size (entry byte 7): rare
+  // in zeros and in other entries, unlike the signature's leading zeros.
+  constexpr size_t kProbe = 7;
+  const char probe = format::durable_entry_signature()[3];
   uint64_t at = pos_;  // where the next candidate entry may start
   while (at + format::kDurableEntrySize <= limit_) {
     // Half a window per step: window() then never grows its buffer past
     // what replay used, and each step after the first is served from it
     // every other time (each byte is still read once).
     STRATA_ASSIGN_OR_RETURN(BytesView w, window(at, kWindow / 2));
-    const std::string_view view(w.data(), w.size());
-    size_t i = 0;
-    while ((i = view.find(needle, i + 4)) != std::string_view::npos) {
+    const char* const end = w.data() + w.size();
+    for (const char* p = w.data() + kProbe;
+         p < end && (p = static_cast<const char*>(std::memchr(p, probe, size_t(end - p)))); ++p) {
       format::DurableClaim c;
-      const size_t start = i - 4;
+      const size_t start = size_t(p - w.data()) - kProbe;
       if (format::decode_durable_claim(w.substr(start), &c) && c.durable_lsn > durable_above) {
         return std::optional<FoundClaim>(FoundClaim{at + start, c});
       }
-      i = start + 1;
     }
     // Overlap so an entry spanning two windows is seen whole.
     if (w.size() < format::kDurableEntrySize) break;

@@ -17,7 +17,10 @@ struct SlotStore::Impl::OlderHalf {
   int half = 0;
   bool previous_cycle = false;  // its header is the cycle just before the active half's
   format::HalfHeader header;
-  WalReader* reader = nullptr;  // replayed (when previous_cycle)
+  // Where its chain stops, when replayed (previous_cycle) and not connected.
+  uint64_t end = 0;      // offset in the half
+  uint64_t reached = 0;  // lsn of the last entry reached (first_lsn - 1 if none)
+  std::string why_end;
 };
 
 Status SlotStore::Impl::replay_wal(std::vector<uint64_t>& rec_lsn, uint64_t max_rec_lsn) {
@@ -40,11 +43,11 @@ Status SlotStore::Impl::replay_wal(std::vector<uint64_t>& rec_lsn, uint64_t max_
   // uncompacted older half is complete on disk and its chain runs into the
   // newer half's seed; one that does not connect was compacted and partly
   // reused, or is damaged (check_older_half).
-  WalReader rb(*file_, l, b, l.half_size);
-  OlderHalf older{b, valid[b] && h[b].seq + 1 == h[a].seq, h[b], &rb};
+  OlderHalf older{b, valid[b] && h[b].seq + 1 == h[a].seq, h[b]};
   bool connected = false;
   uint64_t last_lsn = 0;
   if (older.previous_cycle) {
+    WalReader rb(*file_, l, b, l.half_size);
     uint64_t applied = 0;
     STRATA_TRY(replay_half(b, rec_lsn, &h[b], &rb, &applied));
     connected = rb.chain() == h[a].chain_seed && rb.last_lsn() < h[a].first_lsn;
@@ -57,6 +60,10 @@ Status SlotStore::Impl::replay_wal(std::vector<uint64_t>& rec_lsn, uint64_t max_
                    fmt::format("{}: WAL half {} (seq {}) does not connect to half {} (seq {}) but "
                                "holds {} entries missing from the records",
                                path_, b, h[b].seq, a, h[a].seq, applied));
+    } else {
+      older.end = rb.position();
+      older.reached = rb.entries() > 0 ? rb.last_lsn() : h[b].first_lsn - 1;
+      STRATA_ASSIGN_OR_RETURN(older.why_end, rb.why_end());
     }
   }
   WalReader ra(*file_, l, a, l.half_size);
@@ -186,11 +193,9 @@ Status SlotStore::Impl::check_older_half(const OlderHalf& b, int a, const format
                   fmt::format("WAL half {} has no valid header of seq {}", b.half, ha.seq - 1)),
         intact);
   }
-  STRATA_ASSIGN_OR_RETURN(std::string why, b.reader->why_end());
-  const uint64_t reached = b.reader->entries() > 0 ? b.reader->last_lsn() : b.header.first_lsn - 1;
-  return judge_tail_damage(damage_at(path_, l.half_offset(b.half) + b.reader->position(),
+  return judge_tail_damage(damage_at(path_, l.half_offset(b.half) + b.end,
                                      fmt::format("WAL half {} (seq {}) after lsn {}: {}", b.half,
-                                                 b.header.seq, reached, why)),
+                                                 b.header.seq, b.reached, b.why_end)),
                            intact);
 }
 

@@ -4,12 +4,12 @@
 #include <future>
 #include <thread>
 
-#include "common/endian.h"
 #include "common/random.h"
 #include "counting_fs.h"
 #include "slotstore/format.h"
 #include "slotstore/wal_reader.h"
 #include "slotstore_test_util.h"
+#include "wal_chain.h"
 #include "support/temp_dir.h"
 
 namespace strata::slotstore {
@@ -248,33 +248,19 @@ TEST(SlotStoreReq, Req1_StaleEntryOfACrashedRunNeverResurfaces) {
   Options o = inline_options();
   { auto s = must_open(fs, "/m", raft_schema(), o); }
   Bytes e2;
-  uint64_t e1_off = 0, e2_off = 0;
+  uint64_t e2_off = 0;
   {
     auto s = must_open(fs, "/m", raft_schema(), o);
-    ASSERT_OK(s->put("k", {set(kTerm, Value::u64(2))}));  // durable
-    Bytes durable = *fs.durable_contents("/m");
+    ASSERT_OK(s->put("k", {set(kTerm, Value::u64(2))}));     // durable
     ASSERT_OK(s->put("k", {set(kApplied, Value::u64(3))}));  // E1, unsynced
     ASSERT_OK(s->put("k", {set(kApplied, Value::u64(4))}));  // E2, unsynced
-    Bytes cached = *read_file(fs, "/m");
-    // E1 is the first WAL entry holding a byte the durable file lacks. Walk
-    // the entries from the half header (magic "SSWH" at +4): the first
-    // differing byte alone is not E1's start, since E1's chain value is
-    // random (the marker's nonce) and may begin with the bytes it replaces.
-    size_t diff = 0;
-    while (cached[diff] == durable[diff]) ++diff;
-    const size_t half = cached.find("SSWH");
-    ASSERT_NE(half, Bytes::npos);
-    auto entry_size = [&](size_t off) {
-      return get_be32(reinterpret_cast<const uint8_t*>(cached.data() + off + 4));
-    };
-    e1_off = half - 4 + 32;  // the half's first entry
-    while (e1_off + entry_size(e1_off) <= diff) {
-      ASSERT_GT(entry_size(e1_off), 0u);
-      e1_off += entry_size(e1_off);
-    }
-    e2_off = e1_off + entry_size(e1_off);
-    uint32_t e2_size = get_be32(reinterpret_cast<const uint8_t*>(cached.data() + e2_off + 4));
-    e2 = cached.substr(e2_off, e2_size);
+    // E2 as the page cache holds it: the active half's third put.
+    const Bytes cached = *read_file(fs, "/m");
+    const format::Layout l = layout_of(fs, "/m");
+    const std::vector<EntryAt> puts = puts_of(chain_of(cached, l, active_half(cached, l)));
+    ASSERT_EQ(puts.size(), 3u);
+    e2_off = puts[2].offset;
+    e2 = cached.substr(e2_off, puts[2].size);
     fs.crash();
   }
   // E2's sectors made it, E1's did not.
@@ -282,7 +268,8 @@ TEST(SlotStoreReq, Req1_StaleEntryOfACrashedRunNeverResurfaces) {
   {
     auto s = must_open(fs, "/m", raft_schema(), o);
     EXPECT_FALSE((*s->read("k"))[kApplied].has_value());
-    // The same change as E1, at the same sequence number.
+    // The same change as E1, at E2's sequence number (E1's write also
+    // carried a `durable` entry; this run's starts with its marker).
     ASSERT_OK(s->put("k", {set(kApplied, Value::u64(3))}, WriteOptions{true}));
     fs.crash();
   }
