@@ -43,7 +43,10 @@ Status SlotStore::Impl::replay_wal(std::vector<uint64_t>& rec_lsn, uint64_t max_
   // uncompacted older half is complete on disk and its chain runs into the
   // newer half's seed; one that does not connect was compacted and partly
   // reused, or is damaged (check_older_half).
-  OlderHalf older{b, valid[b] && h[b].seq + 1 == h[a].seq, h[b]};
+  OlderHalf older;
+  older.half = b;
+  older.previous_cycle = valid[b] && h[b].seq + 1 == h[a].seq;
+  older.header = h[b];
   bool connected = false;
   uint64_t last_lsn = 0;
   if (older.previous_cycle) {
