@@ -357,7 +357,9 @@ Result<EntryStatus> decode_entry(const Layout& l, BytesView in, uint32_t prev_ch
   e.size = size;
   e.type = EntryType(p[8]);
   e.lsn = get_be64(p + 9);
-  ByteReader r(in.substr(kEntryHeaderSize, size - kEntryHeaderSize), "slotstore WAL entry");
+  // A context name short enough for std::string's inline buffer: replay and
+  // compaction decode every entry, and a heap allocation each showed up.
+  ByteReader r(in.substr(kEntryHeaderSize, size - kEntryHeaderSize), "WAL entry");
   auto bad = [&](const std::string& why) {
     return Error(Errc::corrupt, fmt::format("WAL entry lsn {}: {}", e.lsn, why));
   };
@@ -478,7 +480,7 @@ BytesView durable_entry_signature() {
 }
 
 Status apply_updates(const Layout& l, const Entry& put, char* fields) {
-  ByteReader r(put.updates, "slotstore put updates");
+  ByteReader r(put.updates, "WAL put");  // short: see decode_entry
   auto bad = [&](const std::string& why) {
     return Error(Errc::corrupt, fmt::format("WAL put lsn {} slot {}: {}", put.lsn, put.slot, why));
   };

@@ -74,8 +74,9 @@ class SlotStore::Impl {
     bool marker_written = false;
     uint64_t unsynced = 0;  // bytes written since the last fsync
     // Every entry up to durable_lsn is on disk (an fsync completed after it
-    // was written); the last `durable` entry written records claimed_lsn.
-    // Recovery uses such records to tell damage from a torn tail.
+    // was written); entries up to claimed_lsn need no `durable` entry (one
+    // records them, or they are that record). Recovery uses such records to
+    // tell damage from a torn tail.
     uint64_t durable_lsn = 0;
     uint64_t claimed_lsn = 0;
   };

@@ -85,9 +85,10 @@ Status SlotStore::Impl::replay_wal(std::vector<uint64_t>& rec_lsn, uint64_t max_
   wal_.next_lsn = last_lsn + 1;
   // A writer's open fsynced the file before recovery read it: everything
   // replayed is durable. Records of durability below the active half's
-  // first entry prove nothing about it, so none is owed for them.
+  // first entry prove nothing about it, so none is owed for them; nor for
+  // entries up to the last `durable` entry replayed.
   wal_.durable_lsn = opt_.read_only ? 0 : last_lsn;
-  wal_.claimed_lsn = h[a].first_lsn - 1;
+  wal_.claimed_lsn = std::max(wal_.claimed_lsn, h[a].first_lsn - 1);
   last_lsn_ = last_lsn;
   active_used_ = wal_.written;
   return Status::OK();
@@ -114,7 +115,10 @@ Status SlotStore::Impl::apply_replayed(const format::Entry& e, std::vector<uint6
                                        uint64_t* applied) {
   switch (e.type) {
     case format::EntryType::marker:
+      return Status::OK();
     case format::EntryType::durable:
+      // What it records, and itself, need no further record.
+      wal_.claimed_lsn = std::max(wal_.claimed_lsn, e.lsn);
       return Status::OK();
     case format::EntryType::intern:
       if (!table_.strings.add(e.string_id, std::string(e.str))) {
