@@ -74,6 +74,19 @@ TEST(SlotStoreWalDamage, LastEntriesBeforeACleanCloseAreProtectedToo) {
   expect_corrupt_at(fs, "/m", last_put.offset, "up to lsn " + std::to_string(last_put.lsn));
 }
 
+// The record a clean close writes is found again by the next open, so an
+// open and close that change nothing write nothing (no record per open).
+TEST(SlotStoreWalDamage, IdleOpenOfACleanlyClosedStoreWritesNothing) {
+  FaultFileSystem fs;
+  {
+    auto s = must_open(fs, "/m", raft_schema(), inline_options(64, 16, 64 * 1024));
+    ASSERT_OK(s->put("k", {set(kApplied, Value::u64(1))}));
+  }
+  const Bytes closed = *read_file(fs, "/m");
+  { ASSERT_NE(must_open(fs, "/m", raft_schema(), inline_options(64, 16, 64 * 1024)), nullptr); }
+  EXPECT_EQ(*read_file(fs, "/m"), closed);
+}
+
 // Entries written after the last fsync may reach the disk in any order: a
 // damaged unsynced entry followed by intact unsynced ones is a torn tail,
 // not corruption. Everything from the damage on is dropped, the durable
