@@ -9,8 +9,8 @@
 #include "slotstore/format.h"
 #include "slotstore/wal_reader.h"
 #include "slotstore_test_util.h"
-#include "wal_chain.h"
 #include "support/temp_dir.h"
+#include "wal_chain.h"
 
 namespace strata::slotstore {
 namespace {
