@@ -17,6 +17,8 @@ packages=(
   # Real components started by the tests on 127.0.0.1.
   nodejs erlang-nox haproxy etcd-server etcd-client awscli python3 python3-botocore
   curl procps psmisc
+  # flock(1), the independent lock holder of tests/common/file_lock_test.cpp.
+  util-linux
 )
 
 missing=()

@@ -1,6 +1,7 @@
 // Whole-process benchmark of strata's S3 client against peers, all talking
 // to the same s3rver (started here, data on /dev/shm when available) in the
-// same run, reported as medians and ratios (docs/bench-objstore.md):
+// same run, reported as medians and ratios (docs/BENCHMARKS.md, "Object
+// store benchmark"):
 //  1. PUT and GET of a large object (default 64 MiB): strata's client in
 //     process, the `strata objstore` CLI process, the curl CLI (libcurl
 //     SigV4, one stream), and awscli v2. Throughput and CPU time per GiB of
@@ -167,215 +168,204 @@ void print_rows(const std::string& title, const std::vector<Row>& rows, const st
   }
 }
 
-int run(int argc, char** argv) {
+struct Options {
   int size_mib = 64, reps = 7, small = 400;
   bool with_aws = true;
   std::string only;  // run one section: large, small or parallel
+};
+
+bool parse_options(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--size-mib" && i + 1 < argc) {
-      size_mib = std::atoi(argv[++i]);
+      o->size_mib = std::atoi(argv[++i]);
     } else if (a == "--reps" && i + 1 < argc) {
-      reps = std::atoi(argv[++i]);
+      o->reps = std::atoi(argv[++i]);
     } else if (a == "--small" && i + 1 < argc) {
-      small = std::atoi(argv[++i]);
+      o->small = std::atoi(argv[++i]);
     } else if (a == "--no-aws") {
-      with_aws = false;
+      o->with_aws = false;
     } else if (a == "--only" && i + 1 < argc) {
-      only = argv[++i];
+      o->only = argv[++i];
     } else {
       std::cerr << "usage: objstore_bench [--size-mib N] [--reps N] [--small N] [--no-aws] "
                    "[--only large|small|parallel]\n";
-      return 2;
+      return false;
     }
   }
-  const std::string base = std::filesystem::exists("/dev/shm") ? "/dev/shm" : "/tmp";
-  char tmpl[256];
-  std::snprintf(tmpl, sizeof tmpl, "%s/strata-objstore-bench-XXXXXX", base.c_str());
-  if (!mkdtemp(tmpl)) return 1;
-  const std::string dir = tmpl;
-  std::string err;
-  auto server = test::S3rver::start({dir, {kBucket}}, &err);
-  if (!server) {
-    std::cerr << "bench: " << err << "\n";
-    return 1;
-  }
-  const std::string ep = server->endpoint();
-  S3Config cfg;
-  cfg.endpoint = ep;
-  cfg.bucket = kBucket;
-  cfg.access_key_id = "S3RVER";
-  cfg.secret_access_key = "S3RVER";
-  cfg.max_connections = 8;
-  auto store_r = S3ObjectStore::open(cfg);
-  if (!store_r.ok()) return 1;
-  auto& store = **store_r;
+  return true;
+}
 
-  const size_t size = size_t(size_mib) << 20;
-  const double gib = double(size) / double(1 << 30);
-  std::string data(size, '\0');
-  Random rng(42);
-  for (size_t i = 0; i < size; i += 8) {
-    uint64_t v = rng.next();
-    std::memcpy(&data[i], &v, std::min<size_t>(8, size - i));
-  }
-  const std::string file = dir + "/object.bin";
-  std::ofstream(file, std::ios::binary).write(data.data(), std::streamsize(size));
-  const std::string strata_bin = STRATA_BIN;
-  const std::vector<std::string> aws_env = test::S3rver::aws_env();
-  const std::vector<std::string> curl_sig = {
-      "--aws-sigv4", "aws:amz:us-east-1:s3",
-      "-u",          "S3RVER:S3RVER",
-      "-H",          "x-amz-content-sha256: UNSIGNED-PAYLOAD"};
-  auto url = [&](const std::string& key) { return ep + "/" + kBucket + "/" + key; };
-  auto curl = [&](std::vector<std::string> extra) {
-    std::vector<std::string> a = {"curl", "-sS", "--fail"};
-    a.insert(a.end(), curl_sig.begin(), curl_sig.end());
-    a.insert(a.end(), extra.begin(), extra.end());
-    return a;
-  };
-  auto strata_cli = [&](std::vector<std::string> extra) {
-    std::vector<std::string> a = {strata_bin,   "objstore", "--backend", "s3",
-                                  "--endpoint", ep,         "--bucket",  kBucket};
-    a.insert(a.end(), extra.begin(), extra.end());
-    return a;
-  };
-  const std::vector<std::string> cli_env = {"AWS_ACCESS_KEY_ID=S3RVER",
-                                            "AWS_SECRET_ACCESS_KEY=S3RVER"};
-
-  std::cout << fmt::format(
-      "# objstore bench: {} MiB objects, {} reps, s3rver data on {}, {} CPUs\n", size_mib, reps,
-      base, std::thread::hardware_concurrency());
-
-  // The parallel section reads the object the large section writes.
-  if (!only.empty() && only != "large") {
-    if (!store.put("large/lib", data).ok()) return 1;
-  }
-  // ---- 1. large PUT / GET ----
-  if (only.empty() || only == "large") {
-    Sample lib_put, lib_get, cli_put, cli_get, curl_put, curl_get, curl_get_mem, aws_put, aws_get;
-    double server_cpu_put = 0, server_wall_put = 0;
-    // One step per client; each rep runs them all, starting one further
-    // along, so no client always follows the same one (s3rver collects
-    // garbage after big transfers, awscli's in particular) and drift in
-    // machine load hits all alike.
-    std::vector<std::function<bool()>> steps;
-    steps.push_back([&] {
-      double s0 = cpu_of_pid(server->pid()), c0 = cpu_self();
-      auto t = Clock::now();
-      auto p = store.put("large/lib", data);
-      if (!p.ok()) {
-        std::cerr << p.error().to_string() << "\n";
-        return false;
-      }
-      lib_put.wall.push_back(seconds_since(t));
-      lib_put.cpu.push_back(cpu_self() - c0);
-      server_cpu_put += cpu_of_pid(server->pid()) - s0;
-      server_wall_put += lib_put.wall.back();
-      c0 = cpu_self();
-      t = Clock::now();
-      auto g = store.get("large/lib");
-      if (!g.ok() || g->size() != size) return false;
-      lib_get.wall.push_back(seconds_since(t));
-      lib_get.cpu.push_back(cpu_self() - c0);
-      return true;
-    });
-    steps.push_back([&] {
-      auto c = run_children(
-          {curl({"-T", file, "-H", "Content-Type: application/octet-stream", url("large/curl")})},
-          {}, dir)[0];
-      curl_put.wall.push_back(c.wall), curl_put.cpu.push_back(c.cpu);
-      c = run_children({curl({"-o", "/dev/null", url("large/curl")})}, {}, dir)[0];
-      curl_get.wall.push_back(c.wall), curl_get.cpu.push_back(c.cpu);
-      // Into memory like strata's client (a tmpfs file) rather than discarded.
-      c = run_children({curl({"-o", dir + "/curl-get.bin", url("large/curl")})}, {}, dir)[0];
-      curl_get_mem.wall.push_back(c.wall), curl_get_mem.cpu.push_back(c.cpu);
-      std::filesystem::remove(dir + "/curl-get.bin");
-      return c.status == 0;
-    });
-    steps.push_back([&] {
-      auto c = run_children({strata_cli({"put", "large/cli", file})}, cli_env, dir)[0];
-      cli_put.wall.push_back(c.wall), cli_put.cpu.push_back(c.cpu);
-      c = run_children({strata_cli({"get", "large/cli", "-o", "/dev/null"})}, cli_env, dir)[0];
-      cli_get.wall.push_back(c.wall), cli_get.cpu.push_back(c.cpu);
-      return c.status == 0;
-    });
-    if (with_aws) {
-      steps.push_back([&] {
-        auto c =
-            run_children({{"aws", "--endpoint-url", ep, "s3", "cp", file,
-                           std::string("s3://") + kBucket + "/large/aws", "--only-show-errors"}},
-                         aws_env, dir)[0];
-        aws_put.wall.push_back(c.wall), aws_put.cpu.push_back(c.cpu);
-        c = run_children(
-            {{"aws", "--endpoint-url", ep, "s3", "cp",
-              std::string("s3://") + kBucket + "/large/aws", "/dev/null", "--only-show-errors"}},
-            aws_env, dir)[0];
-        aws_get.wall.push_back(c.wall), aws_get.cpu.push_back(c.cpu);
-        return c.status == 0;
-      });
+// One run: the server, strata's client, the large object (in memory and in a
+// file for the CLI clients), and how to call each peer. Each section returns
+// false when a client fails.
+class Bench {
+ public:
+  Bench(const Options& o, std::string base, std::string dir, std::unique_ptr<test::S3rver> server,
+        std::unique_ptr<S3ObjectStore> store)
+      : o_(o),
+        base_(std::move(base)),
+        dir_(std::move(dir)),
+        server_(std::move(server)),
+        store_(std::move(store)),
+        ep_(server_->endpoint()),
+        size_(size_t(o.size_mib) << 20),
+        gib_(double(size_) / double(1 << 30)) {
+    data_.resize(size_);
+    Random rng(42);
+    for (size_t i = 0; i < size_; i += 8) {
+      uint64_t v = rng.next();
+      std::memcpy(&data_[i], &v, std::min<size_t>(8, size_ - i));
     }
-    for (int r = 0; r < reps; ++r) {
+    std::ofstream(file_, std::ios::binary).write(data_.data(), std::streamsize(size_));
+  }
+
+  bool run() {
+    std::cout << fmt::format(
+        "# objstore bench: {} MiB objects, {} reps, s3rver data on {}, {} CPUs\n", o_.size_mib,
+        o_.reps, base_, std::thread::hardware_concurrency());
+    // The parallel section reads the object the large section writes.
+    if (!o_.only.empty() && o_.only != "large") {
+      if (!store_->put("large/lib", data_).ok()) return false;
+    }
+    if ((o_.only.empty() || o_.only == "large") && !large()) return false;
+    if ((o_.only.empty() || o_.only == "small") && !small()) return false;
+    if ((o_.only.empty() || o_.only == "parallel") && !parallel()) return false;
+    server_->stop();
+    return true;
+  }
+
+ private:
+  std::string url(const std::string& key) const { return ep_ + "/" + kBucket + "/" + key; }
+  std::vector<std::string> curl(std::vector<std::string> extra) const {
+    // libcurl's own SigV4 signing, one stream.
+    std::vector<std::string> a = {"curl", "-sS", "--fail", "--aws-sigv4", "aws:amz:us-east-1:s3"};
+    a.insert(a.end(), {"-u", "S3RVER:S3RVER", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"});
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  std::vector<std::string> strata_cli(std::vector<std::string> extra) const {
+    std::vector<std::string> a = {STRATA_BIN,   "objstore", "--backend", "s3",
+                                  "--endpoint", ep_,        "--bucket",  kBucket};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  Row row(const std::string& name, const Sample& s) const {
+    return Row{name, double(o_.size_mib) / median(s.wall), median(s.cpu) / gib_};
+  }
+
+  // ---- 1. large PUT / GET: one step per client ----
+  bool lib_step() {
+    double s0 = cpu_of_pid(server_->pid()), c0 = cpu_self();
+    auto t = Clock::now();
+    auto p = store_->put("large/lib", data_);
+    if (!p.ok()) {
+      std::cerr << p.error().to_string() << "\n";
+      return false;
+    }
+    lib_put_.wall.push_back(seconds_since(t));
+    lib_put_.cpu.push_back(cpu_self() - c0);
+    server_cpu_put_ += cpu_of_pid(server_->pid()) - s0;
+    server_wall_put_ += lib_put_.wall.back();
+    c0 = cpu_self();
+    t = Clock::now();
+    auto g = store_->get("large/lib");
+    if (!g.ok() || g->size() != size_) return false;
+    lib_get_.wall.push_back(seconds_since(t));
+    lib_get_.cpu.push_back(cpu_self() - c0);
+    return true;
+  }
+  bool curl_step() {
+    auto c = run_children(
+        {curl({"-T", file_, "-H", "Content-Type: application/octet-stream", url("large/curl")})},
+        {}, dir_)[0];
+    curl_put_.wall.push_back(c.wall), curl_put_.cpu.push_back(c.cpu);
+    c = run_children({curl({"-o", "/dev/null", url("large/curl")})}, {}, dir_)[0];
+    curl_get_.wall.push_back(c.wall), curl_get_.cpu.push_back(c.cpu);
+    // Into memory like strata's client (a tmpfs file) rather than discarded.
+    c = run_children({curl({"-o", dir_ + "/curl-get.bin", url("large/curl")})}, {}, dir_)[0];
+    curl_get_mem_.wall.push_back(c.wall), curl_get_mem_.cpu.push_back(c.cpu);
+    std::filesystem::remove(dir_ + "/curl-get.bin");
+    return c.status == 0;
+  }
+  bool cli_step() {
+    auto c = run_children({strata_cli({"put", "large/cli", file_})}, kCliEnv, dir_)[0];
+    cli_put_.wall.push_back(c.wall), cli_put_.cpu.push_back(c.cpu);
+    c = run_children({strata_cli({"get", "large/cli", "-o", "/dev/null"})}, kCliEnv, dir_)[0];
+    cli_get_.wall.push_back(c.wall), cli_get_.cpu.push_back(c.cpu);
+    return c.status == 0;
+  }
+  bool aws_step() {
+    const std::string object = std::string("s3://") + kBucket + "/large/aws";
+    auto c = run_children(
+        {{"aws", "--endpoint-url", ep_, "s3", "cp", file_, object, "--only-show-errors"}},
+        test::S3rver::aws_env(), dir_)[0];
+    aws_put_.wall.push_back(c.wall), aws_put_.cpu.push_back(c.cpu);
+    c = run_children(
+        {{"aws", "--endpoint-url", ep_, "s3", "cp", object, "/dev/null", "--only-show-errors"}},
+        test::S3rver::aws_env(), dir_)[0];
+    aws_get_.wall.push_back(c.wall), aws_get_.cpu.push_back(c.cpu);
+    return c.status == 0;
+  }
+
+  bool large() {
+    // Each rep runs every client's step, starting one further along, so no
+    // client always follows the same one (s3rver collects garbage after big
+    // transfers, awscli's in particular) and drift in machine load hits all
+    // alike.
+    std::vector<std::function<bool()>> steps = {[this] { return lib_step(); },
+                                                [this] { return curl_step(); },
+                                                [this] { return cli_step(); }};
+    if (o_.with_aws) steps.push_back([this] { return aws_step(); });
+    for (int r = 0; r < o_.reps; ++r) {
       for (size_t i = 0; i < steps.size(); ++i) {
-        if (!steps[(size_t(r) + i) % steps.size()]()) return 1;
+        if (!steps[(size_t(r) + i) % steps.size()]()) return false;
       }
     }
-    auto row = [&](const std::string& name, const Sample& s) {
-      return Row{name, double(size_mib) / median(s.wall), median(s.cpu) / gib};
-    };
-    std::vector<Row> put_rows = {row("strata client (in process)", lib_put),
-                                 row("strata objstore put (process)", cli_put),
-                                 row("curl", curl_put)};
+    std::vector<Row> put_rows = {row("strata client (in process)", lib_put_),
+                                 row("strata objstore put (process)", cli_put_),
+                                 row("curl", curl_put_)};
     std::vector<Row> get_rows = {
-        row("strata client (in process)", lib_get), row("strata objstore get (process)", cli_get),
-        row("curl", curl_get), row("curl -o file on " + base, curl_get_mem)};
-    if (with_aws) {
-      put_rows.push_back(row("awscli v2 (multipart, 8 MiB x 10 threads)", aws_put));
-      get_rows.push_back(row("awscli v2 (ranged, 8 MiB x 10 threads)", aws_get));
+        row("strata client (in process)", lib_get_), row("strata objstore get (process)", cli_get_),
+        row("curl", curl_get_), row("curl -o file on " + base_, curl_get_mem_)};
+    if (o_.with_aws) {
+      put_rows.push_back(row("awscli v2 (multipart, 8 MiB x 10 threads)", aws_put_));
+      get_rows.push_back(row("awscli v2 (ranged, 8 MiB x 10 threads)", aws_get_));
     }
-    print_rows(fmt::format("PUT {} MiB", size_mib), put_rows, "curl");
-    print_rows(fmt::format("GET {} MiB", size_mib), get_rows, "curl");
+    print_rows(fmt::format("PUT {} MiB", o_.size_mib), put_rows, "curl");
+    print_rows(fmt::format("GET {} MiB", o_.size_mib), get_rows, "curl");
     std::cout << fmt::format(
         "\ns3rver CPU during strata's PUTs: {:.0f}% of one core (the server's share of the work)\n",
-        100 * server_cpu_put / server_wall_put);
-
-  }  // large
+        100 * server_cpu_put_ / server_wall_put_);
+    return true;
+  }
 
   // ---- 2. small objects ----
-  if (only.empty() || only == "small") {
+  // Rounds alternate strata and curl so that drift in machine load hits both
+  // alike. curl runs each round's transfers in one process (one kept-alive
+  // connection) and reports each transfer's time with -w.
+  bool small() {
     const std::string small_data(4096, 's');
-    std::ofstream(dir + "/small.bin", std::ios::binary) << small_data;
+    std::ofstream(dir_ + "/small.bin", std::ios::binary) << small_data;
     std::vector<double> lput, lget, cput, cget;
-    auto parse_times = [](const std::string& out) {
-      std::vector<double> v;
-      std::istringstream in(out);
-      for (std::string l; std::getline(in, l);)
-        if (!l.empty()) v.push_back(std::stod(l) * 1e3);
-      return v;
-    };
-    // Rounds alternate strata and curl so that drift in machine load hits
-    // both alike. curl runs each round's transfers in one process (one
-    // kept-alive connection) and reports each transfer's time with -w.
-    const int rounds = 4, per = std::max(1, small / rounds);
+    const int rounds = 4, per = std::max(1, o_.small / rounds);
     for (int round = 0; round < rounds; ++round) {
       for (int i = 0; i < per; ++i) {
         auto t = Clock::now();
-        if (!store.put(fmt::format("small/lib-{}-{}", round, i), small_data).ok()) return 1;
+        if (!store_->put(fmt::format("small/lib-{}-{}", round, i), small_data).ok()) return false;
         lput.push_back(seconds_since(t) * 1e3);
       }
       std::vector<std::string> put_args = {"-w", "%{time_total}\\n", "-H",
                                            "Content-Type: application/octet-stream"};
       for (int i = 0; i < per; ++i) {
         put_args.insert(put_args.end(),
-                        {"-T", dir + "/small.bin", url(fmt::format("small/curl-{}-{}", round, i)),
+                        {"-T", dir_ + "/small.bin", url(fmt::format("small/curl-{}-{}", round, i)),
                          "-o", "/dev/null"});
       }
-      for (double v : parse_times(run_children({curl(put_args)}, {}, dir)[0].out)) {
-        cput.push_back(v);
-      }
+      append_times(run_children({curl(put_args)}, {}, dir_)[0].out, &cput);
       for (int i = 0; i < per; ++i) {
         auto t = Clock::now();
-        if (!store.get(fmt::format("small/lib-{}-{}", round, i)).ok()) return 1;
+        if (!store_->get(fmt::format("small/lib-{}-{}", round, i)).ok()) return false;
         lget.push_back(seconds_since(t) * 1e3);
       }
       std::vector<std::string> get_args = {"-w", "%{time_total}\\n"};
@@ -383,9 +373,7 @@ int run(int argc, char** argv) {
         get_args.insert(get_args.end(),
                         {url(fmt::format("small/curl-{}-{}", round, i)), "-o", "/dev/null"});
       }
-      for (double v : parse_times(run_children({curl(get_args)}, {}, dir)[0].out)) {
-        cget.push_back(v);
-      }
+      append_times(run_children({curl(get_args)}, {}, dir_)[0].out, &cget);
     }
     std::cout << fmt::format(
         "\n### 4 KiB objects, {} each in {} alternating rounds, one kept-alive connection\n\n",
@@ -399,58 +387,120 @@ int run(int argc, char** argv) {
     std::cout << fmt::format("| GET | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n", median(lget),
                              median(cget), median(lget) / median(cget), percentile(lget, 0.99),
                              percentile(cget, 0.99));
+    return true;
+  }
+  // curl's -w output: one transfer time in seconds per line, as ms.
+  static void append_times(const std::string& out, std::vector<double>* ms) {
+    std::istringstream in(out);
+    for (std::string l; std::getline(in, l);)
+      if (!l.empty()) ms->push_back(std::stod(l) * 1e3);
   }
 
   // ---- 3. parallel ranged GETs of one object ----
-  if (only.empty() || only == "parallel") {
+  bool parallel() {
     std::cout << fmt::format(
         "\n### Parallel ranged GETs covering one {} MiB object\n\n"
         "| streams | strata MiB/s | strata client CPU % | server CPU % | curl MiB/s | curl client "
         "CPU % | server CPU % |\n|---:|---:|---:|---:|---:|---:|---:|\n",
-        size_mib);
+        o_.size_mib);
     for (int k : {1, 2, 4, 8}) {
-      std::vector<double> sw, sc, ss, cw, cc, cs;
-      const uint64_t part = size / uint64_t(k);
-      for (int r = 0; r < reps; ++r) {
-        double s0 = cpu_of_pid(server->pid()), c0 = cpu_self();
-        auto t = Clock::now();
-        std::vector<std::thread> th;
-        std::atomic<int> bad{0};
-        for (int i = 0; i < k; ++i) {
-          th.emplace_back([&, i] {
-            auto g = store.get_range("large/lib", uint64_t(i) * part, part);
-            if (!g.ok() || g->size() != part) ++bad;
-          });
-        }
-        for (auto& x : th) x.join();
-        double w = seconds_since(t);
-        if (bad) return 1;
-        sw.push_back(w);
-        sc.push_back((cpu_self() - c0) / w);
-        ss.push_back((cpu_of_pid(server->pid()) - s0) / w);
-
-        std::vector<std::vector<std::string>> cmds;
-        for (int i = 0; i < k; ++i) {
-          uint64_t a = uint64_t(i) * part;
-          cmds.push_back(curl(
-              {"-r", fmt::format("{}-{}", a, a + part - 1), "-o", "/dev/null", url("large/lib")}));
-        }
-        s0 = cpu_of_pid(server->pid());
-        t = Clock::now();
-        auto res = run_children(cmds, {}, dir);
-        w = seconds_since(t);
-        double cpu = 0;
-        for (auto& x : res) cpu += x.cpu;
-        cw.push_back(w);
-        cc.push_back(cpu / w);
-        cs.push_back((cpu_of_pid(server->pid()) - s0) / w);
+      Usage strata, curl_usage;
+      for (int r = 0; r < o_.reps; ++r) {
+        if (!strata_ranged_gets(k, &strata)) return false;
+        curl_ranged_gets(k, &curl_usage);
       }
       std::cout << fmt::format("| {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.0f} |\n", k,
-                               double(size_mib) / median(sw), 100 * median(sc), 100 * median(ss),
-                               double(size_mib) / median(cw), 100 * median(cc), 100 * median(cs));
+                               double(o_.size_mib) / median(strata.wall), 100 * median(strata.cpu),
+                               100 * median(strata.server),
+                               double(o_.size_mib) / median(curl_usage.wall),
+                               100 * median(curl_usage.cpu), 100 * median(curl_usage.server));
     }
-  }  // parallel
-  server->stop();
+    return true;
+  }
+  // Per rep: wall seconds, client and server CPU as a share of one core.
+  struct Usage {
+    std::vector<double> wall, cpu, server;
+  };
+  bool strata_ranged_gets(int k, Usage* u) {
+    const uint64_t part = size_ / uint64_t(k);
+    double s0 = cpu_of_pid(server_->pid()), c0 = cpu_self();
+    auto t = Clock::now();
+    std::vector<std::thread> th;
+    std::atomic<int> bad{0};
+    for (int i = 0; i < k; ++i) {
+      th.emplace_back([&, i] {
+        auto g = store_->get_range("large/lib", uint64_t(i) * part, part);
+        if (!g.ok() || g->size() != part) ++bad;
+      });
+    }
+    for (auto& x : th) x.join();
+    double w = seconds_since(t);
+    if (bad) return false;
+    u->wall.push_back(w);
+    u->cpu.push_back((cpu_self() - c0) / w);
+    u->server.push_back((cpu_of_pid(server_->pid()) - s0) / w);
+    return true;
+  }
+  void curl_ranged_gets(int k, Usage* u) {
+    const uint64_t part = size_ / uint64_t(k);
+    std::vector<std::vector<std::string>> cmds;
+    for (int i = 0; i < k; ++i) {
+      uint64_t a = uint64_t(i) * part;
+      cmds.push_back(
+          curl({"-r", fmt::format("{}-{}", a, a + part - 1), "-o", "/dev/null", url("large/lib")}));
+    }
+    double s0 = cpu_of_pid(server_->pid());
+    auto t = Clock::now();
+    auto res = run_children(cmds, {}, dir_);
+    double w = seconds_since(t);
+    double cpu = 0;
+    for (auto& x : res) cpu += x.cpu;
+    u->wall.push_back(w);
+    u->cpu.push_back(cpu / w);
+    u->server.push_back((cpu_of_pid(server_->pid()) - s0) / w);
+  }
+
+  inline static const std::vector<std::string> kCliEnv = {"AWS_ACCESS_KEY_ID=S3RVER",
+                                                          "AWS_SECRET_ACCESS_KEY=S3RVER"};
+  const Options o_;
+  const std::string base_, dir_;
+  std::unique_ptr<test::S3rver> server_;
+  std::unique_ptr<S3ObjectStore> store_;
+  const std::string ep_;
+  const size_t size_;
+  const double gib_;
+  std::string data_;
+  const std::string file_ = dir_ + "/object.bin";
+  // Large section samples, per client and direction.
+  Sample lib_put_, lib_get_, cli_put_, cli_get_, curl_put_, curl_get_, curl_get_mem_, aws_put_,
+      aws_get_;
+  double server_cpu_put_ = 0, server_wall_put_ = 0;
+};
+
+int run(int argc, char** argv) {
+  Options o;
+  if (!parse_options(argc, argv, &o)) return 2;
+  const std::string base = std::filesystem::exists("/dev/shm") ? "/dev/shm" : "/tmp";
+  char tmpl[256];
+  std::snprintf(tmpl, sizeof tmpl, "%s/strata-objstore-bench-XXXXXX", base.c_str());
+  if (!mkdtemp(tmpl)) return 1;
+  const std::string dir = tmpl;
+  std::string err;
+  auto server = test::S3rver::start({dir, {kBucket}}, &err);
+  if (!server) {
+    std::cerr << "bench: " << err << "\n";
+    return 1;
+  }
+  S3Config cfg;
+  cfg.endpoint = server->endpoint();
+  cfg.bucket = kBucket;
+  cfg.access_key_id = "S3RVER";
+  cfg.secret_access_key = "S3RVER";
+  cfg.max_connections = 8;
+  auto store = S3ObjectStore::open(cfg);
+  if (!store.ok()) return 1;
+  Bench bench(o, base, dir, std::move(server), std::move(store).value());
+  if (!bench.run()) return 1;
   std::filesystem::remove_all(dir);
   return 0;
 }

@@ -98,7 +98,8 @@ Result<Bytes> read_file(FileSystem& fs, const std::string& path);
 // position when the file is shorter.
 Status read_exact(File& f, uint64_t offset, char* buf, size_t n);
 // Crash-atomic replace: write `path.tmp`, sync, rename over `path`, sync the
-// directory. After a crash, `path` holds either the old or the new bytes.
+// directory (publish_file.h). After a crash, `path` holds either the old or
+// the new bytes.
 Status write_file_atomic(FileSystem& fs, const std::string& path, BytesView data);
 // Removes a file or a directory tree (not crash-atomic by itself; callers
 // that need an atomic delete rename the tree away first).

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/fs.h"
+#include "common/publish_file.h"
 
 namespace strata {
 
@@ -65,14 +66,7 @@ Status read_exact(File& f, uint64_t offset, char* buf, size_t n) {
 }
 
 Status write_file_atomic(FileSystem& fs, const std::string& path, BytesView data) {
-  const std::string tmp = path + ".tmp";
-  {
-    STRATA_ASSIGN_OR_RETURN(auto f, fs.open(tmp, OpenOptions::create_truncate()));
-    STRATA_TRY(f->append(data));
-    STRATA_TRY(f->sync());
-  }
-  STRATA_TRY(fs.rename(tmp, path));
-  return fs.sync_dir(path_parent(path));
+  return publish_file(fs, path, [&](File& f) { return f.append(data); });
 }
 
 Status remove_all(FileSystem& fs, const std::string& path) {

@@ -2,8 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <map>
+#include <algorithm>
 
+#include "log/audit.h"
 #include "log/index_file.h"
 #include "log/segment_scan.h"
 
@@ -21,29 +22,221 @@ bool is_stream_dir(FileSystem& fs, const std::string& dir) {
 
 namespace {
 
-void examine_index(FileSystem& fs, SegmentReport& s, const std::vector<IndexRecord>& scanned) {
-  auto f = fs.open(s.index_file, OpenOptions::read_only());
-  if (!f.ok()) {
-    s.index_problem = f.error().message;
+// Bytes verified so far and in all, for InspectOptions::progress.
+struct Progress {
+  uint64_t done = 0;
+  uint64_t total = 0;
+};
+
+// Every problem of the listing itself, phrased as audit judges it.
+void report_listing(const std::string& dir, const StreamListing& names, StreamReport& rep) {
+  for (const auto& e : names.bad_names) {
+    rep.problems.push_back(fmt::format("stream directory {}: {} (open fails)", dir, e.message));
+  }
+  for (const auto& n : names.leftovers) {
+    rep.problems.push_back(
+        fmt::format("leftover temporary file {} (open removes it)", path_join(dir, n)));
+  }
+  for (const auto& n : names.orphan_indexes) {
+    rep.orphan_indexes.push_back(path_join(dir, n));
+    rep.problems.push_back(
+        fmt::format("index {} has no segment (open removes it)", path_join(dir, n)));
+  }
+}
+
+void record_chunks(SegmentReport& s, const std::vector<IndexRecord>& chunks) {
+  s.chunks = chunks.size();
+  if (chunks.empty()) return;
+  s.next_offset = chunks.back().next_offset();
+  s.records = s.next_offset - s.first_offset;
+  s.first_timestamp_ms = chunks.front().timestamp_ms;
+  s.last_timestamp_ms = chunks.back().timestamp_ms;
+  s.min_epoch = s.max_epoch = chunks.front().epoch;
+  for (const auto& c : chunks) {
+    s.min_epoch = std::min(s.min_epoch, c.epoch);
+    s.max_epoch = std::max(s.max_epoch, c.epoch);
+  }
+}
+
+// A segment's index as open loads it; nullopt `load` if the file is missing.
+struct LoadedIndex {
+  std::optional<IndexLoad> load;
+  uint64_t size = 0;
+};
+
+Result<LoadedIndex> load_segment_index(FileSystem& fs, const SegmentReport& s) {
+  LoadedIndex out;
+  if (!s.index_present) return out;
+  STRATA_ASSIGN_OR_RETURN(auto f, fs.open(s.index_file, OpenOptions::read_only()));
+  STRATA_ASSIGN_OR_RETURN(out.load, load_index(*f, s.index_file, s.first_offset));
+  STRATA_ASSIGN_OR_RETURN(out.size, f->size());
+  return out;
+}
+
+// What open does with a sealed segment: it trusts the index (and does not
+// read the chunks) unless audit finds a reason not to (returned).
+Result<std::string> sealed_distrust(File& segment, const SegmentReport& s, const LoadedIndex& idx) {
+  if (!idx.load) return std::string("index file is missing");
+  return sealed_index_problem(segment, s.file, s.size, *idx.load);
+}
+
+// The chunk walk and what open would do about the damage it found.
+void report_scan(const ScanResult& scan, const std::string& distrust, SegmentReport& s,
+                 StreamReport& rep) {
+  s.valid_end = scan.valid_end;
+  record_chunks(s, scan.chunks);
+  if (!scan.damage) return;
+  s.damage = scan.damage->message;
+  s.intact_chunk_after_damage = scan.intact_after.has_value();
+  if (!s.newest) {
+    const std::string what = audit_sealed_scan(scan).problem->message;
+    rep.problems.push_back(
+        distrust.empty()
+            ? what +
+                  " (open trusts the index and does not read the chunks; reads fail "
+                  "there, and so does an open with verify_sealed_on_open)"
+            : fmt::format("{} (the index is not trusted ({}), so open scans the segment and "
+                          "fails)",
+                          what, distrust));
     return;
   }
-  auto il = load_index(**f, s.index_file, s.first_offset);
-  if (!il.ok()) {
-    s.index_problem = il.error().message;
+  ScanVerdict v = audit_newest_scan(scan);
+  if (v.kind == ScanVerdict::Kind::corrupt) {
+    rep.problems.push_back(v.problem->message + " (open fails)");
+  } else {
+    rep.problems.push_back(
+        fmt::format("{} (incomplete tail of {} bytes: in flight, or torn; open truncates it)",
+                    *s.damage, s.size - s.valid_end));
+  }
+}
+
+// The index compared with the scan, and what open would do about it.
+void report_index(const LoadedIndex& idx, const std::string& distrust,
+                  const std::vector<IndexRecord>& scanned, SegmentReport& s, StreamReport& rep) {
+  if (!idx.load) {
+    s.index_problem = "index file missing";
+    rep.problems.push_back(fmt::format("{}: index file missing (open rebuilds it)", s.index_file));
     return;
   }
-  s.index_records = il->records.size();
-  size_t k = 0;
-  while (k < il->records.size() && k < scanned.size() && il->records[k] == scanned[k]) ++k;
-  if (il->damage) {
-    s.index_problem = il->damage->message;
-  } else if (k < il->records.size()) {
-    s.index_problem =
-        fmt::format("index record {} does not match the segment's chunk {}", k,
-                    k < scanned.size() ? "there" : "(none: points past the valid end)");
-  } else if (k < scanned.size()) {
-    s.index_problem = fmt::format("index lags: {} of {} chunks indexed", k, scanned.size());
+  s.index_records = idx.load->records.size();
+  s.index_problem = compare_index(*idx.load, scanned).problem;
+  if (!s.index_problem) return;
+  std::string remedy = "open rebuilds it";
+  if (s.newest) {
+    IndexVerdict v = audit_newest_index(idx.load, idx.size, scanned);
+    if (v.kind == IndexVerdict::Kind::repair) remedy = "open repairs it";
+    if (v.kind == IndexVerdict::Kind::keep) remedy = "open keeps it";
+  } else if (distrust.empty()) {
+    remedy =
+        "open trusts it: it ends where the segment does and its last record matches; "
+        "verify_sealed_on_open rebuilds it";
   }
+  rep.problems.push_back(fmt::format("{}: {} ({})", s.index_file, *s.index_problem, remedy));
+}
+
+// Index and chunks of a segment whose header is valid. An index that cannot
+// be read is a problem (open fails on it); a chunk walk that cannot read is
+// an error. Returns the segment's next offset as open sees it: a trusted
+// sealed index stands in for the chunks.
+Result<uint64_t> report_contents(FileSystem& fs, File& f, const ScanOptions& so,
+                                 bool include_chunks, SegmentReport& s, StreamReport& rep) {
+  auto idx = load_segment_index(fs, s);
+  std::string distrust;
+  if (idx.ok() && !s.newest) {
+    auto d = sealed_distrust(f, s, *idx);
+    if (d.ok()) distrust = std::move(*d);
+    if (!d.ok()) idx = std::move(d).error();
+  }
+  STRATA_ASSIGN_OR_RETURN(ScanResult scan, scan_segment(f, s.file, so));
+  report_scan(scan, distrust, s, rep);
+  if (idx.ok()) {
+    report_index(*idx, distrust, scan.chunks, s, rep);
+  } else {
+    s.index_problem = idx.error().message;
+    rep.problems.push_back(fmt::format("{}: {} (open fails)", s.index_file, idx.error().message));
+  }
+  if (include_chunks) s.chunk_list = std::move(scan.chunks);
+  if (!s.newest && idx.ok() && idx->load && distrust.empty() && !idx->load->records.empty()) {
+    return idx->load->records.back().next_offset();
+  }
+  return s.next_offset;
+}
+
+// The header, and what open would do about a bad one (a headerless newest
+// segment is scanned to tell). False if the chunks cannot be walked.
+Result<bool> report_header(File& f, const ScanOptions& so, SegmentReport& s, StreamReport& rep) {
+  Bytes head(size_t(std::min<uint64_t>(s.size, kFileHeaderSize)), '\0');
+  if (Status rs = read_exact(f, 0, head.data(), head.size()); !rs.ok()) {
+    s.header_error = rs.error().message;
+    rep.problems.push_back(rs.error().message + " (open fails)");
+    return false;
+  }
+  HeaderVerdict hv = audit_header(head, s.size, s.first_offset, s.file, s.newest);
+  if (hv.kind == HeaderVerdict::Kind::valid) return true;
+  s.header_error = hv.problem->message;
+  std::string remedy = s.newest ? "newest segment: open fails" : "sealed segment: open fails";
+  if (hv.kind == HeaderVerdict::Kind::absent) {
+    std::optional<ScanResult> scan;
+    if (s.size > kFileHeaderSize) {
+      STRATA_ASSIGN_OR_RETURN(scan, scan_segment(f, s.file, so));
+    }
+    ScanVerdict v = audit_headerless_scan(scan, s.file);
+    remedy = v.kind == ScanVerdict::Kind::corrupt
+                 ? v.problem->message + "; open fails"
+                 : "newest segment, nothing intact follows: open re-initialises it";
+  }
+  rep.problems.push_back(fmt::format("{} ({})", *s.header_error, remedy));
+  return false;
+}
+
+struct Examined {
+  SegmentReport report;
+  std::optional<uint64_t> open_next;  // as open sees it; nullopt if open cannot tell
+};
+
+// One segment: header, chunk walk (with CRCs unless told otherwise), index.
+// Errors: only a failed read during a chunk walk.
+Result<Examined> inspect_segment(FileSystem& fs, const std::string& dir, uint64_t first,
+                                 const StreamListing& names, const InspectOptions& o,
+                                 Progress& progress, StreamReport& rep) {
+  Examined e;
+  SegmentReport& s = e.report;
+  s.file = path_join(dir, names.segments.at(first));
+  s.index_file = path_join(dir, index_file_name(first));
+  s.index_present = names.indexes.count(first) > 0;
+  s.first_offset = s.next_offset = first;
+  s.newest = first == names.segments.rbegin()->first;
+  auto opened = fs.open(s.file, OpenOptions::read_only());
+  auto size = opened.ok() ? (*opened)->size() : Result<uint64_t>(opened.error());
+  if (!size.ok()) {
+    s.header_error = size.error().message;
+    rep.problems.push_back(size.error().message + " (open fails)");
+    return e;
+  }
+  File& f = **opened;
+  s.size = *size;
+  ScanOptions so;
+  so.expected_first_offset = first;
+  so.verify_crc = o.verify_crc;
+  so.look_past_damage = true;
+  if (o.progress) {
+    so.progress = [&](uint64_t pos, uint64_t) { o.progress(progress.done + pos, progress.total); };
+  }
+  STRATA_ASSIGN_OR_RETURN(bool walkable, report_header(f, so, s, rep));
+  if (walkable) {
+    STRATA_ASSIGN_OR_RETURN(e.open_next, report_contents(fs, f, so, o.include_chunks, s, rep));
+  }
+  progress.done += s.size;
+  return e;
+}
+
+uint64_t total_bytes(FileSystem& fs, const std::string& dir, const StreamListing& names) {
+  uint64_t total = 0;
+  for (const auto& [first, n] : names.segments) {
+    auto st = fs.stat(path_join(dir, n));
+    if (st.ok()) total += st->size;
+  }
+  return total;
 }
 
 }  // namespace
@@ -52,127 +245,29 @@ Result<StreamReport> inspect_stream(FileSystem& fs, const std::string& dir,
                                     const InspectOptions& o) {
   StreamReport rep;
   rep.dir = dir;
-  STRATA_ASSIGN_OR_RETURN(auto names, fs.list_dir(dir));
-  std::map<uint64_t, std::string> segs, idxs;
-  for (const auto& n : names) {
-    auto p = parse_log_file_name(n);
-    if (!p.ok()) {
-      rep.problems.push_back(p.error().message + " (open fails)");
-      continue;
-    }
-    if (!*p) continue;
-    ((*p)->kind == LogFileKind::segment ? segs : idxs)[(*p)->first_offset] = n;
-  }
-  for (const auto& [first, n] : idxs) {
-    if (!segs.count(first)) {
-      rep.orphan_indexes.push_back(path_join(dir, n));
-      rep.problems.push_back(
-          fmt::format("index {} has no segment (open removes it)", path_join(dir, n)));
-    }
-  }
-  if (segs.empty()) {
-    rep.problems.push_back(fmt::format("{} holds no segment files: not a stream directory", dir));
+  STRATA_ASSIGN_OR_RETURN(auto entries, fs.list_dir(dir));
+  const StreamListing names = audit_listing(entries);
+  report_listing(dir, names, rep);
+  if (names.segments.empty()) {
+    rep.problems.push_back(no_segments_error(dir).message);
     return rep;
   }
-  uint64_t total = 0, done = 0;
-  for (const auto& [first, n] : segs) {
-    auto st = fs.stat(path_join(dir, n));
-    if (st.ok()) total += st->size;
-  }
-  const uint64_t newest = segs.rbegin()->first;
-  for (const auto& [first, n] : segs) {
-    SegmentReport s;
-    s.file = path_join(dir, n);
-    s.index_file = path_join(dir, index_file_name(first));
-    s.index_present = idxs.count(first) > 0;
-    s.first_offset = s.next_offset = first;
-    s.newest = first == newest;
-    auto f = fs.open(s.file, OpenOptions::read_only());
-    if (!f.ok()) {
-      s.header_error = f.error().message;
-      rep.problems.push_back(f.error().message);
-      rep.segments.push_back(std::move(s));
-      continue;
-    }
-    s.size = *(*f)->size();
-    char hb[kFileHeaderSize];
-    Status hs = s.size >= kFileHeaderSize ? read_exact(**f, 0, hb, sizeof hb)
-                                          : Status(Error(Errc::corrupt, "short"));
-    if (!hs.ok()) {
-      s.header_error = fmt::format("{}: {} bytes, shorter than a segment header", s.file, s.size);
-    } else {
-      auto h = decode_file_header(LogFileKind::segment, BytesView(hb, sizeof hb), s.file);
-      if (!h.ok()) {
-        s.header_error = h.error().message;
-      } else if (*h != first) {
-        s.header_error =
-            fmt::format("{}: header says first offset {}, file name says {}", s.file, *h, first);
+  Progress progress{0, total_bytes(fs, dir, names)};
+  std::optional<uint64_t> prev_next;
+  for (const auto& [first, name] : names.segments) {
+    STRATA_ASSIGN_OR_RETURN(Examined e, inspect_segment(fs, dir, first, names, o, progress, rep));
+    if (prev_next) {
+      if (auto gap = contiguity_error(dir, rep.segments.back().file, *prev_next, name, first)) {
+        rep.problems.push_back(gap->message + " (open fails)");
       }
     }
-    if (s.header_error) {
-      rep.problems.push_back(*s.header_error + (s.newest ? " (newest segment: open re-initialises "
-                                                           "it only if nothing intact follows)"
-                                                         : " (sealed segment: open fails)"));
-      rep.segments.push_back(std::move(s));
-      continue;
+    prev_next = e.open_next;
+    SegmentReport& s = e.report;
+    if (!s.header_error) {
+      rep.chunks += s.chunks;
+      rep.records += s.records;
+      rep.bytes += s.size;
     }
-    ScanOptions so;
-    so.expected_first_offset = first;
-    so.verify_crc = o.verify_crc;
-    so.look_past_damage = true;
-    if (o.progress) {
-      so.progress = [&](uint64_t pos, uint64_t) { o.progress(done + pos, total); };
-    }
-    auto scan = scan_segment(**f, s.file, so);
-    if (!scan.ok()) return std::move(scan).error();
-    done += s.size;
-    s.valid_end = scan->valid_end;
-    s.chunks = scan->chunks.size();
-    if (!scan->chunks.empty()) {
-      s.next_offset = scan->chunks.back().next_offset();
-      s.records = s.next_offset - first;
-      s.first_timestamp_ms = scan->chunks.front().timestamp_ms;
-      s.last_timestamp_ms = scan->chunks.back().timestamp_ms;
-      s.min_epoch = s.max_epoch = scan->chunks.front().epoch;
-      for (const auto& c : scan->chunks) {
-        s.min_epoch = std::min(s.min_epoch, c.epoch);
-        s.max_epoch = std::max(s.max_epoch, c.epoch);
-      }
-    }
-    if (scan->damage) {
-      s.damage = scan->damage->message;
-      s.intact_chunk_after_damage = scan->intact_after.has_value();
-      if (!s.newest) {
-        rep.problems.push_back(*s.damage + " (sealed segment: corruption, reads fail there)");
-      } else if (s.intact_chunk_after_damage) {
-        rep.problems.push_back(*s.damage + " (an intact chunk follows: corruption, open fails)");
-      } else {
-        rep.problems.push_back(
-            fmt::format("{} (incomplete tail of {} bytes: in flight, or torn; "
-                        "open truncates it)",
-                        *s.damage, s.size - s.valid_end));
-      }
-    }
-    if (s.index_present) {
-      examine_index(fs, s, scan->chunks);
-    } else {
-      s.index_problem = "index file missing";
-    }
-    if (s.index_problem) {
-      rep.problems.push_back(
-          fmt::format("{}: {} (open rebuilds it)", s.index_file, *s.index_problem));
-    }
-    if (!rep.segments.empty() && rep.segments.back().next_offset != first &&
-        !rep.segments.back().header_error) {
-      rep.problems.push_back(
-          fmt::format("segments not contiguous: {} ends at offset {} but {} starts "
-                      "at {} (open fails)",
-                      rep.segments.back().file, rep.segments.back().next_offset, s.file, first));
-    }
-    if (o.include_chunks) s.chunk_list = std::move(scan->chunks);
-    rep.chunks += s.chunks;
-    rep.records += s.records;
-    rep.bytes += s.size;
     rep.segments.push_back(std::move(s));
   }
   rep.first_offset = rep.segments.front().first_offset;

@@ -1,6 +1,7 @@
 // Read-only examination of a stream directory for `strata inspect`: every
 // segment's header and chunks (with CRC verification), every index compared
-// with its segment, contiguity, and what recovery would do on open. Never
+// with its segment, contiguity, and what recovery would do on open (both
+// judge by audit.h). Never
 // modifies anything, so it is safe next to a live writer (whose in-flight
 // tail then shows as an incomplete tail).
 #pragma once
@@ -60,8 +61,10 @@ struct StreamReport {
   bool ok() const { return problems.empty(); }
 };
 
-// Errors only when the directory cannot be listed; everything wrong inside
-// it is reported in StreamReport::problems.
+// Errors only when the directory cannot be listed or a chunk walk fails to
+// read; everything wrong inside it is reported in StreamReport::problems,
+// each with what open would do about it (the rules of audit.h, which
+// recovery acts on).
 Result<StreamReport> inspect_stream(FileSystem& fs, const std::string& dir,
                                     const InspectOptions& o);
 

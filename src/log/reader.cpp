@@ -7,18 +7,21 @@
 
 #include "common/assert.h"
 #include "common/endian.h"
+#include "log/stream_log_impl.h"
 
 namespace strata::log {
 
-Reader::Reader(std::shared_ptr<StreamLog> log, std::shared_ptr<StreamLog::Segment> seg,
+Reader::Reader(std::shared_ptr<StreamLog> log, std::shared_ptr<LogSegment> seg,
                std::shared_ptr<File> file, const Resolution& r, const ReaderOptions& o)
     : log_(std::move(log)),
+      impl_(*log_->impl_),
       seg_(std::move(seg)),
       file_(std::move(file)),
       opts_(o),
       pos_(r.position),
       chunk_offset_(r.chunk_first_offset),
-      start_offset_(r.start_offset) {}
+      start_offset_(r.start_offset),
+      window_(*file_, 0, impl_.options().read_ahead_bytes) {}
 
 Reader::~Reader() = default;
 
@@ -27,77 +30,34 @@ uint64_t Reader::next_offset() const {
 }
 
 bool Reader::at_end() const {
-  return chunk_offset_ >= log_->committed_next();
+  return chunk_offset_ >= impl_.committed_next();
 }
 
 Status Reader::locate() {
-  std::shared_ptr<StreamLog::Segment> moved_to;
-  {
-    std::lock_guard<std::mutex> g(log_->mu_);
-    seg_end_ = seg_->info.size_bytes;
-    seg_next_ = seg_->info.next_offset;
-    if (chunk_offset_ < seg_next_) return Status::OK();
-    // This segment is done and a later chunk is committed: it lives in the
-    // segment that starts exactly at chunk_offset_ (segments are contiguous).
-    moved_to = log_->find_segment_locked(chunk_offset_);
-    if (!moved_to) {
-      return Error(
-          Errc::out_of_range,
-          fmt::format("stream {}: offset {} is no longer in the log (removed by retention); "
-                      "the first offset is now {}",
-                      log_->dir_, chunk_offset_, log_->segments_.front()->info.first_offset));
-    }
-    seg_ = moved_to;
-    seg_end_ = seg_->info.size_bytes;
-    seg_next_ = seg_->info.next_offset;
+  STRATA_ASSIGN_OR_RETURN(auto view, impl_.segment_view(seg_, chunk_offset_));
+  if (view.moved) {
+    // Moves only once the next segment's file is open, so a failure leaves
+    // the reader where it was.
+    STRATA_ASSIGN_OR_RETURN(auto file, impl_.segment_file(view.segment));
+    seg_ = std::move(view.segment);
+    file_ = std::move(file);
+    pos_ = kFileHeaderSize;
+    window_.reset(*file_, view.end);
   }
-  STRATA_ASSIGN_OR_RETURN(file_, log_->segment_file(seg_));
-  pos_ = kFileHeaderSize;
-  release_buffer();
+  seg_end_ = view.end;
+  seg_next_ = view.next;
+  window_.set_limit(seg_end_);
   return Status::OK();
 }
 
-Result<BytesView> Reader::read_bytes(uint64_t pos, uint64_t n) {
-  if (pos >= buf_start_ && pos + n <= buf_start_ + buf_len_) {
-    return BytesView(buf_.get() + (pos - buf_start_), size_t(n));
-  }
-  // Read ahead, but never past the committed end of the segment. Bytes of
-  // the wanted range already in the buffer (a chunk cut by the previous
-  // read) move to the front instead of being read again.
-  size_t want = size_t(
-      std::min<uint64_t>(std::max<uint64_t>(n, log_->opts_.read_ahead_bytes), seg_end_ - pos));
-  size_t keep = 0;
-  if (pos >= buf_start_ && pos < buf_start_ + buf_len_) {
-    keep = size_t(buf_start_ + buf_len_ - pos);
-    std::memmove(buf_.get(), buf_.get() + (pos - buf_start_), keep);
-  }
-  if (want > buf_cap_) {
-    std::unique_ptr<char[]> bigger(new char[want]);
-    if (keep) std::memcpy(bigger.get(), buf_.get(), keep);
-    buf_ = std::move(bigger);
-    buf_cap_ = want;
-  }
-  buf_start_ = pos;
-  buf_len_ = keep;
-  STRATA_TRY(read_exact(*file_, pos + keep, buf_.get() + keep, want - keep));
-  buf_len_ = want;
-  return BytesView(buf_.get(), size_t(n));
-}
-
-void Reader::release_buffer() {
-  buf_.reset();
-  buf_cap_ = buf_len_ = 0;
-  buf_start_ = 0;
-}
-
 Result<std::optional<ChunkView>> Reader::next_chunk() {
-  if (log_->closed_flag_.load(std::memory_order_acquire)) {
-    return Error(Errc::closed, fmt::format("stream {} is closed", log_->dir_));
+  if (impl_.closed_fast()) {
+    return Error(Errc::closed, fmt::format("stream {} is closed", impl_.dir()));
   }
-  const uint64_t committed = log_->committed_next();
+  const uint64_t committed = impl_.committed_next();
   if (chunk_offset_ >= committed) {
     // Caught up: an idle reader keeps no buffer.
-    release_buffer();
+    window_.release();
     return std::optional<ChunkView>();
   }
   if (chunk_offset_ >= seg_next_) STRATA_TRY(locate());
@@ -107,7 +67,7 @@ Result<std::optional<ChunkView>> Reader::next_chunk() {
                                             "segment's committed end is {}",
                                             place(), chunk_offset_, seg_end_));
   }
-  STRATA_ASSIGN_OR_RETURN(BytesView hv, read_bytes(pos_, kChunkHeaderSize));
+  STRATA_ASSIGN_OR_RETURN(BytesView hv, window_.read(pos_, kChunkHeaderSize));
   // Errors name the place; it is formatted only when there is an error.
   static const std::string kNowhere;
   auto h = decode_chunk_header(hv, kNowhere);
@@ -120,7 +80,7 @@ Result<std::optional<ChunkView>> Reader::next_chunk() {
     return Error(Errc::corrupt, fmt::format("{}: chunk of {} bytes runs past the committed end {}",
                                             place(), h->total_size(), seg_end_));
   }
-  STRATA_ASSIGN_OR_RETURN(BytesView bytes, read_bytes(pos_, h->total_size()));
+  STRATA_ASSIGN_OR_RETURN(BytesView bytes, window_.read(pos_, size_t(h->total_size())));
   if (opts_.verify_crc && !verify_chunk_body(*h, bytes.substr(kChunkHeaderSize), kNowhere).ok()) {
     return verify_chunk_body(*h, bytes.substr(kChunkHeaderSize), place()).error();
   }
@@ -176,7 +136,7 @@ Result<size_t> Reader::next_records(std::vector<Record>* out) {
 }
 
 bool Reader::wait(std::chrono::milliseconds timeout) {
-  if (chunk_offset_ < log_->committed_next()) return true;
+  if (chunk_offset_ < impl_.committed_next()) return true;
   if (!log_->read_only()) return log_->wait_for_commit(chunk_offset_, timeout);
   // The writer is another process: look at the files now and then.
   auto deadline = std::chrono::steady_clock::now() + timeout;

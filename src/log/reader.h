@@ -16,11 +16,14 @@
 #include <optional>
 #include <vector>
 
+#include "common/file_window.h"
 #include "common/fs.h"
 #include "log/chunk.h"
 #include "log/stream_log.h"
 
 namespace strata::log {
+
+struct LogSegment;  // stream_log_impl.h
 
 struct ReaderOptions {
   bool verify_crc = true;  // verify each chunk's body CRC before returning it
@@ -74,16 +77,16 @@ class Reader {
 
  private:
   friend class StreamLog;
-  Reader(std::shared_ptr<StreamLog> log, std::shared_ptr<StreamLog::Segment> seg,
+  Reader(std::shared_ptr<StreamLog> log, std::shared_ptr<LogSegment> seg,
          std::shared_ptr<File> file, const Resolution& r, const ReaderOptions& o);
 
   // Moves to the segment holding chunk_offset_ when the current one is done,
   // and refreshes the committed bounds of the current one.
   Status locate();
-  Result<BytesView> read_bytes(uint64_t pos, uint64_t n);
 
   std::shared_ptr<StreamLog> log_;
-  std::shared_ptr<StreamLog::Segment> seg_;
+  StreamLog::Impl& impl_;  // log_'s, alive as long as log_
+  std::shared_ptr<LogSegment> seg_;
   std::shared_ptr<File> file_;
   ReaderOptions opts_;
   uint64_t pos_ = 0;           // file position of the next chunk in seg_
@@ -92,15 +95,8 @@ class Reader {
   // Committed bounds of seg_ as last seen (refreshed under the log's lock).
   uint64_t seg_end_ = 0;
   uint64_t seg_next_ = 0;
-  bool seg_sealed_ = false;
-  void release_buffer();
-
-  // Read-ahead buffer holding file bytes [buf_start_, buf_start_ + buf_len_)
-  // of seg_ (capacity buf_cap_; not zero-filled, unlike a string).
-  std::unique_ptr<char[]> buf_;
-  size_t buf_cap_ = 0;
-  size_t buf_len_ = 0;
-  uint64_t buf_start_ = 0;
+  // Read-ahead over file_, limited to seg_end_ (never past committed bytes).
+  FileWindow window_;
 };
 
 }  // namespace strata::log

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/file_lock.h"
+#include "common/publish_file.h"
 #include "log/recovery.h"
 
 namespace strata::log {
@@ -87,8 +88,7 @@ Result<std::shared_ptr<StreamLog>> StreamRegistry::create(const std::string& nam
   STRATA_TRY(fs_.create_dir(tmp));
   STRATA_TRY(create_segment_files(fs_, tmp, 0));
   STRATA_TRY(fs_.sync_dir(tmp));
-  STRATA_TRY(fs_.rename(tmp, dir));
-  STRATA_TRY(fs_.sync_dir(data_dir_));
+  STRATA_TRY(rename_durable(fs_, tmp, dir));
   return open_locked(name, opts);
 }
 
@@ -156,8 +156,7 @@ Status StreamRegistry::remove(const std::string& name) {
     tomb = path_join(data_dir_, fmt::format("{}{}.{}", kDeletingPrefix, name, n));
     if (!strata::exists(fs_, tomb)) break;
   }
-  STRATA_TRY(fs_.rename(dir, tomb));
-  STRATA_TRY(fs_.sync_dir(data_dir_));
+  STRATA_TRY(rename_durable(fs_, dir, tomb));
   lock.release();
   // From here on the stream is gone even if we crash: open finishes the job.
   STRATA_TRY(remove_all(fs_, tomb));

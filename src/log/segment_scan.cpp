@@ -6,36 +6,14 @@
 #include <cstring>
 
 #include "common/endian.h"
+#include "common/file_window.h"
 
 namespace strata::log {
 
 namespace {
 
+// Bytes read per file read: small chunks cost no syscall each.
 constexpr size_t kScanBlock = 1 << 20;
-
-// A window of the file kept in memory so that small chunks cost no syscall
-// each; grows only to hold one chunk larger than the block.
-class FileWindow {
- public:
-  FileWindow(File& f, uint64_t size) : f_(f), size_(size) {}
-
-  // Makes [pos, pos+n) available (n <= size_ - pos); returns a view of it.
-  Result<BytesView> get(uint64_t pos, size_t n) {
-    if (pos < start_ || pos + n > start_ + buf_.size()) {
-      size_t want = size_t(std::min<uint64_t>(std::max<size_t>(n, kScanBlock), size_ - pos));
-      buf_.resize(want);
-      STRATA_TRY(read_exact(f_, pos, buf_.data(), want));
-      start_ = pos;
-    }
-    return BytesView(buf_).substr(size_t(pos - start_), n);
-  }
-
- private:
-  File& f_;
-  uint64_t size_;
-  uint64_t start_ = 0;
-  Bytes buf_;
-};
 
 // Validates one chunk at `pos`; returns its index record or the reason it is
 // not valid (as an Error whose message names path and position).
@@ -48,7 +26,7 @@ Result<IndexRecord> check_chunk(FileWindow& w, const std::string& path, uint64_t
                                             "of file)",
                                             where, end - pos, kChunkHeaderSize));
   }
-  auto hv = w.get(pos, kChunkHeaderSize);
+  auto hv = w.read(pos, kChunkHeaderSize);
   if (!hv.ok()) {
     *io_failed = true;
     return std::move(hv).error();
@@ -68,7 +46,7 @@ Result<IndexRecord> check_chunk(FileWindow& w, const std::string& path, uint64_t
                                             where, h.total_size(), end - pos));
   }
   if (verify_crc) {
-    auto body = w.get(pos + kChunkHeaderSize, size_t(h.total_size() - kChunkHeaderSize));
+    auto body = w.read(pos + kChunkHeaderSize, size_t(h.total_size() - kChunkHeaderSize));
     if (!body.ok()) {
       *io_failed = true;
       return std::move(body).error();
@@ -91,7 +69,7 @@ Result<ScanResult> scan_segment(File& f, const std::string& path, const ScanOpti
                                                 path, size, o.start_position));
     return r;
   }
-  FileWindow w(f, size);
+  FileWindow w(f, size, kScanBlock);
   uint64_t pos = o.start_position;
   uint64_t expected = o.expected_first_offset;
   while (pos < size) {
@@ -115,7 +93,7 @@ Result<ScanResult> scan_segment(File& f, const std::string& path, const ScanOpti
   put_be32(magic, kChunkMagic);
   for (uint64_t base = r.valid_end + 1; base + kChunkHeaderSize <= size;) {
     size_t n = size_t(std::min<uint64_t>(kScanBlock, size - base));
-    STRATA_ASSIGN_OR_RETURN(BytesView block, w.get(base, n));
+    STRATA_ASSIGN_OR_RETURN(BytesView block, w.read(base, n));
     // Copy: check_chunk below may move the window.
     Bytes copy(block);
     for (size_t i = 0; i + 4 <= copy.size(); ++i) {

@@ -3,8 +3,9 @@
 // one writer, many readers.
 //
 // Writing. append() takes one batch of records and returns once the batch is
-// committed. Concurrent appenders are coalesced (group commit): the first
-// waiting appender becomes the leader, packs every queued batch into chunks
+// committed. Concurrent appenders are coalesced (group commit,
+// common/group_commit.h): the first waiting appender becomes the leader,
+// packs every queued batch into chunks
 // (a batch never spans chunks), writes them with one write per segment,
 // syncs once according to the fsync policy, advances the committed offset,
 // notifies hooks and listeners, then releases the appenders. The committed
@@ -25,29 +26,26 @@
 //  - recovery (recovery.h) needs nothing but the segment files.
 //
 // Thread safety: every public method may be called from any thread.
+//
+// The state and the steps behind these methods are StreamLog::Impl
+// (stream_log_impl.h, which also lists the files they live in).
 #pragma once
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <map>
+#include <initializer_list>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "common/file_lock.h"
 #include "common/fs.h"
 #include "log/hooks.h"
 #include "log/log_files.h"
 #include "log/log_options.h"
+#include "log/offset_resolution.h"
 #include "log/offset_spec.h"
-#include "log/recovery.h"
 
 namespace strata::log {
 
@@ -57,17 +55,6 @@ struct ReaderOptions;
 struct AppendResult {
   uint64_t first_offset = 0;  // offset of the batch's first record
   uint64_t next_offset = 0;   // first_offset + number of records
-};
-
-// Where a spec resolves to.
-struct Resolution {
-  // A hook claimed the spec (LogHooks::resolve_below_local): read from
-  // claim.offset through the hook's owner; the fields below are unset.
-  std::optional<BelowLocalClaim> claim;
-  uint64_t segment_first_offset = 0;  // segment of the first chunk to read
-  uint64_t position = 0;              // its file position (the committed end for `next`)
-  uint64_t chunk_first_offset = 0;    // first offset of that chunk (== committed next at the end)
-  uint64_t start_offset = 0;          // first record to deliver (records before it are skipped)
 };
 
 struct RetentionOutcome {
@@ -99,29 +86,22 @@ class StreamLog : public std::enable_shared_from_this<StreamLog> {
   }
 
   // The offset after the last committed record (readers see [first, this)).
-  uint64_t committed_next() const { return committed_next_.load(std::memory_order_acquire); }
+  uint64_t committed_next() const;
   uint64_t first_offset() const;
   LocalRange local_range() const;
   std::vector<SegmentInfo> segments() const;
-  uint64_t epoch() const { return epoch_; }
-  const std::string& dir() const { return dir_; }
-  const LogOptions& options() const { return opts_; }
+  uint64_t epoch() const;
+  const std::string& dir() const;
+  const LogOptions& options() const;
   // What recovery repaired when this log was opened (also logged).
-  const std::vector<std::string>& repairs() const { return repairs_; }
+  const std::vector<std::string>& repairs() const;
   // OK, or the failure that stopped the writer.
   Status health() const;
-  bool read_only() const { return opts_.read_only; }
+  bool read_only() const;
 
-  // Resolution rules:
-  //  first       the oldest local chunk, unless a hook claims `first`;
-  //  last        the last committed chunk (next if the log is empty);
-  //  next        the committed end;
-  //  offset N    N >= committed next: the committed end; N below the local
-  //              first offset: a hook's claim, else the oldest chunk;
-  //              otherwise the chunk holding N (records before N skipped);
-  //  timestamp T the first chunk with timestamp >= T; the committed end if
-  //              none; T older than the first local chunk: a hook's claim,
-  //              else the oldest chunk.
+  // Where a reader opened at `spec` starts: the rules of offset_resolution.h
+  // over the committed segments, with the hooks asked about specs below the
+  // local log.
   Result<Resolution> resolve(const OffsetSpec& spec);
   // Opens a reader at a spec. A hook's claim is returned as Errc::out_of_range
   // naming the claimed offset (callers that route claims use resolve() and
@@ -134,6 +114,9 @@ class StreamLog : public std::enable_shared_from_this<StreamLog> {
   // Blocks until committed_next() > offset, the timeout passes, or the log
   // is closed or fail-stopped. Returns true if committed_next() > offset.
   bool wait_for_commit(uint64_t offset, std::chrono::milliseconds timeout);
+  // Threads blocked in wait_for_commit right now (for tests and metrics: a
+  // test knows a reader waits before it appends, without sleeping).
+  size_t commit_waiters() const;
 
   // Raw access for upload. Both read committed bytes only and name the
   // segment file and position in errors; a segment removed by retention is
@@ -169,85 +152,11 @@ class StreamLog : public std::enable_shared_from_this<StreamLog> {
 
  private:
   friend class Reader;
-  struct Segment {
-    Segment(std::string p, std::string ip) : path(std::move(p)), index_path(std::move(ip)) {}
-
-    const std::string path;        // segment file
-    const std::string index_path;  // index file
-    SegmentInfo info;              // committed view; guarded by mu_
-    uint64_t last_epoch = 0;       // guarded by mu_
-    // Read-only logs keep every chunk's record in memory (their index file may
-    // lag and cannot be repaired); guarded by mu_.
-    bool mem_indexed = false;
-    std::vector<IndexRecord> records;
-    // Read handles, guarded by files_mu_: the writer's handles while active,
-    // otherwise a cache shared by readers for as long as one holds it.
-    std::shared_ptr<File> pinned_file, pinned_index;
-    std::weak_ptr<File> file_cache, index_cache;
-  };
-  struct PendingAppend;
-  struct WrittenChunk;
+  class Impl;  // stream_log_impl.h
 
   StreamLog(std::string dir, LogOptions opts);
 
-  Status init(RecoveryResult&& rec);
-  // Leader work for one group (requires mu_ held via l; releases it for I/O).
-  void lead(std::unique_lock<std::mutex>& l);
-  Status write_group(const std::vector<PendingAppend*>& group, std::vector<WrittenChunk>* out);
-  Status flush_buffers();
-  Status roll();
-  void fail_stop_locked(const Error& e);
-  void notify_commit(const std::vector<WrittenChunk>& chunks);
-
-  std::shared_ptr<Segment> find_segment_locked(uint64_t first_offset) const;
-  std::shared_ptr<Segment> segment_for_offset_locked(uint64_t offset) const;
-  Result<std::shared_ptr<File>> segment_file(const std::shared_ptr<Segment>& seg);
-  Result<std::shared_ptr<File>> index_file(const std::shared_ptr<Segment>& seg);
-  Result<IndexRecord> lookup_offset(const std::shared_ptr<Segment>& seg, uint64_t chunks,
-                                    uint64_t offset);
-  Result<std::optional<IndexRecord>> lookup_timestamp(const std::shared_ptr<Segment>& seg,
-                                                      uint64_t chunks, int64_t ts);
-  Status refresh_segment_locked_io(const std::shared_ptr<Segment>& seg, bool* complete);
-
-  const std::string dir_;
-  const LogOptions opts_;
-  FileSystem& fs_;
-  Clock& clock_;
-  uint64_t epoch_ = 1;
-  std::vector<std::string> repairs_;
-  FileLock lock_;
-
-  mutable std::mutex mu_;
-  // Oldest first; the last one is the active segment. Guarded by mu_.
-  std::deque<std::shared_ptr<Segment>> segments_;
-  std::atomic<uint64_t> committed_next_{0};
-  std::deque<PendingAppend*> queue_;  // waiting appenders; the front one leads
-  std::optional<Error> failed_;
-  bool closed_ = false;
-  std::atomic<bool> closed_flag_{false};  // closed_, readable without mu_
-  std::condition_variable commit_cv_;     // committed offset moved, or closed/failed
-  std::condition_variable leader_cv_;     // wakes a leader sleeping out an fsync interval
-  std::condition_variable idle_cv_;       // queue drained (close waits on it)
-  std::map<uint64_t, std::function<void(const CommittedChunk&)>> listeners_;
-  uint64_t next_listener_id_ = 1;
-
-  std::mutex files_mu_;      // the read-handle caches in Segment
-  std::mutex retention_mu_;  // one retention run at a time
-  std::mutex refresh_mu_;    // one refresh at a time (read-only mode)
-
-  // Writer state: touched only by the current leader (or close after the
-  // queue drained), so no lock.
-  std::shared_ptr<Segment> active_seg_;
-  std::shared_ptr<File> active_file_;
-  std::shared_ptr<File> active_index_;
-  uint64_t write_next_ = 0;    // next offset to assign
-  uint64_t write_pos_ = 0;     // end of the active segment as written
-  uint64_t write_chunks_ = 0;  // chunks in the active segment as written
-  int64_t last_ts_ = 0;        // chunk timestamps never go backwards
-  Bytes seg_buf_;              // chunks not yet written to the active segment
-  Bytes idx_buf_;              // their index records
-  std::chrono::steady_clock::time_point last_sync_{};
-  bool rolled_ = false;  // this group rolled a segment (retention follows)
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace strata::log

@@ -153,22 +153,20 @@ bool valid_bucket_name(const std::string& b) {
   return alnum(b.front()) && alnum(b.back()) && b.find("..") == std::string::npos;
 }
 
-}  // namespace
-
-EnvLookup process_env() {
-  return [](const std::string& name) -> std::optional<std::string> {
-    const char* v = std::getenv(name.c_str());
-    if (!v || !*v) return std::nullopt;
-    return std::string(v);
-  };
+// "<origin> = <shown>: <why>", naming where the setting at `path` came from.
+Error bad_setting(const Origins& origins, const char* path, const std::string& shown,
+                  const std::string& why) {
+  auto it = origins.find(path);
+  return Error(Errc::invalid_argument,
+               fmt::format("{} = {}: {}", it == origins.end() ? "" : it->second, shown, why));
 }
 
-Result<ObjectStoreConfig> load_config(const json& document, const EnvLookup& env,
-                                      const std::vector<ConfigOverride>& overrides) {
-  Values vals;
-  Origins origins;
-
-  // Lowest precedence first; later layers overwrite.
+// Gathers the raw settings, lowest precedence first so that later layers
+// overwrite: the environment, the config file's "objstore" section, then
+// the overrides (command-line flags).
+Status collect_settings(const json& document, const EnvLookup& env,
+                        const std::vector<ConfigOverride>& overrides, Values& vals,
+                        Origins& origins) {
   // 1. Environment (the standard AWS variables).
   struct EnvMap {
     const char* var;
@@ -209,13 +207,13 @@ Result<ObjectStoreConfig> load_config(const json& document, const EnvLookup& env
     STRATA_TRY(set_from_text(vals, origins, o.path, o.value,
                              o.origin.empty() ? "override " + o.path : o.origin));
   }
+  return Status::OK();
+}
 
-  ObjectStoreConfig c;
+// Types the raw settings into `c` (defaults stay where nothing was set),
+// checking enumerations and integer ranges.
+Status apply_settings(Values& vals, const Origins& origins, ObjectStoreConfig& c) {
   auto has = [&](const char* p) { return vals.count(p) > 0; };
-  auto bad = [&](const char* p, const std::string& shown, const std::string& why) {
-    return Error(Errc::invalid_argument, fmt::format("{} = {}: {}", origins[p], shown, why));
-  };
-
   if (has("backend")) {
     const std::string& b = vals["backend"].s;
     if (b == "fs") {
@@ -223,7 +221,7 @@ Result<ObjectStoreConfig> load_config(const json& document, const EnvLookup& env
     } else if (b == "s3") {
       c.backend = ObjectStoreConfig::Backend::s3;
     } else {
-      return bad("backend", "'" + b + "'", "expected \"fs\" or \"s3\"");
+      return bad_setting(origins, "backend", "'" + b + "'", "expected \"fs\" or \"s3\"");
     }
   }
   if (has("fs.root")) c.fs.root = vals["fs.root"].s;
@@ -247,7 +245,8 @@ Result<ObjectStoreConfig> load_config(const json& document, const EnvLookup& env
     } else if (a == "virtual") {
       s.addressing = Addressing::virtual_hosted;
     } else {
-      return bad("s3.addressing", "'" + a + "'", "expected \"path\" or \"virtual\"");
+      return bad_setting(origins, "s3.addressing", "'" + a + "'",
+                         "expected \"path\" or \"virtual\"");
     }
   }
   struct IntSetting {
@@ -265,28 +264,28 @@ Result<ObjectStoreConfig> load_config(const json& document, const EnvLookup& env
     if (!has(is.path)) continue;
     int64_t v = vals[is.path].i;
     if (v < is.lo || v > is.hi) {
-      return bad(is.path, std::to_string(v), fmt::format("must be within {}..{}", is.lo, is.hi));
+      return bad_setting(origins, is.path, std::to_string(v),
+                         fmt::format("must be within {}..{}", is.lo, is.hi));
     }
     *is.target = int(v);
   }
+  return Status::OK();
+}
 
-  if (c.backend == ObjectStoreConfig::Backend::fs) {
-    if (c.fs.root.empty()) {
-      return Error(Errc::invalid_argument,
-                   "objstore.fs.root is required for backend \"fs\" (config file or --root)");
-    }
-    return c;
-  }
+// What backend "s3" needs: a valid bucket, a region, a well-formed endpoint
+// if one is set, and both halves of the credentials.
+Status validate_s3(const S3Config& s, const Origins& origins) {
   if (s.bucket.empty()) {
     return Error(Errc::invalid_argument,
                  "objstore.s3.bucket is required for backend \"s3\" (config file or --bucket)");
   }
   if (!valid_bucket_name(s.bucket)) {
-    return bad("s3.bucket", "'" + s.bucket + "'",
-               "not a valid bucket name (3-63 of a-z 0-9 . -, starting and ending with a letter "
-               "or digit)");
+    return bad_setting(
+        origins, "s3.bucket", "'" + s.bucket + "'",
+        "not a valid bucket name (3-63 of a-z 0-9 . -, starting and ending with a letter "
+        "or digit)");
   }
-  if (s.region.empty()) return bad("s3.region", "''", "must not be empty");
+  if (s.region.empty()) return bad_setting(origins, "s3.region", "''", "must not be empty");
   if (!s.endpoint.empty()) {
     auto scheme_end = s.endpoint.find("://");
     std::string scheme = scheme_end == std::string::npos ? "" : s.endpoint.substr(0, scheme_end);
@@ -294,8 +293,8 @@ Result<ObjectStoreConfig> load_config(const json& document, const EnvLookup& env
     while (!rest.empty() && rest.back() == '/') rest.pop_back();
     if ((scheme != "http" && scheme != "https") || rest.empty() ||
         rest.find('/') != std::string::npos) {
-      return bad("s3.endpoint", "'" + s.endpoint + "'",
-                 "expected http://host[:port] or https://host[:port], without a path");
+      return bad_setting(origins, "s3.endpoint", "'" + s.endpoint + "'",
+                         "expected http://host[:port] or https://host[:port], without a path");
     }
   }
   if (s.access_key_id.empty() || s.secret_access_key.empty()) {
@@ -303,6 +302,34 @@ Result<ObjectStoreConfig> load_config(const json& document, const EnvLookup& env
                  "s3 credentials missing: set objstore.s3.access_key_id and "
                  "objstore.s3.secret_access_key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
   }
+  return Status::OK();
+}
+
+}  // namespace
+
+EnvLookup process_env() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (!v || !*v) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+Result<ObjectStoreConfig> load_config(const json& document, const EnvLookup& env,
+                                      const std::vector<ConfigOverride>& overrides) {
+  Values vals;
+  Origins origins;
+  STRATA_TRY(collect_settings(document, env, overrides, vals, origins));
+  ObjectStoreConfig c;
+  STRATA_TRY(apply_settings(vals, origins, c));
+  if (c.backend == ObjectStoreConfig::Backend::fs) {
+    if (c.fs.root.empty()) {
+      return Error(Errc::invalid_argument,
+                   "objstore.fs.root is required for backend \"fs\" (config file or --root)");
+    }
+    return c;
+  }
+  STRATA_TRY(validate_s3(c.s3, origins));
   return c;
 }
 

@@ -8,6 +8,7 @@
 
 #include "common/crc32c.h"
 #include "common/endian.h"
+#include "common/publish_file.h"
 #include "objstore/digest.h"
 #include "objstore/key.h"
 
@@ -173,12 +174,12 @@ ObjectStatus FsObjectStore::put_once(const Located& loc, std::string_view key, B
   }
   *crc_out = crc;
   if (auto s = f->append(encode_trailer(crc)); !s.ok()) return fail(s.error());
-  if (auto s = f->sync(); !s.ok()) return fail(s.error());
-  f.reset();
-  if (auto s = fs_.rename(tmp, loc.file()); !s.ok()) return fail(s.error());
-  // The object is visible now; until the directory is synced a crash may
-  // forget it, so the put is not acknowledged before.
-  if (auto s = fs_.sync_dir(loc.dir); !s.ok()) return fs_error(Op::put, key, s.error(), false);
+  // Acknowledged only once the directory fsync made the name durable: until
+  // then a crash may forget the object. publish_file removes the temporary
+  // file if a step up to the rename fails.
+  if (auto s = publish_file(fs_, std::move(f), loc.file()); !s.ok()) {
+    return fs_error(Op::put, key, s.error(), false);
+  }
   return {};
 }
 

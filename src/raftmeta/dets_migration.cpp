@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "common/publish_file.h"
 #include "raftmeta/dets/ra_meta_rows.h"
 #include "raftmeta/meta_change.h"
 #include "slotstore/slotstore.h"
@@ -203,13 +204,11 @@ Status build_store(FileSystem& fs, dets::RaMetaReader& reader, const std::string
     STRATA_TRY(compare_rows(reader, dets, *store, tmp, progress));
     STRATA_TRY(store->close());
   }
-  STRATA_TRY(fs.rename(tmp, store_path(dir)));
-  return fs.sync_dir(dir);
+  return rename_durable(fs, tmp, store_path(dir));
 }
 
 Status retire(FileSystem& fs, const std::string& dets) {
-  STRATA_TRY(fs.rename(dets, dets + kRetiredSuffix));
-  return fs.sync_dir(path_parent(dets));
+  return rename_durable(fs, dets, dets + kRetiredSuffix);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/publish_file.h"
 #include "slotstore/slotstore.h"
 #include "slotstore/store_impl.h"
 
@@ -101,11 +102,10 @@ Status SlotStore::migrate(FileSystem& fs, const std::string& path, const Schema&
     return ctx(!folded.ok() ? folded.error() : copy.error());
   }
   // The new file is complete and durable; the rename is the commit point.
-  if (Status s = fs.rename(tmp, path); !s.ok()) {
-    cleanup();
+  if (Status s = rename_durable(fs, tmp, path); !s.ok()) {
+    cleanup();  // finds nothing to remove if only the directory fsync failed
     return ctx(s.error());
   }
-  if (Status s = fs.sync_dir(path_parent(path)); !s.ok()) return ctx(s.error());
   return Status::OK();
 }
 

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "common/file_lock.h"
+#include "common/group_commit.h"
 #include "slotstore/compactor.h"
 #include "slotstore/format.h"
 #include "slotstore/slot_table.h"
@@ -137,7 +138,7 @@ class SlotStore::Impl {
   WalState wal_;  // leader only (and open/close)
 
   std::mutex queue_mu_;
-  std::deque<Writer*> writers_;
+  GroupCommitQueue<Writer> writers_;
 
   mutable std::mutex comp_mu_;
   std::condition_variable comp_cv_;

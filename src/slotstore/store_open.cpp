@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <system_error>
 
+#include "common/publish_file.h"
+#include "slotstore/slot_rules.h"
 #include "slotstore/store_impl.h"
 
 namespace strata::slotstore {
@@ -61,10 +63,8 @@ Status SlotStore::Impl::create(FileSystem& fs, const std::string& path, const Sc
     format::encode_half_header(0, format::HalfHeader{1, 1, 0}, h);
     STRATA_TRY(write(BytesView(h, sizeof h)));
     STRATA_TRY(zeros(l.file_size));
-    STRATA_TRY(f->sync());
+    return publish_file(fs, std::move(f), path);
   }
-  STRATA_TRY(fs.rename(tmp, path));
-  return fs.sync_dir(path_parent(path));
 }
 
 Result<FileLock> lock_store_file(const std::string& path) {

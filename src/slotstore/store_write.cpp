@@ -63,13 +63,11 @@ Status check_value(const format::Layout& l, FieldId fid, const Value& v, const W
 
 }  // namespace
 
-struct SlotStore::Impl::Writer {
-  const WriteBatch* batch;
+struct SlotStore::Impl::Writer : GroupCommitWaiter {
+  const WriteBatch* batch = nullptr;
   WriteOptions options;
   bool closing = false;
   Status status;
-  bool done = false;
-  std::condition_variable cv;
 };
 
 Status SlotStore::Impl::write_batch(const WriteBatch& batch, const WriteOptions& options) {
@@ -79,35 +77,20 @@ Status SlotStore::Impl::write_batch(const WriteBatch& batch, const WriteOptions&
 
 Status SlotStore::Impl::write_internal(const WriteBatch& batch, const WriteOptions& options,
                                        bool closing) {
-  Writer w{&batch, options, closing, Status::OK(), false, {}};
+  Writer w;
+  w.batch = &batch;
+  w.options = options;
+  w.closing = closing;
   std::unique_lock<std::mutex> l(queue_mu_);
-  writers_.push_back(&w);
-  w.cv.wait(l, [&] { return w.done || writers_.front() == &w; });
-  if (w.done) return std::move(w.status);
+  if (!writers_.join(l, &w)) return std::move(w.status);
   // This writer leads: it commits the queued batches as one group, with one
   // WAL write and at most one fsync (group commit).
-  std::vector<Writer*> group;
-  size_t ops = 0;
-  for (Writer* x : writers_) {
-    if (!group.empty() &&
-        (group.size() >= kMaxGroupWriters || ops + x->batch->size() > kMaxGroupOps)) {
-      break;
-    }
-    group.push_back(x);
-    ops += x->batch->size();
-  }
+  const std::vector<Writer*> group = writers_.take(kMaxGroupWriters, kMaxGroupOps,
+                                                   [](const Writer& x) { return x.batch->size(); });
   l.unlock();
   commit_group(group);
   l.lock();
-  for (Writer* x : group) {
-    STRATA_ASSERT(writers_.front() == x, "writer queue out of order");
-    writers_.pop_front();
-    if (x != &w) {
-      x->done = true;
-      x->cv.notify_one();
-    }
-  }
-  if (!writers_.empty()) writers_.front()->cv.notify_one();
+  writers_.release(group);
   return std::move(w.status);
 }
 

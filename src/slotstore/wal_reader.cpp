@@ -14,24 +14,15 @@ constexpr size_t kWindow = 256 * 1024;
 }
 
 WalReader::WalReader(File& file, const format::Layout& layout, int half, uint64_t limit)
-    : file_(file),
-      layout_(layout),
+    : layout_(layout),
       half_(half),
       limit_(std::min<uint64_t>(limit, layout.half_size)),
-      base_(layout.half_offset(half)) {}
+      base_(layout.half_offset(half)),
+      // Twice the largest entry, so one read holds at least one whole entry.
+      window_(file, base_ + limit_, std::max<size_t>(kWindow, 2 * layout.max_op_bytes)) {}
 
 Result<BytesView> WalReader::window(uint64_t pos, size_t want) {
-  size_t n = size_t(std::min<uint64_t>(want, limit_ > pos ? limit_ - pos : 0));
-  if (pos >= buf_pos_ && pos + n <= buf_pos_ + buf_.size()) {
-    return BytesView(buf_).substr(size_t(pos - buf_pos_), n);
-  }
-  size_t len = size_t(std::min<uint64_t>(std::max(kWindow, 2 * want), limit_ - pos));
-  buf_.resize(len);
-  STRATA_ASSIGN_OR_RETURN(size_t got, file_.read_at(base_ + pos, buf_.data(), len));
-  buf_.resize(got);
-  buf_pos_ = pos;
-  bytes_read_ += got;
-  return BytesView(buf_).substr(0, std::min(n, got));
+  return window_.read_up_to(base_ + pos, want);
 }
 
 Result<bool> WalReader::read_header(format::HalfHeader* out) {

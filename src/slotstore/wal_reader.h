@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "common/file_window.h"
 #include "common/fs.h"
 #include "slotstore/format.h"
 
@@ -42,25 +43,22 @@ class WalReader {
   uint32_t chain() const { return chain_; }        // chain CRC after the last entry
   uint64_t last_lsn() const { return last_lsn_; }  // 0 before the first entry
   uint64_t entries() const { return entries_; }
-  uint64_t bytes_read() const { return bytes_read_; }
+  uint64_t bytes_read() const { return window_.bytes_read(); }
 
  private:
   // At least min(want, limit - pos) bytes at pos, from the window.
   Result<BytesView> window(uint64_t pos, size_t want);
 
-  File& file_;
   const format::Layout& layout_;
   int half_;
   uint64_t limit_;
   uint64_t base_;  // file offset of the half
-  Bytes buf_;
-  uint64_t buf_pos_ = 0;  // half offset of buf_[0]
+  FileWindow window_;
   uint64_t pos_ = 0;
   uint32_t chain_ = 0;
   uint64_t first_lsn_ = 0;
   uint64_t last_lsn_ = 0;
   uint64_t entries_ = 0;
-  uint64_t bytes_read_ = 0;
 };
 
 }  // namespace strata::slotstore

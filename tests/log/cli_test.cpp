@@ -121,15 +121,18 @@ TEST(LogCli, ProduceConsumeRoundTrip) {
 TEST(LogCli, ConsumeFollowSeesAnotherProcessAppend) {
   strata::test::TempDir tmp;
   std::string d = tmp.sub("data");
-  ASSERT_EQ(strata_cmd({"produce", d, "s", "--generate", "1"}).status, 0);
+  ASSERT_EQ(shell("printf 'zero\\n' | " + kStrata + " produce " + d + " s").status, 0);
   auto follower = strata::test::Process::spawn(
-      {kStrata, "consume", d, "s", "--from", "next", "--follow", "--max", "2"}, tmp.path());
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      {kStrata, "consume", d, "s", "--from", "first", "--follow", "--max", "3"}, tmp.path());
+  // Handshake: once it printed the record already there, the follower has
+  // read to the end of the log and is following it.
+  ASSERT_TRUE(follower.wait_for_output("zero\n", std::chrono::seconds(20)))
+      << "consume --follow did not start: " << follower.stderr_text();
   ASSERT_EQ(shell("printf 'one\\ntwo\\n' | " + kStrata + " produce " + d + " s").status, 0);
   auto st = follower.wait(std::chrono::seconds(20));
   ASSERT_TRUE(st) << "consume --follow did not see the new records";
   EXPECT_EQ(*st, 0);
-  EXPECT_EQ(follower.stdout_text(), "one\ntwo\n");
+  EXPECT_EQ(follower.stdout_text(), "zero\none\ntwo\n");
 }
 
 TEST(LogCli, ClearErrorsForBadArgumentsAndDataDirs) {

@@ -17,50 +17,7 @@ namespace {
 
 using test::payload_for;
 
-struct LogRecovery : ::testing::Test {
-  strata::test::TempDir tmp;
-  std::string dir = tmp.sub("s");
-  FileSystem& fs = posix_fs();
-
-  LogOptions opts() {
-    LogOptions o;
-    o.create_if_missing = true;
-    o.fsync = FsyncPolicy::never;
-    o.max_segment_chunks = 4;
-    return o;
-  }
-  // `chunks` chunks of 3 records each: segments [0,12) [12,24) ... of 4 chunks.
-  void build(int chunks) {
-    auto log = *StreamLog::open(dir, opts());
-    for (int c = 0; c < chunks; ++c) {
-      uint64_t f = log->committed_next();
-      std::vector<std::string> recs = {payload_for(f), payload_for(f + 1), payload_for(f + 2)};
-      ASSERT_TRUE(log->append(test::views(recs)).ok());
-    }
-    ASSERT_TRUE(log->close().ok());
-  }
-  std::string seg(uint64_t first) { return path_join(dir, segment_file_name(first)); }
-  std::string idx(uint64_t first) { return path_join(dir, index_file_name(first)); }
-  uint64_t size_of(const std::string& p) { return fs.stat(p)->size; }
-  void truncate(const std::string& p, uint64_t size) {
-    auto f = *fs.open(p, OpenOptions::read_write());
-    ASSERT_TRUE(f->truncate(size).ok());
-  }
-  void write_at(const std::string& p, uint64_t pos, BytesView b) {
-    auto f = *fs.open(p, OpenOptions::create_or_open());
-    ASSERT_TRUE(f->write_at(pos, b).ok());
-  }
-  void flip(const std::string& p, uint64_t pos) {
-    auto f = *fs.open(p, OpenOptions::read_write());
-    char c;
-    ASSERT_TRUE(read_exact(*f, pos, &c, 1).ok());
-    c ^= 0x20;
-    ASSERT_TRUE(f->write_at(pos, BytesView(&c, 1)).ok());
-  }
-  std::vector<IndexRecord> index_of(uint64_t first) {
-    auto f = *fs.open(idx(first), OpenOptions::read_only());
-    return load_index(*f, idx(first), first)->records;
-  }
+struct LogRecovery : test::StreamDirTest {
   Result<std::shared_ptr<StreamLog>> reopen(LogOptions o) { return StreamLog::open(dir, o); }
   Result<std::shared_ptr<StreamLog>> reopen() { return reopen(opts()); }
 
@@ -267,13 +224,7 @@ TEST_F(LogRecovery, IndexPointingPastTheEndOfTheActiveSegmentIsCut) {
 
 TEST_F(LogRecovery, IndexPointingPastTheEndOfASealedSegmentIsRebuilt) {
   build(6);
-  auto recs = index_of(0);
-  IndexRecord extra = recs.back();
-  extra.first_offset = extra.next_offset();
-  extra.position = extra.end_position();
-  uint8_t b[kIndexRecordSize];
-  encode_index_record(extra, b);
-  write_at(idx(0), size_of(idx(0)), BytesView(reinterpret_cast<char*>(b), sizeof b));
+  auto recs = add_index_record_past_the_end(0);
   auto log = reopen();
   ASSERT_TRUE(log.ok()) << log.error().to_string();
   ASSERT_FALSE((*log)->repairs().empty());

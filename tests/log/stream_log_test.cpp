@@ -451,26 +451,39 @@ double thread_cpu_ms() {
          ru.ru_stime.tv_usec / 1e3;
 }
 
+// Returns once a thread is blocked in log.wait_for_commit (a handshake, not
+// a sleep: the test then knows its append or close reaches a waiter).
+void await_commit_waiter(const StreamLog& log) {
+  while (log.commit_waiters() == 0) std::this_thread::yield();
+}
+
 TEST(LogFollow, WaitingReaderUsesNoCpuAndWakesOnCommit) {
   FaultFileSystem fs;
   auto log = must_open("/s", fault_opts(fs));
   auto reader = *log->open_reader(OffsetSpec::next());
-  double cpu = 0;
-  bool woke = false;
+  double idle_cpu = 0;
+  bool idle_timed_out = false, woke = false;
+  std::atomic<bool> second_wait{false};
   std::chrono::steady_clock::duration waited{};
   std::thread t([&] {
+    // Nothing to read for 300 ms: the wait times out without burning CPU.
     double c0 = thread_cpu_ms();
+    idle_timed_out = !reader->wait(std::chrono::milliseconds(300));
+    idle_cpu = thread_cpu_ms() - c0;
+    // Then a wait that a commit ends.
+    second_wait = true;
     auto t0 = std::chrono::steady_clock::now();
-    woke = reader->wait(std::chrono::seconds(10));
+    woke = reader->wait(std::chrono::seconds(30));
     waited = std::chrono::steady_clock::now() - t0;
-    cpu = thread_cpu_ms() - c0;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  while (!second_wait) std::this_thread::yield();
+  await_commit_waiter(*log);  // the second wait has begun (the first one ended)
   ASSERT_TRUE(log->append({"wake up"}).ok());
   t.join();
+  EXPECT_TRUE(idle_timed_out);
+  EXPECT_LT(idle_cpu, 30.0) << "the waiting reader burned CPU";
   EXPECT_TRUE(woke);
   EXPECT_LT(waited, std::chrono::seconds(5));
-  EXPECT_LT(cpu, 30.0) << "the waiting reader burned CPU";
   std::vector<Record> recs;
   ASSERT_EQ(*reader->next_records(&recs), 1u);
   EXPECT_EQ(recs[0].value, "wake up");
@@ -482,7 +495,7 @@ TEST(LogFollow, WaitTimesOutAndCloseWakesWaiters) {
   auto reader = *log->open_reader(OffsetSpec::next());
   EXPECT_FALSE(reader->wait(std::chrono::milliseconds(30)));
   std::thread t([&] { EXPECT_FALSE(reader->wait(std::chrono::seconds(30))); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  await_commit_waiter(*log);
   auto t0 = std::chrono::steady_clock::now();
   ASSERT_TRUE(log->close().ok());
   t.join();
@@ -542,12 +555,12 @@ TEST(LogReadOnly, SeesCommittedDataAndRefreshesAcrossRolls) {
   auto ro_reader = view->open_reader(OffsetSpec::next());
   ASSERT_TRUE(ro_reader.ok()) << ro_reader.error().to_string();
   auto& r = *ro_reader;
-  std::thread t([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(80));
-    append_batches(*writer, 1, 1);
-  });
-  EXPECT_TRUE(r->wait(std::chrono::seconds(10)));
+  bool woke = false;
+  std::thread t([&] { woke = r->wait(std::chrono::seconds(10)); });
+  await_commit_waiter(*view);  // the reader polls the files now
+  append_batches(*writer, 1, 1);
   t.join();
+  EXPECT_TRUE(woke);
   std::vector<Record> recs;
   auto got = r->next_records(&recs);
   ASSERT_TRUE(got.ok()) << got.error().to_string();

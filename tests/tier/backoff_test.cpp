@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include "tier/transfer_failure.h"
-
 namespace strata::tier {
 
 TEST(TierBackoff, TransientRetriesAtOnceThenTenMsDoublingToFiveSeconds) {
@@ -40,34 +38,6 @@ TEST(TierBackoff, JitterStaysWithinHalfToFullAndIsSeeded) {
   EXPECT_TRUE(varied);
   Random r(1);
   EXPECT_EQ(backoff_ms(BackoffPolicy::transient(), 1, r), 0);
-}
-
-TEST(TierTransferFailure, HttpThrottlingAndServerErrorsAreTransient) {
-  for (int status : {408, 429, 500, 502, 503, 504}) {
-    EXPECT_TRUE(is_transient(TransferFailure::http(status, "", "put"))) << status;
-  }
-}
-
-TEST(TierTransferFailure, Http429IsTransientNotFatal) {
-  // The original dropped the fragment on 429 (issue: data loss under throttling).
-  EXPECT_TRUE(is_transient(TransferFailure::http(429, "", "put data/x")));
-  EXPECT_TRUE(is_transient(TransferFailure::http(503, "SlowDown", "put data/x")));
-}
-
-TEST(TierTransferFailure, S3CodesTimeoutsAndConnectionErrorsAreTransient) {
-  EXPECT_TRUE(is_transient(TransferFailure::http(400, "RequestTimeout", "put")));
-  EXPECT_TRUE(is_transient(TransferFailure{Errc::io, 0, "InternalError", ""}));
-  EXPECT_TRUE(is_transient(TransferFailure::deadline("transfer deadline")));
-  EXPECT_TRUE(is_transient(TransferFailure{Errc::transient, 0, "", "connection reset"}));
-}
-
-TEST(TierTransferFailure, RefusalsAndChecksumMismatchAreFatal) {
-  EXPECT_FALSE(is_transient(TransferFailure::http(403, "AccessDenied", "put")));
-  EXPECT_FALSE(is_transient(TransferFailure::http(404, "NoSuchBucket", "put")));
-  EXPECT_FALSE(is_transient(TransferFailure::http(400, "BadDigest", "put")));
-  EXPECT_FALSE(is_transient(TransferFailure{Errc::corrupt, 0, "", "segment chunk CRC mismatch"}));
-  // An HTTP refusal stays fatal even if the shell tagged it transient.
-  EXPECT_FALSE(is_transient(TransferFailure{Errc::transient, 403, "", "put"}));
 }
 
 }  // namespace strata::tier

@@ -162,13 +162,13 @@ TEST(TierUploaderCore, HundredThousandInFlightCompletingInReverseDrainIterativel
 TEST(TierUploaderCore, TransientFailureResubmitsAtOnceThenWithBackoff) {
   Harness h;
   auto s = h.cut();
-  auto r1 = one<SubmitTransfer>(h.fail(s, TransferFailure{Errc::transient, 0, "", "reset"}));
+  auto r1 = one<SubmitTransfer>(h.fail(s, TransferFailure::from(Error(Errc::transient, "reset"))));
   EXPECT_EQ(r1.ref, s.ref);
   EXPECT_NE(r1.token, s.token);
   EXPECT_NE(r1.key, s.key);  // every write goes to a new key
   EXPECT_EQ(r1.attempt, 2u);
   EXPECT_EQ(r1.delay_ms, 0);
-  auto r2 = one<SubmitTransfer>(h.fail(r1, TransferFailure{Errc::timeout, 0, "", "t"}));
+  auto r2 = one<SubmitTransfer>(h.fail(r1, TransferFailure::from(Error(Errc::timeout, "t"))));
   EXPECT_GE(r2.delay_ms, 5);
   EXPECT_LE(r2.delay_ms, 10);
   auto r3 = one<SubmitTransfer>(h.fail(r2, TransferFailure::http(500, "InternalError", "put")));
@@ -211,7 +211,8 @@ TEST(TierUploaderCore, FatalFailureMidSequenceHoldsOnlyWhatFollowsIt) {
   Harness h;
   auto a = h.cut(), b = h.cut(), c = h.cut();
   h.complete(a);
-  auto rb = one<SubmitTransfer>(h.fail(b, TransferFailure{Errc::corrupt, 0, "", "chunk CRC"}));
+  auto rb =
+      one<SubmitTransfer>(h.fail(b, TransferFailure::from(Error(Errc::corrupt, "chunk CRC"))));
   h.complete(c);
   EXPECT_EQ(h.core.live_manifest().next_offset, 1u);
   EXPECT_EQ(h.core.metrics().upload_stalled_offset, 1u);

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "common/endian.h"
+#include "common/file_window.h"
 #include "raftmeta/dets/dets_format.h"
 
 namespace strata::raftmeta::dets {
@@ -39,7 +40,8 @@ uint64_t buddy_block(uint32_t size) {
 // by read() is valid until the next call.
 class WindowReader {
  public:
-  WindowReader(File& f, uint64_t size, const std::string& path) : f_(f), size_(size), path_(path) {}
+  WindowReader(File& f, uint64_t size, const std::string& path)
+      : window_(f, size, kWindow), size_(size), path_(path) {}
 
   Result<BytesView> read(uint64_t pos, uint64_t n, const std::string& what) {
     if (pos > size_ || n > size_ - pos) {
@@ -47,26 +49,14 @@ class WindowReader {
                         what + " needs " + std::to_string(n) +
                             " bytes here but the file ends at byte " + std::to_string(size_));
     }
-    if (pos < start_ || pos + n > start_ + buf_.size()) {
-      const uint64_t len = std::max<uint64_t>(n, std::min<uint64_t>(kWindow, size_ - pos));
-      buf_.resize(len);
-      start_ = pos;
-      Status s = read_exact(f_, pos, buf_.data(), len);
-      if (!s.ok()) {
-        buf_.clear();
-        return std::move(s).error();
-      }
-    }
-    return BytesView(buf_).substr(pos - start_, n);
+    return window_.read(pos, size_t(n));
   }
 
  private:
-  static constexpr uint64_t kWindow = 1 << 20;
-  File& f_;
+  static constexpr size_t kWindow = 1 << 20;
+  FileWindow window_;
   uint64_t size_;
   const std::string& path_;
-  Bytes buf_;
-  uint64_t start_ = 0;
 };
 
 // Called with each object of a collection: its size word's file offset and
@@ -114,6 +104,143 @@ Status parse_objects(const std::string& path, uint64_t pos, BytesView c, uint32_
   return Status::OK();
 }
 
+// ---- header checks (DetsReader::validate_header) ----
+
+// Reads the header words of a file of `size` bytes whose first bytes are
+// `head`; fails for a file too short to be DETS or without its magic.
+Result<Header> parse_header(const std::string& path, uint64_t size, BytesView head) {
+  if (size < 8) {
+    return corrupt_at(path, 0,
+                      "not a DETS file: it is " + std::to_string(size) +
+                          " bytes long, too short for a DETS header");
+  }
+  Header h;
+  h.cookie = be32_at(head, kCookiePos);
+  if (h.cookie != kMagic) {
+    return corrupt_at(
+        path, kCookiePos,
+        "not a DETS file: magic is " + hex32(h.cookie) + ", expected " + hex32(kMagic));
+  }
+  if (size < kBase) {
+    return corrupt_at(path, size,
+                      "DETS file truncated: " + std::to_string(size) +
+                          " bytes, but its header and segment array alone take " +
+                          std::to_string(kBase));
+  }
+  h.freelists_pointer = be32_at(head, kFreelistsPointerPos);
+  h.closed_properly = be32_at(head, kClosedProperlyPos);
+  h.type = be32_at(head, kTypePos);
+  h.version = be32_at(head, kVersionPos);
+  h.m = be32_at(head, kMPos);
+  h.next = be32_at(head, kNextPos);
+  h.keypos = be32_at(head, kKeyposPos);
+  h.no_objects = be32_at(head, kNoObjectsPos);
+  h.no_keys = be32_at(head, kNoKeysPos);
+  h.min_no_slots = be32_at(head, kMinNoSlotsPos);
+  h.max_no_slots = be32_at(head, kMaxNoSlotsPos);
+  h.hash_method = be32_at(head, kHashMethodPos);
+  h.n = be32_at(head, kNPos);
+  h.fl_base = be32_at(head, kFlBasePos);
+  h.has_md5 = head.substr(kMd5Pos, 16).find_first_not_of('\0') != BytesView::npos;
+  return h;
+}
+
+// Format version 9, and the header MD5 when the file has one.
+Status check_version_and_md5(const std::string& path, const Header& h, BytesView head) {
+  if (h.version != kFormatVersion) {
+    return Error(Errc::unsupported_version,
+                 path + ": byte " + std::to_string(kVersionPos) + ": DETS format version " +
+                     std::to_string(h.version) + "; this reader reads version " +
+                     std::to_string(kFormatVersion) + " (OTP R8 and later)");
+  }
+  // The MD5 covers type .. collection counters. Files of format 9(a)/(b)
+  // have no MD5 (all zero); OTP 25 always writes one.
+  if (!h.has_md5) return Status::OK();
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(head.data() + kMd5DigestFrom, kMd5DigestLen, digest, &len, EVP_md5(), nullptr) !=
+          1 ||
+      len != 16) {
+    return Error(Errc::internal, path + ": computing the header MD5 failed (OpenSSL)");
+  }
+  if (BytesView(reinterpret_cast<const char*>(digest), 16) != head.substr(kMd5Pos, 16)) {
+    return corrupt_at(path, kMd5Pos,
+                      "header MD5 does not match bytes " + std::to_string(kMd5DigestFrom) + ".." +
+                          std::to_string(kMd5Pos) + ": the header is damaged");
+  }
+  return Status::OK();
+}
+
+// The closed-properly flag, a table of type set, a known hash method and a
+// key position.
+Status check_table_kind(const std::string& path, const Header& h) {
+  if (h.closed_properly != kClosedProperly && h.closed_properly != kNotClosedProperly) {
+    return corrupt_at(path, kClosedProperlyPos,
+                      "closed-properly flag is " + hex32(h.closed_properly) + ", expected 0 or 1");
+  }
+  if (h.type != kTypeSet) {
+    const char* name = h.type == kTypeBag            ? "bag"
+                       : h.type == kTypeDuplicateBag ? "duplicate_bag"
+                                                     : nullptr;
+    if (name == nullptr) {
+      return corrupt_at(path, kTypePos,
+                        "table type code " + std::to_string(h.type) + " is invalid");
+    }
+    return Error(Errc::schema_mismatch,
+                 path + ": byte " + std::to_string(kTypePos) + ": DETS table of type " + name +
+                     "; only tables of type set are read (Ra's meta.dets is a set)");
+  }
+  if (h.hash_method != kHashPhash && h.hash_method != kHashPhash2) {
+    return corrupt_at(path, kHashMethodPos,
+                      "hash method code " + std::to_string(h.hash_method) + " is invalid");
+  }
+  if (h.keypos < 1) return corrupt_at(path, kKeyposPos, "key position 0 is invalid");
+  return Status::OK();
+}
+
+// Linear hashing invariants that DETS itself asserts (hash_invars/5).
+Status check_hash_invariants(const std::string& path, const Header& h) {
+  const auto m256 = [](uint64_t v) { return v % kSlotsPerSegment == 0; };
+  const uint64_t m = h.m, next = h.next, n = h.n, mn = h.min_no_slots, mx = h.max_no_slots;
+  if (!(m256(m) && m256(next) && m256(n) && m256(mn) && m256(mx) && n <= m && n <= 2 * next &&
+        m <= next && next <= 2 * m && mn <= next && next <= mx && mn <= m && next >= 256 &&
+        mx <= kMaxSlots)) {
+    return corrupt_at(path, kMPos,
+                      "hash table parameters are inconsistent (m=" + std::to_string(m) +
+                          " next=" + std::to_string(next) + " n=" + std::to_string(n) +
+                          " min=" + std::to_string(mn) + " max=" + std::to_string(mx) + ")");
+  }
+  return Status::OK();
+}
+
+// Where the area of parts, segments and collections ends: the free lists of
+// a clean file (whose counts and pointer are checked here), the end of a
+// file not closed properly. Also checks the allocator base.
+Result<uint64_t> data_area_end(const std::string& path, uint64_t size, const Header& h) {
+  if (h.fl_base != 0 && (h.fl_base < kBase || (h.fl_base - kBase) % kGrid != 0)) {
+    return corrupt_at(path, kFlBasePos,
+                      "allocator base " + std::to_string(h.fl_base) +
+                          " is not on the 16-byte grid from byte " + std::to_string(kBase));
+  }
+  if (h.closed_properly != kClosedProperly) {
+    // Not closed properly: DETS truncated the free lists away when it
+    // started writing; live data may extend to the end of the file.
+    return size;
+  }
+  if (h.no_keys != h.no_objects) {
+    return corrupt_at(path, kNoKeysPos,
+                      "a set holds one object per key, but the header counts " +
+                          std::to_string(h.no_objects) + " objects and " +
+                          std::to_string(h.no_keys) + " keys");
+  }
+  if (h.freelists_pointer < kBase || h.freelists_pointer > size - 4 - kFreeChunkHeaderSize) {
+    return corrupt_at(path, kFreelistsPointerPos,
+                      "free lists pointer " + std::to_string(h.freelists_pointer) +
+                          " lies outside the file (" + std::to_string(size) + " bytes)");
+  }
+  return uint64_t(h.freelists_pointer);
+}
+
 }  // namespace
 
 DetsReader::~DetsReader() = default;
@@ -152,124 +279,20 @@ Result<std::unique_ptr<DetsReader>> DetsReader::open(FileSystem& fs, const std::
   return r;
 }
 
+// The checks run in the order DETS's own open would fail on them: what the
+// file is (size, magic), which format (version, MD5), what kind of table,
+// the hashing invariants, then where the data area ends.
 Status DetsReader::validate_header(BytesView head) {
   const std::string& path = info_.path;
-  const uint64_t size = info_.file_size;
-  if (size < 8) {
-    return corrupt_at(path, 0,
-                      "not a DETS file: it is " + std::to_string(size) +
-                          " bytes long, too short for a DETS header");
-  }
-  Header& h = header_;
-  h.cookie = be32_at(head, kCookiePos);
-  if (h.cookie != kMagic) {
-    return corrupt_at(
-        path, kCookiePos,
-        "not a DETS file: magic is " + hex32(h.cookie) + ", expected " + hex32(kMagic));
-  }
-  if (size < kBase) {
-    return corrupt_at(path, size,
-                      "DETS file truncated: " + std::to_string(size) +
-                          " bytes, but its header and segment array alone take " +
-                          std::to_string(kBase));
-  }
-  h.freelists_pointer = be32_at(head, kFreelistsPointerPos);
-  h.closed_properly = be32_at(head, kClosedProperlyPos);
-  h.type = be32_at(head, kTypePos);
-  h.version = be32_at(head, kVersionPos);
-  h.m = be32_at(head, kMPos);
-  h.next = be32_at(head, kNextPos);
-  h.keypos = be32_at(head, kKeyposPos);
-  h.no_objects = be32_at(head, kNoObjectsPos);
-  h.no_keys = be32_at(head, kNoKeysPos);
-  h.min_no_slots = be32_at(head, kMinNoSlotsPos);
-  h.max_no_slots = be32_at(head, kMaxNoSlotsPos);
-  h.hash_method = be32_at(head, kHashMethodPos);
-  h.n = be32_at(head, kNPos);
-  h.fl_base = be32_at(head, kFlBasePos);
-
-  if (h.version != kFormatVersion) {
-    return Error(Errc::unsupported_version,
-                 path + ": byte " + std::to_string(kVersionPos) + ": DETS format version " +
-                     std::to_string(h.version) + "; this reader reads version " +
-                     std::to_string(kFormatVersion) + " (OTP R8 and later)");
-  }
-  // The MD5 covers type .. collection counters. Files of format 9(a)/(b)
-  // have no MD5 (all zero); OTP 25 always writes one.
-  BytesView md5 = head.substr(kMd5Pos, 16);
-  h.has_md5 = md5.find_first_not_of('\0') != BytesView::npos;
-  if (h.has_md5) {
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    if (EVP_Digest(head.data() + kMd5DigestFrom, kMd5DigestLen, digest, &len, EVP_md5(), nullptr) !=
-            1 ||
-        len != 16) {
-      return Error(Errc::internal, path + ": computing the header MD5 failed (OpenSSL)");
-    }
-    if (BytesView(reinterpret_cast<const char*>(digest), 16) != md5) {
-      return corrupt_at(path, kMd5Pos,
-                        "header MD5 does not match bytes " + std::to_string(kMd5DigestFrom) + ".." +
-                            std::to_string(kMd5Pos) + ": the header is damaged");
-    }
-  }
-  if (h.closed_properly != kClosedProperly && h.closed_properly != kNotClosedProperly) {
-    return corrupt_at(path, kClosedProperlyPos,
-                      "closed-properly flag is " + hex32(h.closed_properly) + ", expected 0 or 1");
-  }
+  STRATA_ASSIGN_OR_RETURN(header_, parse_header(path, info_.file_size, head));
+  const Header& h = header_;
+  STRATA_TRY(check_version_and_md5(path, h, head));
+  STRATA_TRY(check_table_kind(path, h));
   info_.closed_properly = h.closed_properly == kClosedProperly;
-  if (h.type != kTypeSet) {
-    const char* name = h.type == kTypeBag            ? "bag"
-                       : h.type == kTypeDuplicateBag ? "duplicate_bag"
-                                                     : nullptr;
-    if (name == nullptr) {
-      return corrupt_at(path, kTypePos,
-                        "table type code " + std::to_string(h.type) + " is invalid");
-    }
-    return Error(Errc::schema_mismatch,
-                 path + ": byte " + std::to_string(kTypePos) + ": DETS table of type " + name +
-                     "; only tables of type set are read (Ra's meta.dets is a set)");
-  }
-  if (h.hash_method != kHashPhash && h.hash_method != kHashPhash2) {
-    return corrupt_at(path, kHashMethodPos,
-                      "hash method code " + std::to_string(h.hash_method) + " is invalid");
-  }
-  if (h.keypos < 1) return corrupt_at(path, kKeyposPos, "key position 0 is invalid");
   info_.keypos = h.keypos;
   info_.header_object_count = h.no_objects;
-  // Linear hashing invariants that DETS itself asserts (hash_invars/5).
-  const auto m256 = [](uint64_t v) { return v % kSlotsPerSegment == 0; };
-  const uint64_t m = h.m, next = h.next, n = h.n, mn = h.min_no_slots, mx = h.max_no_slots;
-  if (!(m256(m) && m256(next) && m256(n) && m256(mn) && m256(mx) && n <= m && n <= 2 * next &&
-        m <= next && next <= 2 * m && mn <= next && next <= mx && mn <= m && next >= 256 &&
-        mx <= kMaxSlots)) {
-    return corrupt_at(path, kMPos,
-                      "hash table parameters are inconsistent (m=" + std::to_string(m) +
-                          " next=" + std::to_string(next) + " n=" + std::to_string(n) +
-                          " min=" + std::to_string(mn) + " max=" + std::to_string(mx) + ")");
-  }
-  if (h.fl_base != 0 && (h.fl_base < kBase || (h.fl_base - kBase) % kGrid != 0)) {
-    return corrupt_at(path, kFlBasePos,
-                      "allocator base " + std::to_string(h.fl_base) +
-                          " is not on the 16-byte grid from byte " + std::to_string(kBase));
-  }
-  if (info_.closed_properly) {
-    if (h.no_keys != h.no_objects) {
-      return corrupt_at(path, kNoKeysPos,
-                        "a set holds one object per key, but the header counts " +
-                            std::to_string(h.no_objects) + " objects and " +
-                            std::to_string(h.no_keys) + " keys");
-    }
-    if (h.freelists_pointer < kBase || h.freelists_pointer > size - 4 - kFreeChunkHeaderSize) {
-      return corrupt_at(path, kFreelistsPointerPos,
-                        "free lists pointer " + std::to_string(h.freelists_pointer) +
-                            " lies outside the file (" + std::to_string(size) + " bytes)");
-    }
-    data_end_ = h.freelists_pointer;
-  } else {
-    // Not closed properly: DETS truncated the free lists away when it
-    // started writing; live data may extend to the end of the file.
-    data_end_ = size;
-  }
+  STRATA_TRY(check_hash_invariants(path, h));
+  STRATA_ASSIGN_OR_RETURN(data_end_, data_area_end(path, info_.file_size, h));
   return Status::OK();
 }
 

@@ -135,6 +135,8 @@ class Decoder {
     return Status::OK();
   }
 
+  // One term at pos_, tag first; each kind's layout is decoded by its own
+  // function below, called with the tag already read (`at` is its position).
   Status term(Term* out, int depth) {
     if (depth > kMaxDepth) {
       return fail(pos_, "terms nested deeper than " + std::to_string(kMaxDepth) + " levels");
@@ -144,146 +146,182 @@ class Decoder {
     STRATA_TRY(need(1, "tag"));
     const uint8_t tag = get8();
     switch (tag) {
-      case kSmallIntegerExt: {
-        STRATA_TRY(need(1, "SMALL_INTEGER_EXT value"));
-        out->value = Integer{false, get8(), {}};
-        return Status::OK();
-      }
-      case kIntegerExt: {
-        STRATA_TRY(need(4, "INTEGER_EXT value"));
-        const int32_t v = int32_t(get32());
-        // Negate in 64 bits so INT32_MIN has a magnitude.
-        const int64_t w = v;
-        out->value = Integer{w < 0, uint64_t(w < 0 ? -w : w), {}};
-        return Status::OK();
-      }
+      case kSmallIntegerExt:
+        return small_integer(out);
+      case kIntegerExt:
+        return integer(out);
       case kSmallBigExt:
-      case kLargeBigExt: {
-        uint64_t n;
-        if (tag == kSmallBigExt) {
-          STRATA_TRY(need(2, "SMALL_BIG_EXT header"));
-          n = get8();
-        } else {
-          STRATA_TRY(need(5, "LARGE_BIG_EXT header"));
-          n = get32();
-        }
-        const uint8_t sign = get8();
-        if (sign > 1) {
-          return fail(at, "big integer sign byte is " + std::to_string(sign) + ", expected 0 or 1");
-        }
-        STRATA_TRY(need(n, "big integer digits"));
-        BytesView digits = in_.substr(pos_, n);
-        pos_ += n;
-        // Ignore zero digits at the most significant end (term_to_binary
-        // never writes them, but they do not change the value).
-        while (!digits.empty() && digits.back() == 0) digits.remove_suffix(1);
-        Integer v;
-        v.negative = sign == 1 && !digits.empty();
-        if (digits.size() <= 8) {
-          for (size_t i = digits.size(); i-- > 0;)
-            v.magnitude = (v.magnitude << 8) | uint8_t(digits[i]);
-        } else {
-          v.big.assign(digits.data(), digits.size());
-        }
-        out->value = std::move(v);
-        return Status::OK();
-      }
+      case kLargeBigExt:
+        return big_integer(tag, at, out);
       case kAtomExt:
       case kSmallAtomExt:
       case kAtomUtf8Ext:
-      case kSmallAtomUtf8Ext: {
-        const bool small = tag == kSmallAtomExt || tag == kSmallAtomUtf8Ext;
-        STRATA_TRY(need(small ? 1 : 2, "atom length"));
-        const size_t len = small ? get8() : get16();
-        STRATA_TRY(need(len, "atom text"));
-        BytesView text = in_.substr(pos_, len);
-        Atom a;
-        size_t chars = 0;
-        if (tag == kAtomExt || tag == kSmallAtomExt) {
-          // Latin-1: every byte is one character (ASCII ones are UTF-8 as is).
-          if (std::all_of(text.begin(), text.end(), [](char c) { return uint8_t(c) < 0x80; })) {
-            a.name.assign(text.data(), text.size());
-          } else {
-            for (char c : text) append_utf8(&a.name, uint8_t(c));
-          }
-          chars = len;
-        } else {
-          for (size_t i = 0; i < text.size(); ++chars) {
-            uint32_t cp;
-            const size_t k = next_utf8(text, i, &cp);
-            if (k == 0) return fail(pos_ + i, "atom text is not valid UTF-8");
-            i += k;
-          }
-          a.name.assign(text.data(), text.size());
-        }
-        if (chars > kMaxAtomChars) {
-          return fail(at, "atom of " + std::to_string(chars) + " characters (Erlang allows " +
-                              std::to_string(kMaxAtomChars) + ")");
-        }
-        pos_ += len;
-        out->value = std::move(a);
-        return Status::OK();
-      }
-      case kBinaryExt: {
-        STRATA_TRY(need(4, "BINARY_EXT length"));
-        const uint32_t len = get32();
-        STRATA_TRY(need(len, "binary bytes"));
-        out->value = Binary{Bytes(in_.substr(pos_, len))};
-        pos_ += len;
-        return Status::OK();
-      }
+      case kSmallAtomUtf8Ext:
+        return atom(tag, at, out);
+      case kBinaryExt:
+        return binary(out);
       case kSmallTupleExt:
-      case kLargeTupleExt: {
-        uint64_t arity;
-        if (tag == kSmallTupleExt) {
-          STRATA_TRY(need(1, "tuple arity"));
-          arity = get8();
-        } else {
-          STRATA_TRY(need(4, "tuple arity"));
-          arity = get32();
-        }
-        STRATA_TRY(check_count(arity, at, "tuple"));
-        Tuple t;
-        t.elements.resize(arity);
-        for (auto& e : t.elements) STRATA_TRY(term(&e, depth + 1));
-        out->value = std::move(t);
-        return Status::OK();
-      }
+      case kLargeTupleExt:
+        return tuple(tag, at, depth, out);
       case kNilExt:
         out->value = List{};
         return Status::OK();
-      case kStringExt: {
-        STRATA_TRY(need(2, "STRING_EXT length"));
-        const uint16_t len = get16();
-        STRATA_TRY(need(len, "STRING_EXT bytes"));
-        List l;
-        l.elements.resize(len);
-        for (uint16_t i = 0; i < len; ++i) {
-          l.elements[i].position = base_ + pos_;
-          l.elements[i].value = Integer{false, get8(), {}};
-        }
-        out->value = std::move(l);
-        return Status::OK();
-      }
-      case kListExt: {
-        STRATA_TRY(need(4, "LIST_EXT length"));
-        const uint32_t len = get32();
-        STRATA_TRY(check_count(len, at, "list"));
-        List l;
-        l.elements.resize(len);
-        for (auto& e : l.elements) STRATA_TRY(term(&e, depth + 1));
-        Term tail;
-        STRATA_TRY(term(&tail, depth + 1));
-        const List* tl = tail.list();
-        if (tl == nullptr || !tl->elements.empty() || !tl->tail.empty()) {
-          l.tail.push_back(std::move(tail));
-        }
-        out->value = std::move(l);
-        return Status::OK();
-      }
+      case kStringExt:
+        return string_ext(out);
+      case kListExt:
+        return list(at, depth, out);
       default:
         return fail(at, "unsupported term tag " + std::to_string(tag) + " (" + tag_name(tag) + ")");
     }
+  }
+
+  // SMALL_INTEGER_EXT: u8.
+  Status small_integer(Term* out) {
+    STRATA_TRY(need(1, "SMALL_INTEGER_EXT value"));
+    out->value = Integer{false, get8(), {}};
+    return Status::OK();
+  }
+
+  // INTEGER_EXT: i32.
+  Status integer(Term* out) {
+    STRATA_TRY(need(4, "INTEGER_EXT value"));
+    const int32_t v = int32_t(get32());
+    // Negate in 64 bits so INT32_MIN has a magnitude.
+    const int64_t w = v;
+    out->value = Integer{w < 0, uint64_t(w < 0 ? -w : w), {}};
+    return Status::OK();
+  }
+
+  // SMALL_BIG_EXT (n:u8) / LARGE_BIG_EXT (n:u32), then sign:u8 and n
+  // little-endian digits.
+  Status big_integer(uint8_t tag, size_t at, Term* out) {
+    uint64_t n;
+    if (tag == kSmallBigExt) {
+      STRATA_TRY(need(2, "SMALL_BIG_EXT header"));
+      n = get8();
+    } else {
+      STRATA_TRY(need(5, "LARGE_BIG_EXT header"));
+      n = get32();
+    }
+    const uint8_t sign = get8();
+    if (sign > 1) {
+      return fail(at, "big integer sign byte is " + std::to_string(sign) + ", expected 0 or 1");
+    }
+    STRATA_TRY(need(n, "big integer digits"));
+    BytesView digits = in_.substr(pos_, n);
+    pos_ += n;
+    // Ignore zero digits at the most significant end (term_to_binary
+    // never writes them, but they do not change the value).
+    while (!digits.empty() && digits.back() == 0) digits.remove_suffix(1);
+    Integer v;
+    v.negative = sign == 1 && !digits.empty();
+    if (digits.size() <= 8) {
+      for (size_t i = digits.size(); i-- > 0;)
+        v.magnitude = (v.magnitude << 8) | uint8_t(digits[i]);
+    } else {
+      v.big.assign(digits.data(), digits.size());
+    }
+    out->value = std::move(v);
+    return Status::OK();
+  }
+
+  // ATOM_EXT / SMALL_ATOM_EXT (Latin-1) and ATOM_UTF8_EXT /
+  // SMALL_ATOM_UTF8_EXT: a length (u16, or u8 for the small forms), then
+  // the text. Kept as UTF-8, at most kMaxAtomChars characters.
+  Status atom(uint8_t tag, size_t at, Term* out) {
+    const bool small = tag == kSmallAtomExt || tag == kSmallAtomUtf8Ext;
+    STRATA_TRY(need(small ? 1 : 2, "atom length"));
+    const size_t len = small ? get8() : get16();
+    STRATA_TRY(need(len, "atom text"));
+    BytesView text = in_.substr(pos_, len);
+    Atom a;
+    size_t chars = 0;
+    if (tag == kAtomExt || tag == kSmallAtomExt) {
+      // Latin-1: every byte is one character (ASCII ones are UTF-8 as is).
+      if (std::all_of(text.begin(), text.end(), [](char c) { return uint8_t(c) < 0x80; })) {
+        a.name.assign(text.data(), text.size());
+      } else {
+        for (char c : text) append_utf8(&a.name, uint8_t(c));
+      }
+      chars = len;
+    } else {
+      for (size_t i = 0; i < text.size(); ++chars) {
+        uint32_t cp;
+        const size_t k = next_utf8(text, i, &cp);
+        if (k == 0) return fail(pos_ + i, "atom text is not valid UTF-8");
+        i += k;
+      }
+      a.name.assign(text.data(), text.size());
+    }
+    if (chars > kMaxAtomChars) {
+      return fail(at, "atom of " + std::to_string(chars) + " characters (Erlang allows " +
+                          std::to_string(kMaxAtomChars) + ")");
+    }
+    pos_ += len;
+    out->value = std::move(a);
+    return Status::OK();
+  }
+
+  // BINARY_EXT: len:u32, then the bytes.
+  Status binary(Term* out) {
+    STRATA_TRY(need(4, "BINARY_EXT length"));
+    const uint32_t len = get32();
+    STRATA_TRY(need(len, "binary bytes"));
+    out->value = Binary{Bytes(in_.substr(pos_, len))};
+    pos_ += len;
+    return Status::OK();
+  }
+
+  // SMALL_TUPLE_EXT (arity:u8) / LARGE_TUPLE_EXT (arity:u32), then the
+  // elements.
+  Status tuple(uint8_t tag, size_t at, int depth, Term* out) {
+    uint64_t arity;
+    if (tag == kSmallTupleExt) {
+      STRATA_TRY(need(1, "tuple arity"));
+      arity = get8();
+    } else {
+      STRATA_TRY(need(4, "tuple arity"));
+      arity = get32();
+    }
+    STRATA_TRY(check_count(arity, at, "tuple"));
+    Tuple t;
+    t.elements.resize(arity);
+    for (auto& e : t.elements) STRATA_TRY(term(&e, depth + 1));
+    out->value = std::move(t);
+    return Status::OK();
+  }
+
+  // STRING_EXT: len:u16 bytes, a list of small integers.
+  Status string_ext(Term* out) {
+    STRATA_TRY(need(2, "STRING_EXT length"));
+    const uint16_t len = get16();
+    STRATA_TRY(need(len, "STRING_EXT bytes"));
+    List l;
+    l.elements.resize(len);
+    for (uint16_t i = 0; i < len; ++i) {
+      l.elements[i].position = base_ + pos_;
+      l.elements[i].value = Integer{false, get8(), {}};
+    }
+    out->value = std::move(l);
+    return Status::OK();
+  }
+
+  // LIST_EXT: len:u32, the elements, then the tail (kept unless it is []).
+  Status list(size_t at, int depth, Term* out) {
+    STRATA_TRY(need(4, "LIST_EXT length"));
+    const uint32_t len = get32();
+    STRATA_TRY(check_count(len, at, "list"));
+    List l;
+    l.elements.resize(len);
+    for (auto& e : l.elements) STRATA_TRY(term(&e, depth + 1));
+    Term tail;
+    STRATA_TRY(term(&tail, depth + 1));
+    const List* tl = tail.list();
+    if (tl == nullptr || !tl->elements.empty() || !tl->tail.empty()) {
+      l.tail.push_back(std::move(tail));
+    }
+    out->value = std::move(l);
+    return Status::OK();
   }
 
   BytesView in_;

@@ -1,0 +1,306 @@
+#include "catalog/embedded_catalog.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "catalog/stream_name.h"
+#include "common/crc32c.h"
+#include "slotstore/format.h"
+
+namespace strata::catalog {
+
+namespace {
+
+using slotstore::FieldId;
+using slotstore::FieldType;
+using slotstore::Frequency;
+using slotstore::Value;
+
+constexpr FieldId kEpoch = 0;
+constexpr FieldId kRevision = 1;
+constexpr FieldId kRootKey = 2;
+// Not a valid stream name ('/' is not allowed in one), so it never clashes.
+constexpr std::string_view kFloorKey = "/revision_floor";
+
+// One slot holds the floor record.
+constexpr uint32_t kMaxCapacity = slotstore::format::kMaxSlots - 1;
+
+}  // namespace
+
+slotstore::Schema EmbeddedCatalog::schema() {
+  slotstore::Schema s;
+  s.max_key_len = uint8_t(kMaxStreamNameBytes);
+  s.fields = {
+      {"epoch", FieldType::u64(), Frequency::low},
+      {"revision", FieldType::u64(), Frequency::low},
+      {"root_key", FieldType::bytes(uint16_t(kMaxRootKeyBytes)), Frequency::low},
+  };
+  return s;
+}
+
+Result<std::unique_ptr<EmbeddedCatalog>> EmbeddedCatalog::open(
+    FileSystem& fs, const std::string& dir, const EmbeddedCatalogOptions& options) {
+  const std::string path = path_join(dir, kCatalogFile);
+  if (options.capacity < 1 || options.capacity > kMaxCapacity) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("catalog {}: catalog.capacity = {}: must be within 1..{}", path,
+                             options.capacity, kMaxCapacity));
+  }
+  if (!options.read_only && options.create_if_missing) {
+    if (Status s = create_dirs(fs, dir); !s.ok()) {
+      return std::move(s).error().with_context("catalog: creating directory " + dir);
+    }
+  }
+  slotstore::Options so;
+  so.slots = options.capacity + 1;
+  so.strings = 0;
+  so.wal_bytes = options.wal_bytes;
+  so.create_if_missing = options.create_if_missing && !options.read_only;
+  so.read_only = options.read_only;
+  so.background_compaction = options.background_compaction;
+  auto store = slotstore::SlotStore::open(fs, path, schema(), so);
+  if (!store.ok()) {
+    Error e = std::move(store).error();
+    if (e.code == Errc::not_found) {
+      return Error(Errc::not_found, fmt::format("catalog {}: no such file", path));
+    }
+    return std::move(e).with_context("opening catalog " + path);
+  }
+  std::unique_ptr<EmbeddedCatalog> c(
+      new EmbeddedCatalog(path, options.read_only, std::move(store).value()));
+  auto floor = c->store_->read(kFloorKey);
+  if (floor.ok()) {
+    const auto& v = (*floor)[kRevision];
+    if (!v) {
+      return Error(Errc::corrupt,
+                   fmt::format("catalog {}: the {} record has no revision", path, kFloorKey));
+    }
+    c->revision_floor_ = v->as_u64();
+    c->floor_stored_ = true;
+  } else if (floor.code() != Errc::not_found) {
+    return std::move(floor).error().with_context("opening catalog " + path);
+  } else if (!options.read_only) {
+    // A new file: the floor's slot is taken now, so a full catalog can
+    // still record the floor of a remove.
+    Status s = c->store_->put(kFloorKey, {slotstore::set(kRevision, Value::u64(0))});
+    if (!s.ok()) return std::move(s).error().with_context("opening catalog " + path);
+    c->floor_stored_ = true;
+  }
+  return c;
+}
+
+EmbeddedCatalog::EmbeddedCatalog(std::string path, bool read_only,
+                                 std::unique_ptr<slotstore::SlotStore> store)
+    : path_(std::move(path)), read_only_(read_only), store_(std::move(store)) {}
+
+EmbeddedCatalog::~EmbeddedCatalog() {
+  Status s = close();
+  if (!s.ok()) spdlog::error("closing catalog {}: {}", path_, s.to_string());
+}
+
+Status EmbeddedCatalog::close() {
+  return store_->close();
+}
+
+std::mutex& EmbeddedCatalog::stripe(std::string_view stream) {
+  return stripes_[crc32c::value(stream) % kStripes];
+}
+
+Status EmbeddedCatalog::check_writable(std::string_view what, std::string_view stream) const {
+  if (!read_only_) return Status::OK();
+  return Error(Errc::invalid_argument,
+               fmt::format("catalog {}: {} of stream \"{}\": the catalog is open read-only", path_,
+                           what, printable_name(stream)));
+}
+
+Error EmbeddedCatalog::wrap(Error e, std::string_view what, std::string_view stream) const {
+  if (e.code == Errc::store_full) {
+    uint32_t capacity = store_->info().slots_total - 1;
+    return Error(Errc::store_full,
+                 fmt::format("catalog {}: {} of stream \"{}\": the catalog is full ({} streams; "
+                             "catalog.capacity is fixed when the file is created): {}",
+                             path_, what, printable_name(stream), capacity, e.message));
+  }
+  return std::move(e).with_context(
+      fmt::format("catalog {}: {} of stream \"{}\"", path_, what, printable_name(stream)));
+}
+
+Result<StreamEntry> EmbeddedCatalog::decode(std::string_view stream,
+                                            const slotstore::Record& rec) const {
+  const auto& epoch = rec[kEpoch];
+  const auto& revision = rec[kRevision];
+  if (!epoch || !revision || revision->as_u64() == 0) {
+    return Error(Errc::corrupt,
+                 fmt::format("catalog {}: stream \"{}\": record without {}", path_,
+                             printable_name(stream), !epoch ? "an epoch" : "a revision"));
+  }
+  StreamEntry e;
+  e.stream = std::string(stream);
+  e.epoch = epoch->as_u64();
+  e.revision = revision->as_u64();
+  if (const auto& root = rec[kRootKey]) e.root_key = root->as_str();
+  return e;
+}
+
+Result<std::optional<StreamEntry>> EmbeddedCatalog::read(std::string_view stream) const {
+  auto rec = store_->read(stream);
+  if (!rec.ok()) {
+    if (rec.code() == Errc::not_found) return std::optional<StreamEntry>();
+    return wrap(std::move(rec).error(), "read", stream);
+  }
+  STRATA_ASSIGN_OR_RETURN(StreamEntry e, decode(stream, *rec));
+  return std::optional<StreamEntry>(std::move(e));
+}
+
+Status EmbeddedCatalog::store_entry(const StreamEntry& e) {
+  std::vector<slotstore::FieldUpdate> ups = {
+      slotstore::set(kEpoch, Value::u64(e.epoch)),
+      slotstore::set(kRevision, Value::u64(e.revision)),
+      e.root_key.empty() ? slotstore::clear(kRootKey)
+                         : slotstore::set(kRootKey, Value::str(e.root_key)),
+  };
+  // Low-frequency fields: the slotstore fsyncs before it returns.
+  return store_->put(e.stream, std::move(ups));
+}
+
+Status EmbeddedCatalog::erase_entry(const StreamEntry& removed) {
+  std::lock_guard lock(floor_mu_);
+  const uint64_t floor = floor_after_remove(revision_floor_, removed);
+  // The floor first: after a crash between the two (a batch is atomic per
+  // key only), the entry is still there with the floor already raised,
+  // which is harmless; the opposite order could let the entry come back at
+  // a revision it already had.
+  slotstore::WriteBatch b;
+  b.put(kFloorKey, {slotstore::set(kRevision, Value::u64(floor))});
+  b.erase(removed.stream);
+  STRATA_TRY(store_->write_batch(b, slotstore::WriteOptions{true}));
+  revision_floor_ = floor;
+  return Status::OK();
+}
+
+Status EmbeddedCatalog::write(const Decision& d) {
+  switch (d.write) {
+    case Write::none:
+      return Status::OK();
+    case Write::store:
+      return store_entry(d.entry);
+    case Write::erase:
+      return erase_entry(d.entry);
+  }
+  return Status::OK();
+}
+
+Result<StreamEntry> EmbeddedCatalog::create(std::string_view stream, uint64_t epoch) {
+  STRATA_TRY(validate_stream_name(stream));
+  STRATA_TRY(check_epoch(stream, epoch, "create"));
+  STRATA_TRY(check_writable("create", stream));
+  std::lock_guard lock(stripe(stream));
+  STRATA_ASSIGN_OR_RETURN(auto stored, read(stream));
+  uint64_t floor;
+  {
+    std::lock_guard fl(floor_mu_);
+    floor = revision_floor_;
+  }
+  auto e = decide_create(stored, stream, epoch, floor);
+  if (!e.ok()) return std::move(e).error().with_context("catalog " + path_);
+  if (Status s = store_entry(*e); !s.ok()) return wrap(std::move(s).error(), "create", stream);
+  return e;
+}
+
+Result<StreamEntry> EmbeddedCatalog::get(std::string_view stream) {
+  STRATA_TRY(validate_stream_name(stream));
+  std::lock_guard lock(stripe(stream));
+  STRATA_ASSIGN_OR_RETURN(auto stored, read(stream));
+  if (!stored) {
+    return Error(Errc::not_found,
+                 fmt::format("catalog {}: no stream \"{}\"", path_, printable_name(stream)));
+  }
+  return std::move(*stored);
+}
+
+Result<std::vector<StreamEntry>> EmbeddedCatalog::list() {
+  // Every stripe, in index order (the only place that takes more than one),
+  // so no entry is seen before its write is durable.
+  std::array<std::unique_lock<std::mutex>, kStripes> locks;
+  for (size_t i = 0; i < kStripes; ++i) locks[i] = std::unique_lock(stripes_[i]);
+  auto all = store_->read_all();
+  if (!all.ok()) return std::move(all).error().with_context("catalog " + path_ + ": list");
+  std::vector<StreamEntry> out;
+  out.reserve(all->size());
+  for (const auto& [key, rec] : *all) {
+    if (key == kFloorKey) continue;
+    STRATA_ASSIGN_OR_RETURN(StreamEntry e, decode(key, rec));
+    out.push_back(std::move(e));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const StreamEntry& a, const StreamEntry& b) { return a.stream < b.stream; });
+  return out;
+}
+
+Result<PutResult> EmbeddedCatalog::put(std::string_view stream, std::string_view root_key,
+                                       uint64_t epoch, uint64_t expected_revision) {
+  STRATA_TRY(check_put_args(stream, root_key, epoch));
+  if (root_key.size() > kMaxRootKeyBytes) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("catalog {}: put of stream \"{}\": root key is {} bytes; the "
+                             "embedded catalog stores at most {} (kMaxRootKeyBytes)",
+                             path_, printable_name(stream), root_key.size(), kMaxRootKeyBytes));
+  }
+  STRATA_TRY(check_writable("put", stream));
+  std::lock_guard lock(stripe(stream));
+  STRATA_ASSIGN_OR_RETURN(auto stored, read(stream));
+  uint64_t floor;
+  {
+    std::lock_guard fl(floor_mu_);
+    floor = revision_floor_;
+  }
+  auto d = decide_put(stored, stream, root_key, epoch, expected_revision, floor);
+  if (!d.ok()) return std::move(d).error().with_context("catalog " + path_);
+  if (Status s = write(*d); !s.ok()) return wrap(std::move(s).error(), "put", stream);
+  return d->result;
+}
+
+Result<PutResult> EmbeddedCatalog::bump_epoch(std::string_view stream, uint64_t expected_revision,
+                                              uint64_t min_epoch) {
+  STRATA_TRY(validate_stream_name(stream));
+  STRATA_TRY(check_writable("bump_epoch", stream));
+  std::lock_guard lock(stripe(stream));
+  STRATA_ASSIGN_OR_RETURN(auto stored, read(stream));
+  auto d = decide_bump_epoch(stored, expected_revision, min_epoch);
+  if (!d.ok()) return std::move(d).error().with_context("catalog " + path_);
+  if (Status s = write(*d); !s.ok()) return wrap(std::move(s).error(), "bump_epoch", stream);
+  return d->result;
+}
+
+Result<PutResult> EmbeddedCatalog::remove(std::string_view stream, uint64_t expected_revision) {
+  STRATA_TRY(validate_stream_name(stream));
+  STRATA_TRY(check_writable("remove", stream));
+  std::lock_guard lock(stripe(stream));
+  STRATA_ASSIGN_OR_RETURN(auto stored, read(stream));
+  Decision d = decide_remove(stored, expected_revision);
+  if (Status s = write(d); !s.ok()) return wrap(std::move(s).error(), "remove", stream);
+  return d.result;
+}
+
+EmbeddedCatalogInfo EmbeddedCatalog::info() const {
+  slotstore::Info i = store_->info();
+  EmbeddedCatalogInfo out;
+  out.path = path_;
+  out.capacity = i.slots_total - 1;
+  out.streams = i.slots_used - (floor_stored_ ? 1 : 0);
+  {
+    std::lock_guard fl(floor_mu_);
+    out.revision_floor = revision_floor_;
+  }
+  out.file_bytes = i.file_size;
+  out.wal_bytes = i.wal_bytes_total;
+  out.wal_bytes_used = i.wal_bytes_used;
+  out.compactions = i.compactions;
+  out.fail_stopped = i.fail_stopped;
+  out.fail_stop_reason = i.fail_stop_reason;
+  return out;
+}
+
+}  // namespace strata::catalog

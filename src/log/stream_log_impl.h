@@ -1,0 +1,203 @@
+// StreamLog::Impl: the state behind StreamLog (stream_log.h states the
+// contract) and the steps its methods are made of. Internal to src/log.
+//
+//   stream_log.cpp            opening, closing, state views, listeners, readers
+//   stream_log_write.cpp      append: group commit, chunk packing, segment roll, fail-stop
+//   stream_log_read.cpp       resolve (offset_resolution.h), raw reads, read handles
+//   stream_log_retention.cpp  apply_retention (the plan is retention.h)
+//   stream_log_refresh.cpp    refresh of a read-only log
+//
+// Locks (one at a time, except that mu_ and files_mu_ are taken while
+// holding retention_mu_ or refresh_mu_):
+//  - mu_: the segment list and every segment's committed view, the
+//    committed offset's waiters, the appender queue, closed/failed, the
+//    listeners;
+//  - files_mu_: the read handles of every segment;
+//  - retention_mu_ / refresh_mu_: one retention run / one refresh at a time.
+// The writer state is touched only by the group-commit leader (or by close
+// once the queue drained), so it needs no lock.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/file_lock.h"
+#include "common/group_commit.h"
+#include "log/recovery.h"
+#include "log/stream_log.h"
+
+namespace strata::log {
+
+// One segment of the list: its files, its committed view and read handles.
+struct LogSegment {
+  LogSegment(std::string p, std::string ip) : path(std::move(p)), index_path(std::move(ip)) {}
+
+  SegmentBounds bounds() const {
+    return {info.first_offset, info.next_offset,        info.chunks,
+            info.size_bytes,   info.first_timestamp_ms, info.last_timestamp_ms};
+  }
+
+  const std::string path;        // segment file
+  const std::string index_path;  // index file
+  SegmentInfo info;              // committed view; guarded by mu_
+  uint64_t last_epoch = 0;       // guarded by mu_
+  // Read-only logs keep every chunk's record in memory (their index file may
+  // lag and cannot be repaired); guarded by mu_.
+  bool mem_indexed = false;
+  std::vector<IndexRecord> records;
+  // Read handles, guarded by files_mu_: the writer's handles while active,
+  // otherwise a cache shared by readers for as long as one holds it.
+  std::shared_ptr<File> pinned_file, pinned_index;
+  std::weak_ptr<File> file_cache, index_cache;
+};
+
+class StreamLog::Impl {
+ public:
+  Impl(std::string dir, LogOptions opts);
+
+  // stream_log.cpp
+  // Locks the directory (writer mode), runs recovery, builds the state.
+  Status open();
+  Status close();
+  bool closed() const;
+  Status health() const;
+  uint64_t committed_next() const { return committed_next_.load(std::memory_order_acquire); }
+  bool closed_fast() const { return closed_flag_.load(std::memory_order_acquire); }
+  uint64_t first_offset() const;
+  LocalRange local_range() const;
+  std::vector<SegmentInfo> segments() const;
+  uint64_t subscribe(std::function<void(const CommittedChunk&)> listener);
+  void unsubscribe(uint64_t id);
+  bool wait_for_commit(uint64_t offset, std::chrono::milliseconds timeout);
+  size_t commit_waiters() const;
+
+  // stream_log_write.cpp
+  Result<AppendResult> append(std::span<const BytesView> records);
+
+  // stream_log_read.cpp
+  Result<Resolution> resolve(const OffsetSpec& spec);
+  Result<Bytes> read_raw_chunk(uint64_t segment_first_offset, uint64_t position, bool verify_crc);
+  Result<Bytes> read_segment_range(uint64_t segment_first_offset, uint64_t position,
+                                   uint64_t length, bool verify_crc);
+  // A reader's start: the segment of a local resolution and its file.
+  struct ReadStart {
+    std::shared_ptr<LogSegment> segment;
+    std::shared_ptr<File> file;
+  };
+  Result<ReadStart> read_start(const Resolution& r);
+  // A reader's view of `seg` now: its committed end and next offset, or, if
+  // `chunk_offset` is past them, the segment that starts there (segments are
+  // contiguous). out_of_range if retention removed it.
+  struct SegmentView {
+    std::shared_ptr<LogSegment> segment;
+    uint64_t end = 0;
+    uint64_t next = 0;
+    bool moved = false;
+  };
+  Result<SegmentView> segment_view(const std::shared_ptr<LogSegment>& seg, uint64_t chunk_offset);
+  Result<std::shared_ptr<File>> segment_file(const std::shared_ptr<LogSegment>& seg);
+
+  // stream_log_retention.cpp
+  Result<RetentionOutcome> apply_retention();
+
+  // stream_log_refresh.cpp
+  Result<uint64_t> refresh();
+
+  const std::string& dir() const { return dir_; }
+  const LogOptions& options() const { return opts_; }
+  uint64_t epoch() const { return epoch_; }
+  const std::vector<std::string>& repairs() const { return repairs_; }
+
+ private:
+  struct PendingAppend;
+  struct WrittenChunk;
+  // The active segment as the leader writes it.
+  struct WriterState {
+    std::shared_ptr<LogSegment> seg;
+    std::shared_ptr<File> file;
+    std::shared_ptr<File> index;
+    uint64_t next = 0;    // next offset to assign
+    uint64_t pos = 0;     // end of the active segment as written
+    uint64_t chunks = 0;  // chunks in the active segment as written
+    int64_t last_ts = 0;  // chunk timestamps never go backwards
+    Bytes seg_buf;        // chunks not yet written to the active segment
+    Bytes idx_buf;        // their index records
+    std::chrono::steady_clock::time_point last_sync{};
+    bool rolled = false;  // this group rolled a segment (retention follows)
+  };
+
+  // stream_log.cpp
+  Status init(RecoveryResult&& rec);
+  std::vector<SegmentBounds> snapshot_locked() const;
+
+  // stream_log_write.cpp
+  Status check_batch(std::span<const BytesView> records, PendingAppend* w) const;
+  // Leader work for one group (requires mu_ held via l; releases it for I/O).
+  void lead(std::unique_lock<std::mutex>& l);
+  void publish_locked(const std::vector<WrittenChunk>& written);
+  Status write_group(const std::vector<PendingAppend*>& group, std::vector<WrittenChunk>* out);
+  Status flush_buffers();
+  Status roll();
+  void fail_stop_locked(const Error& e);
+  void notify_commit(const std::vector<WrittenChunk>& chunks);
+
+  // stream_log_read.cpp
+  std::shared_ptr<LogSegment> find_segment_locked(uint64_t first_offset) const;
+  // The segment that starts at `first_offset` and its committed end, or
+  // not_found (removed by retention).
+  Result<std::pair<std::shared_ptr<LogSegment>, uint64_t>> committed_segment(
+      uint64_t segment_first_offset);
+  Result<std::shared_ptr<File>> index_file(const std::shared_ptr<LogSegment>& seg);
+  Result<std::optional<IndexRecord>> lookup(const ResolutionPlan& plan,
+                                            const std::shared_ptr<LogSegment>& seg,
+                                            const OffsetSpec& spec);
+
+  // stream_log_refresh.cpp
+  void drop_removed_segments();
+  // Appends the chunks written to the newest segment since; true if it was
+  // read to its end (the writer may have rolled past it).
+  Result<bool> refresh_newest();
+  // Adds the newest segment's successor if the writer created it.
+  Result<bool> add_successor();
+
+  const std::string dir_;
+  const LogOptions opts_;
+  FileSystem& fs_;
+  Clock& clock_;
+  uint64_t epoch_ = 1;
+  std::vector<std::string> repairs_;
+  FileLock lock_;
+
+  mutable std::mutex mu_;
+  // Oldest first; the last one is the active segment. Guarded by mu_.
+  std::deque<std::shared_ptr<LogSegment>> segments_;
+  std::atomic<uint64_t> committed_next_{0};
+  GroupCommitQueue<PendingAppend> queue_;  // waiting appenders; the front one leads
+  std::optional<Error> failed_;
+  bool closed_ = false;
+  std::atomic<bool> closed_flag_{false};  // closed_, readable without mu_
+  size_t commit_waiters_ = 0;             // threads in wait_for_commit
+  std::condition_variable commit_cv_;     // committed offset moved, or closed/failed
+  std::condition_variable leader_cv_;     // wakes a leader sleeping out an fsync interval
+  std::condition_variable idle_cv_;       // queue drained (close waits on it)
+  std::map<uint64_t, std::function<void(const CommittedChunk&)>> listeners_;
+  uint64_t next_listener_id_ = 1;
+
+  std::mutex files_mu_;      // the read handles in LogSegment
+  std::mutex retention_mu_;  // one retention run at a time
+  std::mutex refresh_mu_;    // one refresh at a time (read-only mode)
+
+  WriterState w_;  // the leader's (see above)
+};
+
+}  // namespace strata::log

@@ -1,0 +1,280 @@
+// The write path: group commit (common/group_commit.h), packing batches into
+// chunks, segment rolls, commit notification and fail-stop.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "common/assert.h"
+#include "log/index_file.h"
+#include "log/stream_log_impl.h"
+
+namespace strata::log {
+
+namespace {
+
+// One leader round takes at most this many bytes of queued batches, so a
+// burst of appenders cannot make one round (and its buffer) unbounded.
+constexpr uint64_t kMaxGroupBytes = 64ull << 20;
+// Written chunks are handed to the file once this many bytes are buffered.
+constexpr size_t kFlushBytes = 1 << 20;
+// Buffers larger than this are released after a round.
+constexpr size_t kKeepBufferBytes = 4 << 20;
+
+void shrink(Bytes& b) {
+  if (b.capacity() > kKeepBufferBytes) Bytes().swap(b);
+}
+
+}  // namespace
+
+struct StreamLog::Impl::PendingAppend : GroupCommitWaiter {
+  std::span<const BytesView> records;
+  uint64_t data_bytes = 0;
+  Result<AppendResult> result{Error(Errc::internal, "append not processed")};
+};
+
+struct StreamLog::Impl::WrittenChunk {
+  std::shared_ptr<LogSegment> seg;
+  IndexRecord rec;
+  ChunkHeader header;
+};
+
+Status StreamLog::Impl::check_batch(std::span<const BytesView> records, PendingAppend* w) const {
+  if (opts_.read_only) {
+    return Error(Errc::invalid_argument, fmt::format("stream {} is open read-only", dir_));
+  }
+  if (records.empty() || records.size() > 0xFFFF) {
+    return Error(
+        Errc::invalid_argument,
+        fmt::format("stream {}: a batch holds 1..65535 records, got {}", dir_, records.size()));
+  }
+  w->records = records;
+  for (const auto& r : records) {
+    if (r.size() > kMaxRecordSize) {
+      return Error(
+          Errc::invalid_argument,
+          fmt::format("stream {}: record of {} bytes exceeds the record limit", dir_, r.size()));
+    }
+    w->data_bytes += ChunkBuilder::entry_size(r);
+  }
+  if (w->data_bytes > opts_.max_chunk_bytes) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("stream {}: batch of {} bytes exceeds max_chunk_bytes ({}); split it",
+                             dir_, w->data_bytes, opts_.max_chunk_bytes));
+  }
+  return Status::OK();
+}
+
+Result<AppendResult> StreamLog::Impl::append(std::span<const BytesView> records) {
+  PendingAppend w;
+  STRATA_TRY(check_batch(records, &w));
+  std::unique_lock<std::mutex> l(mu_);
+  if (closed_) return Error(Errc::closed, fmt::format("stream {} is closed", dir_));
+  if (failed_) {
+    return Error(Errc::fail_stopped, fmt::format("stream {} stopped after an earlier failure: {}",
+                                                 dir_, failed_->to_string()));
+  }
+  if (queue_.join(l, &w)) lead(l);
+  STRATA_ASSERT(w.done, "append returned before it was processed");
+  return std::move(w.result);
+}
+
+void StreamLog::Impl::lead(std::unique_lock<std::mutex>& l) {
+  if (opts_.fsync == FsyncPolicy::interval) {
+    // Sleep out the rest of the interval; appenders arriving meanwhile join
+    // this group, so there is one fsync per interval at most.
+    auto deadline = w_.last_sync + std::chrono::milliseconds(opts_.fsync_interval_ms);
+    leader_cv_.wait_until(l, deadline,
+                          [&] { return closed_ || std::chrono::steady_clock::now() >= deadline; });
+  }
+  const std::vector<PendingAppend*> group =
+      queue_.take(SIZE_MAX, kMaxGroupBytes, [](const PendingAppend& p) { return p.data_bytes; });
+  l.unlock();
+  std::vector<WrittenChunk> written;
+  Status s = write_group(group, &written);
+  l.lock();
+  if (!s.ok()) {
+    fail_stop_locked(s.error());
+    return;
+  }
+  publish_locked(written);
+  const bool rolled = w_.rolled;
+  l.unlock();
+  // Still the leader (our batch is at the queue front), so notifications of
+  // consecutive groups cannot overtake each other.
+  notify_commit(written);
+  if (rolled && opts_.retention_on_roll &&
+      (opts_.retention.max_bytes || opts_.retention.max_age_ms)) {
+    auto r = apply_retention();
+    if (!r.ok()) {
+      spdlog::error("stream {}: retention after segment roll failed: {}", dir_,
+                    r.error().to_string());
+    }
+  }
+  l.lock();
+  if (queue_.release(group)) idle_cv_.notify_all();
+}
+
+// The group's chunks become the committed view readers see.
+void StreamLog::Impl::publish_locked(const std::vector<WrittenChunk>& written) {
+  for (const auto& c : written) {
+    SegmentInfo& info = c.seg->info;
+    if (info.chunks == 0) info.first_timestamp_ms = c.rec.timestamp_ms;
+    info.chunks += 1;
+    info.next_offset = c.rec.next_offset();
+    info.size_bytes = c.rec.end_position();
+    info.last_timestamp_ms = c.rec.timestamp_ms;
+    c.seg->last_epoch = c.rec.epoch;
+  }
+  committed_next_.store(w_.next, std::memory_order_release);
+  commit_cv_.notify_all();
+}
+
+Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
+                                    std::vector<WrittenChunk>* out) {
+  w_.rolled = false;
+  ChunkBuilder b(&w_.seg_buf);
+  size_t i = 0;
+  while (i < group.size()) {
+    // Pack whole batches [i, j) into one chunk.
+    uint64_t bytes = group[i]->data_bytes;
+    size_t recs = group[i]->records.size();
+    size_t j = i + 1;
+    while (j < group.size() && bytes + group[j]->data_bytes <= opts_.max_chunk_bytes &&
+           recs + group[j]->records.size() <= 0xFFFF) {
+      bytes += group[j]->data_bytes;
+      recs += group[j]->records.size();
+      ++j;
+    }
+    const uint64_t chunk_size = kChunkHeaderSize + bytes;
+    if (w_.chunks > 0 &&
+        (w_.pos + chunk_size > opts_.max_segment_bytes || w_.chunks >= opts_.max_segment_chunks)) {
+      STRATA_TRY(roll());
+    }
+    const uint64_t first = w_.next;
+    b.begin();
+    for (size_t k = i; k < j; ++k) {
+      uint64_t batch_first = first + b.records();
+      for (const auto& r : group[k]->records) b.add(r);
+      group[k]->result = AppendResult{batch_first, batch_first + group[k]->records.size()};
+    }
+    w_.last_ts = std::max(clock_.now_ms(), w_.last_ts);
+    ChunkHeader h = b.finish(first, epoch_, w_.last_ts);
+    IndexRecord rec = index_record_for(h, w_.pos);
+    size_t at = w_.idx_buf.size();
+    w_.idx_buf.resize(at + kIndexRecordSize);
+    encode_index_record(rec, u8(w_.idx_buf.data() + at));
+    out->push_back(WrittenChunk{w_.seg, rec, h});
+    w_.pos += chunk_size;
+    w_.chunks += 1;
+    w_.next += recs;
+    if (w_.seg_buf.size() >= kFlushBytes) STRATA_TRY(flush_buffers());
+    i = j;
+  }
+  STRATA_TRY(flush_buffers());
+  if (opts_.fsync != FsyncPolicy::never) {
+    STRATA_TRY(w_.file->sync());
+    w_.last_sync = std::chrono::steady_clock::now();
+  }
+  shrink(w_.seg_buf);
+  shrink(w_.idx_buf);
+  return Status::OK();
+}
+
+Status StreamLog::Impl::flush_buffers() {
+  // Segment bytes first: an index record never describes bytes that were
+  // not handed to the file before it (recovery copes either way).
+  if (!w_.seg_buf.empty()) {
+    STRATA_TRY(w_.file->append(w_.seg_buf));
+    w_.seg_buf.clear();
+  }
+  if (!w_.idx_buf.empty()) {
+    STRATA_TRY(w_.index->append(w_.idx_buf));
+    w_.idx_buf.clear();
+  }
+  return Status::OK();
+}
+
+Status StreamLog::Impl::roll() {
+  STRATA_TRY(flush_buffers());
+  // Seal: the old segment and its index become durable before the new
+  // segment exists, whatever the fsync policy. Recovery relies on it.
+  STRATA_TRY(w_.file->sync());
+  STRATA_TRY(w_.index->sync());
+  const uint64_t first = w_.next;
+  STRATA_TRY(create_segment_files(fs_, dir_, first));
+  STRATA_TRY(fs_.sync_dir(dir_));
+  auto seg = std::make_shared<LogSegment>(path_join(dir_, segment_file_name(first)),
+                                          path_join(dir_, index_file_name(first)));
+  STRATA_ASSIGN_OR_RETURN(auto f, fs_.open(seg->path, OpenOptions::read_write()));
+  STRATA_ASSIGN_OR_RETURN(auto idx, fs_.open(seg->index_path, OpenOptions::read_write()));
+  seg->info.first_offset = first;
+  seg->info.next_offset = first;
+  seg->info.size_bytes = kFileHeaderSize;
+  seg->info.file = seg->path;
+  seg->info.active = true;
+  std::shared_ptr<LogSegment> old;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    old = segments_.back();
+    old->info.active = false;
+    segments_.push_back(seg);
+  }
+  {
+    std::lock_guard<std::mutex> g(files_mu_);
+    old->file_cache = old->pinned_file;
+    old->index_cache = old->pinned_index;
+    old->pinned_file.reset();
+    old->pinned_index.reset();
+    seg->pinned_file = std::shared_ptr<File>(std::move(f));
+    seg->pinned_index = std::shared_ptr<File>(std::move(idx));
+    w_.file = seg->pinned_file;
+    w_.index = seg->pinned_index;
+  }
+  w_.seg = seg;
+  spdlog::debug("stream {}: rolled to segment {}", dir_, seg->path);
+  w_.pos = kFileHeaderSize;
+  w_.chunks = 0;
+  w_.last_sync = std::chrono::steady_clock::now();
+  w_.rolled = true;
+  return Status::OK();
+}
+
+void StreamLog::Impl::fail_stop_locked(const Error& e) {
+  spdlog::error("stream {}: writer fail-stopped, committed offset stays at {}: {}", dir_,
+                committed_next(), e.to_string());
+  failed_ = e;
+  queue_.release_all([&](PendingAppend& p, bool leader) {
+    // The batches of the failed group get the I/O error itself; batches
+    // still queued behind them learn that the log stopped.
+    if (leader || p.result.ok()) {
+      p.result = Error(e.code, e.message);
+    } else {
+      p.result =
+          Error(Errc::fail_stopped, fmt::format("stream {} stopped: {}", dir_, e.to_string()));
+    }
+  });
+  commit_cv_.notify_all();
+  idle_cv_.notify_all();
+}
+
+void StreamLog::Impl::notify_commit(const std::vector<WrittenChunk>& chunks) {
+  std::vector<std::function<void(const CommittedChunk&)>> ls;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    for (const auto& [id, f] : listeners_) ls.push_back(f);
+  }
+  if (!opts_.hooks && ls.empty()) return;
+  for (const auto& c : chunks) {
+    CommittedChunk cc;
+    cc.header = c.header;
+    cc.segment_first_offset = c.seg->info.first_offset;
+    cc.segment_file = c.seg->path;
+    cc.position = c.rec.position;
+    cc.size = c.rec.chunk_size;
+    if (opts_.hooks) opts_.hooks->on_commit(cc);
+    for (const auto& f : ls) f(cc);
+  }
+}
+
+}  // namespace strata::log

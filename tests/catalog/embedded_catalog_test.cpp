@@ -1,0 +1,197 @@
+// What only the embedded backend has: a file that outlives the process, a
+// fixed capacity, one writer per file, read-only opening, and fail-stop on
+// a durability failure.
+#include "catalog/embedded_catalog.h"
+
+#include <gtest/gtest.h>
+
+#include "common/fault_fs.h"
+#include "support/assertions.h"
+#include "support/temp_dir.h"
+
+namespace strata::catalog {
+namespace {
+
+EmbeddedCatalogOptions small(uint32_t capacity = 16) {
+  EmbeddedCatalogOptions o;
+  o.capacity = capacity;
+  o.wal_bytes = 32 * 1024;
+  return o;
+}
+
+std::unique_ptr<EmbeddedCatalog> must_open(FileSystem& fs, const std::string& dir,
+                                           const EmbeddedCatalogOptions& o) {
+  auto c = EmbeddedCatalog::open(fs, dir, o);
+  EXPECT_TRUE(c.ok()) << c.error().to_string();
+  return c.ok() ? std::move(c).value() : nullptr;
+}
+
+TEST(EmbeddedCatalog, EverythingSurvivesCloseAndReopen) {
+  test::TempDir dir;
+  std::vector<StreamEntry> before;
+  uint64_t removed_revision = 0;
+  {
+    auto c = must_open(posix_fs(), dir.sub("node"), small());
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->describe(), "embedded:" + dir.sub("node") + "/catalog.slots");
+    for (int i = 0; i < 10; ++i) {
+      const std::string s = "s" + std::to_string(i);
+      auto e = c->create(s, uint64_t(i + 1));
+      ASSERT_OK(e);
+      for (int j = 0; j < i; ++j) {
+        auto r = c->put(s, s + "/root." + std::to_string(j), uint64_t(i + 1), e->revision + j);
+        ASSERT_OK(r);
+        ASSERT_EQ(r->outcome, PutOutcome::ok);
+      }
+    }
+    auto gone = c->get("s9");
+    ASSERT_OK(gone);
+    removed_revision = gone->revision;
+    ASSERT_EQ(c->remove("s9", removed_revision)->outcome, PutOutcome::ok);
+    before = *c->list();
+    ASSERT_OK(c->close());
+    EXPECT_EQ(c->get("s1").code(), Errc::closed);
+  }
+  auto c = must_open(posix_fs(), dir.sub("node"), small());
+  ASSERT_TRUE(c);
+  EXPECT_EQ(*c->list(), before);
+  EXPECT_EQ(c->info().streams, 9u);
+  EXPECT_EQ(c->info().revision_floor, removed_revision);
+  // The revision floor was durable too: s9 comes back above its old revisions.
+  auto again = c->create("s9", 1);
+  ASSERT_OK(again);
+  EXPECT_GT(again->revision, removed_revision);
+}
+
+TEST(EmbeddedCatalog, RunningOutOfCapacityIsStoreFullNamingTheFileAndTheSetting) {
+  test::TempDir dir;
+  auto c = must_open(posix_fs(), dir.path(), small(3));
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->info().capacity, 3u);
+  for (const char* s : {"a", "b", "c"}) ASSERT_OK(c->create(s, 1));
+  auto full = c->create("d", 1);
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.code(), Errc::store_full);
+  EXPECT_NE(full.error().message.find(dir.path() + "/catalog.slots"), std::string::npos)
+      << full.error().message;
+  EXPECT_NE(full.error().message.find("catalog.capacity"), std::string::npos);
+  EXPECT_NE(full.error().message.find("3 streams"), std::string::npos);
+  EXPECT_NE(full.error().message.find("\"d\""), std::string::npos);
+  auto full_put = c->put("d", "root", 1, 0);
+  EXPECT_EQ(full_put.code(), Errc::store_full);
+  // Existing streams still persist, and a remove makes room (the floor
+  // record of the remove has its own slot).
+  auto a = c->get("a");
+  ASSERT_EQ(c->put("a", "root", 1, a->revision)->outcome, PutOutcome::ok);
+  ASSERT_EQ(c->remove("b", c->get("b")->revision)->outcome, PutOutcome::ok);
+  ASSERT_OK(c->create("d", 1));
+  EXPECT_EQ(c->info().streams, 3u);
+}
+
+TEST(EmbeddedCatalog, CapacityOutOfRangeIsRefusedNamingTheSetting) {
+  test::TempDir dir;
+  for (uint32_t cap : {0u, 1u << 24}) {
+    auto c = EmbeddedCatalog::open(posix_fs(), dir.path(), small(cap));
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.code(), Errc::invalid_argument);
+    EXPECT_NE(c.error().message.find("catalog.capacity = " + std::to_string(cap)),
+              std::string::npos)
+        << c.error().message;
+  }
+  EXPECT_FALSE(exists(posix_fs(), dir.sub("catalog.slots")));
+}
+
+TEST(EmbeddedCatalog, AnExistingFileKeepsItsCapacity) {
+  test::TempDir dir;
+  ASSERT_TRUE(must_open(posix_fs(), dir.path(), small(5)));
+  auto c = must_open(posix_fs(), dir.path(), small(500));
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->info().capacity, 5u);
+}
+
+TEST(EmbeddedCatalog, ASecondWriterIsRefusedWhileTheFirstHoldsTheFile) {
+  test::TempDir dir;
+  auto first = must_open(posix_fs(), dir.path(), small());
+  ASSERT_TRUE(first);
+  auto second = EmbeddedCatalog::open(posix_fs(), dir.path(), small());
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.code(), Errc::conflict);
+  EXPECT_NE(second.error().message.find("catalog.slots"), std::string::npos);
+  first.reset();
+  EXPECT_OK(EmbeddedCatalog::open(posix_fs(), dir.path(), small()));
+}
+
+TEST(EmbeddedCatalog, ReadOnlyOpenReadsBesideAWriterAndRefusesWrites) {
+  test::TempDir dir;
+  auto writer = must_open(posix_fs(), dir.path(), small());
+  ASSERT_TRUE(writer);
+  auto e = writer->create("s", 2);
+  ASSERT_OK(e);
+  ASSERT_OK(writer->put("s", "root.x", 2, e->revision));
+  EmbeddedCatalogOptions ro = small();
+  ro.read_only = true;
+  auto reader = must_open(posix_fs(), dir.path(), ro);
+  ASSERT_TRUE(reader);
+  EXPECT_EQ(*reader->get("s"), *writer->get("s"));
+  auto w = reader->put("s", "root.y", 2, e->revision + 1);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.code(), Errc::invalid_argument);
+  EXPECT_NE(w.error().message.find("read-only"), std::string::npos);
+  EXPECT_EQ(reader->create("t", 1).code(), Errc::invalid_argument);
+  EXPECT_EQ(reader->bump_epoch("s", 1, 0).code(), Errc::invalid_argument);
+  EXPECT_EQ(reader->remove("s", 1).code(), Errc::invalid_argument);
+}
+
+TEST(EmbeddedCatalog, ReadOnlyOpenOfAMissingCatalogIsNotFoundAndCreatesNothing) {
+  test::TempDir dir;
+  EmbeddedCatalogOptions ro = small();
+  ro.read_only = true;
+  auto c = EmbeddedCatalog::open(posix_fs(), dir.sub("none"), ro);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.code(), Errc::not_found);
+  EXPECT_NE(c.error().message.find(dir.sub("none") + "/catalog.slots"), std::string::npos);
+  EXPECT_FALSE(exists(posix_fs(), dir.sub("none")));
+}
+
+TEST(EmbeddedCatalog, AFileOfAnotherSchemaIsRefused) {
+  test::TempDir dir;
+  slotstore::Schema other;
+  other.max_key_len = 64;
+  other.fields = {{"current_term", slotstore::FieldType::u64(), slotstore::Frequency::low}};
+  slotstore::Options so;
+  so.slots = 8;
+  so.wal_bytes = 16 * 1024;
+  ASSERT_OK(slotstore::SlotStore::open(posix_fs(), dir.sub("catalog.slots"), other, so));
+  auto c = EmbeddedCatalog::open(posix_fs(), dir.path(), small());
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.code(), Errc::schema_mismatch);
+  EXPECT_NE(c.error().message.find("opening catalog"), std::string::npos);
+}
+
+TEST(EmbeddedCatalog, AnFsyncFailureStopsTheCatalogAndNothingIsAcknowledged) {
+  test::QuietLogs quiet;
+  FaultFileSystem fs;
+  EmbeddedCatalogOptions o = small();
+  o.background_compaction = false;
+  auto c = must_open(fs, "/node", o);
+  ASSERT_TRUE(c);
+  auto e = c->create("s", 1);
+  ASSERT_OK(e);
+  fs.fail_when([](const FaultOp& op) { return op.kind == FaultOp::Kind::sync; });
+  auto r = c->put("s", "root", 1, e->revision);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("put of stream \"s\""), std::string::npos) << r.error().message;
+  fs.fail_when(nullptr);
+  // Fail-stop: nothing more is read or written until a reopen.
+  EXPECT_EQ(c->get("s").code(), Errc::fail_stopped);
+  EXPECT_EQ(c->put("s", "root", 1, e->revision).code(), Errc::fail_stopped);
+  EXPECT_TRUE(c->info().fail_stopped);
+  c.reset();
+  fs.crash();
+  c = must_open(fs, "/node", o);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(*c->get("s"), *e);
+}
+
+}  // namespace
+}  // namespace strata::catalog
