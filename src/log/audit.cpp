@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/tail_damage.h"
+
 namespace strata::log {
 
 namespace {
@@ -87,42 +89,37 @@ HeaderVerdict audit_header(BytesView head, uint64_t size, uint64_t name_first,
 
 // --------------------------------------------------------- damage and tails
 
-DamageVerdict judge_damage(bool damaged, bool intact_after) {
-  if (!damaged) return DamageVerdict::none;
-  return intact_after ? DamageVerdict::corruption : DamageVerdict::torn_tail;
-}
-
 ScanVerdict audit_newest_scan(const ScanResult& scan) {
   using K = ScanVerdict::Kind;
-  switch (judge_damage(scan.damage.has_value(), scan.intact_after.has_value())) {
-    case DamageVerdict::none:
-      return {};
-    case DamageVerdict::torn_tail:
-      return {K::truncate_tail, scan.damage, scan.valid_end};
-    case DamageVerdict::corruption:
-      break;
+  if (!scan.damage) return {};
+  std::optional<IntactAfter> intact;
+  if (scan.intact_after) {
+    intact = IntactAfter{scan.intact_after->position, fmt::format("an intact chunk (offset {})",
+                                                                  scan.intact_after->first_offset)};
   }
-  return {K::corrupt,
-          Error(Errc::corrupt,
-                fmt::format("{}; an intact chunk (offset {}) follows at position {}, so the "
-                            "damage is not a torn tail: refusing to truncate",
-                            scan.damage->message, scan.intact_after->first_offset,
-                            scan.intact_after->position))};
+  Status judged = judge_tail_damage(*scan.damage, intact);
+  if (judged.ok()) return {K::truncate_tail, scan.damage, scan.valid_end};
+  return {K::corrupt, judged.error()};
 }
 
 ScanVerdict audit_headerless_scan(const std::optional<ScanResult>& scan, const std::string& path) {
   using K = ScanVerdict::Kind;
   // The missing header is the damage; any intact chunk after it makes it
   // corruption rather than a creation that never completed.
-  std::optional<uint64_t> intact_at;
-  if (scan && !scan->chunks.empty()) intact_at = scan->chunks.front().position;
-  if (scan && !intact_at && scan->intact_after) intact_at = scan->intact_after->position;
-  if (judge_damage(true, intact_at.has_value()) == DamageVerdict::torn_tail) {
-    return {K::reinitialise, std::nullopt, 0};
+  std::optional<IntactAfter> intact;
+  if (scan && !scan->chunks.empty()) {
+    intact =
+        IntactAfter{scan->chunks.front().position,
+                    fmt::format("an intact chunk (offset {})", scan->chunks.front().first_offset)};
+  } else if (scan && scan->intact_after) {
+    intact =
+        IntactAfter{scan->intact_after->position,
+                    fmt::format("an intact chunk (offset {})", scan->intact_after->first_offset)};
   }
-  return {K::corrupt, Error(Errc::corrupt, fmt::format("{}: segment header is missing or zero but "
-                                                       "an intact chunk follows at position {}",
-                                                       path, *intact_at))};
+  Status judged =
+      judge_tail_damage(damage_at(path, 0, "segment header is missing or zero"), intact);
+  if (judged.ok()) return {K::reinitialise, std::nullopt, 0};
+  return {K::corrupt, judged.error()};
 }
 
 ScanVerdict audit_sealed_scan(const ScanResult& scan) {

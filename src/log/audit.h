@@ -72,17 +72,9 @@ HeaderVerdict audit_header(BytesView head, uint64_t size, uint64_t name_first,
 
 // --------------------------------------------------------- damage and tails
 
-enum class DamageVerdict {
-  none,        // nothing wrong
-  torn_tail,   // damage with nothing intact after it: what a crash leaves
-  corruption,  // damage followed by intact data
-};
-
-// THE rule that tells a torn tail from corruption. Only bytes written after
-// the last fsync can be torn by a crash, and they all sit at the end of the
-// newest segment, so damage followed by an intact chunk cannot be a torn
-// write: cutting there could drop acknowledged data.
-DamageVerdict judge_damage(bool damaged, bool intact_after);
+// The rule that tells a torn tail from corruption is common/tail_damage.h
+// (shared with the slotstore WAL): the audit gives it the scan's damage and
+// the first intact chunk after it.
 
 // What open does about a segment's chunks.
 struct ScanVerdict {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/assert.h"
@@ -44,6 +45,31 @@ uint32_t half_crc(int half, const char* h) {
   uint8_t hb = uint8_t(half);
   uint32_t c = crc32c::extend(0, &hb, 1);
   return crc32c::extend(c, h + 4, kHalfHeaderSize - 4);
+}
+
+// The framing every WAL entry passes before its body is looked at: a size
+// that fits in `in`, and a chain value that continues `prev_chain`.
+enum class Frame { ok, short_header, bad_size, chain_mismatch };
+Frame check_frame(BytesView in, uint32_t prev_chain, uint32_t* size, uint32_t* chain) {
+  if (in.size() < kEntryHeaderSize) return Frame::short_header;
+  const uint8_t* p = p8(in.data());
+  *size = get_be32(p + 4);
+  if (*size < kEntryHeaderSize || *size > in.size()) return Frame::bad_size;
+  *chain = crc32c::extend(prev_chain, in.data() + 4, *size - 4);
+  return *chain == get_be32(p) ? Frame::ok : Frame::chain_mismatch;
+}
+
+// Bytes [4, 9) of a `durable` entry: its size and type.
+constexpr char kDurableSignature[5] = {0, 0, 0, char(kDurableEntrySize), char(EntryType::durable)};
+
+// A `durable` entry's own check: CRC32C of its bytes [4, 25) (size, type,
+// lsn, durable lsn), so it can be recognised without the chain before it.
+uint32_t durable_check(uint64_t lsn, uint64_t durable_lsn) {
+  uint8_t b[sizeof kDurableSignature + 16];
+  std::memcpy(b, kDurableSignature, sizeof kDurableSignature);
+  put_be64(b + 5, lsn);
+  put_be64(b + 13, durable_lsn);
+  return crc32c::value(b, sizeof b);
 }
 
 // Checks one field's fixed encoding; false if malformed.
@@ -321,12 +347,9 @@ uint32_t append_entry(Bytes* out, EntryType type, uint64_t lsn, BytesView body,
 }
 
 Result<EntryStatus> decode_entry(const Layout& l, BytesView in, uint32_t prev_chain, Entry* out) {
-  if (in.size() < kEntryHeaderSize) return EntryStatus::end;
+  uint32_t size = 0, chain = 0;
+  if (check_frame(in, prev_chain, &size, &chain) != Frame::ok) return EntryStatus::end;
   const uint8_t* p = p8(in.data());
-  uint32_t size = get_be32(p + 4);
-  if (size < kEntryHeaderSize || size > in.size()) return EntryStatus::end;
-  uint32_t chain = crc32c::extend(prev_chain, in.data() + 4, size - 4);
-  if (chain != get_be32(p)) return EntryStatus::end;
   // From here the bytes are a genuine continuation of the chain: a body
   // that does not parse is a bug or deliberate damage, not a torn write.
   Entry e;
@@ -334,14 +357,33 @@ Result<EntryStatus> decode_entry(const Layout& l, BytesView in, uint32_t prev_ch
   e.size = size;
   e.type = EntryType(p[8]);
   e.lsn = get_be64(p + 9);
-  ByteReader r(in.substr(kEntryHeaderSize, size - kEntryHeaderSize), "slotstore WAL entry");
+  // A context name short enough for std::string's inline buffer: replay and
+  // compaction decode every entry, and a heap allocation each showed up.
+  ByteReader r(in.substr(kEntryHeaderSize, size - kEntryHeaderSize), "WAL entry");
   auto bad = [&](const std::string& why) {
     return Error(Errc::corrupt, fmt::format("WAL entry lsn {}: {}", e.lsn, why));
+  };
+  // A generation above kMaxGeneration is never written (store_write.cpp).
+  auto check_gen = [&]() -> Status {
+    if (r.failed() || e.gen <= kMaxGeneration) return Status::OK();
+    return bad(fmt::format("slot {} generation {} is above the largest a writer assigns ({})",
+                           e.slot, e.gen, kMaxGeneration));
   };
   switch (e.type) {
     case EntryType::marker:
       r.be64(&e.nonce, "nonce");
       break;
+    case EntryType::durable: {
+      uint32_t check = 0;
+      r.be64(&e.durable_lsn, "durable lsn");
+      r.be32(&check, "check");
+      if (r.failed()) break;
+      if (check != durable_check(e.lsn, e.durable_lsn)) return bad("durable entry check mismatch");
+      if (e.durable_lsn >= e.lsn) {
+        return bad(fmt::format("durable entry claims lsn {}, not below its own", e.durable_lsn));
+      }
+      break;
+    }
     case EntryType::put: {
       uint8_t flags = 0;
       r.be32(&e.slot, "slot");
@@ -359,6 +401,7 @@ Result<EntryStatus> decode_entry(const Layout& l, BytesView in, uint32_t prev_ch
       e.updates = in.substr(kEntryHeaderSize + r.position(), r.remaining());
       r.skip(r.remaining(), "updates");
       if (e.slot >= l.slots) return bad(fmt::format("slot {} >= {} slots", e.slot, l.slots));
+      STRATA_TRY(check_gen());
       break;
     }
     case EntryType::erase:
@@ -367,6 +410,7 @@ Result<EntryStatus> decode_entry(const Layout& l, BytesView in, uint32_t prev_ch
       if (!r.failed() && e.slot >= l.slots) {
         return bad(fmt::format("slot {} >= {} slots", e.slot, l.slots));
       }
+      STRATA_TRY(check_gen());
       break;
     case EntryType::intern: {
       uint16_t len = 0;
@@ -387,8 +431,56 @@ Result<EntryStatus> decode_entry(const Layout& l, BytesView in, uint32_t prev_ch
   return EntryStatus::ok;
 }
 
+std::optional<std::string> why_chain_ends(BytesView in, uint32_t prev_chain) {
+  uint32_t size = 0, chain = 0;
+  switch (check_frame(in, prev_chain, &size, &chain)) {
+    case Frame::short_header:
+      if (in.empty()) return "the half ends here";
+      return fmt::format("{} bytes before the end of the half, too few for an entry", in.size());
+    case Frame::bad_size: {
+      BytesView head = in.substr(0, kEntryHeaderSize);
+      if (std::all_of(head.begin(), head.end(), [](char c) { return c == 0; })) {
+        return "zero bytes, where the next entry would start";
+      }
+      return fmt::format("entry size {} is out of range ({} bytes left in the half)", size,
+                         in.size());
+    }
+    case Frame::chain_mismatch:
+      return fmt::format(
+          "the entry of {} bytes here does not continue the hash chain (torn, "
+          "damaged or stale bytes)",
+          size);
+    case Frame::ok:
+      break;
+  }
+  return std::nullopt;
+}
+
+Bytes durable_body(uint64_t lsn, uint64_t durable_lsn) {
+  Bytes body;
+  ByteWriter w(&body);
+  w.be64(durable_lsn);
+  w.be32(durable_check(lsn, durable_lsn));
+  return body;
+}
+
+bool decode_durable_claim(BytesView in, DurableClaim* out) {
+  if (in.size() < kDurableEntrySize) return false;
+  if (std::memcmp(in.data() + 4, kDurableSignature, sizeof kDurableSignature) != 0) return false;
+  const uint8_t* p = p8(in.data());
+  const uint64_t lsn = get_be64(p + 9);
+  const uint64_t durable_lsn = get_be64(p + 17);
+  if (get_be32(p + 25) != durable_check(lsn, durable_lsn) || durable_lsn >= lsn) return false;
+  *out = DurableClaim{lsn, durable_lsn};
+  return true;
+}
+
+BytesView durable_entry_signature() {
+  return BytesView(kDurableSignature, sizeof kDurableSignature);
+}
+
 Status apply_updates(const Layout& l, const Entry& put, char* fields) {
-  ByteReader r(put.updates, "slotstore put updates");
+  ByteReader r(put.updates, "WAL put");  // short: see decode_entry
   auto bad = [&](const std::string& why) {
     return Error(Errc::corrupt, fmt::format("WAL put lsn {} slot {}: {}", put.lsn, put.slot, why));
   };

@@ -1,6 +1,7 @@
 // The slotstore file format: layout, header, record copies, string table
 // entries, WAL half headers and WAL entries. Pure encode/decode functions,
-// no I/O. docs/formats-slotstore.md describes the same bytes in prose.
+// no I/O. docs/FORMATS.md ("slotstore file format") describes the same
+// bytes in prose.
 //
 //   [0, header_size)            header: magic, version, capacity, schema, CRC
 //   [strings_off, +strings*S)   string table: one entry slot per interned id
@@ -12,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,8 +35,13 @@ inline constexpr size_t kEntryHeaderSize = 17;  // chain crc, size, type, lsn
 inline constexpr uint32_t kMaxSlots = 1u << 24;
 inline constexpr uint32_t kMaxStrings = 1u << 24;
 
-enum class EntryType : uint8_t { marker = 1, put = 2, erase = 3, intern = 4 };
+enum class EntryType : uint8_t { marker = 1, put = 2, erase = 3, intern = 4, durable = 5 };
 inline constexpr uint8_t kPutAssign = 1;  // put flag: the entry assigns the slot to a key
+// A `durable` entry: header, u64 durable lsn, u32 check of its bytes [4, 25).
+inline constexpr size_t kDurableEntrySize = kEntryHeaderSize + 12;
+// The largest slot generation a writer assigns. A free slot that reached
+// it is never assigned again; a generation above it on disk is corrupt.
+inline constexpr uint32_t kMaxGeneration = UINT32_MAX - 1;
 
 // Where one field lives in the fixed-size fields area of a record.
 struct FieldLayout {
@@ -128,11 +135,12 @@ bool decode_half_header(int half, const char* in, HalfHeader* out);
 struct Entry {
   EntryType type = EntryType::marker;
   uint64_t lsn = 0;
-  uint32_t chain = 0;  // this entry's chain CRC
-  uint32_t size = 0;   // bytes including the header
-  uint64_t nonce = 0;  // marker
-  uint32_t slot = 0;   // put, erase
-  uint32_t gen = 0;    // put, erase
+  uint32_t chain = 0;        // this entry's chain CRC
+  uint32_t size = 0;         // bytes including the header
+  uint64_t nonce = 0;        // marker
+  uint64_t durable_lsn = 0;  // durable: every entry up to this lsn was fsynced before this one
+  uint32_t slot = 0;         // put, erase
+  uint32_t gen = 0;          // put, erase
   bool assign = false;
   BytesView key;  // put with assign
   uint8_t n_updates = 0;
@@ -149,6 +157,23 @@ enum class EntryStatus { ok, end };
 // a malformed body is Errc::corrupt.
 Result<EntryStatus> decode_entry(const Layout& layout, BytesView in, uint32_t prev_chain,
                                  Entry* out);
+// Why the bytes at in[0..) do not continue the chain from `prev_chain`, for
+// messages; nullopt if their framing does continue it.
+std::optional<std::string> why_chain_ends(BytesView in, uint32_t prev_chain);
+
+// The body of a `durable` entry of lsn `lsn` recording that every entry up
+// to `durable_lsn` had been fsynced when it was written.
+Bytes durable_body(uint64_t lsn, uint64_t durable_lsn);
+// A `durable` entry recognised on its own, without the chain before it
+// (its check covers its size, type, lsn and durable lsn).
+struct DurableClaim {
+  uint64_t lsn = 0;
+  uint64_t durable_lsn = 0;
+};
+// True if in[0..) holds a `durable` entry whose own check matches.
+bool decode_durable_claim(BytesView in, DurableClaim* out);
+// Bytes [4, 9) of every `durable` entry (its size and type), to search for.
+BytesView durable_entry_signature();
 
 // Appends an entry to `out`: header, then `body`; returns the new chain CRC.
 uint32_t append_entry(Bytes* out, EntryType type, uint64_t lsn, BytesView body,

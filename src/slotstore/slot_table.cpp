@@ -130,7 +130,7 @@ Status SlotTable::build_index(const std::string& path) {
   free_.clear();
   for (uint32_t s = layout_.slots; s-- > 0;) {
     if (!live(s)) {
-      free_.push_back(s);
+      if (gen_[s] < format::kMaxGeneration) free_.push_back(s);
       continue;
     }
     if (std::optional<uint32_t> other = find(key(s))) {
@@ -159,7 +159,7 @@ void SlotTable::release(uint32_t s) {
   STRATA_ASSERT(live(s), "release of a free slot");
   index_erase(s);
   release_raw(s);
-  free_.push_back(s);
+  if (gen_[s] < format::kMaxGeneration) free_.push_back(s);
 }
 
 Result<Record> SlotTable::to_record(uint32_t s) const {

@@ -71,7 +71,9 @@ class SlotTable {
   void assign_raw(uint32_t s, uint32_t gen, std::string_view key);
   void release_raw(uint32_t s);
   // Builds the key index and the free list (lowest slot handed out first);
-  // corrupt if two live slots hold the same key.
+  // corrupt if two live slots hold the same key. A free slot whose
+  // generation reached format::kMaxGeneration is retired: it can never be
+  // assigned again, so it is on no free list (capacity shrinks by one).
   Status build_index(const std::string& path);
 
   // ---- normal operation ----
@@ -79,7 +81,8 @@ class SlotTable {
   uint32_t pop_free();
   // Assigns the free slot `s` to `key` with generation `gen`; all fields absent.
   void assign(uint32_t s, uint32_t gen, std::string_view key);
-  // Frees slot `s` (its generation stays; the next assign bumps it).
+  // Frees slot `s` (its generation stays; the next assign bumps it, or it
+  // is retired, see build_index).
   void release(uint32_t s);
   uint32_t free_count() const { return uint32_t(free_.size()); }
   uint32_t used() const { return indexed_; }

@@ -74,15 +74,33 @@ class SlotStore::Impl {
     uint64_t half_last_lsn = 0;  // lsn of the active half's last entry (0 if none)
     bool marker_written = false;
     uint64_t unsynced = 0;  // bytes written since the last fsync
+    // Every entry up to durable_lsn is on disk (an fsync completed after it
+    // was written); entries up to claimed_lsn need no `durable` entry (one
+    // records them, or they are that record). Recovery uses such records to
+    // tell damage from a torn tail.
+    uint64_t durable_lsn = 0;
+    uint64_t claimed_lsn = 0;
   };
   enum class CompState { idle, running, failed };
 
   // store_open.cpp
   Status recover();
+  Status load_strings();
+  // The current copy of every slot; rec_lsn[s] is its lsn.
+  Status load_records(std::vector<uint64_t>& rec_lsn, uint64_t* max_rec_lsn);
+  Status check_string_references() const;
+  Status start();
+
+  // wal_replay.cpp
+  // Replays the WAL over the loaded records and sets wal_ and job_.
+  Status replay_wal(std::vector<uint64_t>& rec_lsn, uint64_t max_rec_lsn);
   Status replay_half(int half, std::vector<uint64_t>& rec_lsn, format::HalfHeader* header,
                      WalReader* reader, uint64_t* applied);
   Status apply_replayed(const format::Entry& e, std::vector<uint64_t>& rec_lsn, uint64_t* applied);
-  Status start();
+  Status check_active_end(int half, const format::HalfHeader& h, WalReader& reader);
+  struct OlderHalf;
+  Status check_older_half(const OlderHalf& b, int a, const format::HalfHeader& ha,
+                          const WalReader& ra, uint64_t max_rec_lsn);
 
   // store_write.cpp
   Status write_internal(const WriteBatch& batch, const WriteOptions& options, bool closing);
@@ -90,6 +108,9 @@ class SlotStore::Impl {
   Status validate(const WriteBatch& batch, bool* durable) const;
   Status apply_batch(const WriteBatch& batch, bool* durable);
   void encode_op(const WriteBatch::Op& op);
+  void append_prelude(size_t op_bound);
+  void append_durable();
+  Status close_durable();
   uint32_t append(format::EntryType type, BytesView body);
   Status ensure_room(size_t bytes);
   Status switch_half();

@@ -1,4 +1,5 @@
-// Creating a store file and recovering one: records, strings, WAL replay.
+// Creating a store file and opening one: the header, then recovery of the
+// string table and the record copies (the WAL replay is in wal_replay.cpp).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -8,7 +9,6 @@
 #include "common/publish_file.h"
 #include "slotstore/slot_rules.h"
 #include "slotstore/store_impl.h"
-#include "slotstore/wal_reader.h"
 
 namespace strata::slotstore {
 
@@ -126,119 +126,95 @@ Result<std::unique_ptr<SlotStore::Impl>> SlotStore::Impl::open(FileSystem& fs,
   return impl;
 }
 
+// Recovery state comes only from checksummed data (docs/FORMATS.md,
+// slotstore "Why this is crash-safe" 5): the string table, then the record
+// copies, then the WAL replayed over them.
 Status SlotStore::Impl::recover() {
-  const format::Layout& l = layout_;
-  // Interned strings written by compactions.
-  if (l.strings > 0) {
-    uint32_t per = uint32_t(std::max<size_t>(1, kChunk / l.string_slot_size));
-    Bytes buf;
-    uint64_t damaged = 0;
-    for (uint32_t first = 0; first < l.strings; first += per) {
-      uint32_t n = std::min(per, l.strings - first);
-      buf.resize(size_t(n) * l.string_slot_size);
-      STRATA_TRY(read_exact(*file_, l.string_offset(first), buf.data(), buf.size()));
-      for (uint32_t i = 0; i < n; ++i) {
-        Bytes s;
-        switch (
-            format::decode_string(l, first + i, buf.data() + size_t(i) * l.string_slot_size, &s)) {
-          case format::StringSlot::empty:
-            break;
-          case format::StringSlot::damaged:
-            // A compaction torn mid-write; its sealed WAL half still holds
-            // the string (or nothing durable refers to it yet).
-            ++damaged;
-            break;
-          case format::StringSlot::valid:
-            table_.strings.add(first + i, std::move(s));
-            compactor_.strings_on_disk()[first + i] = 1;
-            break;
-        }
-      }
-    }
-    if (damaged) spdlog::info("{}: {} damaged string table entries ignored", path_, damaged);
-  }
-
-  // Record copies: the valid one with the higher lsn is current.
-  std::vector<uint64_t> rec_lsn(l.slots, 0);
+  STRATA_TRY(load_strings());
+  std::vector<uint64_t> rec_lsn(layout_.slots, 0);
   uint64_t max_rec_lsn = 0;
-  {
-    uint32_t per = uint32_t(std::max<size_t>(1, kChunk / l.record_size));
-    Bytes c0, c1;
-    format::RecordImage r0, r1;
-    for (uint32_t first = 0; first < l.slots; first += per) {
-      uint32_t n = std::min(per, l.slots - first);
-      c0.resize(size_t(n) * l.record_size);
-      c1.resize(size_t(n) * l.record_size);
-      STRATA_TRY(read_exact(*file_, l.record_offset(first, 0), c0.data(), c0.size()));
-      STRATA_TRY(read_exact(*file_, l.record_offset(first, 1), c1.data(), c1.size()));
-      for (uint32_t i = 0; i < n; ++i) {
-        uint32_t s = first + i;
-        bool v0 = format::decode_record(l, s, 0, c0.data() + size_t(i) * l.record_size, &r0);
-        bool v1 = format::decode_record(l, s, 1, c1.data() + size_t(i) * l.record_size, &r1);
-        int cur = format::pick_current(v0, r0.lsn, v1, r1.lsn);
-        if (cur < 0) {
-          return Error(Errc::corrupt,
-                       fmt::format("{}: slot {}: both record copies fail their CRC (offsets {} "
-                                   "and {})",
-                                   path_, s, l.record_offset(s, 0), l.record_offset(s, 1)));
-        }
-        const format::RecordImage& r = cur == 0 ? r0 : r1;
-        compactor_.current()[s] = uint8_t(cur);
-        table_.load(s, r);
-        rec_lsn[s] = r.lsn;
-        max_rec_lsn = std::max(max_rec_lsn, r.lsn);
+  STRATA_TRY(load_records(rec_lsn, &max_rec_lsn));
+  STRATA_TRY(replay_wal(rec_lsn, max_rec_lsn));
+  STRATA_TRY(check_string_references());
+  return table_.build_index(path_);
+}
+
+// Interned strings written by compactions.
+Status SlotStore::Impl::load_strings() {
+  const format::Layout& l = layout_;
+  if (l.strings == 0) return Status::OK();
+  const uint32_t per = uint32_t(std::max<size_t>(1, kChunk / l.string_slot_size));
+  Bytes buf;
+  uint64_t damaged = 0;
+  for (uint32_t first = 0; first < l.strings; first += per) {
+    const uint32_t n = std::min(per, l.strings - first);
+    buf.resize(size_t(n) * l.string_slot_size);
+    STRATA_TRY(read_exact(*file_, l.string_offset(first), buf.data(), buf.size()));
+    for (uint32_t i = 0; i < n; ++i) {
+      Bytes s;
+      const char* at = buf.data() + size_t(i) * l.string_slot_size;
+      switch (format::decode_string(l, first + i, at, &s)) {
+        case format::StringSlot::empty:
+          break;
+        case format::StringSlot::damaged:
+          // A compaction torn mid-write; its sealed WAL half still holds
+          // the string (or nothing durable refers to it yet).
+          ++damaged;
+          break;
+        case format::StringSlot::valid:
+          table_.strings.add(first + i, std::move(s));
+          compactor_.strings_on_disk()[first + i] = 1;
+          break;
       }
     }
   }
+  if (damaged) spdlog::info("{}: {} damaged string table entries ignored", path_, damaged);
+  return Status::OK();
+}
 
-  // WAL: the newer half always; the older one too if its chain runs into
-  // the newer half's seed (it may still be uncompacted). The switch to a new
-  // half fsyncs the old one before the new header is written, so an
-  // uncompacted older half is always complete on disk; one that does not
-  // connect has been compacted and partly reused.
-  format::HalfHeader h[2];
-  bool valid[2];
-  for (int i = 0; i < 2; ++i) {
-    WalReader r(*file_, l, i, format::kHalfHeaderSize);
-    STRATA_ASSIGN_OR_RETURN(valid[i], r.read_header(&h[i]));
-  }
-  if (!valid[0] && !valid[1]) {
-    return Error(Errc::corrupt, fmt::format("{}: neither WAL half has a valid header", path_));
-  }
-  int a = !valid[1] ? 0 : !valid[0] ? 1 : (h[1].seq > h[0].seq ? 1 : 0);
-  int b = 1 - a;
-  uint64_t last_lsn = 0;
-  if (valid[b] && h[b].seq + 1 == h[a].seq) {
-    WalReader rb(*file_, l, b, l.half_size);
-    uint64_t applied = 0;
-    STRATA_TRY(replay_half(b, rec_lsn, &h[b], &rb, &applied));
-    bool connected = rb.chain() == h[a].chain_seed && rb.last_lsn() < h[a].first_lsn;
-    if (connected) {
-      job_ = CompactionJob{b, h[b].seq, h[b].chain_seed, rb.position(), rb.chain(), rb.last_lsn()};
-      sealed_used_ = rb.position();
-      last_lsn = rb.last_lsn();
-    } else if (applied > 0) {
-      return Error(Errc::corrupt,
-                   fmt::format("{}: WAL half {} (seq {}) does not connect to half {} (seq {}) but "
-                               "holds {} entries missing from the records",
-                               path_, b, h[b].seq, a, h[a].seq, applied));
+// Record copies: the valid one with the higher lsn is current.
+Status SlotStore::Impl::load_records(std::vector<uint64_t>& rec_lsn, uint64_t* max_rec_lsn) {
+  const format::Layout& l = layout_;
+  const uint32_t per = uint32_t(std::max<size_t>(1, kChunk / l.record_size));
+  Bytes c0, c1;
+  format::RecordImage r0, r1;
+  for (uint32_t first = 0; first < l.slots; first += per) {
+    const uint32_t n = std::min(per, l.slots - first);
+    c0.resize(size_t(n) * l.record_size);
+    c1.resize(size_t(n) * l.record_size);
+    STRATA_TRY(read_exact(*file_, l.record_offset(first, 0), c0.data(), c0.size()));
+    STRATA_TRY(read_exact(*file_, l.record_offset(first, 1), c1.data(), c1.size()));
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t s = first + i;
+      bool v0 = format::decode_record(l, s, 0, c0.data() + size_t(i) * l.record_size, &r0);
+      bool v1 = format::decode_record(l, s, 1, c1.data() + size_t(i) * l.record_size, &r1);
+      const int cur = format::pick_current(v0, r0.lsn, v1, r1.lsn);
+      if (cur < 0) {
+        return Error(Errc::corrupt,
+                     fmt::format("{}: slot {}: both record copies fail their CRC (offsets {} "
+                                 "and {})",
+                                 path_, s, l.record_offset(s, 0), l.record_offset(s, 1)));
+      }
+      const format::RecordImage& r = cur == 0 ? r0 : r1;
+      if (r.gen > format::kMaxGeneration) {
+        return Error(
+            Errc::corrupt,
+            fmt::format("{}: slot {}: record copy {} (offset {}) has generation {}, above "
+                        "the largest a writer assigns ({})",
+                        path_, s, cur, l.record_offset(s, cur), r.gen, format::kMaxGeneration));
+      }
+      compactor_.current()[s] = uint8_t(cur);
+      table_.load(s, r);
+      rec_lsn[s] = r.lsn;
+      *max_rec_lsn = std::max(*max_rec_lsn, r.lsn);
     }
   }
-  WalReader ra(*file_, l, a, l.half_size);
-  uint64_t applied_a = 0;
-  STRATA_TRY(replay_half(a, rec_lsn, &h[a], &ra, &applied_a));
-  wal_.active = a;
-  wal_.seq = h[a].seq;
-  wal_.seed = h[a].chain_seed;
-  wal_.written = ra.position();
-  wal_.chain = ra.chain();
-  wal_.half_last_lsn = ra.last_lsn();
-  last_lsn = std::max({last_lsn, ra.last_lsn(), h[a].first_lsn - 1, max_rec_lsn});
-  wal_.next_lsn = last_lsn + 1;
-  last_lsn_ = last_lsn;
-  active_used_ = wal_.written;
+  return Status::OK();
+}
 
-  // Every interned id a live record refers to must exist.
+// Every interned id a live record refers to must exist.
+Status SlotStore::Impl::check_string_references() const {
+  const format::Layout& l = layout_;
   std::vector<uint32_t> ids;
   for (uint32_t s = 0; s < l.slots; ++s) {
     if (!table_.live(s)) continue;
@@ -253,53 +229,7 @@ Status SlotStore::Impl::recover() {
       }
     }
   }
-  return table_.build_index(path_);
-}
-
-Status SlotStore::Impl::replay_half(int half, std::vector<uint64_t>& rec_lsn,
-                                    format::HalfHeader* header, WalReader* reader,
-                                    uint64_t* applied) {
-  STRATA_ASSIGN_OR_RETURN(bool valid, reader->read_header(header));
-  if (!valid) {
-    return Error(Errc::internal, fmt::format("{}: WAL half {} header vanished", path_, half));
-  }
-  for (;;) {
-    format::Entry e;
-    auto st = reader->next(&e);
-    if (!st.ok()) return std::move(st).error().with_context(path_);
-    if (*st == format::EntryStatus::end) return Status::OK();
-    Status s = apply_replayed(e, rec_lsn, applied);
-    if (!s.ok()) return std::move(s).error().with_context(path_);
-  }
-}
-
-Status SlotStore::Impl::apply_replayed(const format::Entry& e, std::vector<uint64_t>& rec_lsn,
-                                       uint64_t* applied) {
-  switch (e.type) {
-    case format::EntryType::marker:
-      return Status::OK();
-    case format::EntryType::intern:
-      if (!table_.strings.add(e.string_id, std::string(e.str))) {
-        return Error(Errc::corrupt, fmt::format("interned string {} differs between the string "
-                                                "table and WAL entry lsn {}",
-                                                e.string_id, e.lsn));
-      }
-      return Status::OK();
-    case format::EntryType::put:
-    case format::EntryType::erase:
-      break;
-  }
-  uint32_t s = e.slot;
-  Verdict v = judge(e, rec_lsn[s], table_.live(s), table_.gen(s));
-  if (v == Verdict::stale) ++stale_;
-  if (v != Verdict::apply) return Status::OK();
-  ++*applied;
-  if (e.type == format::EntryType::erase) {
-    table_.release_raw(s);
-    return Status::OK();
-  }
-  if (e.assign) table_.assign_raw(s, e.gen, e.key);
-  return format::apply_updates(layout_, e, table_.fields(s));
+  return Status::OK();
 }
 
 Status SlotStore::Impl::start() {

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <unordered_map>
 #include <unordered_set>
@@ -111,7 +112,13 @@ void SlotStore::Impl::commit_group(const std::vector<Writer*>& group) {
   Status io = flush_pending();
   if (io.ok() && need_sync && wal_.unsynced > 0) {
     io = sync_file();
-    if (io.ok()) wal_.unsynced = 0;
+    if (io.ok()) {
+      wal_.unsynced = 0;
+      wal_.durable_lsn = wal_.next_lsn - 1;
+    }
+  }
+  if (io.ok() && std::any_of(group.begin(), group.end(), [](Writer* x) { return x->closing; })) {
+    io = close_durable();
   }
   unsynced_ = wal_.unsynced;
   if (!io.ok()) {
@@ -146,11 +153,16 @@ Status SlotStore::Impl::validate(const WriteBatch& batch, bool* durable) const {
                                                    op.key.size(), l.max_key));
     }
     auto ov = exists.find(op.key);
-    bool present = ov != exists.end() ? ov->second : table_.find(op.key).has_value();
+    const std::optional<uint32_t> slot =
+        ov != exists.end() ? std::nullopt : table_.find(op.key);  // before this batch
+    const bool present = ov != exists.end() ? ov->second : slot.has_value();
     if (op.erase) {
       if (!present) return Error(Errc::not_found, where() + ": no such key");
       exists[op.key] = false;
-      ++free_slots;
+      // The slot serves later puts of this batch unless its generation is
+      // used up (SlotTable retires it). A key this batch created has no
+      // known slot yet: count nothing, which may only refuse a batch.
+      if (slot && table_.gen(*slot) < format::kMaxGeneration) ++free_slots;
       *durable = true;
       continue;
     }
@@ -210,7 +222,8 @@ Status SlotStore::Impl::apply_batch(const WriteBatch& batch, bool* durable) {
   size_t i = 0;
   while (i < ops.size()) {
     STRATA_TRY(ensure_room(kMarkerBytes + op_bound));
-    uint64_t room = layout_.half_size - wal_.written - wal_.pending.size() - kMarkerBytes;
+    append_prelude(op_bound);
+    uint64_t room = layout_.half_size - wal_.written - wal_.pending.size();
     size_t k = std::max<size_t>(1, size_t(room / op_bound));
     k = std::min(k, ops.size() - i);
     std::unique_lock<std::shared_mutex> lk(mu_);
@@ -228,7 +241,9 @@ uint32_t SlotStore::Impl::append(format::EntryType type, BytesView body) {
   return wal_.chain;
 }
 
-void SlotStore::Impl::encode_op(const WriteBatch::Op& op) {
+// Entries that go before the next op (ensure_room left room for a marker
+// and one op of at most `op_bound` bytes).
+void SlotStore::Impl::append_prelude(size_t op_bound) {
   if (!wal_.marker_written) {
     // The first entry of every open carries a nonce unique to this run, so
     // entries of this run never chain-match stale bytes a crashed earlier
@@ -246,6 +261,38 @@ void SlotStore::Impl::encode_op(const WriteBatch::Op& op) {
     append(format::EntryType::marker, body);
     wal_.marker_written = true;
   }
+  // Record an fsync that no `durable` entry records yet, if that still
+  // leaves room for the op: it is evidence for recovery, never needed for
+  // progress. No extra write: it goes out with the op.
+  if (wal_.durable_lsn > wal_.claimed_lsn &&
+      wal_.written + wal_.pending.size() + format::kDurableEntrySize + op_bound <=
+          layout_.half_size) {
+    append_durable();
+  }
+}
+
+void SlotStore::Impl::append_durable() {
+  append(format::EntryType::durable, format::durable_body(wal_.next_lsn, wal_.durable_lsn));
+  wal_.claimed_lsn = wal_.durable_lsn;
+}
+
+// A clean close records that every entry written is durable (one more
+// write and fsync, only if some durable entries are not recorded yet), so
+// that damage to the last entries found by a later open is not taken for a
+// torn tail.
+Status SlotStore::Impl::close_durable() {
+  if (wal_.durable_lsn <= wal_.claimed_lsn ||
+      wal_.written + wal_.pending.size() + format::kDurableEntrySize > layout_.half_size) {
+    return Status::OK();
+  }
+  append_durable();
+  STRATA_TRY(flush_pending());
+  STRATA_TRY(sync_file());
+  wal_.unsynced = 0;
+  return Status::OK();
+}
+
+void SlotStore::Impl::encode_op(const WriteBatch::Op& op) {
   Bytes body;
   ByteWriter w(&body);
   if (op.erase) {
@@ -260,7 +307,9 @@ void SlotStore::Impl::encode_op(const WriteBatch::Op& op) {
   uint32_t s = found ? *found : table_.pop_free();
   uint32_t gen = table_.gen(s);
   if (!found) {
-    STRATA_ASSERT(gen < UINT32_MAX, "slot generation overflow");
+    // A free slot whose generation reached the largest is never handed out
+    // (SlotTable), and a larger one read from disk is corrupt (recovery).
+    STRATA_ASSERT(gen < format::kMaxGeneration, "slot generation overflow");
     ++gen;
   }
   w.be32(s);
@@ -365,6 +414,9 @@ Status SlotStore::Impl::switch_half() {
   format::encode_half_header(wal_.active, format::HalfHeader{wal_.seq, wal_.next_lsn, wal_.seed},
                              h);
   wal_.pending.assign(h, sizeof h);
+  // The seal made every entry so far durable; the new header is the record
+  // of that (recovery: check_older_half), so no `durable` entry is owed.
+  wal_.durable_lsn = wal_.claimed_lsn = wal_.next_lsn - 1;
   active_used_ = 0;
   sealed_used_ = job.end;
   ++switches_;

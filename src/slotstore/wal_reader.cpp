@@ -1,6 +1,11 @@
 #include "slotstore/wal_reader.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cstring>
+
+#include "common/endian.h"
 
 namespace strata::slotstore {
 
@@ -45,6 +50,44 @@ Result<format::EntryStatus> WalReader::next(format::Entry* out) {
   ++entries_;
   *out = e;
   return format::EntryStatus::ok;
+}
+
+Result<std::string> WalReader::why_end() {
+  if (pos_ == 0) return std::string("the half has no valid header");
+  STRATA_ASSIGN_OR_RETURN(BytesView in, window(pos_, layout_.max_op_bytes));
+  if (auto why = format::why_chain_ends(in, chain_)) return std::move(*why);
+  // The framing continues the chain: next() refused the entry's lsn.
+  const uint64_t lsn = get_be64(reinterpret_cast<const uint8_t*>(in.data()) + 9);
+  return fmt::format("the entry here has lsn {}, which does not follow lsn {}", lsn,
+                     entries_ > 0 ? last_lsn_ : first_lsn_ - 1);
+}
+
+Result<std::optional<WalReader::FoundClaim>> WalReader::find_claim_after_end(
+    uint64_t durable_above) {
+  // Look for the last byte of a `durable` entry's size (entry byte 7): rare
+  // in zeros and in other entries, unlike the signature's leading zeros.
+  constexpr size_t kProbe = 7;
+  const char probe = format::durable_entry_signature()[3];
+  uint64_t at = pos_;  // where the next candidate entry may start
+  while (at + format::kDurableEntrySize <= limit_) {
+    // Half a window per step: window() then never grows its buffer past
+    // what replay used, and each step after the first is served from it
+    // every other time (each byte is still read once).
+    STRATA_ASSIGN_OR_RETURN(BytesView w, window(at, kWindow / 2));
+    const char* const end = w.data() + w.size();
+    for (const char* p = w.data() + kProbe;
+         p < end && (p = static_cast<const char*>(std::memchr(p, probe, size_t(end - p)))); ++p) {
+      format::DurableClaim c;
+      const size_t start = size_t(p - w.data()) - kProbe;
+      if (format::decode_durable_claim(w.substr(start), &c) && c.durable_lsn > durable_above) {
+        return std::optional<FoundClaim>(FoundClaim{at + start, c});
+      }
+    }
+    // Overlap so an entry spanning two windows is seen whole.
+    if (w.size() < format::kDurableEntrySize) break;
+    at += w.size() - (format::kDurableEntrySize - 1);
+  }
+  return std::optional<FoundClaim>();
 }
 
 }  // namespace strata::slotstore

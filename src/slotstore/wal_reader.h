@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "common/file_window.h"
 #include "common/fs.h"
@@ -24,6 +26,18 @@ class WalReader {
   // EntryStatus::end. Errors: io, or corrupt for a chain-valid entry whose
   // body does not parse.
   Result<format::EntryStatus> next(format::Entry* out);
+
+  // Why the chain stops at position() (after next() returned `end`).
+  Result<std::string> why_end();
+  // The first `durable` entry in [position(), limit) that stands on its own
+  // (format::decode_durable_claim) with a durable lsn above `durable_above`,
+  // and its offset in the half; nullopt if none. Reads the rest of the half
+  // once.
+  struct FoundClaim {
+    uint64_t offset = 0;
+    format::DurableClaim claim;
+  };
+  Result<std::optional<FoundClaim>> find_claim_after_end(uint64_t durable_above);
 
   uint64_t position() const { return pos_; }       // offset in the half after the last entry
   uint32_t chain() const { return chain_; }        // chain CRC after the last entry

@@ -88,9 +88,21 @@ TEST(Audit, HeaderVerdicts) {
 // ------------------------------------------------------------ damage
 
 TEST(Audit, DamageFollowedByIntactDataIsCorruptionNotATornTail) {
-  EXPECT_EQ(judge_damage(false, false), DamageVerdict::none);
-  EXPECT_EQ(judge_damage(true, false), DamageVerdict::torn_tail);
-  EXPECT_EQ(judge_damage(true, true), DamageVerdict::corruption);
+  using K = ScanVerdict::Kind;
+  ScanResult clean;
+  EXPECT_EQ(audit_newest_scan(clean).kind, K::clean);
+  ScanResult torn;
+  torn.damage = Error(Errc::corrupt, "/s/x.segment position 100: truncated chunk header");
+  torn.valid_end = 100;
+  EXPECT_EQ(audit_newest_scan(torn).kind, K::truncate_tail);
+  ScanResult damaged = torn;
+  damaged.intact_after = IndexRecord{};
+  damaged.intact_after->position = 300;
+  damaged.intact_after->first_offset = 9;
+  auto v = audit_newest_scan(damaged);
+  ASSERT_EQ(v.kind, K::corrupt);
+  EXPECT_NE(v.problem->message.find("not a torn tail"), std::string::npos) << v.problem->message;
+  EXPECT_NE(v.problem->message.find("300"), std::string::npos) << v.problem->message;
 }
 
 TEST(Audit, NewestScanVerdicts) {
@@ -116,7 +128,8 @@ TEST(Audit, NewestScanVerdicts) {
                                     std::to_string(after.position)),
             std::string::npos)
       << v.problem->message;
-  EXPECT_NE(v.problem->message.find("refusing to truncate"), std::string::npos);
+  EXPECT_NE(v.problem->message.find("not a torn tail but corruption (nothing is cut)"),
+            std::string::npos);
 
   // Any damage in a sealed segment is corruption.
   EXPECT_EQ(audit_sealed_scan(clean).kind, K::clean);
@@ -135,9 +148,10 @@ TEST(Audit, HeaderlessNewestSegmentIsReinitialisedOnlyIfNothingIntactFollows) {
   intact.chunks = chunks(1);
   auto v = audit_headerless_scan(intact, "/s");
   EXPECT_EQ(v.kind, K::corrupt);
-  EXPECT_NE(v.problem->message.find("/s: segment header is missing or zero but an intact chunk "
-                                    "follows at position 24"),
-            std::string::npos);
+  EXPECT_NE(v.problem->message.find("/s position 0: segment header is missing or zero; an intact "
+                                    "chunk (offset 100) follows at position 24"),
+            std::string::npos)
+      << v.problem->message;
   garbage.intact_after = chunks(2).back();
   EXPECT_EQ(audit_headerless_scan(garbage, "/s").kind, K::corrupt);
 }

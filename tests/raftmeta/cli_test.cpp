@@ -137,6 +137,46 @@ TEST_F(CliTest, MigrateIntoADirectoryInUseIsRefused) {
   ASSERT_OK((*held)->close());
 }
 
+// Issue 12's report, through the real binary: a freshly migrated store of
+// 1417 servers (records still only in the WAL), one bit flipped in the
+// middle of the live WAL half. inspect used to list fewer servers and exit
+// 0, and an open for writing would have dropped the rest for good. Now
+// both refuse, naming the file and the damaged entry's position.
+TEST_F(CliTest, DamagedWalIsReportedNotTakenForATornTail) {
+  const std::string src = dir_.sub("meta.dets");
+  copy_into(posix_fs(), dets_fixtures().ra_1417, src);
+  const std::string node = dir_.sub("node");
+  Out m = strata_cli({"raftmeta", "migrate", src, node});
+  ASSERT_EQ(m.status, 0) << m.out << m.err;
+  const size_t rows = dets_fixtures().ra_1417_rows.size();
+  ASSERT_EQ(rows, 1417u);
+  Out before = strata_cli({"--json", "raftmeta", "inspect", node});
+  ASSERT_EQ(before.status, 0) << before.err;
+  EXPECT_EQ(nlohmann::json::parse(before.out)["servers_used"], rows);
+
+  const std::string store = store_path(node);
+  const uint64_t at = damage_middle_of_live_wal(posix_fs(), store);
+  ASSERT_GT(at, 0u);
+  const Bytes damaged = file_bytes(posix_fs(), store);
+  const std::string where = store + " position " + std::to_string(at) + ":";
+
+  Out t = strata_cli({"raftmeta", "inspect", node});
+  EXPECT_NE(t.status, 0) << t.out;
+  EXPECT_NE(t.err.find(where), std::string::npos) << t.err;
+  EXPECT_NE(t.err.find("not a torn tail"), std::string::npos) << t.err;
+  Out j = strata_cli({"--json", "raftmeta", "inspect", node});
+  EXPECT_NE(j.status, 0);
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["error"]["code"], "corrupt") << j.out;
+
+  // An open for writing refuses rather than drops, and changes nothing.
+  auto w = RaftMeta::open(posix_fs(), node, Options{});
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.code(), Errc::corrupt);
+  EXPECT_NE(w.error().message.find(where), std::string::npos) << w.error().message;
+  EXPECT_EQ(file_bytes(posix_fs(), store), damaged);
+}
+
 TEST_F(CliTest, InspectWithoutAStoreSaysWhy) {
   copy_into(posix_fs(), dets_fixtures().ra_small, dets_path(dir_.path()));
   Out t = strata_cli({"raftmeta", "inspect", dir_.path()});

@@ -74,10 +74,11 @@ struct DetsFixtures {
   std::string error;     // why generation failed ("" if it did not)
   std::string ra;        // 5000 generated rows, churned (updates, deletes)
   std::string ra_small;  // 400 rows
+  std::string ra_1417;   // 1417 rows: the size of issue 12's damaged-WAL report
   std::string halted;    // 600 rows, VM halted without dets:close
   std::string fixed;     // hand-picked rows, incl. an empty and a 300-byte uid
   // The rows each file holds, as dets_gen's sorted row lines.
-  std::vector<std::string> ra_rows, ra_small_rows, halted_rows;
+  std::vector<std::string> ra_rows, ra_small_rows, ra_1417_rows, halted_rows;
 };
 const DetsFixtures& dets_fixtures();
 
@@ -86,6 +87,11 @@ const DetsFixtures& dets_fixtures();
 void copy_into(FileSystem& fs, const std::string& from, const std::string& to);
 // The bytes of a file in `fs` ("" if absent).
 Bytes file_bytes(FileSystem& fs, const std::string& path);
+
+// Flips one bit inside the put entry in the middle of the live WAL half of
+// the store file `path` (durably, as a disk's damage would be) and returns
+// that entry's offset in the file: where recovery must report the damage.
+uint64_t damage_middle_of_live_wal(FileSystem& fs, const std::string& path);
 
 // The servers of a store as dets_gen row lines, sorted (absent counters
 // are "undefined", as Ra wrote them).

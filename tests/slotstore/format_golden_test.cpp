@@ -280,8 +280,11 @@ TEST(SlotStoreFormatGolden, StoreWritesTheDocumentedWal) {
   EXPECT_EQ(half.find_first_not_of('\0', v.bytes.size()), BytesView::npos);
   golden::expect_fields(v, "half header", {{"seq", 1}, {"first_lsn", 1}, {"chain_seed", 0}});
   golden::expect_fields(v, "entry 2: put", {{"type", 2}, {"slot", 0}, {"gen", 1}, {"flags", 1}});
-  golden::expect_fields(v, "entry 3: put", {{"type", 2}, {"flags", 0}, {"count", 2}});
-  golden::expect_fields(v, "entry 4: erase", {{"type", 3}, {"slot", 0}, {"gen", 1}});
+  golden::expect_fields(v, "entry 3: durable", {{"type", 5}, {"lsn", 4}, {"durable_lsn", 3}});
+  golden::expect_fields(v, "entry 4: put", {{"type", 2}, {"flags", 0}, {"count", 2}});
+  golden::expect_fields(v, "entry 5: durable", {{"type", 5}, {"lsn", 6}, {"durable_lsn", 5}});
+  golden::expect_fields(v, "entry 6: erase", {{"type", 3}, {"slot", 0}, {"gen", 1}});
+  golden::expect_fields(v, "entry 7: durable", {{"type", 5}, {"lsn", 8}, {"durable_lsn", 7}});
 
   format::HalfHeader hh;
   ASSERT_TRUE(format::decode_half_header(0, half.data(), &hh));
@@ -301,7 +304,9 @@ TEST(SlotStoreFormatGolden, StoreWritesTheDocumentedWal) {
   EXPECT_EQ(at, v.bytes.size());
   EXPECT_EQ(types, (std::vector<format::EntryType>{
                        format::EntryType::marker, format::EntryType::intern, format::EntryType::put,
-                       format::EntryType::put, format::EntryType::erase}));
+                       format::EntryType::durable, format::EntryType::put,
+                       format::EntryType::durable, format::EntryType::erase,
+                       format::EntryType::durable}));
 }
 
 }  // namespace

@@ -168,6 +168,82 @@ TEST(SlotStoreFormat, WalEntriesChainFromTheirPredecessor) {
   EXPECT_EQ(format::decode_entry(l, bad, 5, &e).code(), Errc::corrupt);
 }
 
+// A `durable` entry is an ordinary link of the chain, and can also be
+// recognised on its own (recovery searches for it past a broken chain):
+// its own check covers its size, type, lsn and durable lsn.
+TEST(SlotStoreFormat, DurableEntryChainsAndIsRecognisedOnItsOwn) {
+  format::Layout l = raft_layout();
+  Bytes log;
+  format::append_entry(&log, format::EntryType::durable, 9, format::durable_body(9, 7), 3);
+  ASSERT_EQ(log.size(), format::kDurableEntrySize);
+  format::Entry e;
+  ASSERT_EQ(*format::decode_entry(l, log, 3, &e), format::EntryStatus::ok);
+  EXPECT_EQ(e.type, format::EntryType::durable);
+  EXPECT_EQ(e.lsn, 9u);
+  EXPECT_EQ(e.durable_lsn, 7u);
+  format::DurableClaim c;
+  ASSERT_TRUE(format::decode_durable_claim(log, &c));
+  EXPECT_EQ(c.lsn, 9u);
+  EXPECT_EQ(c.durable_lsn, 7u);
+  EXPECT_EQ(BytesView(log).substr(4, 5), format::durable_entry_signature());
+  // The chain value (bytes 0..3) is not part of its own check; any other
+  // changed byte makes it unrecognisable.
+  for (size_t i = 4; i < log.size(); ++i) {
+    Bytes bad = log;
+    bad[i] ^= 0x10;
+    EXPECT_FALSE(format::decode_durable_claim(bad, &c)) << i;
+  }
+  EXPECT_FALSE(format::decode_durable_claim(BytesView(log).substr(0, log.size() - 1), &c));
+  // Chain-valid but claiming its own lsn or later, or failing its own
+  // check: corruption, not a torn write.
+  Bytes self;
+  format::append_entry(&self, format::EntryType::durable, 9, format::durable_body(9, 9), 3);
+  EXPECT_EQ(format::decode_entry(l, self, 3, &e).code(), Errc::corrupt);
+  Bytes mismatched;
+  format::append_entry(&mismatched, format::EntryType::durable, 9, format::durable_body(8, 7), 3);
+  EXPECT_EQ(format::decode_entry(l, mismatched, 3, &e).code(), Errc::corrupt);
+}
+
+// Generations above kMaxGeneration are never written: a chain-valid put or
+// erase carrying one is corrupt (it would otherwise reach the writer's
+// generation arithmetic).
+TEST(SlotStoreFormat, WalGenerationAboveTheLargestIsCorrupt) {
+  format::Layout l = raft_layout();
+  format::Entry e;
+  for (uint32_t gen : {format::kMaxGeneration, format::kMaxGeneration + 1}) {
+    Bytes put, erase;
+    format::append_entry(&put, format::EntryType::put, 1, put_body(0, gen, 5), 0);
+    Bytes eb;
+    ByteWriter w(&eb);
+    w.be32(0);
+    w.be32(gen);
+    format::append_entry(&erase, format::EntryType::erase, 1, eb, 0);
+    if (gen == format::kMaxGeneration) {
+      EXPECT_EQ(*format::decode_entry(l, put, 0, &e), format::EntryStatus::ok);
+      EXPECT_EQ(*format::decode_entry(l, erase, 0, &e), format::EntryStatus::ok);
+      continue;
+    }
+    auto p = format::decode_entry(l, put, 0, &e);
+    EXPECT_EQ(p.code(), Errc::corrupt);
+    EXPECT_NE(p.error().message.find("generation 4294967295"), std::string::npos)
+        << p.error().message;
+    EXPECT_EQ(format::decode_entry(l, erase, 0, &e).code(), Errc::corrupt);
+  }
+}
+
+// Why a chain stops, for the messages that name damage.
+TEST(SlotStoreFormat, WhyChainEndsNamesTheReason) {
+  Bytes log;
+  format::append_entry(&log, format::EntryType::put, 1, put_body(0, 1, 10), 77);
+  EXPECT_FALSE(format::why_chain_ends(log, 77).has_value());
+  EXPECT_NE(format::why_chain_ends(log, 78)->find("does not continue the hash chain"),
+            std::string::npos);
+  EXPECT_NE(format::why_chain_ends(Bytes(40, '\0'), 77)->find("zero bytes"), std::string::npos);
+  EXPECT_NE(format::why_chain_ends(log.substr(0, 10), 77)->find("too few"), std::string::npos);
+  EXPECT_NE(format::why_chain_ends(log.substr(0, log.size() - 1), 77)->find("out of range"),
+            std::string::npos);
+}
+
 TEST(SlotStoreFormat, ApplyUpdatesWritesTheFixedEncoding) {
   format::Layout l = raft_layout();
   Bytes log;

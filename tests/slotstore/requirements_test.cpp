@@ -4,13 +4,13 @@
 #include <future>
 #include <thread>
 
-#include "common/endian.h"
 #include "common/random.h"
 #include "counting_fs.h"
 #include "slotstore/format.h"
 #include "slotstore/wal_reader.h"
 #include "slotstore_test_util.h"
 #include "support/temp_dir.h"
+#include "wal_chain.h"
 
 namespace strata::slotstore {
 namespace {
@@ -71,27 +71,6 @@ uint64_t write_until_compactions(SlotStore& s, const std::string& key, uint64_t 
     }
   }
   return v - 1;
-}
-
-Options inline_options(uint32_t slots = 16, uint32_t strings = 16, uint64_t wal = 8192) {
-  Options o = small_options(slots, strings, wal);
-  o.background_compaction = false;
-  return o;
-}
-
-Status patch(FileSystem& fs, const std::string& path, uint64_t off, BytesView bytes) {
-  STRATA_ASSIGN_OR_RETURN(auto f, fs.open(path, OpenOptions::read_write()));
-  STRATA_TRY(f->write_at(off, bytes));
-  return f->sync();
-}
-
-format::Layout layout_of(FileSystem& fs, const std::string& path) {
-  auto bytes = read_file(fs, path);
-  EXPECT_TRUE(bytes.ok());
-  uint64_t need = 0;
-  auto l = format::decode_header(*bytes, path, &need);
-  EXPECT_TRUE(l.ok()) << l.error().to_string();
-  return *l;
 }
 
 // ---------------------------------------------------------------- Req 1
@@ -269,33 +248,19 @@ TEST(SlotStoreReq, Req1_StaleEntryOfACrashedRunNeverResurfaces) {
   Options o = inline_options();
   { auto s = must_open(fs, "/m", raft_schema(), o); }
   Bytes e2;
-  uint64_t e1_off = 0, e2_off = 0;
+  uint64_t e2_off = 0;
   {
     auto s = must_open(fs, "/m", raft_schema(), o);
-    ASSERT_OK(s->put("k", {set(kTerm, Value::u64(2))}));  // durable
-    Bytes durable = *fs.durable_contents("/m");
+    ASSERT_OK(s->put("k", {set(kTerm, Value::u64(2))}));     // durable
     ASSERT_OK(s->put("k", {set(kApplied, Value::u64(3))}));  // E1, unsynced
     ASSERT_OK(s->put("k", {set(kApplied, Value::u64(4))}));  // E2, unsynced
-    Bytes cached = *read_file(fs, "/m");
-    // E1 is the first WAL entry holding a byte the durable file lacks. Walk
-    // the entries from the half header (magic "SSWH" at +4): the first
-    // differing byte alone is not E1's start, since E1's chain value is
-    // random (the marker's nonce) and may begin with the bytes it replaces.
-    size_t diff = 0;
-    while (cached[diff] == durable[diff]) ++diff;
-    const size_t half = cached.find("SSWH");
-    ASSERT_NE(half, Bytes::npos);
-    auto entry_size = [&](size_t off) {
-      return get_be32(reinterpret_cast<const uint8_t*>(cached.data() + off + 4));
-    };
-    e1_off = half - 4 + 32;  // the half's first entry
-    while (e1_off + entry_size(e1_off) <= diff) {
-      ASSERT_GT(entry_size(e1_off), 0u);
-      e1_off += entry_size(e1_off);
-    }
-    e2_off = e1_off + entry_size(e1_off);
-    uint32_t e2_size = get_be32(reinterpret_cast<const uint8_t*>(cached.data() + e2_off + 4));
-    e2 = cached.substr(e2_off, e2_size);
+    // E2 as the page cache holds it: the active half's third put.
+    const Bytes cached = *read_file(fs, "/m");
+    const format::Layout l = layout_of(fs, "/m");
+    const std::vector<EntryAt> puts = puts_of(chain_of(cached, l, active_half(cached, l)));
+    ASSERT_EQ(puts.size(), 3u);
+    e2_off = puts[2].offset;
+    e2 = cached.substr(e2_off, puts[2].size);
     fs.crash();
   }
   // E2's sectors made it, E1's did not.
@@ -303,7 +268,8 @@ TEST(SlotStoreReq, Req1_StaleEntryOfACrashedRunNeverResurfaces) {
   {
     auto s = must_open(fs, "/m", raft_schema(), o);
     EXPECT_FALSE((*s->read("k"))[kApplied].has_value());
-    // The same change as E1, at the same sequence number.
+    // The same change as E1, at E2's sequence number (E1's write also
+    // carried a `durable` entry; this run's starts with its marker).
     ASSERT_OK(s->put("k", {set(kApplied, Value::u64(3))}, WriteOptions{true}));
     fs.crash();
   }
@@ -587,21 +553,32 @@ TEST(SlotStoreReq, Req4_WriterWaitsForCompactionWhenTheOtherHalfIsFull) {
   };
   auto s = must_open(fs, "/m", raft_schema(), o);
   std::atomic<uint64_t> written{0};
+  std::atomic<bool> gate_opened{false};
+  std::atomic<int> waited_puts{0};
   std::thread writer([&] {
     for (uint64_t v = 1; v <= 400; ++v) {
+      const uint64_t waits_before = s->info().compaction_waits;
       EXPECT_OK(s->put("k", {set(kApplied, Value::u64(v))}));
+      if (s->info().compaction_waits > waits_before) {
+        // This put found the other half busy: it may only have returned
+        // once the compaction could finish, i.e. after the gate opened.
+        // (Buffering instead of waiting would return before.)
+        EXPECT_TRUE(gate_opened.load()) << "put " << v << " returned while compaction was held";
+        ++waited_puts;
+      }
       written = v;
     }
   });
   ASSERT_TRUE(gate.wait_until_waiting(1));
   ASSERT_TRUE(eventually([&] { return s->info().compaction_waits == 1; }));
-  uint64_t stuck_at = written;
-  std::this_thread::sleep_for(50ms);
-  EXPECT_EQ(written.load(), stuck_at);  // blocked, not buffering
-  EXPECT_LT(stuck_at, 400u);
+  // The writer is inside that put now and cannot leave it before the gate
+  // opens (checked by the writer itself).
+  EXPECT_LT(written.load(), 400u);
   EXPECT_LE(s->info().wal_bytes_used, s->info().wal_bytes_total);
+  gate_opened = true;
   gate.open();
   writer.join();
+  EXPECT_GE(waited_puts.load(), 1);
   EXPECT_EQ((*s->read("k"))[kApplied], Value::u64(400));
 }
 

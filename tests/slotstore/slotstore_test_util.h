@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/fault_fs.h"
+#include "slotstore/format.h"
 #include "slotstore/slotstore.h"
 #include "support/assertions.h"
 
@@ -58,6 +59,30 @@ inline std::unique_ptr<SlotStore> must_open(FileSystem& fs, const std::string& p
   auto r = SlotStore::open(fs, path, schema, o);
   EXPECT_TRUE(r.ok()) << r.error().to_string();
   return r.ok() ? std::move(r).value() : nullptr;
+}
+
+// Small options with compaction on the writer's thread (deterministic).
+inline Options inline_options(uint32_t slots = 16, uint32_t strings = 16, uint64_t wal = 8192) {
+  Options o = small_options(slots, strings, wal);
+  o.background_compaction = false;
+  return o;
+}
+
+// Overwrites bytes of a file in `fs`, durably (damage for corruption tests).
+inline Status patch(FileSystem& fs, const std::string& path, uint64_t off, BytesView bytes) {
+  STRATA_ASSIGN_OR_RETURN(auto f, fs.open(path, OpenOptions::read_write()));
+  STRATA_TRY(f->write_at(off, bytes));
+  return f->sync();
+}
+
+// The layout a store file's header describes.
+inline format::Layout layout_of(FileSystem& fs, const std::string& path) {
+  auto bytes = read_file(fs, path);
+  EXPECT_TRUE(bytes.ok());
+  uint64_t need = 0;
+  auto l = format::decode_header(*bytes, path, &need);
+  EXPECT_TRUE(l.ok()) << l.error().to_string();
+  return *l;
 }
 
 // Expected contents: key -> record.
