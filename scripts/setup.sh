@@ -14,9 +14,13 @@ packages=(
   nlohmann-json3-dev libasio-dev libssl-dev libcpp-httplib-dev
   # Peers measured in benchmarks.
   libsqlite3-dev librocksdb-dev
-  # Real components started by the tests on 127.0.0.1.
-  nodejs erlang-nox haproxy etcd-server etcd-client awscli python3 python3-botocore
-  curl procps psmisc
+  # Real components started by the tests on 127.0.0.1: the S3 server and
+  # the fault proxy (Node.js), Erlang (writes real DETS files), haproxy
+  # (fault injection), awscli (an independent S3 client), botocore (the
+  # SigV4 oracle).
+  nodejs erlang-nox haproxy awscli python3 python3-botocore
+  # The curl CLI, the peer of the object-store benchmark.
+  curl
   # flock(1), the independent lock holder of tests/common/file_lock_test.cpp.
   util-linux
 )

@@ -1,5 +1,5 @@
 // slotstore_bench: slotstore against SQLite and RocksDB on a busy Raft
-// node's metadata (docs/bench-slotstore.md has the results and how to read
+// node's metadata (docs/BENCHMARKS.md has the results and how to read
 // them). Whole-process runs; every figure is the median of --reps runs, and
 // the physical limit (fdatasync rate of this disk) is measured in the same
 // run.

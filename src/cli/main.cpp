@@ -1,4 +1,4 @@
-// strata: the command-line face of every module (DESIGN.md, cli/).
+// strata: the command-line face of every module (docs/ARCHITECTURE.md, cli/).
 #include <spdlog/spdlog.h>
 
 #include <iostream>

@@ -1,6 +1,6 @@
 // Opening a stream directory: find its segments, check them, and (unless
 // read-only) repair what a crash can leave behind. The rules, in short
-// (full text in docs/formats-log.md, "Recovery"):
+// (full text in docs/FORMATS.md, "Recovery (on open)"):
 //
 //  - Sealed segments (all but the newest) were fsynced, with their index,
 //    before the next segment was created, so any damage in them is

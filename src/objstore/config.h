@@ -5,7 +5,7 @@
 //   overrides (flags)  >  config file  >  environment  >  defaults.
 // Every validation error names the offending key (as a JSON path such as
 // "objstore.s3.max_connections", or the environment variable) and value.
-// The format is documented in docs/formats-objstore.md.
+// The format is documented in docs/FORMATS.md.
 #pragma once
 
 #include <functional>

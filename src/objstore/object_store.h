@@ -1,11 +1,11 @@
-// ObjectStore: the blob store the remote tier writes through (DESIGN.md,
+// ObjectStore: the blob store the remote tier writes through (docs/ARCHITECTURE.md,
 // objstore/). Objects are immutable byte strings under string keys; callers
 // never overwrite a key in place (every tier write uses a new key), though
 // the stores allow it.
 //
 // Contract shared by every backend (and checked by one contract test suite,
 // tests/objstore/contract_test.cpp, run against each):
-//  - Keys follow docs/formats-objstore.md: 1..1024 bytes of valid UTF-8,
+//  - Keys follow docs/FORMATS.md: 1..1024 bytes of valid UTF-8,
 //    '/'-separated segments, no empty, "." or ".." segment, no control
 //    characters. A bad key fails with RetryClass::fatal before any I/O.
 //  - put() is all-or-nothing: a reader sees the old object (or none) or the

@@ -79,7 +79,7 @@ struct UploaderConfig {
 };
 
 // Counters only grow; gauges describe the current state. Names follow the
-// metrics the shell exports (docs/formats-tier.md does not cover them).
+// metrics the shell exports (docs/FORMATS.md, "/status and /metrics").
 struct UploaderMetrics {
   // gauges
   uint64_t transfers_in_flight = 0;

@@ -9,7 +9,8 @@
 namespace strata::raftmeta::etf {
 namespace {
 
-// Tags of the external term format (erts/emulator/beam/external.h).
+// Tags of the Erlang external term format (docs/FORMATS.md, "Erlang external term
+// format subset").
 enum Tag : uint8_t {
   kSmallIntegerExt = 97,
   kIntegerExt = 98,
