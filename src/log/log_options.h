@@ -61,6 +61,11 @@ struct LogOptions {
   bool read_only = false;
   // Create the directory and an empty first segment if missing.
   bool create_if_missing = false;
+  // The offset a newly created log starts at (create_if_missing, and
+  // StreamRegistry::create). Non-zero when a stream's earlier offsets live
+  // elsewhere: a node whose local disk was lost recreates the log after
+  // what the remote tier holds, so new records never reuse those offsets.
+  uint64_t first_offset = 0;
   // Also verify the body CRC of every chunk in sealed segments on open
   // (the active segment is always fully verified).
   bool verify_sealed_on_open = false;

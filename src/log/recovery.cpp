@@ -274,10 +274,10 @@ Result<RecoveryResult> recover_stream(FileSystem& fs, const std::string& dir,
     if (!o.create_if_missing || o.read_only || !names.orphan_indexes.empty()) {
       return no_segments_error(dir);
     }
-    STRATA_TRY(create_segment_files(fs, dir, 0));
+    STRATA_TRY(create_segment_files(fs, dir, o.first_offset));
     STRATA_TRY(fs.sync_dir(dir));
-    names.segments[0] = segment_file_name(0);
-    names.indexes[0] = index_file_name(0);
+    names.segments[o.first_offset] = segment_file_name(o.first_offset);
+    names.indexes[o.first_offset] = index_file_name(o.first_offset);
   }
   if (!o.read_only) {
     STRATA_ASSIGN_OR_RETURN(dir_changed, remove_leftovers(fs, dir, names, result));

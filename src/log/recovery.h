@@ -34,6 +34,7 @@ struct RecoveryOptions {
   bool read_only = false;          // report, never modify
   bool verify_sealed = false;      // full CRC scan of sealed segments too
   bool create_if_missing = false;  // create the directory and an empty first segment
+  uint64_t first_offset = 0;       // ... starting at this offset
 };
 
 struct RecoveredSegment {

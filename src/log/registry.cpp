@@ -86,7 +86,7 @@ Result<std::shared_ptr<StreamLog>> StreamRegistry::create(const std::string& nam
   const std::string tmp = path_join(data_dir_, std::string(kCreatingPrefix) + name);
   STRATA_TRY(remove_all(fs_, tmp));
   STRATA_TRY(fs_.create_dir(tmp));
-  STRATA_TRY(create_segment_files(fs_, tmp, 0));
+  STRATA_TRY(create_segment_files(fs_, tmp, opts.first_offset));
   STRATA_TRY(fs_.sync_dir(tmp));
   STRATA_TRY(rename_durable(fs_, tmp, dir));
   return open_locked(name, opts);

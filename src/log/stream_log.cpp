@@ -176,6 +176,7 @@ Status StreamLog::Impl::open() {
   ro.read_only = opts_.read_only;
   ro.verify_sealed = opts_.verify_sealed_on_open;
   ro.create_if_missing = opts_.create_if_missing;
+  ro.first_offset = opts_.first_offset;
   STRATA_ASSIGN_OR_RETURN(RecoveryResult rec, recover_stream(fs_, dir_, ro));
   return init(std::move(rec));
 }

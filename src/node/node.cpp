@@ -8,6 +8,7 @@
 
 #include "catalog/embedded_catalog.h"
 #include "objstore/metered_store.h"
+#include "tier/upload_jobs.h"
 
 namespace strata::node {
 
@@ -118,6 +119,9 @@ Result<std::shared_ptr<log::StreamLog>> Node::open_stream_locked(const std::stri
   if (!log.ok()) return log.error();
   e.log = *log;
   if (cfg_.tiering.enabled) {
+    STRATA_ASSIGN_OR_RETURN(e.log, align_with_remote(name, e.log, lo));
+  }
+  if (cfg_.tiering.enabled) {
     tier::UploaderEnv env;
     env.io = &io_;
     env.tasks = TaskContext{pool_.get(), lifetime_};
@@ -133,6 +137,37 @@ Result<std::shared_ptr<log::StreamLog>> Node::open_stream_locked(const std::stri
   }
   streams_[name] = e;
   return e.log;
+}
+
+// The remote tier may hold offsets the local log does not (its disk was
+// lost, or restored from an older copy): appends must never reuse them, so
+// the local log restarts after what the remote tier holds. Everything the
+// local log held is below that point and already remote. If the persisted
+// state cannot be read now, the uploader finds out at its start and stalls
+// rather than upload over it (tier/uploader.h, "remote ahead").
+Result<std::shared_ptr<log::StreamLog>> Node::align_with_remote(const std::string& name,
+                                                                std::shared_ptr<log::StreamLog> log,
+                                                                log::LogOptions lo) {
+  STRATA_ASSIGN_OR_RETURN(auto keys, tier::ObjectKeys::make(cfg_.tiering.key_prefix, name));
+  auto st = tier::load_stream_state(*catalog_, *store_, *cache_, keys, /*take_over=*/false);
+  if (!st.ok()) {
+    spdlog::warn("node: stream {}: cannot read its persisted state now ({}); the uploader will "
+                 "retry",
+                 name, st.error().to_string());
+    return log;
+  }
+  uint64_t remote_next = st->manifest.next_offset;
+  uint64_t local_next = log->committed_next();
+  if (!st->has_root || remote_next <= local_next) return log;
+  spdlog::error(
+      "node: stream {}: the local log ends at offset {} but the remote tier holds offsets up to "
+      "{} (local data lost or restored from an older copy); the local log restarts at {} so that "
+      "new records never reuse offsets the remote tier holds",
+      name, local_next, remote_next, remote_next);
+  local_resets_ += 1;
+  STRATA_TRY(registry_->remove(name));
+  lo.first_offset = remote_next;
+  return registry_->create(name, lo);
 }
 
 Result<std::shared_ptr<log::StreamLog>> Node::create_stream(const std::string& name) {

@@ -91,6 +91,9 @@ class Node {
   Status start();
   Result<std::shared_ptr<log::StreamLog>> open_stream_locked(const std::string& name, bool create);
   tier::UploaderOptions uploader_options(const std::string& name) const;
+  Result<std::shared_ptr<log::StreamLog>> align_with_remote(const std::string& name,
+                                                            std::shared_ptr<log::StreamLog> log,
+                                                            log::LogOptions lo);
 
   const NodeConfig cfg_;
   std::shared_ptr<objstore::ObjectStore> store_;
@@ -109,6 +112,7 @@ class Node {
   std::map<std::string, StreamEntry> streams_;
   bool closed_ = false;
   int64_t started_ms_ = 0;
+  std::atomic<uint64_t> local_resets_{0};  // local logs restarted after the remote tier
 };
 
 }  // namespace strata::node

@@ -101,6 +101,7 @@ json Node::status_json() const {
         {"object_store", store_ ? store_->describe() : ""},
         {"catalog", catalog_ ? catalog_->describe() : ""},
         {"uptime_s", double(now - started_ms_) / 1000.0},
+        {"local_resets", local_resets_.load()},
         {"threads", thread_count()},
         {"rss_bytes", rss_bytes()},
         {"governor",

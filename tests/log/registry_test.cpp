@@ -39,6 +39,31 @@ TEST(LogRegistry, CreateOpenListRemove) {
   EXPECT_EQ((*fresh)->committed_next(), 0u);
 }
 
+TEST(LogRegistry, AStreamCanStartAtAGivenOffset) {
+  strata::test::TempDir tmp;
+  auto reg = *StreamRegistry::open(tmp.sub("data"));
+  LogOptions o;
+  o.first_offset = 1000;
+  auto s = reg->create("late", o);
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  EXPECT_EQ((*s)->first_offset(), 1000u);
+  EXPECT_EQ((*s)->committed_next(), 1000u);
+  auto r = (*s)->append({"a", "b"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->first_offset, 1000u);
+  ASSERT_TRUE((*s)->close().ok());
+  // Reopened, it is where it was; readers from `first` start at 1000.
+  reg.reset();
+  reg = *StreamRegistry::open(tmp.sub("data"));
+  auto again = reg->open_stream("late");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->local_range().first_offset, 1000u);
+  EXPECT_EQ((*again)->committed_next(), 1002u);
+  auto reader = (*again)->open_reader(OffsetSpec::first());
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ((*reader)->next_offset(), 1000u);
+}
+
 TEST(LogRegistry, DataSurvivesReopeningTheRegistry) {
   strata::test::TempDir tmp;
   {

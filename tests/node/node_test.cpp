@@ -101,6 +101,32 @@ TEST(Node, RestartContinuesWithNoGapAndNoDuplicate) {
   EXPECT_EQ(e->epoch, 5u);  // created at 1; each of the four opens took it over
 }
 
+TEST(Node, ALostLocalLogRestartsAfterTheRemoteTierAndNeverReusesItsOffsets) {
+  TempDir tmp;
+  uint64_t next = 0;
+  {
+    auto n = open_node(tmp.path());
+    ASSERT_TRUE(n);
+    auto log = n->create_stream("s1");
+    ASSERT_OK(log);
+    next = append_values(**log, 50);
+    ASSERT_OK(n->flush("s1", std::chrono::seconds(30)));
+    ASSERT_OK(n->close());
+  }
+  // The local disk is lost; the stream is created again on an empty disk.
+  ASSERT_OK(remove_all(posix_fs(), tmp.sub("streams/s1")));
+  auto n = open_node(tmp.path());
+  ASSERT_TRUE(n);
+  auto log = n->create_stream("s1");
+  ASSERT_OK(log);
+  EXPECT_EQ((*log)->first_offset(), next);
+  uint64_t more = append_values(**log, 20);
+  ASSERT_GT(more, next);
+  ASSERT_OK(n->flush("s1", std::chrono::seconds(30)));
+  expect_all(read_remote(n->store(), n->catalog(), "t", "s1"), more);
+  EXPECT_EQ(n->status_json()["node"]["local_resets"], 1);
+}
+
 TEST(Node, LocalRetentionKeepsOnlyWhatTheRemoteTierCovers) {
   TempDir tmp;
   auto doc = small_node_doc();
