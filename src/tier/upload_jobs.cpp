@@ -13,7 +13,13 @@ namespace strata::tier {
 
 TransferFailure transfer_failure_of(const objstore::ObjectError& e) {
   Errc code = e.retry == objstore::RetryClass::transient ? Errc::transient : Errc::fatal;
-  return TransferFailure{code, e.http_status, e.s3_code, e.to_string()};
+  // A transport failure keeps the status of whatever arrived before the
+  // connection broke (a "100 Continue", a 200 whose body was cut short).
+  // That is no answer: is_transient() would read such a status as a
+  // definite refusal and call a reset or a timeout fatal. Only an error
+  // answer's status travels; otherwise objstore's class decides.
+  int status = e.http_status >= 300 ? e.http_status : 0;
+  return TransferFailure{code, status, e.s3_code, e.to_string()};
 }
 
 namespace {
