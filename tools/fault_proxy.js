@@ -11,8 +11,11 @@
 // whether the client reused its connection.
 //
 // rules.json: [{ "method": "GET", "path_prefix": "/bkt/x/", "query_contains": "list-type",
-//                "times": 1, "action": "...", ...}]  (first matching rule wins; a rule with
-// "times" stops matching after that many uses). Actions:
+//                "times": 1, "chance": 0.25, "action": "...", ...}]  (first matching rule wins;
+// a rule with "times" stops matching after that many uses; a rule with "chance" matches an
+// otherwise matching request with that probability, drawn from a generator seeded by the
+// file's "seed"). The file is either the array of rules or { "seed": N, "rules": [...] }, so a
+// randomized test replays its faults from its seed. Actions:
 //   reset            read the request, then close the connection with RST, no answer
 //   hang             read the request and never answer
 //   truncate         forward; send status, headers (true Content-Length) and
@@ -40,8 +43,20 @@ if (!upstream) {
   process.exit(2);
 }
 const [upHost, upPort] = upstream.split(':');
-const rules = arg('rules') ? JSON.parse(fs.readFileSync(arg('rules'), 'utf8')) : [];
+const ruleFile = arg('rules') ? JSON.parse(fs.readFileSync(arg('rules'), 'utf8')) : [];
+const rules = Array.isArray(ruleFile) ? ruleFile : (ruleFile.rules || []);
 const recordPath = arg('record');
+
+// mulberry32: a small seeded generator, so that "chance" rules replay from the seed (the
+// order of concurrent requests may still differ between runs).
+let rngState = (Array.isArray(ruleFile) ? 1 : Number(ruleFile.seed || 1)) >>> 0;
+function random() {
+  rngState = (rngState + 0x6D2B79F5) >>> 0;
+  let t = rngState;
+  t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+}
 
 function matches(rule, req) {
   if (rule.times !== undefined && rule.times <= 0) return false;
@@ -49,6 +64,7 @@ function matches(rule, req) {
   const [path, query = ''] = req.url.split('?', 2);
   if (rule.path_prefix && !path.startsWith(rule.path_prefix)) return false;
   if (rule.query_contains && !query.includes(rule.query_contains)) return false;
+  if (rule.chance !== undefined && !(random() < rule.chance)) return false;
   return true;
 }
 

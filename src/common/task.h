@@ -58,7 +58,8 @@ struct TaskOutcome {
 
 // Whether the io_context that strands and timers belong to is still
 // there. A job that outlives the node (hung past the pool's stop grace)
-// must not post to a destroyed io_context: finish() checks this under a
+// must not post to a destroyed io_context, nor be the one to destroy the
+// task's timer and strand: its guard (detail::JobGuard) checks this under a
 // shared lock, and the node clears it under the exclusive lock before
 // destroying the io_context.
 struct IoLifetime {
@@ -88,11 +89,10 @@ struct TaskState : std::enable_shared_from_this<TaskState<T>> {
         timer(strand) {}
 
   // The first end wins; later ones (a late result after the deadline, the
-  // guard of a job that already reported) are dropped here.
-  void finish(TaskEnd end, std::optional<T> value, Error error) {
+  // guard of a job that already reported) are dropped here. The caller
+  // holds lifetime->mu shared and has checked `alive`.
+  void finish_locked(TaskEnd end, std::optional<T> value, Error error) {
     if (fired.exchange(true, std::memory_order_acq_rel)) return;
-    std::shared_lock l(lifetime->mu);
-    if (!lifetime->alive) return;
     asio::post(strand, [self = this->shared_from_this(), end, v = std::move(value),
                         e = std::move(error)]() mutable {
       self->timer.cancel();
@@ -110,18 +110,33 @@ struct TaskState : std::enable_shared_from_this<TaskState<T>> {
   std::atomic<bool> fired{false};
 };
 
-// Owned by the job: if the job is destroyed without having run (the pool
-// dropped it), the task ends as cancelled.
+// Owned by the job: reports its end to the task, and if the job is
+// destroyed without having run (the pool dropped it), the task ends as
+// cancelled. It holds the task only weakly: the TaskState owns a timer and
+// a strand of the io_context, and a hung job may outlive the io_context
+// (the pool does not wait for abandoned jobs), so the last reference to the
+// task must never be the job's. A strong reference is taken only under the
+// lifetime's shared lock while the io_context is alive, and dropped before
+// the lock (IoLifetime::end takes it exclusively before the io_context goes).
+// The deadline timer's pending wait keeps the task alive until it has ended.
 template <class T>
 struct JobGuard {
-  explicit JobGuard(std::shared_ptr<TaskState<T>> s) : st(std::move(s)) {}
+  explicit JobGuard(const std::shared_ptr<TaskState<T>>& s)
+      : st(s), lifetime(s->lifetime), what(s->what) {}
   ~JobGuard() {
     if (!ran) {
-      st->finish(TaskEnd::cancelled, std::nullopt,
-                 Error(Errc::cancelled, st->what + ": dropped before it ran (shutting down)"));
+      end(TaskEnd::cancelled, std::nullopt,
+          Error(Errc::cancelled, what + ": dropped before it ran (shutting down)"));
     }
   }
-  std::shared_ptr<TaskState<T>> st;
+  void end(TaskEnd e, std::optional<T> value, Error error) {
+    std::shared_lock l(lifetime->mu);
+    if (!lifetime->alive) return;
+    if (auto s = st.lock()) s->finish_locked(e, std::move(value), std::move(error));
+  }
+  std::weak_ptr<TaskState<T>> st;
+  std::shared_ptr<IoLifetime> lifetime;
+  std::string what;
   bool ran = false;
 };
 
@@ -135,16 +150,15 @@ void run_task(TaskContext ctx, const Strand& strand, std::chrono::milliseconds d
   auto guard = std::make_shared<detail::JobGuard<T>>(st);
   st->ticket = ctx.pool->post([guard, job = std::move(job)]() mutable {
     guard->ran = true;
-    auto& s = guard->st;
     try {
       std::optional<T> r(job());
-      s->finish(TaskEnd::completed, std::move(r), Error());
+      guard->end(TaskEnd::completed, std::move(r), Error());
     } catch (const std::exception& e) {
-      s->finish(TaskEnd::threw, std::nullopt,
-                Error(Errc::internal, s->what + ": threw: " + e.what()));
+      guard->end(TaskEnd::threw, std::nullopt,
+                 Error(Errc::internal, guard->what + ": threw: " + e.what()));
     } catch (...) {
-      s->finish(TaskEnd::threw, std::nullopt,
-                Error(Errc::internal, s->what + ": threw a non-standard exception"));
+      guard->end(TaskEnd::threw, std::nullopt,
+                 Error(Errc::internal, guard->what + ": threw a non-standard exception"));
     }
   });
   guard.reset();
@@ -152,9 +166,12 @@ void run_task(TaskContext ctx, const Strand& strand, std::chrono::milliseconds d
   st->timer.async_wait([st, deadline](const std::error_code& ec) {
     if (ec) return;  // cancelled: the task ended first
     st->ticket.abandon();
-    st->finish(TaskEnd::deadline, std::nullopt,
-               Error(Errc::timeout, st->what + ": no result within its deadline of " +
-                                        std::to_string(deadline.count()) + " ms (abandoned)"));
+    std::shared_lock l(st->lifetime->mu);
+    if (!st->lifetime->alive) return;
+    st->finish_locked(
+        TaskEnd::deadline, std::nullopt,
+        Error(Errc::timeout, st->what + ": no result within its deadline of " +
+                                 std::to_string(deadline.count()) + " ms (abandoned)"));
   });
 }
 

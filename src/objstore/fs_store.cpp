@@ -282,7 +282,11 @@ ObjectStatus FsObjectStore::remove(std::string_view key) {
     if (s.code() == Errc::not_found) return {};  // idempotent, as on S3
     return fs_error(Op::remove, key, s.error(), false);
   }
-  if (auto d = fs_.sync_dir(loc->dir); !d.ok()) return fs_error(Op::remove, key, d.error(), false);
+  // A concurrent remove of the directory's last other file may have pruned
+  // the directory already: then the removal is as durable as it gets.
+  if (auto d = fs_.sync_dir(loc->dir); !d.ok() && d.code() != Errc::not_found) {
+    return fs_error(Op::remove, key, d.error(), false);
+  }
   prune_empty_dirs(loc->dir);
   return {};
 }

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -67,8 +68,9 @@ TEST(Task, CompletedDeliversTheJobsValueOnce) {
   Loop loop;
   Outcomes<int> out;
   loop.on_strand([&] {
-    run_task<int>(loop.ctx(), loop.strand, std::chrono::seconds(5), "answer", [] { return 42; },
-                  [&](TaskOutcome<int> o) { out.add(std::move(o)); });
+    run_task<int>(
+        loop.ctx(), loop.strand, std::chrono::seconds(5), "answer", [] { return 42; },
+        [&](TaskOutcome<int> o) { out.add(std::move(o)); });
   });
   ASSERT_TRUE(out.wait_for(1));
   EXPECT_EQ(out.got[0].end, TaskEnd::completed);
@@ -122,8 +124,9 @@ TEST(Task, AHungJobEndsAtItsDeadlineAndItsLateResultIsDropped) {
   // the same strand and check it is the only other outcome.
   Outcomes<int> after;
   loop.on_strand([&] {
-    run_task<int>(loop.ctx(), loop.strand, std::chrono::seconds(5), "after", [] { return 2; },
-                  [&](TaskOutcome<int> o) { after.add(std::move(o)); });
+    run_task<int>(
+        loop.ctx(), loop.strand, std::chrono::seconds(5), "after", [] { return 2; },
+        [&](TaskOutcome<int> o) { after.add(std::move(o)); });
   });
   ASSERT_TRUE(after.wait_for(1));
   EXPECT_EQ(out.count(), 1u);
@@ -135,12 +138,60 @@ TEST(Task, AJobDroppedUnrunEndsAsCancelled) {
   std::promise<void> posted;
   loop.pool.stop();  // every job posted from now on is dropped
   loop.on_strand([&] {
-    run_task<int>(loop.ctx(), loop.strand, std::chrono::seconds(5), "dropped", [] { return 1; },
-                  [&](TaskOutcome<int> o) { out.add(std::move(o)); });
+    run_task<int>(
+        loop.ctx(), loop.strand, std::chrono::seconds(5), "dropped", [] { return 1; },
+        [&](TaskOutcome<int> o) { out.add(std::move(o)); });
   });
   ASSERT_TRUE(out.wait_for(1));
   EXPECT_EQ(out.got[0].end, TaskEnd::cancelled);
   EXPECT_EQ(out.got[0].error.code, Errc::cancelled);
+}
+
+// A node closes while a job it abandoned still hangs (the pool does not wait
+// for abandoned jobs): when the job finally returns, after the io_context is
+// gone, nothing of the task's timer or strand may be touched (the sanitizer
+// build reports it as a use after free).
+TEST(Task, AHungJobThatOutlivesItsIoContextTouchesNothingOfIt) {
+  auto io = std::make_unique<asio::io_context>();
+  auto lifetime = std::make_shared<IoLifetime>();
+  BlockingPoolOptions o;
+  o.stop_grace = std::chrono::milliseconds(50);
+  BlockingPool pool(o);
+  auto guard = asio::make_work_guard(*io);
+  std::optional<Strand> strand(asio::make_strand(*io));
+  std::thread thread([&] { io->run(); });
+
+  auto gate = std::make_shared<std::promise<void>>();
+  std::shared_future<void> opened = gate->get_future().share();
+  Outcomes<int> out;
+  asio::post(*strand, [&] {
+    run_task<int>(
+        TaskContext{&pool, lifetime}, *strand, std::chrono::milliseconds(50), "outlives",
+        [opened] {
+          opened.wait();
+          return 1;
+        },
+        [&](TaskOutcome<int> r) { out.add(std::move(r)); });
+  });
+  ASSERT_TRUE(out.wait_for(1));
+  EXPECT_EQ(out.got[0].end, TaskEnd::deadline);
+
+  // The node's close, in its order; then the io_context is destroyed.
+  pool.stop();
+  lifetime->end();
+  guard.reset();
+  io->stop();
+  thread.join();
+  strand.reset();
+  io.reset();
+  gate->set_value();  // the job returns now, on its detached thread
+  // The pool counts a job as run once its closure is destroyed.
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (pool.stats().jobs_run == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(pool.stats().jobs_run, 1u);
+  EXPECT_EQ(out.count(), 1u);
 }
 
 TEST(BlockingPool, AbandonedJobsLetThePoolGrowWithinItsBound) {
