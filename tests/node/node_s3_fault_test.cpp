@@ -204,7 +204,10 @@ TEST_F(NodeS3Fault, CutAnswersToPutsAreRetried) {
 
 // The root GET of a node starting on an existing stream is cut in the middle
 // of its body: the start is retried (never read as an empty manifest) and
-// the node continues where the persisted manifest ends.
+// the node continues where the persisted manifest ends. (The node reads the
+// root once when it opens the stream, to check the local log is not behind
+// the remote tier; that read gives up on a failure and leaves it to the
+// uploader, so it takes one of the two cut answers.)
 TEST_F(NodeS3Fault, CutRootReadsAtStartAreRetried) {
   uint64_t next = 0;
   {
@@ -229,7 +232,7 @@ TEST_F(NodeS3Fault, CutRootReadsAtStartAreRetried) {
   next = append_values(**log, 40);
   ASSERT_OK(n->flush("s1", std::chrono::seconds(20)));
   json st = n->status_json()["streams"]["s1"]["tiering"];
-  EXPECT_GE(count_of(st["failures_by_class"], "start"), 2u) << st.dump();
+  EXPECT_GE(count_of(st["failures_by_class"], "start"), 1u) << st.dump();
   EXPECT_EQ(st["gaps"], 0) << st.dump();
   int root_gets = 0;
   for (const auto& r : proxy_->recorded()) {
