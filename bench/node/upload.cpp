@@ -1,0 +1,265 @@
+// node_bench upload: how fast a node uploads a backlog, against the object
+// store client alone PUTting the same bytes.
+//
+// A stream of --gib GiB (100 x 1 KiB records per batch) is written once with
+// tiering disabled. Each node run then starts a node on that data with
+// tiering on and a fresh catalog and object place, so the uploader finds
+// the whole stream as its backlog; it is timed from the start of
+// Node::open until flush() reports everything persisted (fragments, group
+// and root PUTs, catalog compare-and-sets included). The raw peer PUTs
+// bodies of exactly the fragment sizes that node run produced, from memory,
+// with the governor's concurrency (--concurrency, default 8) of threads on
+// one client opened with the same configuration, CRC32Cs precomputed. Runs
+// alternate which goes first; the ratio is per round, then the median.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "bench_env.h"
+#include "common/crc32c.h"
+#include "common/random.h"
+#include "tier/object_keys.h"
+
+namespace strata::bench::upload {
+
+struct NodeRun {
+  double seconds = 0;       // open + upload until everything is persisted
+  double open_seconds = 0;  // Node::open alone
+  uint64_t fragment_bytes = 0;
+  std::vector<uint64_t> fragment_sizes;
+  uint64_t puts = 0;
+  uint64_t persists = 0;
+  double cpu_s = 0;         // this process
+  double server_cpu_s = 0;  // s3rver, when it is the store
+};
+
+struct RawRun {
+  double seconds = 0;
+  double cpu_s = 0;
+  double server_cpu_s = 0;
+};
+
+void write_template(const std::string& data, const std::string& base, double gib) {
+  fresh_dir(data);
+  json doc = {
+      {"objstore", {{"backend", "fs"}, {"fs", {{"root", base + "/upload-template-objects"}}}}},
+      {"log", {{"fsync", "never"}}},
+      {"tiering", {{"enabled", false}}}};
+  auto n = open_node(doc, data);
+  auto log = must(n->create_stream("s"), "creating the stream");
+  const size_t batch = 100, record = 1024;
+  uint64_t batches = uint64_t(gib * double(1ull << 30)) / (batch * record);
+  double s = append_parallel(*log, 4, batches, batch, record);
+  std::cerr << fmt::format("wrote {:.2f} GiB in {:.1f} s (tiering off)\n", gib, s);
+  must(n->close(), "closing the node");
+  ::sync();
+}
+
+NodeRun run_node(StoreUnderTest& store, const std::string& data, const std::string& name,
+                 uint64_t fragment_bytes, int concurrency) {
+  remove_dir(data + "/catalog");
+  auto place = store.place(name);
+  json doc = node_doc(place);
+  doc["log"] = {{"fsync", "never"}};
+  doc["tiering"]["fragment_target_bytes"] = fragment_bytes;
+  doc["governor"] = {{"max_concurrent", concurrency}};
+  ::sync();
+  NodeRun r;
+  double cpu0 = process_cpu_seconds(), scpu0 = cpu_of_pid(store.server_pid());
+  auto t0 = Clk::now();
+  auto n = open_node(doc, data);
+  r.open_seconds = secs(t0, Clk::now());
+  must(n->flush("s", std::chrono::minutes(30)), "waiting for the backlog to be persisted");
+  r.seconds = secs(t0, Clk::now());
+  r.cpu_s = process_cpu_seconds() - cpu0;
+  r.server_cpu_s = cpu_of_pid(store.server_pid()) - scpu0;
+  auto st = n->uploader("s")->status();
+  r.persists = st.core.persists_completed;
+  r.puts =
+      uint64_t(prom_by_label(n->metrics_text(), "strata_objstore_requests_total", "op")["put"]);
+  auto keys = must(tier::ObjectKeys::make(place.key_prefix, "s"), "object keys");
+  auto all = objstore::list_all(n->store(), keys.stream_prefix());
+  if (!all.ok()) die("listing the uploaded objects: " + all.error().to_string());
+  for (const auto& o : *all) {
+    auto k = keys.parse(o.key);
+    if (k.ok() && k->type == tier::ObjectType::fragment) {
+      r.fragment_sizes.push_back(o.size);
+      r.fragment_bytes += o.size;
+    }
+  }
+  if (r.fragment_sizes.size() != st.fragments_uploaded || r.fragment_bytes != st.bytes_uploaded) {
+    die(fmt::format("the bucket holds {} fragments / {} bytes, the uploader reports {} / {}",
+                    r.fragment_sizes.size(), r.fragment_bytes, st.fragments_uploaded,
+                    st.bytes_uploaded));
+  }
+  must(n->close(), "closing the node");
+  n.reset();
+  store.clear(place);
+  return r;
+}
+
+RawRun run_raw(StoreUnderTest& store, const std::string& name, const std::vector<uint64_t>& sizes,
+               const std::string& body, int concurrency) {
+  auto place = store.place(name);
+  auto client = store.open_raw(place);
+  std::map<uint64_t, uint32_t> crcs;
+  for (uint64_t s : sizes) {
+    if (!crcs.count(s)) crcs[s] = crc32c::value(body.data(), s);
+  }
+  ::sync();
+  std::atomic<size_t> next{0};
+  RawRun r;
+  double cpu0 = process_cpu_seconds(), scpu0 = cpu_of_pid(store.server_pid());
+  auto t0 = Clk::now();
+  std::vector<std::thread> ts;
+  for (int t = 0; t < concurrency; ++t) {
+    ts.emplace_back([&] {
+      for (size_t i = next.fetch_add(1); i < sizes.size(); i = next.fetch_add(1)) {
+        objstore::PutOptions po;
+        po.crc32c = crcs.at(sizes[i]);
+        std::string key = fmt::format("{}/raw/{:06}", place.key_prefix, i);
+        auto p = client->put(key, BytesView(body.data(), sizes[i]), po);
+        if (!p.ok()) die("raw PUT: " + p.error().to_string());
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  r.seconds = secs(t0, Clk::now());
+  r.cpu_s = process_cpu_seconds() - cpu0;
+  r.server_cpu_s = cpu_of_pid(store.server_pid()) - scpu0;
+  client.reset();
+  store.clear(place);
+  return r;
+}
+
+}  // namespace strata::bench::upload
+
+namespace strata::bench {
+
+json run_upload(const Args& args, const std::string& base) {
+  using namespace upload;
+  const double gib = args.num("gib", 1);
+  const uint64_t fragment_bytes = uint64_t(args.num("fragment-mib", 64) * double(1 << 20));
+  const int rounds = int(args.integer("rounds", 3));
+  const int concurrency = int(args.integer("concurrency", 8));
+  const auto stores = args.list("stores", "fs,s3");
+
+  print_machine();
+  std::cout << fmt::format(
+      "upload: a {:.2f} GiB backlog (100 x 1 KiB records per chunk), {} MiB fragments, {} "
+      "concurrent transfers, {} rounds alternating node / raw PUT\n\n",
+      gib, fragment_bytes >> 20, concurrency, rounds);
+  const std::string data = base + "/upload-data";
+  write_template(data, base, gib);
+
+  std::string body;
+  json out = {{"subcommand", "upload"},
+              {"machine", machine_json()},
+              {"settings",
+               {{"gib", gib},
+                {"fragment_bytes", fragment_bytes},
+                {"concurrency", concurrency},
+                {"rounds", rounds}}},
+              {"results", json::array()}};
+  print_row({"store", "node MB/s", "raw PUT MB/s", "node / raw (median of rounds)", "range",
+             "node open s", "fragments", "PUTs", "node CPU s/GiB", "raw CPU s/GiB",
+             "server CPU s/GiB node / raw"});
+  print_row({"---", "---:", "---:", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---:"});
+  for (const auto& kind : stores) {
+    auto store = StoreUnderTest::make(kind, args, base);
+    std::vector<NodeRun> nodes;
+    std::vector<RawRun> raws;
+    std::vector<double> ratios, node_mb, raw_mb;
+    std::vector<uint64_t> sizes;
+    for (int r = 0; r < rounds; ++r) {
+      auto do_node = [&] {
+        nodes.push_back(
+            run_node(*store, data, fmt::format("up-node-{}", r), fragment_bytes, concurrency));
+        if (sizes.empty()) sizes = nodes.back().fragment_sizes;
+      };
+      auto do_raw = [&] {
+        if (body.empty()) {
+          uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+          body.resize(largest);
+          Random rng(42);
+          for (size_t i = 0; i + 8 <= body.size(); i += 8) {
+            uint64_t v = rng.next();
+            std::memcpy(&body[i], &v, 8);
+          }
+        }
+        raws.push_back(run_raw(*store, fmt::format("up-raw-{}", r), sizes, body, concurrency));
+      };
+      if (r % 2 == 0) {
+        do_node();
+        do_raw();
+      } else {
+        do_raw();
+        do_node();
+      }
+      const NodeRun& n = nodes.back();
+      const RawRun& w = raws.back();
+      double total = 0;
+      for (uint64_t s : sizes) total += double(s);
+      node_mb.push_back(double(n.fragment_bytes) / 1e6 / n.seconds);
+      raw_mb.push_back(total / 1e6 / w.seconds);
+      ratios.push_back(node_mb.back() / raw_mb.back());
+      std::cerr << fmt::format(
+          "{} round {}: node {:.1f} MB/s ({:.2f} s, open {:.2f} s), raw {:.1f} MB/s ({:.2f} s), "
+          "ratio {:.3f}\n",
+          kind, r + 1, node_mb.back(), n.seconds, n.open_seconds, raw_mb.back(), w.seconds,
+          ratios.back());
+    }
+    const double up_gib = double(nodes[0].fragment_bytes) / double(1ull << 30);
+    std::vector<double> open_s, ncpu, rcpu, nscpu, rscpu;
+    for (const auto& n : nodes) {
+      open_s.push_back(n.open_seconds);
+      ncpu.push_back(n.cpu_s / up_gib);
+      nscpu.push_back(n.server_cpu_s / up_gib);
+    }
+    for (const auto& w : raws) {
+      rcpu.push_back(w.cpu_s / up_gib);
+      rscpu.push_back(w.server_cpu_s / up_gib);
+    }
+    print_row({kind, fmt_num(median(node_mb), 1), fmt_num(median(raw_mb), 1),
+               "**" + fmt_num(median(ratios), 3) + "**",
+               fmt_num(min_of(ratios), 3) + "–" + fmt_num(max_of(ratios), 3),
+               fmt_num(median(open_s), 2), std::to_string(nodes[0].fragment_sizes.size()),
+               std::to_string(nodes[0].puts), fmt_num(median(ncpu), 2), fmt_num(median(rcpu), 2),
+               kind == "s3" ? fmt_num(median(nscpu), 2) + " / " + fmt_num(median(rscpu), 2) : "—"});
+    json rj = json::array();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      rj.push_back({{"node_mb_per_s", node_mb[i]},
+                    {"node_seconds", nodes[i].seconds},
+                    {"node_open_seconds", nodes[i].open_seconds},
+                    {"node_cpu_s", nodes[i].cpu_s},
+                    {"node_server_cpu_s", nodes[i].server_cpu_s},
+                    {"node_puts", nodes[i].puts},
+                    {"node_persists", nodes[i].persists},
+                    {"raw_mb_per_s", raw_mb[i]},
+                    {"raw_seconds", raws[i].seconds},
+                    {"raw_cpu_s", raws[i].cpu_s},
+                    {"raw_server_cpu_s", raws[i].server_cpu_s},
+                    {"ratio", ratios[i]}});
+    }
+    out["results"].push_back({{"store", store->describe()},
+                              {"kind", kind},
+                              {"fragments", nodes[0].fragment_sizes.size()},
+                              {"fragment_bytes", nodes[0].fragment_bytes},
+                              {"node_mb_per_s", median(node_mb)},
+                              {"raw_mb_per_s", median(raw_mb)},
+                              {"ratio_median", median(ratios)},
+                              {"ratio_min", min_of(ratios)},
+                              {"ratio_max", max_of(ratios)},
+                              {"rounds", rj}});
+  }
+  remove_dir(data);
+  remove_dir(base + "/upload-template-objects");
+  std::cout << "\nGoal: node / raw >= 0.9.\n";
+  return out;
+}
+
+}  // namespace strata::bench
