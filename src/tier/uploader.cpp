@@ -154,9 +154,14 @@ void Uploader::Impl::await_persisted(uint64_t offset, std::function<void(Status)
 }
 
 void Uploader::Impl::force_cut() {
-  on_strand([this] {
-    if (!core_ || closed_) return;
-    if (auto plan = asm_->cut()) cut(std::move(*plan));
+  // Everything committed before this call, not only what the assembly holds
+  // now: while starting or catching up, most of it has not been read yet.
+  const uint64_t through = log_->committed_next();
+  on_strand([this, through] {
+    if (closed_) return;
+    cut_through_ = std::max(cut_through_, through);
+    if (!core_) return;  // start_core's catch-up feeds the chunks, then cuts
+    cut_if_through();
     pump();
     publish_status();
   });
@@ -412,6 +417,8 @@ void Uploader::Impl::pump() {
       held_cut_.reset();
       cut(std::move(p));
       if (!core_ || held_cut_) return;
+      cut_if_through();
+      if (!core_ || held_cut_) return;
     }
     if (catching_up_) {
       start_catchup();
@@ -464,7 +471,14 @@ bool Uploader::Impl::feed_chunk(const CommittedChunk& c) {
     return false;
   }
   if (*r) cut(std::move(**r));
+  cut_if_through();
   return !held_cut_;
+}
+
+void Uploader::Impl::cut_if_through() {
+  if (cut_through_ == 0 || !core_ || held_cut_ || *asm_->next_offset() < cut_through_) return;
+  cut_through_ = 0;
+  if (auto plan = asm_->cut()) cut(std::move(*plan));
 }
 
 void Uploader::Impl::cut(FragmentPlan plan) {

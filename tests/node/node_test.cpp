@@ -101,6 +101,30 @@ TEST(Node, RestartContinuesWithNoGapAndNoDuplicate) {
   EXPECT_EQ(e->epoch, 5u);  // created at 1; each of the four opens took it over
 }
 
+TEST(Node, FlushRightAfterOpenCutsTheBacklogWithoutWaitingForTheAgeBound) {
+  // A backlog written with tiering off, then a node that flushes at once:
+  // the uploader is still starting, so the cut must apply once the backlog
+  // has been read, not wait for fragment_max_age (10 minutes here).
+  TempDir tmp;
+  auto doc = small_node_doc();
+  doc["tiering"]["fragment_max_age_ms"] = 600'000;
+  uint64_t next = 0;
+  {
+    auto off = doc;
+    off["tiering"]["enabled"] = false;
+    auto n = open_node(tmp.path(), off);
+    ASSERT_TRUE(n);
+    auto log = n->create_stream("s1");
+    ASSERT_OK(log);
+    next = append_values(**log, 40);
+    ASSERT_OK(n->close());
+  }
+  auto n = open_node(tmp.path(), doc);
+  ASSERT_TRUE(n);
+  ASSERT_OK(n->flush("s1", std::chrono::seconds(30)));
+  expect_all(read_remote(n->store(), n->catalog(), "t", "s1"), next);
+}
+
 TEST(Node, LocalRetentionKeepsOnlyWhatTheRemoteTierCovers) {
   TempDir tmp;
   auto doc = small_node_doc();
