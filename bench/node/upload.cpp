@@ -60,7 +60,7 @@ void write_template(const std::string& data, const std::string& base, double gib
 }
 
 NodeRun run_node(StoreUnderTest& store, const std::string& data, const std::string& name,
-                 uint64_t fragment_bytes, int concurrency) {
+                 uint64_t fragment_bytes, int concurrency, bool trace) {
   remove_dir(data + "/catalog");
   auto place = store.place(name);
   json doc = node_doc(place);
@@ -73,8 +73,31 @@ NodeRun run_node(StoreUnderTest& store, const std::string& data, const std::stri
   auto t0 = Clk::now();
   auto n = open_node(doc, data);
   r.open_seconds = secs(t0, Clk::now());
+  std::atomic<bool> flushed{false};
+  std::thread tracer;
+  if (trace) {
+    // --trace: the uploader's progress every 250 ms, to see where time goes.
+    tracer = std::thread([&] {
+      while (!flushed.load()) {
+        auto u = n->uploader("s")->status();
+        auto g = n->status_json()["node"];
+        std::cerr << fmt::format(
+            "  {:6.2f} s: uploaded {} frags {} MB, in flight {}, pending persist {}, remote next "
+            "{}, catching up {}, catch-up reads {}, governor queued {} in flight {}, pool busy "
+            "{} queued {}\n",
+            secs(t0, Clk::now()), u.fragments_uploaded, u.bytes_uploaded / 1000000,
+            u.core.transfers_in_flight, u.core.fragments_unpersisted, u.remote_next_offset,
+            u.catching_up, u.catchup_reads, g["governor"]["queued"].get<uint64_t>(),
+            g["governor"]["in_flight"].get<uint64_t>(), g["pool"]["busy"].get<uint64_t>(),
+            g["pool"]["queued"].get<uint64_t>());
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      }
+    });
+  }
   must(n->flush("s", std::chrono::minutes(30)), "waiting for the backlog to be persisted");
   r.seconds = secs(t0, Clk::now());
+  flushed = true;
+  if (tracer.joinable()) tracer.join();
   r.cpu_s = process_cpu_seconds() - cpu0;
   r.server_cpu_s = cpu_of_pid(store.server_pid()) - scpu0;
   auto st = n->uploader("s")->status();
@@ -177,8 +200,8 @@ json run_upload(const Args& args, const std::string& base) {
     std::vector<uint64_t> sizes;
     for (int r = 0; r < rounds; ++r) {
       auto do_node = [&] {
-        nodes.push_back(
-            run_node(*store, data, fmt::format("up-node-{}", r), fragment_bytes, concurrency));
+        nodes.push_back(run_node(*store, data, fmt::format("up-node-{}", r), fragment_bytes,
+                                 concurrency, args.flag("trace")));
         if (sizes.empty()) sizes = nodes.back().fragment_sizes;
       };
       auto do_raw = [&] {
