@@ -63,8 +63,9 @@ class Node {
   std::shared_ptr<tier::Uploader> uploader(const std::string& name) const;
 
   // Cuts the stream's pending fragment and waits until everything committed
-  // now is in a persisted manifest. Errors: not_found, unavailable (tiering
-  // disabled), timeout, or why the uploader stopped.
+  // now is in a persisted manifest (persisted as soon as it is uploaded: no
+  // persist debounce). Errors: not_found, unavailable (tiering disabled),
+  // timeout, or why the uploader stopped.
   Status flush(const std::string& name, std::chrono::milliseconds timeout);
 
   nlohmann::json status_json() const;

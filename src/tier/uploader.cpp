@@ -61,8 +61,8 @@ void Uploader::on_commit(const log::CommittedChunk& c) {
 uint64_t Uploader::persisted_next() const {
   return impl_->persisted_next.load(std::memory_order_acquire);
 }
-void Uploader::await_persisted(uint64_t offset, std::function<void(Status)> done) {
-  impl_->await_persisted(offset, std::move(done));
+void Uploader::await_persisted(uint64_t offset, std::function<void(Status)> done, bool urgent) {
+  impl_->await_persisted(offset, std::move(done), urgent);
 }
 void Uploader::force_cut() {
   impl_->force_cut();
@@ -132,8 +132,9 @@ void Uploader::Impl::on_commit(const log::CommittedChunk& c) {
   }
 }
 
-void Uploader::Impl::await_persisted(uint64_t offset, std::function<void(Status)> done) {
-  on_strand([this, offset, done = std::move(done)]() mutable {
+void Uploader::Impl::await_persisted(uint64_t offset, std::function<void(Status)> done,
+                                     bool urgent) {
+  on_strand([this, offset, urgent, done = std::move(done)]() mutable {
     if (closed_ || state.load() == UploaderState::fenced ||
         state.load() == UploaderState::deleted) {
       done(Error(Errc::closed, fmt::format("uploader of stream {} is {}", opts_.stream,
@@ -147,8 +148,8 @@ void Uploader::Impl::await_persisted(uint64_t offset, std::function<void(Status)
     // The core's waiters wait for one offset to be persisted: the last
     // one below `offset`.
     uint64_t id = next_await_++;
-    awaits_[id] = Await{offset - 1, std::move(done)};
-    if (core_) feed(AwaitOffset{offset - 1, id});
+    awaits_[id] = Await{offset - 1, std::move(done), urgent};
+    if (core_) feed(AwaitOffset{offset - 1, id, urgent});
     publish_status();
   });
 }
@@ -328,9 +329,9 @@ void Uploader::Impl::start_core(LoadedState st) {
                local.first_offset, local.next_offset);
   // Waiters registered while starting (or before a restart) go to this core.
   // (A reply may come at once and erase from awaits_: iterate a copy.)
-  std::vector<std::pair<uint64_t, uint64_t>> waiting;
-  for (auto& [id, a] : awaits_) waiting.emplace_back(id, a.offset);
-  for (auto [id, offset] : waiting) feed(AwaitOffset{offset, id});
+  std::vector<AwaitOffset> waiting;
+  for (auto& [id, a] : awaits_) waiting.push_back(AwaitOffset{a.offset, id, a.urgent});
+  for (const AwaitOffset& w : waiting) feed(w);
   pump();
 }
 

@@ -20,7 +20,7 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   // ---- entry points (any thread) ----
   void begin();
   void on_commit(const log::CommittedChunk& c);
-  void await_persisted(uint64_t offset, std::function<void(Status)> done);
+  void await_persisted(uint64_t offset, std::function<void(Status)> done, bool urgent);
   void force_cut();
   void request_retention();
   void close();
@@ -36,6 +36,7 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   struct Await {
     uint64_t offset = 0;
     std::function<void(Status)> done;
+    bool urgent = false;
   };
 
   int64_t now() const { return env_.clock->now_ms(); }
