@@ -283,8 +283,18 @@ void StoreUnderTest::clear(const Place& p) {
   if (!all.ok()) die("listing " + p.key_prefix + ": " + all.error().to_string());
   std::vector<std::string> keys;
   for (const auto& o : *all) keys.push_back(o.key);
-  for (const auto& r : store->remove_many(keys)) {
-    if (!r.ok()) die("removing " + r.key + ": " + r.error->to_string());
+  // s3rver answers 500 when the deletes of one batch race to remove the
+  // directory they emptied: such keys are retried.
+  for (int attempt = 1; !keys.empty(); ++attempt) {
+    std::vector<std::string> again;
+    for (auto& r : store->remove_many(keys)) {
+      if (r.ok()) continue;
+      if (r.error->retry != objstore::RetryClass::transient || attempt == 5) {
+        die("removing " + r.key + ": " + r.error->to_string());
+      }
+      again.push_back(r.key);
+    }
+    keys = std::move(again);
   }
 }
 

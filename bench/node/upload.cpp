@@ -216,6 +216,11 @@ json run_upload(const Args& args, const std::string& base) {
         }
         raws.push_back(run_raw(*store, fmt::format("up-raw-{}", r), sizes, body, concurrency));
       };
+      if (args.flag("node-only")) {
+        // For profiling the node's side alone; no ratio.
+        do_node();
+        continue;
+      }
       if (r % 2 == 0) {
         do_node();
         do_raw();
@@ -235,6 +240,13 @@ json run_upload(const Args& args, const std::string& base) {
           "ratio {:.3f}\n",
           kind, r + 1, node_mb.back(), n.seconds, n.open_seconds, raw_mb.back(), w.seconds,
           ratios.back());
+    }
+    if (raws.empty()) {
+      for (const auto& n : nodes) {
+        std::cout << fmt::format("{}: node {:.1f} MB/s, CPU {:.2f} s\n", kind,
+                                 double(n.fragment_bytes) / 1e6 / n.seconds, n.cpu_s);
+      }
+      continue;
     }
     const double up_gib = double(nodes[0].fragment_bytes) / double(1ull << 30);
     std::vector<double> open_s, ncpu, rcpu, nscpu, rscpu;
