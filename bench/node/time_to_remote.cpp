@@ -13,6 +13,7 @@
 // recorded in the same run.
 #include <fmt/format.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <iostream>
 #include <mutex>
@@ -44,7 +45,7 @@ struct Result {
   double achieved_rate = 0;
 };
 
-Result run(StoreUnderTest& store, const std::string& base, const Settings& s) {
+Result run(StoreUnderTest& store, const std::string& base, const Settings& s, bool trace) {
   const std::string data = base + "/ttr-data";
   fresh_dir(data);
   auto place = store.place("ttr");
@@ -69,6 +70,26 @@ Result run(StoreUnderTest& store, const std::string& base, const Settings& s) {
   const auto interval = std::chrono::duration<double>(double(s.batch * s.record) / s.rate_bytes);
   const auto t0 = Clk::now();
   const auto end = t0 + std::chrono::duration<double>(s.seconds);
+  std::atomic<bool> stop{false};
+  std::thread tracer;
+  if (trace) {
+    // --trace: every change of the uploader's progress, polled each 5 ms.
+    tracer = std::thread([&] {
+      uint64_t frags = 0, next = 0, cuts = 0;
+      while (!stop.load()) {
+        auto u = up->status();
+        if (u.fragments_uploaded != frags || u.remote_next_offset != next ||
+            u.core.fragments_cut != cuts) {
+          frags = u.fragments_uploaded;
+          next = u.remote_next_offset;
+          cuts = u.core.fragments_cut;
+          std::cerr << fmt::format("  {:8.3f} s: cut {} uploaded {} remote next {} (log next {})\n",
+                                   secs(t0, Clk::now()), cuts, frags, next, log->committed_next());
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    });
+  }
   for (uint64_t i = 0;; ++i) {
     auto due = t0 + std::chrono::duration_cast<Clk::duration>(interval * double(i));
     if (due >= end) break;
@@ -96,6 +117,8 @@ Result run(StoreUnderTest& store, const std::string& base, const Settings& s) {
       die("not every append was reported persisted");
     }
   }
+  stop = true;
+  if (tracer.joinable()) tracer.join();
   auto st = up->status();
   // The histogram includes the warm-up fragment; it is one of many.
   r.hist_p50 = st.time_to_remote.quantile_ms(0.5);
@@ -155,7 +178,7 @@ json run_time_to_remote(const Args& args, const std::string& base) {
               {"results", json::array()}};
   for (const auto& kind : stores) {
     auto store = StoreUnderTest::make(kind, args, base);
-    Result r = run(*store, base, s);
+    Result r = run(*store, base, s, args.flag("trace"));
     double p50 = percentile(r.direct_ms, 0.5), p99 = percentile(r.direct_ms, 0.99),
            mx = max_of(r.direct_ms);
     print_row({kind, std::to_string(r.appends), fmt_num(p50, 0), fmt_num(p99, 0), fmt_num(mx, 0),

@@ -76,7 +76,7 @@ NodeRun run_node(StoreUnderTest& store, const std::string& data, const std::stri
   std::atomic<bool> flushed{false};
   std::thread tracer;
   if (trace) {
-    // --trace: the uploader's progress every 250 ms, to see where time goes.
+    // --trace: the uploader's progress every 100 ms, to see where time goes.
     tracer = std::thread([&] {
       while (!flushed.load()) {
         auto u = n->uploader("s")->status();
@@ -90,7 +90,7 @@ NodeRun run_node(StoreUnderTest& store, const std::string& data, const std::stri
             u.catching_up, u.catchup_reads, g["governor"]["queued"].get<uint64_t>(),
             g["governor"]["in_flight"].get<uint64_t>(), g["pool"]["busy"].get<uint64_t>(),
             g["pool"]["queued"].get<uint64_t>());
-        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     });
   }
