@@ -580,7 +580,13 @@ void Uploader::Impl::on_wake() {
   if (!core_) return;
   int64_t t = now();
   if (auto plan = asm_->tick(t)) cut(std::move(*plan));
-  if (core_ && core_timer_at_ && t >= *core_timer_at_) feed(Tick{});
+  if (core_ && core_timer_at_ && t >= *core_timer_at_) {
+    // The Tick uses the core's wake-up up (it forgets it too): an effect of
+    // this Tick sets the next one. Kept, a past time would re-arm the wake
+    // timer at once, forever (an idle stream spinning on its strand).
+    core_timer_at_.reset();
+    feed(Tick{});
+  }
   if (core_) {
     pump();
     arm_wake();
