@@ -3,7 +3,7 @@
 // a markdown table headed by the CPU it ran on; --json adds the figures as
 // one JSON document on the last line.
 //
-//   node_bench hot     [--rounds 5] [--threads 4] [--always-mib 128] [--never-mib 512]
+//   node_bench hot     [--rounds 5] [--threads 4] [--always-mib 256] [--never-mib 512]
 //                      [--policies always,never] [--store shm|fs|s3]
 //   node_bench upload  [--gib 1] [--fragment-mib 64] [--rounds 3] [--concurrency 8]
 //                      [--stores fs,s3]
