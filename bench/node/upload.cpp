@@ -165,9 +165,9 @@ namespace strata::bench {
 
 json run_upload(const Args& args, const std::string& base) {
   using namespace upload;
-  const double gib = args.num("gib", 1);
+  const double gib = args.num("gib", 2);
   const uint64_t fragment_bytes = uint64_t(args.num("fragment-mib", 64) * double(1 << 20));
-  const int rounds = int(args.integer("rounds", 3));
+  const int rounds = int(args.integer("rounds", 5));
   const int concurrency = int(args.integer("concurrency", 8));
   const auto stores = args.list("stores", "fs,s3");
 
@@ -198,7 +198,10 @@ json run_upload(const Args& args, const std::string& base) {
     std::vector<RawRun> raws;
     std::vector<double> ratios, node_mb, raw_mb;
     std::vector<uint64_t> sizes;
-    for (int r = 0; r < rounds; ++r) {
+    // Round -1 warms up (discarded): the first run after writing the
+    // backlog was always the slowest, whichever client ran it (memory the
+    // VM had not touched yet), so neither side gets it.
+    for (int r = args.flag("no-warmup") ? 0 : -1; r < rounds; ++r) {
       auto do_node = [&] {
         nodes.push_back(run_node(*store, data, fmt::format("up-node-{}", r), fragment_bytes,
                                  concurrency, args.flag("trace")));
@@ -221,12 +224,19 @@ json run_upload(const Args& args, const std::string& base) {
         do_node();
         continue;
       }
-      if (r % 2 == 0) {
+      if (r < 0 || r % 2 == 0) {
         do_node();
         do_raw();
       } else {
         do_raw();
         do_node();
+      }
+      if (r < 0) {
+        std::cerr << fmt::format("{} warm-up: node {:.2f} s, raw {:.2f} s (discarded)\n", kind,
+                                 nodes.back().seconds, raws.back().seconds);
+        nodes.pop_back();
+        raws.pop_back();
+        continue;
       }
       const NodeRun& n = nodes.back();
       const RawRun& w = raws.back();
