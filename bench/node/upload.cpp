@@ -60,13 +60,14 @@ void write_template(const std::string& data, const std::string& base, double gib
 }
 
 NodeRun run_node(StoreUnderTest& store, const std::string& data, const std::string& name,
-                 uint64_t fragment_bytes, int concurrency, bool trace) {
+                 uint64_t fragment_bytes, int concurrency, int blocking_threads, bool trace) {
   remove_dir(data + "/catalog");
   auto place = store.place(name);
   json doc = node_doc(place);
   doc["log"] = {{"fsync", "never"}};
   doc["tiering"]["fragment_target_bytes"] = fragment_bytes;
   doc["governor"] = {{"max_concurrent", concurrency}};
+  if (blocking_threads > 0) doc["threads"] = {{"blocking", blocking_threads}};
   ::sync();
   NodeRun r;
   double cpu0 = process_cpu_seconds(), scpu0 = cpu_of_pid(store.server_pid());
@@ -204,7 +205,8 @@ json run_upload(const Args& args, const std::string& base) {
     for (int r = args.flag("no-warmup") ? 0 : -1; r < rounds; ++r) {
       auto do_node = [&] {
         nodes.push_back(run_node(*store, data, fmt::format("up-node-{}", r), fragment_bytes,
-                                 concurrency, args.flag("trace")));
+                                 concurrency, int(args.integer("blocking-threads", 0)),
+                                 args.flag("trace")));
         if (sizes.empty()) sizes = nodes.back().fragment_sizes;
       };
       auto do_raw = [&] {
