@@ -5,7 +5,7 @@
 //
 //   node_bench hot     [--rounds 5] [--threads 4] [--always-mib 256] [--never-mib 512]
 //                      [--policies always,never] [--store shm|fs|s3]
-//   node_bench upload  [--gib 2] [--fragment-mib 64] [--rounds 5] [--concurrency 8]
+//   node_bench upload  [--gib 1] [--fragment-mib 64] [--rounds 5] [--concurrency 8]
 //                      [--stores fs,s3] [--blocking-threads N] [--no-warmup] [--trace]
 //                      [--node-only]
 //   node_bench ttr     [--seconds 30] [--rate-mib 1] [--fragment-max-age-ms 2000]

@@ -6,22 +6,30 @@
 // tiering on and a fresh catalog and object place, so the uploader finds
 // the whole stream as its backlog; it is timed from the start of
 // Node::open until flush() reports everything persisted (fragments, group
-// and root PUTs, catalog compare-and-sets included). The raw peer PUTs
-// bodies of exactly the fragment sizes that node run produced, from memory,
-// with the governor's concurrency (--concurrency, default 8) of threads on
-// one client opened with the same configuration, CRC32Cs precomputed. Runs
-// alternate which goes first; the ratio is per round, then the median.
+// and root PUTs, catalog compare-and-sets included). Two raw peers PUT
+// bodies of exactly the fragment sizes that node run produced, with the
+// governor's concurrency (--concurrency, default 8) of threads on one
+// client opened with the same configuration:
+//   - from memory (one random buffer, CRC32Cs precomputed): the goal's peer;
+//   - from the segment files, mapped as the node maps them (the store
+//     computes the CRC32C): the same source, so what remains is the node.
+// A discarded warm-up round first, then rounds rotating the three; ratios
+// are per round, then the median.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <filesystem>
+#include <functional>
 #include <iostream>
 #include <thread>
 
 #include "bench_env.h"
 #include "common/crc32c.h"
+#include "common/mapped_range.h"
 #include "common/random.h"
+#include "log/log_files.h"
 #include "tier/object_keys.h"
 
 namespace strata::bench::upload {
@@ -160,25 +168,91 @@ RawRun run_raw(StoreUnderTest& store, const std::string& name, const std::vector
   return r;
 }
 
+// The raw peer with the node's source: each body is the next range of the
+// stream's segment files (mapped, as the node maps them), so the only
+// difference left to the node is the node's own work. CRC32C left to the
+// store (one pass, as the node's fragment encoder makes one).
+RawRun run_raw_mapped(StoreUnderTest& store, const std::string& name,
+                      const std::vector<uint64_t>& sizes,
+                      const std::vector<std::pair<std::string, uint64_t>>& files, int concurrency) {
+  auto place = store.place(name);
+  auto client = store.open_raw(place);
+  uint64_t total_file_bytes = 0;
+  for (const auto& f : files) total_file_bytes += f.second;
+  std::vector<uint64_t> starts;
+  uint64_t at = 0;
+  for (uint64_t s : sizes) {
+    starts.push_back(at % total_file_bytes);
+    at += s;
+  }
+  ::sync();
+  std::atomic<size_t> next{0};
+  RawRun r;
+  double cpu0 = process_cpu_seconds(), scpu0 = cpu_of_pid(store.server_pid());
+  auto t0 = Clk::now();
+  std::vector<std::thread> ts;
+  for (int t = 0; t < concurrency; ++t) {
+    ts.emplace_back([&] {
+      for (size_t i = next.fetch_add(1); i < sizes.size(); i = next.fetch_add(1)) {
+        std::vector<MappedRange> maps;
+        std::vector<BytesView> parts;
+        uint64_t want = sizes[i], pos = starts[i];
+        while (want > 0) {
+          // The file holding virtual position `pos` of the concatenation.
+          uint64_t base = 0;
+          size_t f = 0;
+          while (pos >= base + files[f].second) base += files[f++].second;
+          uint64_t len = std::min(want, base + files[f].second - pos);
+          maps.push_back(must(MappedRange::map(files[f].first, pos - base, len), "mapping"));
+          parts.push_back(maps.back().view());
+          want -= len;
+          pos = (pos + len) % total_file_bytes;
+        }
+        std::string key = fmt::format("{}/raw/{:06}", place.key_prefix, i);
+        auto p = client->put(key, objstore::BodyParts(parts.data(), parts.size()));
+        if (!p.ok()) die("raw PUT: " + p.error().to_string());
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  r.seconds = secs(t0, Clk::now());
+  r.cpu_s = process_cpu_seconds() - cpu0;
+  r.server_cpu_s = cpu_of_pid(store.server_pid()) - scpu0;
+  client.reset();
+  store.clear(place);
+  return r;
+}
+
 }  // namespace strata::bench::upload
 
 namespace strata::bench {
 
 json run_upload(const Args& args, const std::string& base) {
   using namespace upload;
-  const double gib = args.num("gib", 2);
+  const double gib = args.num("gib", 1);
   const uint64_t fragment_bytes = uint64_t(args.num("fragment-mib", 64) * double(1 << 20));
   const int rounds = int(args.integer("rounds", 5));
   const int concurrency = int(args.integer("concurrency", 8));
+  const int blocking_threads = int(args.integer("blocking-threads", 0));
   const auto stores = args.list("stores", "fs,s3");
 
   print_machine();
   std::cout << fmt::format(
       "upload: a {:.2f} GiB backlog (100 x 1 KiB records per chunk), {} MiB fragments, {} "
-      "concurrent transfers, {} rounds alternating node / raw PUT\n\n",
+      "concurrent transfers, {} rounds rotating node / raw PUT from memory / raw PUT from the "
+      "segment maps (after one discarded warm-up round)\n\n",
       gib, fragment_bytes >> 20, concurrency, rounds);
   const std::string data = base + "/upload-data";
   write_template(data, base, gib);
+  std::vector<std::pair<std::string, uint64_t>> files;
+  for (const auto& e : std::filesystem::directory_iterator(data + "/streams/s")) {
+    auto n = log::parse_log_file_name(e.path().filename().string());
+    if (n.ok() && *n && (*n)->kind == log::LogFileKind::segment) {
+      files.emplace_back(e.path().string(), e.file_size());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) die("no segment files under " + data + "/streams/s");
 
   std::string body;
   json out = {{"subcommand", "upload"},
@@ -189,25 +263,29 @@ json run_upload(const Args& args, const std::string& base) {
                 {"concurrency", concurrency},
                 {"rounds", rounds}}},
               {"results", json::array()}};
-  print_row({"store", "node MB/s", "raw PUT MB/s", "node / raw (median of rounds)", "range",
-             "node open s", "fragments", "PUTs", "node CPU s/GiB", "raw CPU s/GiB",
-             "server CPU s/GiB node / raw"});
-  print_row({"---", "---:", "---:", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---:"});
+  print_row({"store", "node MB/s", "raw PUT MB/s", "**node / raw** (median of rounds)", "range",
+             "raw PUT from segment maps MB/s", "node / that", "node CPU s/GiB",
+             "raw CPU s/GiB (memory / maps)", "server CPU s/GiB node / raw", "fragments", "PUTs"});
+  print_row({"---", "---:", "---:", "---:", "---",
+             "---:", "---:", "---:", "---:", "---:", "---:", "---:"});
   for (const auto& kind : stores) {
     auto store = StoreUnderTest::make(kind, args, base);
     std::vector<NodeRun> nodes;
-    std::vector<RawRun> raws;
-    std::vector<double> ratios, node_mb, raw_mb;
+    std::vector<RawRun> raws, mapped;
+    std::vector<double> ratios, ratios_mapped, node_mb, raw_mb, mapped_mb;
     std::vector<uint64_t> sizes;
+    double total = 0;
     // Round -1 warms up (discarded): the first run after writing the
     // backlog was always the slowest, whichever client ran it (memory the
-    // VM had not touched yet), so neither side gets it.
+    // VM had not touched yet), so no client gets it.
     for (int r = args.flag("no-warmup") ? 0 : -1; r < rounds; ++r) {
       auto do_node = [&] {
         nodes.push_back(run_node(*store, data, fmt::format("up-node-{}", r), fragment_bytes,
-                                 concurrency, int(args.integer("blocking-threads", 0)),
-                                 args.flag("trace")));
-        if (sizes.empty()) sizes = nodes.back().fragment_sizes;
+                                 concurrency, blocking_threads, args.flag("trace")));
+        if (sizes.empty()) {
+          sizes = nodes.back().fragment_sizes;
+          for (uint64_t s : sizes) total += double(s);
+        }
       };
       auto do_raw = [&] {
         if (body.empty()) {
@@ -221,37 +299,40 @@ json run_upload(const Args& args, const std::string& base) {
         }
         raws.push_back(run_raw(*store, fmt::format("up-raw-{}", r), sizes, body, concurrency));
       };
+      auto do_mapped = [&] {
+        mapped.push_back(
+            run_raw_mapped(*store, fmt::format("up-map-{}", r), sizes, files, concurrency));
+      };
       if (args.flag("node-only")) {
         // For profiling the node's side alone; no ratio.
         do_node();
         continue;
       }
-      if (r < 0 || r % 2 == 0) {
-        do_node();
-        do_raw();
-      } else {
-        do_raw();
-        do_node();
-      }
+      // The node goes first once (it learns the fragment sizes), then the
+      // order rotates.
+      std::vector<std::function<void()>> order = {do_node, do_raw, do_mapped};
+      if (r > 0) std::rotate(order.begin(), order.begin() + (r % 3), order.end());
+      for (auto& f : order) f();
       if (r < 0) {
-        std::cerr << fmt::format("{} warm-up: node {:.2f} s, raw {:.2f} s (discarded)\n", kind,
-                                 nodes.back().seconds, raws.back().seconds);
+        std::cerr << fmt::format(
+            "{} warm-up: node {:.2f} s, raw {:.2f} s, raw from maps {:.2f} s (discarded)\n", kind,
+            nodes.back().seconds, raws.back().seconds, mapped.back().seconds);
         nodes.pop_back();
         raws.pop_back();
+        mapped.pop_back();
         continue;
       }
       const NodeRun& n = nodes.back();
-      const RawRun& w = raws.back();
-      double total = 0;
-      for (uint64_t s : sizes) total += double(s);
       node_mb.push_back(double(n.fragment_bytes) / 1e6 / n.seconds);
-      raw_mb.push_back(total / 1e6 / w.seconds);
+      raw_mb.push_back(total / 1e6 / raws.back().seconds);
+      mapped_mb.push_back(total / 1e6 / mapped.back().seconds);
       ratios.push_back(node_mb.back() / raw_mb.back());
+      ratios_mapped.push_back(node_mb.back() / mapped_mb.back());
       std::cerr << fmt::format(
-          "{} round {}: node {:.1f} MB/s ({:.2f} s, open {:.2f} s), raw {:.1f} MB/s ({:.2f} s), "
-          "ratio {:.3f}\n",
-          kind, r + 1, node_mb.back(), n.seconds, n.open_seconds, raw_mb.back(), w.seconds,
-          ratios.back());
+          "{} round {}: node {:.1f} MB/s ({:.2f} s, open {:.2f} s), raw {:.1f} MB/s, raw from "
+          "maps {:.1f} MB/s; node/raw {:.3f}, node/maps {:.3f}\n",
+          kind, r + 1, node_mb.back(), n.seconds, n.open_seconds, raw_mb.back(), mapped_mb.back(),
+          ratios.back(), ratios_mapped.back());
     }
     if (raws.empty()) {
       for (const auto& n : nodes) {
@@ -260,10 +341,9 @@ json run_upload(const Args& args, const std::string& base) {
       }
       continue;
     }
-    const double up_gib = double(nodes[0].fragment_bytes) / double(1ull << 30);
-    std::vector<double> open_s, ncpu, rcpu, nscpu, rscpu;
+    const double up_gib = total / double(1ull << 30);
+    std::vector<double> ncpu, rcpu, mcpu, nscpu, rscpu;
     for (const auto& n : nodes) {
-      open_s.push_back(n.open_seconds);
       ncpu.push_back(n.cpu_s / up_gib);
       nscpu.push_back(n.server_cpu_s / up_gib);
     }
@@ -271,12 +351,15 @@ json run_upload(const Args& args, const std::string& base) {
       rcpu.push_back(w.cpu_s / up_gib);
       rscpu.push_back(w.server_cpu_s / up_gib);
     }
+    for (const auto& w : mapped) mcpu.push_back(w.cpu_s / up_gib);
     print_row({kind, fmt_num(median(node_mb), 1), fmt_num(median(raw_mb), 1),
                "**" + fmt_num(median(ratios), 3) + "**",
                fmt_num(min_of(ratios), 3) + "–" + fmt_num(max_of(ratios), 3),
-               fmt_num(median(open_s), 2), std::to_string(nodes[0].fragment_sizes.size()),
-               std::to_string(nodes[0].puts), fmt_num(median(ncpu), 2), fmt_num(median(rcpu), 2),
-               kind == "s3" ? fmt_num(median(nscpu), 2) + " / " + fmt_num(median(rscpu), 2) : "—"});
+               fmt_num(median(mapped_mb), 1), fmt_num(median(ratios_mapped), 3),
+               fmt_num(median(ncpu), 2),
+               fmt_num(median(rcpu), 2) + " / " + fmt_num(median(mcpu), 2),
+               kind == "s3" ? fmt_num(median(nscpu), 2) + " / " + fmt_num(median(rscpu), 2) : "—",
+               std::to_string(sizes.size()), std::to_string(nodes[0].puts)});
     json rj = json::array();
     for (size_t i = 0; i < nodes.size(); ++i) {
       rj.push_back({{"node_mb_per_s", node_mb[i]},
@@ -287,20 +370,24 @@ json run_upload(const Args& args, const std::string& base) {
                     {"node_puts", nodes[i].puts},
                     {"node_persists", nodes[i].persists},
                     {"raw_mb_per_s", raw_mb[i]},
-                    {"raw_seconds", raws[i].seconds},
                     {"raw_cpu_s", raws[i].cpu_s},
                     {"raw_server_cpu_s", raws[i].server_cpu_s},
-                    {"ratio", ratios[i]}});
+                    {"raw_mapped_mb_per_s", mapped_mb[i]},
+                    {"raw_mapped_cpu_s", mapped[i].cpu_s},
+                    {"ratio", ratios[i]},
+                    {"ratio_to_mapped", ratios_mapped[i]}});
     }
     out["results"].push_back({{"store", store->describe()},
                               {"kind", kind},
-                              {"fragments", nodes[0].fragment_sizes.size()},
-                              {"fragment_bytes", nodes[0].fragment_bytes},
+                              {"fragments", sizes.size()},
+                              {"fragment_bytes", uint64_t(total)},
                               {"node_mb_per_s", median(node_mb)},
                               {"raw_mb_per_s", median(raw_mb)},
+                              {"raw_mapped_mb_per_s", median(mapped_mb)},
                               {"ratio_median", median(ratios)},
                               {"ratio_min", min_of(ratios)},
                               {"ratio_max", max_of(ratios)},
+                              {"ratio_to_mapped_median", median(ratios_mapped)},
                               {"rounds", rj}});
   }
   remove_dir(data);
