@@ -133,6 +133,9 @@ Result run(StoreUnderTest& store, const std::string& base, const Settings& s, bo
   r.put_p50 = puts.quantile_ms(0.5);
   r.put_p99 = puts.quantile_ms(0.99);
   r.bound_ms = double(s.max_age_ms + s.persist_interval_ms) + r.put_p99;
+  // The uploader must not outlive its node: its strand and timers belong to
+  // the node's io_context (destroying it afterwards aborts).
+  up.reset();
   must(n->close(), "closing the node");
   n.reset();
   store.clear(place);
