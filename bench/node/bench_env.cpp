@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <latch>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -66,8 +68,29 @@ std::vector<std::string> Args::list(const std::string& name, const std::string& 
   return out;
 }
 
+namespace {
+// s3rver processes and scratch directories of this run: die() exits
+// without unwinding, so it stops and removes them itself.
+std::mutex servers_mu;
+std::vector<int> server_pids;
+std::vector<std::string> scratch_dirs;
+}  // namespace
+
+void remove_on_die(const std::string& dir) {
+  std::lock_guard l(servers_mu);
+  scratch_dirs.push_back(dir);
+}
+
 void die(const std::string& what) {
   std::fprintf(stderr, "node_bench: %s\n", what.c_str());
+  {
+    std::lock_guard l(servers_mu);
+    for (int pid : server_pids) ::kill(pid, SIGKILL);
+    for (const auto& d : scratch_dirs) {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  }
   std::exit(1);
 }
 
@@ -218,15 +241,19 @@ std::unique_ptr<StoreUnderTest> StoreUnderTest::make(const std::string& kind, co
     std::filesystem::create_directories(s->root_);
   } else if (kind == "shm") {
     s->root_ = make_temp_dir("/dev/shm", "strata-node-bench-objects");
+    remove_on_die(s->root_);
   } else if (kind == "s3") {
     s->endpoint_ = args.str("s3-endpoint", "");
     s->bucket_ = args.str("s3-bucket", "bench");
     if (s->endpoint_.empty()) {
       s->server_dir_ = make_temp_dir(std::filesystem::exists("/dev/shm") ? "/dev/shm" : base_dir,
                                      "strata-node-bench-s3rver");
+      remove_on_die(s->server_dir_);
       std::string err;
       s->server_ = test::S3rver::start({s->server_dir_, {s->bucket_}}, &err);
       if (!s->server_) die("starting s3rver: " + err);
+      std::lock_guard l(servers_mu);
+      server_pids.push_back(s->server_->pid());
       s->endpoint_ = s->server_->endpoint();
       s->access_key_ = test::S3rver::kAccessKey;
       s->secret_key_ = test::S3rver::kSecretKey;
@@ -241,6 +268,10 @@ std::unique_ptr<StoreUnderTest> StoreUnderTest::make(const std::string& kind, co
 }
 
 StoreUnderTest::~StoreUnderTest() {
+  if (server_) {
+    std::lock_guard l(servers_mu);
+    std::erase(server_pids, server_->pid());
+  }
   if (server_) server_->stop();
   if (!server_dir_.empty()) remove_dir(server_dir_);
   if (kind_ == "shm") remove_dir(root_);

@@ -36,7 +36,10 @@ class Args {
   std::map<std::string, std::string> values_;
 };
 
+// Prints, stops the s3rver started here, removes the scratch directories
+// registered with remove_on_die, and exits 1.
 [[noreturn]] void die(const std::string& what);
+void remove_on_die(const std::string& dir);
 template <typename T>
 T must(Result<T> r, const std::string& what) {
   if (!r.ok()) die(what + ": " + r.error().to_string());

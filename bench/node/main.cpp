@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   std::string tmpl = parent + "/strata-node-bench-XXXXXX";
   if (!::mkdtemp(tmpl.data())) die("cannot create a directory under " + parent);
   const std::string base = tmpl;
+  remove_on_die(base);
 
   json out;
   if (cmd == "hot") {
