@@ -213,7 +213,8 @@ Status Node::flush(const std::string& name, std::chrono::milliseconds timeout) {
   uint64_t target = log->committed_next();
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
-  up->await_persisted(target, [p](Status s) { p->set_value(std::move(s)); });
+  up->await_persisted(
+      target, [p](Status s) { p->set_value(std::move(s)); }, /*urgent=*/true);
   up->force_cut();
   if (f.wait_for(timeout) != std::future_status::ready) {
     auto st = up->status();

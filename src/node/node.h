@@ -59,12 +59,16 @@ class Node {
   // An open stream; not_found if absent.
   Result<std::shared_ptr<log::StreamLog>> stream(const std::string& name);
   std::vector<std::string> streams() const;
-  // The stream's uploader (null when tiering is disabled).
+  // The stream's uploader (null when tiering is disabled). Release it before
+  // the node is destroyed: its strand and timers live in the node's
+  // io_context, and destroying the last reference afterwards is a
+  // use-after-free.
   std::shared_ptr<tier::Uploader> uploader(const std::string& name) const;
 
   // Cuts the stream's pending fragment and waits until everything committed
-  // now is in a persisted manifest. Errors: not_found, unavailable (tiering
-  // disabled), timeout, or why the uploader stopped.
+  // now is in a persisted manifest (persisted as soon as it is uploaded: no
+  // persist debounce). Errors: not_found, unavailable (tiering disabled),
+  // timeout, or why the uploader stopped.
   Status flush(const std::string& name, std::chrono::milliseconds timeout);
 
   nlohmann::json status_json() const;

@@ -98,8 +98,11 @@ struct CatchUpBatch {
   bool at_end = false;
 };
 
-// A cursor over the log for catch-up reads (header and location only are
-// kept; chunk bodies are read and dropped).
+// A cursor over the log for catch-up reads. It walks the chunk headers of
+// the committed part of the segment files through a memory map and never
+// reads chunk bodies: a transfer reads (and verifies) them when it runs, so
+// a backlog is not read twice, and the first fragment can be cut as soon as
+// its headers have been walked.
 class LogTail {
  public:
   // Positions at `offset`, which must be the first offset of a chunk (or the
@@ -107,15 +110,16 @@ class LogTail {
   // it, corrupt when `offset` falls inside a chunk.
   static Result<std::unique_ptr<LogTail>> open(std::shared_ptr<log::StreamLog> log,
                                                uint64_t offset);
-  // Reads up to max_bytes of chunks.
+  // Reads up to max_bytes of chunks (by their size on disk).
   Result<CatchUpBatch> read(uint64_t max_bytes);
   uint64_t next_offset() const { return next_; }
 
  private:
   LogTail() = default;
   std::shared_ptr<log::StreamLog> log_;
-  std::unique_ptr<log::Reader> reader_;
   uint64_t next_ = 0;
+  uint64_t segment_ = 0;   // first offset of the segment holding next_
+  uint64_t position_ = 0;  // file position of the chunk starting at next_
 };
 
 }  // namespace strata::tier

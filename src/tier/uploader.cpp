@@ -61,8 +61,8 @@ void Uploader::on_commit(const log::CommittedChunk& c) {
 uint64_t Uploader::persisted_next() const {
   return impl_->persisted_next.load(std::memory_order_acquire);
 }
-void Uploader::await_persisted(uint64_t offset, std::function<void(Status)> done) {
-  impl_->await_persisted(offset, std::move(done));
+void Uploader::await_persisted(uint64_t offset, std::function<void(Status)> done, bool urgent) {
+  impl_->await_persisted(offset, std::move(done), urgent);
 }
 void Uploader::force_cut() {
   impl_->force_cut();
@@ -132,8 +132,9 @@ void Uploader::Impl::on_commit(const log::CommittedChunk& c) {
   }
 }
 
-void Uploader::Impl::await_persisted(uint64_t offset, std::function<void(Status)> done) {
-  on_strand([this, offset, done = std::move(done)]() mutable {
+void Uploader::Impl::await_persisted(uint64_t offset, std::function<void(Status)> done,
+                                     bool urgent) {
+  on_strand([this, offset, urgent, done = std::move(done)]() mutable {
     if (closed_ || state.load() == UploaderState::fenced ||
         state.load() == UploaderState::deleted) {
       done(Error(Errc::closed, fmt::format("uploader of stream {} is {}", opts_.stream,
@@ -147,16 +148,21 @@ void Uploader::Impl::await_persisted(uint64_t offset, std::function<void(Status)
     // The core's waiters wait for one offset to be persisted: the last
     // one below `offset`.
     uint64_t id = next_await_++;
-    awaits_[id] = Await{offset - 1, std::move(done)};
-    if (core_) feed(AwaitOffset{offset - 1, id});
+    awaits_[id] = Await{offset - 1, std::move(done), urgent};
+    if (core_) feed(AwaitOffset{offset - 1, id, urgent});
     publish_status();
   });
 }
 
 void Uploader::Impl::force_cut() {
-  on_strand([this] {
-    if (!core_ || closed_) return;
-    if (auto plan = asm_->cut()) cut(std::move(*plan));
+  // Everything committed before this call, not only what the assembly holds
+  // now: while starting or catching up, most of it has not been read yet.
+  const uint64_t through = log_->committed_next();
+  on_strand([this, through] {
+    if (closed_) return;
+    cut_through_ = std::max(cut_through_, through);
+    if (!core_) return;  // start_core's catch-up feeds the chunks, then cuts
+    cut_if_through();
     pump();
     publish_status();
   });
@@ -323,9 +329,9 @@ void Uploader::Impl::start_core(LoadedState st) {
                local.first_offset, local.next_offset);
   // Waiters registered while starting (or before a restart) go to this core.
   // (A reply may come at once and erase from awaits_: iterate a copy.)
-  std::vector<std::pair<uint64_t, uint64_t>> waiting;
-  for (auto& [id, a] : awaits_) waiting.emplace_back(id, a.offset);
-  for (auto [id, offset] : waiting) feed(AwaitOffset{offset, id});
+  std::vector<AwaitOffset> waiting;
+  for (auto& [id, a] : awaits_) waiting.push_back(AwaitOffset{a.offset, id, a.urgent});
+  for (const AwaitOffset& w : waiting) feed(w);
   pump();
 }
 
@@ -412,6 +418,8 @@ void Uploader::Impl::pump() {
       held_cut_.reset();
       cut(std::move(p));
       if (!core_ || held_cut_) return;
+      cut_if_through();
+      if (!core_ || held_cut_) return;
     }
     if (catching_up_) {
       start_catchup();
@@ -464,7 +472,14 @@ bool Uploader::Impl::feed_chunk(const CommittedChunk& c) {
     return false;
   }
   if (*r) cut(std::move(**r));
+  cut_if_through();
   return !held_cut_;
+}
+
+void Uploader::Impl::cut_if_through() {
+  if (cut_through_ == 0 || !core_ || held_cut_ || *asm_->next_offset() < cut_through_) return;
+  cut_through_ = 0;
+  if (auto plan = asm_->cut()) cut(std::move(*plan));
 }
 
 void Uploader::Impl::cut(FragmentPlan plan) {
@@ -565,7 +580,13 @@ void Uploader::Impl::on_wake() {
   if (!core_) return;
   int64_t t = now();
   if (auto plan = asm_->tick(t)) cut(std::move(*plan));
-  if (core_ && core_timer_at_ && t >= *core_timer_at_) feed(Tick{});
+  if (core_ && core_timer_at_ && t >= *core_timer_at_) {
+    // The Tick uses the core's wake-up up (it forgets it too): an effect of
+    // this Tick sets the next one. Kept, a past time would re-arm the wake
+    // timer at once, forever (an idle stream spinning on its strand).
+    core_timer_at_.reset();
+    feed(Tick{});
+  }
   if (core_) {
     pump();
     arm_wake();

@@ -176,8 +176,13 @@ class Uploader {
   uint64_t persisted_next() const;
   // Calls `done` (on the uploader's strand) once offsets below `offset` are
   // in a persisted manifest, or with an error if the uploader stops first.
-  void await_persisted(uint64_t offset, std::function<void(Status)> done);
-  // Cuts the pending fragment now (shutdown flush, operator command).
+  // `urgent` (a flush): persist as soon as they are uploaded instead of
+  // after persist_threshold fragments or persist_interval.
+  void await_persisted(uint64_t offset, std::function<void(Status)> done, bool urgent = false);
+  // Cuts everything committed now into fragments without waiting for the
+  // size or age bound (shutdown flush, operator command): the pending
+  // fragment at once, or, while the uploader is starting or catching up,
+  // as soon as the chunks committed before this call have been read.
   void force_cut();
   // Asks the core to evaluate remote retention now.
   void request_retention();

@@ -495,7 +495,7 @@ Status UploaderCore::on_await(const AwaitOffset& e, Effects& out) {
                                              cfg_.stream, waiters_.size()))});
     return Status::OK();
   }
-  waiters_.push_back(Waiter{e.offset, e.waiter});
+  waiters_.push_back(Waiter{e.offset, e.waiter, e.urgent});
   return Status::OK();
 }
 
@@ -517,13 +517,20 @@ std::optional<RebalanceRun> UploaderCore::rebalance_run() {
 bool UploaderCore::persist_due(int64_t now) const {
   if (pending_.size() <= persist_edits_ || now < persist_not_before_) return false;
   uint64_t appends = appends_pending_ - persist_appends_;
-  if (appends >= cfg_.persist_threshold) return true;
+  if (appends >= cfg_.persist_threshold || urgent_waiter_applied()) return true;
   // Rebalance and retention edits go out at once: they exist to shrink the
   // root or free storage, and their deletions wait for this persist.
   uint64_t others = replaces_or_truncates_pending_;
   for (size_t i = 0; i < persist_edits_; ++i) others -= is_append(pending_[i].edit) ? 0 : 1;
   if (others > 0) return true;
   return now >= pending_[persist_edits_].applied_at_ms + cfg_.persist_interval_ms;
+}
+
+bool UploaderCore::urgent_waiter_applied() const {
+  for (const Waiter& w : waiters_) {
+    if (w.urgent && w.offset < live_.next_offset) return true;
+  }
+  return false;
 }
 
 bool UploaderCore::retention_due(int64_t now) const {
@@ -633,7 +640,8 @@ std::optional<int64_t> UploaderCore::next_wakeup() const {
   auto consider = [&](int64_t t) { at = at ? std::min(*at, t) : t; };
   if (!rebalance_dirty_ && rebalance_cached_) consider(rebalance_not_before_);
   if (!pending_.empty()) {
-    bool urgent = appends_pending_ >= cfg_.persist_threshold || replaces_or_truncates_pending_ > 0;
+    bool urgent = appends_pending_ >= cfg_.persist_threshold ||
+                  replaces_or_truncates_pending_ > 0 || urgent_waiter_applied();
     consider(urgent ? persist_not_before_
                     : std::max(persist_not_before_,
                                pending_.front().applied_at_ms + cfg_.persist_interval_ms));

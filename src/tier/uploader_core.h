@@ -17,8 +17,9 @@
 //   applied. Both are jittered from the seeded generator.
 // - Persist when persist_threshold fragments are applied, persist_interval
 //   after the oldest unpersisted edit, or at once for a rebalance/retention
-//   edit. Edits applied while a persist is in flight go into the next one;
-//   the broadcast after a persist carries exactly the edits it persisted.
+//   edit or when an urgent waiter's (a flush's) offset is applied. Edits
+//   applied while a persist is in flight go into the next one; the
+//   broadcast after a persist carries exactly the edits it persisted.
 // - At most one of persist, rebalance, retention in flight. Whichever is
 //   deferred is re-checked whenever the one in flight ends: success, failure
 //   or deadline. Every in-flight operation is cleared by one of those three.
@@ -262,7 +263,10 @@ class UploaderCore {
   struct Waiter {
     uint64_t offset;
     uint64_t id;
+    bool urgent;
   };
+  // An urgent waiter's offset is applied (in the live manifest).
+  bool urgent_waiter_applied() const;
   std::vector<Waiter> waiters_;
 
   std::optional<int64_t> timer_at_;

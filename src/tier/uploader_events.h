@@ -82,9 +82,12 @@ struct OperationDeadline {
 // Time passed (the core has no clock; `now` comes with every event).
 struct Tick {};
 // Reply to `waiter` once offset `offset` is in the persisted manifest.
+// `urgent` (a flush): persist as soon as the offset is applied, without the
+// persist_threshold / persist_interval debounce.
 struct AwaitOffset {
   uint64_t offset = 0;
   uint64_t waiter = 0;
+  bool urgent = false;
 };
 // Evaluate remote retention now (operator command, retention settings changed).
 struct RetentionRequested {};

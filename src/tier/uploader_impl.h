@@ -20,7 +20,7 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   // ---- entry points (any thread) ----
   void begin();
   void on_commit(const log::CommittedChunk& c);
-  void await_persisted(uint64_t offset, std::function<void(Status)> done);
+  void await_persisted(uint64_t offset, std::function<void(Status)> done, bool urgent);
   void force_cut();
   void request_retention();
   void close();
@@ -36,6 +36,7 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   struct Await {
     uint64_t offset = 0;
     std::function<void(Status)> done;
+    bool urgent = false;
   };
 
   int64_t now() const { return env_.clock->now_ms(); }
@@ -59,6 +60,9 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   // held for lack of room, or the tail needs a catch-up read).
   bool feed_chunk(const CommittedChunk& c);
   void cut(FragmentPlan plan);
+  // Cuts the pending fragment once the assembly has reached cut_through_
+  // (a force_cut that came before the chunks it covers were fed).
+  void cut_if_through();
   void start_catchup();
   void arm_wake();
   void on_wake();
@@ -100,6 +104,7 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   std::optional<FragmentAssembly> asm_;
   std::map<uint64_t, std::shared_ptr<const FragmentPlan>> plans_;  // by first offset
   std::optional<FragmentPlan> held_cut_;  // cut, but the core had no room yet
+  uint64_t cut_through_ = 0;              // force_cut: cut once fed up to here (0: none)
   std::deque<LiveChunk> backlog_;         // taken from live_, not yet fed
   bool catching_up_ = true;
   bool catchup_running_ = false;

@@ -3,8 +3,11 @@
 #include "node/node.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <fstream>
+#include <future>
+#include <thread>
 
 #include "node/node_test_util.h"
 #include "support/assertions.h"
@@ -127,6 +130,30 @@ TEST(Node, ALostLocalLogRestartsAfterTheRemoteTierAndNeverReusesItsOffsets) {
   EXPECT_EQ(n->status_json()["node"]["local_resets"], 1);
 }
 
+TEST(Node, FlushRightAfterOpenCutsTheBacklogWithoutWaitingForTheAgeBound) {
+  // A backlog written with tiering off, then a node that flushes at once:
+  // the uploader is still starting, so the cut must apply once the backlog
+  // has been read, not wait for fragment_max_age (10 minutes here).
+  TempDir tmp;
+  auto doc = small_node_doc();
+  doc["tiering"]["fragment_max_age_ms"] = 600'000;
+  uint64_t next = 0;
+  {
+    auto off = doc;
+    off["tiering"]["enabled"] = false;
+    auto n = open_node(tmp.path(), off);
+    ASSERT_TRUE(n);
+    auto log = n->create_stream("s1");
+    ASSERT_OK(log);
+    next = append_values(**log, 40);
+    ASSERT_OK(n->close());
+  }
+  auto n = open_node(tmp.path(), doc);
+  ASSERT_TRUE(n);
+  ASSERT_OK(n->flush("s1", std::chrono::seconds(30)));
+  expect_all(read_remote(n->store(), n->catalog(), "t", "s1"), next);
+}
+
 TEST(Node, LocalRetentionKeepsOnlyWhatTheRemoteTierCovers) {
   TempDir tmp;
   auto doc = small_node_doc();
@@ -200,6 +227,41 @@ TEST(Node, ManyIdleStreamsShareAFewThreads) {
   // the number of streams.
   int used = thread_count() - before;
   EXPECT_LE(used, 2 + 4 + 2) << used << " threads for " << streams << " streams";
+}
+
+TEST(Node, IdleStreamsUseNoCpuAfterTheirLastPersist) {
+  // An uploader whose persist timer had fired kept re-arming its wake-up
+  // for a time already past: each idle stream spun on the event loop.
+  TempDir tmp;
+  auto n = open_node(tmp.path());
+  ASSERT_TRUE(n);
+  for (int i = 0; i < 20; ++i) {
+    std::string name = "s" + std::to_string(i);
+    auto log = n->create_stream(name);
+    ASSERT_OK(log);
+    uint64_t next = append_values(**log, 3);
+    // Not a flush (which persists at once): the persist comes from the
+    // persist_interval timer, as for any stream that goes quiet.
+    std::promise<Status> persisted;
+    n->uploader(name)->await_persisted(next, [&](Status s) { persisted.set_value(s); });
+    n->uploader(name)->force_cut();
+    auto f = persisted.get_future();
+    ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+    ASSERT_OK(f.get());
+  }
+  // Everything is persisted and nothing is pending: the process must stay
+  // (almost) idle. The window is measured, not waited on for a condition.
+  auto cpu = [] {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  };
+  double before = cpu();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  double used = cpu() - before;
+  EXPECT_LT(used, 0.1) << used << " CPU seconds in one idle second";
+  ASSERT_OK(n->close());
 }
 
 TEST(Node, UnreachableObjectStoreFailsOpenNamingIt) {

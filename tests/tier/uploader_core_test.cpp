@@ -533,6 +533,19 @@ TEST(TierUploaderCore, AwaitOffsetWaitsForThePersistNotTheApply) {
   EXPECT_EQ(one<ReplyWaiters>(fx).waiters, std::vector<uint64_t>{1});
 }
 
+TEST(TierUploaderCore, UrgentWaiterPersistsOnceItsOffsetIsAppliedWithoutTheDebounce) {
+  Harness h;
+  h.on(AwaitOffset{2, 1});  // an ordinary waiter leaves the debounce alone
+  EXPECT_FALSE(has<StartPersist>(h.apply(2)));
+  h.on(AwaitOffset{3, 2, /*urgent=*/true});  // offset 3 is not applied yet
+  EXPECT_FALSE(has<StartPersist>(h.on(Tick{})));
+  auto p = one<StartPersist>(h.apply(2));  // 4 of 5, well within the interval
+  EXPECT_EQ(p.edits.size(), 4u);
+  EXPECT_EQ(one<ReplyWaiters>(h.persist_ok(p)).waiters, (std::vector<uint64_t>{1, 2}));
+  // Once replied, the debounce is back.
+  EXPECT_FALSE(has<StartPersist>(h.apply(1)));
+}
+
 TEST(TierUploaderCore, MultipleWaitersAreRepliedTogetherAndOnlyWhenCovered) {
   Harness h;
   h.on(AwaitOffset{0, 1});

@@ -18,6 +18,7 @@
 #include "tier/remote_audit.h"
 #include "tier/shell_harness.h"
 #include "tier/tiering_hooks.h"
+#include "tier/upload_jobs.h"
 
 namespace strata::tier::test {
 namespace {
@@ -337,6 +338,61 @@ TEST(Uploader, SlowStreamReachesRemoteWithinMaxAgePlusPersistIntervalPlusOneUplo
   auto st = u->status();
   EXPECT_EQ(st.time_to_remote.count, 5u);
   u->close();
+}
+
+TEST(Uploader, LogTailWalksChunkHeadersAcrossSegmentsLikeTheReader) {
+  Fixture fx;
+  TestLog l(fx.dir.sub("log"), fx.hooks, /*segment_bytes=*/16 << 10);
+  uint64_t next = l.append(60);  // ~3 KiB chunks: several segments
+  ASSERT_GE(l.log->segments().size(), 3u);
+  // What the log's own reader sees, chunk by chunk.
+  std::vector<CommittedChunk> want;
+  {
+    log::ReaderOptions ro;
+    auto r = l.log->open_reader(log::OffsetSpec::at_offset(0), ro);
+    ASSERT_OK(r);
+    for (;;) {
+      auto c = (*r)->next_chunk();
+      ASSERT_OK(c);
+      if (!*c) break;
+      want.push_back(CommittedChunk{(*c)->header, (*c)->segment_first_offset, (*c)->position,
+                                    uint64_t((*c)->bytes.size())});
+    }
+  }
+  // The tail, in small steps that end inside segments and at their ends.
+  auto t = LogTail::open(l.log, 0);
+  ASSERT_OK(t);
+  std::vector<CommittedChunk> got;
+  for (int i = 0; i < 1000; ++i) {
+    auto b = (*t)->read(5000);
+    ASSERT_OK(b);
+    got.insert(got.end(), b->chunks.begin(), b->chunks.end());
+    if (b->at_end) break;
+  }
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].header, want[i].header) << i;
+    EXPECT_EQ(got[i].segment, want[i].segment) << i;
+    EXPECT_EQ(got[i].position, want[i].position) << i;
+    EXPECT_EQ(got[i].size, want[i].size) << i;
+  }
+  EXPECT_EQ((*t)->next_offset(), next);
+  // Appends after the end are found by the next read.
+  uint64_t more = l.append(2);
+  auto b = (*t)->read(1 << 20);
+  ASSERT_OK(b);
+  EXPECT_TRUE(b->at_end);
+  ASSERT_EQ(b->chunks.size(), 2u);
+  EXPECT_EQ((*t)->next_offset(), more);
+  // Opening inside a chunk, or beyond the log, is refused naming why.
+  EXPECT_EQ(LogTail::open(l.log, 5).code(), Errc::corrupt);
+  EXPECT_EQ(LogTail::open(l.log, more + 1).code(), Errc::out_of_range);
+  auto at_end = LogTail::open(l.log, more);
+  ASSERT_OK(at_end);
+  auto empty = (*at_end)->read(1 << 20);
+  ASSERT_OK(empty);
+  EXPECT_TRUE(empty->at_end);
+  EXPECT_TRUE(empty->chunks.empty());
 }
 
 TEST(Uploader, QueueOverflowFallsBackToReadingTheLog) {
