@@ -69,10 +69,10 @@ Status Node::start() {
   po.max_threads = std::max<size_t>(64, 2 * size_t(cfg_.blocking_threads));
   pool_ = std::make_unique<BlockingPool>(po);
   lifetime_ = std::make_shared<IoLifetime>();
-  governor_ = tier::Governor::make(io_, cfg_.governor, system_clock());
-  work_.emplace(asio::make_work_guard(io_));
+  governor_ = tier::Governor::make(*io_, cfg_.governor, system_clock());
+  work_.emplace(asio::make_work_guard(*io_));
   for (uint32_t i = 0; i < cfg_.io_threads; ++i) {
-    io_threads_.emplace_back([this] { io_.run(); });
+    io_threads_.emplace_back([io = io_] { io->run(); });
   }
 
   STRATA_ASSIGN_OR_RETURN(auto names, registry_->list());
@@ -123,7 +123,7 @@ Result<std::shared_ptr<log::StreamLog>> Node::open_stream_locked(const std::stri
   }
   if (cfg_.tiering.enabled) {
     tier::UploaderEnv env;
-    env.io = &io_;
+    env.io = io_;
     env.tasks = TaskContext{pool_.get(), lifetime_};
     env.governor = governor_;
     env.store = store_;
@@ -245,7 +245,7 @@ Status Node::close() {
   if (pool_) pool_->stop();
   if (lifetime_) lifetime_->end();
   work_.reset();
-  io_.stop();
+  io_->stop();
   for (auto& t : io_threads_) t.join();
   io_threads_.clear();
   streams.clear();

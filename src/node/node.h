@@ -59,10 +59,10 @@ class Node {
   // An open stream; not_found if absent.
   Result<std::shared_ptr<log::StreamLog>> stream(const std::string& name);
   std::vector<std::string> streams() const;
-  // The stream's uploader (null when tiering is disabled). Release it before
-  // the node is destroyed: its strand and timers live in the node's
-  // io_context, and destroying the last reference afterwards is a
-  // use-after-free.
+  // The stream's uploader (null when tiering is disabled). It may be held
+  // past the node's close or destruction: it shares ownership of the event
+  // loop its strand and timers belong to, and after close it only answers
+  // with its final state.
   std::shared_ptr<tier::Uploader> uploader(const std::string& name) const;
 
   // Cuts the stream's pending fragment and waits until everything committed
@@ -105,7 +105,7 @@ class Node {
   std::unique_ptr<log::StreamRegistry> registry_;
   std::shared_ptr<tier::ManifestCache> cache_;
 
-  asio::io_context io_;
+  std::shared_ptr<asio::io_context> io_ = std::make_shared<asio::io_context>();
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::vector<std::thread> io_threads_;
   std::unique_ptr<BlockingPool> pool_;

@@ -176,6 +176,13 @@ void Uploader::Impl::request_retention() {
 }
 
 void Uploader::Impl::close() {
+  // Visible at once, also if the event loop stops before the strand runs
+  // the rest (a node closing).
+  UploaderState cur = state.load();
+  if (cur == UploaderState::starting || cur == UploaderState::running ||
+      cur == UploaderState::stalled) {
+    state.store(UploaderState::closed);
+  }
   on_strand([this] {
     if (closed_) return;
     terminate(UploaderState::closed, "closed");

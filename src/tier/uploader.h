@@ -72,7 +72,10 @@ namespace strata::tier {
 
 // What a node shares with every uploader.
 struct UploaderEnv {
-  asio::io_context* io = nullptr;
+  // Shared: an uploader's strand and timers may outlive the node that made
+  // them (a caller still holding the uploader), and must not outlive the
+  // io_context they belong to. First member, so destroyed last.
+  std::shared_ptr<asio::io_context> io;
   TaskContext tasks;  // the node's BlockingPool and io lifetime
   std::shared_ptr<Governor> governor;
   std::shared_ptr<objstore::ObjectStore> store;

@@ -154,6 +154,21 @@ TEST(Node, FlushRightAfterOpenCutsTheBacklogWithoutWaitingForTheAgeBound) {
   expect_all(read_remote(n->store(), n->catalog(), "t", "s1"), next);
 }
 
+TEST(Node, AnUploaderHeldPastTheNodeIsSafeToUseAndRelease) {
+  TempDir tmp;
+  std::shared_ptr<tier::Uploader> up;
+  {
+    auto n = open_node(tmp.path());
+    ASSERT_TRUE(n);
+    ASSERT_OK(n->create_stream("s1"));
+    up = n->uploader("s1");
+  }
+  EXPECT_EQ(up->state(), tier::UploaderState::closed);
+  up->force_cut();
+  up->close();
+  up.reset();  // the last reference: its strand and timers go with the event loop
+}
+
 TEST(Node, LocalRetentionKeepsOnlyWhatTheRemoteTierCovers) {
   TempDir tmp;
   auto doc = small_node_doc();

@@ -287,7 +287,7 @@ struct ShellEnv {
   }
   UploaderEnv env() {
     UploaderEnv e;
-    e.io = &io;
+    e.io = std::shared_ptr<asio::io_context>(&io, [](asio::io_context*) {});
     e.tasks = TaskContext{&pool, lifetime};
     e.governor = governor;
     e.store = store;
