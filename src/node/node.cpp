@@ -151,9 +151,10 @@ Result<std::shared_ptr<log::StreamLog>> Node::align_with_remote(const std::strin
   STRATA_ASSIGN_OR_RETURN(auto keys, tier::ObjectKeys::make(cfg_.tiering.key_prefix, name));
   auto st = tier::load_stream_state(*catalog_, *store_, *cache_, keys, /*take_over=*/false);
   if (!st.ok()) {
-    spdlog::warn("node: stream {}: cannot read its persisted state now ({}); the uploader will "
-                 "retry",
-                 name, st.error().to_string());
+    spdlog::warn(
+        "node: stream {}: cannot read its persisted state now ({}); the uploader will "
+        "retry",
+        name, st.error().to_string());
     return log;
   }
   uint64_t remote_next = st->manifest.next_offset;
@@ -248,6 +249,16 @@ Status Node::close() {
   io_->stop();
   for (auto& t : io_threads_) t.join();
   io_threads_.clear();
+  // Handlers still queued (an uploader's close, cancelled timers) own the
+  // uploaders, which own the event loop: run them out here, on this thread,
+  // so nothing is left holding the loop alive. A closed uploader's handlers
+  // only tidy up and start nothing new; the bound is a safety net.
+  io_->restart();
+  for (int round = 0; round < 1000 && io_->poll() > 0; ++round) {
+  }
+  // What is left (timers of tasks abandoned at the pool's stop) is
+  // destroyed unrun.
+  io_->shutdown();
   streams.clear();
   Status first = Status::OK();
   if (registry_) {

@@ -105,7 +105,12 @@ class Node {
   std::unique_ptr<log::StreamRegistry> registry_;
   std::shared_ptr<tier::ManifestCache> cache_;
 
-  std::shared_ptr<asio::io_context> io_ = std::make_shared<asio::io_context>();
+  // An io_context whose shutdown (destroying every handler still queued)
+  // close() may call: handlers own uploaders, which own the io_context.
+  struct EventLoop : asio::io_context {
+    using asio::io_context::shutdown;
+  };
+  std::shared_ptr<EventLoop> io_ = std::make_shared<EventLoop>();
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::vector<std::thread> io_threads_;
   std::unique_ptr<BlockingPool> pool_;

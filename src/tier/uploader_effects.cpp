@@ -214,10 +214,10 @@ void Uploader::Impl::upload_group(const UploadGroup& g) {
           me.note_failure("deadline", o.error.message);
           me.feed(OperationDeadline{token});
         } else {
-          TransferFailure f = o.end == TaskEnd::completed
-                                  ? o.value->error()
-                                  : TransferFailure{objstore::RetryClass::fatal, 0, "",
-                                                    o.error.message};
+          TransferFailure f =
+              o.end == TaskEnd::completed
+                  ? o.value->error()
+                  : TransferFailure{objstore::RetryClass::fatal, 0, "", o.error.message};
           me.note_failure(is_transient(f) ? "transient" : "fatal", f.to_string());
           me.feed(GroupUploadFailed{token, f});
         }

@@ -42,6 +42,10 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   int64_t now() const { return env_.clock->now_ms(); }
   template <class F>
   void on_strand(F&& f) {
+    // Once the node's event loop has ended nothing is posted to it (it
+    // would never run, and would keep this uploader alive).
+    std::shared_lock l(env_.tasks.lifetime->mu);
+    if (!env_.tasks.lifetime->alive) return;
     asio::post(strand_, [self = shared_from_this(), f = std::forward<F>(f)]() mutable { f(); });
   }
   std::chrono::milliseconds deadline_ms(int64_t ms) const { return std::chrono::milliseconds(ms); }
