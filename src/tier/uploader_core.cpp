@@ -5,19 +5,13 @@
 #include <algorithm>
 
 #include "common/assert.h"
+#include "common/overloaded.h"
 
 namespace strata::tier {
 
 using namespace upload;
 
 namespace {
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
 
 bool is_append(const ManifestEdit& e) {
   return std::holds_alternative<AppendEdit>(e);

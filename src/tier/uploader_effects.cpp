@@ -3,22 +3,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/overloaded.h"
 #include "tier/uploader_impl.h"
 
 namespace strata::tier {
 
 using namespace upload;
-
-namespace {
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
-
-}  // namespace
 
 void Uploader::Impl::note_failure(const std::string& cls, const std::string& message) {
   st_.failures_by_class[cls] += 1;

@@ -1,6 +1,8 @@
 // `strata catalog ls` and `strata catalog show`, run as the real binary on
 // a catalog this test writes, as tables and as JSON, beside a running
 // writer, and their errors.
+#include "support/cli.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -13,20 +15,7 @@
 namespace strata::catalog {
 namespace {
 
-struct Out {
-  int status;
-  std::string out, err;
-};
-
-// Runs strata with stdout and stderr kept apart.
-Out strata_cli(const std::vector<std::string>& args) {
-  strata::test::TempDir logs;
-  std::vector<std::string> argv = {STRATA_BIN};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto p = strata::test::Process::spawn(argv, logs.path());
-  auto st = p.wait(std::chrono::seconds(120));
-  return Out{st.value_or(-1), p.stdout_text(), p.stderr_text()};
-}
+using strata::test::strata_cli;
 
 class CatalogCli : public ::testing::Test {
  protected:
@@ -53,7 +42,7 @@ class CatalogCli : public ::testing::Test {
 };
 
 TEST_F(CatalogCli, LsPrintsEveryStreamBesideARunningWriter) {
-  Out o = strata_cli({"catalog", "ls", dir_.path()});
+  strata::test::CliOut o = strata_cli({"catalog", "ls", dir_.path()});
   ASSERT_EQ(o.status, 0) << o.err;
   EXPECT_NE(o.out.find("catalog   embedded:" + dir_.path() + "/catalog.slots"), std::string::npos)
       << o.out;
@@ -72,7 +61,7 @@ TEST_F(CatalogCli, LsPrintsEveryStreamBesideARunningWriter) {
 TEST_F(CatalogCli, LsJsonHasCapacityAndEveryEntry) {
   for (const auto& args : {std::vector<std::string>{"--json", "catalog", "ls", dir_.path()},
                            std::vector<std::string>{"catalog", "ls", dir_.path(), "--json"}}) {
-    Out o = strata_cli(args);
+    strata::test::CliOut o = strata_cli(args);
     ASSERT_EQ(o.status, 0) << o.err;
     auto doc = nlohmann::json::parse(o.out);
     EXPECT_EQ(doc["capacity"], 100);
@@ -89,13 +78,13 @@ TEST_F(CatalogCli, LsJsonHasCapacityAndEveryEntry) {
 }
 
 TEST_F(CatalogCli, ShowPrintsOneStream) {
-  Out o = strata_cli({"catalog", "show", dir_.path(), "orders"});
+  strata::test::CliOut o = strata_cli({"catalog", "show", dir_.path(), "orders"});
   ASSERT_EQ(o.status, 0) << o.err;
   EXPECT_NE(o.out.find("epoch     3\n"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("revision  " + std::to_string(orders_revision_) + "\n"), std::string::npos);
   EXPECT_NE(o.out.find(std::string("root_key  ") + kRoot), std::string::npos);
 
-  Out j = strata_cli({"--json", "catalog", "show", dir_.path(), "audit-log"});
+  strata::test::CliOut j = strata_cli({"--json", "catalog", "show", dir_.path(), "audit-log"});
   ASSERT_EQ(j.status, 0) << j.err;
   auto doc = nlohmann::json::parse(j.out);
   EXPECT_EQ(doc["stream"], "audit-log");
@@ -104,12 +93,12 @@ TEST_F(CatalogCli, ShowPrintsOneStream) {
 }
 
 TEST_F(CatalogCli, ShowOfAMissingOrBadStreamFailsNamingIt) {
-  Out o = strata_cli({"catalog", "show", dir_.path(), "nope"});
+  strata::test::CliOut o = strata_cli({"catalog", "show", dir_.path(), "nope"});
   EXPECT_EQ(o.status, 1);
   EXPECT_NE(o.err.find("not_found"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("\"nope\""), std::string::npos) << o.err;
 
-  Out j = strata_cli({"--json", "catalog", "show", dir_.path(), "bad/name"});
+  strata::test::CliOut j = strata_cli({"--json", "catalog", "show", dir_.path(), "bad/name"});
   EXPECT_EQ(j.status, 1);
   auto doc = nlohmann::json::parse(j.out);
   EXPECT_EQ(doc["error"]["code"], "invalid_argument");
@@ -118,7 +107,7 @@ TEST_F(CatalogCli, ShowOfAMissingOrBadStreamFailsNamingIt) {
 
 TEST_F(CatalogCli, ADirectoryWithoutACatalogIsNotFoundAndIsLeftEmpty) {
   strata::test::TempDir empty;
-  Out o = strata_cli({"catalog", "ls", empty.sub("node")});
+  strata::test::CliOut o = strata_cli({"catalog", "ls", empty.sub("node")});
   EXPECT_EQ(o.status, 1);
   EXPECT_NE(o.err.find(empty.sub("node") + "/catalog.slots: no such file"), std::string::npos)
       << o.err;

@@ -1,6 +1,8 @@
 // The log's CLI (`strata demo|produce|consume|inspect`) run as a real
 // process: outputs, JSON, exit codes and the errors for bad arguments and
 // bad data directories.
+#include "support/cli.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -14,34 +16,14 @@ namespace {
 
 using strata::test::run;
 using json = nlohmann::json;
+using strata::test::contains;
+using strata::test::last_json;
+using strata::test::strata_cmd;
 
 const std::string kStrata = STRATA_BIN;
 
-strata::test::RunResult strata_cmd(std::vector<std::string> args) {
-  args.insert(args.begin(), kStrata);
-  return run(args);
-}
-
 strata::test::RunResult shell(const std::string& cmd) {
   return run({"sh", "-c", cmd});
-}
-
-bool contains(const std::string& s, const std::string& needle) {
-  return s.find(needle) != std::string::npos;
-}
-
-// The last line of output that parses as a JSON object.
-json last_json(const std::string& out) {
-  size_t end = out.size();
-  while (end > 0) {
-    size_t start = out.rfind('\n', end - 1);
-    start = start == std::string::npos ? 0 : start + 1;
-    std::string line = out.substr(start, end - start);
-    if (!line.empty() && line[0] == '{') return json::parse(line);
-    if (start == 0) break;
-    end = start - 1;
-  }
-  return json();
 }
 
 TEST(LogCli, ProduceConsumeRoundTrip) {

@@ -1,5 +1,7 @@
 // The node's command line run as a real process: `strata demo` (the
 // README's main job) and `strata status` against a node's HTTP endpoint.
+#include "support/cli.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -16,29 +18,10 @@ namespace strata::node {
 namespace {
 
 using json = nlohmann::json;
+using strata::test::contains;
+using strata::test::last_json;
 using strata::test::run;
-
-strata::test::RunResult strata_cmd(std::vector<std::string> args) {
-  args.insert(args.begin(), STRATA_BIN);
-  return run(args);
-}
-
-bool contains(const std::string& s, const std::string& needle) {
-  return s.find(needle) != std::string::npos;
-}
-
-json last_json(const std::string& out) {
-  size_t end = out.size();
-  while (end > 0) {
-    size_t start = out.rfind('\n', end - 1);
-    start = start == std::string::npos ? 0 : start + 1;
-    std::string line = out.substr(start, end - start);
-    if (!line.empty() && line[0] == '{') return json::parse(line);
-    if (start == 0) break;
-    end = start - 1;
-  }
-  return json();
-}
+using strata::test::strata_cmd;
 
 TEST(NodeCli, DemoUploadsReadsBackAcrossTiersAndCleansUp) {
   auto r = strata_cmd({"demo", "--records", "20000", "--record-size", "300", "--producers", "3",

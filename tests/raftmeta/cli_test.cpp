@@ -1,6 +1,8 @@
 // The `strata raftmeta` commands, run as the real binary: migrate a real
 // meta.dets (progress on stderr), inspect the result as a table and as
 // JSON, and the errors for missing, damaged and conflicting input.
+#include "support/cli.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -14,22 +16,9 @@
 namespace strata::raftmeta {
 namespace {
 
+using strata::test::strata_cli;
+
 using namespace test;
-
-struct Out {
-  int status;
-  std::string out, err;
-};
-
-// Runs strata with stdout and stderr kept apart.
-Out strata_cli(const std::vector<std::string>& args) {
-  strata::test::TempDir logs;
-  std::vector<std::string> argv = {STRATA_BIN};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto p = strata::test::Process::spawn(argv, logs.path());
-  auto st = p.wait(std::chrono::seconds(120));
-  return Out{st.value_or(-1), p.stdout_text(), p.stderr_text()};
-}
 
 class CliTest : public ::testing::Test {
  protected:
@@ -43,7 +32,7 @@ TEST_F(CliTest, MigrateThenInspect) {
   const std::string src = dir_.sub("meta.dets");
   copy_into(posix_fs(), dets_fixtures().ra, src);
   const std::string node = dir_.sub("node");
-  Out m = strata_cli({"raftmeta", "migrate", src, node});
+  strata::test::CliOut m = strata_cli({"raftmeta", "migrate", src, node});
   ASSERT_EQ(m.status, 0) << m.out << m.err;
   const size_t rows = dets_fixtures().ra_rows.size();
   EXPECT_NE(m.out.find("migrated " + std::to_string(rows) + " rows"), std::string::npos) << m.out;
@@ -54,12 +43,12 @@ TEST_F(CliTest, MigrateThenInspect) {
   EXPECT_TRUE(exists(posix_fs(), src + ".migrated"));
   EXPECT_FALSE(exists(posix_fs(), src));
 
-  Out t = strata_cli({"raftmeta", "inspect", node});
+  strata::test::CliOut t = strata_cli({"raftmeta", "inspect", node});
   ASSERT_EQ(t.status, 0) << t.err;
   EXPECT_NE(t.out.find("servers     " + std::to_string(rows) + " of"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("SERVER ID"), std::string::npos);
 
-  Out j = strata_cli({"--json", "raftmeta", "inspect", node});
+  strata::test::CliOut j = strata_cli({"--json", "raftmeta", "inspect", node});
   ASSERT_EQ(j.status, 0) << j.err;
   auto doc = nlohmann::json::parse(j.out);
   EXPECT_EQ(doc["servers_used"], rows);
@@ -84,7 +73,7 @@ TEST_F(CliTest, MigrateThenInspect) {
   EXPECT_EQ(row_lines(servers), dets_fixtures().ra_rows);
 
   // Migrating again into the same store: the source is gone now.
-  Out again = strata_cli({"raftmeta", "migrate", src, node});
+  strata::test::CliOut again = strata_cli({"raftmeta", "migrate", src, node});
   EXPECT_EQ(again.status, 1);
   EXPECT_NE(again.err.find("no such file"), std::string::npos) << again.err;
 }
@@ -92,7 +81,7 @@ TEST_F(CliTest, MigrateThenInspect) {
 TEST_F(CliTest, MigrateJsonReportsWhatItDid) {
   const std::string src = dir_.sub("meta.dets");
   copy_into(posix_fs(), dets_fixtures().ra_small, src);
-  Out m = strata_cli({"--json", "raftmeta", "migrate", src, dir_.sub("node")});
+  strata::test::CliOut m = strata_cli({"--json", "raftmeta", "migrate", src, dir_.sub("node")});
   ASSERT_EQ(m.status, 0) << m.err;
   auto doc = nlohmann::json::parse(m.out);
   EXPECT_EQ(doc["action"], "migrated");
@@ -105,12 +94,12 @@ TEST_F(CliTest, DamagedSourceFailsAndIsLeftAsItWas) {
   bytes.resize(bytes.size() - 64);
   const std::string src = dir_.sub("meta.dets");
   dets::test::write_bytes(src, bytes);
-  Out m = strata_cli({"raftmeta", "migrate", src, dir_.sub("node")});
+  strata::test::CliOut m = strata_cli({"raftmeta", "migrate", src, dir_.sub("node")});
   EXPECT_EQ(m.status, 1);
   EXPECT_NE(m.err.find(src), std::string::npos) << m.err;
   EXPECT_EQ(dets::test::read_bytes(src), bytes);
   EXPECT_FALSE(exists(posix_fs(), store_path(dir_.sub("node"))));
-  Out j = strata_cli({"--json", "raftmeta", "migrate", src, dir_.sub("node")});
+  strata::test::CliOut j = strata_cli({"--json", "raftmeta", "migrate", src, dir_.sub("node")});
   EXPECT_EQ(j.status, 1);
   auto doc = nlohmann::json::parse(j.out);
   EXPECT_EQ(doc["error"]["code"], "corrupt") << j.out;
@@ -126,13 +115,13 @@ TEST_F(CliTest, MigrateIntoADirectoryInUseIsRefused) {
   ASSERT_OK((*held)->store_sync("s1", Field::current_term, uint64_t{4}));
   const std::string src = dir_.sub("meta.dets");
   copy_into(posix_fs(), dets_fixtures().ra_small, src);
-  Out m = strata_cli({"--json", "raftmeta", "migrate", src, node});
+  strata::test::CliOut m = strata_cli({"--json", "raftmeta", "migrate", src, node});
   EXPECT_EQ(m.status, 1) << m.out << m.err;
   auto doc = nlohmann::json::parse(m.out);
   EXPECT_EQ(doc["error"]["code"], "conflict") << m.out;
   EXPECT_NE(m.out.find(node), std::string::npos) << m.out;
   EXPECT_TRUE(exists(posix_fs(), src));  // the source is untouched
-  Out t = strata_cli({"raftmeta", "inspect", node});
+  strata::test::CliOut t = strata_cli({"raftmeta", "inspect", node});
   EXPECT_EQ(t.status, 0) << t.err;
   ASSERT_OK((*held)->close());
 }
@@ -146,11 +135,11 @@ TEST_F(CliTest, DamagedWalIsReportedNotTakenForATornTail) {
   const std::string src = dir_.sub("meta.dets");
   copy_into(posix_fs(), dets_fixtures().ra_1417, src);
   const std::string node = dir_.sub("node");
-  Out m = strata_cli({"raftmeta", "migrate", src, node});
+  strata::test::CliOut m = strata_cli({"raftmeta", "migrate", src, node});
   ASSERT_EQ(m.status, 0) << m.out << m.err;
   const size_t rows = dets_fixtures().ra_1417_rows.size();
   ASSERT_EQ(rows, 1417u);
-  Out before = strata_cli({"--json", "raftmeta", "inspect", node});
+  strata::test::CliOut before = strata_cli({"--json", "raftmeta", "inspect", node});
   ASSERT_EQ(before.status, 0) << before.err;
   EXPECT_EQ(nlohmann::json::parse(before.out)["servers_used"], rows);
 
@@ -160,11 +149,11 @@ TEST_F(CliTest, DamagedWalIsReportedNotTakenForATornTail) {
   const Bytes damaged = file_bytes(posix_fs(), store);
   const std::string where = store + " position " + std::to_string(at) + ":";
 
-  Out t = strata_cli({"raftmeta", "inspect", node});
+  strata::test::CliOut t = strata_cli({"raftmeta", "inspect", node});
   EXPECT_NE(t.status, 0) << t.out;
   EXPECT_NE(t.err.find(where), std::string::npos) << t.err;
   EXPECT_NE(t.err.find("not a torn tail"), std::string::npos) << t.err;
-  Out j = strata_cli({"--json", "raftmeta", "inspect", node});
+  strata::test::CliOut j = strata_cli({"--json", "raftmeta", "inspect", node});
   EXPECT_NE(j.status, 0);
   auto doc = nlohmann::json::parse(j.out);
   EXPECT_EQ(doc["error"]["code"], "corrupt") << j.out;
@@ -179,7 +168,7 @@ TEST_F(CliTest, DamagedWalIsReportedNotTakenForATornTail) {
 
 TEST_F(CliTest, InspectWithoutAStoreSaysWhy) {
   copy_into(posix_fs(), dets_fixtures().ra_small, dets_path(dir_.path()));
-  Out t = strata_cli({"raftmeta", "inspect", dir_.path()});
+  strata::test::CliOut t = strata_cli({"raftmeta", "inspect", dir_.path()});
   EXPECT_EQ(t.status, 1);
   EXPECT_NE(t.err.find("no raftmeta store"), std::string::npos) << t.err;
   EXPECT_NE(t.err.find("not migrated yet"), std::string::npos) << t.err;
