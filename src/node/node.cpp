@@ -63,11 +63,11 @@ Status Node::start() {
   if (!reg.ok()) return std::move(reg).error().with_context("opening the stream directory");
   registry_ = std::move(reg).value();
 
-  cache_ = std::make_shared<tier::ManifestCache>();
+  cache_ = std::make_shared<tier::ManifestCache>(cfg_.tiering.group_cache_bytes);
   BlockingPoolOptions po;
   po.threads = cfg_.blocking_threads;
   po.max_threads = std::max<size_t>(64, 2 * size_t(cfg_.blocking_threads));
-  pool_ = std::make_unique<BlockingPool>(po);
+  pool_ = std::make_shared<BlockingPool>(po);
   lifetime_ = std::make_shared<IoLifetime>();
   governor_ = tier::Governor::make(*io_, cfg_.governor, system_clock());
   work_.emplace(asio::make_work_guard(*io_));
@@ -174,6 +174,25 @@ Result<std::shared_ptr<log::StreamLog>> Node::align_with_remote(const std::strin
 Result<std::shared_ptr<log::StreamLog>> Node::create_stream(const std::string& name) {
   std::lock_guard l(mu_);
   return open_stream_locked(name, true);
+}
+
+tier::TierContext Node::tier_context(const std::string& name) const {
+  tier::TierContext ctx;
+  ctx.stream = name;
+  if (cfg_.tiering.enabled) {
+    ctx.store = store_;
+    ctx.cache = cache_;
+    ctx.key_prefix = cfg_.tiering.key_prefix;
+    ctx.pool = pool_;
+  }
+  return ctx;
+}
+
+Result<std::unique_ptr<tier::StreamReader>> Node::open_reader(const std::string& name,
+                                                              const log::OffsetSpec& spec,
+                                                              tier::StreamReaderOptions opts) {
+  STRATA_ASSIGN_OR_RETURN(auto log, stream(name));
+  return tier::StreamReader::open(std::move(log), tier_context(name), spec, opts);
 }
 
 Result<std::shared_ptr<log::StreamLog>> Node::stream(const std::string& name) {

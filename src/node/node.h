@@ -35,6 +35,7 @@
 #include "objstore/object_store.h"
 #include "tier/governor.h"
 #include "tier/manifest_cache.h"
+#include "tier/stream_reader.h"
 #include "tier/tiering_hooks.h"
 #include "tier/uploader.h"
 
@@ -64,6 +65,15 @@ class Node {
   // loop its strand and timers belong to, and after close it only answers
   // with its final state.
   std::shared_ptr<tier::Uploader> uploader(const std::string& name) const;
+
+  // A reader of the stream over both tiers (tier/stream_reader.h): remote
+  // fragments below the local log, then local segments. It may outlive the
+  // node's close (its remote reads then fail, they never hang).
+  Result<std::unique_ptr<tier::StreamReader>> open_reader(const std::string& name,
+                                                          const log::OffsetSpec& spec,
+                                                          tier::StreamReaderOptions opts = {});
+  // What a reader of `name` needs from this node (tiering off: local only).
+  tier::TierContext tier_context(const std::string& name) const;
 
   // Cuts the stream's pending fragment and waits until everything committed
   // now is in a persisted manifest (persisted as soon as it is uploaded: no
@@ -113,7 +123,7 @@ class Node {
   std::shared_ptr<EventLoop> io_ = std::make_shared<EventLoop>();
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::vector<std::thread> io_threads_;
-  std::unique_ptr<BlockingPool> pool_;
+  std::shared_ptr<BlockingPool> pool_;
   std::shared_ptr<IoLifetime> lifetime_;
   std::shared_ptr<tier::Governor> governor_;
 

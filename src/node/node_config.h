@@ -44,6 +44,8 @@ struct TieringSettings {
   int64_t persist_interval_ms = 2'000;
   int64_t request_timeout_ms = 45'000;
   int64_t delete_grace_ms = 30'000;
+  // Group objects cached for readers and lookups (LRU by bytes).
+  uint64_t group_cache_bytes = 64ull << 20;
   // The user's retention of the whole stream, applied to the remote tier.
   tier::RetentionSpec retention;
 };

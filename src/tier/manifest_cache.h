@@ -10,6 +10,9 @@
 // (sync). A stale or missing entry reads as Errc::unavailable, never as an
 // empty stream: readers fail closed and retry.
 //
+// It also holds the node's group objects (group_cache.h), bounded by bytes,
+// so that readers and lookups of every stream share one budget.
+//
 // Thread safety: any thread; readers get immutable snapshots.
 #pragma once
 
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "tier/group_cache.h"
 #include "tier/manifest.h"
 #include "tier/manifest_codec.h"
 
@@ -43,6 +47,10 @@ struct ManifestCacheStats {
 
 class ManifestCache {
  public:
+  static constexpr uint64_t kDefaultGroupCacheBytes = 64ull << 20;
+  explicit ManifestCache(uint64_t group_cache_bytes = kDefaultGroupCacheBytes)
+      : groups_(group_cache_bytes) {}
+
   // Installs the full persisted manifest (start, reinitialize, resync). A
   // sync older than what is cached (same epoch, lower revision, or a lower
   // epoch) is refused with Errc::conflict.
@@ -58,6 +66,7 @@ class ManifestCache {
   Result<CachedManifest> get(std::string_view stream) const;
   std::vector<std::string> streams() const;
   ManifestCacheStats stats() const;
+  GroupCache& groups() { return groups_; }
 
  private:
   struct Entry {
@@ -67,6 +76,7 @@ class ManifestCache {
   mutable std::mutex mu_;
   std::map<std::string, Entry, std::less<>> entries_;
   ManifestCacheStats st_;
+  GroupCache groups_;
 };
 
 }  // namespace strata::tier

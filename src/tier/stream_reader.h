@@ -69,14 +69,20 @@ struct StreamReaderOptions {
   uint64_t range_bytes = 4ull << 20;      // one ranged GET
   uint32_t max_ranges_in_flight = 4;
   bool verify_crc = true;
+  // One ranged GET ends by then, or is given up and fetched again.
+  std::chrono::milliseconds request_deadline{180'000};
+  // Transient GET failures retried (with backoff) before next_chunk fails.
+  uint32_t transient_retries = 4;
 };
 
 // What a reader needs from its node.
+// Without a store or a cache the reader reads the local log only.
 struct TierContext {
+  std::string stream;  // the stream's name (its object keys derive from it)
   std::shared_ptr<objstore::ObjectStore> store;
   std::shared_ptr<ManifestCache> cache;
   std::string key_prefix;
-  BlockingPool* pool = nullptr;  // runs the prefetching GETs
+  std::shared_ptr<BlockingPool> pool;  // runs the prefetching GETs (none: on the caller's thread)
 };
 
 struct StreamReaderStats {

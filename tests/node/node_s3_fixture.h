@@ -59,23 +59,6 @@ inline bool wait_until(const std::function<bool()>& done, std::chrono::milliseco
   return true;
 }
 
-// Appends `batches` chunks of `per` records (value_of(offset)); returns the
-// next offset.
-inline uint64_t append_values(log::StreamLog& log, uint64_t batches, uint32_t per = 10) {
-  uint64_t next = log.committed_next();
-  for (uint64_t b = 0; b < batches; ++b) {
-    uint64_t first = log.committed_next();
-    std::vector<std::string> vals;
-    for (uint32_t i = 0; i < per; ++i) vals.push_back(value_of(first + i));
-    std::vector<BytesView> views(vals.begin(), vals.end());
-    auto r = log.append(std::span<const BytesView>(views));
-    EXPECT_TRUE(r.ok()) << r.error().to_string();
-    if (!r.ok()) return next;
-    next = r->next_offset;
-  }
-  return next;
-}
-
 // Offsets [0, next) are each in the persisted remote tier exactly once with
 // the value written, and the audit found no damage (no gap, no overlap, no
 // missing or corrupt object).

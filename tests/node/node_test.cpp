@@ -19,28 +19,6 @@ namespace {
 using strata::test::TempDir;
 using namespace strata::node::test;
 
-std::unique_ptr<Node> open_node(const std::string& dir, nlohmann::json doc = small_node_doc()) {
-  auto cfg = load_node_config(doc, dir, objstore::process_env());
-  EXPECT_TRUE(cfg.ok()) << cfg.error().to_string();
-  auto n = Node::open(*cfg);
-  EXPECT_TRUE(n.ok()) << n.error().to_string();
-  return n.ok() ? std::move(n).value() : nullptr;
-}
-
-uint64_t append_values(log::StreamLog& log, uint64_t batches, uint32_t per = 10) {
-  uint64_t next = 0;
-  for (uint64_t b = 0; b < batches; ++b) {
-    uint64_t first = log.committed_next();
-    std::vector<std::string> vals;
-    for (uint32_t i = 0; i < per; ++i) vals.push_back(value_of(first + i));
-    std::vector<BytesView> views(vals.begin(), vals.end());
-    auto r = log.append(std::span<const BytesView>(views));
-    EXPECT_TRUE(r.ok()) << r.error().to_string();
-    next = r->next_offset;
-  }
-  return next;
-}
-
 void expect_all(const RemoteView& v, uint64_t next) {
   for (const auto& e : v.errors) ADD_FAILURE() << e;
   ASSERT_EQ(v.records.size(), next);

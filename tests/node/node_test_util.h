@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include "catalog/catalog.h"
 #include "log/chunk.h"
 #include "node/node.h"
+#include "node/node_config.h"
 #include "objstore/object_store.h"
 #include "tier/fragment_object.h"
 #include "tier/object_keys.h"
@@ -36,6 +38,32 @@ inline nlohmann::json small_node_doc() {
             {"request_timeout_ms", 2000},
             {"delete_grace_ms", 0}}},
           {"threads", {{"io", 2}, {"blocking", 4}}}};
+}
+
+// Opens a node on `dir` (failures are reported to the test; null then).
+inline std::unique_ptr<Node> open_node(const std::string& dir, nlohmann::json doc = small_node_doc()) {
+  auto cfg = load_node_config(doc, dir, objstore::process_env());
+  EXPECT_TRUE(cfg.ok()) << cfg.error().to_string();
+  auto n = Node::open(*cfg);
+  EXPECT_TRUE(n.ok()) << n.error().to_string();
+  return n.ok() ? std::move(n).value() : nullptr;
+}
+
+// Appends `batches` chunks of `per` records (value_of(offset)); returns the
+// next offset.
+inline uint64_t append_values(log::StreamLog& log, uint64_t batches, uint32_t per = 10) {
+  uint64_t next = log.committed_next();
+  for (uint64_t b = 0; b < batches; ++b) {
+    uint64_t first = log.committed_next();
+    std::vector<std::string> vals;
+    for (uint32_t i = 0; i < per; ++i) vals.push_back(value_of(first + i));
+    std::vector<BytesView> views(vals.begin(), vals.end());
+    auto r = log.append(std::span<const BytesView>(views));
+    EXPECT_TRUE(r.ok()) << r.error().to_string();
+    if (!r.ok()) return next;
+    next = r->next_offset;
+  }
+  return next;
 }
 
 // Every record in the persisted remote tier of `stream`, by offset, with
