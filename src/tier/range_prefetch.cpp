@@ -103,40 +103,50 @@ void RangePrefetch::push(ObjectRange r) {
 
 void RangePrefetch::start_fetches() {
   if (pool_ == nullptr) return;
-  std::lock_guard lk(shared_->mu);
-  uint32_t busy = 0;
-  for (auto& s : queue_) {
-    if (busy >= opts_.max_in_flight) break;
-    if (s->state == Slot::State::running) {
-      busy += 1;
-    } else if (s->state == Slot::State::queued) {
-      start(*s);
-      busy += 1;
+  std::vector<std::shared_ptr<Slot>> go;
+  {
+    std::lock_guard lk(shared_->mu);
+    uint32_t busy = 0;
+    for (auto& s : queue_) {
+      if (busy >= opts_.max_in_flight) break;
+      if (s->state == Slot::State::running) {
+        busy += 1;
+      } else if (s->state == Slot::State::queued) {
+        mark_running(*s);
+        go.push_back(s);
+        busy += 1;
+      }
     }
   }
+  for (auto& s : go) post(s);
 }
 
 // Called with shared_->mu held.
-void RangePrefetch::start(Slot& s) {
+void RangePrefetch::mark_running(Slot& s) {
   s.state = Slot::State::running;
   s.started = Clock::now();
   s.error.reset();
+}
+
+// Called without shared_->mu: a job the pool refuses reports at once.
+void RangePrefetch::post(const std::shared_ptr<Slot>& s) {
   st_.gets += 1;
-  std::shared_ptr<Slot> self;
-  for (auto& q : queue_) {
-    if (q.get() == &s) self = q;
-  }
   auto rep = std::make_shared<Reporter>();
   rep->shared = shared_;
-  rep->slot = self;
-  rep->generation = s.generation;
-  s.ticket = pool_->post([rep, store = store_, range = s.range]() {
+  rep->slot = s;
+  {
+    std::lock_guard lk(shared_->mu);
+    rep->generation = s->generation;
+  }
+  BlockingPool::Ticket t = pool_->post([rep, store = store_, range = s->range]() {
     try {
       rep->report(store->get_range(range.key, range.offset, range.length));
     } catch (const std::exception& e) {
       rep->report(failure(range, std::string("range fetch threw: ") + e.what()));
     }
   });
+  std::lock_guard lk(shared_->mu);
+  if (rep->generation == s->generation) s->ticket = t;
 }
 
 Result<const Bytes*> RangePrefetch::at(size_t i) {
@@ -154,11 +164,21 @@ Result<const Bytes*> RangePrefetch::at(size_t i) {
       }
     }
     start_fetches();
-    {
-      std::unique_lock lk(shared_->mu);
+    if (pool_ != nullptr) {
       // Asked for beyond the ranges in flight: fetch it now (the limit
       // bounds read-ahead, not what the consumer needs this moment).
-      if (s.state == Slot::State::queued) start(s);
+      bool go = false;
+      {
+        std::lock_guard lk(shared_->mu);
+        if (s.state == Slot::State::queued) {
+          mark_running(s);
+          go = true;
+        }
+      }
+      if (go) post(queue_[i]);
+    }
+    {
+      std::unique_lock lk(shared_->mu);
       auto done = [&] { return s.state == Slot::State::ready || s.state == Slot::State::failed; };
       if (!shared_->cv.wait_until(lk, s.started + opts_.deadline, done)) {
         // Given up: the job may still finish, but its result is dropped.

@@ -87,7 +87,8 @@ class RangePrefetch {
 
  private:
   void start_fetches();
-  void start(Slot& s);
+  void mark_running(Slot& s);
+  void post(const std::shared_ptr<Slot>& s);
 
   std::shared_ptr<objstore::ObjectStore> store_;
   std::shared_ptr<BlockingPool> pool_;

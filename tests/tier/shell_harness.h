@@ -178,6 +178,13 @@ class FaultyStore final : public objstore::ObjectStore {
     times_ = times;
   }
   void clear() { set(Fault::none, "", 0); }
+  // The same for get_range (separately from puts).
+  void set_range_fault(Fault fault, std::string match, int times) {
+    std::lock_guard l(mu_);
+    range_fault_ = fault;
+    range_match_ = std::move(match);
+    range_times_ = times;
+  }
   // Lets hung requests go on (they then do their real work).
   void release() {
     std::lock_guard l(mu_);
@@ -227,6 +234,27 @@ class FaultyStore final : public objstore::ObjectStore {
   objstore::ObjectResult<Bytes> get(std::string_view key) override { return inner_->get(key); }
   objstore::ObjectResult<Bytes> get_range(std::string_view key, uint64_t offset,
                                           uint64_t length) override {
+    switch (take_range(key)) {
+      case Fault::throw_exception:
+        throw std::runtime_error("injected exception in get_range of " + std::string(key));
+      case Fault::hang: {
+        std::unique_lock l(mu_);
+        hung_ += 1;
+        cv_.notify_all();
+        cv_.wait(l, [&] { return released_; });
+        break;
+      }
+      case Fault::fail_transient:
+        return objstore::ObjectError{
+            objstore::Op::get_range, std::string(key), 503,
+            "SlowDown",              "injected",       objstore::RetryClass::transient};
+      case Fault::fail_fatal:
+        return objstore::ObjectError{
+            objstore::Op::get_range, std::string(key), 403,
+            "AccessDenied",          "injected",       objstore::RetryClass::fatal};
+      case Fault::none:
+        break;
+    }
     return inner_->get_range(key, offset, length);
   }
   objstore::ObjectResult<objstore::ObjectInfo> head(std::string_view key) override {
@@ -251,12 +279,23 @@ class FaultyStore final : public objstore::ObjectStore {
     injected_ += 1;
     return fault_;
   }
+  Fault take_range(std::string_view key) {
+    std::lock_guard l(mu_);
+    if (range_fault_ == Fault::none || range_times_ == 0) return Fault::none;
+    if (key.find(range_match_) == std::string_view::npos) return Fault::none;
+    if (range_times_ > 0) range_times_ -= 1;
+    injected_ += 1;
+    return range_fault_;
+  }
   std::shared_ptr<objstore::ObjectStore> inner_;
   std::mutex mu_;
   std::condition_variable cv_;
   Fault fault_ = Fault::none;
   std::string match_;
   int times_ = 0;
+  Fault range_fault_ = Fault::none;
+  std::string range_match_;
+  int range_times_ = 0;
   int injected_ = 0;
   int hung_ = 0;
   bool released_ = false;
