@@ -1,6 +1,7 @@
 // The local log from the command line:
 //   strata produce <data-dir> <stream>   append stdin lines (or --generate N --size S)
 //   strata consume <data-dir> <stream>   print records from --from SPEC [--follow] [--max N]
+//   strata consume --config NODE.json <stream>   the same across a node's two tiers
 //   strata inspect <data-dir>[/<stream>] segments, chunks, indexes, CRC verification
 // consume and inspect open streams read-only (no repair, no writer lock), so
 // they can run next to a live producer.
@@ -8,14 +9,18 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "cli/cmd_log_demo.h"
 #include "cli/command.h"
 #include "log/inspect.h"
 #include "log/reader.h"
 #include "log/registry.h"
+#include "node/node_config.h"
+#include "node/node_read_view.h"
 
 namespace strata::cli {
 namespace {
@@ -164,6 +169,7 @@ void run_produce(const ProduceFlags& f, Context& ctx) {
 
 struct ConsumeFlags {
   std::string data_dir, stream;
+  std::string config;  // a node's configuration: read across both tiers
   std::string from = "first";
   bool follow = false;
   uint64_t max = 0;
@@ -171,30 +177,34 @@ struct ConsumeFlags {
   bool no_verify = false;
 };
 
-void run_consume(const ConsumeFlags& f, Context& ctx) {
-  auto spec = log::parse_offset_spec(f.from);
-  if (!spec.ok()) return ctx.fail(spec.error());
-  auto lg = open_for_reading(f.data_dir, f.stream);
-  if (!lg.ok()) return ctx.fail(lg.error());
-  log::ReaderOptions ro;
-  ro.verify_crc = !f.no_verify;
-  auto reader = (*lg)->open_reader(*spec, ro);
-  if (!reader.ok()) return ctx.fail(reader.error());
+// What the print loop reads from: a local log reader or a reader across
+// both tiers of a node's stream.
+struct RecordSource {
+  std::function<Result<size_t>(std::vector<log::Record>*)> next;
+  std::function<void()> wait;
+  // Called when `next` failed; true when looking again may help (a newer
+  // manifest), and the loop retries.
+  std::function<bool(const Error&)> recover = [](const Error&) { return false; };
+};
+
+void print_records(const ConsumeFlags& f, Context& ctx, RecordSource src) {
   uint64_t printed = 0;
   std::vector<log::Record> recs;
   std::string out;
   while (f.max == 0 || printed < f.max) {
     recs.clear();
-    auto n = (*reader)->next_records(&recs);
+    auto n = src.next(&recs);
     if (!n.ok()) {
       std::cout << out << std::flush;
+      out.clear();
+      if (src.recover(n.error())) continue;
       return ctx.fail(n.error());
     }
     if (*n == 0) {
       std::cout << out << std::flush;
       out.clear();
       if (!f.follow) break;
-      (*reader)->wait(std::chrono::seconds(1));
+      src.wait();
       continue;
     }
     for (const auto& r : recs) {
@@ -217,6 +227,63 @@ void run_consume(const ConsumeFlags& f, Context& ctx) {
     }
   }
   std::cout << out << std::flush;
+}
+
+// Across both tiers: the node's configuration names the data directory,
+// the object store and the key prefix.
+void run_consume_tiered(ConsumeFlags f, const log::OffsetSpec& spec, Context& ctx) {
+  auto cfg = node::load_node_config_file(f.config, f.data_dir, objstore::process_env());
+  if (!cfg.ok()) return ctx.fail(cfg.error());
+  auto view = node::NodeReadView::open(*cfg);
+  if (!view.ok()) return ctx.fail(view.error());
+  tier::StreamReaderOptions ro;
+  ro.verify_crc = !f.no_verify;
+  auto reader = (*view)->open_reader(f.stream, spec, ro);
+  if (!reader.ok()) return ctx.fail(reader.error());
+  // The node moves on while this reads: when the reader needs a manifest
+  // newer than the one loaded (unavailable, or the local log moved past
+  // it), load it again, a bounded number of times in a row.
+  int retries = 0;
+  RecordSource src;
+  src.next = [&](std::vector<log::Record>* out) {
+    auto n = (*reader)->next_records(out);
+    if (n.ok()) retries = 0;
+    return n;
+  };
+  src.wait = [&] { (*reader)->wait(std::chrono::seconds(1)); };
+  src.recover = [&](const Error& e) {
+    if (e.code != Errc::unavailable && e.code != Errc::out_of_range && e.code != Errc::transient)
+      return false;
+    if (++retries > 50) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return (*view)->refresh(f.stream).ok();
+  };
+  print_records(f, ctx, std::move(src));
+}
+
+void run_consume(ConsumeFlags f, Context& ctx) {
+  auto spec = log::parse_offset_spec(f.from);
+  if (!spec.ok()) return ctx.fail(spec.error());
+  if (!f.config.empty()) {
+    // `consume --config F STREAM`: the one positional is the stream.
+    if (f.stream.empty()) std::swap(f.stream, f.data_dir);
+    if (f.stream.empty()) return ctx.fail(Error(Errc::invalid_argument, "consume: no stream named"));
+    return run_consume_tiered(std::move(f), *spec, ctx);
+  }
+  if (f.data_dir.empty() || f.stream.empty()) {
+    return ctx.fail(Error(Errc::invalid_argument,
+                          "consume: give <data-dir> <stream>, or --config NODE.json <stream>"));
+  }
+  auto lg = open_for_reading(f.data_dir, f.stream);
+  if (!lg.ok()) return ctx.fail(lg.error());
+  log::ReaderOptions ro;
+  ro.verify_crc = !f.no_verify;
+  auto reader = (*lg)->open_reader(*spec, ro);
+  if (!reader.ok()) return ctx.fail(reader.error());
+  RecordSource src;
+  src.next = [&](std::vector<log::Record>* out) { return (*reader)->next_records(out); };
+  src.wait = [&] { (*reader)->wait(std::chrono::seconds(1)); };
+  print_records(f, ctx, std::move(src));
 }
 
 // ------------------------------------------------------------------ inspect
@@ -365,9 +432,15 @@ Registrar reg_log([](CLI::App& app, Context& ctx) {
   }
   {
     auto f = std::make_shared<ConsumeFlags>();
-    auto* cmd = app.add_subcommand("consume", "Print a stream's records from an offset spec");
-    cmd->add_option("data-dir", f->data_dir, "Data directory")->required();
-    cmd->add_option("stream", f->stream, "Stream name")->required();
+    auto* cmd = app.add_subcommand(
+        "consume",
+        "Print a stream's records from an offset spec (with --config: across both tiers of a "
+        "node's stream)");
+    cmd->add_option("data-dir", f->data_dir,
+                    "Data directory (with --config: optional, overrides the node's)");
+    cmd->add_option("stream", f->stream, "Stream name");
+    cmd->add_option("--config", f->config,
+                    "A node's configuration (JSON): read remote fragments, then local segments");
     cmd->add_option("--from", f->from, "first|last|next|offset:N|timestamp:T (ms)")
         ->capture_default_str();
     cmd->add_flag("--follow", f->follow, "Keep waiting for new records");

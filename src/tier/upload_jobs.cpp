@@ -71,7 +71,14 @@ Result<LoadedState> load_stream_state(catalog::Catalog& catalog, objstore::Objec
     out.from_cache = true;
     return out;
   }
-  auto body = store.get(out.entry.root_key);
+  STRATA_ASSIGN_OR_RETURN(out.manifest, read_persisted_manifest(store, out.entry));
+  return out;
+}
+
+Result<Manifest> read_persisted_manifest(objstore::ObjectStore& store,
+                                         const catalog::StreamEntry& entry) {
+  if (entry.root_key.empty()) return Manifest::empty_at(0);
+  auto body = store.get(entry.root_key);
   if (!body.ok()) {
     const auto& e = body.error();
     if (e.retry == objstore::RetryClass::not_found) {
@@ -81,15 +88,26 @@ Result<LoadedState> load_stream_state(catalog::Catalog& catalog, objstore::Objec
                    fmt::format("stream {}: manifest root {} named by catalog revision {} is "
                                "missing from the object store; retrying (it is never read as an "
                                "empty manifest)",
-                               stream, out.entry.root_key, loaded_revision));
+                               entry.stream, entry.root_key, entry.revision));
     }
     return Error(e.retry == objstore::RetryClass::transient ? Errc::transient : Errc::fatal,
-                 fmt::format("stream {}: reading manifest root: {}", stream, e.to_string()));
+                 fmt::format("stream {}: reading manifest root: {}", entry.stream, e.to_string()));
   }
-  STRATA_ASSIGN_OR_RETURN(DecodedRoot root, decode_root(*body, out.entry.root_key));
-  STRATA_TRY(validate_manifest(root.manifest, out.entry.root_key));
-  out.manifest = std::move(root.manifest);
-  return out;
+  STRATA_ASSIGN_OR_RETURN(DecodedRoot root, decode_root(*body, entry.root_key));
+  STRATA_TRY(validate_manifest(root.manifest, entry.root_key));
+  return std::move(root.manifest);
+}
+
+Result<CachedManifest> load_persisted_manifest(catalog::Catalog& catalog,
+                                               objstore::ObjectStore& store,
+                                               std::string_view stream) {
+  auto got = catalog.get(stream);
+  if (!got.ok()) {
+    return std::move(got).error().with_context("reading the catalog entry of " +
+                                               std::string(stream));
+  }
+  STRATA_ASSIGN_OR_RETURN(Manifest m, read_persisted_manifest(store, *got));
+  return CachedManifest{std::make_shared<const Manifest>(std::move(m)), got->epoch, got->revision};
 }
 
 // ---- fragments ----

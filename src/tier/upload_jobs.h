@@ -43,6 +43,18 @@ Result<LoadedState> load_stream_state(catalog::Catalog& catalog, objstore::Objec
                                       const ManifestCache& cache, const ObjectKeys& keys,
                                       bool take_over);
 
+// The manifest the catalog entry names (empty_at(0) when it has no root
+// yet). A missing root is a transient error, never an empty manifest.
+Result<Manifest> read_persisted_manifest(objstore::ObjectStore& store,
+                                         const catalog::StreamEntry& entry);
+
+// Read-only: the stream's catalog entry and the manifest it names, as the
+// cache holds it (tools reading a node's streams without being the node).
+// not_found when the stream has no catalog entry.
+Result<CachedManifest> load_persisted_manifest(catalog::Catalog& catalog,
+                                               objstore::ObjectStore& store,
+                                               std::string_view stream);
+
 // ---- fragments ----
 
 // Builds the fragment object from the segment files of the log in
