@@ -203,9 +203,11 @@ Result<std::optional<TieredChunk>> StreamReader::Impl::next_chunk() {
       const uint64_t local_first = log->first_offset();
       const uint64_t gets_before = remote->range_gets();
       const uint64_t groups_before = remote->group_reads();
+      const uint64_t retries_before = remote->prefetch_stats().retries;
       auto r = remote->next(local_first);
       st.range_gets += remote->range_gets() - gets_before;
       st.group_reads += remote->group_reads() - groups_before;
+      st.range_retries += remote->prefetch_stats().retries - retries_before;
       track_memory();
       if (!r.ok()) return annotate(r.error());
       if (*r) {

@@ -91,6 +91,7 @@ struct StreamReaderStats {
   uint64_t local_chunks = 0;
   uint64_t local_bytes = 0;
   uint64_t range_gets = 0;
+  uint64_t range_retries = 0;  // transient GET failures retried (deadlines included)
   uint64_t group_reads = 0;
   uint64_t peak_buffered_bytes = 0;  // never above prefetch_bytes + one chunk
   uint64_t tier_switches = 0;
