@@ -95,6 +95,7 @@ json Node::status_json() const {
   auto g = governor_ ? governor_->stats() : tier::GovernorStats{};
   auto p = pool_ ? pool_->stats() : BlockingPoolStats{};
   auto c = cache_ ? cache_->stats() : tier::ManifestCacheStats{};
+  auto gc = cache_ ? cache_->groups().stats() : tier::GroupCacheStats{};
   return {
       {"node",
        {{"data_dir", cfg_.data_dir},
@@ -117,7 +118,16 @@ json Node::status_json() const {
           {"busy", p.busy},
           {"queued", p.queued},
           {"abandoned", p.abandoned}}},
-        {"manifest_cache", {{"streams", c.streams}, {"stale", c.stale}}}}},
+        {"manifest_cache",
+         {{"streams", c.streams},
+          {"stale", c.stale},
+          {"group_cache",
+           {{"bytes", gc.bytes},
+            {"capacity_bytes", gc.capacity_bytes},
+            {"entries", gc.entries},
+            {"hits", gc.hits},
+            {"misses", gc.misses},
+            {"evictions", gc.evictions}}}}}}},
       {"streams", js},
   };
 }
@@ -194,6 +204,15 @@ std::string Node::metrics_text() const {
               double(g.granted_bytes));
     w.counter("strata_governor_throttle_waits_total", "Times the head transfer waited for tokens.",
               {}, double(g.throttle_waits));
+  }
+  if (cache_) {
+    auto gc = cache_->groups().stats();
+    w.gauge("strata_group_cache_bytes", "Bytes of group objects cached for readers.", {},
+            double(gc.bytes));
+    w.counter("strata_group_cache_hits_total", "Group reads answered from the cache.", {},
+              double(gc.hits));
+    w.counter("strata_group_cache_misses_total", "Group reads that went to the object store.",
+              {}, double(gc.misses));
   }
   if (pool_) {
     auto p = pool_->stats();
