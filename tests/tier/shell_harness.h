@@ -224,11 +224,15 @@ class FaultyStore final : public objstore::ObjectStore {
     }
     return inner_->put(key, body, opts);
   }
-  objstore::ObjectResult<Bytes> get(std::string_view key) override { return inner_->get(key); }
-  objstore::ObjectResult<Bytes> get_range(std::string_view key, uint64_t offset,
-                                          uint64_t length) override {
-    return inner_->get_range(key, offset, length);
+  objstore::ObjectResult<uint64_t> read_range(std::string_view key, uint64_t offset,
+                                              std::span<uint8_t> dst) override {
+    return inner_->read_range(key, offset, dst);
   }
+  objstore::ObjectResult<uint64_t> get_to(std::string_view key, const objstore::GetSink& sink,
+                                          const objstore::GetLimits& limits) override {
+    return inner_->get_to(key, sink, limits);
+  }
+  uint64_t max_get_bytes() const override { return inner_->max_get_bytes(); }
   objstore::ObjectResult<objstore::ObjectInfo> head(std::string_view key) override {
     return inner_->head(key);
   }
