@@ -5,13 +5,16 @@
 //  1. PUT and GET of a large object (default 64 MiB): strata's client in
 //     process, the `strata objstore` CLI process, the curl CLI (libcurl
 //     SigV4, one stream), and awscli v2. Throughput and CPU time per GiB of
-//     the client (not the server).
+//     the client (not the server). strata's GET three ways: get() into a
+//     fresh buffer (CRC verified), get_to() into a sink that keeps nothing
+//     (CRC verified; like curl -o /dev/null), and read_range() of the whole
+//     object into one reused buffer (how the tier's reader reads).
 //  2. Small-object latency (4 KiB PUT/GET on a kept-alive connection):
 //     strata's client vs curl (many URLs in one curl process, per-transfer
 //     time from -w).
 //  3. 1/2/4/8 parallel ranged GETs covering one large object: strata
-//     threads vs as many curl processes, with client and server CPU, to
-//     show which side saturates.
+//     threads (read_range into a buffer per thread) vs as many curl
+//     processes, with client and server CPU, to show which side saturates.
 //
 // Usage: objstore_bench [--size-mib 64] [--reps 7] [--small 400] [--no-aws]
 //                       [--only large|small|parallel]
@@ -30,6 +33,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <span>
 #include <sstream>
 #include <thread>
 
@@ -270,10 +274,40 @@ class Bench {
     c0 = cpu_self();
     t = Clock::now();
     auto g = store_->get("large/lib");
-    if (!g.ok() || g->size() != size_) return false;
+    if (!g.ok() || g->size() != size_) return fail(g);
     lib_get_.wall.push_back(seconds_since(t));
     lib_get_.cpu.push_back(cpu_self() - c0);
     return true;
+  }
+  // get_to into a sink that keeps nothing: the client's own cost of a GET
+  // with its CRC verified, the peer of curl -o /dev/null.
+  bool sink_step() {
+    GetSink discard;
+    discard.on_piece = [](BytesView) { return Status::OK(); };
+    double c0 = cpu_self();
+    auto t = Clock::now();
+    auto g = store_->get_to("large/lib", discard, GetLimits{});
+    if (!g.ok() || *g != size_) return fail(g);
+    lib_sink_.wall.push_back(seconds_since(t));
+    lib_sink_.cpu.push_back(cpu_self() - c0);
+    return true;
+  }
+  // read_range of the whole object into one buffer reused across reps
+  // (already faulted in): libcurl's buffer -> the caller's, nothing else.
+  bool range_step() {
+    if (range_buf_.size() != size_) range_buf_.assign(size_, 0);
+    double c0 = cpu_self();
+    auto t = Clock::now();
+    auto n = store_->read_range("large/lib", 0, std::span<uint8_t>(range_buf_));
+    if (!n.ok() || *n != size_) return fail(n);
+    lib_range_.wall.push_back(seconds_since(t));
+    lib_range_.cpu.push_back(cpu_self() - c0);
+    return true;
+  }
+  template <typename R>
+  static bool fail(const R& r) {
+    std::cerr << "bench: " << (r.ok() ? std::string("short read") : r.error().to_string()) << "\n";
+    return false;
   }
   bool curl_step() {
     auto c = run_children(
@@ -313,9 +347,10 @@ class Bench {
     // client always follows the same one (s3rver collects garbage after big
     // transfers, awscli's in particular) and drift in machine load hits all
     // alike.
-    std::vector<std::function<bool()>> steps = {[this] { return lib_step(); },
-                                                [this] { return curl_step(); },
-                                                [this] { return cli_step(); }};
+    std::vector<std::function<bool()>> steps = {
+        [this] { return lib_step(); }, [this] { return curl_step(); },
+        [this] { return sink_step(); }, [this] { return cli_step(); },
+        [this] { return range_step(); }};
     if (o_.with_aws) steps.push_back([this] { return aws_step(); });
     for (int r = 0; r < o_.reps; ++r) {
       for (size_t i = 0; i < steps.size(); ++i) {
@@ -326,8 +361,12 @@ class Bench {
                                  row("strata objstore put (process)", cli_put_),
                                  row("curl", curl_put_)};
     std::vector<Row> get_rows = {
-        row("strata client (in process)", lib_get_), row("strata objstore get (process)", cli_get_),
-        row("curl", curl_get_), row("curl -o file on " + base_, curl_get_mem_)};
+        row("strata get() into a fresh buffer (in process)", lib_get_),
+        row("strata get_to() into a discarding sink (in process)", lib_sink_),
+        row("strata read_range() into a reused buffer (in process)", lib_range_),
+        row("strata objstore get (process)", cli_get_),
+        row("curl", curl_get_),
+        row("curl -o file on " + base_, curl_get_mem_)};
     if (o_.with_aws) {
       put_rows.push_back(row("awscli v2 (multipart, 8 MiB x 10 threads)", aws_put_));
       get_rows.push_back(row("awscli v2 (ranged, 8 MiB x 10 threads)", aws_get_));
@@ -427,10 +466,13 @@ class Bench {
     auto t = Clock::now();
     std::vector<std::thread> th;
     std::atomic<int> bad{0};
+    if (range_buf_.size() != size_) range_buf_.assign(size_, 0);
     for (int i = 0; i < k; ++i) {
       th.emplace_back([&, i] {
-        auto g = store_->get_range("large/lib", uint64_t(i) * part, part);
-        if (!g.ok() || g->size() != part) ++bad;
+        // Each thread reads its part into its own slice of one buffer.
+        std::span<uint8_t> dst(range_buf_.data() + uint64_t(i) * part, part);
+        auto n = store_->read_range("large/lib", uint64_t(i) * part, dst);
+        if (!n.ok() || *n != part) ++bad;
       });
     }
     for (auto& x : th) x.join();
@@ -472,8 +514,9 @@ class Bench {
   std::string data_;
   const std::string file_ = dir_ + "/object.bin";
   // Large section samples, per client and direction.
-  Sample lib_put_, lib_get_, cli_put_, cli_get_, curl_put_, curl_get_, curl_get_mem_, aws_put_,
-      aws_get_;
+  std::vector<uint8_t> range_buf_;  // read_range's reused destination
+  Sample lib_put_, lib_get_, lib_sink_, lib_range_, cli_put_, cli_get_, curl_put_, curl_get_,
+      curl_get_mem_, aws_put_, aws_get_;
   double server_cpu_put_ = 0, server_wall_put_ = 0;
 };
 
