@@ -19,7 +19,8 @@
 //    fails fatal (HTTP 416 on S3); dst must not be empty. The body goes
 //    straight into dst. A server that would send more than dst holds (it
 //    ignored Range, or its Content-Range runs past the window) fails fatal
-//    and the transfer is aborted at once; a short or cut body is transient.
+//    and the transfer is aborted at once (one s3rver quirk excepted, see
+//    s3_range.h); a short or cut body is transient.
 //    get_range(key, offset, length) is the same into a fresh Bytes.
 //  - get_to(key, sink, limits) hands the whole object to the sink in pieces,
 //    in order, and verifies its CRC32C (when the object carries one) as the
@@ -122,12 +123,15 @@ class ObjectStore {
   // The cap get() applies (objstore.max_get_bytes).
   virtual uint64_t max_get_bytes() const = 0;
 
+  // Not virtual: every read reaches a backend through read_range or get_to,
+  // so wrappers (MeteredStore) see and count each read once.
   // The whole object (get_to into one buffer, capped by max_get_bytes()).
   ObjectResult<Bytes> get(std::string_view key);
   // Bytes [offset, min(offset + length, size)), read_range into a fresh
   // buffer of min(length, max_get_bytes() + 1) bytes (a window that would
   // hold more than the cap fails like get()); length must be > 0.
   ObjectResult<Bytes> get_range(std::string_view key, uint64_t offset, uint64_t length);
+
   virtual ObjectResult<ObjectInfo> head(std::string_view key) = 0;
   virtual ObjectStatus remove(std::string_view key) = 0;
   // Removes many keys (batches of <= kMaxDeleteBatch per request); returns

@@ -314,6 +314,12 @@ ObjectResult<uint64_t> S3ObjectStore::read_range(std::string_view key, uint64_t 
     return true;
   };
   req.on_data = [&](const char* data, size_t n) {
+    // libcurl ends a 2xx answer's headers (and so judges them) before its
+    // body; a body without that judgement is never written anywhere.
+    if (!st.plan) {
+      st.error = bad_response(Op::get_range, key, 0, "a body arrived before its headers ended");
+      return false;
+    }
     const uint64_t room = st.plan->expected - st.written;
     const size_t take = size_t(std::min<uint64_t>(n, room));
     std::memcpy(dst.data() + st.written, data, take);
