@@ -5,13 +5,16 @@
 //  1. PUT and GET of a large object (default 64 MiB): strata's client in
 //     process, the `strata objstore` CLI process, the curl CLI (libcurl
 //     SigV4, one stream), and awscli v2. Throughput and CPU time per GiB of
-//     the client (not the server).
+//     the client (not the server). strata's GET three ways: get() into a
+//     fresh buffer (CRC verified), get_to() into a sink that keeps nothing
+//     (CRC verified; like curl -o /dev/null), and read_range() of the whole
+//     object into one reused buffer (how the tier's reader reads).
 //  2. Small-object latency (4 KiB PUT/GET on a kept-alive connection):
 //     strata's client vs curl (many URLs in one curl process, per-transfer
 //     time from -w).
 //  3. 1/2/4/8 parallel ranged GETs covering one large object: strata
-//     threads vs as many curl processes, with client and server CPU, to
-//     show which side saturates.
+//     threads (read_range into a buffer per thread) vs as many curl
+//     processes, with client and server CPU, to show which side saturates.
 //
 // Usage: objstore_bench [--size-mib 64] [--reps 7] [--small 400] [--no-aws]
 //                       [--only large|small|parallel]
@@ -30,6 +33,8 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <random>
+#include <span>
 #include <sstream>
 #include <thread>
 
@@ -254,80 +259,133 @@ class Bench {
     return Row{name, double(o_.size_mib) / median(s.wall), median(s.cpu) / gib_};
   }
 
-  // ---- 1. large PUT / GET: one step per client ----
-  bool lib_step() {
+  // ---- 1. large PUT / GET: one step per transfer ----
+  bool lib_put_step() {
     double s0 = cpu_of_pid(server_->pid()), c0 = cpu_self();
     auto t = Clock::now();
     auto p = store_->put("large/lib", data_);
-    if (!p.ok()) {
-      std::cerr << p.error().to_string() << "\n";
-      return false;
-    }
+    if (!p.ok()) return fail(p);
     lib_put_.wall.push_back(seconds_since(t));
     lib_put_.cpu.push_back(cpu_self() - c0);
     server_cpu_put_ += cpu_of_pid(server_->pid()) - s0;
     server_wall_put_ += lib_put_.wall.back();
-    c0 = cpu_self();
-    t = Clock::now();
+    return true;
+  }
+  bool lib_get_step() {
+    double c0 = cpu_self();
+    auto t = Clock::now();
     auto g = store_->get("large/lib");
-    if (!g.ok() || g->size() != size_) return false;
+    if (!g.ok() || g->size() != size_) return fail(g);
     lib_get_.wall.push_back(seconds_since(t));
     lib_get_.cpu.push_back(cpu_self() - c0);
     return true;
   }
-  bool curl_step() {
-    auto c = run_children(
-        {curl({"-T", file_, "-H", "Content-Type: application/octet-stream", url("large/curl")})},
-        {}, dir_)[0];
-    curl_put_.wall.push_back(c.wall), curl_put_.cpu.push_back(c.cpu);
-    c = run_children({curl({"-o", "/dev/null", url("large/curl")})}, {}, dir_)[0];
-    curl_get_.wall.push_back(c.wall), curl_get_.cpu.push_back(c.cpu);
-    // Into memory like strata's client (a tmpfs file) rather than discarded.
-    c = run_children({curl({"-o", dir_ + "/curl-get.bin", url("large/curl")})}, {}, dir_)[0];
-    curl_get_mem_.wall.push_back(c.wall), curl_get_mem_.cpu.push_back(c.cpu);
-    std::filesystem::remove(dir_ + "/curl-get.bin");
+  // get_to into a sink that keeps nothing: the client's own cost of a GET
+  // with its CRC verified, the peer of curl -o /dev/null.
+  bool sink_step() {
+    GetSink discard;
+    discard.on_piece = [](BytesView) { return Status::OK(); };
+    double c0 = cpu_self();
+    auto t = Clock::now();
+    auto g = store_->get_to("large/lib", discard, GetLimits{});
+    if (!g.ok() || *g != size_) return fail(g);
+    lib_sink_.wall.push_back(seconds_since(t));
+    lib_sink_.cpu.push_back(cpu_self() - c0);
+    return true;
+  }
+  // read_range of the whole object into one buffer reused across reps
+  // (already faulted in): libcurl's buffer -> the caller's, nothing else.
+  bool range_step() {
+    if (range_buf_.size() != size_) range_buf_.assign(size_, 0);
+    double c0 = cpu_self();
+    auto t = Clock::now();
+    auto n = store_->read_range("large/lib", 0, std::span<uint8_t>(range_buf_));
+    if (!n.ok() || *n != size_) return fail(n);
+    lib_range_.wall.push_back(seconds_since(t));
+    lib_range_.cpu.push_back(cpu_self() - c0);
+    return true;
+  }
+  template <typename R>
+  static bool fail(const R& r) {
+    std::cerr << "bench: " << (r.ok() ? std::string("short read") : r.error().to_string()) << "\n";
+    return false;
+  }
+  // One child process; its wall and CPU go to `s`.
+  bool child_step(const std::vector<std::string>& cmd, const std::vector<std::string>& env,
+                  Sample* s) {
+    auto c = run_children({cmd}, env, dir_)[0];
+    s->wall.push_back(c.wall), s->cpu.push_back(c.cpu);
     return c.status == 0;
   }
-  bool cli_step() {
-    auto c = run_children({strata_cli({"put", "large/cli", file_})}, kCliEnv, dir_)[0];
-    cli_put_.wall.push_back(c.wall), cli_put_.cpu.push_back(c.cpu);
-    c = run_children({strata_cli({"get", "large/cli", "-o", "/dev/null"})}, kCliEnv, dir_)[0];
-    cli_get_.wall.push_back(c.wall), cli_get_.cpu.push_back(c.cpu);
-    return c.status == 0;
-  }
-  bool aws_step() {
-    const std::string object = std::string("s3://") + kBucket + "/large/aws";
-    auto c = run_children(
-        {{"aws", "--endpoint-url", ep_, "s3", "cp", file_, object, "--only-show-errors"}},
-        test::S3rver::aws_env(), dir_)[0];
-    aws_put_.wall.push_back(c.wall), aws_put_.cpu.push_back(c.cpu);
-    c = run_children(
-        {{"aws", "--endpoint-url", ep_, "s3", "cp", object, "/dev/null", "--only-show-errors"}},
-        test::S3rver::aws_env(), dir_)[0];
-    aws_get_.wall.push_back(c.wall), aws_get_.cpu.push_back(c.cpu);
-    return c.status == 0;
-  }
+  std::string aws_object() const { return std::string("s3://") + kBucket + "/large/aws"; }
 
   bool large() {
-    // Each rep runs every client's step, starting one further along, so no
-    // client always follows the same one (s3rver collects garbage after big
-    // transfers, awscli's in particular) and drift in machine load hits all
-    // alike.
-    std::vector<std::function<bool()>> steps = {[this] { return lib_step(); },
-                                                [this] { return curl_step(); },
-                                                [this] { return cli_step(); }};
-    if (o_.with_aws) steps.push_back([this] { return aws_step(); });
+    // Every client's GET reads an object that exists from the start.
+    for (const char* k : {"large/lib", "large/curl", "large/cli", "large/aws"}) {
+      if (auto p = store_->put(k, data_); !p.ok()) return fail(p);
+    }
+    // One step per transfer, in a fresh seeded shuffle each rep, so that no
+    // transfer always follows the same one (s3rver collects garbage after
+    // big transfers, PUTs and awscli's in particular) and drift in machine
+    // load hits all alike.
+    std::vector<std::function<bool()>> steps = {
+        [this] { return lib_put_step(); },
+        [this] { return lib_get_step(); },
+        [this] { return sink_step(); },
+        [this] { return range_step(); },
+        [this] {
+          return child_step(curl({"-T", file_, "-H", "Content-Type: application/octet-stream",
+                                  url("large/curl")}),
+                            {}, &curl_put_);
+        },
+        [this] {
+          return child_step(curl({"-o", "/dev/null", url("large/curl")}), {}, &curl_get_);
+        },
+        [this] {
+          // Into memory like strata's client (a tmpfs file) rather than discarded.
+          bool ok = child_step(curl({"-o", dir_ + "/curl-get.bin", url("large/curl")}), {},
+                               &curl_get_mem_);
+          std::filesystem::remove(dir_ + "/curl-get.bin");
+          return ok;
+        },
+        [this] {
+          return child_step(strata_cli({"put", "large/cli", file_}), kCliEnv, &cli_put_);
+        },
+        [this] {
+          return child_step(strata_cli({"get", "large/cli", "-o", "/dev/null"}), kCliEnv,
+                            &cli_get_);
+        }};
+    if (o_.with_aws) {
+      steps.push_back([this] {
+        return child_step(
+            {"aws", "--endpoint-url", ep_, "s3", "cp", file_, aws_object(), "--only-show-errors"},
+            test::S3rver::aws_env(), &aws_put_);
+      });
+      steps.push_back([this] {
+        return child_step({"aws", "--endpoint-url", ep_, "s3", "cp", aws_object(), "/dev/null",
+                           "--only-show-errors"},
+                          test::S3rver::aws_env(), &aws_get_);
+      });
+    }
+    std::vector<size_t> order(steps.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     for (int r = 0; r < o_.reps; ++r) {
-      for (size_t i = 0; i < steps.size(); ++i) {
-        if (!steps[(size_t(r) + i) % steps.size()]()) return false;
+      std::mt19937 shuffle_rng(uint32_t(r) + 1);
+      std::shuffle(order.begin(), order.end(), shuffle_rng);
+      for (size_t i : order) {
+        if (!steps[i]()) return false;
       }
     }
     std::vector<Row> put_rows = {row("strata client (in process)", lib_put_),
                                  row("strata objstore put (process)", cli_put_),
                                  row("curl", curl_put_)};
     std::vector<Row> get_rows = {
-        row("strata client (in process)", lib_get_), row("strata objstore get (process)", cli_get_),
-        row("curl", curl_get_), row("curl -o file on " + base_, curl_get_mem_)};
+        row("strata get() into a fresh buffer (in process)", lib_get_),
+        row("strata get_to() into a discarding sink (in process)", lib_sink_),
+        row("strata read_range() into a reused buffer (in process)", lib_range_),
+        row("strata objstore get (process)", cli_get_),
+        row("curl", curl_get_),
+        row("curl -o file on " + base_, curl_get_mem_)};
     if (o_.with_aws) {
       put_rows.push_back(row("awscli v2 (multipart, 8 MiB x 10 threads)", aws_put_));
       get_rows.push_back(row("awscli v2 (ranged, 8 MiB x 10 threads)", aws_get_));
@@ -427,10 +485,13 @@ class Bench {
     auto t = Clock::now();
     std::vector<std::thread> th;
     std::atomic<int> bad{0};
+    if (range_buf_.size() != size_) range_buf_.assign(size_, 0);
     for (int i = 0; i < k; ++i) {
       th.emplace_back([&, i] {
-        auto g = store_->get_range("large/lib", uint64_t(i) * part, part);
-        if (!g.ok() || g->size() != part) ++bad;
+        // Each thread reads its part into its own slice of one buffer.
+        std::span<uint8_t> dst(range_buf_.data() + uint64_t(i) * part, part);
+        auto n = store_->read_range("large/lib", uint64_t(i) * part, dst);
+        if (!n.ok() || *n != part) ++bad;
       });
     }
     for (auto& x : th) x.join();
@@ -472,8 +533,9 @@ class Bench {
   std::string data_;
   const std::string file_ = dir_ + "/object.bin";
   // Large section samples, per client and direction.
-  Sample lib_put_, lib_get_, cli_put_, cli_get_, curl_put_, curl_get_, curl_get_mem_, aws_put_,
-      aws_get_;
+  std::vector<uint8_t> range_buf_;  // read_range's reused destination
+  Sample lib_put_, lib_get_, lib_sink_, lib_range_, cli_put_, cli_get_, curl_put_, curl_get_,
+      curl_get_mem_, aws_put_, aws_get_;
   double server_cpu_put_ = 0, server_wall_put_ = 0;
 };
 

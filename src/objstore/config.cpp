@@ -28,6 +28,7 @@ struct Field {
 
 constexpr Field kFields[] = {
     {"backend", Kind::string, false},
+    {"max_get_bytes", Kind::integer, false},
     {"fs.root", Kind::string, false},
     {"fs.create", Kind::boolean, false},
     {"s3.endpoint", Kind::string, false},
@@ -224,6 +225,14 @@ Status apply_settings(Values& vals, const Origins& origins, ObjectStoreConfig& c
       return bad_setting(origins, "backend", "'" + b + "'", "expected \"fs\" or \"s3\"");
     }
   }
+  if (has("max_get_bytes")) {
+    const int64_t v = vals["max_get_bytes"].i;
+    if (v < int64_t(kMinMaxGetBytes) || v > int64_t(kMaxMaxGetBytes)) {
+      return bad_setting(origins, "max_get_bytes", std::to_string(v),
+                         fmt::format("must be within {}..{}", kMinMaxGetBytes, kMaxMaxGetBytes));
+    }
+    c.max_get_bytes = uint64_t(v);
+  }
   if (has("fs.root")) c.fs.root = vals["fs.root"].s;
   if (has("fs.create")) c.fs.create = vals["fs.create"].b;
 
@@ -351,6 +360,7 @@ Result<ObjectStoreConfig> load_config_file(const std::string& path, const EnvLoo
 
 nlohmann::json describe_config(const ObjectStoreConfig& c) {
   json j;
+  j["max_get_bytes"] = c.max_get_bytes;
   if (c.backend == ObjectStoreConfig::Backend::fs) {
     j["backend"] = "fs";
     j["fs"] = {{"root", c.fs.root}, {"create", c.fs.create}};
@@ -375,10 +385,11 @@ nlohmann::json describe_config(const ObjectStoreConfig& c) {
 
 Result<std::unique_ptr<ObjectStore>> open_object_store(const ObjectStoreConfig& c, FileSystem& fs) {
   if (c.backend == ObjectStoreConfig::Backend::fs) {
-    STRATA_ASSIGN_OR_RETURN(auto store, FsObjectStore::open(fs, c.fs.root, c.fs.create));
+    STRATA_ASSIGN_OR_RETURN(auto store,
+                            FsObjectStore::open(fs, c.fs.root, c.fs.create, c.max_get_bytes));
     return std::unique_ptr<ObjectStore>(std::move(store));
   }
-  STRATA_ASSIGN_OR_RETURN(auto store, S3ObjectStore::open(c.s3));
+  STRATA_ASSIGN_OR_RETURN(auto store, S3ObjectStore::open(c.s3, c.max_get_bytes));
   return std::unique_ptr<ObjectStore>(std::move(store));
 }
 

@@ -55,9 +55,16 @@ struct FsConfig {
   bool create = true;  // create the root directory if missing
 };
 
+// Bounds of objstore.max_get_bytes: at least a page, at most 1 TiB.
+constexpr uint64_t kMinMaxGetBytes = 4096;
+constexpr uint64_t kMaxMaxGetBytes = 1ull << 40;
+
 struct ObjectStoreConfig {
   enum class Backend { fs, s3 };
   Backend backend = Backend::fs;
+  // The cap of ObjectStore::get(): a whole-object read larger than this
+  // fails (fatal) before or while reading, never exhausting memory.
+  uint64_t max_get_bytes = kDefaultMaxGetBytes;
   FsConfig fs;
   S3Config s3;
 };

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "common/crc32c.h"
 #include "common/endian.h"
@@ -21,6 +22,8 @@ constexpr uint32_t kTrailerVersion = 1;
 // A concurrent remove() may prune the directory a put() just created; the
 // put then recreates it. Bounded so a pathological race cannot spin.
 constexpr int kPutAttempts = 8;
+// get_to reads and hands on the body in pieces of at most this size.
+constexpr uint64_t kGetPieceBytes = 1u << 20;
 
 ObjectError fs_error(Op op, std::string_view key, RetryClass rc, std::string msg) {
   ObjectError e;
@@ -62,8 +65,10 @@ struct FsObjectStore::Located {
 };
 
 Result<std::unique_ptr<FsObjectStore>> FsObjectStore::open(FileSystem& fs, std::string root,
-                                                           bool create_if_missing) {
+                                                           bool create_if_missing,
+                                                           uint64_t max_get_bytes) {
   if (root.empty()) return Error(Errc::invalid_argument, "fs object store: empty root path");
+  if (max_get_bytes < 1) return Error(Errc::invalid_argument, "objstore max_get_bytes < 1");
   while (root.size() > 1 && root.back() == '/') root.pop_back();
   auto st = fs.stat(root);
   if (!st.ok()) {
@@ -75,7 +80,7 @@ Result<std::unique_ptr<FsObjectStore>> FsObjectStore::open(FileSystem& fs, std::
     return Error(Errc::invalid_argument,
                  fmt::format("fs object store root {} is not a directory", root));
   }
-  return std::unique_ptr<FsObjectStore>(new FsObjectStore(fs, std::move(root)));
+  return std::unique_ptr<FsObjectStore>(new FsObjectStore(fs, std::move(root), max_get_bytes));
 }
 
 std::string FsObjectStore::describe() const {
@@ -196,7 +201,8 @@ ObjectResult<PutResult> FsObjectStore::put(std::string_view key, BodyParts body,
   }
 }
 
-ObjectResult<Bytes> FsObjectStore::get(std::string_view key) {
+ObjectResult<uint64_t> FsObjectStore::get_to(std::string_view key, const GetSink& sink,
+                                             const GetLimits& limits) {
   auto loc = locate(Op::get, key);
   if (!loc.ok()) return std::move(loc).error();
   auto f = fs_.open(loc->file(), OpenOptions::read_only());
@@ -205,26 +211,42 @@ ObjectResult<Bytes> FsObjectStore::get(std::string_view key) {
   if (!size.ok()) return fs_error(Op::get, key, size.error(), false);
   auto crc = read_trailer(Op::get, key, **f, *size);
   if (!crc.ok()) return std::move(crc).error();
-  Bytes out(*size - kFsTrailerBytes, '\0');
-  if (auto s = read_exact(**f, 0, out.data(), out.size()); !s.ok()) {
-    return fs_error(Op::get, key, s.error(), false);
+  const uint64_t body = *size - kFsTrailerBytes;
+  if (body > limits.max_bytes) return over_cap_error(Op::get, key, limits.max_bytes, body);
+  if (sink.on_size) {
+    if (Status s = sink.on_size(body); !s.ok()) return sink_error(Op::get, key, 0, s.error());
   }
-  uint32_t actual = crc32c::value(out);
+  // Pieces small enough to stay in cache between the read, the CRC and the
+  // sink's copy.
+  const size_t piece = size_t(std::min<uint64_t>(body, kGetPieceBytes));
+  auto buf = std::make_unique_for_overwrite<char[]>(std::max<size_t>(piece, 1));
+  uint32_t actual = 0;
+  for (uint64_t pos = 0; pos < body;) {
+    const size_t n = size_t(std::min<uint64_t>(piece, body - pos));
+    if (auto s = read_exact(**f, pos, buf.get(), n); !s.ok()) {
+      return fs_error(Op::get, key, s.error(), false);
+    }
+    actual = crc32c::extend(actual, buf.get(), n);
+    if (Status s = sink.on_piece(BytesView(buf.get(), n)); !s.ok()) {
+      return sink_error(Op::get, key, pos, s.error());
+    }
+    pos += n;
+  }
   if (actual != *crc) {
     return fs_error(Op::get, key, RetryClass::fatal,
                     fmt::format("checksum mismatch: object file {} has CRC32C {:08x}, its "
                                 "trailer says {:08x}",
                                 loc->file(), actual, *crc));
   }
-  return out;
+  return body;
 }
 
-ObjectResult<Bytes> FsObjectStore::get_range(std::string_view key, uint64_t offset,
-                                             uint64_t length) {
+ObjectResult<uint64_t> FsObjectStore::read_range(std::string_view key, uint64_t offset,
+                                                 std::span<uint8_t> dst) {
   auto loc = locate(Op::get_range, key);
   if (!loc.ok()) return std::move(loc).error();
-  if (length == 0) {
-    return fs_error(Op::get_range, key, RetryClass::fatal, "ranged get of length 0");
+  if (dst.empty()) {
+    return fs_error(Op::get_range, key, RetryClass::fatal, "ranged get into an empty buffer");
   }
   auto f = fs_.open(loc->file(), OpenOptions::read_only());
   if (!f.ok()) return fs_error(Op::get_range, key, f.error(), true);
@@ -237,12 +259,11 @@ ObjectResult<Bytes> FsObjectStore::get_range(std::string_view key, uint64_t offs
     return fs_error(Op::get_range, key, RetryClass::fatal,
                     fmt::format("range start {} is not below the object size {}", offset, body));
   }
-  uint64_t n = std::min(length, body - offset);
-  Bytes out(n, '\0');
-  if (auto s = read_exact(**f, offset, out.data(), out.size()); !s.ok()) {
+  const uint64_t n = std::min<uint64_t>(dst.size(), body - offset);
+  if (auto s = read_exact(**f, offset, reinterpret_cast<char*>(dst.data()), size_t(n)); !s.ok()) {
     return fs_error(Op::get_range, key, s.error(), false);
   }
-  return out;
+  return n;
 }
 
 ObjectResult<ObjectInfo> FsObjectStore::head(std::string_view key) {

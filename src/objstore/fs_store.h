@@ -6,7 +6,8 @@
 // "f_", temporary files "t_", so the keys "a" and "a/b" can both exist and
 // no temporary file is ever mistaken for an object. Each object file holds
 // the body followed by a 12-byte trailer: "SOBJ", u32 version (1), u32
-// CRC32C of the body (big-endian). get() verifies the CRC.
+// CRC32C of the body (big-endian). get_to() verifies the CRC as it reads;
+// read_range() preads straight into the caller's buffer.
 //
 // put = write t_<name>.<unique> in the key's directory, fsync, rename over
 // f_<name>, fsync the directory: after a crash at any instant the key holds
@@ -28,15 +29,20 @@ constexpr size_t kFsTrailerBytes = 12;
 class FsObjectStore final : public ObjectStore {
  public:
   // Opens the store rooted at `root` (created, durably, if create_if_missing).
-  // `fs` must outlive the store.
+  // `fs` must outlive the store. max_get_bytes: the cap of get()
+  // (objstore.max_get_bytes).
   static Result<std::unique_ptr<FsObjectStore>> open(FileSystem& fs, std::string root,
-                                                     bool create_if_missing);
+                                                     bool create_if_missing,
+                                                     uint64_t max_get_bytes = kDefaultMaxGetBytes);
 
   using ObjectStore::put;
   ObjectResult<PutResult> put(std::string_view key, BodyParts body,
                               const PutOptions& opts) override;
-  ObjectResult<Bytes> get(std::string_view key) override;
-  ObjectResult<Bytes> get_range(std::string_view key, uint64_t offset, uint64_t length) override;
+  ObjectResult<uint64_t> read_range(std::string_view key, uint64_t offset,
+                                    std::span<uint8_t> dst) override;
+  ObjectResult<uint64_t> get_to(std::string_view key, const GetSink& sink,
+                                const GetLimits& limits) override;
+  uint64_t max_get_bytes() const override { return max_get_bytes_; }
   ObjectResult<ObjectInfo> head(std::string_view key) override;
   ObjectStatus remove(std::string_view key) override;
   std::vector<RemoveOutcome> remove_many(std::span<const std::string> keys) override;
@@ -52,7 +58,8 @@ class FsObjectStore final : public ObjectStore {
   const std::string& root() const { return root_; }
 
  private:
-  FsObjectStore(FileSystem& fs, std::string root) : fs_(fs), root_(std::move(root)) {}
+  FsObjectStore(FileSystem& fs, std::string root, uint64_t max_get_bytes)
+      : fs_(fs), root_(std::move(root)), max_get_bytes_(max_get_bytes) {}
 
   struct Located;
   ObjectResult<Located> locate(Op op, std::string_view key) const;
@@ -64,6 +71,7 @@ class FsObjectStore final : public ObjectStore {
 
   FileSystem& fs_;
   const std::string root_;
+  const uint64_t max_get_bytes_;
   std::atomic<uint64_t> temp_counter_{0};
 };
 

@@ -39,18 +39,19 @@ ObjectResult<PutResult> MeteredStore::put(std::string_view key, BodyParts body,
   return r;
 }
 
-ObjectResult<Bytes> MeteredStore::get(std::string_view key) {
+ObjectResult<uint64_t> MeteredStore::get_to(std::string_view key, const GetSink& sink,
+                                            const GetLimits& limits) {
   int64_t t = now_ns();
-  auto r = inner_->get(key);
-  record(Op::get, t, r.ok() ? nullptr : &r.error(), r.ok() ? r->size() : 0);
+  auto r = inner_->get_to(key, sink, limits);
+  record(Op::get, t, r.ok() ? nullptr : &r.error(), r.ok() ? *r : 0);
   return r;
 }
 
-ObjectResult<Bytes> MeteredStore::get_range(std::string_view key, uint64_t offset,
-                                            uint64_t length) {
+ObjectResult<uint64_t> MeteredStore::read_range(std::string_view key, uint64_t offset,
+                                                std::span<uint8_t> dst) {
   int64_t t = now_ns();
-  auto r = inner_->get_range(key, offset, length);
-  record(Op::get_range, t, r.ok() ? nullptr : &r.error(), r.ok() ? r->size() : 0);
+  auto r = inner_->read_range(key, offset, dst);
+  record(Op::get_range, t, r.ok() ? nullptr : &r.error(), r.ok() ? *r : 0);
   return r;
 }
 

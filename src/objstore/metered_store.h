@@ -28,10 +28,16 @@ class MeteredStore final : public ObjectStore {
 
   explicit MeteredStore(std::shared_ptr<ObjectStore> inner) : inner_(std::move(inner)) {}
 
+  using ObjectStore::put;
   ObjectResult<PutResult> put(std::string_view key, BodyParts body,
                               const PutOptions& opts = {}) override;
-  ObjectResult<Bytes> get(std::string_view key) override;
-  ObjectResult<Bytes> get_range(std::string_view key, uint64_t offset, uint64_t length) override;
+  // Counted as get_range and get (get() and get_range() of the base come
+  // through these, so each is counted once).
+  ObjectResult<uint64_t> read_range(std::string_view key, uint64_t offset,
+                                    std::span<uint8_t> dst) override;
+  ObjectResult<uint64_t> get_to(std::string_view key, const GetSink& sink,
+                                const GetLimits& limits) override;
+  uint64_t max_get_bytes() const override { return inner_->max_get_bytes(); }
   ObjectResult<ObjectInfo> head(std::string_view key) override;
   ObjectStatus remove(std::string_view key) override;
   std::vector<RemoveOutcome> remove_many(std::span<const std::string> keys) override;

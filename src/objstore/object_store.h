@@ -14,8 +14,21 @@
 //    at its source; the store checks the bytes against it before storing,
 //    the server checks it again where it can (S3 x-amz-checksum-crc32c), and
 //    get() verifies it on the way back when the object carries it.
-//  - get_range(key, offset, length) returns bytes [offset, min(offset+length,
-//    size)); offset >= size fails fatal (HTTP 416 on S3); length must be > 0.
+//  - read_range(key, offset, dst) writes bytes [offset, min(offset +
+//    dst.size(), size)) into dst and returns their count; offset >= size
+//    fails fatal (HTTP 416 on S3); dst must not be empty. The body goes
+//    straight into dst. A server that would send more than dst holds (it
+//    ignored Range, or its Content-Range runs past the window) fails fatal
+//    and the transfer is aborted at once (one s3rver quirk excepted, see
+//    s3_range.h); a short or cut body is transient.
+//    get_range(key, offset, length) is the same into a fresh Bytes.
+//  - get_to(key, sink, limits) hands the whole object to the sink in pieces,
+//    in order, and verifies its CRC32C (when the object carries one) as the
+//    pieces pass; limits.max_bytes is a hard cap: an object announced larger
+//    fails before its body is read, and the transfer stops as soon as more
+//    arrives (fatal, naming key and cap). A sink failure stops the transfer
+//    and is returned. get(key) is get_to into a Bytes, capped by the
+//    store's max_get_bytes() (objstore.max_get_bytes).
 //  - remove() is idempotent: removing a missing key succeeds (as on S3).
 //  - list() returns keys with the prefix in ascending bytewise (UTF-8) order,
 //    at most max_keys (1..1000) per page, and a continuation token while
@@ -37,6 +50,7 @@
 #include <vector>
 
 #include "common/bytes.h"
+#include "objstore/get_sink.h"
 #include "objstore/object_error.h"
 
 namespace strata::objstore {
@@ -98,10 +112,26 @@ class ObjectStore {
     return put(key, BodyParts(&body, 1), opts);
   }
 
-  // The whole object; verifies its CRC32C when the object carries one.
-  virtual ObjectResult<Bytes> get(std::string_view key) = 0;
-  // Bytes [offset, min(offset + length, size)); see the contract above.
-  virtual ObjectResult<Bytes> get_range(std::string_view key, uint64_t offset, uint64_t length) = 0;
+  // Bytes [offset, min(offset + dst.size(), size)) into dst; returns how many
+  // were written. See the contract above.
+  virtual ObjectResult<uint64_t> read_range(std::string_view key, uint64_t offset,
+                                            std::span<uint8_t> dst) = 0;
+  // The whole object, piece by piece into `sink`, at most limits.max_bytes;
+  // verifies its CRC32C when it carries one. Returns the object's size.
+  virtual ObjectResult<uint64_t> get_to(std::string_view key, const GetSink& sink,
+                                        const GetLimits& limits) = 0;
+  // The cap get() applies (objstore.max_get_bytes).
+  virtual uint64_t max_get_bytes() const = 0;
+
+  // Not virtual: every read reaches a backend through read_range or get_to,
+  // so wrappers (MeteredStore) see and count each read once.
+  // The whole object (get_to into one buffer, capped by max_get_bytes()).
+  ObjectResult<Bytes> get(std::string_view key);
+  // Bytes [offset, min(offset + length, size)), read_range into a fresh
+  // buffer of min(length, max_get_bytes() + 1) bytes (a window that would
+  // hold more than the cap fails like get()); length must be > 0.
+  ObjectResult<Bytes> get_range(std::string_view key, uint64_t offset, uint64_t length);
+
   virtual ObjectResult<ObjectInfo> head(std::string_view key) = 0;
   virtual ObjectStatus remove(std::string_view key) = 0;
   // Removes many keys (batches of <= kMaxDeleteBatch per request); returns

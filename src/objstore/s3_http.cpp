@@ -1,13 +1,10 @@
 #include "objstore/s3_http.h"
 
 #include <curl/curl.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstring>
-
-#include "common/crc32c.h"
 
 namespace strata::objstore {
 
@@ -27,9 +24,6 @@ struct Exchange {
   // Download state.
   bool body_started = false;
   bool success_status = false;
-  bool slicing = false;
-  bool crc = false;   // accumulate resp->body_crc
-  uint64_t base = 0;  // object offset of the first body byte when slicing
 };
 
 std::string trim(std::string_view s) {
@@ -40,35 +34,25 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
-// Reserves room for a body. Large bodies are fresh memory that the copy
-// out of libcurl's buffer faults in page by page; asking for transparent
-// huge pages cuts those faults 512-fold (THP "madvise" mode is common).
-void reserve_body(Bytes* body, uint64_t n) {
-  body->reserve(n);
-  constexpr uintptr_t kHuge = 2u << 20;
-  if (n < 2 * kHuge) return;
-  auto start = reinterpret_cast<uintptr_t>(body->data());
-  uintptr_t a = (start + kHuge - 1) & ~(kHuge - 1);
-  uintptr_t b = (start + body->capacity()) & ~(kHuge - 1);
-  // Advice only: failure (no THP support) changes nothing but speed.
-  if (b > a) (void)::madvise(reinterpret_cast<void*>(a), b - a, MADV_HUGEPAGE);
-}
-
-// The body length the headers announce (0 if unknown).
-uint64_t total_expected(const HttpResponse& r) {
-  const std::string* cl = r.header("content-length");
-  return cl ? std::strtoull(cl->c_str(), nullptr, 10) : 0;
-}
-
 size_t on_header(char* data, size_t size, size_t n, void* user) {
   auto* ex = static_cast<Exchange*>(user);
+  HttpResponse& r = *ex->resp;
   std::string_view line(data, size * n);
   if (line.rfind("HTTP/", 0) == 0) {
     // A new status line (after "100 Continue" or a redirect) starts over.
-    ex->resp->headers.clear();
+    r.headers.clear();
     auto sp = line.find(' ');
     if (sp != std::string_view::npos)
-      ex->resp->status = std::atoi(std::string(line.substr(sp + 1, 3)).c_str());
+      r.status = std::atoi(std::string(line.substr(sp + 1, 3)).c_str());
+    return size * n;
+  }
+  if (line == "\r\n" || line == "\n") {
+    // The end of a header block: a streaming caller looks at a final 2xx
+    // answer before its body, and may refuse it without reading a byte.
+    if (r.status >= 200 && r.status < 300 && ex->req->on_headers && !ex->req->on_headers(r)) {
+      r.aborted = true;
+      return 0;
+    }
     return size * n;
   }
   auto colon = line.find(':');
@@ -76,7 +60,7 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
     std::string name(line.substr(0, colon));
     std::transform(name.begin(), name.end(), name.begin(),
                    [](unsigned char c) { return std::tolower(c); });
-    ex->resp->headers[name] = trim(line.substr(colon + 1));
+    r.headers[name] = trim(line.substr(colon + 1));
   }
   return size * n;
 }
@@ -88,25 +72,13 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
   if (!ex->body_started) {
     ex->body_started = true;
     ex->success_status = r.status >= 200 && r.status < 300;
-    if (ex->success_status && ex->req->range) {
-      if (r.status == 206) {
-        // Unparseable: keep everything from 0 so the caller sees the mismatch.
-        if (auto cr = parse_content_range(r.header("content-range"))) ex->base = cr->first;
-      }
-      ex->slicing = true;
-      reserve_body(&r.body, std::min<uint64_t>(ex->req->range->second, kMaxReserve));
-    } else if (ex->success_status) {
-      if (!ex->req->crc_if_header.empty() && r.header(ex->req->crc_if_header)) {
-        ex->crc = true;
-        r.body_crc = 0;
-      }
+    if (ex->success_status && !ex->req->on_data) {
       if (const std::string* cl = r.header("content-length")) {
         reserve_body(&r.body,
                      std::min<uint64_t>(std::strtoull(cl->c_str(), nullptr, 10), kMaxReserve));
       }
     }
   }
-  const uint64_t start = ex->base + r.body_bytes;  // object offset of data[0]
   r.body_bytes += len;
   if (!ex->success_status) {
     if (r.body.size() < kMaxErrorBody) {
@@ -114,22 +86,12 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
     }
     return len;
   }
-  if (!ex->slicing) {
-    r.body.append(data, len);
-    if (ex->crc) r.body_crc = crc32c::extend(*r.body_crc, data, len);
-    return len;
+  if (ex->req->on_data) {
+    if (ex->req->on_data(data, len)) return len;
+    r.aborted = true;
+    return 0;
   }
-  // Keep the overlap of [start, start+len) with the requested window.
-  const uint64_t lo = ex->req->range->first;
-  const uint64_t hi = lo + ex->req->range->second;
-  uint64_t a = std::max(start, lo), b = std::min(start + len, hi);
-  if (a < b) r.body.append(data + (a - start), size_t(b - a));
-  if (start + len >= hi) {
-    // Everything asked for has arrived; stop reading the rest of the
-    // object (libcurl then closes this connection rather than reusing it).
-    r.stopped_early = start + len > hi || r.body_bytes < total_expected(r);
-    return r.stopped_early ? 0 : len;
-  }
+  r.body.append(data, len);
   return len;
 }
 
@@ -310,7 +272,6 @@ HttpResponse perform(CURL* h, const HttpSettings& s, const HttpRequest& req) {
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
 
-  if (rc == CURLE_WRITE_ERROR && resp.stopped_early) rc = CURLE_OK;
   long code = 0;
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
   if (code != 0) resp.status = int(code);

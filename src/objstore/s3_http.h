@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -17,6 +18,8 @@
 #include "objstore/retry_class.h"
 
 namespace strata::objstore {
+
+struct HttpResponse;
 
 struct HttpSettings {
   std::string region;
@@ -34,15 +37,13 @@ struct HttpRequest {
   std::string url;                   // scheme://host[:port]/canonical-path?canonical-query
   std::vector<std::string> headers;  // "Name: value", signed by libcurl
   BodyParts body;                    // PUT/POST payload
-  // For a ranged GET: the window [offset, offset + length) asked for. The
-  // answer is sliced to it while streaming — a 200 (the server ignored
-  // Range) from object offset 0, a 206 from its Content-Range start (some
-  // servers send more than asked) — so memory stays bounded by the window.
-  std::optional<std::pair<uint64_t, uint64_t>> range;
-  // Compute the CRC32C of a 2xx body while it streams in (cache-hot, and
-  // overlapped with waiting for the network), if the answer carries the
-  // header named here (e.g. "x-amz-meta-crc32c"); empty: never.
-  std::string crc_if_header;
+  // Streaming a 2xx answer (both optional). on_headers runs once the final
+  // status line and headers are in, before any body byte (also when the
+  // body is empty); on_data receives the body as it arrives, which then is
+  // not kept in HttpResponse::body. Either returning false aborts the
+  // transfer at once (HttpResponse::aborted); the caller knows why.
+  std::function<bool(const HttpResponse&)> on_headers;
+  std::function<bool(const char* data, size_t n)> on_data;
 };
 
 struct HttpResponse {
@@ -50,12 +51,11 @@ struct HttpResponse {
   std::string transport_message;  // libcurl's explanation when failure != none
   int status = 0;
   std::map<std::string, std::string> headers;  // lower-case names
-  // 2xx: the payload (for a ranged request: already sliced to the window).
-  // Other statuses: the first 64 KiB of the error body.
+  // 2xx: the payload, unless the request streamed it (on_data). Other
+  // statuses: the first 64 KiB of the error body.
   Bytes body;
-  uint64_t body_bytes = 0;           // bytes of body received from the server
-  bool stopped_early = false;        // the window was complete; the rest was not read
-  std::optional<uint32_t> body_crc;  // see HttpRequest::crc_if_header
+  uint64_t body_bytes = 0;  // bytes of body received from the server
+  bool aborted = false;     // on_headers or on_data stopped the transfer
 
   const std::string* header(const std::string& lower_name) const {
     auto it = headers.find(lower_name);

@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cstring>
 #include <unordered_map>
 
 #include "common/crc32c.h"
 #include "objstore/digest.h"
 #include "objstore/key.h"
 #include "objstore/retry_class.h"
+#include "objstore/s3_range.h"
 #include "objstore/s3_xml.h"
 #include "objstore/uri.h"
 
@@ -95,7 +97,8 @@ std::string S3Config::effective_endpoint() const {
   return e;
 }
 
-Result<std::unique_ptr<S3ObjectStore>> S3ObjectStore::open(const S3Config& c) {
+Result<std::unique_ptr<S3ObjectStore>> S3ObjectStore::open(const S3Config& c,
+                                                           uint64_t max_get_bytes) {
   std::string ep = c.effective_endpoint();
   auto scheme_end = ep.find("://");
   if (scheme_end == std::string::npos ||
@@ -116,19 +119,21 @@ Result<std::unique_ptr<S3ObjectStore>> S3ObjectStore::open(const S3Config& c) {
                  "or AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)");
   }
   if (c.max_connections < 1) return Error(Errc::invalid_argument, "s3 max_connections < 1");
+  if (max_get_bytes < 1) return Error(Errc::invalid_argument, "objstore max_get_bytes < 1");
   std::string base = c.addressing == Addressing::virtual_hosted
                          ? ep.substr(0, scheme_end + 3) + c.bucket + "." + hostport
                          : ep;
-  return std::unique_ptr<S3ObjectStore>(new S3ObjectStore(c, std::move(base)));
+  return std::unique_ptr<S3ObjectStore>(new S3ObjectStore(c, std::move(base), max_get_bytes));
 }
 
-S3ObjectStore::S3ObjectStore(const S3Config& c, std::string base_url)
+S3ObjectStore::S3ObjectStore(const S3Config& c, std::string base_url, uint64_t max_get_bytes)
     : config_(c),
       settings_{c.region,           c.access_key_id,      c.secret_access_key,
                 c.session_token,    c.connect_timeout_ms, c.request_timeout_ms,
                 c.stall_timeout_ms, c.tls_verify},
       base_url_(std::move(base_url)),
       bucket_path_(c.addressing == Addressing::path ? "/" + uri_encode(c.bucket, false) : ""),
+      max_get_bytes_(max_get_bytes),
       pool_(c.max_connections) {}
 
 std::string S3ObjectStore::describe() const {
@@ -196,104 +201,156 @@ ObjectResult<PutResult> S3ObjectStore::put(std::string_view key, BodyParts body,
   return PutResult{strip_quotes(r->header("etag")), crc};
 }
 
-ObjectResult<Bytes> S3ObjectStore::get(std::string_view key) {
+ObjectResult<uint64_t> S3ObjectStore::get_to(std::string_view key, const GetSink& sink,
+                                             const GetLimits& limits) {
   if (auto p = key_problem(key)) return invalid_key(Op::get, key, *p);
+  // What the callbacks learn while the answer streams in. The first error
+  // ends the transfer at once and is what get_to reports.
+  struct State {
+    std::optional<ObjectError> error;
+    std::optional<uint64_t> length;    // Content-Length
+    std::optional<uint32_t> want_crc;  // x-amz-meta-crc32c
+    uint32_t crc = 0;                  // of the bytes so far
+    uint64_t received = 0;
+  } st;
   HttpRequest req;
   req.method = "GET";
   req.url = url_for(key);
   req.headers = {std::string("x-amz-content-sha256: ") + std::string(kEmptySha256)};
-  req.crc_if_header = "x-amz-meta-crc32c";
-  auto r = run(Op::get, key, req, {200});
+  req.on_headers = [&](const HttpResponse& r) {
+    if (r.status != 200) {
+      st.error = bad_response(Op::get, key, r.status,
+                              fmt::format("HTTP {} to a GET without Range", r.status));
+      return false;
+    }
+    if (const std::string* cl = r.header("content-length")) {
+      uint64_t n;
+      if (!parse_u64(*cl, &n)) {
+        st.error = bad_response(Op::get, key, r.status, "Content-Length '" + *cl + "'");
+        return false;
+      }
+      // Refused before its body is read: the announced size is the size.
+      if (n > limits.max_bytes) {
+        st.error = over_cap_error(Op::get, key, limits.max_bytes, n);
+        st.error->http_status = r.status;
+        return false;
+      }
+      st.length = n;
+    }
+    st.want_crc = parse_crc_hex(r.header("x-amz-meta-crc32c"));
+    if (sink.on_size && st.length) {
+      if (Status s = sink.on_size(*st.length); !s.ok()) {
+        st.error = sink_error(Op::get, key, 0, s.error());
+        return false;
+      }
+    }
+    return true;
+  };
+  req.on_data = [&](const char* data, size_t n) {
+    // The cap holds also when no Content-Length was sent (chunked) or the
+    // server sends more than it announced.
+    if (n > limits.max_bytes - st.received) {
+      st.error = over_cap_error(Op::get, key, limits.max_bytes, std::nullopt);
+      return false;
+    }
+    // The CRC runs while the bytes are cache-hot, overlapped with the wait
+    // for the next ones.
+    if (st.want_crc) st.crc = crc32c::extend(st.crc, data, n);
+    if (Status s = sink.on_piece(BytesView(data, n)); !s.ok()) {
+      st.error = sink_error(Op::get, key, st.received, s.error());
+      return false;
+    }
+    st.received += n;
+    return true;
+  };
+  auto r = exchange(Op::get, key, req);
   if (!r.ok()) return std::move(r).error();
-  if (const std::string* cl = r->header("content-length")) {
-    uint64_t n;
-    if (!parse_u64(*cl, &n)) {
-      return bad_response(Op::get, key, r->status, "Content-Length '" + *cl + "'");
-    }
-    if (n != r->body.size()) {
-      return bad_response(
-          Op::get, key, r->status,
-          fmt::format("body has {} bytes, Content-Length said {}", r->body.size(), n));
-    }
+  if (st.error) return *st.error;
+  if (r->failure != TransportFailure::none || r->status != 200) {
+    return error_from_response(Op::get, key, *r);
   }
-  if (auto want = parse_crc_hex(r->header("x-amz-meta-crc32c"))) {
-    uint32_t got = r->body_crc ? *r->body_crc : crc32c::value(r->body);
-    if (got != *want) {
-      return make_error(Op::get, key, RetryClass::fatal,
-                        fmt::format("checksum mismatch: body of {} bytes has CRC32C {:08x}, the "
-                                    "object's x-amz-meta-crc32c says {:08x}",
-                                    r->body.size(), got, *want),
-                        r->status);
-    }
+  if (st.length && *st.length != st.received) {
+    return bad_response(
+        Op::get, key, r->status,
+        fmt::format("body has {} bytes, Content-Length said {}", st.received, *st.length));
   }
-  return std::move(r->body);
+  if (st.want_crc && st.crc != *st.want_crc) {
+    return make_error(Op::get, key, RetryClass::fatal,
+                      fmt::format("checksum mismatch: body of {} bytes has CRC32C {:08x}, the "
+                                  "object's x-amz-meta-crc32c says {:08x}",
+                                  st.received, st.crc, *st.want_crc),
+                      r->status);
+  }
+  return st.received;
 }
 
-ObjectResult<Bytes> S3ObjectStore::get_range(std::string_view key, uint64_t offset,
-                                             uint64_t length) {
+ObjectResult<uint64_t> S3ObjectStore::read_range(std::string_view key, uint64_t offset,
+                                                 std::span<uint8_t> dst) {
   if (auto p = key_problem(key)) return invalid_key(Op::get_range, key, *p);
-  if (length == 0)
-    return make_error(Op::get_range, key, RetryClass::fatal, "ranged get of length 0");
-  // Clamp so offset + length cannot overflow.
-  length = std::min(length, UINT64_MAX - offset);
-  const uint64_t last = offset + length - 1;
+  if (dst.empty()) {
+    return make_error(Op::get_range, key, RetryClass::fatal, "ranged get into an empty buffer");
+  }
+  // Clamp so offset + window cannot overflow.
+  const uint64_t window = std::min<uint64_t>(dst.size(), UINT64_MAX - offset);
+  struct State {
+    std::optional<ObjectError> error;
+    std::optional<RangePlan> plan;
+    uint64_t written = 0;
+    bool cut = false;  // the plan's bytes are in; the rest was not read
+  } st;
   HttpRequest req;
   req.method = "GET";
   req.url = url_for(key);
   req.headers = {std::string("x-amz-content-sha256: ") + std::string(kEmptySha256),
-                 fmt::format("Range: bytes={}-{}", offset, last)};
-  req.range = std::make_pair(offset, length);
-  auto r = run(Op::get_range, key, req, {200, 206});
+                 fmt::format("Range: bytes={}-{}", offset, offset + window - 1)};
+  req.on_headers = [&](const HttpResponse& r) {
+    auto j = judge_range_answer(r.status, r.header("content-range"), r.header("content-length"),
+                                offset, window);
+    if (auto* no = std::get_if<RangeRefusal>(&j)) {
+      st.error = make_error(Op::get_range, key, no->retry, std::move(no->message), r.status);
+      return false;
+    }
+    st.plan = std::get<RangePlan>(j);
+    return true;
+  };
+  req.on_data = [&](const char* data, size_t n) {
+    // libcurl ends a 2xx answer's headers (and so judges them) before its
+    // body; a body without that judgement is never written anywhere.
+    if (!st.plan) {
+      st.error = bad_response(Op::get_range, key, 0, "a body arrived before its headers ended");
+      return false;
+    }
+    const uint64_t room = st.plan->expected - st.written;
+    const size_t take = size_t(std::min<uint64_t>(n, room));
+    std::memcpy(dst.data() + st.written, data, take);
+    st.written += take;
+    if (take == n && !(st.plan->cut_after && st.written == st.plan->expected)) return true;
+    if (st.plan->cut_after) {
+      st.cut = true;
+      return false;
+    }
+    // More than the headers announced (possible without a Content-Length).
+    st.error = make_error(Op::get_range, key, RetryClass::fatal,
+                          fmt::format("the server sent more than the {} bytes it announced for "
+                                      "bytes={}-{}; transfer aborted",
+                                      st.plan->expected, offset, offset + window - 1),
+                          206);
+    return false;
+  };
+  auto r = exchange(Op::get_range, key, req);
   if (!r.ok()) return std::move(r).error();
-
-  if (r->status == 206) {
-    const std::string* h = r->header("content-range");
-    auto cr = parse_content_range(h);
-    if (!cr) {
-      return bad_response(Op::get_range, key, 206,
-                          "206 with Content-Range '" + (h ? *h : std::string("(none)")) + "'");
-    }
-    const uint64_t want_last = cr->total ? std::min(last, *cr->total - 1) : last;
-    // A server may send more than asked (s3rver answers bytes=0-0 with the
-    // whole object); what it sent must cover the window, and was sliced.
-    if (cr->first > offset || cr->last < want_last) {
-      return bad_response(
-          Op::get_range, key, 206,
-          fmt::format("Content-Range {} does not cover bytes={}-{}", *h, offset, want_last));
-    }
-    if (!r->stopped_early && r->body_bytes != cr->last - cr->first + 1) {
-      return bad_response(Op::get_range, key, 206,
-                          fmt::format("body has {} bytes, Content-Range {} says {}", r->body_bytes,
-                                      *h, cr->last - cr->first + 1));
-    }
-    if (r->body.size() != want_last - offset + 1) {
-      return bad_response(
-          Op::get_range, key, 206,
-          fmt::format("got {} of the {} bytes asked for", r->body.size(), want_last - offset + 1));
-    }
-    return std::move(r->body);
+  if (st.error) return *st.error;
+  if (st.cut) return st.written;
+  if (r->failure != TransportFailure::none || (r->status != 200 && r->status != 206)) {
+    return error_from_response(Op::get_range, key, *r);
   }
-
-  // 200: the server ignored Range and sent the whole object, which perform()
-  // sliced to the window. The object size is its Content-Length.
-  uint64_t size = r->body_bytes;
-  if (const std::string* cl = r->header("content-length")) {
-    if (!parse_u64(*cl, &size)) {
-      return bad_response(Op::get_range, key, 200, "Content-Length '" + *cl + "'");
-    }
-  }
-  if (offset >= size) {
-    return make_error(Op::get_range, key, RetryClass::fatal,
-                      fmt::format("range start {} is not below the object size {}", offset, size),
-                      200);
-  }
-  uint64_t want = std::min(length, size - offset);
-  if (r->body.size() != want) {
+  if (!st.plan || st.written != st.plan->expected) {
     return bad_response(
-        Op::get_range, key, 200,
-        fmt::format("200 answer to a range gave {} of {} bytes", r->body.size(), want));
+        Op::get_range, key, r->status,
+        fmt::format("body has {} of the {} bytes announced for bytes={}-{}", st.written,
+                    st.plan ? st.plan->expected : 0, offset, offset + window - 1));
   }
-  return std::move(r->body);
+  return st.written;
 }
 
 ObjectResult<ObjectInfo> S3ObjectStore::head(std::string_view key) {

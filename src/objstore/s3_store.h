@@ -10,9 +10,14 @@
 //    x-amz-meta-crc32c (8 hex digits), which get() verifies on the whole
 //    body — on any S3-compatible server, including ones that ignore the
 //    checksum header.
-//  - Ranged get: "Range: bytes=a-b"; a 206 is checked against its
-//    Content-Range (which must cover the window); a 200 (the server ignored
-//    Range) or an over-long 206 is sliced to the window while streaming.
+//  - Whole GET (get_to): the body streams into the caller's sink as libcurl
+//    delivers it, with the CRC32C computed on the way; a Content-Length
+//    above the cap is refused before the body, and the transfer is aborted
+//    as soon as more than the cap arrives.
+//  - Ranged GET (read_range): "Range: bytes=a-b"; the answer's status and
+//    headers are judged before its body (s3_range.h) and the body is copied
+//    from libcurl's buffer straight into the caller's. A server that sends
+//    more than asked fails fatal without its body being read.
 //  - Connections: a pool of max_connections libcurl handles (curl_pool.h);
 //    each request takes one, so that is the bound on requests in flight.
 //  - Deadlines: connect, total and stall deadlines on every request; a hung
@@ -32,13 +37,18 @@ namespace strata::objstore {
 class S3ObjectStore final : public ObjectStore {
  public:
   // Validates the configuration (endpoint form, bucket, credentials).
-  static Result<std::unique_ptr<S3ObjectStore>> open(const S3Config& config);
+  // max_get_bytes: the cap of get() (objstore.max_get_bytes).
+  static Result<std::unique_ptr<S3ObjectStore>> open(const S3Config& config,
+                                                     uint64_t max_get_bytes = kDefaultMaxGetBytes);
 
   using ObjectStore::put;
   ObjectResult<PutResult> put(std::string_view key, BodyParts body,
                               const PutOptions& opts) override;
-  ObjectResult<Bytes> get(std::string_view key) override;
-  ObjectResult<Bytes> get_range(std::string_view key, uint64_t offset, uint64_t length) override;
+  ObjectResult<uint64_t> read_range(std::string_view key, uint64_t offset,
+                                    std::span<uint8_t> dst) override;
+  ObjectResult<uint64_t> get_to(std::string_view key, const GetSink& sink,
+                                const GetLimits& limits) override;
+  uint64_t max_get_bytes() const override { return max_get_bytes_; }
   ObjectResult<ObjectInfo> head(std::string_view key) override;
   ObjectStatus remove(std::string_view key) override;
   std::vector<RemoveOutcome> remove_many(std::span<const std::string> keys) override;
@@ -53,7 +63,7 @@ class S3ObjectStore final : public ObjectStore {
   std::string url_for(std::string_view key, const std::string& canonical_query = "") const;
 
  private:
-  S3ObjectStore(const S3Config& c, std::string base_url);
+  S3ObjectStore(const S3Config& c, std::string base_url, uint64_t max_get_bytes);
 
   // Runs one request on a pooled handle; fails only when no handle frees
   // up in time.
@@ -68,6 +78,7 @@ class S3ObjectStore final : public ObjectStore {
   const HttpSettings settings_;
   const std::string base_url_;     // scheme://host[:port] (with bucket. for virtual-hosted)
   const std::string bucket_path_;  // "/bucket" for path-style, "" for virtual-hosted
+  const uint64_t max_get_bytes_;
   CurlPool pool_;
 };
 

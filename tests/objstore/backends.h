@@ -37,8 +37,11 @@ inline S3Config local_s3_config(const std::string& endpoint) {
 struct FsBackend {
   static constexpr const char* kName = "fs";
   static constexpr bool kBatches = false;  // remove_many is per key
-  std::unique_ptr<ObjectStore> open(test::TempDir& dir, std::string* error) {
-    auto s = FsObjectStore::open(posix_fs(), dir.sub("objects"), true);
+  // Opens the store in `dir`; again with the same `dir`: a second store over
+  // the same objects (e.g. with another max_get_bytes).
+  std::unique_ptr<ObjectStore> open(test::TempDir& dir, std::string* error,
+                                    uint64_t max_get_bytes = kDefaultMaxGetBytes) {
+    auto s = FsObjectStore::open(posix_fs(), dir.sub("objects"), true, max_get_bytes);
     if (!s.ok()) {
       *error = s.error().to_string();
       return nullptr;
@@ -51,10 +54,13 @@ struct S3Backend {
   static constexpr const char* kName = "s3";
   static constexpr bool kBatches = true;  // remove_many sends DeleteObjects batches
   std::unique_ptr<test::S3rver> server;
-  std::unique_ptr<ObjectStore> open(test::TempDir& dir, std::string* error) {
-    server = test::S3rver::start({dir.path(), {kBucket}}, error);
+  // Starts s3rver in `dir` and opens a client; again: a second client of
+  // the same server (e.g. with another max_get_bytes).
+  std::unique_ptr<ObjectStore> open(test::TempDir& dir, std::string* error,
+                                    uint64_t max_get_bytes = kDefaultMaxGetBytes) {
+    if (!server) server = test::S3rver::start({dir.path(), {kBucket}}, error);
     if (!server) return nullptr;
-    auto s = S3ObjectStore::open(local_s3_config(server->endpoint()));
+    auto s = S3ObjectStore::open(local_s3_config(server->endpoint()), max_get_bytes);
     if (!s.ok()) {
       *error = s.error().to_string();
       return nullptr;

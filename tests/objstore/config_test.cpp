@@ -154,6 +154,55 @@ TEST(Config, ErrorsNameTheKeyAndTheValue) {
   }
 }
 
+TEST(Config, MaxGetBytesDefaultsToOneGibAndIsChecked) {
+  auto def = load_config(s3_doc(), kNoEnv);
+  ASSERT_TRUE(def.ok()) << error_of(def);
+  EXPECT_EQ(def->max_get_bytes, kDefaultMaxGetBytes);
+  EXPECT_EQ(kDefaultMaxGetBytes, 1ull << 30);
+  json doc = s3_doc();
+  doc["objstore"]["max_get_bytes"] = 64 << 20;
+  auto set = load_config(doc, kNoEnv);
+  ASSERT_TRUE(set.ok()) << error_of(set);
+  EXPECT_EQ(set->max_get_bytes, uint64_t(64) << 20);
+  EXPECT_EQ(describe_config(*set)["max_get_bytes"], 64 << 20);
+  struct Case {
+    json value;
+    const char* expect;
+  } cases[] = {
+      {0, "objstore.max_get_bytes = 0: must be within 4096..1099511627776"},
+      {-1, "objstore.max_get_bytes = -1: must be within 4096..1099511627776"},
+      {4095, "objstore.max_get_bytes = 4095: must be within 4096..1099511627776"},
+      {(1ll << 40) + 1, "objstore.max_get_bytes = 1099511627777: must be within"},
+      {"1GiB", "objstore.max_get_bytes = \"1GiB\": expected an integer"},
+  };
+  for (const auto& c : cases) {
+    json bad = s3_doc();
+    bad["objstore"]["max_get_bytes"] = c.value;
+    auto r = load_config(bad, kNoEnv);
+    ASSERT_FALSE(r.ok()) << c.value.dump();
+    EXPECT_EQ(r.code(), Errc::invalid_argument);
+    EXPECT_NE(error_of(r).find(c.expect), std::string::npos) << error_of(r);
+  }
+  auto flag = load_config(s3_doc(), kNoEnv, {{"max_get_bytes", "12", "--max-get-bytes"}});
+  EXPECT_EQ(error_of(flag), "--max-get-bytes = 12: must be within 4096..1099511627776");
+}
+
+TEST(Config, OpenedStoresCarryMaxGetBytes) {
+  test::TempDir dir;
+  json doc = json::parse(R"({"objstore": {"fs": {"root": ""}, "max_get_bytes": 8192}})");
+  doc["objstore"]["fs"]["root"] = dir.sub("objects");
+  auto c = load_config(doc, kNoEnv);
+  ASSERT_TRUE(c.ok()) << error_of(c);
+  auto fs_store = open_object_store(*c);
+  ASSERT_TRUE(fs_store.ok()) << fs_store.error().to_string();
+  EXPECT_EQ((*fs_store)->max_get_bytes(), 8192u);
+  auto s3c = load_config(s3_doc(), kNoEnv, {{"max_get_bytes", "1048576", "--max-get-bytes"}});
+  ASSERT_TRUE(s3c.ok()) << error_of(s3c);
+  auto s3_store = open_object_store(*s3c);  // opening sends no request
+  ASSERT_TRUE(s3_store.ok()) << s3_store.error().to_string();
+  EXPECT_EQ((*s3_store)->max_get_bytes(), 1048576u);
+}
+
 TEST(Config, OverrideErrorsNameTheFlag) {
   auto r = load_config(s3_doc(), kNoEnv, {{"s3.max_connections", "many", "--max-connections"}});
   ASSERT_FALSE(r.ok());

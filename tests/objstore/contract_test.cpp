@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
+#include <span>
 #include <thread>
 
 #include "backends.h"
@@ -155,6 +157,212 @@ TYPED_TEST(ObjectStoreContract, RangeOutsideTheObjectIsFatal) {
   auto zero = this->store().get_range("r/small", 0, 0);
   ASSERT_FALSE(zero.ok());
   EXPECT_EQ(zero.retry(), RetryClass::fatal);
+}
+
+// read_range writes the window into the caller's buffer and nothing past
+// what it reports; one buffer serves many reads.
+TYPED_TEST(ObjectStoreContract, ReadRangeFillsTheCallersBufferAndReportsTheCount) {
+  Random rng(test::test_seed(30));
+  const std::string data = random_bytes(rng, 100000);
+  this->put_ok("rr/obj", data);
+  constexpr uint8_t kUntouched = 0xa5;
+  std::vector<uint8_t> buf(200000);
+  struct Case {
+    uint64_t off, len;
+  } cases[] = {{4096, 8192},   // exactly inside
+               {0, 1},         // the first byte
+               {99999, 1},     // the last byte
+               {0, 100000},    // exactly the object
+               {99000, 5000},  // past the end: short count
+               {0, 200000},    // a buffer bigger than the object
+               {1, 199999}};
+  for (const auto& c : cases) {
+    std::fill(buf.begin(), buf.end(), kUntouched);
+    auto n = this->store().read_range("rr/obj", c.off, std::span<uint8_t>(buf.data(), c.len));
+    ASSERT_TRUE(n.ok()) << c.off << "+" << c.len << ": " << n.error().to_string();
+    const uint64_t want = std::min<uint64_t>(c.len, data.size() - c.off);
+    ASSERT_EQ(*n, want) << c.off << "+" << c.len;
+    EXPECT_TRUE(BytesView(reinterpret_cast<const char*>(buf.data()), want) ==
+                BytesView(data).substr(c.off, want))
+        << c.off << "+" << c.len;
+    EXPECT_TRUE(
+        std::all_of(buf.begin() + long(want), buf.end(), [](uint8_t b) { return b == kUntouched; }))
+        << c.off << "+" << c.len << ": bytes written past the count";
+    // get_range is read_range into a fresh buffer: the same bytes.
+    auto g = this->store().get_range("rr/obj", c.off, c.len);
+    ASSERT_TRUE(g.ok()) << g.error().to_string();
+    EXPECT_TRUE(*g == BytesView(reinterpret_cast<const char*>(buf.data()), want));
+  }
+}
+
+TYPED_TEST(ObjectStoreContract, ReadRangeOutsideTheObjectOrIntoNothingIsFatal) {
+  this->put_ok("rr/small", "0123456789");
+  uint8_t buf[16];
+  for (uint64_t off : {uint64_t(10), uint64_t(11), UINT64_MAX}) {
+    auto n = this->store().read_range("rr/small", off, std::span<uint8_t>(buf));
+    ASSERT_FALSE(n.ok()) << off;
+    EXPECT_EQ(n.retry(), RetryClass::fatal) << n.error().to_string();
+    EXPECT_EQ(n.error().op, Op::get_range);
+    EXPECT_EQ(n.error().key, "rr/small");
+  }
+  auto empty = this->store().read_range("rr/small", 0, std::span<uint8_t>());
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.retry(), RetryClass::fatal);
+  auto missing = this->store().read_range("rr/absent", 0, std::span<uint8_t>(buf));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.retry(), RetryClass::not_found) << missing.error().to_string();
+  auto bad_key = this->store().read_range("rr//x", 0, std::span<uint8_t>(buf));
+  ASSERT_FALSE(bad_key.ok());
+  EXPECT_EQ(bad_key.retry(), RetryClass::fatal);
+}
+
+// A sink that records what get_to hands it.
+struct Collector {
+  std::string bytes;
+  int pieces = 0;
+  std::optional<uint64_t> announced;
+  bool announced_after_a_piece = false;
+  GetSink sink() {
+    GetSink s;
+    s.on_size = [this](uint64_t n) {
+      announced_after_a_piece = pieces > 0;
+      announced = n;
+      return Status::OK();
+    };
+    s.on_piece = [this](BytesView p) {
+      ++pieces;
+      bytes.append(p.data(), p.size());
+      return Status::OK();
+    };
+    return s;
+  }
+};
+
+TYPED_TEST(ObjectStoreContract, GetToHandsOverPiecesThatMakeTheObject) {
+  Random rng(test::test_seed(31));
+  for (size_t size : {size_t(0), size_t(1), size_t(3 << 20) + 17}) {
+    const std::string key = "gt/size-" + std::to_string(size);
+    const std::string data = random_bytes(rng, size);
+    this->put_ok(key, data);
+    Collector c;
+    auto n = this->store().get_to(key, c.sink(), GetLimits{});
+    ASSERT_TRUE(n.ok()) << n.error().to_string();
+    EXPECT_EQ(*n, size);
+    EXPECT_TRUE(c.bytes == data) << "pieces differ from the object of " << size << " bytes";
+    // Both backends know the size up front and say so before any piece.
+    EXPECT_EQ(c.announced, std::optional<uint64_t>(size));
+    EXPECT_FALSE(c.announced_after_a_piece);
+    // Streamed, not delivered as one buffer.
+    if (size > (2 << 20)) {
+      EXPECT_GT(c.pieces, 1);
+    }
+    auto g = this->store().get(key);
+    ASSERT_TRUE(g.ok());
+    EXPECT_TRUE(*g == c.bytes);
+  }
+  // A sink without on_size is fine.
+  std::string got;
+  GetSink plain;
+  plain.on_piece = [&](BytesView p) {
+    got.append(p.data(), p.size());
+    return Status::OK();
+  };
+  ASSERT_TRUE(this->store().get_to("gt/size-1", plain, GetLimits{}).ok());
+  EXPECT_EQ(got.size(), 1u);
+}
+
+TYPED_TEST(ObjectStoreContract, GetToStopsAtTheSinksFailureAndReportsIt) {
+  Random rng(test::test_seed(32));
+  const std::string data = random_bytes(rng, (3 << 20) + 5);
+  this->put_ok("gt/obj", data);
+  for (Errc code : {Errc::io, Errc::transient}) {
+    int pieces = 0;
+    GetSink failing;
+    failing.on_piece = [&](BytesView) {
+      return ++pieces == 2 ? Status(Error(code, "disk full")) : Status::OK();
+    };
+    auto r = this->store().get_to("gt/obj", failing, GetLimits{});
+    ASSERT_FALSE(r.ok()) << "a failing sink was ignored";
+    EXPECT_EQ(pieces, 2) << "pieces were handed over after the sink failed";
+    EXPECT_EQ(r.error().op, Op::get);
+    EXPECT_EQ(r.error().key, "gt/obj");
+    EXPECT_EQ(r.retry(), code == Errc::io ? RetryClass::fatal : RetryClass::transient)
+        << r.error().to_string();
+    EXPECT_NE(r.error().message.find("sink failed"), std::string::npos) << r.error().to_string();
+    EXPECT_NE(r.error().message.find("disk full"), std::string::npos) << r.error().to_string();
+  }
+  // Refusing the announced size stops before the first piece.
+  int pieces = 0;
+  GetSink refusing;
+  refusing.on_size = [](uint64_t) { return Status(Error(Errc::store_full, "no room")); };
+  refusing.on_piece = [&](BytesView) {
+    ++pieces;
+    return Status::OK();
+  };
+  auto r = this->store().get_to("gt/obj", refusing, GetLimits{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(pieces, 0);
+  EXPECT_NE(r.error().message.find("no room"), std::string::npos) << r.error().to_string();
+  // The store is unharmed: the next read gets every byte.
+  auto g = this->store().get("gt/obj");
+  ASSERT_TRUE(g.ok()) << g.error().to_string();
+  EXPECT_TRUE(*g == data);
+}
+
+TYPED_TEST(ObjectStoreContract, GetToCapBelowTheObjectFailsNamingKeyAndCap) {
+  const std::string data(10000, 'c');
+  this->put_ok("cap/obj", data);
+  Collector c;
+  auto r = this->store().get_to("cap/obj", c.sink(), GetLimits{4096});
+  ASSERT_FALSE(r.ok()) << "read past the cap";
+  EXPECT_EQ(r.retry(), RetryClass::fatal) << r.error().to_string();
+  EXPECT_EQ(r.error().key, "cap/obj");
+  EXPECT_NE(r.error().to_string().find("cap/obj"), std::string::npos);
+  EXPECT_NE(r.error().message.find("cap of 4096 bytes"), std::string::npos)
+      << r.error().to_string();
+  EXPECT_NE(r.error().message.find("10000"), std::string::npos) << r.error().to_string();
+  // The size is known up front: not a byte is handed over.
+  EXPECT_EQ(c.pieces, 0);
+  // A cap of exactly the size is enough.
+  Collector exact;
+  auto ok = this->store().get_to("cap/obj", exact.sink(), GetLimits{data.size()});
+  ASSERT_TRUE(ok.ok()) << ok.error().to_string();
+  EXPECT_TRUE(exact.bytes == data);
+}
+
+// get() and get_range() take their cap from the store (objstore.max_get_bytes).
+TYPED_TEST(ObjectStoreContract, GetAndGetRangeObeyTheStoresCap) {
+  std::string err;
+  auto capped = this->backend_.open(this->dir_, &err, 4096);
+  ASSERT_TRUE(capped) << err;
+  EXPECT_EQ(capped->max_get_bytes(), 4096u);
+  EXPECT_EQ(this->store().max_get_bytes(), kDefaultMaxGetBytes);
+  const std::string fits(4096, 'f'), over(4097, 'o');
+  this->put_ok("cap/fits", fits);
+  this->put_ok("cap/over", over);
+  auto a = capped->get("cap/fits");
+  ASSERT_TRUE(a.ok()) << a.error().to_string();
+  EXPECT_EQ(*a, fits);
+  auto b = capped->get("cap/over");
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.retry(), RetryClass::fatal);
+  EXPECT_NE(b.error().to_string().find("cap/over"), std::string::npos);
+  EXPECT_NE(b.error().message.find("cap of 4096 bytes"), std::string::npos)
+      << b.error().to_string();
+  // A window that would hold more than the cap fails too; one within it works.
+  auto c = capped->get_range("cap/over", 0, UINT64_MAX);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.retry(), RetryClass::fatal);
+  EXPECT_NE(c.error().message.find("cap of 4096 bytes"), std::string::npos)
+      << c.error().to_string();
+  auto d = capped->get_range("cap/over", 1, UINT64_MAX);
+  ASSERT_TRUE(d.ok()) << d.error().to_string();
+  EXPECT_EQ(*d, over.substr(1));
+  // read_range is bounded by its buffer, not by the cap.
+  std::vector<uint8_t> buf(over.size());
+  auto e = capped->read_range("cap/over", 0, std::span<uint8_t>(buf));
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  EXPECT_EQ(*e, over.size());
 }
 
 TYPED_TEST(ObjectStoreContract, RemoveIsIdempotent) {

@@ -4,7 +4,11 @@
 // delete answers that skip keys. Served by tools/fault_proxy.js in front of
 // a real s3rver. The client must classify each, never return wrong bytes,
 // and keep what is stored intact.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <span>
+#include <vector>
 
 #include "backends.h"
 #include "support/fault_proxy.h"
@@ -101,37 +105,118 @@ TEST_F(S3BadInput, NonXmlErrorBodiesAreClassifiedByStatus) {
       << r.error().message;
 }
 
-TEST_F(S3BadInput, RangedGetAnsweredWithTheWholeObjectIsSliced) {
+// A server (or proxy) that drops the Range header answers 200 with the
+// whole object: that is refused, fatal, from the headers alone - the body
+// is never read, so memory stays bounded by the caller's buffer whatever
+// the object's size.
+TEST_F(S3BadInput, RangedGetAnsweredWithTheWholeObjectIsFatalBeforeTheBody) {
   json rules = json::array(
       {{{"method", "GET"}, {"path_prefix", "/strata-test/whole/"}, {"action", "strip_range"}}});
   ASSERT_NO_FATAL_FAILURE(start(rules));
   Random rng(test::test_seed(21));
   const std::string data = testing::random_bytes(rng, 3 << 20);  // several curl buffers
   ASSERT_TRUE(direct_->put("whole/obj", data).ok());
+  ASSERT_TRUE(direct_->put("other/obj", data).ok());
+  std::vector<uint8_t> buf(data.size() + 100);
   struct Case {
     uint64_t off, len;
-  } cases[] = {{0, 1},
-               {0, data.size()},
-               {12345, 100},
-               {1 << 20, 1 << 20},
-               {data.size() - 10, 1000},
-               {data.size() - 1, 1}};
-  for (const auto& c : cases) {
-    auto r = via_->get_range("whole/obj", c.off, c.len);
-    ASSERT_TRUE(r.ok()) << c.off << "+" << c.len << ": " << r.error().to_string();
-    uint64_t want = std::min<uint64_t>(c.len, data.size() - c.off);
-    ASSERT_EQ(r->size(), want);
-    EXPECT_TRUE(*r == data.substr(c.off, want)) << c.off << "+" << c.len;
+  } refused[] = {{0, 1},
+                 {12345, 100},
+                 {1 << 20, 1 << 20},
+                 {data.size() - 10, 1000},
+                 {data.size() - 1, 1},
+                 {0, data.size() - 1}};
+  for (const auto& c : refused) {
+    const std::string what = fmt::format("{}+{}", c.off, c.len);
+    auto r = via_->read_range("whole/obj", c.off, std::span<uint8_t>(buf.data(), c.len));
+    ASSERT_FALSE(r.ok()) << what << ": accepted a 200 to a ranged GET";
+    const ObjectError& e = r.error();
+    EXPECT_EQ(e.retry, RetryClass::fatal) << what << ": " << e.to_string();
+    EXPECT_EQ(e.op, Op::get_range);
+    EXPECT_EQ(e.key, "whole/obj");
+    EXPECT_EQ(e.http_status, 200);
+    EXPECT_NE(e.message.find("ignored the Range header"), std::string::npos) << e.to_string();
+    EXPECT_NE(e.message.find(fmt::format("bytes={}-{}", c.off, c.off + c.len - 1)),
+              std::string::npos)
+        << e.to_string();
+    EXPECT_NE(e.message.find(fmt::format("whole object of {} bytes", data.size())),
+              std::string::npos)
+        << e.to_string();
+    EXPECT_NE(e.message.find("aborted before the body"), std::string::npos) << e.to_string();
+    // get_range is read_range: the same verdict.
+    auto g = via_->get_range("whole/obj", c.off, c.len);
+    ASSERT_FALSE(g.ok()) << what;
+    EXPECT_EQ(g.retry(), RetryClass::fatal);
+  }
+  // Offset 0 and a buffer that holds the whole object: the whole object is
+  // exactly what was asked for.
+  for (uint64_t len : {uint64_t(data.size()), uint64_t(data.size() + 100)}) {
+    auto r = via_->read_range("whole/obj", 0, std::span<uint8_t>(buf.data(), len));
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    ASSERT_EQ(*r, data.size());
+    EXPECT_TRUE(BytesView(reinterpret_cast<const char*>(buf.data()), *r) == data);
   }
   // Past the end, the whole-object answer still tells the size: fatal, as
   // a 416 would be.
   auto past = via_->get_range("whole/obj", data.size(), 10);
   ASSERT_FALSE(past.ok());
   EXPECT_EQ(past.retry(), RetryClass::fatal) << past.error().to_string();
-  // And the connection stays usable for the next request.
-  auto again = via_->get_range("whole/obj", 5, 5);
-  ASSERT_TRUE(again.ok());
+  EXPECT_NE(past.error().message.find("not below the object size"), std::string::npos);
+  // Aborted transfers leave the client usable.
+  auto again = via_->get_range("other/obj", 5, 5);
+  ASSERT_TRUE(again.ok()) << again.error().to_string();
   EXPECT_EQ(*again, data.substr(5, 5));
+}
+
+// A 206 that carries more than was asked (from before the offset, or past
+// the window) is refused before its body: fatal, the server does not
+// honour Range. A Content-Length that contradicts the Content-Range is a
+// garbled answer: transient.
+TEST_F(S3BadInput, PartialContentBeyondTheWindowIsRefused) {
+  auto canned = [](const char* path, const std::string& body, const char* content_range) {
+    return json{{"method", "GET"},     {"path_prefix", path},
+                {"action", "respond"}, {"status", 206},
+                {"body", body},        {"headers", {{"Content-Range", content_range}}}};
+  };
+  json rules = json::array({
+      canned("/strata-test/long/", "0123456789", "bytes 0-9/100"),
+      canned("/strata-test/early/", "0123456789", "bytes 0-9/100"),
+      // What s3rver 3.7.1 sends for bytes=0-0: everything from byte 0.
+      canned("/strata-test/first/", "0123456789", "bytes 0-9/10"),
+      {{"method", "GET"},
+       {"path_prefix", "/strata-test/lying/"},
+       {"action", "content_length"},
+       {"delta", 1000}},
+  });
+  ASSERT_NO_FATAL_FAILURE(start(rules));
+  uint8_t buf[64];
+  // Asked 0-4, sent 0-9.
+  auto lng = via_->read_range("long/k", 0, std::span<uint8_t>(buf, 5));
+  ASSERT_FALSE(lng.ok());
+  EXPECT_EQ(lng.retry(), RetryClass::fatal) << lng.error().to_string();
+  EXPECT_NE(lng.error().message.find("more than asked"), std::string::npos)
+      << lng.error().to_string();
+  EXPECT_NE(lng.error().message.find("bytes=0-4 (5 bytes)"), std::string::npos)
+      << lng.error().to_string();
+  EXPECT_NE(lng.error().message.find("Content-Range bytes 0-9/100 (10 bytes)"), std::string::npos)
+      << lng.error().to_string();
+  // Asked 5-9, sent 0-9.
+  auto early = via_->read_range("early/k", 5, std::span<uint8_t>(buf, 5));
+  ASSERT_FALSE(early.ok());
+  EXPECT_EQ(early.retry(), RetryClass::fatal) << early.error().to_string();
+  EXPECT_NE(early.error().message.find("more than asked"), std::string::npos);
+  // The one tolerated over-long answer: bytes=0-0 gets its first byte.
+  auto first = via_->read_range("first/k", 0, std::span<uint8_t>(buf, 1));
+  ASSERT_TRUE(first.ok()) << first.error().to_string();
+  EXPECT_EQ(*first, 1u);
+  EXPECT_EQ(buf[0], '0');
+  // A real 206 whose Content-Length claims 1000 bytes more than its range.
+  ASSERT_TRUE(direct_->put("lying/k", std::string(100, 'x')).ok());
+  auto lying = via_->read_range("lying/k", 10, std::span<uint8_t>(buf, 20));
+  ASSERT_FALSE(lying.ok());
+  EXPECT_EQ(lying.retry(), RetryClass::transient) << lying.error().to_string();
+  EXPECT_NE(lying.error().message.find("Content-Length 1020 does not match"), std::string::npos)
+      << lying.error().to_string();
 }
 
 TEST_F(S3BadInput, WrongPartialContentIsRejected) {

@@ -178,7 +178,7 @@ class FaultyStore final : public objstore::ObjectStore {
     times_ = times;
   }
   void clear() { set(Fault::none, "", 0); }
-  // The same for get_range (separately from puts).
+  // The same for read_range, i.e. get_range (separately from puts).
   void set_range_fault(Fault fault, std::string match, int times) {
     std::lock_guard l(mu_);
     range_fault_ = fault;
@@ -231,12 +231,11 @@ class FaultyStore final : public objstore::ObjectStore {
     }
     return inner_->put(key, body, opts);
   }
-  objstore::ObjectResult<Bytes> get(std::string_view key) override { return inner_->get(key); }
-  objstore::ObjectResult<Bytes> get_range(std::string_view key, uint64_t offset,
-                                          uint64_t length) override {
+  objstore::ObjectResult<uint64_t> read_range(std::string_view key, uint64_t offset,
+                                              std::span<uint8_t> dst) override {
     switch (take_range(key)) {
       case Fault::throw_exception:
-        throw std::runtime_error("injected exception in get_range of " + std::string(key));
+        throw std::runtime_error("injected exception in read_range of " + std::string(key));
       case Fault::hang: {
         std::unique_lock l(mu_);
         hung_ += 1;
@@ -255,8 +254,13 @@ class FaultyStore final : public objstore::ObjectStore {
       case Fault::none:
         break;
     }
-    return inner_->get_range(key, offset, length);
+    return inner_->read_range(key, offset, dst);
   }
+  objstore::ObjectResult<uint64_t> get_to(std::string_view key, const objstore::GetSink& sink,
+                                          const objstore::GetLimits& limits) override {
+    return inner_->get_to(key, sink, limits);
+  }
+  uint64_t max_get_bytes() const override { return inner_->max_get_bytes(); }
   objstore::ObjectResult<objstore::ObjectInfo> head(std::string_view key) override {
     return inner_->head(key);
   }
