@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,9 @@ struct OpenOptions {
 struct FileStat {
   bool is_dir = false;
   uint64_t size = 0;
+  // Last modification, ms since the Unix epoch (unset where the file system
+  // keeps no times, e.g. FaultFileSystem).
+  std::optional<int64_t> mtime_ms;
 };
 
 class FileSystem {
