@@ -62,7 +62,7 @@ class Gc {
     std::string list_prefix = opts_.prefix.empty() ? "" : opts_.prefix + "/";
     say(fmt::format("listing {}", list_prefix.empty() ? "the whole bucket" : list_prefix));
     const int64_t now = opts_.clock->now_ms();
-    auto listing = objstore::list_all(store_, list_prefix);
+    auto listing = with_transient_retries([&] { return objstore::list_all(store_, list_prefix); });
     if (!listing.ok()) return listing.error().to_error().with_context("listing " + list_prefix);
     out_.listed = listing->size();
     STRATA_ASSIGN_OR_RETURN(auto entries, catalog_.list());
@@ -120,7 +120,8 @@ class Gc {
     STRATA_ASSIGN_OR_RETURN(auto keys, ObjectKeys::make(opts_.prefix, name));
     say(fmt::format("stream {} changed while planning; planning it again", name));
     const int64_t now = opts_.clock->now_ms();
-    auto listing = objstore::list_all(store_, keys.stream_prefix());
+    auto listing =
+        with_transient_retries([&] { return objstore::list_all(store_, keys.stream_prefix()); });
     if (!listing.ok()) {
       return listing.error().to_error().with_context("listing " + keys.stream_prefix());
     }

@@ -8,7 +8,6 @@
 #include <thread>
 
 #include "common/random.h"
-#include "tier/backoff.h"
 #include "tier/manifest_codec.h"
 
 namespace strata::tier {
@@ -18,23 +17,6 @@ namespace {
 // A root that keeps being replaced while we read it: give up after this
 // many fresh starts (each needs a persist to land mid-read).
 constexpr int kMaxTreeAttempts = 8;
-// Tries of one request that fails transiently.
-constexpr uint32_t kMaxTries = 4;
-
-// Runs an object-store call, retrying transient failures with the
-// uploader's transient backoff (without its immediate first retry).
-template <class F>
-auto with_retries(F f) -> decltype(f()) {
-  Random rng(uint64_t(std::random_device{}()));
-  for (uint32_t attempt = 1;; ++attempt) {
-    auto r = f();
-    if (r.ok() || r.retry() != objstore::RetryClass::transient || attempt == kMaxTries) return r;
-    BackoffPolicy p = BackoffPolicy::transient();
-    p.immediate_first = false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms(p, attempt, rng)));
-  }
-}
-
 ReadState state_of(const objstore::ObjectError& e) {
   return e.retry == objstore::RetryClass::not_found ? ReadState::missing : ReadState::unreadable;
 }
@@ -66,10 +48,10 @@ Result<std::optional<LoadedTree>> load_once(objstore::ObjectStore& store,
     t.root.error = e.to_string();
     return std::optional<LoadedTree>(std::move(t));
   };
-  auto head = with_retries([&] { return store.head(root_key); });
+  auto head = with_transient_retries([&] { return store.head(root_key); });
   if (!head.ok()) return fail_root(head.error());
   t.root_last_modified_ms = head->last_modified_ms;
-  auto body = with_retries([&] { return store.get(root_key); });
+  auto body = with_transient_retries([&] { return store.get(root_key); });
   if (!body.ok()) return fail_root(body.error());
   auto root = decode_root(*body, root_key);
   Status valid = root.ok() ? validate_manifest(root->manifest, root_key) : Status(root.error());
@@ -86,7 +68,7 @@ Result<std::optional<LoadedTree>> load_once(objstore::ObjectStore& store,
     if (t.walk.complete()) return std::optional<LoadedTree>(std::move(t));
     for (const std::string& key : t.walk.unread) {
       GroupRead& r = reads[key];
-      auto g = with_retries([&] { return store.get(key); });
+      auto g = with_transient_retries([&] { return store.get(key); });
       if (!g.ok()) {
         if (g.retry() == objstore::RetryClass::not_found) {
           STRATA_ASSIGN_OR_RETURN(bool m, moved(catalog, keys.stream(), *t.entry));
@@ -129,7 +111,7 @@ FragmentCheck check_fragment(objstore::ObjectStore& store, const TreeLeaf& leaf,
     }
   };
   if (whole) {
-    auto body = with_retries([&] { return store.get(key); });
+    auto body = with_transient_retries([&] { return store.get(key); });
     if (!body.ok()) return io_error(body.error());
     take_header(BytesView(*body).substr(0, kFragmentHeaderSize));
     c.whole_checked = true;
@@ -141,7 +123,7 @@ FragmentCheck check_fragment(objstore::ObjectStore& store, const TreeLeaf& leaf,
     c.header_error = "the object is empty";
     return c;
   }
-  auto head = with_retries([&] { return store.get_range(key, 0, kFragmentHeaderSize); });
+  auto head = with_transient_retries([&] { return store.get_range(key, 0, kFragmentHeaderSize); });
   if (!head.ok()) return io_error(head.error());
   take_header(*head);
   // The index sits after the data: where depends on the data size, the
@@ -157,7 +139,8 @@ FragmentCheck check_fragment(objstore::ObjectStore& store, const TreeLeaf& leaf,
                                listed.size, position);
     return c;
   }
-  auto tail = with_retries([&] { return store.get_range(key, position, listed.size - position); });
+  auto tail = with_transient_retries(
+      [&] { return store.get_range(key, position, listed.size - position); });
   if (!tail.ok()) return io_error(tail.error());
   auto index = decode_fragment_index(*tail, expect, key);
   if (!index.ok()) c.tail_error = index.error().message;
@@ -250,7 +233,8 @@ Result<ScrubReport> scrub_stream(objstore::ObjectStore& store, const CatalogSour
     ScrubInput in;
     in.stream = keys.stream();
     STRATA_ASSIGN_OR_RETURN(LoadedTree tree, load_tree(store, catalog, keys));
-    auto listing = objstore::list_all(store, keys.stream_prefix());
+    auto listing =
+        with_transient_retries([&] { return objstore::list_all(store, keys.stream_prefix()); });
     if (!listing.ok()) {
       return listing.error().to_error().with_context("listing " + keys.stream_prefix());
     }

@@ -9,16 +9,21 @@
 // newer root. The same holds for a whole scrub whose findings say missing.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "catalog/catalog.h"
 #include "common/clock.h"
+#include "common/random.h"
 #include "common/result.h"
 #include "objstore/object_store.h"
+#include "tier/backoff.h"
 #include "tier/object_keys.h"
 #include "tier/scrub.h"
 
@@ -70,6 +75,26 @@ struct ScrubOptions {
 // read; everything else is a finding.
 Result<ScrubReport> scrub_stream(objstore::ObjectStore& store, const CatalogSource& catalog,
                                  const ObjectKeys& keys, const ScrubOptions& opts = {});
+
+// Tries of an object-store call that fails transiently.
+constexpr uint32_t kMaxTransientTries = 4;
+
+// Runs an object-store call (returning an ObjectResult), retrying transient
+// failures with the uploader's transient backoff (without its immediate
+// first retry): a scrub or gc run should not fail on one 503.
+template <class F>
+auto with_transient_retries(F f) -> decltype(f()) {
+  Random rng(uint64_t(std::random_device{}()));
+  BackoffPolicy p = BackoffPolicy::transient();
+  p.immediate_first = false;
+  for (uint32_t attempt = 1;; ++attempt) {
+    auto r = f();
+    if (r.ok() || r.retry() != objstore::RetryClass::transient || attempt == kMaxTransientTries) {
+      return r;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms(p, attempt, rng)));
+  }
+}
 
 // Runs fn(0..n-1) on up to `concurrency` threads. An exception escaping fn
 // is caught and passed to `threw` with the index.
