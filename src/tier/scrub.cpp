@@ -159,6 +159,7 @@ struct Builder {
       referenced.insert(r.root_key);
       root(listed, referenced);
     }
+    r.referenced.assign(referenced.begin(), referenced.end());
     for (const auto& o : in.listing) {
       if (referenced.count(o.key)) continue;
       auto parsed = keys.parse(o.key);
@@ -190,6 +191,7 @@ struct Builder {
         break;
     }
     const Manifest& m = rr.manifest;
+    r.manifest = m;
     r.first_offset = m.first_offset;
     r.next_offset = m.next_offset;
     for (const auto& g : in.walk.groups) referenced.insert(g.key);

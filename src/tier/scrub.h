@@ -69,9 +69,11 @@ struct ScrubReport {
   std::string root_key;
   uint64_t first_offset = 0;
   uint64_t next_offset = 0;
-  uint64_t fragments = 0;       // referenced
-  uint64_t groups = 0;          // referenced
-  uint64_t fragment_bytes = 0;  // chunk bytes referenced
+  Manifest manifest;                    // the root's, when it was read
+  std::vector<std::string> referenced;  // root, groups and fragments, sorted
+  uint64_t fragments = 0;               // referenced
+  uint64_t groups = 0;                  // referenced
+  uint64_t fragment_bytes = 0;          // chunk bytes referenced
   uint64_t objects_listed = 0;
   uint64_t headers_checked = 0;     // fragments whose header (and index) were read
   uint64_t fragments_verified = 0;  // fragments read whole and every CRC verified
