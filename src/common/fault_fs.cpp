@@ -319,7 +319,7 @@ Result<FileStat> FaultFileSystem::stat(const std::string& path) {
   std::lock_guard<std::mutex> l(mu_);
   STRATA_TRY(check(FaultOp::Kind::read, path, false));
   STRATA_ASSIGN_OR_RETURN(auto n, lookup(path));
-  return FileStat{n->is_dir, n->is_dir ? 0 : uint64_t(n->data.size()), std::nullopt};
+  return FileStat{n->is_dir, n->is_dir ? 0 : uint64_t(n->data.size())};
 }
 
 void FaultFileSystem::crash(const CrashOptions& opts) {

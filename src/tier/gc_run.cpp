@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <random>
 #include <set>
+#include <thread>
 
 namespace strata::tier {
 
@@ -155,6 +158,8 @@ class Gc {
   }
 
   void remove(std::vector<GcObject> objects) {
+    BackoffPolicy backoff = BackoffPolicy::transient();
+    backoff.immediate_first = false;
     for (size_t start = 0; start < objects.size(); start += objstore::kMaxDeleteBatch) {
       size_t end = std::min(objects.size(), start + objstore::kMaxDeleteBatch);
       std::vector<GcObject> batch(objects.begin() + long(start), objects.begin() + long(end));
@@ -174,6 +179,10 @@ class Gc {
           }
         }
         batch = std::move(retry);
+        if (!batch.empty()) {
+          std::this_thread::sleep_for(
+              std::chrono::milliseconds(backoff_ms(backoff, attempt, rng_)));
+        }
       }
     }
   }
@@ -183,6 +192,7 @@ class Gc {
   const GcOptions& opts_;
   GcResult out_;
   std::map<std::string, StreamPart> parts_;
+  Random rng_{uint64_t(std::random_device{}())};
 };
 
 }  // namespace
