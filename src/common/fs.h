@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,8 +58,15 @@ struct OpenOptions {
 };
 
 struct FileStat {
+  // A constructor rather than an aggregate, so that FileStat{is_dir, size}
+  // (file systems that keep no times) stays valid and warning-free.
+  FileStat(bool dir = false, uint64_t bytes = 0, std::optional<int64_t> mtime = std::nullopt)
+      : is_dir(dir), size(bytes), mtime_ms(mtime) {}
   bool is_dir = false;
   uint64_t size = 0;
+  // Last modification, ms since the Unix epoch (unset where the file system
+  // keeps no times, e.g. FaultFileSystem).
+  std::optional<int64_t> mtime_ms;
 };
 
 class FileSystem {

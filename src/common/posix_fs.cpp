@@ -149,7 +149,8 @@ class PosixFileSystem final : public FileSystem {
   Result<FileStat> stat(const std::string& path) override {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return os_error("stat", path, errno);
-    return FileStat{S_ISDIR(st.st_mode), uint64_t(st.st_size)};
+    int64_t mtime_ms = int64_t(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1'000'000;
+    return FileStat{S_ISDIR(st.st_mode), uint64_t(st.st_size), mtime_ms};
   }
 };
 

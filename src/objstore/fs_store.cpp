@@ -275,7 +275,9 @@ ObjectResult<ObjectInfo> FsObjectStore::head(std::string_view key) {
   if (!size.ok()) return fs_error(Op::head, key, size.error(), false);
   auto crc = read_trailer(Op::head, key, **f, *size);
   if (!crc.ok()) return std::move(crc).error();
-  return ObjectInfo{std::string(key), *size - kFsTrailerBytes, etag_of(*crc), *crc};
+  auto st = fs_.stat(loc->file());
+  if (!st.ok()) return fs_error(Op::head, key, st.error(), true);
+  return ObjectInfo{std::string(key), *size - kFsTrailerBytes, etag_of(*crc), *crc, st->mtime_ms};
 }
 
 void FsObjectStore::prune_empty_dirs(const std::string& start) {
@@ -439,6 +441,12 @@ ObjectResult<ListPage> FsObjectStore::list(const ListRequest& req) {
     auto crc = read_trailer(Op::list, e.key, **f, *size);
     info.size = *size >= kFsTrailerBytes ? *size - kFsTrailerBytes : 0;
     if (crc.ok()) info.etag = etag_of(*crc);
+    auto st = fs_.stat(e.path);
+    if (!st.ok()) {
+      if (st.code() == Errc::not_found) continue;  // removed while listing
+      return fs_error(Op::list, prefix, st.error(), false);
+    }
+    info.last_modified_ms = st->mtime_ms;
     page.objects.push_back(std::move(info));
   }
   if (more) page.next_token = base64_encode(page.objects.back().key);

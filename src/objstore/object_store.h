@@ -78,6 +78,10 @@ struct ObjectInfo {
   std::string etag;  // without quotes
   // CRC32C of the body if the object carries it (objects put by strata do).
   std::optional<uint32_t> crc32c;
+  // When the object was stored, ms since the Unix epoch, by the store's
+  // clock (S3: LastModified / Last-Modified, whole seconds on AWS and
+  // s3rver; fs: the file's mtime). Unset when the store does not say.
+  std::optional<int64_t> last_modified_ms;
 };
 
 struct ListRequest {

@@ -1,5 +1,6 @@
 #include "objstore/s3_store.h"
 
+#include <curl/curl.h>
 #include <fmt/format.h>
 
 #include <charconv>
@@ -371,6 +372,15 @@ ObjectResult<ObjectInfo> S3ObjectStore::head(std::string_view key) {
   }
   info.etag = strip_quotes(r->header("etag"));
   info.crc32c = parse_crc_hex(r->header("x-amz-meta-crc32c"));
+  if (const std::string* lm = r->header("last-modified")) {
+    // An HTTP date ("Wed, 12 Oct 2009 17:50:30 GMT"): whole seconds.
+    time_t t = curl_getdate(lm->c_str(), nullptr);
+    if (t == time_t(-1)) {
+      return bad_response(Op::head, key, 200,
+                          "HEAD with an unparsable Last-Modified (" + *lm + ")");
+    }
+    info.last_modified_ms = int64_t(t) * 1000;
+  }
   return info;
 }
 

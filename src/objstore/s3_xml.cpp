@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cstring>
+#include <ctime>
 #include <pugixml.hpp>
 #include <sstream>
 
@@ -52,6 +53,28 @@ bool parse_u64(std::string_view s, uint64_t* v) {
   if (s.empty()) return false;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
   return ec == std::errc() && p == s.data() + s.size();
+}
+
+// "2009-10-12T17:50:30.000Z" (ISO 8601 in UTC, as ListObjectsV2 gives
+// LastModified; the fraction is optional and may have any number of digits)
+// -> ms since the Unix epoch.
+std::optional<int64_t> parse_iso8601_ms(const std::string& s) {
+  std::tm tm{};
+  const char* rest = ::strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (rest == nullptr) return std::nullopt;
+  int64_t ms = 0;
+  if (*rest == '.') {
+    int digits = 0;
+    for (++rest; *rest >= '0' && *rest <= '9'; ++rest, ++digits) {
+      if (digits < 3) ms = ms * 10 + (*rest - '0');
+    }
+    if (digits == 0) return std::nullopt;
+    for (; digits < 3; ++digits) ms *= 10;
+  }
+  if (std::strcmp(rest, "Z") != 0) return std::nullopt;
+  time_t secs = ::timegm(&tm);
+  if (secs == time_t(-1)) return std::nullopt;
+  return int64_t(secs) * 1000 + ms;
 }
 
 std::string strip_quotes(std::string s) {
@@ -103,6 +126,15 @@ Result<ListResult> parse_list(std::string_view body) {
                                               index, info.key, size));
     }
     info.etag = strip_quotes(text_of(child(c, "ETag")));
+    if (auto lm = child(c, "LastModified")) {
+      info.last_modified_ms = parse_iso8601_ms(text_of(lm));
+      if (!info.last_modified_ms) {
+        return Error(Errc::corrupt,
+                     fmt::format("ListObjectsV2 XML: Contents #{} (key '{}') has LastModified "
+                                 "'{}', expected an ISO 8601 UTC time",
+                                 index, info.key, text_of(lm)));
+      }
+    }
     out.objects.push_back(std::move(info));
     ++index;
   }

@@ -1,13 +1,13 @@
 // Remote audit: what a stream's persisted manifest says against what the
-// bucket holds. The uploader's tests, `strata scrub` and gc all start here.
-//
-// Checked: the catalog's root exists and decodes; the manifest walks from
-// first to next offset with no gap and no overlap; every fragment and
-// group it references exists; with verify_data, every fragment object is
-// read whole and decoded (header, index, trailer, object CRC, every chunk
-// header and data CRC) and must cover exactly its manifest entry. Objects
-// under the stream's prefix that nothing references are listed as orphans
-// (an old root within its delete grace, an upload a crash cut short).
+// bucket holds, as the uploader's and node's tests and `strata demo` want
+// it. A view of a full scrub (scrub_run.h, rules in scrub.h): the catalog's
+// root exists and decodes; the manifest walks from first to next offset
+// with no gap and no overlap; every fragment and group it references
+// exists; with verify_data, every fragment object is read whole and
+// decoded (header, index, trailer, object CRC, every chunk header and data
+// CRC) and must cover exactly its manifest entry. Objects under the
+// stream's prefix that nothing references are listed as orphans (an old
+// root within its delete grace, an upload a crash cut short).
 #pragma once
 
 #include <cstdint>
@@ -23,15 +23,18 @@
 namespace strata::tier {
 
 struct AuditProblem {
-  // missing_root, corrupt_root, missing_object, size_mismatch, corrupt_object,
-  // range_mismatch, gap, overlap, group_unreadable
+  // A scrub finding's name (scrub_finding.h), orphans excepted; an object
+  // that could not be read counts too (`unreadable`): nothing is trusted
+  // unverified.
   std::string kind;
   std::string key;
   std::string detail;
 };
 
 struct AuditOptions {
-  bool verify_data = true;  // GET and decode every fragment object
+  // GET and decode every fragment object (else: the header and index of
+  // each, by ranged GETs).
+  bool verify_data = true;
 };
 
 struct AuditReport {

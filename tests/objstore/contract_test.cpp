@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <optional>
 #include <span>
 #include <thread>
@@ -131,6 +133,33 @@ TYPED_TEST(ObjectStoreContract, HeadReportsSizeEtagAndChecksum) {
   EXPECT_EQ(h->etag, put->etag);
   ASSERT_TRUE(h->crc32c.has_value());
   EXPECT_EQ(*h->crc32c, crc32c::value(data));
+}
+
+// GC ages objects by these times, so both the listing and HEAD must give
+// them, and they must be the store's idea of "now" when it stored the object.
+TYPED_TEST(ObjectStoreContract, ListAndHeadReportWhenTheObjectWasStored) {
+  auto now_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const int64_t before = now_ms();
+  this->put_ok("lm/fresh", "x");
+  const int64_t after = now_ms();
+  auto near_now = [&](std::optional<int64_t> t) {
+    ASSERT_TRUE(t.has_value());
+    EXPECT_GE(*t, before - 60'000);
+    EXPECT_LE(*t, after + 60'000);
+  };
+  auto h = this->store().head("lm/fresh");
+  ASSERT_TRUE(h.ok()) << h.error().to_string();
+  near_now(h->last_modified_ms);
+  auto page = this->store().list({"lm/", "", 10});
+  ASSERT_TRUE(page.ok()) << page.error().to_string();
+  ASSERT_EQ(page->objects.size(), 1u);
+  near_now(page->objects[0].last_modified_ms);
+  // The two agree to the second (S3's HTTP date has whole seconds).
+  EXPECT_LE(std::abs(*h->last_modified_ms - *page->objects[0].last_modified_ms), 1000);
 }
 
 TYPED_TEST(ObjectStoreContract, RangedGetReturnsTheWindowClampedAtTheEnd) {

@@ -38,6 +38,24 @@ TEST(S3Xml, ParsesPrefixedElementsByLocalName) {
   EXPECT_EQ(r->objects[0].key, "k");
 }
 
+TEST(S3Xml, ParsesLastModifiedToMillisecondsSinceTheEpoch) {
+  auto r = parse_list(
+      "<ListBucketResult><IsTruncated>false</IsTruncated>"
+      "<Contents><Key>a</Key><Size>1</Size><LastModified>2009-10-12T17:50:30.123Z</LastModified>"
+      "</Contents>"
+      "<Contents><Key>b</Key><Size>1</Size><LastModified>1970-01-01T00:00:01Z</LastModified>"
+      "</Contents>"
+      "<Contents><Key>c</Key><Size>1</Size><LastModified>2024-02-29T23:59:59.5Z</LastModified>"
+      "</Contents>"
+      "<Contents><Key>d</Key><Size>1</Size></Contents></ListBucketResult>");
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  ASSERT_EQ(r->objects.size(), 4u);
+  EXPECT_EQ(r->objects[0].last_modified_ms, int64_t(1255369830123));
+  EXPECT_EQ(r->objects[1].last_modified_ms, int64_t(1000));
+  EXPECT_EQ(r->objects[2].last_modified_ms, int64_t(1709251199500));
+  EXPECT_FALSE(r->objects[3].last_modified_ms.has_value()) << "absent: the store did not say";
+}
+
 TEST(S3Xml, KeepsAKeyMadeOfSpaces) {
   auto r = parse_list(
       "<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key> </Key><Size>1</Size>"
@@ -68,6 +86,12 @@ TEST(S3Xml, RejectsMalformedListDocuments) {
       {"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>k</Key></Contents>"
        "</ListBucketResult>",
        "has Size ''"},
+      {"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>k</Key><Size>1</Size>"
+       "<LastModified>yesterday</LastModified></Contents></ListBucketResult>",
+       "has LastModified 'yesterday'"},
+      {"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>k</Key><Size>1</Size>"
+       "<LastModified>2024-01-02T03:04:05+01:00</LastModified></Contents></ListBucketResult>",
+       "expected an ISO 8601 UTC time"},
   };
   for (const auto& c : cases) {
     auto r = parse_list(c.body);
