@@ -37,7 +37,7 @@ DeletionEffect DeletionCore::run(DeletionStep s, std::vector<std::string> keys) 
 
 DeletionEffect DeletionCore::finish(Status s) {
   p_.finished = true;
-  if (!s.ok()) p_.last_error = s.error().message;
+  if (!s.ok() && p_.last_error.empty()) p_.last_error = s.error().message;
   return DeletionFinished{std::move(s)};
 }
 
