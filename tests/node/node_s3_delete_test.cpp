@@ -166,5 +166,57 @@ TEST_F(NodeS3Delete, AccessDeniedLeavesTheDeletionPendingUntilALaterOpenFinishes
   ASSERT_OK(n->close());
 }
 
+// A fragment PUT still on its way to the server when the deletion starts
+// (the proxy holds it 2 s): closing the uploader does not stop it, so the
+// deletion waits for it before it lists the prefix. Had it not, the object
+// would land after the listing and stay in the bucket for good.
+TEST_F(NodeS3Delete, AnUploadInFlightLandsBeforeTheListing) {
+  std::string err;
+  auto proxy =
+      strata::test::FaultProxy::start(dir_.path(), server_->port(),
+                                      json::array({{{"method", "PUT"},
+                                                    {"path_prefix", path_of("s1", "data/")},
+                                                    {"action", "delay"},
+                                                    {"ms", 2000},
+                                                    {"times", 1}}}),
+                                      /*record=*/true, &err);
+  ASSERT_TRUE(proxy) << err;
+  S3Timeouts t;
+  t.request_ms = 8000;
+  t.stall_ms = 6000;
+  json doc = s3_doc(proxy->endpoint(), t);
+  doc["tiering"]["request_timeout_ms"] = 4000;
+  auto n = open_node(doc);
+  ASSERT_TRUE(n) << proxy->logs();
+  auto log = n->create_stream("s1");
+  ASSERT_OK(log);
+  append_values(**log, 10);
+  n->uploader("s1")->force_cut();
+  auto put_seen = [&] {
+    for (const auto& r : proxy->recorded()) {
+      if (r["method"] == "PUT" &&
+          r["target"].get<std::string>().rfind(path_of("s1", "data/"), 0) == 0) {
+        return true;
+      }
+    }
+    return false;
+  };
+  ASSERT_TRUE(wait_until(put_seen, std::chrono::seconds(20))) << proxy->logs();
+  ASSERT_OK(n->delete_stream("s1"));
+  // Every PUT the proxy received has had its answer (with the deletion's
+  // wait, already so): only now is the bucket what it will stay.
+  size_t puts = 0;
+  for (const auto& r : proxy->recorded()) puts += r["method"] == "PUT";
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto done = metric_value(n->metrics_text(), "strata_objstore_requests_total{op=\"put\"}");
+        return done && *done >= double(puts);
+      },
+      std::chrono::seconds(20)));
+  EXPECT_EQ(listed("s1"), (std::map<std::string, uint64_t>{}));
+  EXPECT_EQ(n->catalog().get("s1").code(), Errc::not_found);
+  ASSERT_OK(n->close());
+}
+
 }  // namespace
 }  // namespace strata::node::test
