@@ -103,7 +103,7 @@ Status Node::delete_stream(const std::string& name) {
         l.lock();
         if (!s.ok()) {
           end_attempt_locked(name, a, s);
-          return s;
+          return a->status;
         }
       }
       auto again = deletions_.find(name);
@@ -127,7 +127,7 @@ Status Node::delete_stream(const std::string& name) {
     l.lock();
     if (!s.ok()) {
       end_attempt_locked(name, a, s);
-      return s;
+      return a->status;
     }
     auto d2 = deletions_.find(name);
     if (!a->ended && d2 != deletions_.end()) start_run_locked(name, d2->second, a);
