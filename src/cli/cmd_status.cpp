@@ -50,6 +50,17 @@ void print_status(const json& s) {
         num(t["seconds_since_last_persist"]), num(t["upload_stalled_offset"]),
         t["last_error"].get<std::string>());
   }
+  // Deletions not finished yet (node/node.h, delete_stream).
+  if (!s.contains("deletions")) return;
+  for (auto it = s["deletions"].begin(); it != s["deletions"].end(); ++it) {
+    const json& d = it.value();
+    std::cout << fmt::format("deleting {}: {} (step {}, {} objects removed, {} run(s)){}\n",
+                             it.key(), d["state"].get<std::string>(), d["step"].get<std::string>(),
+                             num(d["objects_removed"]), num(d["runs"]),
+                             d["last_error"].get<std::string>().empty()
+                                 ? ""
+                                 : "; last error: " + d["last_error"].get<std::string>());
+  }
 }
 
 Registrar reg_status([](CLI::App& app, Context& ctx) {

@@ -9,15 +9,24 @@
 //   <data_dir>/streams/<name>/   the stream logs (log/registry.h)
 //   <data_dir>/catalog/          the embedded catalog (catalog/embedded_catalog.h)
 //   <data_dir>/objects/          the directory object store, when so configured
+//   <data_dir>/deletions/        markers of stream deletions not finished yet
+//                                (node/deletion_marker.h)
+//   <data_dir>/LOCK              held while the node is open: one process per
+//                                data directory
 //
 // Opening a node opens every stream found and starts its uploader, which
 // takes the stream over in the catalog (raising its epoch), loads the
-// persisted manifest and catches up from the log.
+// persisted manifest and catches up from the log. A stream with a deletion
+// marker is not opened: its deletion is finished in the background, one
+// stream at a time, so that a node with many pending deletions still opens
+// at once (status lists them under "deletions").
 //
 // Thread safety: every method may be called from any thread.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,10 +37,13 @@
 
 #include "catalog/catalog.h"
 #include "common/blocking_pool.h"
+#include "common/file_lock.h"
 #include "common/task.h"
 #include "log/registry.h"
 #include "log/stream_log.h"
 #include "node/node_config.h"
+#include "node/stream_deletion.h"
+#include "node/stream_gate.h"
 #include "objstore/object_store.h"
 #include "tier/governor.h"
 #include "tier/manifest_cache.h"
@@ -56,8 +68,10 @@ class Node {
   Node& operator=(const Node&) = delete;
 
   // Creates a stream (already_exists if present) and starts its uploader.
+  // While a deletion of the name is pending: Errc::unavailable, saying so
+  // (create it again once the deletion has finished).
   Result<std::shared_ptr<log::StreamLog>> create_stream(const std::string& name);
-  // An open stream; not_found if absent.
+  // An open stream; not_found if absent (or being deleted).
   Result<std::shared_ptr<log::StreamLog>> stream(const std::string& name);
   std::vector<std::string> streams() const;
   // The stream's uploader (null when tiering is disabled). It may be held
@@ -81,7 +95,33 @@ class Node {
   // timeout, or why the uploader stopped.
   Status flush(const std::string& name, std::chrono::milliseconds timeout);
 
+  // Deletes a stream: its local log, every object under its key prefix
+  // (fragments, groups, roots, orphans) and its catalog entry; docs/FORMATS.md,
+  // "Deleting a stream", gives the protocol. From the first call on, the
+  // stream is neither listed nor openable nor creatable. Synchronous: returns
+  // OK once everything is gone, or the error that stopped the deletion — it
+  // then stays pending (its marker in place) and is finished by the next
+  // delete_stream of the name or the next open of the node. A call while a
+  // deletion of the name runs waits for that run's outcome.
+  // Errors: not_found (no such stream, no deletion pending), closed, fatal
+  // (an unreadable marker, or a step that cannot succeed: its error), the
+  // error of the last attempt after repeated transient failures, timeout
+  // (the stopped uploader's requests still in flight after their deadline).
+  // Blocks: not to be called on the node's event loop.
+  Status delete_stream(const std::string& name);
+  // Streams whose deletion is pending (running, queued, failed or blocked).
+  std::vector<std::string> pending_deletions() const;
+  // Waits until no deletion runs or is queued. OK when none is pending any
+  // more; else Errc::unavailable naming one still pending and its last
+  // error (Errc::fatal for a blocked one); Errc::timeout if runs are still
+  // going after `timeout`.
+  Status await_deletions(std::chrono::milliseconds timeout);
+
   nlohmann::json status_json() const;
+  // status_json()["deletions"]: per pending deletion its state (running,
+  // stopping_writer, queued, failed, blocked), requested_at_ms, runs, step,
+  // objects_removed, listings, transient_failures, last_error.
+  nlohmann::json deletions_json() const;
   // Prometheus text format.
   std::string metrics_text() const;
 
@@ -100,11 +140,42 @@ class Node {
     std::shared_ptr<log::StreamLog> log;
     std::shared_ptr<tier::TieringHooks> hooks;
     std::shared_ptr<tier::Uploader> uploader;
+    // What the uploader reaches the object store and catalog through, so
+    // that a deletion can wait until its last request has ended.
+    std::shared_ptr<StreamGate> gate;
+  };
+  // One attempt at a stream's deletion: its preparation (marker, stopping
+  // the writer) and its run. Callers of delete_stream wait for `ended`.
+  struct DeletionAttempt {
+    bool ended = false;
+    Status status;
+    std::shared_ptr<StreamDeletion> run;
+  };
+  // A pending deletion: from its first request (or its marker found at
+  // open) until its marker is removed.
+  struct Deletion {
+    int64_t requested_at_ms = 0;
+    std::shared_ptr<StreamGate> gate;          // of the stopped uploader, until it is idle
+    std::shared_ptr<DeletionAttempt> attempt;  // in progress; null when idle
+    std::string blocked;  // an unreadable marker: nothing runs until an operator acts
+    uint64_t runs = 0;
+    std::string last_error;     // of the last attempt that failed
+    DeletionProgress progress;  // of the last run
   };
   explicit Node(NodeConfig cfg);
   Status start();
   Result<std::shared_ptr<log::StreamLog>> open_stream_locked(const std::string& name, bool create);
   tier::UploaderOptions uploader_options(const std::string& name) const;
+  Status prepare_deletion(const std::string& name, StreamEntry e, int64_t requested_at_ms);
+  Status await_gate(const std::string& name, const std::shared_ptr<StreamGate>& gate);
+  void start_run_locked(const std::string& name, Deletion& d,
+                        const std::shared_ptr<DeletionAttempt>& a);
+  void end_attempt(const std::string& name, const std::shared_ptr<DeletionAttempt>& a, Status s);
+  void end_attempt_locked(const std::string& name, const std::shared_ptr<DeletionAttempt>& a,
+                          Status s);
+  void start_background_locked();
+  Result<DeletionTargets> deletion_targets(const std::string& name) const;
+  Status scan_deletions();
   Result<std::shared_ptr<log::StreamLog>> align_with_remote(const std::string& name,
                                                             std::shared_ptr<log::StreamLog> log,
                                                             log::LogOptions lo);
@@ -112,7 +183,8 @@ class Node {
   const NodeConfig cfg_;
   std::shared_ptr<objstore::ObjectStore> store_;
   std::shared_ptr<catalog::Catalog> catalog_;
-  std::unique_ptr<log::StreamRegistry> registry_;
+  FileLock dir_lock_;
+  std::shared_ptr<log::StreamRegistry> registry_;
   std::shared_ptr<tier::ManifestCache> cache_;
 
   // An io_context whose shutdown (destroying every handler still queued)
@@ -129,6 +201,10 @@ class Node {
 
   mutable std::mutex mu_;
   std::map<std::string, StreamEntry> streams_;
+  std::map<std::string, Deletion> deletions_;
+  std::deque<std::string> deletion_queue_;  // markers found at open, run one at a time
+  std::string background_;                  // the stream whose queued run is in progress
+  std::condition_variable deletions_cv_;    // an attempt ended
   bool closed_ = false;
   int64_t started_ms_ = 0;
   std::atomic<uint64_t> local_resets_{0};  // local logs restarted after the remote tier

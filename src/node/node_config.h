@@ -29,6 +29,7 @@
 
 #include "common/result.h"
 #include "log/log_options.h"
+#include "node/deletion_core.h"
 #include "objstore/config.h"
 #include "tier/governor.h"
 #include "tier/manifest_retention.h"
@@ -50,6 +51,14 @@ struct TieringSettings {
   tier::RetentionSpec retention;
 };
 
+// How stream deletions run (node/stream_deletion.h). Not part of the JSON
+// document: the defaults suit S3; tests and tools set them in code.
+struct DeletionSettings {
+  // Keys listed, then removed in one batch, per round (1..1000).
+  int list_page_keys = 1000;
+  DeletionCoreOptions core;  // retries of transient failures
+};
+
 struct NodeConfig {
   std::string data_dir;
   objstore::ObjectStoreConfig objstore;
@@ -65,6 +74,7 @@ struct NodeConfig {
   uint32_t io_threads = 2;
   uint32_t blocking_threads = 8;
   std::string http_listen;  // host:port; empty: no HTTP endpoint
+  DeletionSettings deletion;
 
   // The log options every stream of the node is opened with (hooks unset).
   log::LogOptions log_options() const;

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "node/node.h"
@@ -73,7 +74,46 @@ uint64_t thread_count() {
   return 0;
 }
 
+json deletion_json(const std::string& state, int64_t requested_at_ms, uint64_t runs,
+                   const DeletionProgress& p, const std::string& last_error) {
+  return {{"state", state},
+          {"requested_at_ms", requested_at_ms},
+          {"runs", runs},
+          {"step", deletion_step_name(p.step)},
+          {"objects_removed", p.objects_removed},
+          {"listings", p.listings},
+          {"transient_failures", p.transient_failures},
+          {"last_error", last_error}};
+}
+
 }  // namespace
+
+json Node::deletions_json() const {
+  std::lock_guard l(mu_);
+  json out = json::object();
+  for (const auto& [name, d] : deletions_) {
+    std::string state;
+    DeletionProgress p = d.progress;
+    std::string err = d.last_error;
+    if (!d.blocked.empty()) {
+      state = "blocked";
+      err = d.blocked;
+    } else if (d.attempt && d.attempt->run) {
+      state = "running";
+      p = d.attempt->run->progress();
+      if (!p.last_error.empty()) err = p.last_error;
+    } else if (d.attempt) {
+      state = "stopping_writer";
+    } else if (std::find(deletion_queue_.begin(), deletion_queue_.end(), name) !=
+               deletion_queue_.end()) {
+      state = "queued";
+    } else {
+      state = "failed";
+    }
+    out[name] = deletion_json(state, d.requested_at_ms, d.runs, p, err);
+  }
+  return out;
+}
 
 json Node::status_json() const {
   int64_t now = system_clock().now_ms();
@@ -129,6 +169,7 @@ json Node::status_json() const {
             {"misses", gc.misses},
             {"evictions", gc.evictions}}}}}}},
       {"streams", js},
+      {"deletions", deletions_json()},
   };
 }
 
@@ -242,6 +283,9 @@ std::string Node::metrics_text() const {
       w.histogram("strata_objstore_request_seconds", "Object store request latency.", l, s.latency);
     }
   }
+  w.gauge("strata_node_deletions_pending",
+          "Stream deletions requested and not finished (running, queued, failed or blocked).", {},
+          double(pending_deletions().size()));
   w.gauge("strata_process_threads", "Threads of the process.", {}, double(thread_count()));
   w.gauge("strata_process_resident_bytes", "Resident memory of the process.", {},
           double(rss_bytes()));

@@ -173,5 +173,85 @@ TEST(NodeCli, StatusShowsARunningNodesStreams) {
   EXPECT_TRUE(contains(down.output, (*http)->url())) << down.output;
 }
 
+// `strata stream delete` on a data directory: refused while a node holds
+// it, then deletes the stream (text and --json), and says so when there is
+// nothing to delete.
+TEST(NodeCli, StreamDeleteDeletesAStreamAndIsRefusedWhileTheNodeRuns) {
+  strata::test::TempDir tmp;
+  json doc = test::small_node_doc();
+  doc["data_dir"] = tmp.sub("d");
+  const std::string config = tmp.sub("node.json");
+  ASSERT_OK(write_file_atomic(posix_fs(), config, doc.dump()));
+  auto cfg = load_node_config(doc, "", objstore::process_env());
+  ASSERT_OK(cfg);
+  {
+    auto n = Node::open(*cfg);
+    ASSERT_OK(n);
+    for (const char* s : {"s1", "s2"}) {
+      auto log = (*n)->create_stream(s);
+      ASSERT_OK(log);
+      std::vector<std::string> vals(50, std::string(100, 'x'));
+      std::vector<BytesView> views(vals.begin(), vals.end());
+      ASSERT_OK((*log)->append(std::span<const BytesView>(views)));
+      ASSERT_OK((*n)->flush(s, std::chrono::seconds(30)));
+    }
+    auto busy = strata_cmd({"stream", "delete", "--config", config, "s1"});
+    EXPECT_EQ(busy.status, 1) << busy.output;
+    EXPECT_TRUE(contains(busy.output, "is in use by another process")) << busy.output;
+    EXPECT_EQ((*n)->streams(), (std::vector<std::string>{"s1", "s2"}));
+    ASSERT_OK((*n)->close());
+  }
+  auto j = strata_cmd({"--json", "stream", "delete", "--config", config, "s1"});
+  ASSERT_EQ(j.status, 0) << j.output;
+  json out = last_json(j.output);
+  EXPECT_EQ(out["stream"], "s1") << j.output;
+  EXPECT_EQ(out["deleted"], true) << j.output;
+  auto t = strata_cmd({"stream", "delete", "--config", config, "s2"});
+  ASSERT_EQ(t.status, 0) << t.output;
+  EXPECT_TRUE(contains(t.output, "stream s2 deleted")) << t.output;
+  auto again = strata_cmd({"--json", "stream", "delete", "--config", config, "s1"});
+  EXPECT_EQ(again.status, 1) << again.output;
+  EXPECT_EQ(last_json(again.output)["error"]["code"], "not_found") << again.output;
+
+  auto n = Node::open(*cfg);
+  ASSERT_OK(n);
+  EXPECT_TRUE((*n)->streams().empty());
+  for (const char* s : {"s1", "s2"}) {
+    auto keys = tier::ObjectKeys::make("t", s);
+    auto left = objstore::list_all((*n)->store(), keys->stream_prefix());
+    ASSERT_OK(left);
+    EXPECT_TRUE(left->empty()) << s;
+    EXPECT_EQ((*n)->catalog().get(s).code(), Errc::not_found);
+  }
+  ASSERT_OK((*n)->close());
+}
+
+// A deletion that cannot go on (here: a marker nobody can read) is listed
+// by /status and by `strata status`.
+TEST(NodeCli, StatusListsPendingDeletions) {
+  strata::test::TempDir tmp;
+  auto cfg = load_node_config(test::small_node_doc(), tmp.path(), objstore::process_env());
+  ASSERT_OK(cfg);
+  ASSERT_OK(create_dirs(posix_fs(), tmp.sub("deletions")));
+  ASSERT_OK(write_file_atomic(posix_fs(), tmp.sub("deletions/gone.json"), "{"));
+  auto n = Node::open(*cfg);
+  ASSERT_OK(n);
+  Node* node = n->get();
+  auto http = server::AdminHttp::start(
+      "127.0.0.1:0",
+      {[node] { return node->metrics_text(); }, [node] { return node->status_json().dump(); }});
+  ASSERT_OK(http);
+  auto j = strata_cmd({"--json", "status", "--url", (*http)->url()});
+  ASSERT_EQ(j.status, 0) << j.output;
+  json d = last_json(j.output)["deletions"]["gone"];
+  EXPECT_EQ(d["state"], "blocked") << j.output;
+  EXPECT_TRUE(contains(d["last_error"].get<std::string>(), "gone.json")) << j.output;
+  auto r = strata_cmd({"status", "--url", (*http)->url()});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "deleting gone: blocked")) << r.output;
+  (*http)->stop();
+  ASSERT_OK((*n)->close());
+}
+
 }  // namespace
 }  // namespace strata::node

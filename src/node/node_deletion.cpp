@@ -1,0 +1,286 @@
+// Node: deleting streams (node.h, delete_stream; the protocol in
+// docs/FORMATS.md, "Deleting a stream"). The steps and their order are in
+// node/deletion_core.h and node/deletion_steps.h; this file holds what only
+// the node can do — the marker before anything else, stopping the stream's
+// writer, and the bookkeeping of pending deletions across open and close.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "node/deletion_marker.h"
+#include "node/node.h"
+#include "tier/object_keys.h"
+
+namespace strata::node {
+
+namespace {
+
+std::string deletions_dir(const NodeConfig& c) {
+  return path_join(c.data_dir, "deletions");
+}
+
+// The longest an uploader's request may still run after its uploader was
+// closed: its task's deadline (4 x tiering.request_timeout_ms), and past
+// it, for an abandoned S3 request, the S3 client's own deadlines (a wait
+// for a connection slot and the request itself).
+int64_t gate_wait_ms(const NodeConfig& c) {
+  int64_t ms = 4 * c.tiering.request_timeout_ms;
+  if (c.objstore.backend == objstore::ObjectStoreConfig::Backend::s3) {
+    ms = std::max<int64_t>(
+        ms, 2 * int64_t(c.objstore.s3.request_timeout_ms) + c.objstore.s3.connect_timeout_ms);
+  }
+  return ms;
+}
+
+}  // namespace
+
+Result<DeletionTargets> Node::deletion_targets(const std::string& name) const {
+  STRATA_ASSIGN_OR_RETURN(auto keys, tier::ObjectKeys::make(cfg_.tiering.key_prefix, name));
+  DeletionTargets t;
+  t.stream = name;
+  t.key_prefix = keys.stream_prefix();
+  t.list_page_keys = cfg_.deletion.list_page_keys;
+  t.store = store_;
+  t.catalog = catalog_;
+  t.registry = registry_;
+  t.cache = cache_;
+  t.fs = &posix_fs();
+  t.marker_dir = deletions_dir(cfg_);
+  return t;
+}
+
+Status Node::scan_deletions() {
+  STRATA_ASSIGN_OR_RETURN(auto markers, scan_deletion_markers(posix_fs(), deletions_dir(cfg_)));
+  std::lock_guard l(mu_);
+  for (auto& m : markers) {
+    Deletion d;
+    d.requested_at_ms = m.requested_at_ms;
+    d.blocked = m.problem;
+    if (d.blocked.empty()) {
+      if (Status s = log::StreamRegistry::validate_name(m.stream); !s.ok()) {
+        d.blocked =
+            fmt::format("deletion marker {}: {}",
+                        deletion_marker_path(deletions_dir(cfg_), m.stream), s.error().message);
+      }
+    }
+    if (!d.blocked.empty()) {
+      // Nothing is deleted on the word of a file we cannot read; the stream
+      // is not opened either, so nothing is written to it meanwhile.
+      spdlog::error("node: {}; the deletion of {} waits until the marker is fixed or removed",
+                    d.blocked, m.stream);
+    } else {
+      deletion_queue_.push_back(m.stream);
+    }
+    deletions_[m.stream] = std::move(d);
+  }
+  return Status::OK();
+}
+
+std::vector<std::string> Node::pending_deletions() const {
+  std::lock_guard l(mu_);
+  std::vector<std::string> out;
+  for (const auto& [name, d] : deletions_) out.push_back(name);
+  return out;
+}
+
+Status Node::delete_stream(const std::string& name) {
+  std::unique_lock l(mu_);
+  if (closed_) return Error(Errc::closed, "node is closed");
+  std::shared_ptr<DeletionAttempt> a;
+  auto dit = deletions_.find(name);
+  if (dit != deletions_.end()) {
+    Deletion& d = dit->second;
+    if (!d.blocked.empty()) return Error(Errc::fatal, d.blocked);
+    if (d.attempt) {
+      // A run (or its preparation) is under way: its outcome is ours.
+      a = d.attempt;
+    } else {
+      a = std::make_shared<DeletionAttempt>();
+      d.attempt = a;
+      std::shared_ptr<StreamGate> gate = d.gate;
+      if (gate) {
+        l.unlock();
+        Status s = await_gate(name, gate);
+        l.lock();
+        if (!s.ok()) {
+          end_attempt_locked(name, a, s);
+          return a->status;
+        }
+      }
+      auto again = deletions_.find(name);
+      if (!a->ended && again != deletions_.end()) start_run_locked(name, again->second, a);
+    }
+  } else {
+    auto it = streams_.find(name);
+    if (it == streams_.end()) {
+      return Error(Errc::not_found, fmt::format("stream {} does not exist on this node", name));
+    }
+    StreamEntry e = it->second;
+    streams_.erase(it);
+    a = std::make_shared<DeletionAttempt>();
+    Deletion& d = deletions_[name];
+    d.requested_at_ms = system_clock().now_ms();
+    d.gate = e.gate;
+    d.attempt = a;
+    const int64_t requested = d.requested_at_ms;
+    l.unlock();
+    Status s = prepare_deletion(name, e, requested);
+    l.lock();
+    if (!s.ok()) {
+      end_attempt_locked(name, a, s);
+      return a->status;
+    }
+    auto d2 = deletions_.find(name);
+    if (!a->ended && d2 != deletions_.end()) start_run_locked(name, d2->second, a);
+  }
+  deletions_cv_.wait(l, [&] { return a->ended; });
+  return a->status;
+}
+
+// Marker first: until it is durable nothing has been destroyed, and a
+// failure gives the stream back as it was. From the marker on, the deletion
+// is certain to finish (here, or at a later open).
+Status Node::prepare_deletion(const std::string& name, StreamEntry e, int64_t requested_at_ms) {
+  DeletionMarker m;
+  m.stream = name;
+  m.requested_at_ms = requested_at_ms;
+  if (Status s = write_deletion_marker(posix_fs(), deletions_dir(cfg_), m); !s.ok()) {
+    std::lock_guard l(mu_);
+    if (!closed_) {
+      deletions_.erase(name);
+      streams_[name] = e;
+    }
+    return std::move(s).error().with_context(
+        fmt::format("deleting stream {} (nothing was deleted)", name));
+  }
+  spdlog::info("node: deleting stream {}", name);
+  // Stop the writer: no chunk reaches the uploader any more, the uploader
+  // stops deciding (the governor drops its queued transfers), the gate
+  // refuses its later requests, and appends fail with Errc::closed.
+  if (e.hooks) e.hooks->detach();
+  if (e.uploader) e.uploader->close();
+  if (e.gate) e.gate->close();
+  if (Status s = e.log->close(); !s.ok()) {
+    // The directory is removed anyway; a failed final sync loses nothing
+    // the deletion would keep.
+    spdlog::warn("node: deleting stream {}: closing its log: {}", name, s.to_string());
+  }
+  cache_->erase(name);
+  if (e.gate) return await_gate(name, e.gate);
+  return Status::OK();
+}
+
+// Requests the stopped uploader had started may still be running: none may
+// land after the listing that decides what is left to remove.
+Status Node::await_gate(const std::string& name, const std::shared_ptr<StreamGate>& gate) {
+  const int64_t ms = gate_wait_ms(cfg_);
+  if (!gate->wait_idle(std::chrono::milliseconds(ms))) {
+    return Error(Errc::timeout,
+                 fmt::format("deleting stream {}: {} request(s) of its stopped uploader still "
+                             "running after {} ms; the deletion stays pending",
+                             name, gate->in_flight(), ms));
+  }
+  std::lock_guard l(mu_);
+  if (auto it = deletions_.find(name); it != deletions_.end() && it->second.gate == gate) {
+    it->second.gate.reset();
+  }
+  return Status::OK();
+}
+
+void Node::start_run_locked(const std::string& name, Deletion& d,
+                            const std::shared_ptr<DeletionAttempt>& a) {
+  if (closed_) {
+    end_attempt_locked(name, a, Error(Errc::closed, "node is closed"));
+    return;
+  }
+  auto t = deletion_targets(name);
+  if (!t.ok()) {
+    end_attempt_locked(name, a, Error(Errc::fatal, t.error().message));
+    return;
+  }
+  d.runs += 1;
+  DeletionRunOptions o;
+  o.core = cfg_.deletion.core;
+  o.step_deadline_ms = 4 * cfg_.tiering.request_timeout_ms;
+  a->run = StreamDeletion::start(io_, TaskContext{pool_.get(), lifetime_}, std::move(t).value(), o,
+                                 [this, name, a](Status s) { end_attempt(name, a, std::move(s)); });
+}
+
+void Node::end_attempt(const std::string& name, const std::shared_ptr<DeletionAttempt>& a,
+                       Status s) {
+  if (s.ok()) {
+    spdlog::info("node: stream {} deleted", name);
+  } else {
+    spdlog::error("node: deleting stream {}: {}; the deletion stays pending", name, s.to_string());
+  }
+  std::lock_guard l(mu_);
+  end_attempt_locked(name, a, std::move(s));
+  if (background_ == name) {
+    background_.clear();
+    start_background_locked();
+  }
+}
+
+void Node::end_attempt_locked(const std::string& name, const std::shared_ptr<DeletionAttempt>& a,
+                              Status s) {
+  if (a->ended) return;
+  a->ended = true;
+  bool pending = false;
+  auto it = deletions_.find(name);
+  if (it != deletions_.end() && it->second.attempt == a) {
+    Deletion& d = it->second;
+    if (a->run) d.progress = a->run->progress();
+    d.attempt.reset();
+    if (s.ok()) {
+      deletions_.erase(it);
+    } else {
+      d.last_error = s.error().message;
+      pending = true;
+    }
+  }
+  if (pending) {
+    s = Error(s.code(), s.error().message +
+                            "; the deletion stays pending: it finishes on the next delete of "
+                            "this stream or when the node next opens");
+  }
+  a->status = std::move(s);
+  deletions_cv_.notify_all();
+}
+
+void Node::start_background_locked() {
+  while (background_.empty() && !closed_ && !deletion_queue_.empty()) {
+    std::string name = deletion_queue_.front();
+    deletion_queue_.pop_front();
+    auto it = deletions_.find(name);
+    // Finished or taken over by a delete_stream meanwhile, or blocked.
+    if (it == deletions_.end() || it->second.attempt || !it->second.blocked.empty()) continue;
+    auto a = std::make_shared<DeletionAttempt>();
+    it->second.attempt = a;
+    background_ = name;
+    start_run_locked(name, it->second, a);
+    if (a->ended) background_.clear();
+  }
+}
+
+Status Node::await_deletions(std::chrono::milliseconds timeout) {
+  std::unique_lock l(mu_);
+  auto idle = [&] {
+    if (!deletion_queue_.empty() || !background_.empty()) return false;
+    for (const auto& [name, d] : deletions_) {
+      if (d.attempt) return false;
+    }
+    return true;
+  };
+  if (!deletions_cv_.wait_for(l, timeout, idle)) {
+    return Error(Errc::timeout, fmt::format("{} deletion(s) still pending after {} ms",
+                                            deletions_.size(), timeout.count()));
+  }
+  for (const auto& [name, d] : deletions_) {
+    std::string why = d.blocked.empty() ? d.last_error : d.blocked;
+    return Error(d.blocked.empty() ? Errc::unavailable : Errc::fatal,
+                 fmt::format("the deletion of stream {} is pending: {}", name,
+                             why.empty() ? "not run yet" : why));
+  }
+  return Status::OK();
+}
+
+}  // namespace strata::node
