@@ -1,0 +1,306 @@
+// node_bench first: time to the first record from a cold remote offset.
+//
+// A stream of --mib MiB (10 x 1 KiB records per chunk) is cut into small
+// fragments (--fragment-kib, default 64) — more than 1024 of them, so the
+// manifest has groups — uploaded, and dropped from local disk
+// (tiered_stream.h). Each round starts cold: a new ManifestCache (so no
+// root and no group is cached) and then, timed:
+//   load   the catalog lookup and the root GET (what opening a node does
+//          for each stream), decoded into the new cache;
+//   open   StreamReader::open at offset N in the middle of the remote tier
+//          (the group reads and the fragment's index GET);
+//   first  the first next_records (the first data range, its CRC, the
+//          records).
+// Against it, the raw peer: the same requests (recorded from the reader:
+// the root GET, each group GET, the index GET and the first data range
+// GET) made back to back on the same client. Both use the node's object
+// store client with its connections already open, and the node's pool.
+// The order alternates each round, after one discarded warm-up.
+#include <fmt/format.h>
+
+#include <condition_variable>
+#include <iostream>
+#include <mutex>
+
+#include "bench_env.h"
+#include "tier/fragment_iterator.h"
+#include "tier/manifest_cache.h"
+#include "tier/upload_jobs.h"
+#include "tiered_stream.h"
+
+namespace strata::bench::first_record {
+
+// An ObjectStore that remembers the GETs it forwards, and waits for those
+// still running (a reader's abandoned prefetch) to end.
+class RecordingStore final : public objstore::ObjectStore {
+ public:
+  struct Request {
+    bool ranged = false;
+    std::string key;
+    uint64_t offset = 0, length = 0;
+  };
+
+  explicit RecordingStore(std::shared_ptr<objstore::ObjectStore> inner)
+      : inner_(std::move(inner)) {}
+
+  objstore::ObjectResult<objstore::PutResult> put(std::string_view key, objstore::BodyParts body,
+                                                  const objstore::PutOptions& opts) override {
+    return inner_->put(key, body, opts);
+  }
+  objstore::ObjectResult<Bytes> get(std::string_view key) override {
+    begin({false, std::string(key), 0, 0});
+    auto r = inner_->get(key);
+    end();
+    return r;
+  }
+  objstore::ObjectResult<Bytes> get_range(std::string_view key, uint64_t offset,
+                                          uint64_t length) override {
+    begin({true, std::string(key), offset, length});
+    auto r = inner_->get_range(key, offset, length);
+    end();
+    return r;
+  }
+  objstore::ObjectResult<objstore::ObjectInfo> head(std::string_view key) override {
+    return inner_->head(key);
+  }
+  objstore::ObjectStatus remove(std::string_view key) override { return inner_->remove(key); }
+  std::vector<objstore::RemoveOutcome> remove_many(std::span<const std::string> keys) override {
+    return inner_->remove_many(keys);
+  }
+  objstore::ObjectResult<objstore::ListPage> list(const objstore::ListRequest& req) override {
+    return inner_->list(req);
+  }
+  objstore::ObjectStatus check_access() override { return inner_->check_access(); }
+  std::string describe() const override { return inner_->describe(); }
+
+  size_t count() const {
+    std::lock_guard l(mu_);
+    return log_.size();
+  }
+  std::vector<Request> requests() const {
+    std::lock_guard l(mu_);
+    return log_;
+  }
+  void wait_idle() {
+    std::unique_lock l(mu_);
+    if (!cv_.wait_for(l, std::chrono::minutes(1), [&] { return running_ == 0; })) {
+      die("a reader's GETs were still running a minute after it was closed");
+    }
+  }
+
+ private:
+  void begin(Request r) {
+    std::lock_guard l(mu_);
+    log_.push_back(std::move(r));
+    running_ += 1;
+  }
+  void end() {
+    std::lock_guard l(mu_);
+    running_ -= 1;
+    cv_.notify_all();
+  }
+
+  std::shared_ptr<objstore::ObjectStore> inner_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Request> log_;
+  int running_ = 0;
+};
+
+struct ReaderRun {
+  double load_ms = 0, open_ms = 0, first_ms = 0;
+  uint64_t group_reads = 0, range_gets = 0;
+  // The requests the first record needed: every one made before the
+  // reader opened, and the first data range (of the fragment holding the
+  // offset: the prefetch's threads may start later ranges before it).
+  std::vector<RecordingStore::Request> needed;
+};
+
+ReaderRun run_reader(TieredStream& t, const std::shared_ptr<objstore::ObjectStore>& client,
+                     uint64_t offset, const std::string& first_key) {
+  auto rec = std::make_shared<RecordingStore>(client);
+  tier::TierContext ctx = t.node->tier_context(kReadStream);
+  ctx.store = rec;
+  ctx.cache = std::make_shared<tier::ManifestCache>();
+  ReaderRun r;
+  auto t0 = Clk::now();
+  auto cm = must(tier::load_persisted_manifest(t.node->catalog(), *rec, kReadStream),
+                 "loading the persisted manifest");
+  must(ctx.cache->sync(kReadStream, cm), "filling the cache");
+  auto t1 = Clk::now();
+  auto reader = must(tier::StreamReader::open(t.log, ctx, log::OffsetSpec::at_offset(offset)),
+                     "opening the reader");
+  auto t2 = Clk::now();
+  const size_t at_open = rec->count();
+  std::vector<log::Record> recs;
+  size_t n = must(reader->next_records(&recs), "reading the first records");
+  auto t3 = Clk::now();
+  if (n == 0 || recs.front().offset != offset) die("the first record is not the one asked for");
+  r.load_ms = 1e3 * secs(t0, t1);
+  r.open_ms = 1e3 * secs(t1, t2);
+  r.first_ms = 1e3 * secs(t2, t3);
+  r.group_reads = reader->stats().group_reads;
+  r.range_gets = reader->stats().range_gets;
+  if (reader->stats().remote_chunks == 0) die("the first record did not come from the remote tier");
+  reader.reset();
+  // The prefetch the reader started goes on after it closes; the next
+  // measurement must not share the store with it.
+  rec->wait_idle();
+  auto all = rec->requests();
+  r.needed.assign(all.begin(), all.begin() + long(at_open));
+  const RecordingStore::Request* data = nullptr;
+  for (size_t i = at_open; i < all.size(); ++i) {
+    if (all[i].ranged && all[i].key == first_key && (!data || all[i].offset < data->offset)) {
+      data = &all[i];
+    }
+  }
+  if (!data) die("no range of " + first_key + " was fetched after the reader opened");
+  r.needed.push_back(*data);
+  return r;
+}
+
+double run_raw(objstore::ObjectStore& client, const std::vector<RecordingStore::Request>& reqs) {
+  auto t0 = Clk::now();
+  for (const auto& q : reqs) {
+    auto b = q.ranged ? client.get_range(q.key, q.offset, q.length) : client.get(q.key);
+    if (!b.ok()) die("raw GET: " + b.error().to_string());
+  }
+  return 1e3 * secs(t0, Clk::now());
+}
+
+}  // namespace strata::bench::first_record
+
+namespace strata::bench {
+
+json run_first_record(const Args& args, const std::string& base) {
+  using namespace first_record;
+  TieredStreamSpec spec;
+  spec.mib = args.num("mib", 160);
+  spec.batch = 10;
+  spec.record = 1024;
+  spec.segment_bytes = 1 << 20;
+  spec.fragment_bytes = uint64_t(args.num("fragment-kib", 64) * 1024);
+  // Fewer roots for thousands of small fragments.
+  spec.persist_threshold = uint32_t(args.integer("persist-threshold", 64));
+  const int rounds = int(args.integer("rounds", 21));
+  const auto stores = args.list("stores", args.str("store", "fs"));
+
+  print_machine();
+  std::cout << fmt::format(
+      "first: {:.0f} MiB (10 x 1 KiB records per chunk) in {} KiB fragments, dropped from local "
+      "disk; {} rounds alternating a cold reader at offset N (middle of the remote tier) and "
+      "the same GETs back to back (after one discarded warm-up)\n\n",
+      spec.mib, spec.fragment_bytes >> 10, rounds);
+  print_row({"store", "fragments", "root entries", "N", "load (catalog + root GET) ms", "open ms",
+             "first next_records ms", "**reader ms** (load + open + first)", "raw GETs ms",
+             "**reader / raw** (median)", "range",
+             "raw GETs (root + groups + "
+             "index + data)",
+             "reader group reads / range GETs"});
+  print_row({"---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---",
+             "---", "---"});
+  json out = {{"subcommand", "first"},
+              {"machine", machine_json()},
+              {"settings",
+               {{"mib", spec.mib}, {"fragment_bytes", spec.fragment_bytes}, {"rounds", rounds}}},
+              {"results", json::array()}};
+  for (const auto& kind : stores) {
+    auto store = StoreUnderTest::make(kind, args, base);
+    auto t = make_tiered_stream(*store, base, "first-" + kind, spec);
+    const size_t frags = t->remote_fragments().size();
+    const uint64_t offset = t->remote_first + (t->local_first - t->remote_first) / 2 + 3;
+    std::cerr << fmt::format(
+        "{}: wrote {:.0f} MiB in {:.1f} s, uploaded in {:.1f} s more; {} remote fragments, {} "
+        "root entries; reading from {}\n",
+        kind, spec.mib, t->write_seconds, t->upload_seconds, frags, t->manifest->entries.size(),
+        offset);
+    std::shared_ptr<objstore::ObjectStore> client = store->open_raw(t->place);
+    const auto keys = t->keys();
+    auto holding = must(tier::FragmentIterator(t->manifest, offset,
+                                               t->node->cache().groups().fetcher(*client, keys))
+                            .next(),
+                        "finding the fragment holding N");
+    if (!holding) die("no fragment holds N");
+    const std::string first_key = keys.for_entry(holding->entry());
+    ReaderRun warm = run_reader(*t, client, offset, first_key);
+    if (warm.group_reads == 0) die("the reader read no group: the manifest has no groups");
+    (void)run_raw(*client, warm.needed);
+    std::vector<double> load, open, first, total, raw, ratio;
+    std::vector<RecordingStore::Request> needed = warm.needed;
+    uint64_t group_reads = warm.group_reads, range_gets = warm.range_gets;
+    for (int r = 0; r < rounds; ++r) {
+      ReaderRun rr;
+      double raw_ms = 0;
+      auto do_reader = [&] { rr = run_reader(*t, client, offset, first_key); };
+      auto do_raw = [&] { raw_ms = run_raw(*client, needed); };
+      if (r % 2 == 0) {
+        do_reader();
+        do_raw();
+      } else {
+        do_raw();
+        do_reader();
+      }
+      if (rr.needed.size() != needed.size()) {
+        die(fmt::format("the reader needed {} requests in one round and {} in another",
+                        needed.size(), rr.needed.size()));
+      }
+      load.push_back(rr.load_ms);
+      open.push_back(rr.open_ms);
+      first.push_back(rr.first_ms);
+      total.push_back(rr.load_ms + rr.open_ms + rr.first_ms);
+      raw.push_back(raw_ms);
+      ratio.push_back(total.back() / raw_ms);
+      group_reads = rr.group_reads;
+      range_gets = rr.range_gets;
+    }
+    size_t n_root = 0, n_group = 0, n_index = 0, n_data = 0;
+    for (size_t i = 0; i < needed.size(); ++i) {
+      if (i == 0) {
+        n_root += 1;
+      } else if (!needed[i].ranged) {
+        n_group += 1;
+      } else if (i + 1 < needed.size()) {
+        n_index += 1;
+      } else {
+        n_data += 1;
+      }
+    }
+    print_row(
+        {kind, std::to_string(frags), std::to_string(t->manifest->entries.size()),
+         std::to_string(offset), fmt_num(median(load), 2), fmt_num(median(open), 2),
+         fmt_num(median(first), 2), "**" + fmt_num(median(total), 2) + "**",
+         fmt_num(median(raw), 2), "**" + fmt_num(median(ratio), 2) + "**",
+         fmt_num(min_of(ratio), 2) + "–" + fmt_num(max_of(ratio), 2),
+         fmt::format("{} = {} + {} + {} + {}", needed.size(), n_root, n_group, n_index, n_data),
+         fmt::format("{} / {}", group_reads, range_gets)});
+    out["results"].push_back({{"store", store->describe()},
+                              {"kind", kind},
+                              {"fragments", frags},
+                              {"root_entries", t->manifest->entries.size()},
+                              {"offset", offset},
+                              {"load_ms_median", median(load)},
+                              {"open_ms_median", median(open)},
+                              {"first_ms_median", median(first)},
+                              {"reader_ms_median", median(total)},
+                              {"raw_ms_median", median(raw)},
+                              {"ratio_median", median(ratio)},
+                              {"ratio_min", min_of(ratio)},
+                              {"ratio_max", max_of(ratio)},
+                              {"raw_requests", needed.size()},
+                              {"group_reads", group_reads},
+                              {"range_gets_at_first_record", range_gets},
+                              {"rounds",
+                               {{"load_ms", load},
+                                {"open_ms", open},
+                                {"first_ms", first},
+                                {"reader_ms", total},
+                                {"raw_ms", raw}}}});
+    client.reset();
+    t->finish(*store);
+  }
+  std::cout << "\nreader = catalog lookup + root GET + decode, StreamReader::open, first "
+               "next_records; raw = the same GETs back to back.\n";
+  return out;
+}
+
+}  // namespace strata::bench
