@@ -117,7 +117,8 @@ struct ReaderRun {
 };
 
 ReaderRun run_reader(TieredStream& t, const std::shared_ptr<objstore::ObjectStore>& client,
-                     uint64_t offset, const std::string& first_key) {
+                     uint64_t offset, const std::string& first_key,
+                     const tier::StreamReaderOptions& o) {
   auto rec = std::make_shared<RecordingStore>(client);
   tier::TierContext ctx = t.node->tier_context(kReadStream);
   ctx.store = rec;
@@ -128,7 +129,7 @@ ReaderRun run_reader(TieredStream& t, const std::shared_ptr<objstore::ObjectStor
                  "loading the persisted manifest");
   must(ctx.cache->sync(kReadStream, cm), "filling the cache");
   auto t1 = Clk::now();
-  auto reader = must(tier::StreamReader::open(t.log, ctx, log::OffsetSpec::at_offset(offset)),
+  auto reader = must(tier::StreamReader::open(t.log, ctx, log::OffsetSpec::at_offset(offset), o),
                      "opening the reader");
   auto t2 = Clk::now();
   const size_t at_open = rec->count();
@@ -183,14 +184,18 @@ json run_first_record(const Args& args, const std::string& base) {
   // Fewer roots for thousands of small fragments.
   spec.persist_threshold = uint32_t(args.integer("persist-threshold", 64));
   const int rounds = int(args.integer("rounds", 21));
+  tier::StreamReaderOptions o;
+  o.prefetch_bytes = uint64_t(args.num("prefetch-mib", 16) * double(1 << 20));
+  o.max_ranges_in_flight = uint32_t(args.integer("in-flight", 4));
   const auto stores = args.list("stores", args.str("store", "fs"));
 
   print_machine();
   std::cout << fmt::format(
       "first: {:.0f} MiB (10 x 1 KiB records per chunk) in {} KiB fragments, dropped from local "
       "disk; {} rounds alternating a cold reader at offset N (middle of the remote tier) and "
-      "the same GETs back to back (after one discarded warm-up)\n\n",
-      spec.mib, spec.fragment_bytes >> 10, rounds);
+      "the same GETs back to back (after one discarded warm-up); reader prefetch {} KiB, {} "
+      "ranges in flight\n\n",
+      spec.mib, spec.fragment_bytes >> 10, rounds, o.prefetch_bytes >> 10, o.max_ranges_in_flight);
   print_row({"store", "fragments", "root entries", "N", "load (catalog + root GET) ms", "open ms",
              "first next_records ms", "**reader ms** (load + open + first)", "raw GETs ms",
              "**reader / raw** (median)", "range",
@@ -202,7 +207,11 @@ json run_first_record(const Args& args, const std::string& base) {
   json out = {{"subcommand", "first"},
               {"machine", machine_json()},
               {"settings",
-               {{"mib", spec.mib}, {"fragment_bytes", spec.fragment_bytes}, {"rounds", rounds}}},
+               {{"mib", spec.mib},
+                {"fragment_bytes", spec.fragment_bytes},
+                {"prefetch_bytes", o.prefetch_bytes},
+                {"max_ranges_in_flight", o.max_ranges_in_flight},
+                {"rounds", rounds}}},
               {"results", json::array()}};
   for (const auto& kind : stores) {
     auto store = StoreUnderTest::make(kind, args, base);
@@ -222,7 +231,7 @@ json run_first_record(const Args& args, const std::string& base) {
                         "finding the fragment holding N");
     if (!holding) die("no fragment holds N");
     const std::string first_key = keys.for_entry(holding->entry());
-    ReaderRun warm = run_reader(*t, client, offset, first_key);
+    ReaderRun warm = run_reader(*t, client, offset, first_key, o);
     if (warm.group_reads == 0) die("the reader read no group: the manifest has no groups");
     (void)run_raw(*client, warm.needed);
     std::vector<double> load, open, first, total, raw, ratio;
@@ -231,7 +240,7 @@ json run_first_record(const Args& args, const std::string& base) {
     for (int r = 0; r < rounds; ++r) {
       ReaderRun rr;
       double raw_ms = 0;
-      auto do_reader = [&] { rr = run_reader(*t, client, offset, first_key); };
+      auto do_reader = [&] { rr = run_reader(*t, client, offset, first_key, o); };
       auto do_raw = [&] { raw_ms = run_raw(*client, needed); };
       if (r % 2 == 0) {
         do_reader();
@@ -267,9 +276,9 @@ json run_first_record(const Args& args, const std::string& base) {
     }
     print_row(
         {kind, std::to_string(frags), std::to_string(t->manifest->entries.size()),
-         std::to_string(offset), fmt_num(median(load), 2), fmt_num(median(open), 2),
-         fmt_num(median(first), 2), "**" + fmt_num(median(total), 2) + "**",
-         fmt_num(median(raw), 2), "**" + fmt_num(median(ratio), 2) + "**",
+         std::to_string(offset), fmt_num(median(load), 3), fmt_num(median(open), 3),
+         fmt_num(median(first), 3), "**" + fmt_num(median(total), 3) + "**",
+         fmt_num(median(raw), 3), "**" + fmt_num(median(ratio), 2) + "**",
          fmt_num(min_of(ratio), 2) + "–" + fmt_num(max_of(ratio), 2),
          fmt::format("{} = {} + {} + {} + {}", needed.size(), n_root, n_group, n_index, n_data),
          fmt::format("{} / {}", group_reads, range_gets)});
