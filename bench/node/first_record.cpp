@@ -15,7 +15,10 @@
 // the root GET, each group GET, the index GET and the first data range
 // GET) made back to back on the same client. Both use the node's object
 // store client with its connections already open, and the node's pool.
-// The order alternates each round, after one discarded warm-up.
+// The order alternates each round, after one discarded warm-up. Two reader
+// settings by default (--variants): the defaults (16 MiB read-ahead, 4
+// ranges in flight) and none (one range at a time), to show what the
+// read-ahead costs the first record.
 #include <fmt/format.h>
 
 #include <condition_variable>
@@ -169,6 +172,62 @@ double run_raw(objstore::ObjectStore& client, const std::vector<RecordingStore::
   return 1e3 * secs(t0, Clk::now());
 }
 
+// One reader setting: rounds alternating the cold reader and the raw GETs.
+struct Series {
+  std::vector<double> load, open, first, total, raw, ratio;
+  std::vector<RecordingStore::Request> needed;
+  uint64_t group_reads = 0, range_gets = 0;
+};
+
+Series measure(TieredStream& t, const std::shared_ptr<objstore::ObjectStore>& client,
+               uint64_t offset, const std::string& first_key, const tier::StreamReaderOptions& o,
+               int rounds) {
+  Series s;
+  ReaderRun warm = run_reader(t, client, offset, first_key, o);
+  if (warm.group_reads == 0) die("the reader read no group: the manifest has no groups");
+  s.needed = warm.needed;
+  (void)run_raw(*client, s.needed);
+  for (int r = 0; r < rounds; ++r) {
+    ReaderRun rr;
+    double raw_ms = 0;
+    auto do_reader = [&] { rr = run_reader(t, client, offset, first_key, o); };
+    auto do_raw = [&] { raw_ms = run_raw(*client, s.needed); };
+    if (r % 2 == 0) {
+      do_reader();
+      do_raw();
+    } else {
+      do_raw();
+      do_reader();
+    }
+    if (rr.needed.size() != s.needed.size()) {
+      die(fmt::format("the reader needed {} requests in one round and {} in another",
+                      s.needed.size(), rr.needed.size()));
+    }
+    s.load.push_back(rr.load_ms);
+    s.open.push_back(rr.open_ms);
+    s.first.push_back(rr.first_ms);
+    s.total.push_back(rr.load_ms + rr.open_ms + rr.first_ms);
+    s.raw.push_back(raw_ms);
+    s.ratio.push_back(s.total.back() / raw_ms);
+    s.group_reads = rr.group_reads;
+    s.range_gets = rr.range_gets;
+  }
+  return s;
+}
+
+// "root + groups + index + data" counts of the raw GETs.
+std::string describe_requests(const std::vector<RecordingStore::Request>& needed) {
+  size_t n_group = 0, n_index = 0;
+  for (size_t i = 1; i + 1 < needed.size(); ++i) {
+    if (needed[i].ranged) {
+      n_index += 1;
+    } else {
+      n_group += 1;
+    }
+  }
+  return fmt::format("{} = 1 + {} + {} + 1", needed.size(), n_group, n_index);
+}
+
 }  // namespace strata::bench::first_record
 
 namespace strata::bench {
@@ -184,34 +243,37 @@ json run_first_record(const Args& args, const std::string& base) {
   // Fewer roots for thousands of small fragments.
   spec.persist_threshold = uint32_t(args.integer("persist-threshold", 64));
   const int rounds = int(args.integer("rounds", 21));
-  tier::StreamReaderOptions o;
-  o.prefetch_bytes = uint64_t(args.num("prefetch-mib", 16) * double(1 << 20));
-  o.max_ranges_in_flight = uint32_t(args.integer("in-flight", 4));
+  // Reader settings, "prefetch MiB:ranges in flight": the defaults, and no
+  // read-ahead (a budget of 0 still fetches the one range the consumer
+  // needs), which shows what read-ahead costs the first record.
+  std::vector<tier::StreamReaderOptions> variants;
+  for (const auto& v : args.list("variants", "16:4,0:1")) {
+    auto colon = v.find(':');
+    if (colon == std::string::npos) die("--variants takes prefetch-MiB:in-flight pairs");
+    tier::StreamReaderOptions o;
+    o.prefetch_bytes = uint64_t(std::stod(v.substr(0, colon)) * double(1 << 20));
+    o.max_ranges_in_flight = uint32_t(std::stoul(v.substr(colon + 1)));
+    variants.push_back(o);
+  }
   const auto stores = args.list("stores", args.str("store", "fs"));
 
   print_machine();
   std::cout << fmt::format(
       "first: {:.0f} MiB (10 x 1 KiB records per chunk) in {} KiB fragments, dropped from local "
-      "disk; {} rounds alternating a cold reader at offset N (middle of the remote tier) and "
-      "the same GETs back to back (after one discarded warm-up); reader prefetch {} KiB, {} "
-      "ranges in flight\n\n",
-      spec.mib, spec.fragment_bytes >> 10, rounds, o.prefetch_bytes >> 10, o.max_ranges_in_flight);
-  print_row({"store", "fragments", "root entries", "N", "load (catalog + root GET) ms", "open ms",
-             "first next_records ms", "**reader ms** (load + open + first)", "raw GETs ms",
-             "**reader / raw** (median)", "range",
-             "raw GETs (root + groups + "
-             "index + data)",
-             "reader group reads / range GETs"});
-  print_row({"---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---",
-             "---", "---"});
+      "disk; per reader setting {} rounds alternating a cold reader at offset N (middle of the "
+      "remote tier) and the same GETs back to back (after one discarded warm-up)\n\n",
+      spec.mib, spec.fragment_bytes >> 10, rounds);
+  print_row({"store", "fragments", "root entries", "N", "reader prefetch KiB / in flight",
+             "load (catalog + root GET) ms", "open ms", "first next_records ms",
+             "**reader ms** (load + open + first)", "raw GETs ms", "**reader / raw** (median)",
+             "range", "raw GETs (root + groups + index + data)",
+             "reader group reads / range GETs started"});
+  print_row({"---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:",
+             "---", "---", "---"});
   json out = {{"subcommand", "first"},
               {"machine", machine_json()},
               {"settings",
-               {{"mib", spec.mib},
-                {"fragment_bytes", spec.fragment_bytes},
-                {"prefetch_bytes", o.prefetch_bytes},
-                {"max_ranges_in_flight", o.max_ranges_in_flight},
-                {"rounds", rounds}}},
+               {{"mib", spec.mib}, {"fragment_bytes", spec.fragment_bytes}, {"rounds", rounds}}},
               {"results", json::array()}};
   for (const auto& kind : stores) {
     auto store = StoreUnderTest::make(kind, args, base);
@@ -231,79 +293,41 @@ json run_first_record(const Args& args, const std::string& base) {
                         "finding the fragment holding N");
     if (!holding) die("no fragment holds N");
     const std::string first_key = keys.for_entry(holding->entry());
-    ReaderRun warm = run_reader(*t, client, offset, first_key, o);
-    if (warm.group_reads == 0) die("the reader read no group: the manifest has no groups");
-    (void)run_raw(*client, warm.needed);
-    std::vector<double> load, open, first, total, raw, ratio;
-    std::vector<RecordingStore::Request> needed = warm.needed;
-    uint64_t group_reads = warm.group_reads, range_gets = warm.range_gets;
-    for (int r = 0; r < rounds; ++r) {
-      ReaderRun rr;
-      double raw_ms = 0;
-      auto do_reader = [&] { rr = run_reader(*t, client, offset, first_key, o); };
-      auto do_raw = [&] { raw_ms = run_raw(*client, needed); };
-      if (r % 2 == 0) {
-        do_reader();
-        do_raw();
-      } else {
-        do_raw();
-        do_reader();
-      }
-      if (rr.needed.size() != needed.size()) {
-        die(fmt::format("the reader needed {} requests in one round and {} in another",
-                        needed.size(), rr.needed.size()));
-      }
-      load.push_back(rr.load_ms);
-      open.push_back(rr.open_ms);
-      first.push_back(rr.first_ms);
-      total.push_back(rr.load_ms + rr.open_ms + rr.first_ms);
-      raw.push_back(raw_ms);
-      ratio.push_back(total.back() / raw_ms);
-      group_reads = rr.group_reads;
-      range_gets = rr.range_gets;
+    for (const auto& o : variants) {
+      Series s = measure(*t, client, offset, first_key, o, rounds);
+      print_row({kind, std::to_string(frags), std::to_string(t->manifest->entries.size()),
+                 std::to_string(offset),
+                 fmt::format("{} / {}", o.prefetch_bytes >> 10, o.max_ranges_in_flight),
+                 fmt_num(median(s.load), 3), fmt_num(median(s.open), 3),
+                 fmt_num(median(s.first), 3), "**" + fmt_num(median(s.total), 3) + "**",
+                 fmt_num(median(s.raw), 3), "**" + fmt_num(median(s.ratio), 2) + "**",
+                 fmt_num(min_of(s.ratio), 2) + "–" + fmt_num(max_of(s.ratio), 2),
+                 describe_requests(s.needed), fmt::format("{} / {}", s.group_reads, s.range_gets)});
+      out["results"].push_back({{"store", store->describe()},
+                                {"kind", kind},
+                                {"fragments", frags},
+                                {"root_entries", t->manifest->entries.size()},
+                                {"offset", offset},
+                                {"prefetch_bytes", o.prefetch_bytes},
+                                {"max_ranges_in_flight", o.max_ranges_in_flight},
+                                {"load_ms_median", median(s.load)},
+                                {"open_ms_median", median(s.open)},
+                                {"first_ms_median", median(s.first)},
+                                {"reader_ms_median", median(s.total)},
+                                {"raw_ms_median", median(s.raw)},
+                                {"ratio_median", median(s.ratio)},
+                                {"ratio_min", min_of(s.ratio)},
+                                {"ratio_max", max_of(s.ratio)},
+                                {"raw_requests", s.needed.size()},
+                                {"group_reads", s.group_reads},
+                                {"range_gets_at_first_record", s.range_gets},
+                                {"rounds",
+                                 {{"load_ms", s.load},
+                                  {"open_ms", s.open},
+                                  {"first_ms", s.first},
+                                  {"reader_ms", s.total},
+                                  {"raw_ms", s.raw}}}});
     }
-    size_t n_root = 0, n_group = 0, n_index = 0, n_data = 0;
-    for (size_t i = 0; i < needed.size(); ++i) {
-      if (i == 0) {
-        n_root += 1;
-      } else if (!needed[i].ranged) {
-        n_group += 1;
-      } else if (i + 1 < needed.size()) {
-        n_index += 1;
-      } else {
-        n_data += 1;
-      }
-    }
-    print_row(
-        {kind, std::to_string(frags), std::to_string(t->manifest->entries.size()),
-         std::to_string(offset), fmt_num(median(load), 3), fmt_num(median(open), 3),
-         fmt_num(median(first), 3), "**" + fmt_num(median(total), 3) + "**",
-         fmt_num(median(raw), 3), "**" + fmt_num(median(ratio), 2) + "**",
-         fmt_num(min_of(ratio), 2) + "–" + fmt_num(max_of(ratio), 2),
-         fmt::format("{} = {} + {} + {} + {}", needed.size(), n_root, n_group, n_index, n_data),
-         fmt::format("{} / {}", group_reads, range_gets)});
-    out["results"].push_back({{"store", store->describe()},
-                              {"kind", kind},
-                              {"fragments", frags},
-                              {"root_entries", t->manifest->entries.size()},
-                              {"offset", offset},
-                              {"load_ms_median", median(load)},
-                              {"open_ms_median", median(open)},
-                              {"first_ms_median", median(first)},
-                              {"reader_ms_median", median(total)},
-                              {"raw_ms_median", median(raw)},
-                              {"ratio_median", median(ratio)},
-                              {"ratio_min", min_of(ratio)},
-                              {"ratio_max", max_of(ratio)},
-                              {"raw_requests", needed.size()},
-                              {"group_reads", group_reads},
-                              {"range_gets_at_first_record", range_gets},
-                              {"rounds",
-                               {{"load_ms", load},
-                                {"open_ms", open},
-                                {"first_ms", first},
-                                {"reader_ms", total},
-                                {"raw_ms", raw}}}});
     client.reset();
     t->finish(*store);
   }

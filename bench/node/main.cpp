@@ -13,10 +13,11 @@
 //                      [--persist-interval-ms 400] [--stores fs,s3] [--trace]
 //   node_bench idle    [--streams 1000] [--idle-seconds 10] [--store fs]
 //   node_bench puts    [--gib 2] [--fragment-mib 64] [--persist-threshold 5] [--store fs]
-//   node_bench read    [--mib 512] [--rounds 5] [--store fs|shm|s3 | --stores a,b]
+//   node_bench read    [--mib 512] [--rounds 15 (s3: 5)] [--store fs|shm|s3 | --stores a,b]
 //                      [--in-flight 4 (s3: 1,2,4,8)] [--range-mib 4] [--prefetch-mib 16]
 //                      [--fragment-mib 64] [--segment-mib 32]
-//   node_bench first   [--mib 160] [--fragment-kib 64] [--rounds 21] [--store fs|shm|s3]
+//   node_bench first   [--mib 160] [--fragment-kib 64] [--rounds 21] [--variants 16:4,0:1]
+//                      [--store fs|shm|s3]
 //   node_bench memory  [--mib 256] [--budgets-mib 1,4,16,64] [--rounds 3] [--store fs|shm|s3]
 //
 // Common: --dir D (scratch space on the disk under test; default $TMPDIR or
