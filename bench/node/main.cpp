@@ -1,5 +1,6 @@
-// node_bench: whole-process benchmarks of the upload path of a running node
-// (docs/BENCHMARKS.md, "Tiering: the upload path"). Each subcommand prints
+// node_bench: whole-process benchmarks of a running node: the upload path
+// (docs/BENCHMARKS.md, "Tiering: the upload path") and reading across tiers
+// ("Tiering: reading across tiers"). Each subcommand prints
 // a markdown table headed by the CPU it ran on; --json adds the figures as
 // one JSON document on the last line.
 //
@@ -12,6 +13,12 @@
 //                      [--persist-interval-ms 400] [--stores fs,s3] [--trace]
 //   node_bench idle    [--streams 1000] [--idle-seconds 10] [--store fs]
 //   node_bench puts    [--gib 2] [--fragment-mib 64] [--persist-threshold 5] [--store fs]
+//   node_bench read    [--mib 512] [--rounds 15 (s3: 5)] [--store fs|shm|s3 | --stores a,b]
+//                      [--in-flight 4 (s3: 1,2,4,8)] [--range-mib 4] [--prefetch-mib 16]
+//                      [--fragment-mib 64] [--segment-mib 32]
+//   node_bench first   [--mib 160] [--fragment-kib 64] [--rounds 21] [--variants 16:4,0:1]
+//                      [--store fs|shm|s3]
+//   node_bench memory  [--mib 256] [--budgets-mib 1,4,16,64] [--rounds 3] [--store fs|shm|s3]
 //
 // Common: --dir D (scratch space on the disk under test; default $TMPDIR or
 // /tmp), --json, --verbose (the node's log lines), and for --store(s) s3:
@@ -32,12 +39,16 @@ json run_upload(const Args& args, const std::string& base);
 json run_time_to_remote(const Args& args, const std::string& base);
 json run_idle_streams(const Args& args, const std::string& base);
 json run_puts_per_gib(const Args& args, const std::string& base);
+json run_read_tiers(const Args& args, const std::string& base);
+json run_first_record(const Args& args, const std::string& base);
+json run_reader_memory(const Args& args, const std::string& base);
 }  // namespace strata::bench
 
 int main(int argc, char** argv) {
   using namespace strata::bench;
   if (argc < 2) {
-    std::cerr << "usage: node_bench hot|upload|ttr|idle|puts [options] (see the source)\n";
+    std::cerr << "usage: node_bench hot|upload|ttr|idle|puts|read|first|memory [options] (see the "
+                 "source)\n";
     return 2;
   }
   const std::string cmd = argv[1];
@@ -61,9 +72,15 @@ int main(int argc, char** argv) {
     out = run_idle_streams(args, base);
   } else if (cmd == "puts") {
     out = run_puts_per_gib(args, base);
+  } else if (cmd == "read") {
+    out = run_read_tiers(args, base);
+  } else if (cmd == "first") {
+    out = run_first_record(args, base);
+  } else if (cmd == "memory") {
+    out = run_reader_memory(args, base);
   } else {
     remove_dir(base);
-    die("unknown subcommand " + cmd + " (hot, upload, ttr, idle, puts)");
+    die("unknown subcommand " + cmd + " (hot, upload, ttr, idle, puts, read, first, memory)");
   }
   remove_dir(base);
   if (args.flag("json")) std::cout << out.dump() << "\n";
