@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <thread>
@@ -252,9 +253,10 @@ TEST_F(Gc, InALoopWithNoGraceBesideAnUploadingNodeItNeverDeletesWhatAManifestNee
   GcTotals totals;
   int scrubs = 0;
   {
-    Uploading up(**live, strata::test::scaled(1500));
+    // A floor under the scaled count: the hazard needs uploads to race.
+    Uploading up(**live, std::max(strata::test::scaled(1500), 500));
     auto catalog = tier::CatalogSource::live(node_->catalog());
-    while (!up.done) {
+    while (!up.done || totals.runs < 12) {
       totals.add(gc(0, catalog, system_clock()));
       // Scrub beside the uploads: a root replaced (and deleted) mid-scrub
       // is read again, never reported missing.
@@ -328,9 +330,9 @@ TEST_F(NodeS3, GcInALoopBesideAnUploadingNodeKeepsEveryReferencedObject) {
   AheadClock ahead(2 * kHour);
   GcTotals totals;
   {
-    Uploading up(**log, strata::test::scaled(500));
+    Uploading up(**log, std::max(strata::test::scaled(500), 300));
     auto catalog = tier::CatalogSource::live(n->catalog());
-    while (!up.done) {
+    while (!up.done || totals.runs < 4) {
       tier::GcOptions o;
       o.prefix = kPrefix;
       o.grace_ms = kHour;
