@@ -50,19 +50,21 @@ class RecordingStore final : public objstore::ObjectStore {
                                                   const objstore::PutOptions& opts) override {
     return inner_->put(key, body, opts);
   }
-  objstore::ObjectResult<Bytes> get(std::string_view key) override {
+  objstore::ObjectResult<uint64_t> get_to(std::string_view key, const objstore::GetSink& sink,
+                                          const objstore::GetLimits& limits) override {
     begin({false, std::string(key), 0, 0});
-    auto r = inner_->get(key);
+    auto r = inner_->get_to(key, sink, limits);
     end();
     return r;
   }
-  objstore::ObjectResult<Bytes> get_range(std::string_view key, uint64_t offset,
-                                          uint64_t length) override {
-    begin({true, std::string(key), offset, length});
-    auto r = inner_->get_range(key, offset, length);
+  objstore::ObjectResult<uint64_t> read_range(std::string_view key, uint64_t offset,
+                                              std::span<uint8_t> dst) override {
+    begin({true, std::string(key), offset, dst.size()});
+    auto r = inner_->read_range(key, offset, dst);
     end();
     return r;
   }
+  uint64_t max_get_bytes() const override { return inner_->max_get_bytes(); }
   objstore::ObjectResult<objstore::ObjectInfo> head(std::string_view key) override {
     return inner_->head(key);
   }

@@ -56,16 +56,18 @@ ObjectResult<PutResult> GatedStore::put(std::string_view key, BodyParts body,
   return inner_->put(key, body, opts);
 }
 
-ObjectResult<Bytes> GatedStore::get(std::string_view key) {
+ObjectResult<uint64_t> GatedStore::get_to(std::string_view key, const GetSink& sink,
+                                          const GetLimits& limits) {
   StreamGate::Pass p(*gate_);
   if (!p.admitted()) return refused(Op::get, key);
-  return inner_->get(key);
+  return inner_->get_to(key, sink, limits);
 }
 
-ObjectResult<Bytes> GatedStore::get_range(std::string_view key, uint64_t offset, uint64_t length) {
+ObjectResult<uint64_t> GatedStore::read_range(std::string_view key, uint64_t offset,
+                                              std::span<uint8_t> dst) {
   StreamGate::Pass p(*gate_);
   if (!p.admitted()) return refused(Op::get_range, key);
-  return inner_->get_range(key, offset, length);
+  return inner_->read_range(key, offset, dst);
 }
 
 ObjectResult<ObjectInfo> GatedStore::head(std::string_view key) {

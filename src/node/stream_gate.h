@@ -70,9 +70,11 @@ class GatedStore final : public objstore::ObjectStore {
   using objstore::ObjectStore::put;
   objstore::ObjectResult<objstore::PutResult> put(std::string_view key, objstore::BodyParts body,
                                                   const objstore::PutOptions& opts) override;
-  objstore::ObjectResult<Bytes> get(std::string_view key) override;
-  objstore::ObjectResult<Bytes> get_range(std::string_view key, uint64_t offset,
-                                          uint64_t length) override;
+  objstore::ObjectResult<uint64_t> read_range(std::string_view key, uint64_t offset,
+                                              std::span<uint8_t> dst) override;
+  objstore::ObjectResult<uint64_t> get_to(std::string_view key, const objstore::GetSink& sink,
+                                          const objstore::GetLimits& limits) override;
+  uint64_t max_get_bytes() const override { return inner_->max_get_bytes(); }
   objstore::ObjectResult<objstore::ObjectInfo> head(std::string_view key) override;
   objstore::ObjectStatus remove(std::string_view key) override;
   std::vector<objstore::RemoveOutcome> remove_many(std::span<const std::string> keys) override;
