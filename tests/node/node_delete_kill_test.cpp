@@ -77,7 +77,12 @@ size_t object_count(objstore::ObjectStore& store, const std::string& stream) {
 void expect_remote_whole(objstore::ObjectStore& store, catalog::Catalog& cat,
                          const std::string& stream) {
   auto view = read_remote(store, cat, "t", stream);
-  for (const auto& e : view.errors) ADD_FAILURE() << stream << ": " << e;
+  for (const auto& e : view.errors) {
+    // The junk keys planted under the prefix (deleted along with the rest)
+    // are not the stream's damage.
+    if (e.rfind("unparsable_key ", 0) == 0) continue;
+    ADD_FAILURE() << stream << ": " << e;
+  }
   for (const auto& [off, val] : view.records) ASSERT_EQ(val, value_of(off)) << stream << " " << off;
 }
 
