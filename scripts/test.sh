@@ -8,7 +8,18 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="$(nproc)"
 
 echo "== sanitizer build (ASan+UBSan) =="
-"$here/scripts/build.sh" "$here/build-asan" -DSTRATA_SANITIZE=ON -DSTRATA_BENCH=OFF >/dev/null
+# A failed build shows its errors (the tail of its log), not only a status.
+build_or_show() {
+  local blog
+  blog="$(mktemp /tmp/strata-build-XXXXXX.log)"
+  if ! "$here/scripts/build.sh" "$@" >"$blog" 2>&1; then
+    grep -E "error|FAILED" -A4 "$blog" | head -n 80
+    echo "build of $1 failed; full log in $blog" >&2
+    exit 1
+  fi
+  rm -f "$blog"
+}
+build_or_show "$here/build-asan" -DSTRATA_SANITIZE=ON -DSTRATA_BENCH=OFF
 log="$here/build-asan/ctest.log"
 if ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     STRATA_TEST_SCALE="${STRATA_ASAN_SCALE:-0.2}" \
@@ -21,6 +32,6 @@ grep -E "tests passed|Total Test time" "$log"
 echo "sanitizer stage: ${SECONDS} s (CI budget for the whole run: 20 min)"
 
 echo "== regular build =="
-"$here/scripts/build.sh" "$here/build" >/dev/null
+build_or_show "$here/build"
 echo "regular build done at ${SECONDS} s"
 ctest --test-dir "$here/build" --output-on-failure -j "$jobs"

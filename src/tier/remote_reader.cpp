@@ -108,7 +108,9 @@ Status RemoteReader::plan(uint64_t stop_at, uint64_t need) {
     }
     const uint64_t len = std::min(deps_.range_bytes, p->ref.size - p->planned);
     const bool needed = frags_.size() == 1 && p->planned - p->pos < need;
-    if (!needed && !prefetch_.has_room(len)) return Status::OK();
+    // Read-ahead starts once the first chunk is out: a cold reader's first
+    // record waits for its own range only, not for the window being queued.
+    if (!needed && (delivered_ == 0 || !prefetch_.has_room(len))) return Status::OK();
     prefetch_.push(ObjectRange{p->key, kFragmentHeaderSize + p->planned, len});
     p->planned += len;
   }
@@ -212,6 +214,7 @@ Result<std::optional<RemoteChunk>> RemoteReader::next(uint64_t stop_at) {
     STRATA_ASSIGN_OR_RETURN(BytesView bytes, take(total));
     f.pos += total;
     cursor_ = h.next_offset();
+    delivered_ += 1;
     if (deps_.verify_crc) {
       STRATA_TRY(log::verify_chunk_body(h, bytes.substr(log::kChunkHeaderSize), where));
     }

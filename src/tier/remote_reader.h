@@ -107,6 +107,7 @@ class RemoteReader {
   uint64_t cursor_ = 0;
   uint64_t first_start_pos_ = 0;  // data position of the start chunk in the first fragment
   uint64_t index_gets_ = 0;
+  uint64_t delivered_ = 0;  // chunks returned so far
 };
 
 // Reads and decodes the index of fragment `f` (one ranged GET of the

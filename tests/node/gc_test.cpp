@@ -171,8 +171,6 @@ class Gc : public ::testing::Test {
   std::unique_ptr<Node> node_;
 };
 
-}  // namespace
-
 TEST_F(Gc, DeletesOldOrphansOfLiveAndDeletedStreamsAndKeepsYoungOnes) {
   auto log = node_->create_stream("s1");
   ASSERT_OK(log);
@@ -353,4 +351,5 @@ TEST_F(NodeS3, GcInALoopBesideAnUploadingNodeKeepsEveryReferencedObject) {
   ASSERT_OK(n->close());
 }
 
+}  // namespace
 }  // namespace strata::node

@@ -34,20 +34,6 @@ std::unique_ptr<Node> open_node(const std::string& dir) {
   return n.ok() ? std::move(n).value() : nullptr;
 }
 
-uint64_t append_values(log::StreamLog& log, uint64_t batches, uint32_t per = 10) {
-  uint64_t next = log.committed_next();
-  for (uint64_t b = 0; b < batches; ++b) {
-    uint64_t first = log.committed_next();
-    std::vector<std::string> vals;
-    for (uint32_t i = 0; i < per; ++i) vals.push_back(value_of(first + i));
-    std::vector<BytesView> views(vals.begin(), vals.end());
-    auto r = log.append(std::span<const BytesView>(views));
-    EXPECT_TRUE(r.ok()) << r.error().to_string();
-    if (r.ok()) next = r->next_offset;
-  }
-  return next;
-}
-
 std::vector<std::string> remote_keys(Node& n, const std::string& stream) {
   auto keys = tier::ObjectKeys::make("t", stream);
   auto all = objstore::list_all(n.store(), keys->stream_prefix());

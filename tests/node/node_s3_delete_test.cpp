@@ -11,20 +11,9 @@
 namespace strata::node::test {
 namespace {
 
-const char* const kSlowDown =
-    "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>";
-const char* const kInternal =
-    "<Error><Code>InternalError</Code><Message>We encountered an internal error.</Message>"
-    "</Error>";
 const char* const kDenied =
     "<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>";
 
-json respond(int status, const std::string& body) {
-  return {{"action", "respond"},
-          {"status", status},
-          {"body", body},
-          {"headers", {{"Content-Type", "application/xml"}}}};
-}
 // DeleteObjects (POST /bucket?delete) and ListObjectsV2 (GET /bucket?list-type=2).
 json on_batch_deletes(json rule, int times = -1) {
   rule["method"] = "POST";

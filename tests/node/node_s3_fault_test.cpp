@@ -18,20 +18,10 @@
 namespace strata::node::test {
 namespace {
 
-const char* const kSlowDown =
-    "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>";
 const char* const kTooMany =
     "<Error><Code>TooManyRequests</Code><Message>Please reduce your request rate.</Message>"
     "</Error>";
-const char* const kInternal =
-    "<Error><Code>InternalError</Code><Message>We encountered an internal error.</Message>"
-    "</Error>";
 
-json respond(int status, const std::string& body) {
-  json r = {{"action", "respond"}, {"status", status}, {"body", body}};
-  if (!body.empty()) r["headers"] = {{"Content-Type", "application/xml"}};
-  return r;
-}
 
 // `rule` limited to PUTs of the stream's fragments (data/) or roots, `times`.
 json on_fragment_puts(json rule, int times) {

@@ -37,6 +37,21 @@ using json = nlohmann::json;
 constexpr const char* kBucket = "strata-node";
 constexpr const char* kPrefix = "t";  // small_node_doc's tiering.key_prefix
 
+// S3 error bodies a fault proxy answers with.
+inline const char* const kSlowDown =
+    "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>";
+inline const char* const kInternal =
+    "<Error><Code>InternalError</Code><Message>We encountered an internal error.</Message>"
+    "</Error>";
+
+// A fault_proxy rule answering `status` with `body` (XML when not empty)
+// without forwarding.
+inline json respond(int status, const std::string& body) {
+  json r = {{"action", "respond"}, {"status", status}, {"body", body}};
+  if (!body.empty()) r["headers"] = {{"Content-Type", "application/xml"}};
+  return r;
+}
+
 // The tests' configuration comes from their documents only, never from the
 // AWS_* variables of whoever runs them.
 inline objstore::EnvLookup no_env() {

@@ -244,8 +244,6 @@ void Scrub::plant_all() {
   }
 }
 
-}  // namespace
-
 TEST_F(Scrub, EveryPlantedDamageIsNamedWithItsKeyAndOffsets) {
   ASSERT_NO_FATAL_FAILURE(plant_all());
 
@@ -402,4 +400,5 @@ TEST_F(Scrub, AStreamInTheCatalogWithNothingPersistedIsClean) {
   EXPECT_TRUE(r.root_key.empty());
 }
 
+}  // namespace
 }  // namespace strata::node

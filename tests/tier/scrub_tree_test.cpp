@@ -12,7 +12,7 @@ namespace {
 
 using test::TreeBuilder;
 
-ObjectKeys keys() {
+ObjectKeys tree_keys() {
   return *ObjectKeys::make("t", "s1");
 }
 
@@ -21,7 +21,7 @@ ObjectKeys keys() {
 std::pair<TreeWalk, int> walk_all(const TreeBuilder& t) {
   std::map<std::string, GroupRead> reads;
   for (int rounds = 1;; ++rounds) {
-    TreeWalk w = walk_tree(t.root, keys(), reads);
+    TreeWalk w = walk_tree(t.root, tree_keys(), reads);
     if (w.complete() || rounds > 20) return {w, rounds};
     for (const auto& g : w.groups) {
       if (reads.count(g.key)) continue;
@@ -47,7 +47,7 @@ TEST(TierScrubTree, FlatRootGivesEveryFragmentInOneRound) {
   ASSERT_EQ(w.leaves.size(), 5u);
   for (size_t i = 0; i < 5; ++i) {
     EXPECT_TRUE(w.leaves[i].known);
-    EXPECT_EQ(w.leaves[i].key, keys().for_entry(t.fragments[i]));
+    EXPECT_EQ(w.leaves[i].key, tree_keys().for_entry(t.fragments[i]));
     EXPECT_EQ(w.leaves[i].ref.offset, t.fragments[i].offset);
   }
   EXPECT_EQ(w.leaves.back().ref.next_offset, t.root.next_offset);
@@ -79,8 +79,8 @@ TEST(TierScrubTree, SkipsWhatLiesWhollyBelowTheFirstOffset) {
   m.entries = {ManifestEntry{0, 1, 2, 300, 3, 9, 1}, fragment(12, 4)};
   ASSERT_TRUE(validate_manifest(m, "test").ok());
   std::map<std::string, GroupRead> reads;
-  reads[keys().for_entry(m.entries[0])] = GroupRead{ReadState::ok, g, ""};
-  TreeWalk w = walk_tree(m, keys(), reads);
+  reads[tree_keys().for_entry(m.entries[0])] = GroupRead{ReadState::ok, g, ""};
+  TreeWalk w = walk_tree(m, tree_keys(), reads);
   ASSERT_TRUE(w.exact());
   ASSERT_EQ(w.leaves.size(), 2u);
   EXPECT_EQ(w.leaves[0].ref.offset, 8u);
@@ -102,17 +102,17 @@ TEST(TierScrubTree, AnUnusableGroupIsAProblemAndAnUnknownLeafAndTheWalkGoesOn) {
   std::map<std::string, GroupRead> reads;
   // g1 is missing, g2 does not decode, g3 is not the group its entry names
   // (it ends at 25, the root says 30), g4 cannot be read now.
-  reads[keys().for_entry(g1)] = GroupRead{ReadState::missing, {}, "404"};
-  reads[keys().for_entry(g2)] = GroupRead{ReadState::corrupt, {}, "bad magic"};
-  reads[keys().for_entry(g3)] =
+  reads[tree_keys().for_entry(g1)] = GroupRead{ReadState::missing, {}, "404"};
+  reads[tree_keys().for_entry(g2)] = GroupRead{ReadState::corrupt, {}, "bad magic"};
+  reads[tree_keys().for_entry(g3)] =
       GroupRead{ReadState::ok, ManifestGroup{1, 20, 25, 1, 2, 200, 3, {fragment(20, 30, 200)}}, ""};
-  reads[keys().for_entry(g4)] = GroupRead{ReadState::unreadable, {}, "HTTP 503"};
-  TreeWalk w = walk_tree(m, keys(), reads);
+  reads[tree_keys().for_entry(g4)] = GroupRead{ReadState::unreadable, {}, "HTTP 503"};
+  TreeWalk w = walk_tree(m, tree_keys(), reads);
   EXPECT_TRUE(w.complete());
   EXPECT_FALSE(w.exact());
   ASSERT_EQ(w.problems.size(), 4u);
   EXPECT_EQ(w.problems[0].kind, FindingKind::missing_object);
-  EXPECT_EQ(w.problems[0].key, keys().for_entry(g1));
+  EXPECT_EQ(w.problems[0].key, tree_keys().for_entry(g1));
   EXPECT_EQ(w.problems[0].first_offset, 0u);
   EXPECT_EQ(w.problems[0].next_offset, 10u);
   EXPECT_EQ(w.problems[1].kind, FindingKind::corrupt_group);
@@ -132,7 +132,7 @@ TEST(TierScrubTree, UnreadGroupsAreListedForTheNextRound) {
   TreeBuilder t(RebalancePolicy{4, 2});
   t.grow(9);
   ASSERT_FALSE(t.store.size() == 0);
-  TreeWalk w = walk_tree(t.root, keys(), {});
+  TreeWalk w = walk_tree(t.root, tree_keys(), {});
   EXPECT_FALSE(w.complete());
   EXPECT_EQ(w.unread.size(), w.groups.size());
   EXPECT_TRUE(w.problems.empty());

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -207,53 +208,12 @@ class FaultyStore final : public objstore::ObjectStore {
 
   objstore::ObjectResult<objstore::PutResult> put(std::string_view key, objstore::BodyParts body,
                                                   const objstore::PutOptions& opts) override {
-    Fault f = take(key);
-    switch (f) {
-      case Fault::throw_exception:
-        throw std::runtime_error("injected exception in put of " + std::string(key));
-      case Fault::hang: {
-        std::unique_lock l(mu_);
-        hung_ += 1;
-        cv_.notify_all();
-        cv_.wait(l, [&] { return released_; });
-        break;
-      }
-      case Fault::fail_transient:
-        return objstore::ObjectError{
-            objstore::Op::put, std::string(key), 503,
-            "SlowDown",        "injected",       objstore::RetryClass::transient};
-      case Fault::fail_fatal:
-        return objstore::ObjectError{
-            objstore::Op::put, std::string(key), 403,
-            "AccessDenied",    "injected",       objstore::RetryClass::fatal};
-      case Fault::none:
-        break;
-    }
+    if (auto e = inject(take(key), objstore::Op::put, key)) return *e;
     return inner_->put(key, body, opts);
   }
   objstore::ObjectResult<uint64_t> read_range(std::string_view key, uint64_t offset,
                                               std::span<uint8_t> dst) override {
-    switch (take_range(key)) {
-      case Fault::throw_exception:
-        throw std::runtime_error("injected exception in read_range of " + std::string(key));
-      case Fault::hang: {
-        std::unique_lock l(mu_);
-        hung_ += 1;
-        cv_.notify_all();
-        cv_.wait(l, [&] { return released_; });
-        break;
-      }
-      case Fault::fail_transient:
-        return objstore::ObjectError{
-            objstore::Op::get_range, std::string(key), 503,
-            "SlowDown",              "injected",       objstore::RetryClass::transient};
-      case Fault::fail_fatal:
-        return objstore::ObjectError{
-            objstore::Op::get_range, std::string(key), 403,
-            "AccessDenied",          "injected",       objstore::RetryClass::fatal};
-      case Fault::none:
-        break;
-    }
+    if (auto e = inject(take_range(key), objstore::Op::get_range, key)) return *e;
     return inner_->read_range(key, offset, dst);
   }
   objstore::ObjectResult<uint64_t> get_to(std::string_view key, const objstore::GetSink& sink,
@@ -275,6 +235,31 @@ class FaultyStore final : public objstore::ObjectStore {
   std::string describe() const override { return "faulty(" + inner_->describe() + ")"; }
 
  private:
+  // Carries out `f` for a request: throws, hangs until release(), or gives
+  // the error the request answers; nothing for Fault::none.
+  std::optional<objstore::ObjectError> inject(Fault f, objstore::Op op, std::string_view key) {
+    switch (f) {
+      case Fault::throw_exception:
+        throw std::runtime_error("injected exception in " + std::string(objstore::op_name(op)) +
+                                 " of " + std::string(key));
+      case Fault::hang: {
+        std::unique_lock l(mu_);
+        hung_ += 1;
+        cv_.notify_all();
+        cv_.wait(l, [&] { return released_; });
+        return std::nullopt;
+      }
+      case Fault::fail_transient:
+        return objstore::ObjectError{op, std::string(key), 503, "SlowDown", "injected",
+                                     objstore::RetryClass::transient};
+      case Fault::fail_fatal:
+        return objstore::ObjectError{op, std::string(key), 403, "AccessDenied", "injected",
+                                     objstore::RetryClass::fatal};
+      case Fault::none:
+        break;
+    }
+    return std::nullopt;
+  }
   Fault take(std::string_view key) {
     std::lock_guard l(mu_);
     if (fault_ == Fault::none || times_ == 0) return Fault::none;
