@@ -43,31 +43,10 @@ Status check_data_dir(const std::string& dir, bool create) {
   return Status::OK();
 }
 
-// "no stream 'x' in D (streams: a, b)" — so a typo is obvious.
-Error no_such_stream(const std::string& data_dir, const std::string& stream) {
-  std::string known;
-  auto names = posix_fs().list_dir(data_dir);
-  if (names.ok()) {
-    for (const auto& n : *names) {
-      if (log::StreamRegistry::validate_name(n).ok() &&
-          log::is_stream_dir(posix_fs(), path_join(data_dir, n))) {
-        known += (known.empty() ? "" : ", ") + n;
-      }
-    }
-  }
-  return Error(Errc::not_found, fmt::format("no stream '{}' in {} (streams: {})", stream, data_dir,
-                                            known.empty() ? "none" : known));
-}
-
 Result<std::shared_ptr<log::StreamLog>> open_for_reading(const std::string& data_dir,
                                                          const std::string& stream) {
   STRATA_TRY(check_data_dir(data_dir, false));
-  STRATA_TRY(log::StreamRegistry::validate_name(stream));
-  std::string dir = path_join(data_dir, stream);
-  if (!log::is_stream_dir(posix_fs(), dir)) return no_such_stream(data_dir, stream);
-  log::LogOptions o;
-  o.read_only = true;
-  return log::StreamLog::open(dir, o);
+  return log::open_stream_read_only(data_dir, stream);
 }
 
 // ------------------------------------------------------------------ produce
@@ -99,7 +78,7 @@ void run_produce(const ProduceFlags& f, Context& ctx) {
   if (!reg.ok()) return ctx.fail(reg.error());
   auto lg = f.no_create ? (*reg)->open_stream(f.stream) : (*reg)->open_or_create(f.stream);
   if (!lg.ok()) {
-    if (lg.code() == Errc::not_found) return ctx.fail(no_such_stream(f.data_dir, f.stream));
+    if (lg.code() == Errc::not_found) return ctx.fail(log::no_such_stream(f.data_dir, f.stream));
     return ctx.fail(lg.error());
   }
   auto& log = *lg;
@@ -267,7 +246,8 @@ void run_consume(ConsumeFlags f, Context& ctx) {
   if (!f.config.empty()) {
     // `consume --config F STREAM`: the one positional is the stream.
     if (f.stream.empty()) std::swap(f.stream, f.data_dir);
-    if (f.stream.empty()) return ctx.fail(Error(Errc::invalid_argument, "consume: no stream named"));
+    if (f.stream.empty())
+      return ctx.fail(Error(Errc::invalid_argument, "consume: no stream named"));
     return run_consume_tiered(std::move(f), *spec, ctx);
   }
   if (f.data_dir.empty() || f.stream.empty()) {

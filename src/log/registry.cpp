@@ -5,6 +5,7 @@
 
 #include "common/file_lock.h"
 #include "common/publish_file.h"
+#include "log/inspect.h"
 #include "log/recovery.h"
 
 namespace strata::log {
@@ -189,6 +190,31 @@ Status StreamRegistry::close_all() {
   }
   open_.clear();
   return first;
+}
+
+Error no_such_stream(const std::string& data_dir, std::string_view name) {
+  std::string known;
+  auto names = posix_fs().list_dir(data_dir);
+  if (names.ok()) {
+    for (const auto& n : *names) {
+      if (StreamRegistry::validate_name(n).ok() &&
+          is_stream_dir(posix_fs(), path_join(data_dir, n))) {
+        known += (known.empty() ? "" : ", ") + n;
+      }
+    }
+  }
+  return Error(Errc::not_found, fmt::format("no stream '{}' in {} (streams: {})", name, data_dir,
+                                            known.empty() ? "none" : known));
+}
+
+Result<std::shared_ptr<StreamLog>> open_stream_read_only(const std::string& data_dir,
+                                                         std::string_view name) {
+  STRATA_TRY(StreamRegistry::validate_name(name));
+  const std::string dir = path_join(data_dir, std::string(name));
+  if (!is_stream_dir(posix_fs(), dir)) return no_such_stream(data_dir, name);
+  LogOptions o;
+  o.read_only = true;
+  return StreamLog::open(dir, o);
 }
 
 }  // namespace strata::log

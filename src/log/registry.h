@@ -68,4 +68,13 @@ class StreamRegistry {
   std::map<std::string, std::shared_ptr<StreamLog>> open_;
 };
 
+// Opens stream `name` of `data_dir` read-only, outside any registry: no
+// writer lock, no repair, following its writer from disk — for tools that
+// read beside a running producer or node. Errors: an invalid name, or
+// not_found from no_such_stream.
+Result<std::shared_ptr<StreamLog>> open_stream_read_only(const std::string& data_dir,
+                                                         std::string_view name);
+// "no stream 'x' in D (streams: a, b)" — so a typo is obvious.
+Error no_such_stream(const std::string& data_dir, std::string_view name);
+
 }  // namespace strata::log

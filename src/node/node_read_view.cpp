@@ -2,7 +2,6 @@
 
 #include "catalog/embedded_catalog.h"
 #include "common/fs.h"
-#include "log/inspect.h"
 #include "log/registry.h"
 #include "objstore/config.h"
 #include "tier/upload_jobs.h"
@@ -51,14 +50,8 @@ Status NodeReadView::refresh(const std::string& stream) {
 
 Result<std::unique_ptr<tier::StreamReader>> NodeReadView::open_reader(
     const std::string& stream, const log::OffsetSpec& spec, tier::StreamReaderOptions opts) {
-  STRATA_TRY(log::StreamRegistry::validate_name(stream));
-  const std::string dir = path_join(path_join(cfg_.data_dir, "streams"), stream);
-  if (!log::is_stream_dir(posix_fs(), dir)) {
-    return Error(Errc::not_found, "no stream '" + stream + "' in " + cfg_.data_dir + "/streams");
-  }
-  log::LogOptions lo;
-  lo.read_only = true;
-  STRATA_ASSIGN_OR_RETURN(auto log, log::StreamLog::open(dir, lo));
+  STRATA_ASSIGN_OR_RETURN(auto log,
+                          log::open_stream_read_only(path_join(cfg_.data_dir, "streams"), stream));
   STRATA_TRY(refresh(stream));
   tier::TierContext ctx;
   ctx.stream = stream;
