@@ -123,9 +123,8 @@ Status StreamReader::Impl::start(const log::OffsetSpec& spec) {
         }
         STRATA_ASSIGN_OR_RETURN(bool is_remote, open_remote(cm.manifest, rs, lr.first_offset));
         if (is_remote) {
-          start_offset = spec.kind == log::OffsetSpec::Kind::offset
-                             ? std::max(spec.offset(), cursor)
-                             : cursor;
+          start_offset =
+              spec.kind == log::OffsetSpec::Kind::offset ? std::max(spec.offset(), cursor) : cursor;
           return Status::OK();
         }
       }
@@ -174,15 +173,16 @@ Status StreamReader::Impl::switch_to_remote() {
                              "[{}, {})",
                              ctx.stream, cursor, m.first_offset, m.next_offset));
   }
-  STRATA_ASSIGN_OR_RETURN(
-      auto r, RemoteReader::open(deps_for(ctx, opts, *keys), *keys, cm.manifest,
-                                 RemoteStart{RemoteStart::Kind::offset, cursor, 0}));
+  STRATA_ASSIGN_OR_RETURN(auto r,
+                          RemoteReader::open(deps_for(ctx, opts, *keys), *keys, cm.manifest,
+                                             RemoteStart{RemoteStart::Kind::offset, cursor, 0}));
   if (r->cursor() != cursor) {
     return Error(Errc::internal,
                  fmt::format("stream {}: offset {} is a chunk boundary locally but the remote "
                              "chunk holding it starts at {}",
                              ctx.stream, cursor, r->cursor()));
   }
+  st.group_reads += r->group_reads();
   remote = std::move(r);
   st.tier_switches += 1;
   return Status::OK();
@@ -190,8 +190,8 @@ Status StreamReader::Impl::switch_to_remote() {
 
 void StreamReader::Impl::track_memory() {
   if (!remote) return;
-  st.peak_buffered_bytes = std::max({st.peak_buffered_bytes, remote->held_bytes(),
-                                     remote->prefetch_stats().peak_bytes});
+  st.peak_buffered_bytes =
+      std::max({st.peak_buffered_bytes, remote->held_bytes(), remote->prefetch_stats().peak_bytes});
 }
 
 Result<std::optional<TieredChunk>> StreamReader::Impl::next_chunk() {
@@ -226,10 +226,10 @@ Result<std::optional<TieredChunk>> StreamReader::Impl::next_chunk() {
       if (!cm.ok()) return annotate(cm.error());
       const Manifest& m = *cm->manifest;
       if (m.first_offset > cursor || m.next_offset <= cursor) {
-        return annotate(Error(
-            Errc::out_of_range,
-            fmt::format("offsets [{}, {}) are in neither tier (remote holds [{}, {}))", cursor,
-                        local_first, m.first_offset, m.next_offset)));
+        return annotate(
+            Error(Errc::out_of_range,
+                  fmt::format("offsets [{}, {}) are in neither tier (remote holds [{}, {}))",
+                              cursor, local_first, m.first_offset, m.next_offset)));
       }
       remote->refresh(cm->manifest);
       continue;
@@ -249,8 +249,8 @@ Result<std::optional<TieredChunk>> StreamReader::Impl::next_chunk() {
     if (!*r) return std::optional<TieredChunk>();
     const log::ChunkView& c = **r;
     if (c.header.first_offset != cursor) {
-      return annotate(Error(Errc::internal, fmt::format("the local chunk starts at {}",
-                                                        c.header.first_offset)));
+      return annotate(Error(Errc::internal,
+                            fmt::format("the local chunk starts at {}", c.header.first_offset)));
     }
     cursor = c.header.next_offset();
     st.local_chunks += 1;
@@ -279,7 +279,9 @@ Result<std::unique_ptr<StreamReader>> StreamReader::open(std::shared_ptr<log::St
   return std::unique_ptr<StreamReader>(new StreamReader(std::move(impl)));
 }
 
-Result<std::optional<TieredChunk>> StreamReader::next_chunk() { return impl_->next_chunk(); }
+Result<std::optional<TieredChunk>> StreamReader::next_chunk() {
+  return impl_->next_chunk();
+}
 
 Result<size_t> StreamReader::next_records(std::vector<log::Record>* out) {
   while (true) {
@@ -308,7 +310,11 @@ bool StreamReader::wait(std::chrono::milliseconds timeout) {
 uint64_t StreamReader::next_offset() const {
   return std::max(impl_->cursor, impl_->start_offset);
 }
-Tier StreamReader::tier() const { return impl_->tier; }
-StreamReaderStats StreamReader::stats() const { return impl_->st; }
+Tier StreamReader::tier() const {
+  return impl_->tier;
+}
+StreamReaderStats StreamReader::stats() const {
+  return impl_->st;
+}
 
 }  // namespace strata::tier
