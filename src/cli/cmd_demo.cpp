@@ -250,8 +250,8 @@ struct Demo {
       STRATA_ASSIGN_OR_RETURN(auto c, reader->next_chunk());
       if (!c) break;
       const int t = c->tier == tier::Tier::remote ? 1 : 0;
-      const std::string where = fmt::format("{} chunk at offset {}", t ? "remote" : "local",
-                                            c->header.first_offset);
+      const std::string where =
+          fmt::format("{} chunk at offset {}", t ? "remote" : "local", c->header.first_offset);
       STRATA_ASSIGN_OR_RETURN(auto values, log::parse_records(c->header, c->data(), where));
       for (size_t i = 0; i < values.size(); ++i) {
         STRATA_TRY(v.check(c->header.first_offset + i, values[i], where));
@@ -260,8 +260,8 @@ struct Demo {
       bytes[t] += c->bytes.size();
       records[t] += values.size();
       if (v.offset() % 8192 < values.size()) {
-        progress.update(fmt::format("verify: {} tier, offset {}", t ? "remote" : "local",
-                                    v.offset()));
+        progress.update(
+            fmt::format("verify: {} tier, offset {}", t ? "remote" : "local", v.offset()));
       }
     }
     if (v.offset() != f.records) {
@@ -372,8 +372,8 @@ void run_demo(const DemoFlags& f, Context& ctx) {
   }
   tier::AuditReport audit;
   const std::pair<const char*, std::function<Status()>> phases[] = {
-      {"write", [&] { return d.write(); }},        {"upload", [&] { return d.upload(); }},
-      {"local", [&] { return d.local(); }},        {"bucket", [&] { return d.bucket(&audit); }},
+      {"write", [&] { return d.write(); }},   {"upload", [&] { return d.upload(); }},
+      {"local", [&] { return d.local(); }},   {"bucket", [&] { return d.bucket(&audit); }},
       {"verify", [&] { return d.verify(); }},
   };
   for (const auto& [name, run] : phases) {

@@ -252,8 +252,8 @@ std::string Node::metrics_text() const {
             double(gc.bytes));
     w.counter("strata_group_cache_hits_total", "Group reads answered from the cache.", {},
               double(gc.hits));
-    w.counter("strata_group_cache_misses_total", "Group reads that went to the object store.",
-              {}, double(gc.misses));
+    w.counter("strata_group_cache_misses_total", "Group reads that went to the object store.", {},
+              double(gc.misses));
   }
   if (pool_) {
     auto p = pool_->stats();

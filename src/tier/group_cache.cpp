@@ -41,7 +41,8 @@ void GroupCache::evict_locked() {
 }
 
 GroupFetch GroupCache::fetcher(objstore::ObjectStore& store, const ObjectKeys& keys) {
-  return [this, &store, &keys](const ManifestEntry& e) -> Result<std::shared_ptr<const ManifestGroup>> {
+  return [this, &store,
+          &keys](const ManifestEntry& e) -> Result<std::shared_ptr<const ManifestGroup>> {
     std::string key = keys.for_entry(e);
     if (auto g = find(key)) return g;
     auto body = store.get(key);

@@ -78,15 +78,16 @@ objstore::ObjectError failure(const ObjectRange& r, std::string message) {
 }  // namespace
 
 RangePrefetch::RangePrefetch(std::shared_ptr<objstore::ObjectStore> store,
-                             std::shared_ptr<BlockingPool> pool,
-                             RangePrefetchOptions opts)
+                             std::shared_ptr<BlockingPool> pool, RangePrefetchOptions opts)
     : store_(std::move(store)),
       pool_(std::move(pool)),
       opts_(opts),
       shared_(std::make_shared<Shared>()),
       rng_(uint64_t(Clock::now().time_since_epoch().count())) {}
 
-RangePrefetch::~RangePrefetch() { clear(); }
+RangePrefetch::~RangePrefetch() {
+  clear();
+}
 
 bool RangePrefetch::has_room(uint64_t length) const {
   return queue_.empty() || held_ + length <= opts_.budget_bytes;
@@ -206,7 +207,9 @@ Result<const Bytes*> RangePrefetch::at(size_t i) {
   }
 }
 
-const ObjectRange& RangePrefetch::range(size_t i) const { return queue_[i]->range; }
+const ObjectRange& RangePrefetch::range(size_t i) const {
+  return queue_[i]->range;
+}
 
 void RangePrefetch::pop_front() {
   held_ -= queue_.front()->range.length;

@@ -10,7 +10,9 @@ namespace strata::tier {
 
 namespace {
 
-Error corrupt(std::string msg) { return Error(Errc::corrupt, std::move(msg)); }
+Error corrupt(std::string msg) {
+  return Error(Errc::corrupt, std::move(msg));
+}
 
 }  // namespace
 
@@ -44,7 +46,8 @@ Result<std::unique_ptr<RemoteReader>> RemoteReader::open(RemoteReaderDeps deps,
                                                          const RemoteStart& start) {
   uint64_t from = std::max(start.offset, root->first_offset);
   if (start.kind == RemoteStart::Kind::timestamp) {
-    STRATA_ASSIGN_OR_RETURN(auto f, find_fragment_by_timestamp(*root, start.timestamp, deps.groups));
+    STRATA_ASSIGN_OR_RETURN(auto f,
+                            find_fragment_by_timestamp(*root, start.timestamp, deps.groups));
     from = f ? f->offset : root->next_offset;
   }
   std::unique_ptr<RemoteReader> rr(new RemoteReader(std::move(deps), keys, root, from));
@@ -119,9 +122,10 @@ Status RemoteReader::plan(uint64_t stop_at, uint64_t need) {
 Status RemoteReader::check_range(size_t i, const Bytes& b) {
   const ObjectRange& r = prefetch_.range(i);
   if (b.size() != r.length) {
-    return corrupt(fmt::format("object {} returned {} bytes for range {}+{}: it is shorter than "
-                               "its manifest entry says",
-                               r.key, b.size(), r.offset, r.length));
+    return corrupt(
+        fmt::format("object {} returned {} bytes for range {}+{}: it is shorter than "
+                    "its manifest entry says",
+                    r.key, b.size(), r.offset, r.length));
   }
   return Status::OK();
 }
@@ -187,9 +191,10 @@ Result<std::optional<RemoteChunk>> RemoteReader::next(uint64_t stop_at) {
     Planned& f = frags_.front();
     if (f.pos == f.ref.size) {
       if (cursor_ != f.ref.next_offset) {
-        return corrupt(fmt::format("fragment {}: its chunks end at offset {} but its manifest "
-                                   "entry ends at {}",
-                                   f.key, cursor_, f.ref.next_offset));
+        return corrupt(
+            fmt::format("fragment {}: its chunks end at offset {} but its manifest "
+                        "entry ends at {}",
+                        f.key, cursor_, f.ref.next_offset));
       }
       frags_.pop_front();
       continue;
@@ -203,8 +208,8 @@ Result<std::optional<RemoteChunk>> RemoteReader::next(uint64_t stop_at) {
     STRATA_ASSIGN_OR_RETURN(log::ChunkHeader h,
                             log::decode_chunk_header(BytesView(hb, sizeof hb), where));
     if (h.first_offset != cursor_) {
-      return corrupt(fmt::format("{}: chunk has offset {}, expected {}", where, h.first_offset,
-                                 cursor_));
+      return corrupt(
+          fmt::format("{}: chunk has offset {}, expected {}", where, h.first_offset, cursor_));
     }
     const uint64_t total = h.total_size();
     if (total > f.ref.size - f.pos) {

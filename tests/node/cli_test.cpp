@@ -88,8 +88,8 @@ TEST(NodeCli, ConsumeWithANodesConfigurationReadsAcrossBothTiers) {
   expect_from("offset:" + std::to_string(local_first / 2 + 1), local_first / 2 + 1);
   expect_from("offset:" + std::to_string(local_first), local_first);
   // The local consume of the same directory sees only the local part.
-  auto local = strata_cmd({"consume", tmp.sub("node") + "/streams", "s1", "--max", "1",
-                           "--show-offsets"});
+  auto local =
+      strata_cmd({"consume", tmp.sub("node") + "/streams", "s1", "--max", "1", "--show-offsets"});
   ASSERT_EQ(local.status, 0) << local.output;
   EXPECT_EQ(local.output.substr(0, local.output.find('\t')), std::to_string(local_first));
   // --json and --max as before.

@@ -22,7 +22,6 @@ const char* const kTooMany =
     "<Error><Code>TooManyRequests</Code><Message>Please reduce your request rate.</Message>"
     "</Error>";
 
-
 // `rule` limited to PUTs of the stream's fragments (data/) or roots, `times`.
 json on_fragment_puts(json rule, int times) {
   rule["method"] = "PUT";

@@ -41,7 +41,8 @@ inline nlohmann::json small_node_doc() {
 }
 
 // Opens a node on `dir` (failures are reported to the test; null then).
-inline std::unique_ptr<Node> open_node(const std::string& dir, nlohmann::json doc = small_node_doc()) {
+inline std::unique_ptr<Node> open_node(const std::string& dir,
+                                       nlohmann::json doc = small_node_doc()) {
   auto cfg = load_node_config(doc, dir, objstore::process_env());
   EXPECT_TRUE(cfg.ok()) << cfg.error().to_string();
   auto n = Node::open(*cfg);

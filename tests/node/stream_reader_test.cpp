@@ -4,6 +4,8 @@
 // prefetch memory, and the failures a reader must report cleanly (cache not
 // ready, a missing object, a corrupt one). The same against the real S3
 // server with injected faults is in node_s3_reader_test.cpp.
+#include "tier/stream_reader.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,7 +14,6 @@
 #include "node/node_test_util.h"
 #include "support/assertions.h"
 #include "support/temp_dir.h"
-#include "tier/stream_reader.h"
 
 namespace strata::node {
 namespace {

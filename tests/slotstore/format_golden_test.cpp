@@ -302,11 +302,11 @@ TEST(SlotStoreFormatGolden, StoreWritesTheDocumentedWal) {
     at += e.size;
   }
   EXPECT_EQ(at, v.bytes.size());
-  EXPECT_EQ(types, (std::vector<format::EntryType>{
-                       format::EntryType::marker, format::EntryType::intern, format::EntryType::put,
-                       format::EntryType::durable, format::EntryType::put,
-                       format::EntryType::durable, format::EntryType::erase,
-                       format::EntryType::durable}));
+  EXPECT_EQ(types,
+            (std::vector<format::EntryType>{format::EntryType::marker, format::EntryType::intern,
+                                            format::EntryType::put, format::EntryType::durable,
+                                            format::EntryType::put, format::EntryType::durable,
+                                            format::EntryType::erase, format::EntryType::durable}));
 }
 
 }  // namespace

@@ -250,11 +250,11 @@ class FaultyStore final : public objstore::ObjectStore {
         return std::nullopt;
       }
       case Fault::fail_transient:
-        return objstore::ObjectError{op, std::string(key), 503, "SlowDown", "injected",
-                                     objstore::RetryClass::transient};
+        return objstore::ObjectError{op,         std::string(key), 503,
+                                     "SlowDown", "injected",       objstore::RetryClass::transient};
       case Fault::fail_fatal:
-        return objstore::ObjectError{op, std::string(key), 403, "AccessDenied", "injected",
-                                     objstore::RetryClass::fatal};
+        return objstore::ObjectError{op,         std::string(key),           403, "AccessDenied",
+                                     "injected", objstore::RetryClass::fatal};
       case Fault::none:
         break;
     }
