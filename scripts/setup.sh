@@ -21,6 +21,12 @@ packages=(
   nodejs erlang-nox haproxy awscli python3 python3-botocore
   # The curl CLI, the peer of the object-store benchmark.
   curl
+  # ISA-L: zlib-compatible CRC32 (the stream protocol's chunk checksum) at
+  # several times zlib's speed.
+  libisal-dev
+  # RabbitMQ 3.10 with its stream plugin: the peer `strata perf` is compared
+  # against (bench/server/).
+  rabbitmq-server
   # flock(1), the independent lock holder of tests/common/file_lock_test.cpp.
   util-linux
 )
@@ -49,9 +55,11 @@ else
   echo "setup: all Debian packages present"
 fi
 
-# The test S3 server (s3rver), pinned by tools/package-lock.json.
+# The test S3 server (s3rver) and the RabbitMQ Stream JavaScript client,
+# pinned by tools/package-lock.json.
 if [ -f "$here/tools/package.json" ]; then
-  if [ ! -d "$here/tools/node_modules/s3rver" ]; then
+  if [ ! -d "$here/tools/node_modules/s3rver" ] ||
+    [ ! -d "$here/tools/node_modules/rabbitmq-stream-js-client" ]; then
     echo "setup: npm ci in tools/"
     (cd "$here/tools" && npm ci --no-audit --no-fund --loglevel=error)
   else
