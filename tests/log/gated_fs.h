@@ -41,10 +41,11 @@ class GatedFs final : public FileSystem {
     std::lock_guard<std::mutex> g(mu_);
     return events_;
   }
-  // Position of the first event equal to `e`, or -1.
-  long position(const std::string& e) const {
+  // Position of the first event equal to `e` at or after `from`, or -1.
+  long position(const std::string& e, long from = 0) const {
     auto ev = events();
-    auto it = std::find(ev.begin(), ev.end(), e);
+    if (from < 0 || size_t(from) > ev.size()) return -1;
+    auto it = std::find(ev.begin() + from, ev.end(), e);
     return it == ev.end() ? -1 : long(it - ev.begin());
   }
 

@@ -47,7 +47,7 @@ Status append_batch(StreamLog& log) {
 // Appends `n` batches on another thread; the future fails the test
 // (instead of hanging it) if an append blocks on a held sync.
 std::future<Status> append_async(StreamLog& log, int n) {
-  return std::async(std::launch::async, [&log, n] {
+  return std::async(std::launch::async, [&log, n]() -> Status {
     for (int i = 0; i < n; ++i) STRATA_TRY(append_batch(log));
     return Status::OK();
   });
@@ -95,12 +95,15 @@ TEST(LogSealSync, NeverSealsInTheBackgroundAndCloseWaitsForIt) {
   // Not durable yet: the sync is what the gate holds.
   const std::string path0 = "/s/" + seg0;
   EXPECT_LT(fault.durable_contents(path0)->size(), read_file(fault, path0)->size());
-  // The successor existed (and got data) before the seal sync ran.
-  EXPECT_LT(fs.position("create " + segment_file_name(6)), fs.position("synced " + seg0));
+  // The successor was created before the seal sync, which has not ended.
+  const long created = fs.position("create " + segment_file_name(6));
+  ASSERT_GE(created, 0);
+  EXPECT_EQ(fs.position("synced " + seg0, created), -1);
 
   fs.open_gate();
   if (!finished) appended.wait();
   ASSERT_OK(log->close());
+  EXPECT_GT(fs.position("synced " + seg0, created), created);
   EXPECT_EQ(log->seal_syncs().completed, 1u);
   EXPECT_EQ(log->seal_syncs().pending, 0u);
   EXPECT_EQ(*fault.durable_contents(path0), *read_file(fault, path0));
