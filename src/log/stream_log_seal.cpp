@@ -5,6 +5,8 @@
 // idle log (or a thousand of them) holds no thread.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <exception>
 
@@ -12,6 +14,12 @@
 #include "log/sync_mark.h"
 
 namespace strata::log {
+
+namespace {
+
+constexpr int kSealerNice = 10;
+
+}  // namespace
 
 Status StreamLog::Impl::settle_sync_mark(std::optional<uint64_t> mark) {
   std::vector<std::shared_ptr<LogSegment>> unsynced;
@@ -69,6 +77,12 @@ void StreamLog::Impl::seal_in_background(SealJob job) {
 }
 
 void StreamLog::Impl::seal_loop() {
+  // The sync does the segment's writeback on this thread (ext4 submits the
+  // pages from the fsync caller): let appenders have the CPU first. It
+  // cannot starve: once max_pending_seal_syncs are pending the appender
+  // waits for this thread. (Raising one's own nice value needs no
+  // privilege; if it fails the sync just competes as before.)
+  (void)::setpriority(PRIO_PROCESS, id_t(::gettid()), kSealerNice);
   std::unique_lock<std::mutex> l(seal_mu_);
   while (!seals_.empty()) {
     // The job stays queued while it runs: it still counts as pending.
