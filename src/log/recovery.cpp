@@ -345,13 +345,13 @@ Result<RecoveryResult> recover_stream(FileSystem& fs, const std::string& dir,
       }
       dir_changed = true;
     }
-    note(result, fmt::format("{} {} segment(s) from offset {} on: segment {} was sealed under "
-                             "fsync=never and not yet synced when the machine stopped, and it "
-                             "ends early (offsets {} on are lost; fsync=never keeps acknowledged "
-                             "records across a process crash, not a power loss)",
-                             o.read_only ? "ignored" : "dropped", dropped.size(), dropped.front(),
-                             result.segments.back().info.file,
-                             result.segments.back().info.next_offset));
+    note(result,
+         fmt::format("{} {} segment(s) from offset {} on: segment {} was sealed under "
+                     "fsync=never and not yet synced when the machine stopped, and it "
+                     "ends early (offsets {} on are lost; fsync=never keeps acknowledged "
+                     "records across a process crash, not a power loss)",
+                     o.read_only ? "ignored" : "dropped", dropped.size(), dropped.front(),
+                     result.segments.back().info.file, result.segments.back().info.next_offset));
   }
   if (dir_changed) STRATA_TRY(fs.sync_dir(dir));
   return result;

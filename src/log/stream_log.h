@@ -70,9 +70,9 @@ struct AppendResult {
 
 // The background seal syncs of FsyncPolicy::never (for tests and metrics).
 struct SealSyncStats {
-  size_t pending = 0;         // sealed segments waiting for (or in) their sync
-  uint64_t completed = 0;     // seal syncs done
-  uint64_t waits = 0;         // times an append waited for room (backpressure)
+  size_t pending = 0;           // sealed segments waiting for (or in) their sync
+  uint64_t completed = 0;       // seal syncs done
+  uint64_t waits = 0;           // times an append waited for room (backpressure)
   bool append_waiting = false;  // an append waits for room right now
 };
 

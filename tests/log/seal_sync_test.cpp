@@ -168,9 +168,8 @@ TEST(LogSealSync, FailedBackgroundSyncFailStopsTheLog) {
   FaultFileSystem fault;
   auto log = *StreamLog::open("/s", never_opts(fault, /*max_pending=*/1));
   const std::string path0 = "/s/" + segment_file_name(0);
-  fault.fail_when([&](const FaultOp& op) {
-    return op.kind == FaultOp::Kind::sync && op.path == path0;
-  });
+  fault.fail_when(
+      [&](const FaultOp& op) { return op.kind == FaultOp::Kind::sync && op.path == path0; });
   // The third append seals segment 0 (its sync fails in the background);
   // at the latest the fifth, which needs room for another seal, fails.
   Status failure;
