@@ -17,7 +17,8 @@ namespace strata::log {
 enum class FsyncPolicy {
   always,    // one fsync per group of coalesced appends, before the group commits
   interval,  // at most one fsync per fsync_interval_ms; appends wait for the next one
-  never,     // no fsync: commit after the write (the page cache survives a process crash)
+  never,     // no fsync: commit after the write (the page cache survives a process crash);
+             // sealed segments are synced in the background (max_pending_seal_syncs)
 };
 std::string_view fsync_policy_name(FsyncPolicy p);
 Result<FsyncPolicy> parse_fsync_policy(std::string_view text);
@@ -35,6 +36,9 @@ struct LogOptions {
 
   FsyncPolicy fsync = FsyncPolicy::always;
   int64_t fsync_interval_ms = 100;  // for FsyncPolicy::interval
+  // FsyncPolicy::never: at most this many sealed segments wait for their
+  // background sync; an append that would seal one more waits (>= 1).
+  size_t max_pending_seal_syncs = 2;
 
   // A segment is rolled before a chunk that would take it past either bound
   // (a segment always takes at least one chunk).

@@ -9,6 +9,7 @@
 #include "log/audit.h"
 #include "log/index_file.h"
 #include "log/segment_scan.h"
+#include "log/sync_mark.h"
 
 namespace strata::log {
 
@@ -168,9 +169,13 @@ Result<uint64_t> recover_headerless(File& f, const std::string& path, uint64_t s
   return uint64_t(kFileHeaderSize);
 }
 
+// Also recovers a sealed segment that may not have been synced (at or above
+// the sync mark): `*cut` tells whether its end was cut or ignored, in which
+// case it ends the log.
 Result<RecoveredSegment> recover_newest(FileSystem& fs, const std::string& dir, uint64_t first,
                                         const StreamListing& names, const RecoveryOptions& o,
-                                        RecoveryResult& result) {
+                                        RecoveryResult& result, bool* cut) {
+  *cut = false;
   RecoveredSegment seg = segment_named(dir, first, names);
   seg.info.active = !o.read_only;
   const std::string& path = seg.info.file;
@@ -184,6 +189,7 @@ Result<RecoveredSegment> recover_newest(FileSystem& fs, const std::string& dir, 
   so.expected_first_offset = first;
   so.look_past_damage = true;
   if (hv.kind == HeaderVerdict::Kind::absent) {
+    *cut = true;
     STRATA_ASSIGN_OR_RETURN(size, recover_headerless(*f, path, size, so, o, seg, result));
     if (o.read_only) {
       fill_info(seg, {}, size);
@@ -196,6 +202,7 @@ Result<RecoveredSegment> recover_newest(FileSystem& fs, const std::string& dir, 
   if (v.kind == ScanVerdict::Kind::corrupt) return std::move(*v.problem);
   const uint64_t valid = scan.valid_end;
   if (v.kind == ScanVerdict::Kind::truncate_tail) {
+    *cut = true;
     if (o.read_only) {
       seg.ignored_tail_bytes = size - valid;
     } else {
@@ -215,17 +222,18 @@ Result<RecoveredSegment> recover_newest(FileSystem& fs, const std::string& dir, 
 
 }  // namespace
 
-Status create_segment_files(FileSystem& fs, const std::string& dir, uint64_t first_offset) {
+Status create_segment_files(FileSystem& fs, const std::string& dir, uint64_t first_offset,
+                            bool sync) {
   {
     STRATA_ASSIGN_OR_RETURN(auto f, fs.open(path_join(dir, segment_file_name(first_offset)),
                                             OpenOptions::create_new()));
     STRATA_TRY(f->append(encode_file_header(LogFileKind::segment, first_offset)));
-    STRATA_TRY(f->sync());
+    if (sync) STRATA_TRY(f->sync());
   }
   STRATA_ASSIGN_OR_RETURN(auto idx, fs.open(path_join(dir, index_file_name(first_offset)),
                                             OpenOptions::create_truncate()));
   STRATA_TRY(idx->append(encode_file_header(LogFileKind::index, first_offset)));
-  return idx->sync();
+  return sync ? idx->sync() : Status::OK();
 }
 
 namespace {
@@ -282,22 +290,68 @@ Result<RecoveryResult> recover_stream(FileSystem& fs, const std::string& dir,
   if (!o.read_only) {
     STRATA_ASSIGN_OR_RETURN(dir_changed, remove_leftovers(fs, dir, names, result));
   }
+  STRATA_ASSIGN_OR_RETURN(result.synced_below, read_sync_mark(fs, dir));
+  // Sealed segments at or above the mark may not have been synced before
+  // the machine stopped (fsync=never seals them in the background).
+  auto maybe_unsynced = [&](uint64_t first) {
+    return result.synced_below && first >= *result.synced_below;
+  };
   const uint64_t newest = names.segments.rbegin()->first;
+  // Set once a maybe-unsynced segment was cut short: the log ends there,
+  // and every later segment (written after data that is lost) is dropped.
+  std::optional<uint64_t> ends_at;
+  std::vector<uint64_t> dropped;
   for (const auto& [first, name] : names.segments) {
-    if (!result.segments.empty()) {
+    if (!ends_at && !result.segments.empty()) {
       const SegmentInfo& prev = result.segments.back().info;
-      if (auto e = contiguity_error(dir, prev.file, prev.next_offset, name, first)) return *e;
+      if (auto e = contiguity_error(dir, prev.file, prev.next_offset, name, first)) {
+        // A maybe-unsynced segment that lost whole chunks at its end looks
+        // intact but stops short of its successor.
+        if (!maybe_unsynced(prev.first_offset)) return *e;
+        ends_at = prev.first_offset;
+      }
     }
-    Result<RecoveredSegment> seg = first == newest
-                                       ? recover_newest(fs, dir, first, names, o, result)
+    if (ends_at) {
+      dropped.push_back(first);
+      continue;
+    }
+    bool cut = false;
+    const bool like_newest = first == newest || maybe_unsynced(first);
+    Result<RecoveredSegment> seg = like_newest
+                                       ? recover_newest(fs, dir, first, names, o, result, &cut)
                                        : recover_sealed(fs, dir, first, names, o, result);
     if (!seg.ok()) return std::move(seg).error();
-    if (first == newest && !o.read_only && !names.indexes.count(first)) dir_changed = true;
-    if (!o.read_only && seg->info.chunks == 0 && first != newest) {
+    if (like_newest && !o.read_only && !names.indexes.count(first)) dir_changed = true;
+    if (first != newest) {
+      seg->info.active = false;
+      if (cut) {
+        ends_at = first;
+        seg->info.active = !o.read_only;
+      }
+    }
+    if (!o.read_only && seg->info.chunks == 0 && first != newest && !cut) {
       // An empty sealed segment is legal (nothing after it is lost) but odd.
       spdlog::info("log recovery: sealed segment {} holds no chunks", seg->info.file);
     }
     result.segments.push_back(std::move(*seg));
+  }
+  if (!dropped.empty()) {
+    if (!o.read_only) {
+      // Newest first, so that a crash in between leaves a prefix of the
+      // segments (the next recovery drops the rest).
+      for (auto it = dropped.rbegin(); it != dropped.rend(); ++it) {
+        if (names.indexes.count(*it)) STRATA_TRY(fs.remove(path_join(dir, index_file_name(*it))));
+        STRATA_TRY(fs.remove(path_join(dir, names.segments.at(*it))));
+      }
+      dir_changed = true;
+    }
+    note(result,
+         fmt::format("{} {} segment(s) from offset {} on: segment {} was sealed under "
+                     "fsync=never and not yet synced when the machine stopped, and it "
+                     "ends early (offsets {} on are lost; fsync=never keeps acknowledged "
+                     "records across a process crash, not a power loss)",
+                     o.read_only ? "ignored" : "dropped", dropped.size(), dropped.front(),
+                     result.segments.back().info.file, result.segments.back().info.next_offset));
   }
   if (dir_changed) STRATA_TRY(fs.sync_dir(dir));
   return result;

@@ -2,8 +2,9 @@
 // read-only) repair what a crash can leave behind. The rules, in short
 // (full text in docs/FORMATS.md, "Recovery (on open)"):
 //
-//  - Sealed segments (all but the newest) were fsynced, with their index,
-//    before the next segment was created, so any damage in them is
+//  - Sealed segments (all but the newest) below the sync mark (sync_mark.h;
+//    all of them when there is no mark) were fsynced, with their index,
+//    before the next segment got data, so any damage in them is
 //    corruption: an error naming file, position and reason. Their index is
 //    trusted only if it agrees with the segment (contiguous records ending
 //    exactly at the segment's end, last chunk header matching); otherwise it
@@ -16,11 +17,16 @@
 //    or all zero) and that holds no intact chunk is re-initialised.
 //  - The newest segment's index is made to match the scan (cut back where it
 //    points past the valid end or disagrees, missing records appended).
+//  - Sealed segments at or above the sync mark (fsync=never seals in the
+//    background) are recovered like the newest; if one is cut short (or
+//    stops short of its successor), the log ends there and every later
+//    segment is dropped (logged).
 //  - Segments must be contiguous (each starts where the previous ends).
 //  - Index files without a segment, and leftover `*.tmp` files, are removed.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,13 +58,16 @@ struct RecoveredSegment {
 struct RecoveryResult {
   std::vector<RecoveredSegment> segments;  // oldest first; never empty
   std::vector<std::string> repairs;        // what recovery changed (each also logged)
+  // The directory's sync mark (sync_mark.h), as found.
+  std::optional<uint64_t> synced_below;
 };
 
 Result<RecoveryResult> recover_stream(FileSystem& fs, const std::string& dir,
                                       const RecoveryOptions& opts);
 
 // Creates an empty segment and index for `first_offset` in `dir` (files
-// fsynced; the caller syncs the directory).
-Status create_segment_files(FileSystem& fs, const std::string& dir, uint64_t first_offset);
+// fsynced unless `sync` is false; the caller syncs the directory).
+Status create_segment_files(FileSystem& fs, const std::string& dir, uint64_t first_offset,
+                            bool sync = true);
 
 }  // namespace strata::log

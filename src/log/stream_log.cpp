@@ -53,6 +53,9 @@ Result<std::shared_ptr<StreamLog>> StreamLog::open(const std::string& dir, LogOp
   if (opts.fsync_interval_ms < 0) {
     return Error(Errc::invalid_argument, "fsync_interval_ms must not be negative");
   }
+  if (opts.max_pending_seal_syncs == 0) {
+    return Error(Errc::invalid_argument, "max_pending_seal_syncs must be at least 1");
+  }
   std::shared_ptr<StreamLog> log(new StreamLog(dir, std::move(opts)));
   STRATA_TRY(log->impl_->open());
   return log;
@@ -107,6 +110,9 @@ bool StreamLog::wait_for_commit(uint64_t offset, std::chrono::milliseconds timeo
 }
 size_t StreamLog::commit_waiters() const {
   return impl_->commit_waiters();
+}
+SealSyncStats StreamLog::seal_syncs() const {
+  return impl_->seal_syncs();
 }
 Result<Bytes> StreamLog::read_raw_chunk(uint64_t segment_first_offset, uint64_t position,
                                         bool verify_crc) {
@@ -186,7 +192,10 @@ Status StreamLog::Impl::open() {
   ro.create_if_missing = opts_.create_if_missing;
   ro.first_offset = opts_.first_offset;
   STRATA_ASSIGN_OR_RETURN(RecoveryResult rec, recover_stream(fs_, dir_, ro));
-  return init(std::move(rec));
+  const std::optional<uint64_t> mark = rec.synced_below;
+  STRATA_TRY(init(std::move(rec)));
+  if (opts_.read_only) return Status::OK();
+  return settle_sync_mark(mark);
 }
 
 Status StreamLog::Impl::init(RecoveryResult&& rec) {
@@ -263,10 +272,13 @@ Status StreamLog::Impl::close() {
   leader_cv_.notify_all();
   commit_cv_.notify_all();
   idle_cv_.wait(l, [&] { return queue_.empty(); });
+  l.unlock();
+  // The sealed segments still waiting for their background sync.
+  Status s = drain_seals();
+  l.lock();
   const bool failed = failed_.has_value();
   std::vector<std::shared_ptr<LogSegment>> all(segments_.begin(), segments_.end());
   l.unlock();
-  Status s;
   if (!opts_.read_only && !failed && w_.file) {
     // A clean close leaves everything durable, whatever the policy.
     s = w_.file->sync();

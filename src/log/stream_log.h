@@ -20,10 +20,21 @@
 //
 // Durability invariants (tested by crashing, see tests/log/):
 //  - every offset acknowledged under FsyncPolicy::always or ::interval
-//    survives power loss; under ::never it survives a process crash;
-//  - every segment except the newest was fsynced with its index and the
-//    directory entry of its successor before the successor got data;
-//  - recovery (recovery.h) needs nothing but the segment files.
+//    survives power loss; under ::never it survives a process crash (it is
+//    in the page cache), not a power loss;
+//  - under ::always and ::interval every segment except the newest was
+//    fsynced with its index and the directory entry of its successor before
+//    the successor got data;
+//  - under ::never nothing on the append path syncs: a sealed segment, its
+//    index and its successor's directory entry are synced in the background
+//    by a thread the log owns (started at a roll, gone when idle), and then
+//    the sync mark (sync_mark.h) moves past the segment. "Shortly" is
+//    bounded: at most max_pending_seal_syncs sealed segments (each at most
+//    max_segment_bytes) wait for their sync; the append that would seal one
+//    more waits until the oldest is synced, and close() waits for all. A
+//    failed background sync fail-stops the log with its error;
+//  - recovery (recovery.h) needs nothing but the segment files and the sync
+//    mark.
 //
 // Thread safety: every public method may be called from any thread.
 //
@@ -69,6 +80,14 @@ struct EntryBatch {
   uint32_t num_records = 0;     // offsets they occupy (1 per simple entry, nrec per sub-batch)
   std::string_view writer_ref;  // empty: none (at most 255 bytes)
   uint64_t writer_seq = 0;      // highest publishing id in this batch
+};
+
+// The background seal syncs of FsyncPolicy::never (for tests and metrics).
+struct SealSyncStats {
+  size_t pending = 0;           // sealed segments waiting for (or in) their sync
+  uint64_t completed = 0;       // seal syncs done
+  uint64_t waits = 0;           // times an append waited for room (backpressure)
+  bool append_waiting = false;  // an append waits for room right now
 };
 
 struct RetentionOutcome {
@@ -144,6 +163,7 @@ class StreamLog : public std::enable_shared_from_this<StreamLog> {
   // Threads blocked in wait_for_commit right now (for tests and metrics: a
   // test knows a reader waits before it appends, without sleeping).
   size_t commit_waiters() const;
+  SealSyncStats seal_syncs() const;
 
   // Raw access for upload. Both read committed bytes only and name the
   // segment file and position in errors; a segment removed by retention is
@@ -171,9 +191,10 @@ class StreamLog : public std::enable_shared_from_this<StreamLog> {
   // Returns the new committed next offset.
   Result<uint64_t> refresh();
 
-  // Waits for in-flight appends, syncs (writer mode), releases the writer
-  // lock. Later appends fail with Errc::closed; readers see Errc::closed.
-  // Idempotent.
+  // Waits for in-flight appends and for pending seal syncs, syncs (writer
+  // mode), releases the writer lock. Returns the error of a seal sync that
+  // failed, if one did. Later appends fail with Errc::closed; readers see
+  // Errc::closed. Idempotent.
   Status close();
   bool closed() const;
 

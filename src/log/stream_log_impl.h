@@ -3,6 +3,7 @@
 //
 //   stream_log.cpp            opening, closing, state views, listeners, readers
 //   stream_log_write.cpp      append: group commit, chunk packing, segment roll, fail-stop
+//   stream_log_seal.cpp       seal syncs off the append path (fsync=never), the sync mark
 //   stream_log_read.cpp       resolve (offset_resolution.h), raw reads, read handles
 //   stream_log_retention.cpp  apply_retention (the plan is retention.h)
 //   stream_log_refresh.cpp    refresh of a read-only log
@@ -13,7 +14,9 @@
 //    committed offset's waiters, the appender queue, closed/failed, the
 //    listeners;
 //  - files_mu_: the read handles of every segment;
-//  - retention_mu_ / refresh_mu_: one retention run / one refresh at a time.
+//  - retention_mu_ / refresh_mu_: one retention run / one refresh at a time;
+//  - seal_mu_: the background seal syncs (taken alone; the sealer thread
+//    takes mu_ only after releasing it).
 // The writer state is touched only by the group-commit leader (or by close
 // once the queue drained), so it needs no lock.
 #pragma once
@@ -28,6 +31,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/clock.h"
@@ -81,6 +85,7 @@ class StreamLog::Impl {
   void unsubscribe(uint64_t id);
   bool wait_for_commit(uint64_t offset, std::chrono::milliseconds timeout);
   size_t commit_waiters() const;
+  SealSyncStats seal_syncs() const;
 
   // stream_log_write.cpp
   Result<AppendResult> append(std::span<const BytesView> records);
@@ -143,6 +148,13 @@ class StreamLog::Impl {
     Bytes trailer;  // the trailer of the chunk being built
   };
 
+  // A sealed segment waiting for its background sync (fsync=never).
+  struct SealJob {
+    std::shared_ptr<File> file;   // the sealed segment
+    std::shared_ptr<File> index;  // its index
+    uint64_t successor_first = 0;
+  };
+
   // stream_log.cpp
   Status init(RecoveryResult&& rec);
   Status load_writers();
@@ -162,6 +174,22 @@ class StreamLog::Impl {
   Status roll();
   void fail_stop_locked(const Error& e);
   void notify_commit(const std::vector<WrittenChunk>& chunks);
+
+  // stream_log_seal.cpp
+  // At open (writer): syncs the sealed segments the mark does not cover,
+  // then sets the mark (never) or removes it (always, interval).
+  Status settle_sync_mark(std::optional<uint64_t> mark);
+  // Backpressure: waits until fewer than max_pending_seal_syncs seals are
+  // pending; the error of a failed seal sync, if any.
+  Status wait_for_seal_room();
+  void seal_in_background(SealJob job);
+  void seal_loop();
+  Status run_seal(const SealJob& job);
+  void seal_failed(const Error& e);
+  // The error of a failed seal sync, if any (cheap when there is none).
+  Status seal_status();
+  // close(): waits for the pending seals and the sealer thread.
+  Status drain_seals();
 
   // stream_log_read.cpp
   std::shared_ptr<LogSegment> find_segment_locked(uint64_t first_offset) const;
@@ -211,6 +239,18 @@ class StreamLog::Impl {
   std::mutex refresh_mu_;    // one refresh at a time (read-only mode)
 
   WriterState w_;  // the leader's (see above)
+
+  // Background seal syncs (fsync=never), guarded by seal_mu_.
+  mutable std::mutex seal_mu_;
+  std::condition_variable seal_cv_;  // a seal finished (or failed)
+  std::deque<SealJob> seals_;        // pending, oldest first; the front one is syncing
+  std::optional<Error> seal_error_;
+  std::atomic<bool> seal_failed_{false};  // seal_error_ is set, readable without seal_mu_
+  bool sealer_active_ = false;            // sealer_ runs seal_loop
+  std::thread sealer_;
+  uint64_t seals_completed_ = 0;
+  uint64_t seal_waits_ = 0;
+  bool seal_waiting_ = false;
 };
 
 }  // namespace strata::log

@@ -194,6 +194,8 @@ void StreamLog::Impl::publish_locked(const std::vector<WrittenChunk>& written) {
 
 Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
                                     std::vector<WrittenChunk>* out) {
+  // A background seal sync failed: this group fails with its error.
+  STRATA_TRY(seal_status());
   w_.rolled = false;
   ChunkBuilder b(&w_.seg_buf);
   size_t i = 0;
@@ -290,13 +292,25 @@ Status StreamLog::Impl::flush_buffers() {
 
 Status StreamLog::Impl::roll() {
   STRATA_TRY(flush_buffers());
-  // Seal: the old segment and its index become durable before the new
-  // segment exists, whatever the fsync policy. Recovery relies on it.
-  STRATA_TRY(w_.file->sync());
-  STRATA_TRY(w_.index->sync());
   const uint64_t first = w_.next;
-  STRATA_TRY(create_segment_files(fs_, dir_, first));
-  STRATA_TRY(fs_.sync_dir(dir_));
+  const bool background = opts_.fsync == FsyncPolicy::never;
+  if (background) {
+    // Seal off the append path: the sealer thread syncs the old segment,
+    // its index and the directory (the successor's entry), then moves the
+    // sync mark past it; recovery treats segments above the mark as maybe
+    // torn. Bounded: at most max_pending_seal_syncs wait, so this waits
+    // while that many are pending.
+    STRATA_TRY(wait_for_seal_room());
+    STRATA_TRY(create_segment_files(fs_, dir_, first, /*sync=*/false));
+  } else {
+    // Seal: the old segment and its index become durable before the new
+    // segment exists. Recovery relies on it.
+    STRATA_TRY(w_.file->sync());
+    STRATA_TRY(w_.index->sync());
+    STRATA_TRY(create_segment_files(fs_, dir_, first));
+    STRATA_TRY(fs_.sync_dir(dir_));
+  }
+  SealJob sealed{w_.file, w_.index, first};
   auto seg = std::make_shared<LogSegment>(path_join(dir_, segment_file_name(first)),
                                           path_join(dir_, index_file_name(first)));
   STRATA_ASSIGN_OR_RETURN(auto f, fs_.open(seg->path, OpenOptions::read_write()));
@@ -325,6 +339,7 @@ Status StreamLog::Impl::roll() {
     w_.index = seg->pinned_index;
   }
   w_.seg = seg;
+  if (background) seal_in_background(std::move(sealed));
   spdlog::debug("stream {}: rolled to segment {}", dir_, seg->path);
   w_.pos = kFileHeaderSize;
   w_.chunks = 0;
