@@ -306,8 +306,9 @@ Result<RecoveryResult> recover_stream(FileSystem& fs, const std::string& dir,
       const SegmentInfo& prev = result.segments.back().info;
       if (auto e = contiguity_error(dir, prev.file, prev.next_offset, name, first)) {
         // A maybe-unsynced segment that lost whole chunks at its end looks
-        // intact but stops short of its successor.
-        if (!maybe_unsynced(prev.first_offset)) return *e;
+        // intact but stops short of its successor. An overlap is never
+        // that.
+        if (!maybe_unsynced(prev.first_offset) || prev.next_offset > first) return *e;
         ends_at = prev.first_offset;
       }
     }
