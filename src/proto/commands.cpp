@@ -9,11 +9,9 @@ namespace strata::proto {
 void DeclarePublisherRequest::write(WireWriter& w) const {
   w.u32(correlation_id);
   w.u8(publisher_id);
-  if (reference.empty()) {
-    w.null_string();
-  } else {
-    w.string(reference);
-  }
+  // No reference is an empty string: RabbitMQ 3.10 reads the length as
+  // unsigned and answers a null (-1) with "unknown frame".
+  w.string(reference);
   w.string(stream);
 }
 void DeclarePublisherRequest::read(WireReader& r) {

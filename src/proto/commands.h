@@ -53,7 +53,7 @@ struct DeclarePublisherRequest {
   STRATA_PROTO_MESSAGE(DeclarePublisherRequest, kDeclarePublisher, 1, 1);
   uint32_t correlation_id = 0;
   uint8_t publisher_id = 0;
-  std::string reference;  // empty: none (sent as a null string)
+  std::string reference;  // empty: none (a null string reads as empty too)
   std::string stream;
 };
 using DeclarePublisherResponse = CodeResponse<kDeclarePublisher>;
