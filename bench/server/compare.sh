@@ -123,6 +123,21 @@ echo "latency at $RATE msg/s ..." >&2
 scenario lat "confirm_latency_us.p50 confirm_latency_us.p99 deliver_latency_us.p50 deliver_latency_us.p99" \
   --producers 1 --consumers 1 --rate "$RATE" --time "$TIME" --batch-size 10
 
+echo "JS client (second opinion) ..." >&2
+js="$here/js_perf.mjs"
+for server in rabbitmq strata; do
+  port=$rabbit_port
+  [ "$server" = strata ] && port=$strata_port
+  files=()
+  for r in $(seq 1 "$runs"); do
+    node "$js" --port "$port" --messages "${JS_MSGS:-100000}" --size "$SIZE" --stream "cmp-js-$r" \
+      >"$work/js-$server-$r.json" 2>"$work/js-$server-$r.err" || tail -3 "$work/js-$server-$r.err" >&2
+    files+=("$work/js-$server-$r.json")
+  done
+  result["js|confirmed_msg_s|$server"]=$(median confirmed_msg_s "${files[@]}")
+  result["js|consumed_msg_s|$server"]=$(median consumed_msg_s "${files[@]}")
+done
+
 rabbit_rss=$(rss_kib "$rabbit_pid"); rabbit_hwm=$(hwm_kib "$rabbit_pid")
 strata_rss=$(rss_kib "$strata_pid"); strata_hwm=$(hwm_kib "$strata_pid")
 
@@ -143,6 +158,8 @@ row "confirm latency p50 at $RATE msg/s" lat confirm_latency_us.p50 "us"
 row "confirm latency p99 at $RATE msg/s" lat confirm_latency_us.p99 "us"
 row "publish-to-deliver p50 at $RATE msg/s" lat deliver_latency_us.p50 "us"
 row "publish-to-deliver p99 at $RATE msg/s" lat deliver_latency_us.p99 "us"
+row "JS client: publish with confirms" js confirmed_msg_s "msg/s"
+row "JS client: consume from first" js consumed_msg_s "msg/s"
 printf '| %-44s | %12s | %12s | %6s |\n' "server RSS at the end (MiB)" "$((rabbit_rss / 1024))" "$((strata_rss / 1024))" \
   "$(python3 -c "print(f'{$strata_rss/$rabbit_rss:.2f}')")"
 printf '| %-44s | %12s | %12s | %6s |\n' "server peak RSS (MiB)" "$((rabbit_hwm / 1024))" "$((strata_hwm / 1024))" \
