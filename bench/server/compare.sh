@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# strata serve vs RabbitMQ 3.10.8, both driven by `strata perf` with identical
+# settings on this machine (loopback). Prints one table of medians.
+#   bench/server/compare.sh BUILD_DIR [RUNS]
+# BUILD_DIR holds the `strata` binary (with `serve` and `perf`). RUNS (default
+# 3) runs per scenario and server; the table shows medians.
+# Environment: TIME (seconds per timed run, default 5), SIZE (message bytes,
+# default 100), RATE (msg/s of the latency run, default 10000), CONSUME_MSGS
+# (messages read back in the consume run, default 2000000), STRATA_FSYNC
+# (strata's log fsync policy, default never — RabbitMQ does not fsync on its
+# write path either).
+set -euo pipefail
+
+build=${1:?usage: compare.sh BUILD_DIR [RUNS]}
+runs=${2:-3}
+TIME=${TIME:-5}
+SIZE=${SIZE:-100}
+RATE=${RATE:-10000}
+CONSUME_MSGS=${CONSUME_MSGS:-2000000}
+STRATA_FSYNC=${STRATA_FSYNC:-never}
+here=$(cd "$(dirname "$0")" && pwd)
+strata=$(cd "$build" && pwd)/strata
+[ -x "$strata" ] || { echo "compare.sh: no strata binary in $build" >&2; exit 2; }
+
+work=$(mktemp -d /tmp/strata-compare.XXXXXX)
+strata_pid=""
+cleanup() {
+  [ -n "$strata_pid" ] && kill -TERM "$strata_pid" 2>/dev/null && wait "$strata_pid" 2>/dev/null || true
+  "$here/rabbitmq.sh" stop "$work/rabbit" || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "starting RabbitMQ 3.10.8 ..." >&2
+rabbit_port=$("$here/rabbitmq.sh" start "$work/rabbit")
+rabbit_pid=$("$here/rabbitmq.sh" pid "$work/rabbit")
+
+echo "starting strata serve (fsync $STRATA_FSYNC) ..." >&2
+mkdir -p "$work/strata"
+printf '{"log": {"fsync": "%s"}}\n' "$STRATA_FSYNC" >"$work/strata.json"
+"$strata" serve --config "$work/strata.json" --data-dir "$work/strata" --listen 127.0.0.1:0 \
+  >"$work/strata.out" 2>"$work/strata.err" &
+strata_pid=$!
+for _ in $(seq 1 300); do
+  grep -q 'listening on' "$work/strata.out" 2>/dev/null && break
+  kill -0 "$strata_pid" 2>/dev/null || { cat "$work/strata.err" >&2; exit 1; }
+  sleep 0.1
+done
+strata_port=$(sed -n 's/^strata serve: listening on .*:\([0-9]*\)$/\1/p' "$work/strata.out")
+[ -n "$strata_port" ] || { echo "compare.sh: strata serve did not start" >&2; exit 1; }
+
+# perf PORT NAME ARGS...: one run, its JSON summary in $work/NAME.json.
+perf() {
+  local port=$1 name=$2
+  shift 2
+  "$strata" --json perf --port "$port" --size "$SIZE" "$@" >"$work/$name.json" 2>"$work/$name.err" || {
+    echo "compare.sh: run $name failed:" >&2
+    tail -5 "$work/$name.err" >&2
+    cat "$work/$name.json" >&2
+  }
+}
+# median FILES... JQ_PATH: the median of one field over runs.
+median() {
+  local path=$1
+  shift
+  python3 - "$path" "$@" <<'PY'
+import json, statistics, sys
+path = sys.argv[1].split(".")
+vals = []
+for f in sys.argv[2:]:
+    try:
+        v = json.load(open(f))
+        for p in path:
+            v = v[p]
+        vals.append(float(v))
+    except Exception:
+        pass
+print(f"{statistics.median(vals):.1f}" if vals else "n/a")
+PY
+}
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+hwm_kib() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
+
+declare -A result
+scenario() {  # scenario KEY FIELD ARGS... (run on both servers, RUNS times)
+  local key=$1 field=$2
+  shift 2
+  for server in rabbitmq strata; do
+    local port=$rabbit_port
+    [ "$server" = strata ] && port=$strata_port
+    local files=()
+    for r in $(seq 1 "$runs"); do
+      local name="$key-$server-$r"
+      perf "$port" "$name" --stream "cmp-$key-$r" --delete-stream "$@"
+      files+=("$work/$name.json")
+    done
+    for f in $field; do
+      result["$key|$f|$server"]=$(median "$f" "${files[@]}")
+    done
+  done
+}
+
+echo "publish, 1 producer ..." >&2
+scenario pub1 "rates.confirmed_msg_s" --producers 1 --consumers 0 --time "$TIME"
+echo "publish, 4 producers ..." >&2
+scenario pub4 "rates.confirmed_msg_s" --producers 4 --consumers 0 --time "$TIME"
+echo "consume ..." >&2
+# Publish once per server and run, then read everything back from the start.
+for server in rabbitmq strata; do
+  port=$rabbit_port
+  [ "$server" = strata ] && port=$strata_port
+  files=()
+  for r in $(seq 1 "$runs"); do
+    perf "$port" "fill-$server-$r" --stream "cmp-consume-$r" --producers 2 --consumers 0 \
+      --messages "$CONSUME_MSGS"
+    perf "$port" "consume-$server-$r" --stream "cmp-consume-$r" --producers 0 --consumers 1 \
+      --offset first --time "$((TIME * 3))" --delete-stream
+    files+=("$work/consume-$server-$r.json")
+  done
+  result["consume|rates.consumed_msg_s|$server"]=$(median rates.consumed_msg_s "${files[@]}")
+done
+echo "latency at $RATE msg/s ..." >&2
+scenario lat "confirm_latency_us.p50 confirm_latency_us.p99 deliver_latency_us.p50 deliver_latency_us.p99" \
+  --producers 1 --consumers 1 --rate "$RATE" --time "$TIME" --batch-size 10
+
+echo "JS client (second opinion) ..." >&2
+js="$here/js_perf.mjs"
+for server in rabbitmq strata; do
+  port=$rabbit_port
+  [ "$server" = strata ] && port=$strata_port
+  files=()
+  for r in $(seq 1 "$runs"); do
+    node "$js" --port "$port" --messages "${JS_MSGS:-100000}" --size "$SIZE" --stream "cmp-js-$r" \
+      >"$work/js-$server-$r.json" 2>"$work/js-$server-$r.err" || tail -3 "$work/js-$server-$r.err" >&2
+    files+=("$work/js-$server-$r.json")
+  done
+  result["js|confirmed_msg_s|$server"]=$(median confirmed_msg_s "${files[@]}")
+  result["js|consumed_msg_s|$server"]=$(median consumed_msg_s "${files[@]}")
+done
+
+rabbit_rss=$(rss_kib "$rabbit_pid"); rabbit_hwm=$(hwm_kib "$rabbit_pid")
+strata_rss=$(rss_kib "$strata_pid"); strata_hwm=$(hwm_kib "$strata_pid")
+
+row() {  # row LABEL KEY FIELD UNIT
+  local r=${result["$2|$3|rabbitmq"]} s=${result["$2|$3|strata"]}
+  local ratio
+  ratio=$(python3 -c "import sys; a,b=sys.argv[1:]; print(f'{float(b)/float(a):.2f}' if a!='n/a' and b!='n/a' and float(a)>0 else 'n/a')" "$r" "$s")
+  printf '| %-44s | %12s | %12s | %6s |\n' "$1 ($4)" "$r" "$s" "$ratio"
+}
+echo
+echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'); runs: $runs (medians); size $SIZE B; time $TIME s; strata fsync $STRATA_FSYNC"
+printf '| %-44s | %12s | %12s | %6s |\n' "scenario" "RabbitMQ" "strata" "ratio"
+printf '|%s|%s|%s|%s|\n' "----------------------------------------------" "--------------" "--------------" "--------"
+row "publish with confirms, 1 producer" pub1 rates.confirmed_msg_s "msg/s"
+row "publish with confirms, 4 producers" pub4 rates.confirmed_msg_s "msg/s"
+row "consume from first, 1 consumer" consume rates.consumed_msg_s "msg/s"
+row "confirm latency p50 at $RATE msg/s" lat confirm_latency_us.p50 "us"
+row "confirm latency p99 at $RATE msg/s" lat confirm_latency_us.p99 "us"
+row "publish-to-deliver p50 at $RATE msg/s" lat deliver_latency_us.p50 "us"
+row "publish-to-deliver p99 at $RATE msg/s" lat deliver_latency_us.p99 "us"
+row "JS client: publish with confirms" js confirmed_msg_s "msg/s"
+row "JS client: consume from first" js consumed_msg_s "msg/s"
+printf '| %-44s | %12s | %12s | %6s |\n' "server RSS at the end (MiB)" "$((rabbit_rss / 1024))" "$((strata_rss / 1024))" \
+  "$(python3 -c "print(f'{$strata_rss/$rabbit_rss:.2f}')")"
+printf '| %-44s | %12s | %12s | %6s |\n' "server peak RSS (MiB)" "$((rabbit_hwm / 1024))" "$((strata_hwm / 1024))" \
+  "$(python3 -c "print(f'{$strata_hwm/$rabbit_hwm:.2f}')")"

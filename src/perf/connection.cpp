@@ -1,0 +1,222 @@
+#include "perf/connection.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace strata::perf {
+
+using namespace strata::proto;
+
+std::array<int, 3> parse_version(std::string_view v) {
+  std::array<int, 3> out{0, 0, 0};
+  size_t part = 0;
+  for (char c : v) {
+    if (c >= '0' && c <= '9') {
+      out[part] = out[part] * 10 + (c - '0');
+    } else if (c == '.') {
+      if (++part == 3) break;
+    } else {
+      break;  // "3.13.0-rc.1": stop at the pre-release tag
+    }
+  }
+  return out;
+}
+
+std::string Connection::server_property(std::string_view key) const {
+  for (const auto& [k, v] : server_properties_) {
+    if (k == key) return v;
+  }
+  return {};
+}
+
+Status Connection::write_sync(BytesView frame) {
+  asio::error_code ec;
+  asio::write(socket_, asio::buffer(frame.data(), frame.size()), ec);
+  if (ec) return make_error(Errc::io, where_ + ": write: " + ec.message());
+  return {};
+}
+
+Result<Bytes> Connection::read_frame_sync() {
+  for (;;) {
+    BytesView buf(in_.data() + begin_, end_ - begin_);
+    FrameSplit s = split_frame(buf, frame_max_ ? frame_max_ : 64u << 20);
+    if (s.kind == FrameSplit::too_large) {
+      return make_error(Errc::corrupt,
+                        fmt::format("{}: server sent a frame of {} bytes", where_, s.total()));
+    }
+    if (s.kind == FrameSplit::frame) {
+      Bytes body(s.body(buf));
+      begin_ += s.total();
+      return body;
+    }
+    if (begin_ > 0) {
+      std::memmove(in_.data(), in_.data() + begin_, end_ - begin_);
+      end_ -= begin_;
+      begin_ = 0;
+    }
+    if (s.kind == FrameSplit::need_more && buf.size() >= kFrameSizeBytes &&
+        s.total() > in_.size()) {
+      in_.resize(s.total());
+    }
+    asio::error_code ec;
+    size_t n = socket_.read_some(asio::buffer(in_.data() + end_, in_.size() - end_), ec);
+    if (ec) return make_error(Errc::io, where_ + ": read: " + ec.message());
+    end_ += n;
+  }
+}
+
+Result<Bytes> Connection::read_response_sync(uint16_t key, uint32_t correlation_id) {
+  for (;;) {
+    STRATA_ASSIGN_OR_RETURN(Bytes body, read_frame_sync());
+    auto head = peek_head(body);
+    if (!head.ok()) return std::move(head).error();
+    if (head->key == key && peek_correlation_id(body) == correlation_id) return body;
+    if (head->key == kHeartbeat || head->key == kMetadataUpdate) continue;
+    if (head->key == kClose) {
+      auto c = decode<CloseRequest>(body);
+      std::string reason = c.ok() ? c->reason : std::string("?");
+      return make_error(Errc::closed,
+                        fmt::format("{}: server closed the connection waiting for {}: {}", where_,
+                                    command_name(key), reason));
+    }
+    return make_error(Errc::corrupt,
+                      fmt::format("{}: expected {} (correlation {}), got {}", where_,
+                                  command_name(key), correlation_id, command_name(head->key)));
+  }
+}
+
+Status Connection::open(const ConnectOptions& o) {
+  where_ = fmt::format("{}:{}", o.host, o.port);
+  asio::error_code ec;
+  asio::ip::tcp::resolver resolver(socket_.get_executor());
+  auto endpoints = resolver.resolve(o.host, std::to_string(o.port), ec);
+  if (ec) return make_error(Errc::io, where_ + ": resolve: " + ec.message());
+  asio::connect(socket_, endpoints, ec);
+  if (ec) return make_error(Errc::unavailable, where_ + ": connect: " + ec.message());
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+
+  PeerPropertiesRequest pp;
+  pp.properties = {{"product", "strata-perf"},
+                   {"version", "0.1.0"},
+                   {"platform", "C++"},
+                   {"connection_name", o.connection_name}};
+  STRATA_ASSIGN_OR_RETURN(auto ppr, call<PeerPropertiesResponse>(pp));
+  server_properties_ = ppr.properties;
+
+  STRATA_ASSIGN_OR_RETURN(auto hs, call<SaslHandshakeResponse>(SaslHandshakeRequest{}));
+  bool plain = false;
+  for (const auto& m : hs.mechanisms) plain |= m == "PLAIN";
+  if (!plain) return make_error(Errc::invalid_argument, where_ + ": server does not offer PLAIN");
+  SaslAuthenticateRequest auth;
+  auth.mechanism = "PLAIN";
+  auth.data = std::string(1, '\0') + o.username + std::string(1, '\0') + o.password;
+  STRATA_ASSIGN_OR_RETURN(auto ar, call<SaslAuthenticateResponse>(auth));
+  if (ar.code != ResponseCode::ok) {
+    return make_error(Errc::invalid_argument, fmt::format("{}: authentication as {}: {}", where_,
+                                                          o.username, response_code_name(ar.code)));
+  }
+
+  // The server sends Tune next; answer with the smaller frame limit and no
+  // heartbeats (a run is short and every connection is busy).
+  STRATA_ASSIGN_OR_RETURN(Bytes tune_body, read_frame_sync());
+  auto tune = decode<TuneFrame>(tune_body);
+  if (!tune.ok()) return std::move(tune).error().with_context(where_ + ": waiting for Tune");
+  frame_max_ = tune->frame_max == 0 ? o.frame_max : std::min(tune->frame_max, o.frame_max);
+  Bytes reply;
+  encode(TuneFrame{.frame_max = frame_max_, .heartbeat = 0}, &reply);
+  STRATA_TRY(write_sync(reply));
+
+  STRATA_ASSIGN_OR_RETURN(auto op, call<OpenResponse>(OpenRequest{.virtual_host = o.virtual_host}));
+  if (op.code != ResponseCode::ok) {
+    return make_error(Errc::invalid_argument,
+                      fmt::format("{}: open virtual host {}: {}", where_, o.virtual_host,
+                                  response_code_name(op.code)));
+  }
+  auto v = parse_version(server_property("version"));
+  if (v >= std::array<int, 3>{3, 11, 0}) {
+    ExchangeCommandVersionsRequest ex;
+    ex.versions = {{kDeclarePublisher, 1, 1}, {kPublish, 1, 1}, {kDeliver, 1, 1}};
+    STRATA_ASSIGN_OR_RETURN(auto exr, call<ExchangeCommandVersionsResponse>(ex));
+    (void)exr;
+  }
+  return {};
+}
+
+void Connection::start(FrameHandler on_frame, ErrorHandler on_error) {
+  on_frame_ = std::move(on_frame);
+  on_error_ = std::move(on_error);
+  read_more();
+}
+
+void Connection::fail(const Error& e) {
+  if (failed_) return;
+  failed_ = true;
+  if (on_error_) on_error_(e);
+}
+
+void Connection::read_more() {
+  if (begin_ > 0) {
+    std::memmove(in_.data(), in_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  if (end_ == in_.size()) in_.resize(in_.size() * 2);
+  socket_.async_read_some(
+      asio::buffer(in_.data() + end_, in_.size() - end_), [this](asio::error_code ec, size_t n) {
+        if (ec) {
+          if (ec != asio::error::operation_aborted) {
+            fail(make_error(Errc::io, where_ + ": read: " + ec.message()));
+          }
+          return;
+        }
+        end_ += n;
+        for (;;) {
+          BytesView buf(in_.data() + begin_, end_ - begin_);
+          FrameSplit s = split_frame(buf, frame_max_);
+          if (s.kind == FrameSplit::too_large) {
+            fail(make_error(Errc::corrupt,
+                            fmt::format("{}: server sent a frame of {} bytes", where_, s.total())));
+            return;
+          }
+          if (s.kind == FrameSplit::need_more) {
+            if (buf.size() >= kFrameSizeBytes && s.total() > in_.size()) in_.resize(s.total());
+            break;
+          }
+          auto f = decode_server_frame(s.body(buf));
+          if (!f.ok()) {
+            fail(std::move(f).error().with_context(where_));
+            return;
+          }
+          on_frame_(*f);
+          begin_ += s.total();
+          if (failed_) return;
+        }
+        read_more();
+      });
+}
+
+void Connection::flush() {
+  if (writing_ || pending_.empty() || failed_) return;
+  writing_ = true;
+  std::swap(pending_, in_flight_);
+  asio::async_write(socket_, asio::buffer(in_flight_), [this](asio::error_code ec, size_t) {
+    writing_ = false;
+    in_flight_.clear();
+    if (ec) {
+      if (ec != asio::error::operation_aborted) {
+        fail(make_error(Errc::io, where_ + ": write: " + ec.message()));
+      }
+      return;
+    }
+    flush();
+  });
+}
+
+void Connection::close() {
+  asio::error_code ec;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+}
+
+}  // namespace strata::perf

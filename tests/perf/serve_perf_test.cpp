@@ -1,0 +1,69 @@
+// `strata perf` against `strata serve` (the same binary), on loopback. Skipped
+// while the binary has no `serve` command.
+#include <gtest/gtest.h>
+
+#include "support/cli.h"
+
+namespace strata::test {
+namespace {
+
+class ServePerf : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!contains(strata_cmd({"--help"}).output, "\n  serve ")) {
+      GTEST_SKIP() << "no `strata serve` in this binary";
+    }
+    server_ = Process::spawn(
+        {STRATA_BIN, "serve", "--data-dir", dir_.sub("data"), "--listen", "127.0.0.1:0"},
+        dir_.path());
+    auto out = server_.wait_for_output("listening on", std::chrono::seconds(60));
+    ASSERT_TRUE(out.has_value()) << server_.stderr_text();
+    auto line = out->substr(out->find("listening on"));
+    port_ = std::atoi(line.substr(line.rfind(':') + 1).c_str());
+    ASSERT_GT(port_, 0) << *out;
+  }
+  void TearDown() override {
+    if (server_.pid() > 0) {
+      server_.kill(15);
+      EXPECT_EQ(server_.wait(std::chrono::seconds(30)), 0) << server_.stderr_text();
+    }
+  }
+  nlohmann::json perf(std::vector<std::string> args) {
+    std::vector<std::string> argv = {"--json", "perf", "--port", std::to_string(port_)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto out = strata_cli(argv);
+    EXPECT_EQ(out.status, 0) << out.out << out.err;
+    auto j = nlohmann::json::parse(out.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << out.out << out.err;
+    return j;
+  }
+
+  TempDir dir_;
+  Process server_;
+  int port_ = 0;
+};
+
+TEST_F(ServePerf, PublishesConfirmsAndConsumesEverything) {
+  auto j = perf({"--stream", "perf-serve", "--producers", "2", "--consumers", "2", "--time", "2"});
+  EXPECT_TRUE(j["ok"].get<bool>()) << j.dump(2);
+  EXPECT_EQ(j["server"]["product"], "strata");
+  EXPECT_GT(j["published"].get<uint64_t>(), 0u);
+  EXPECT_EQ(j["confirmed"], j["published"]);
+  // Two consumers: each sees every message.
+  EXPECT_EQ(j["consumed"].get<uint64_t>(), 2 * j["published"].get<uint64_t>());
+  EXPECT_EQ(j["crc_errors"].get<uint64_t>(), 0u);
+  EXPECT_EQ(j["gaps"].get<uint64_t>(), 0u);
+}
+
+TEST_F(ServePerf, SubEntryBatchesReadBackFromFirst) {
+  auto a = perf({"--stream", "perf-serve-sub", "--consumers", "0", "--messages", "3000"});
+  EXPECT_EQ(a["confirmed"].get<uint64_t>(), 3000u);
+  auto b = perf({"--stream", "perf-serve-sub", "--messages", "10000", "--sub-entry-size", "10",
+                 "--offset", "first", "--delete-stream"});
+  EXPECT_TRUE(b["ok"].get<bool>()) << b.dump(2);
+  EXPECT_EQ(b["consumed"].get<uint64_t>(), 10000u);
+  EXPECT_EQ(b["consumed_all"].get<uint64_t>(), 13000u);
+}
+
+}  // namespace
+}  // namespace strata::test
