@@ -130,7 +130,7 @@ for server in rabbitmq strata; do
   [ "$server" = strata ] && port=$strata_port
   files=()
   for r in $(seq 1 "$runs"); do
-    node "$js" --port "$port" --messages "${JS_MSGS:-100000}" --size "$SIZE" --stream "cmp-js-$r" \
+    timeout 120 node "$js" --port "$port" --messages "${JS_MSGS:-100000}" --size "$SIZE" --stream "cmp-js-$r" \
       >"$work/js-$server-$r.json" 2>"$work/js-$server-$r.err" || tail -3 "$work/js-$server-$r.err" >&2
     files+=("$work/js-$server-$r.json")
   done

@@ -8,6 +8,13 @@ namespace strata::perf {
 
 using namespace strata::proto;
 
+namespace {
+// Incoming frames are not held to the negotiated frame max: servers deliver
+// a chunk whole (RabbitMQ and strata both may exceed it); this only bounds
+// what a broken peer can make us buffer.
+constexpr uint32_t kMaxIncomingFrame = 256u << 20;
+}  // namespace
+
 std::array<int, 3> parse_version(std::string_view v) {
   std::array<int, 3> out{0, 0, 0};
   size_t part = 0;
@@ -40,7 +47,7 @@ Status Connection::write_sync(BytesView frame) {
 Result<Bytes> Connection::read_frame_sync() {
   for (;;) {
     BytesView buf(in_.data() + begin_, end_ - begin_);
-    FrameSplit s = split_frame(buf, frame_max_ ? frame_max_ : 64u << 20);
+    FrameSplit s = split_frame(buf, kMaxIncomingFrame);
     if (s.kind == FrameSplit::too_large) {
       return make_error(Errc::corrupt,
                         fmt::format("{}: server sent a frame of {} bytes", where_, s.total()));
@@ -173,7 +180,7 @@ void Connection::read_more() {
         end_ += n;
         for (;;) {
           BytesView buf(in_.data() + begin_, end_ - begin_);
-          FrameSplit s = split_frame(buf, frame_max_);
+          FrameSplit s = split_frame(buf, kMaxIncomingFrame);
           if (s.kind == FrameSplit::too_large) {
             fail(make_error(Errc::corrupt,
                             fmt::format("{}: server sent a frame of {} bytes", where_, s.total())));
