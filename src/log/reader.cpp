@@ -7,6 +7,7 @@
 
 #include "common/assert.h"
 #include "common/endian.h"
+#include "log/entries.h"
 #include "log/stream_log_impl.h"
 
 namespace strata::log {
@@ -127,37 +128,23 @@ Result<size_t> Reader::next_records(std::vector<Record>* out) {
   while (true) {
     STRATA_ASSIGN_OR_RETURN(auto c, next_chunk());
     if (!c) return size_t(0);
-    // Walk the entries in place (no intermediate vector); on any framing
-    // problem parse_records produces the precise error.
-    BytesView data = c->data();
+    // Walk the records in place (no intermediate vector).
     const size_t before = out->size();
+    const int64_t ts = c->header.timestamp_ms;
     uint64_t off = c->header.first_offset;
-    size_t pos = 0;
-    bool bad = false;
-    while (pos < data.size()) {
-      if (data.size() - pos < kEntryHeaderSize) {
-        bad = true;
-        break;
-      }
-      uint32_t eh = get_be32(u8(data.data() + pos));
-      pos += kEntryHeaderSize;
-      if ((eh & 0x80000000u) || eh > data.size() - pos) {
-        bad = true;
-        break;
-      }
-      if (off >= start_offset_) {
-        out->push_back(Record{off, c->header.timestamp_ms, data.substr(pos, eh)});
-      }
-      pos += eh;
-      ++off;
-    }
-    if (bad || off - c->header.first_offset != c->header.num_records ||
-        off - c->header.first_offset != c->header.num_entries) {
+    EntryCounts n;
+    auto problem = for_each_record(
+        c->data(),
+        [&](BytesView value) {
+          if (off >= start_offset_) out->push_back(Record{off, ts, value});
+          ++off;
+        },
+        &n);
+    if (problem || n.entries != c->header.num_entries || n.records != c->header.num_records) {
       out->resize(before);
-      auto recs =
-          parse_records(c->header, data, fmt::format("{} position {}", seg_->path, c->position));
-      if (!recs.ok()) return std::move(recs).error();
-      return Error(Errc::internal, "record framing check disagrees with parse_records");
+      STRATA_TRY(records_status(c->header, problem, n,
+                                fmt::format("{} position {}", seg_->path, c->position)));
+      return Error(Errc::internal, "record walk disagrees with records_status");
     }
     if (out->size() > before) return out->size() - before;
     // Every record of this chunk was before the requested offset: go on.

@@ -76,8 +76,12 @@ class Reader {
 
   // Appends to *out the records of the next chunk whose offsets are at or
   // after the reader's start offset (records of the first chunk before the
-  // requested offset are skipped). Returns how many were appended; 0 at the
-  // committed end. Views are valid until the next call.
+  // requested offset are skipped): simple entries and the inner records of
+  // uncompressed sub-batches (log/entries.h). Returns how many were
+  // appended; 0 at the committed end. Views are valid until the next call.
+  // A chunk holding a compressed sub-batch: Errc::unsupported naming its
+  // compression and offset, and the reader has moved past that chunk (read
+  // such chunks with next_chunk and parse_entries).
   Result<size_t> next_records(std::vector<Record>* out);
 
   // Waits until a chunk is available to read, the timeout passes, or the log
