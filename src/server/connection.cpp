@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <zlib.h>
 
 #include <asio/bind_executor.hpp>
 #include <asio/post.hpp>
@@ -26,61 +25,8 @@ constexpr uint32_t kPreTuneFrameMax = 1u << 20;
 // A publisher's bytes handed to the log but not confirmed yet, before the
 // connection stops reading its socket.
 constexpr uint64_t kUnconfirmedBudget = 16u << 20;
-// Bytes queued for the socket before consumers of this connection stop
-// being fed (they resume as the socket drains).
-constexpr uint64_t kOutBudget = 8u << 20;
-// One read task delivers at most this much.
-constexpr uint64_t kReadBatchBytes = 1u << 20;
-constexpr std::chrono::milliseconds kReadDeadline{300'000};
 constexpr std::chrono::milliseconds kStreamOpDeadline{120'000};
 constexpr size_t kReadChunk = 64u << 10;
-
-struct ReadBatch {
-  Bytes frames;
-  uint32_t chunks = 0;
-  bool at_end = false;
-  uint64_t next_offset = 0;
-};
-
-// Reads chunks for one subscription (on the blocking pool) and frames them
-// as Deliver: the osiris header is rebuilt from the stored chunk's header;
-// the entries are the stored bytes, unchanged.
-Result<ReadBatch> read_chunks(tier::StreamReader& r, uint8_t sub, uint16_t version,
-                              const ServedStream& served, uint32_t max_chunks) {
-  ReadBatch b;
-  while (b.chunks < max_chunks && b.frames.size() < kReadBatchBytes) {
-    auto c = r.next_chunk();
-    if (!c.ok()) {
-      // Deliver what was read; the error comes back on the next call.
-      if (b.chunks > 0) break;
-      return std::move(c).error();
-    }
-    if (!c->has_value()) {
-      b.at_end = true;
-      break;
-    }
-    const tier::TieredChunk& t = **c;
-    if (t.header.type != log::ChunkType::user) continue;
-    BytesView data = t.data();
-    OsirisChunkHeader h;
-    h.chunk_type = uint8_t(OsirisChunkType::user);
-    h.num_entries = t.header.num_entries;
-    h.num_records = t.header.num_records;
-    h.timestamp_ms = t.header.timestamp_ms;
-    h.epoch = t.header.epoch;
-    h.chunk_id = t.header.first_offset;
-    // The wire CRC is zlib's CRC32 of the entries (the log stores CRC32C).
-    h.crc = uint32_t(::crc32(0L, u8(data.data()), uInt(data.size())));
-    h.data_len = uint32_t(data.size());
-    h.trailer_len = 0;
-    uint64_t committed = uint64_t(std::max<int64_t>(served.last_chunk_id(), 0));
-    encode_deliver_head(version, sub, std::max(committed, h.chunk_id), h, &b.frames);
-    b.frames.append(data);
-    b.chunks += 1;
-  }
-  b.next_offset = r.next_offset();
-  return b;
-}
 
 log::OffsetSpec to_log_spec(const proto::OffsetSpec& s) {
   switch (s.type) {
@@ -223,8 +169,21 @@ void Connection::process_frames() {
 void Connection::send(Bytes frame) {
   if (closed_) return;
   out_bytes_ += frame.size();
-  out_q_.push_back(std::move(frame));
+  out_q_.push_back(OutItem{std::move(frame), nullptr, nullptr});
   if (!write_active_) write_more();
+}
+
+void Connection::send(std::shared_ptr<const ChunkFrame> frame,
+                      std::function<void(std::error_code)> done) {
+  asio::post(strand_, [self = shared_from_this(), frame = std::move(frame),
+                       done = std::move(done)]() mutable {
+    if (self->closed_) return done(asio::error::operation_aborted);
+    self->out_bytes_ += frame->wire_size();
+    self->server_.counters().chunks_out += 1;
+    self->server_.counters().bytes_out += frame->wire_size();
+    self->out_q_.push_back(OutItem{Bytes(), std::move(frame), std::move(done)});
+    if (!self->write_active_) self->write_more();
+  });
 }
 
 void Connection::write_more() {
@@ -235,10 +194,31 @@ void Connection::write_more() {
     return;
   }
   write_active_ = true;
+  if (out_q_.front().chunk) {
+    // A Deliver frame: its head from memory, its body possibly by sendfile.
+    OutItem item = std::move(out_q_.front());
+    out_q_.pop_front();
+    uint64_t size = item.chunk->wire_size();
+    async_write_frame(
+        socket_, item.chunk,
+        [self = shared_from_this(), size, done = std::move(item.done)](std::error_code ec) mutable {
+          // async_write_frame completes on the socket's executor:
+          // this strand.
+          self->out_bytes_ -= size;
+          done(ec);
+          if (ec) {
+            self->close_now(ec.message());
+            return;
+          }
+          self->last_write_ = Clock::now();
+          self->write_more();
+        });
+    return;
+  }
   writing_.clear();
   std::vector<asio::const_buffer> bufs;
-  while (!out_q_.empty() && writing_.size() < 64) {
-    writing_.push_back(std::move(out_q_.front()));
+  while (!out_q_.empty() && !out_q_.front().chunk && writing_.size() < 64) {
+    writing_.push_back(std::move(out_q_.front().bytes));
     out_q_.pop_front();
   }
   bufs.reserve(writing_.size());
@@ -254,7 +234,6 @@ void Connection::write_more() {
                           }
                           self->last_write_ = Clock::now();
                           self->write_more();
-                          self->pump_all();
                         }));
 }
 
@@ -266,12 +245,26 @@ void Connection::close_now(const std::string& why) {
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
   heartbeat_timer_.cancel();
-  for (auto& [id, s] : subscriptions_) s->closed = true;
+  bool had_sac = false;
+  for (auto& [id, s] : subscriptions_) {
+    had_sac = had_sac || !s->sac_name.empty();
+    s->closed = true;
+    if (s->delivery) s->delivery->stop();
+  }
   server_.counters().consumers -= subscriptions_.size();
   server_.counters().publishers -= publishers_.size();
   subscriptions_.clear();
   publishers_.clear();
+  // Frames not written: their deliveries learn it (each done runs once).
+  auto q = std::move(out_q_);
   out_q_.clear();
+  for (auto& item : q) {
+    if (item.done) item.done(asio::error::operation_aborted);
+  }
+  if (had_sac) {
+    uint64_t me = id_;
+    server_.sac([me](SacGroups& g) { return g.connection_gone(me); });
+  }
   server_.connection_closed(id_);
 }
 
@@ -496,21 +489,13 @@ void Connection::on(const DeleteStreamRequest& r) {
   std::string name = r.stream;
   run_task<Status>(
       server_.tasks(), strand_, kStreamOpDeadline, "delete stream " + name,
-      [srv, name]() -> Status {
-        // Stop appending first, so that nothing is confirmed that the
-        // deletion removes.
-        if (auto s = srv->served(name); s.ok()) (*s)->retire();
-        return srv->node().delete_stream(name);
-      },
+      [srv, name]() -> Status { return srv->delete_stream(name); },
       [self = shared_from_this(), corr = r.correlation_id, name](TaskOutcome<Status> out) {
         ResponseCode code = ResponseCode::ok;
         if (out.end != TaskEnd::completed) {
           code = ResponseCode::internal_error;
         } else if (!out.value->ok()) {
           code = code_for_stream_error(out.value->error());
-        }
-        if (code == ResponseCode::ok || code == ResponseCode::stream_does_not_exist) {
-          self->server_.stream_deleted(name);
         }
         self->respond_code(kDelete, corr, code);
       });
@@ -668,47 +653,83 @@ void Connection::on(const SubscribeRequest& r) {
     respond_code(kSubscribe, r.correlation_id, ResponseCode::stream_does_not_exist);
     return;
   }
+  std::map<std::string, std::string> props(r.properties.begin(), r.properties.end());
+  bool sac = props["single-active-consumer"] == "true";
+  if (sac && props["name"].empty()) {
+    // A group needs a name: RabbitMQ refuses this too.
+    respond_code(kSubscribe, r.correlation_id, ResponseCode::precondition_failed);
+    return;
+  }
   auto sub = std::make_shared<Subscription>();
   sub->id = r.subscription_id;
   sub->stream = r.stream;
   sub->served = *s;
   sub->credit = r.credit;
-  sub->busy = true;  // until its reader is open
+  sub->spec = r.offset;
+  if (sac) sub->sac_name = props["name"];
   subscriptions_[r.subscription_id] = sub;
   server_.counters().consumers += 1;
   (*s)->watch(shared_from_this());
+  respond_code(kSubscribe, r.correlation_id, ResponseCode::ok);
+  if (!sac) {
+    start_delivery(sub, to_log_spec(r.offset));
+    return;
+  }
+  // A partition of a super stream: consumers spread over the partitions.
+  std::optional<uint32_t> index;
+  if (!props["super-stream"].empty()) {
+    auto parts = server_.supers().partitions(props["super-stream"]);
+    if (parts.ok()) {
+      for (size_t i = 0; i < parts->size(); ++i) {
+        if ((*parts)[i] == r.stream) index = uint32_t(i);
+      }
+    }
+  }
+  ConsumerRef ref{id_, r.subscription_id};
+  std::string stream = r.stream, name = sub->sac_name;
+  server_.sac([&](SacGroups& g) { return g.subscribe(stream, name, ref, index); });
+}
+
+void Connection::start_delivery(const SubPtr& sub, const log::OffsetSpec& spec) {
   Server* srv = &server_;
-  std::string name = r.stream;
-  log::OffsetSpec spec = to_log_spec(r.offset);
-  run_task<Result<std::shared_ptr<tier::StreamReader>>>(
+  std::string name = sub->stream;
+  uint64_t gen = sub->generation;
+  using ReaderResult = Result<std::unique_ptr<tier::StreamReader>>;
+  run_task<ReaderResult>(
       server_.tasks(), strand_, kStreamOpDeadline, "open reader of " + name,
-      [srv, name, spec]() -> Result<std::shared_ptr<tier::StreamReader>> {
-        auto rd = srv->node().open_reader(name, spec);
-        if (!rd.ok()) return std::move(rd).error();
-        return std::shared_ptr<tier::StreamReader>(std::move(rd).value());
-      },
-      [self = shared_from_this(), sub,
-       corr = r.correlation_id](TaskOutcome<Result<std::shared_ptr<tier::StreamReader>>> out) {
-        ResponseCode code = ResponseCode::ok;
-        if (out.end != TaskEnd::completed) {
-          code = ResponseCode::internal_error;
-        } else if (!out.value->ok()) {
-          code = code_for_stream_error(out.value->error());
-          spdlog::warn("subscribe to {}: {}", sub->stream, out.value->error().to_string());
-        }
-        if (self->closed_) return;
-        if (code != ResponseCode::ok) {
-          if (!sub->closed) {
-            self->subscriptions_.erase(sub->id);
-            self->server_.counters().consumers -= 1;
-          }
-          self->respond_code(kSubscribe, corr, code);
+      [srv, name, spec]() -> ReaderResult { return srv->node().open_reader(name, spec); },
+      [self = shared_from_this(), sub, gen](TaskOutcome<ReaderResult> out) {
+        if (self->closed_ || sub->closed || sub->generation != gen) return;
+        if (out.end != TaskEnd::completed || !out.value->ok()) {
+          const Error& e = out.end != TaskEnd::completed ? out.error : out.value->error();
+          // The subscription was answered already: the client learns of
+          // the failure as the stream becoming unavailable to it.
+          spdlog::warn("subscription {} on {}: opening its reader: {}", sub->id, sub->stream,
+                       e.to_string());
+          Bytes f;
+          encode(MetadataUpdate{ResponseCode::stream_not_available, sub->stream}, &f);
+          self->send(std::move(f));
           return;
         }
-        sub->reader = std::move(*out.value).value();
-        sub->busy = false;
-        self->respond_code(kSubscribe, corr, ResponseCode::ok);
-        self->pump(sub);
+        DeliveryOptions opts;
+        opts.subscription_id = sub->id;
+        opts.version = self->deliver_version_;
+        std::weak_ptr<Connection> weak = self;
+        uint8_t id = sub->id;
+        std::string stream = sub->stream;
+        sub->delivery = Delivery::start(
+            std::move(*out.value).value(), sub->served->log(), self, self->strand_,
+            self->server_.tasks(), opts, uint16_t(std::min<uint32_t>(sub->credit, 65535)),
+            [weak, id, stream](const Error& e) {
+              spdlog::warn("subscription {} on {}: delivery stopped: {}", id, stream,
+                           e.to_string());
+              if (auto c = weak.lock()) {
+                Bytes f;
+                encode(MetadataUpdate{ResponseCode::stream_not_available, stream}, &f);
+                c->send(std::move(f));
+              }
+            });
+        sub->credit = 0;
       });
 }
 
@@ -720,8 +741,22 @@ void Connection::on(const CreditRequest& r) {
     send(std::move(f));
     return;
   }
-  it->second->credit = std::min<uint32_t>(it->second->credit + r.credit, 1u << 20);
-  pump(it->second);
+  if (it->second->delivery) {
+    it->second->delivery->add_credit(r.credit);
+  } else {
+    it->second->credit = std::min<uint32_t>(it->second->credit + r.credit, 65535);
+  }
+}
+
+void Connection::stop_subscription(const SubPtr& s) {
+  s->closed = true;
+  if (s->delivery) s->delivery->stop();
+  server_.counters().consumers -= 1;
+  if (!s->sac_name.empty()) {
+    ConsumerRef ref{id_, s->id};
+    std::string stream = s->stream, name = s->sac_name;
+    server_.sac([&](SacGroups& g) { return g.unsubscribe(stream, name, ref); });
+  }
 }
 
 void Connection::on(const UnsubscribeRequest& r) {
@@ -730,81 +765,71 @@ void Connection::on(const UnsubscribeRequest& r) {
     respond_code(kUnsubscribe, r.correlation_id, ResponseCode::subscription_id_does_not_exist);
     return;
   }
-  it->second->closed = true;
+  SubPtr s = it->second;
   subscriptions_.erase(it);
-  server_.counters().consumers -= 1;
+  stop_subscription(s);
   respond_code(kUnsubscribe, r.correlation_id, ResponseCode::ok);
 }
 
-void Connection::pump_all() {
-  for (auto& [id, s] : subscriptions_) pump(s);
+// ---- single active consumer ----
+
+void Connection::sac_effect(const SacEffect& e) {
+  asio::post(strand_, [self = shared_from_this(), e] {
+    if (self->closed_) return;
+    auto it = self->subscriptions_.find(e.consumer.subscription);
+    if (it == self->subscriptions_.end()) return;
+    SubPtr s = it->second;
+    switch (e.kind) {
+      case SacEffect::Kind::send_update: {
+        uint32_t corr = self->next_server_correlation_++;
+        self->pending_updates_[corr] = s->id;
+        Bytes f;
+        encode(ConsumerUpdateRequest{corr, s->id, uint8_t(e.active ? 1 : 0)}, &f);
+        self->send(std::move(f));
+        break;
+      }
+      case SacEffect::Kind::activate:
+        s->generation += 1;
+        if (s->delivery) s->delivery->stop();
+        s->delivery.reset();
+        self->start_delivery(s, to_log_spec(s->spec));
+        break;
+      case SacEffect::Kind::deactivate:
+        s->generation += 1;
+        if (s->delivery) {
+          // Credit not used by the stepping-down delivery stays with the
+          // subscription for its next activation.
+          s->credit = s->delivery->credit();
+          s->delivery->stop();
+        }
+        s->delivery.reset();
+        break;
+    }
+  });
 }
 
-void Connection::pump(const SubPtr& s) {
-  if (closed_ || s->closed || s->busy || s->waiting || s->credit == 0 || !s->reader) return;
-  if (out_bytes_ > kOutBudget) return;  // resumed when the socket drains
-  s->busy = true;
-  auto reader = s->reader;
-  auto served = s->served;
-  uint8_t sub_id = s->id;
-  uint16_t version = deliver_version_;
-  uint32_t max_chunks = s->credit;
-  run_task<Result<ReadBatch>>(
-      server_.tasks(), strand_, kReadDeadline, "read " + s->stream,
-      [reader, served, sub_id, version, max_chunks] {
-        return read_chunks(*reader, sub_id, version, *served, max_chunks);
-      },
-      [self = shared_from_this(), s](TaskOutcome<Result<ReadBatch>> out) {
-        s->busy = false;
-        if (self->closed_ || s->closed) return;
-        if (out.end != TaskEnd::completed) {
-          // The reader may still be in use by the abandoned job: this
-          // subscription cannot go on.
-          spdlog::error("subscription {} on {}: {}", s->id, s->stream, out.error.to_string());
-          s->closed = true;
-          s->reader.reset();
-          return;
-        }
-        if (!out.value->ok()) {
-          const Error& e = out.value->error();
-          spdlog::warn("subscription {} on {}: {}", s->id, s->stream, e.to_string());
-          if (s->served->retired()) return;
-          // Transient (remote tier unavailable, a GET failed): try again
-          // after a pause, from where the reader stands.
-          auto t = std::make_shared<asio::steady_timer>(self->strand_);
-          t->expires_after(std::chrono::seconds(1));
-          t->async_wait([self, s, t](const std::error_code&) { self->pump(s); });
-          return;
-        }
-        ReadBatch& b = **out.value;
-        if (b.chunks > 0) {
-          s->credit -= std::min(s->credit, b.chunks);
-          self->server_.counters().chunks_out += b.chunks;
-          self->server_.counters().bytes_out += b.frames.size();
-          self->send(std::move(b.frames));
-        }
-        if (b.at_end) {
-          s->waiting = true;
-          std::weak_ptr<Connection> weak = self;
-          Strand strand = self->strand_;
-          s->served->wait_for_commit(b.next_offset, [weak, s, strand] {
-            asio::post(strand, [weak, s] {
-              auto c = weak.lock();
-              if (!c) return;
-              s->waiting = false;
-              if (!s->served->retired()) c->pump(s);
-            });
-          });
-          return;
-        }
-        self->pump(s);
-      });
+void Connection::on(const ConsumerUpdateResponse& r) {
+  auto p = pending_updates_.find(r.correlation_id);
+  if (p == pending_updates_.end()) return;  // stale or unknown: nothing waits for it
+  uint8_t sub_id = p->second;
+  pending_updates_.erase(p);
+  auto it = subscriptions_.find(sub_id);
+  if (it == subscriptions_.end() || it->second->sac_name.empty()) return;
+  SubPtr s = it->second;
+  if (r.code == ResponseCode::ok) s->spec = r.offset;
+  ConsumerRef ref{id_, sub_id};
+  std::string stream = s->stream, name = s->sac_name;
+  server_.sac([&](SacGroups& g) { return g.consumer_update_answered(stream, name, ref); });
 }
 
 // ---- offsets ----
 
 void Connection::on(const StoreOffsetRequest& r) {
-  server_.store_offset(r.stream, r.reference, r.offset);
+  // No response in the protocol: a bad request is only logged.
+  if (!server_.node().stream(r.stream).ok()) return;
+  if (auto st = server_.offsets().store(r.stream, r.reference, r.offset); !st.ok()) {
+    spdlog::info("connection {}: store offset: {}", id_, st.error().message);
+  }
 }
 
 void Connection::on(const QueryOffsetRequest& r) {
@@ -812,7 +837,7 @@ void Connection::on(const QueryOffsetRequest& r) {
   resp.correlation_id = r.correlation_id;
   if (!server_.node().stream(r.stream).ok()) {
     resp.code = ResponseCode::stream_does_not_exist;
-  } else if (auto o = server_.query_offset(r.stream, r.reference)) {
+  } else if (auto o = server_.offsets().query(r.stream, r.reference)) {
     resp.offset = *o;
   } else {
     resp.code = ResponseCode::no_offset;
@@ -822,12 +847,17 @@ void Connection::on(const QueryOffsetRequest& r) {
   send(std::move(f));
 }
 
-// ---- super streams (not in this build yet) ----
+// ---- super streams ----
 
 void Connection::on(const RouteRequest& r) {
   RouteResponse resp;
   resp.correlation_id = r.correlation_id;
-  resp.code = ResponseCode::stream_does_not_exist;
+  auto streams = server_.supers().route(r.super_stream, r.routing_key);
+  if (streams.ok()) {
+    resp.streams = std::move(streams).value();
+  } else {
+    resp.code = ResponseCode::stream_does_not_exist;
+  }
   Bytes f;
   encode(resp, &f);
   send(std::move(f));
@@ -836,20 +866,71 @@ void Connection::on(const RouteRequest& r) {
 void Connection::on(const PartitionsRequest& r) {
   PartitionsResponse resp;
   resp.correlation_id = r.correlation_id;
-  resp.code = ResponseCode::stream_does_not_exist;
+  auto streams = server_.supers().partitions(r.super_stream);
+  if (streams.ok()) {
+    resp.streams = std::move(streams).value();
+  } else {
+    resp.code = ResponseCode::stream_does_not_exist;
+  }
   Bytes f;
   encode(resp, &f);
   send(std::move(f));
 }
 
-void Connection::on(const ConsumerUpdateResponse&) {}
-
 void Connection::on(const CreateSuperStreamRequest& r) {
-  respond_code(kCreateSuperStream, r.correlation_id, ResponseCode::precondition_failed);
+  if (auto args = parse_stream_args(r.arguments); !args.ok()) {
+    spdlog::info("connection {}: create super stream {}: {}", id_, r.name, args.error().message);
+    respond_code(kCreateSuperStream, r.correlation_id, ResponseCode::precondition_failed);
+    return;
+  }
+  Server* srv = &server_;
+  SuperStream ss{r.name, r.partitions, r.binding_keys};
+  run_task<Status>(
+      server_.tasks(), strand_, kStreamOpDeadline, "create super stream " + r.name,
+      [srv, ss]() -> Status {
+        return srv->supers().create(
+            ss,
+            [srv](const std::string& p) -> Status {
+              auto s = srv->node().create_stream(p);
+              if (!s.ok()) return std::move(s).error();
+              return Status::OK();
+            },
+            [srv](const std::string& p) { return srv->delete_stream(p); });
+      },
+      [self = shared_from_this(), corr = r.correlation_id, name = r.name](TaskOutcome<Status> out) {
+        ResponseCode code = ResponseCode::ok;
+        if (out.end != TaskEnd::completed) {
+          code = ResponseCode::internal_error;
+        } else if (!out.value->ok()) {
+          code = code_for_stream_error(out.value->error());
+          spdlog::info("create super stream {}: {}", name, out.value->error().to_string());
+        }
+        self->respond_code(kCreateSuperStream, corr, code);
+      });
 }
 
 void Connection::on(const DeleteSuperStreamRequest& r) {
-  respond_code(kDeleteSuperStream, r.correlation_id, ResponseCode::stream_does_not_exist);
+  Server* srv = &server_;
+  std::string name = r.name;
+  run_task<Status>(
+      server_.tasks(), strand_, kStreamOpDeadline, "delete super stream " + name,
+      [srv, name]() -> Status {
+        return srv->supers().remove(name, [srv](const std::string& p) -> Status {
+          Status st = srv->delete_stream(p);
+          if (!st.ok() && st.error().code == Errc::not_found) return Status::OK();
+          return st;
+        });
+      },
+      [self = shared_from_this(), corr = r.correlation_id, name](TaskOutcome<Status> out) {
+        ResponseCode code = ResponseCode::ok;
+        if (out.end != TaskEnd::completed) {
+          code = ResponseCode::internal_error;
+        } else if (!out.value->ok()) {
+          code = code_for_stream_error(out.value->error());
+          spdlog::info("delete super stream {}: {}", name, out.value->error().to_string());
+        }
+        self->respond_code(kDeleteSuperStream, corr, code);
+      });
 }
 
 // ---- stream deletion ----
@@ -874,9 +955,9 @@ void Connection::drop_stream(const std::string& stream) {
   }
   for (auto it = subscriptions_.begin(); it != subscriptions_.end();) {
     if (it->second->stream == stream) {
-      it->second->closed = true;
+      SubPtr s = it->second;
       it = subscriptions_.erase(it);
-      server_.counters().consumers -= 1;
+      stop_subscription(s);
       affected = true;
     } else {
       ++it;

@@ -25,7 +25,9 @@
 
 #include "common/task.h"
 #include "proto/dispatch.h"
+#include "server/delivery.h"
 #include "server/handshake.h"
+#include "server/sac_group.h"
 #include "server/stream_appender.h"
 
 namespace strata::tier {
@@ -37,7 +39,9 @@ namespace strata::server {
 class Server;
 class ServedStream;
 
-class Connection : public PublishSink, public std::enable_shared_from_this<Connection> {
+class Connection : public PublishSink,
+                   public FrameSink,
+                   public std::enable_shared_from_this<Connection> {
  public:
   Connection(Server& server, Strand strand, asio::ip::tcp::socket socket, uint64_t id);
   ~Connection() override;
@@ -51,6 +55,12 @@ class Connection : public PublishSink, public std::enable_shared_from_this<Conne
   // subscriptions dropped. Any thread.
   void stream_gone(const std::string& stream);
   uint64_t id() const { return id_; }
+  // FrameSink: a Deliver frame, written in order with the other frames.
+  void send(std::shared_ptr<const ChunkFrame> frame,
+            std::function<void(std::error_code)> done) override;
+  // Single active consumer effects for one of this connection's
+  // subscriptions. Any thread.
+  void sac_effect(const SacEffect& e);
 
  private:
   struct Publisher {
@@ -62,13 +72,23 @@ class Connection : public PublishSink, public std::enable_shared_from_this<Conne
     uint8_t id = 0;
     std::string stream;
     std::shared_ptr<ServedStream> served;
-    std::shared_ptr<tier::StreamReader> reader;
-    uint32_t credit = 0;
-    bool busy = false;     // a read task runs
-    bool waiting = false;  // at the end, registered for the next commit
+    std::shared_ptr<Delivery> delivery;  // null until its reader is open
+    uint32_t credit = 0;                 // given before the delivery started
     bool closed = false;
+    // Single active consumer: the group's name ("" when not one) and the
+    // offset spec the client answered its activation with.
+    std::string sac_name;
+    proto::OffsetSpec spec;
+    uint64_t generation = 0;  // bumped by every (de)activation
   };
   using SubPtr = std::shared_ptr<Subscription>;
+  // One entry of the write queue: frame bytes, or a Deliver frame that may
+  // carry file bytes for sendfile.
+  struct OutItem {
+    Bytes bytes;
+    std::shared_ptr<const ChunkFrame> chunk;
+    std::function<void(std::error_code)> done;
+  };
 
   void read_more();
   void on_read(const std::error_code& ec, size_t n);
@@ -111,9 +131,10 @@ class Connection : public PublishSink, public std::enable_shared_from_this<Conne
   void on(const proto::CreateSuperStreamRequest& r);
   void on(const proto::DeleteSuperStreamRequest& r);
 
-  void pump(const SubPtr& s);
-  void pump_all();
+  void start_delivery(const SubPtr& s, const log::OffsetSpec& spec);
+  void stop_subscription(const SubPtr& s);
   void drop_stream(const std::string& stream);
+  void run_sac(const std::vector<SacEffect>& effects);
 
   Server& server_;
   Strand strand_;
@@ -136,7 +157,7 @@ class Connection : public PublishSink, public std::enable_shared_from_this<Conne
   size_t in_end_ = 0;
   bool reading_ = false;
 
-  std::deque<Bytes> out_q_;
+  std::deque<OutItem> out_q_;
   std::vector<Bytes> writing_;
   uint64_t out_bytes_ = 0;  // queued and being written
   bool write_active_ = false;
@@ -147,6 +168,8 @@ class Connection : public PublishSink, public std::enable_shared_from_this<Conne
   std::map<uint8_t, Publisher> publishers_;
   std::map<uint8_t, SubPtr> subscriptions_;
   uint32_t next_server_correlation_ = 1;
+  // ConsumerUpdate requests awaiting their answer: correlation id -> subscription.
+  std::map<uint32_t, uint8_t> pending_updates_;
 };
 
 }  // namespace strata::server

@@ -30,26 +30,6 @@ void ServedStream::on_commit(uint64_t first_offset) {
   while (cur < int64_t(first_offset) &&
          !last_chunk_id_.compare_exchange_weak(cur, int64_t(first_offset))) {
   }
-  std::vector<std::function<void()>> wake;
-  {
-    std::lock_guard l(mu_);
-    wake.swap(waiters_);
-  }
-  for (auto& w : wake) w();
-}
-
-void ServedStream::wait_for_commit(uint64_t offset, std::function<void()> wake) {
-  {
-    std::lock_guard l(mu_);
-    // Checked under the lock that on_commit takes after the log advanced
-    // its committed offset: either the commit is visible here, or its
-    // on_commit will find this waiter.
-    if (log_->committed_next() <= offset && !retired_.load()) {
-      waiters_.push_back(std::move(wake));
-      return;
-    }
-  }
-  wake();
 }
 
 void ServedStream::watch(const std::shared_ptr<Connection>& c) {
@@ -78,12 +58,6 @@ std::vector<std::shared_ptr<Connection>> ServedStream::watchers() {
 void ServedStream::retire() {
   if (retired_.exchange(true)) return;
   appender_->stop(proto::ResponseCode::stream_not_available);
-  std::vector<std::function<void()>> wake;
-  {
-    std::lock_guard l(mu_);
-    wake.swap(waiters_);
-  }
-  for (auto& w : wake) w();
 }
 
 }  // namespace strata::server

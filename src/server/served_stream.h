@@ -1,7 +1,7 @@
 // What the server keeps per open stream, shared by every connection that
 // publishes to or consumes from it: the log, its append pipeline, the id of
-// its last committed chunk (Deliver v2, StreamStats), the subscriptions
-// waiting for new data, and the connections to tell when it goes away.
+// its last committed chunk (StreamStats), and the connections to tell when
+// it goes away.
 #pragma once
 
 #include <atomic>
@@ -31,16 +31,11 @@ class ServedStream {
   // First offset of the last committed chunk; -1 when the stream is empty.
   int64_t last_chunk_id() const { return last_chunk_id_.load(std::memory_order_acquire); }
 
-  // Calls `wake` once after the next commit past `offset` — at once (on
-  // this thread) if that already happened. A consumer at the end of the
-  // stream registers here instead of blocking a thread.
-  void wait_for_commit(uint64_t offset, std::function<void()> wake);
-
   // Connections with publishers or subscriptions on this stream.
   void watch(const std::shared_ptr<Connection>& c);
   std::vector<std::shared_ptr<Connection>> watchers();
 
-  // The stream is gone: appender stopped, waiters woken. Idempotent.
+  // The stream is gone: appender stopped. Idempotent.
   void retire();
   bool retired() const { return retired_.load(); }
 
@@ -54,7 +49,6 @@ class ServedStream {
   std::atomic<int64_t> last_chunk_id_{-1};
   std::atomic<bool> retired_{false};
   std::mutex mu_;
-  std::vector<std::function<void()>> waiters_;
   std::vector<std::weak_ptr<Connection>> watchers_;
 };
 

@@ -5,6 +5,7 @@
 
 #include <asio/ip/address.hpp>
 
+#include "common/fs.h"
 #include "common/metrics.h"
 #include "server/connection.h"
 
@@ -19,6 +20,12 @@ Result<std::unique_ptr<Server>> Server::start(ServeConfig cfg) {
   auto node = node::Node::open(s->cfg_.node);
   if (!node.ok()) return std::move(node).error().with_context("serve: opening the node");
   s->node_ = std::move(node).value();
+  auto offsets = OffsetStore::open(path_join(s->cfg_.node.data_dir, "tracking"));
+  if (!offsets.ok()) return std::move(offsets).error().with_context("serve: offset tracking");
+  s->offsets_ = std::move(offsets).value();
+  auto supers = SuperStreams::open(path_join(s->cfg_.node.data_dir, "super_streams"));
+  if (!supers.ok()) return std::move(supers).error().with_context("serve: super streams");
+  s->supers_ = std::move(supers).value();
 
   std::error_code ec;
   auto addr = asio::ip::make_address(hp->first, ec);
@@ -103,6 +110,22 @@ void Server::connection_closed(uint64_t id) {
   if (connections_.empty()) conn_cv_.notify_all();
 }
 
+void Server::sac(const std::function<std::vector<SacEffect>(SacGroups&)>& step) {
+  std::lock_guard sl(sac_mu_);
+  std::vector<SacEffect> effects = step(sac_);
+  for (const auto& e : effects) {
+    std::shared_ptr<Connection> c;
+    {
+      std::lock_guard l(mu_);
+      auto it = connections_.find(e.consumer.connection);
+      if (it != connections_.end()) c = it->second.lock();
+    }
+    // Posted under sac_mu_, so each connection gets its effects in the
+    // order the groups produced them.
+    if (c) c->sac_effect(e);
+  }
+}
+
 Result<std::shared_ptr<ServedStream>> Server::served(const std::string& name) {
   std::lock_guard l(mu_);
   auto it = streams_.find(name);
@@ -123,24 +146,24 @@ void Server::stream_deleted(const std::string& name) {
     if (it == streams_.end()) return;
     s = it->second;
     streams_.erase(it);
-    for (auto oit = offsets_.begin(); oit != offsets_.end();) {
-      oit = oit->first.first == name ? offsets_.erase(oit) : std::next(oit);
-    }
   }
   s->retire();
   for (auto& c : s->watchers()) c->stream_gone(name);
 }
 
-void Server::store_offset(const std::string& stream, const std::string& ref, uint64_t offset) {
-  std::lock_guard l(mu_);
-  offsets_[{stream, ref}] = offset;
-}
-
-std::optional<uint64_t> Server::query_offset(const std::string& stream, const std::string& ref) {
-  std::lock_guard l(mu_);
-  auto it = offsets_.find({stream, ref});
-  if (it == offsets_.end()) return std::nullopt;
-  return it->second;
+Status Server::delete_stream(const std::string& name) {
+  // Stop appending first, so that nothing is confirmed that the deletion
+  // removes.
+  if (auto s = served(name); s.ok()) (*s)->retire();
+  Status st = node_->delete_stream(name);
+  if (st.ok() || st.error().code == Errc::not_found) {
+    stream_deleted(name);
+    if (auto o = offsets_->remove_stream(name); !o.ok()) {
+      spdlog::warn("serve: stream {}: removing its stored offsets: {}", name,
+                   o.error().to_string());
+    }
+  }
+  return st;
 }
 
 Status Server::stop() {
@@ -191,6 +214,11 @@ Status Server::stop() {
   }
   streams.clear();
   conns.clear();
+  if (offsets_) {
+    if (auto st = offsets_->close(); !st.ok()) {
+      spdlog::error("serve: closing the offset store: {}", st.error().to_string());
+    }
+  }
   if (node_) stop_status_ = node_->close();
   return stop_status_;
 }

@@ -25,8 +25,11 @@
 #include "common/blocking_pool.h"
 #include "common/task.h"
 #include "node/node.h"
+#include "server/offset_store.h"
+#include "server/sac_group.h"
 #include "server/serve_config.h"
 #include "server/served_stream.h"
+#include "server/super_streams.h"
 
 namespace strata::server {
 
@@ -75,11 +78,19 @@ class Server {
   // After a deletion: retire the stream and tell its watchers.
   void stream_deleted(const std::string& name);
 
-  // Stored consumer offsets (reference, stream) — in memory in this build.
-  void store_offset(const std::string& stream, const std::string& ref, uint64_t offset);
-  std::optional<uint64_t> query_offset(const std::string& stream, const std::string& ref);
+  // Consumer offsets (StoreOffset / QueryOffset), under <data_dir>/tracking.
+  OffsetStore& offsets() { return *offsets_; }
+  // Super streams, under <data_dir>/super_streams.
+  SuperStreams& supers() { return *supers_; }
+  // Deletes a stream the way the protocol's Delete does: appends stopped,
+  // the node's deletion, its stored offsets, watchers told. Blocks.
+  Status delete_stream(const std::string& name);
 
   void connection_closed(uint64_t id);
+
+  // One step of the single-active-consumer groups (sac_group.h), under
+  // their lock; the effects go to the connections they name.
+  void sac(const std::function<std::vector<SacEffect>(SacGroups&)>& step);
 
   std::string metrics_text() const;
   nlohmann::json status_json() const;
@@ -90,6 +101,8 @@ class Server {
 
   const ServeConfig cfg_;
   std::unique_ptr<node::Node> node_;
+  std::unique_ptr<OffsetStore> offsets_;
+  std::unique_ptr<SuperStreams> supers_;
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
@@ -104,8 +117,9 @@ class Server {
   std::condition_variable conn_cv_;  // a connection closed
   std::map<std::string, std::shared_ptr<ServedStream>> streams_;
   std::map<uint64_t, std::weak_ptr<Connection>> connections_;
-  std::map<std::pair<std::string, std::string>, uint64_t> offsets_;
   uint64_t next_connection_id_ = 1;
+  std::mutex sac_mu_;  // taken before mu_, never after
+  SacGroups sac_;
   bool stopping_ = false;
   bool stopped_ = false;
   Status stop_status_;

@@ -4,8 +4,6 @@
 
 #include <asio/post.hpp>
 
-#include "server/entry_append.h"
-
 namespace strata::server {
 
 using proto::ResponseCode;
@@ -45,7 +43,13 @@ void StreamAppender::submit(std::weak_ptr<PublishSink> sink, uint8_t publisher_i
     std::optional<uint64_t> last;
     if (!ref.empty()) {
       auto it = seqs_.find(ref);
-      if (it != seqs_.end()) last = it->second;
+      // The log keeps every writer's sequence durably (chunk trailers):
+      // deduplication holds across reconnects and restarts.
+      if (it != seqs_.end()) {
+        last = it->second;
+      } else {
+        last = log_->writer_sequence(ref);
+      }
     }
     Item cur;
     auto push = [&] {
@@ -92,7 +96,7 @@ void StreamAppender::submit(std::weak_ptr<PublishSink> sink, uint8_t publisher_i
 std::optional<uint64_t> StreamAppender::sequence(const std::string& ref) {
   std::lock_guard l(mu_);
   auto it = seqs_.find(ref);
-  if (it == seqs_.end()) return std::nullopt;
+  if (it == seqs_.end()) return log_->writer_sequence(ref);
   return it->second;
 }
 
@@ -180,7 +184,7 @@ void StreamAppender::append_all(log::StreamLog& log, std::vector<Item>& items,
       entries += items[j].num_entries;
       ++j;
     }
-    OsirisBatch b;
+    log::EntryBatch b;
     b.writer_ref = items[i].ref;
     if (j == i + 1) {
       b.entries = items[i].entries;
@@ -194,7 +198,7 @@ void StreamAppender::append_all(log::StreamLog& log, std::vector<Item>& items,
       b.num_records += items[k].num_records;
       b.writer_seq = std::max(b.writer_seq, items[k].max_seq);
     }
-    Status st = append_osiris(log, b);
+    auto st = log.append_entries(b);
     stats->appends += 1;
     if (st.ok()) {
       stats->messages += b.num_entries;

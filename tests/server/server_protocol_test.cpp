@@ -381,5 +381,94 @@ TEST_F(ServeTest, DeleteStreamSendsMetadataUpdate) {
   EXPECT_EQ(admin.expect<DeleteStreamResponse>()->code, ResponseCode::stream_does_not_exist);
 }
 
+TEST_F(ServeTest, StoredOffsetsSurviveRestart) {
+  {
+    StreamClient c = open_client();
+    create(c, "tracked");
+    ASSERT_TRUE(c.send(QueryOffsetRequest{c.corr(), "app", "tracked"}).ok());
+    EXPECT_EQ(c.expect<QueryOffsetResponse>()->code, ResponseCode::no_offset);
+    ASSERT_TRUE(c.send(StoreOffsetRequest{"app", "tracked", 42}).ok());
+    // StoreOffset has no answer; the query after it on the same connection
+    // sees it.
+    ASSERT_TRUE(c.send(QueryOffsetRequest{c.corr(), "app", "tracked"}).ok());
+    auto q = c.expect<QueryOffsetResponse>();
+    ASSERT_TRUE(q.ok());
+    EXPECT_EQ(q->code, ResponseCode::ok);
+    EXPECT_EQ(q->offset, 42u);
+  }
+  ASSERT_EQ(server_.stop(), 0);
+  server_ = ServeProcess::start(dir_.sub("data"), {}, dir_.path());
+  StreamClient c = open_client();
+  ASSERT_TRUE(c.send(QueryOffsetRequest{c.corr(), "app", "tracked"}).ok());
+  auto q = c.expect<QueryOffsetResponse>();
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->code, ResponseCode::ok);
+  EXPECT_EQ(q->offset, 42u);
+}
+
+TEST_F(ServeTest, SuperStreamRouteAndPartitions) {
+  StreamClient c = open_client();
+  ASSERT_TRUE(c.send(CreateSuperStreamRequest{
+                         c.corr(), "inv", {"inv-0", "inv-1", "inv-2"}, {"a", "b", "c"}, {}})
+                  .ok());
+  ASSERT_EQ(c.expect<CreateSuperStreamResponse>()->code, ResponseCode::ok);
+  ASSERT_TRUE(c.send(PartitionsRequest{c.corr(), "inv"}).ok());
+  auto p = c.expect<PartitionsResponse>();
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->streams, (std::vector<std::string>{"inv-0", "inv-1", "inv-2"}));
+  ASSERT_TRUE(c.send(RouteRequest{c.corr(), "b", "inv"}).ok());
+  auto r = c.expect<RouteResponse>();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->streams, (std::vector<std::string>{"inv-1"}));
+  // The partitions are ordinary streams.
+  declare(c, 1, "inv-2");
+  ASSERT_TRUE(c.send(DeleteSuperStreamRequest{c.corr(), "inv"}).ok());
+  ASSERT_EQ(c.expect<DeleteSuperStreamResponse>()->code, ResponseCode::ok);
+  ASSERT_TRUE(c.send(PartitionsRequest{c.corr(), "inv"}).ok());
+  EXPECT_EQ(c.expect<PartitionsResponse>()->code, ResponseCode::stream_does_not_exist);
+  ASSERT_TRUE(c.send(MetadataRequest{c.corr(), {"inv-0"}}).ok());
+  EXPECT_EQ(c.expect<MetadataResponse>()->streams.at(0).code, ResponseCode::stream_does_not_exist);
+}
+
+TEST_F(ServeTest, SingleActiveConsumerFailsOver) {
+  StreamClient pub = open_client();
+  create(pub, "sac");
+  declare(pub, 1, "sac");
+  publish_confirmed(pub, 1, 0, bodies(5, "s"));
+  Properties props = {{"single-active-consumer", "true"}, {"name", "grp"}};
+  StreamClient a = open_client();
+  ASSERT_TRUE(a.send(SubscribeRequest{a.corr(), 1, "sac", {OffsetType::first, 0}, 10, props}).ok());
+  ASSERT_EQ(a.expect<SubscribeResponse>()->code, ResponseCode::ok);
+  auto up = a.expect<ConsumerUpdateRequest>();
+  ASSERT_TRUE(up.ok()) << up.error().message;
+  EXPECT_EQ(up->active, 1);
+  ASSERT_TRUE(
+      a.send(ConsumerUpdateResponse{up->correlation_id, ResponseCode::ok, {OffsetType::first, 0}})
+          .ok());
+  EXPECT_EQ(consume(a, 1, 5), bodies(5, "s"));
+  // A second member waits: no update, no chunks.
+  StreamClient b = open_client();
+  ASSERT_TRUE(b.send(SubscribeRequest{b.corr(), 2, "sac", {OffsetType::first, 0}, 10, props}).ok());
+  ASSERT_EQ(b.expect<SubscribeResponse>()->code, ResponseCode::ok);
+  ASSERT_TRUE(b.send(MetadataRequest{b.corr(), {"sac"}}).ok());
+  ASSERT_TRUE(b.expect<MetadataResponse>().ok());
+  EXPECT_TRUE(b.skipped.empty());
+  // The active one leaves: the second is activated and resumes where it asks.
+  ASSERT_TRUE(a.send(UnsubscribeRequest{a.corr(), 1}).ok());
+  ASSERT_EQ(a.expect<UnsubscribeResponse>()->code, ResponseCode::ok);
+  auto up2 = b.expect<ConsumerUpdateRequest>();
+  ASSERT_TRUE(up2.ok()) << up2.error().message;
+  EXPECT_EQ(up2->active, 1);
+  EXPECT_EQ(up2->subscription_id, 2);
+  ASSERT_TRUE(
+      b.send(ConsumerUpdateResponse{up2->correlation_id, ResponseCode::ok, {OffsetType::offset, 3}})
+          .ok());
+  std::vector<uint64_t> ids;
+  auto got = consume(b, 2, 2, &ids);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_LE(ids[0], 3u);
+  EXPECT_EQ(got.back(), "s4");
+}
+
 }  // namespace
 }  // namespace strata::test
