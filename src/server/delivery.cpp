@@ -1,7 +1,6 @@
 #include "server/delivery.h"
 
 #include <fcntl.h>
-#include <isa-l/crc.h>
 
 #include <algorithm>
 #include <asio/post.hpp>
@@ -10,20 +9,17 @@
 #include <shared_mutex>
 #include <vector>
 
+#include "common/crc32.h"
 #include "proto/commands.h"
 
 namespace strata::server {
 
 namespace {
 
-// zlib's CRC32 (what the protocol's chunk CRC is) through ISA-L.
-uint32_t wire_crc_of(BytesView data) {
-  return crc32_gzip_refl(0, u8(data.data()), data.size());
-}
-
-// The chunk's wire CRC if the log stored it when writing; else computed at
-// delivery over the bytes read into memory.
-std::optional<uint32_t> stored_wire_crc(const log::ChunkHeader&) {
+// The chunk's wire CRC if the log stored it when writing (chunk version 2);
+// else it is computed at delivery over the bytes read into memory.
+std::optional<uint32_t> stored_wire_crc(const log::ChunkHeader& h) {
+  if (h.wire_crc_known) return h.wire_crc;
   return std::nullopt;
 }
 
@@ -92,7 +88,7 @@ Result<std::shared_ptr<ChunkFrame>> make_frame(const tier::TieredChunk& c, const
       std::memcpy(body, d.data(), d.size());
     }
     if (!crc) {
-      crc = wire_crc_of(BytesView(body, c.header.data_len));
+      crc = crc32_zlib(BytesView(body, c.header.data_len));
       b->crc_computed += 1;
     }
   }
@@ -244,11 +240,6 @@ void Delivery::send_next() {
       self->st_.chunks += 1;
       self->st_.records += f->num_records;
       self->st_.bytes += f->wire_size();
-      if (f->file) {
-        self->st_.sendfile_chunks += 1;
-      } else {
-        self->st_.memory_chunks += 1;
-      }
       self->pump();
     });
   });
@@ -274,6 +265,8 @@ void Delivery::start_read() {
         self->credit_ -= uint32_t(b.frames.size());
         self->st_.skipped_chunks += b.skipped;
         self->st_.crc_computed += b.crc_computed;
+        self->st_.sendfile_chunks += b.sendfile;
+        self->st_.memory_chunks += b.frames.size() - b.sendfile;
         for (auto& f : b.frames) self->queue_.push_back(std::move(f));
         if (b.error) {
           self->pending_error_ = std::move(b.error);

@@ -111,11 +111,12 @@ struct DeliveryOptions {
 };
 
 struct DeliveryStats {
-  uint64_t chunks = 0;           // Deliver frames written
-  uint64_t records = 0;          // records in them
-  uint64_t bytes = 0;            // frame bytes written
-  uint64_t sendfile_chunks = 0;  // bodies sent from the segment file
-  uint64_t memory_chunks = 0;    // bodies sent from memory
+  uint64_t chunks = 0;   // Deliver frames written
+  uint64_t records = 0;  // records in them
+  uint64_t bytes = 0;    // frame bytes written
+  // Frames prepared (counted when read, before they are written):
+  uint64_t sendfile_chunks = 0;  // bodies to send from the segment file
+  uint64_t memory_chunks = 0;    // bodies in memory
   uint64_t crc_computed = 0;     // chunks whose wire CRC was computed at delivery
   uint64_t skipped_chunks = 0;   // non-user chunks not delivered
   uint64_t read_jobs = 0;

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "common/endian.h"
+#include "common/fault_fs.h"
 #include "log/reader.h"
 #include "log/stream_log.h"
 #include "proto/frame.h"
@@ -197,6 +198,7 @@ class DeliveryTest : public ::testing::Test {
   }
 
   test::TempDir dir_;
+  FaultFileSystem ffs_;  // for a log whose files have no descriptor
   std::shared_ptr<log::StreamLog> log_;
   std::shared_ptr<BlockingPool> pool_;
   std::shared_ptr<IoLifetime> lifetime_;
@@ -317,10 +319,43 @@ TEST_F(DeliveryTest, LocatedAndMemoryPathsSendIdenticalBytes) {
     }
     on_strand([&] {
       EXPECT_EQ(d->credit(), 0u);
+      // The log stores each chunk's wire CRC: nothing is checksummed at
+      // delivery, and the located path sends every body from the file.
+      EXPECT_EQ(d->stats().crc_computed, 0u);
+      EXPECT_EQ(d->stats().sendfile_chunks, located ? chunks.size() : 0u);
+      EXPECT_EQ(d->stats().memory_chunks, located ? 0u : chunks.size());
       d->stop();
     });
   }
   EXPECT_EQ(runs[0], runs[1]);
+}
+
+// Files without a descriptor (here the in-memory FaultFileSystem): the
+// located path falls back to reading the body into the frame.
+TEST_F(DeliveryTest, NoDescriptorFallsBackToMemory) {
+  log::LogOptions lo;
+  lo.fs = &ffs_;
+  lo.create_if_missing = true;
+  auto l = log::StreamLog::open("/mem", lo);
+  ASSERT_TRUE(l.ok()) << l.error().message;
+  log_ = *l;
+  append(5, 10, 30);
+  auto chunks = log_chunks();
+  ASSERT_EQ(chunks.size(), 5u);
+  auto d = start(log::OffsetSpec::first(), DeliveryOptions{}, 5);
+  for (const auto& [h, data] : chunks) {
+    auto w = read_frame(b_.native_handle());
+    ASSERT_TRUE(w);
+    EXPECT_EQ(w->chunk_id, h.first_offset);
+    EXPECT_EQ(w->data, data);
+    EXPECT_EQ(w->crc, uint32_t(::crc32(0, u8(w->data.data()), uInt(w->data.size()))));
+  }
+  on_strand([&] {
+    EXPECT_EQ(d->stats().sendfile_chunks, 0u);
+    EXPECT_EQ(d->stats().memory_chunks, 5u);
+    d->stop();
+    EXPECT_TRUE(log_->close().ok());
+  });
 }
 
 }  // namespace
