@@ -51,7 +51,7 @@ Status Reader::locate() {
   return Status::OK();
 }
 
-Result<std::optional<ChunkView>> Reader::next_chunk() {
+Result<std::optional<ChunkHeader>> Reader::next_header(bool direct) {
   if (impl_.closed_fast()) {
     return Error(Errc::closed, fmt::format("stream {} is closed", impl_.dir()));
   }
@@ -59,7 +59,7 @@ Result<std::optional<ChunkView>> Reader::next_chunk() {
   if (chunk_offset_ >= committed) {
     // Caught up: an idle reader keeps no buffer.
     window_.release();
-    return std::optional<ChunkView>();
+    return std::optional<ChunkHeader>();
   }
   if (chunk_offset_ >= seg_next_) STRATA_TRY(locate());
   auto place = [&] { return fmt::format("{} position {}", seg_->path, pos_); };
@@ -68,7 +68,14 @@ Result<std::optional<ChunkView>> Reader::next_chunk() {
                                             "segment's committed end is {}",
                                             place(), chunk_offset_, seg_end_));
   }
-  STRATA_ASSIGN_OR_RETURN(BytesView hv, window_.read(pos_, kChunkHeaderSize));
+  char direct_buf[kChunkHeaderSize];
+  BytesView hv;
+  if (direct) {
+    STRATA_TRY(read_exact(*file_, pos_, direct_buf, kChunkHeaderSize));
+    hv = BytesView(direct_buf, kChunkHeaderSize);
+  } else {
+    STRATA_ASSIGN_OR_RETURN(hv, window_.read(pos_, kChunkHeaderSize));
+  }
   // Errors name the place; it is formatted only when there is an error.
   static const std::string kNowhere;
   auto h = decode_chunk_header(hv, kNowhere);
@@ -81,9 +88,18 @@ Result<std::optional<ChunkView>> Reader::next_chunk() {
     return Error(Errc::corrupt, fmt::format("{}: chunk of {} bytes runs past the committed end {}",
                                             place(), h->total_size(), seg_end_));
   }
+  return std::optional<ChunkHeader>(*h);
+}
+
+Result<std::optional<ChunkView>> Reader::next_chunk() {
+  STRATA_ASSIGN_OR_RETURN(auto h, next_header(false));
+  if (!h) return std::optional<ChunkView>();
   STRATA_ASSIGN_OR_RETURN(BytesView bytes, window_.read(pos_, size_t(h->total_size())));
+  static const std::string kNowhere;
   if (opts_.verify_crc && !verify_chunk_body(*h, bytes.substr(kChunkHeaderSize), kNowhere).ok()) {
-    return verify_chunk_body(*h, bytes.substr(kChunkHeaderSize), place()).error();
+    return verify_chunk_body(*h, bytes.substr(kChunkHeaderSize),
+                             fmt::format("{} position {}", seg_->path, pos_))
+        .error();
   }
   ChunkView v;
   v.header = *h;
@@ -93,6 +109,19 @@ Result<std::optional<ChunkView>> Reader::next_chunk() {
   pos_ += h->total_size();
   chunk_offset_ = h->next_offset();
   return std::optional<ChunkView>(v);
+}
+
+Result<std::optional<ChunkLocation>> Reader::next_chunk_location() {
+  STRATA_ASSIGN_OR_RETURN(auto h, next_header(true));
+  if (!h) return std::optional<ChunkLocation>();
+  ChunkLocation loc;
+  loc.header = *h;
+  loc.file = file_;
+  loc.segment_first_offset = seg_->info.first_offset;
+  loc.position = pos_;
+  pos_ += h->total_size();
+  chunk_offset_ = h->next_offset();
+  return std::optional<ChunkLocation>(std::move(loc));
 }
 
 Result<size_t> Reader::next_records(std::vector<Record>* out) {
