@@ -159,3 +159,33 @@ export function scaled(n, min) {
 }
 
 export function uniqueName(prefix) { return `${prefix}-${process.pid}-${Date.now().toString(36)}`; }
+
+// The protocol response code of a failed client call: the client rejects with the bare code or with an Error naming it.
+export async function responseCodeOf(promise) {
+  try {
+    await promise;
+  } catch (e) {
+    if (typeof e === "number") return e;
+    const m = /code (\d+)/.exec(e?.message ?? "");
+    if (m) return Number(m[1]);
+    throw e;
+  }
+  return 1;
+}
+
+// After a restart RabbitMQ answers 6 (stream not available) until its stream coordinator has recovered the stream, and
+// clients retry. strata opens its streams before it prints "listening on", so it gets no retries: a 6 there is a failure.
+export async function afterRestart(server, what, fn, timeoutMs = 60000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (e) {
+      const code = typeof e === "number" ? e : Number(/code (\d+)/.exec(e?.message ?? "")?.[1]);
+      if (server.kind !== "rabbitmq" || code !== 6 || Date.now() > deadline) {
+        throw new Error(`${what} after a restart: ${e?.message ?? "response code " + e}`);
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
