@@ -49,7 +49,10 @@ export class Confirms {
       this.wake();
     };
   }
-  static keyOf(publisher) { return `${publisher.getConnectionInfo().id}/${publisher.publisherId}`; }
+  // A publisher, or a SendResult (super stream publishers hide the partition publisher that sent a message).
+  static keyOf(p) {
+    return p.connectionId !== undefined ? `${p.connectionId}/${p.publisherId}` : `${p.getConnectionInfo().id}/${p.publisherId}`;
+  }
   confirmed(publisher) { return this.ids.get(Confirms.keyOf(publisher)) ?? new Set(); }
   wake() { this.waiters = this.waiters.filter((w) => !w()); }
 
