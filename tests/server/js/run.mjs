@@ -21,6 +21,8 @@ async function loadScenarios() {
   const out = new Map();
   for (const f of fs.readdirSync(dir).filter((f) => f.endsWith(".mjs")).sort()) {
     const mod = await import(path.join(dir, f));
+    // ctest names its tests after the files (tests/server/CMakeLists.txt): the two must agree.
+    if (mod.name !== path.basename(f, ".mjs")) throw new Error(`scenarios/${f} exports name ${mod.name}`);
     out.set(mod.name, mod);
   }
   return out;

@@ -29,6 +29,18 @@ export class StrataServer {
     const m = await this.proc.waitForOutput(/strata serve: listening on ([0-9.]+):([0-9]+)\r?\n/, 60000);
     this.host = m[1];
     this.port = Number(m[2]);
+    if (argv.includes("--http")) {
+      const h = await this.proc.waitForOutput(/strata serve: http on ([0-9.]+:[0-9]+)\r?\n/, 10000);
+      this.http = `http://${h[1]}`;
+    }
+  }
+
+  // The node's /status document (needs --http).
+  async status() {
+    if (!this.http) throw new Error("strata serve was started without --http");
+    const res = await fetch(`${this.http}/status`);
+    if (!res.ok) throw new Error(`GET ${this.http}/status: HTTP ${res.status}`);
+    return res.json();
   }
 
   // SIGTERM must stop it gracefully with exit 0 (the contract); a test that restarts checks that.
