@@ -10,6 +10,7 @@ export const rabbit = require("rabbitmq-stream-js-client");
 const { Connection } = require("rabbitmq-stream-js-client/dist/connection");
 const semver = require("semver");
 export const { Offset } = rabbit;
+export const { CompressionType } = require("rabbitmq-stream-js-client/dist/compression");
 
 // RabbitMQ 3.10 does not know ExchangeCommandVersions (0x1b) and closes the connection on it, while the client always
 // sends it after Open. Replace the step at run time, per connection, only when that server's `version` peer property is
@@ -35,6 +36,7 @@ export function versionAtLeast(client, v) { return semver.gte(semver.coerce(clie
 export class Confirms {
   constructor() {
     this.ids = new Map();
+    this.counts = new Map();
     this.errors = [];
     this.waiters = [];
     this.onConfirm = (confirm, connectionId) => {
@@ -42,6 +44,7 @@ export class Confirms {
       let set = this.ids.get(key);
       if (!set) this.ids.set(key, (set = new Set()));
       for (const id of confirm.publishingIds) set.add(id);
+      this.counts.set(key, (this.counts.get(key) ?? 0) + confirm.publishingIds.length);
       this.wake();
     };
     this.onError = (err, connectionId) => {
@@ -55,6 +58,25 @@ export class Confirms {
   }
   confirmed(publisher) { return this.ids.get(Confirms.keyOf(publisher)) ?? new Set(); }
   wake() { this.waiters = this.waiters.filter((w) => !w()); }
+
+  // Resolves once `publisher` has `n` confirmations in all (ids repeated count each time).
+  waitForCount(publisher, n, timeoutMs, what = "publish") {
+    return new Promise((resolve, reject) => {
+      const count = () => this.counts.get(Confirms.keyOf(publisher)) ?? 0;
+      const timer = setTimeout(() => reject(new Error(`${what}: ${count()} of ${n} confirms after ${timeoutMs} ms`)),
+        timeoutMs);
+      const check = () => {
+        if (this.errors.length) {
+          clearTimeout(timer);
+          reject(new Error(`${what}: PublishError code ${this.errors[0].code}`));
+          return true;
+        }
+        if (count() >= n) { clearTimeout(timer); resolve(); return true; }
+        return false;
+      };
+      if (!check()) this.waiters.push(check);
+    });
+  }
 
   // Resolves when every id in `ids` is confirmed for `publisher`; rejects on a publish error or after timeoutMs.
   waitFor(publisher, ids, timeoutMs, what = "publish") {
