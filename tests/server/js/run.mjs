@@ -34,9 +34,24 @@ function makeServer(target, dir, scenario) {
   return new StrataServer(dir, { bin, ...(scenario.strataServer ? scenario.strataServer(dir) : {}) });
 }
 
+// The server of the running scenario, stopped if this runner is interrupted (ctest's timeout, Ctrl-C).
+let current;
+for (const sig of ["SIGINT", "SIGTERM"]) {
+  process.on(sig, async () => {
+    console.log(`interrupted by ${sig}; stopping the server`);
+    try {
+      await current?.server.close();
+    } finally {
+      if (current && !process.env.STRATA_JS_KEEP) fs.rmSync(current.dir, { recursive: true, force: true });
+      process.exit(1);
+    }
+  });
+}
+
 async function runOne(target, scenario) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `strata-js-${scenario.name}-`));
   const server = makeServer(target, dir, scenario);
+  current = { server, dir };
   const t0 = Date.now();
   const log = (m) => console.log(`[${scenario.name} +${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}`);
   const ctx = { target, server, dir, log, skip: (reason) => { throw new Skip(reason); } };
@@ -72,6 +87,7 @@ async function runOne(target, scenario) {
     }
     if (process.env.STRATA_JS_KEEP) log(`kept ${dir}`);
     else fs.rmSync(dir, { recursive: true, force: true });
+    current = undefined;
   }
   return result;
 }
