@@ -7,7 +7,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { repoRoot } from "./lib/client.mjs";
+import { repoRoot, unhandled } from "./lib/client.mjs";
 import { RabbitServer } from "./lib/rabbitmq.mjs";
 import { StrataServer } from "./lib/strata.mjs";
 
@@ -48,6 +48,16 @@ for (const sig of ["SIGINT", "SIGTERM"]) {
   });
 }
 
+// An error the client throws where no test awaits it fails the running scenario (instead of killing node and
+// orphaning the server).
+let crashed = () => {};
+for (const ev of ["unhandledRejection", "uncaughtException"]) {
+  process.on(ev, (e) => {
+    if (ev === "unhandledRejection" && unhandled.capture) unhandled.capture(e);
+    else crashed(e);
+  });
+}
+
 async function runOne(target, scenario) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `strata-js-${scenario.name}-`));
   const server = makeServer(target, dir, scenario);
@@ -65,6 +75,7 @@ async function runOne(target, scenario) {
     await Promise.race([
       scenario.run(ctx),
       new Promise((_, rej) => { timer = setTimeout(() => rej(new Error(`timed out after ${timeoutMs / 1000} s`)), timeoutMs); }),
+      new Promise((_, rej) => { crashed = (e) => rej(new Error(`error outside the scenario's awaits: ${e?.stack ?? e}`)); }),
     ]);
     log("PASS");
   } catch (e) {
@@ -79,6 +90,7 @@ async function runOne(target, scenario) {
     }
   } finally {
     clearTimeout(timer);
+    crashed = () => {};
     try {
       await server.close();
     } catch (e) {

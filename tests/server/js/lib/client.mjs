@@ -11,6 +11,7 @@ const { Connection } = require("rabbitmq-stream-js-client/dist/connection");
 const semver = require("semver");
 export const { Offset } = rabbit;
 export const { CompressionType } = require("rabbitmq-stream-js-client/dist/compression");
+export const { CreateStreamRequest } = require("rabbitmq-stream-js-client/dist/requests/create_stream_request");
 
 // RabbitMQ 3.10 does not know ExchangeCommandVersions (0x1b) and closes the connection on it, while the client always
 // sends it after Open. Replace the step at run time, per connection, only when that server's `version` peer property is
@@ -190,10 +191,7 @@ export async function responseCodeOf(promise) {
   try {
     await promise;
   } catch (e) {
-    if (typeof e === "number") return e;
-    const m = /code (\d+)/.exec(e?.message ?? "");
-    if (m) return Number(m[1]);
-    throw e;
+    return codeOf(e);
   }
   return 1;
 }
@@ -213,4 +211,31 @@ export async function afterRestart(server, what, fn, timeoutMs = 60000) {
       await new Promise((r) => setTimeout(r, 200));
     }
   }
+}
+
+// Errors the client raises outside any promise the test holds (e.g. inside its socket "connect" handler) reach the
+// runner's unhandledRejection handler; a scenario expecting one sets `capture` to take it instead.
+export const unhandled = { capture: null };
+
+// Connects expecting a refusal: resolves with the protocol response code the refusal names. The client 1.0.0 throws an
+// authentication failure from its socket handler, where the connect promise never settles, so that error is taken
+// from the unhandled rejections.
+export function refusedConnect(server, opts, timeoutMs = 20000) {
+  return new Promise((resolve, reject) => {
+    let timer;
+    const done = (f) => { clearTimeout(timer); unhandled.capture = null; f(); };
+    unhandled.capture = (e) => done(() => resolve(codeOf(e)));
+    timer = setTimeout(() => done(() => reject(new Error(`connect was neither refused nor accepted in ${timeoutMs} ms`))),
+      timeoutMs);
+    connect(server, opts).then(
+      (c) => done(() => { c.close().catch(() => {}); reject(new Error("the connection was accepted")); }),
+      (e) => done(() => resolve(codeOf(e))));
+  });
+}
+
+function codeOf(e) {
+  if (typeof e === "number") return e;
+  const m = /(?:code|->) (\d+)/.exec(e?.message ?? "");
+  if (m) return Number(m[1]);
+  throw e;
 }
