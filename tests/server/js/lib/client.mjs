@@ -105,6 +105,11 @@ export class Confirms {
   }
 }
 
+// STRATA_JS_DEBUG=1 prints the client's own log (every frame it writes and receives at debug level) to stderr.
+const clientLogger = process.env.STRATA_JS_DEBUG
+  ? Object.fromEntries(["debug", "info", "warn", "error"].map((l) => [l, (m) => console.error(`[client ${l}] ${m}`)]))
+  : undefined;
+
 export async function connect(server, { confirms, listeners = {}, ...extra } = {}) {
   if (server.kind === "rabbitmq") installPre311Shim();
   const client = await rabbit.connect({
@@ -116,7 +121,7 @@ export async function connect(server, { confirms, listeners = {}, ...extra } = {
     heartbeat: 0,
     listeners: confirms ? { publish_confirm: confirms.onConfirm, publish_error: confirms.onError, ...listeners } : listeners,
     ...extra,
-  });
+  }, clientLogger);
   return client;
 }
 
