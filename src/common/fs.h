@@ -34,6 +34,10 @@ class File {
   virtual Status sync() = 0;
   virtual Status truncate(uint64_t size) = 0;
   virtual Result<uint64_t> size() = 0;
+  // The operating system's descriptor, or -1 where there is none (the
+  // in-memory FaultFileSystem): lets a server send file bytes to a socket
+  // with sendfile(2) instead of copying them through user space.
+  virtual int native_handle() const { return -1; }
 
   const std::string& path() const { return path_; }
 

@@ -82,6 +82,8 @@ class PosixFile final : public File {
     return uint64_t(st.st_size);
   }
 
+  int native_handle() const override { return fd_; }
+
  private:
   int fd_;
   int64_t end_ = -1;  // cached end for append; -1 = unknown

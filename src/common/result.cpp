@@ -18,6 +18,8 @@ std::string_view errc_name(Errc c) {
       return "invalid_argument";
     case Errc::unsupported_version:
       return "unsupported_version";
+    case Errc::unsupported:
+      return "unsupported";
     case Errc::schema_mismatch:
       return "schema_mismatch";
     case Errc::store_full:

@@ -21,6 +21,7 @@ enum class Errc {
   corrupt,              // stored bytes fail validation (checksum, magic, bounds)
   invalid_argument,     // caller passed something malformed
   unsupported_version,  // a format version this build does not read
+  unsupported,          // valid stored data this build cannot interpret (e.g. compressed records)
   schema_mismatch,      // a stored schema differs from the one asked for
   store_full,           // fixed capacity exhausted
   string_table_full,    // interned-string capacity exhausted

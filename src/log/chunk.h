@@ -2,8 +2,11 @@
 // a fixed 56-byte header followed by `data_len` bytes of record entries and
 // `trailer_len` bytes of trailer. Byte layout in docs/FORMATS.md ("Chunk").
 //
-// The header carries its own CRC32C (so a torn header is never trusted) and a
-// CRC32C of data+trailer (so torn or rotten record bytes are detected).
+// The header carries its own CRC32C (so a torn header is never trusted), a
+// CRC32C of data+trailer (so torn or rotten record bytes are detected) and,
+// from version 2, the zlib CRC32 of the data section: the CRC the RabbitMQ
+// stream protocol sends with a chunk, computed once when the chunk is
+// written instead of once per delivery.
 #pragma once
 
 #include <cstdint>
@@ -17,9 +20,12 @@
 namespace strata::log {
 
 constexpr uint32_t kChunkMagic = 0x5343484B;  // "SCHK"
-constexpr uint8_t kChunkVersion = 1;
+// Version written; version 1 (offset 48 reserved, no wire_crc) still decodes.
+constexpr uint8_t kChunkVersion = 2;
+constexpr uint8_t kChunkVersionNoWireCrc = 1;
 constexpr size_t kChunkHeaderSize = 56;
-// Entry header: top bit 0 = simple entry, low 31 bits = record length.
+// Entry header: top bit 0 = simple entry, low 31 bits = record length; top
+// bit 1 = an osiris sub-batch (log/entries.h).
 constexpr size_t kEntryHeaderSize = 4;
 constexpr uint32_t kMaxRecordSize = 0x7FFFFFFF;
 
@@ -35,13 +41,20 @@ struct ChunkHeader {
   uint32_t data_crc = 0;      // CRC32C of data followed by trailer
   uint32_t data_len = 0;
   uint32_t trailer_len = 0;
+  // CRC32 (zlib, common/crc32.h) of the data section only, not the trailer:
+  // the osiris chunk's crc field. Known for version 2 chunks; version 1
+  // chunks have none (wire_crc_known false, wire_crc 0).
+  uint32_t wire_crc = 0;
+  bool wire_crc_known = false;
 
   uint64_t next_offset() const { return first_offset + num_records; }
   uint64_t total_size() const { return kChunkHeaderSize + uint64_t(data_len) + trailer_len; }
   bool operator==(const ChunkHeader&) const = default;
 };
 
-// Writes exactly kChunkHeaderSize bytes (including the header CRC).
+// Writes exactly kChunkHeaderSize bytes (including the header CRC): version
+// 2 if wire_crc_known, else version 1 (so a decoded header encodes back to
+// the same bytes).
 void encode_chunk_header(const ChunkHeader& h, uint8_t* out);
 
 // Decodes and validates magic, version, type, reserved bytes and header CRC.
@@ -51,20 +64,40 @@ Result<ChunkHeader> decode_chunk_header(BytesView in, const std::string& where);
 // Checks data_crc against the bytes that follow the header (data+trailer).
 Status verify_chunk_body(const ChunkHeader& h, BytesView body, const std::string& where);
 
+// Checks wire_crc against the data section (the first data_len bytes of
+// `body`, the bytes that follow the header). A version 1 chunk has nothing
+// to check: OK. Readers rely on data_crc; this is for audits and scrubs
+// that must know the stored wire CRC is the one a client will compute.
+Status verify_wire_crc(const ChunkHeader& h, BytesView body, const std::string& where);
+
+// The wire CRC of a chunk: the stored one, or for a version 1 chunk the one
+// computed from `data` (its data section).
+uint32_t chunk_wire_crc(const ChunkHeader& h, BytesView data);
+
 // Builds a whole chunk (header + entries + trailer) holding `records`.
 // Requires 1..65535 records, each at most kMaxRecordSize bytes.
 Bytes build_chunk(const std::vector<BytesView>& records, uint64_t first_offset, uint64_t epoch,
                   int64_t timestamp_ms, ChunkType type = ChunkType::user, BytesView trailer = {});
 
-// Splits a chunk's data section into its records (views into `data`);
-// validates entry framing against the header's counts.
+// Builds a whole chunk of osiris entries taken verbatim (not validated;
+// see log/entries.h): `num_entries` (1..65535) entries, `num_records` offsets.
+Bytes build_chunk_of_entries(BytesView entries, uint32_t num_entries, uint32_t num_records,
+                             uint64_t first_offset, uint64_t epoch, int64_t timestamp_ms,
+                             ChunkType type = ChunkType::user, BytesView trailer = {});
+
+// Splits a chunk's data section into its records (views into `data`):
+// simple entries and the inner records of uncompressed sub-batches, in
+// offset order (log/entries.h). Validates entry framing against the
+// header's counts (corrupt). A compressed sub-batch: Errc::unsupported
+// naming its compression and first offset (read it with parse_entries).
 Result<std::vector<BytesView>> parse_records(const ChunkHeader& h, BytesView data,
                                              const std::string& where);
 
 // Builds chunks into a caller-owned buffer, so a writer that reuses the
-// buffer allocates nothing per chunk. Usage: begin(); add() 1..65535
-// records; finish() encodes the header in place and returns it. The chunk
-// occupies (*out)[start .. out->size()) where start = out->size() at begin().
+// buffer allocates nothing per chunk. Usage: begin(); add() records and/or
+// add_entries() (1..65535 entries in all); finish() encodes the header in
+// place and returns it. The chunk occupies (*out)[start .. out->size())
+// where start = out->size() at begin().
 class ChunkBuilder {
  public:
   explicit ChunkBuilder(Bytes* out) : out_(out) {}
@@ -73,11 +106,18 @@ class ChunkBuilder {
   // Requires a begun chunk with fewer than 65535 records and
   // record.size() <= kMaxRecordSize.
   void add(BytesView record);
-  // Requires at least one record. Computes data_crc over the data section.
+  // Appends osiris entries verbatim (simple and/or sub-batches, already
+  // validated by the caller, e.g. with count_entries of log/entries.h):
+  // `num_entries` entries occupying `num_records` offsets.
+  void add_entries(BytesView entries, uint32_t num_entries, uint32_t num_records);
+  // Requires at least one record. Appends `trailer`, computes data_crc
+  // (data and trailer) and wire_crc (data only).
   ChunkHeader finish(uint64_t first_offset, uint64_t epoch, int64_t timestamp_ms,
-                     ChunkType type = ChunkType::user);
+                     ChunkType type = ChunkType::user, BytesView trailer = {});
 
+  // Offsets (records) and entries added so far.
   uint32_t records() const { return records_; }
+  uint32_t entries() const { return entries_; }
   // Bytes of the data section so far (entry headers included).
   uint64_t data_bytes() const { return out_->size() - start_ - kChunkHeaderSize; }
   // Data bytes a record adds.
@@ -86,6 +126,7 @@ class ChunkBuilder {
  private:
   Bytes* out_;
   size_t start_ = 0;
+  uint32_t entries_ = 0;
   uint32_t records_ = 0;
   bool open_ = false;
 };

@@ -7,6 +7,7 @@
 
 #include "common/assert.h"
 #include "common/endian.h"
+#include "log/entries.h"
 #include "log/stream_log_impl.h"
 
 namespace strata::log {
@@ -50,7 +51,7 @@ Status Reader::locate() {
   return Status::OK();
 }
 
-Result<std::optional<ChunkView>> Reader::next_chunk() {
+Result<std::optional<ChunkHeader>> Reader::next_header(bool direct) {
   if (impl_.closed_fast()) {
     return Error(Errc::closed, fmt::format("stream {} is closed", impl_.dir()));
   }
@@ -58,7 +59,7 @@ Result<std::optional<ChunkView>> Reader::next_chunk() {
   if (chunk_offset_ >= committed) {
     // Caught up: an idle reader keeps no buffer.
     window_.release();
-    return std::optional<ChunkView>();
+    return std::optional<ChunkHeader>();
   }
   if (chunk_offset_ >= seg_next_) STRATA_TRY(locate());
   auto place = [&] { return fmt::format("{} position {}", seg_->path, pos_); };
@@ -67,7 +68,14 @@ Result<std::optional<ChunkView>> Reader::next_chunk() {
                                             "segment's committed end is {}",
                                             place(), chunk_offset_, seg_end_));
   }
-  STRATA_ASSIGN_OR_RETURN(BytesView hv, window_.read(pos_, kChunkHeaderSize));
+  char direct_buf[kChunkHeaderSize];
+  BytesView hv;
+  if (direct) {
+    STRATA_TRY(read_exact(*file_, pos_, direct_buf, kChunkHeaderSize));
+    hv = BytesView(direct_buf, kChunkHeaderSize);
+  } else {
+    STRATA_ASSIGN_OR_RETURN(hv, window_.read(pos_, kChunkHeaderSize));
+  }
   // Errors name the place; it is formatted only when there is an error.
   static const std::string kNowhere;
   auto h = decode_chunk_header(hv, kNowhere);
@@ -80,9 +88,18 @@ Result<std::optional<ChunkView>> Reader::next_chunk() {
     return Error(Errc::corrupt, fmt::format("{}: chunk of {} bytes runs past the committed end {}",
                                             place(), h->total_size(), seg_end_));
   }
+  return std::optional<ChunkHeader>(*h);
+}
+
+Result<std::optional<ChunkView>> Reader::next_chunk() {
+  STRATA_ASSIGN_OR_RETURN(auto h, next_header(false));
+  if (!h) return std::optional<ChunkView>();
   STRATA_ASSIGN_OR_RETURN(BytesView bytes, window_.read(pos_, size_t(h->total_size())));
+  static const std::string kNowhere;
   if (opts_.verify_crc && !verify_chunk_body(*h, bytes.substr(kChunkHeaderSize), kNowhere).ok()) {
-    return verify_chunk_body(*h, bytes.substr(kChunkHeaderSize), place()).error();
+    return verify_chunk_body(*h, bytes.substr(kChunkHeaderSize),
+                             fmt::format("{} position {}", seg_->path, pos_))
+        .error();
   }
   ChunkView v;
   v.header = *h;
@@ -94,41 +111,40 @@ Result<std::optional<ChunkView>> Reader::next_chunk() {
   return std::optional<ChunkView>(v);
 }
 
+Result<std::optional<ChunkLocation>> Reader::next_chunk_location() {
+  STRATA_ASSIGN_OR_RETURN(auto h, next_header(true));
+  if (!h) return std::optional<ChunkLocation>();
+  ChunkLocation loc;
+  loc.header = *h;
+  loc.file = file_;
+  loc.segment_first_offset = seg_->info.first_offset;
+  loc.position = pos_;
+  pos_ += h->total_size();
+  chunk_offset_ = h->next_offset();
+  return std::optional<ChunkLocation>(std::move(loc));
+}
+
 Result<size_t> Reader::next_records(std::vector<Record>* out) {
   while (true) {
     STRATA_ASSIGN_OR_RETURN(auto c, next_chunk());
     if (!c) return size_t(0);
-    // Walk the entries in place (no intermediate vector); on any framing
-    // problem parse_records produces the precise error.
-    BytesView data = c->data();
+    // Walk the records in place (no intermediate vector).
     const size_t before = out->size();
+    const int64_t ts = c->header.timestamp_ms;
     uint64_t off = c->header.first_offset;
-    size_t pos = 0;
-    bool bad = false;
-    while (pos < data.size()) {
-      if (data.size() - pos < kEntryHeaderSize) {
-        bad = true;
-        break;
-      }
-      uint32_t eh = get_be32(u8(data.data() + pos));
-      pos += kEntryHeaderSize;
-      if ((eh & 0x80000000u) || eh > data.size() - pos) {
-        bad = true;
-        break;
-      }
-      if (off >= start_offset_) {
-        out->push_back(Record{off, c->header.timestamp_ms, data.substr(pos, eh)});
-      }
-      pos += eh;
-      ++off;
-    }
-    if (bad || off - c->header.first_offset != c->header.num_records ||
-        off - c->header.first_offset != c->header.num_entries) {
+    EntryCounts n;
+    auto problem = for_each_record(
+        c->data(),
+        [&](BytesView value) {
+          if (off >= start_offset_) out->push_back(Record{off, ts, value});
+          ++off;
+        },
+        &n);
+    if (problem || n.entries != c->header.num_entries || n.records != c->header.num_records) {
       out->resize(before);
-      auto recs =
-          parse_records(c->header, data, fmt::format("{} position {}", seg_->path, c->position));
-      if (!recs.ok()) return std::move(recs).error();
-      return Error(Errc::internal, "record framing check disagrees with parse_records");
+      STRATA_TRY(records_status(c->header, problem, n,
+                                fmt::format("{} position {}", seg_->path, c->position)));
+      return Error(Errc::internal, "record walk disagrees with records_status");
     }
     if (out->size() > before) return out->size() - before;
     // Every record of this chunk was before the requested offset: go on.

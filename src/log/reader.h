@@ -42,6 +42,19 @@ struct ChunkView {
   }
 };
 
+// A committed chunk located in its segment file, its body not read: what a
+// server needs to send the body with sendfile(2) without copying it through
+// user space. The header (and its own CRC) is checked; the body CRC is not —
+// the receiver checks the data against the wire CRC instead.
+struct ChunkLocation {
+  ChunkHeader header;
+  std::shared_ptr<File> file;  // the segment file, open while this is held
+  uint64_t segment_first_offset = 0;
+  uint64_t position = 0;  // file position of the chunk header in its segment
+
+  uint64_t data_position() const { return position + kChunkHeaderSize; }
+};
+
 struct Record {
   uint64_t offset = 0;
   int64_t timestamp_ms = 0;  // the chunk's timestamp
@@ -57,10 +70,18 @@ class Reader {
   // (the next chunk was removed by retention), I/O errors.
   Result<std::optional<ChunkView>> next_chunk();
 
+  // Like next_chunk, but reads only the chunk's header (one small pread, no
+  // read-ahead) and returns where the chunk lies; the reader moves past it.
+  Result<std::optional<ChunkLocation>> next_chunk_location();
+
   // Appends to *out the records of the next chunk whose offsets are at or
   // after the reader's start offset (records of the first chunk before the
-  // requested offset are skipped). Returns how many were appended; 0 at the
-  // committed end. Views are valid until the next call.
+  // requested offset are skipped): simple entries and the inner records of
+  // uncompressed sub-batches (log/entries.h). Returns how many were
+  // appended; 0 at the committed end. Views are valid until the next call.
+  // A chunk holding a compressed sub-batch: Errc::unsupported naming its
+  // compression and offset, and the reader has moved past that chunk (read
+  // such chunks with next_chunk and parse_entries).
   Result<size_t> next_records(std::vector<Record>* out);
 
   // Waits until a chunk is available to read, the timeout passes, or the log
@@ -83,6 +104,9 @@ class Reader {
   // Moves to the segment holding chunk_offset_ when the current one is done,
   // and refreshes the committed bounds of the current one.
   Status locate();
+  // Reads and checks the header of the next chunk (through the read-ahead
+  // window, or with one pread when `direct`); nullopt at the committed end.
+  Result<std::optional<ChunkHeader>> next_header(bool direct);
 
   std::shared_ptr<StreamLog> log_;
   StreamLog::Impl& impl_;  // log_'s, alive as long as log_

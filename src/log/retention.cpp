@@ -8,7 +8,10 @@ RetentionPlan plan_retention(const std::vector<SegmentInfo>& segs, const Retenti
                              int64_t now_ms) {
   RetentionPlan plan;
   if (segs.size() < 2) return plan;
-  const size_t deletable = segs.size() - 1;  // never the active segment
+  // Never the active segment, nor, while the active segment holds no chunk
+  // yet, the one before it: the newest segment holding a chunk carries the
+  // writer sequences (log/writer_sequences.h).
+  const size_t deletable = segs.size() - (segs.back().chunks == 0 ? 2 : 1);
   size_t by_bytes = 0, by_age = 0;
   if (opts.max_bytes) {
     uint64_t total = 0;

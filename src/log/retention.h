@@ -24,7 +24,9 @@ struct RetentionPlan {
 //    segments exceeds max_bytes;
 //  - max_age: delete the oldest segments whose newest chunk is older than
 //    now_ms - max_age_ms (empty segments have no age and stop the walk);
-//  - the plan is the longer of the two prefixes.
+//  - the plan is the longer of the two prefixes;
+//  - while the active segment is empty, the segment before it is kept too
+//    (it holds the writer sequences, log/writer_sequences.h).
 RetentionPlan plan_retention(const std::vector<SegmentInfo>& segments, const RetentionOptions& opts,
                              int64_t now_ms);
 

@@ -61,6 +61,14 @@ Result<std::shared_ptr<StreamLog>> StreamLog::open(const std::string& dir, LogOp
 Result<AppendResult> StreamLog::append(std::span<const BytesView> records) {
   return impl_->append(records);
 }
+
+Result<AppendResult> StreamLog::append_entries(const EntryBatch& batch) {
+  return impl_->append_entries(batch);
+}
+
+std::optional<uint64_t> StreamLog::writer_sequence(std::string_view ref) const {
+  return impl_->writer_sequence(ref);
+}
 uint64_t StreamLog::committed_next() const {
   return impl_->committed_next();
 }
@@ -203,6 +211,7 @@ Status StreamLog::Impl::init(RecoveryResult&& rec) {
                              dir_, *opts_.epoch, last_epoch));
   }
   epoch_ = opts_.epoch.value_or(std::max<uint64_t>(last_epoch, 1));
+  STRATA_TRY(load_writers());
   const auto& active = segments_.back();
   committed_next_.store(active->info.next_offset);
   if (opts_.read_only) return Status::OK();
@@ -221,6 +230,29 @@ Status StreamLog::Impl::init(RecoveryResult&& rec) {
   w_.pos = active->info.size_bytes;
   w_.chunks = active->info.chunks;
   return Status::OK();
+}
+
+// The newest segment holding a chunk rebuilds the writer sequences (its
+// first chunk's snapshot, then deltas). One more read of that segment at
+// open (it was just scanned by recovery, so usually from the page cache).
+Status StreamLog::Impl::load_writers() {
+  for (auto it = segments_.rbegin(); it != segments_.rend(); ++it) {
+    if ((*it)->info.chunks == 0) continue;
+    STRATA_ASSIGN_OR_RETURN(auto f, fs_.open((*it)->path, OpenOptions::read_only()));
+    STRATA_ASSIGN_OR_RETURN(auto map,
+                            load_writer_sequences(*f, (*it)->path, (*it)->info.size_bytes));
+    if (map) writers_ = std::move(*map);
+    break;
+  }
+  w_.writers = writers_;
+  return Status::OK();
+}
+
+std::optional<uint64_t> StreamLog::Impl::writer_sequence(std::string_view ref) const {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = writers_.find(ref);
+  if (it == writers_.end()) return std::nullopt;
+  return it->second;
 }
 
 Status StreamLog::Impl::close() {

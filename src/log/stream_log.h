@@ -36,8 +36,10 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/fs.h"
@@ -55,6 +57,18 @@ struct ReaderOptions;
 struct AppendResult {
   uint64_t first_offset = 0;  // offset of the batch's first record
   uint64_t next_offset = 0;   // first_offset + number of records
+};
+
+// Osiris entries as they came off the wire (log/entries.h): simple and/or
+// sub-batch entries, any compression, back to back; with an optional writer
+// (publisher) reference and the highest publishing id in the batch, stored
+// durably with the chunk (docs/FORMATS.md "Writer sequences").
+struct EntryBatch {
+  BytesView entries;            // osiris entries back to back
+  uint16_t num_entries = 0;     // entries in `entries`
+  uint32_t num_records = 0;     // offsets they occupy (1 per simple entry, nrec per sub-batch)
+  std::string_view writer_ref;  // empty: none (at most 255 bytes)
+  uint64_t writer_seq = 0;      // highest publishing id in this batch
 };
 
 struct RetentionOutcome {
@@ -84,6 +98,19 @@ class StreamLog : public std::enable_shared_from_this<StreamLog> {
   Result<AppendResult> append(std::initializer_list<BytesView> records) {
     return append(std::span<const BytesView>(records.begin(), records.size()));
   }
+
+  // Appends one batch of osiris entries verbatim, like append(): a single
+  // chunk, all or nothing, blocks until committed under the fsync policy.
+  // The entries are checked (framing, and num_entries / num_records must
+  // match them): invalid_argument naming the entry. With a writer_ref, the
+  // writer's sequence becomes max(its sequence, writer_seq) once committed,
+  // and survives reopening (writer_sequence).
+  Result<AppendResult> append_entries(const EntryBatch& batch);
+
+  // Highest sequence committed for a writer reference; nullopt if never
+  // seen. Rebuilt at open from the newest segment holding a chunk; a
+  // read-only log reports the sequences as of its open.
+  std::optional<uint64_t> writer_sequence(std::string_view ref) const;
 
   // The offset after the last committed record (readers see [first, this)).
   uint64_t committed_next() const;

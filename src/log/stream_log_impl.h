@@ -35,6 +35,7 @@
 #include "common/group_commit.h"
 #include "log/recovery.h"
 #include "log/stream_log.h"
+#include "log/writer_sequences.h"
 
 namespace strata::log {
 
@@ -83,6 +84,8 @@ class StreamLog::Impl {
 
   // stream_log_write.cpp
   Result<AppendResult> append(std::span<const BytesView> records);
+  Result<AppendResult> append_entries(const EntryBatch& batch);
+  std::optional<uint64_t> writer_sequence(std::string_view ref) const;
 
   // stream_log_read.cpp
   Result<Resolution> resolve(const OffsetSpec& spec);
@@ -134,14 +137,23 @@ class StreamLog::Impl {
     Bytes idx_buf;        // their index records
     std::chrono::steady_clock::time_point last_sync{};
     bool rolled = false;  // this group rolled a segment (retention follows)
+    // Writer sequences as written (committed or about to be): the snapshot
+    // a segment's first chunk carries.
+    WriterSequences writers;
+    Bytes trailer;  // the trailer of the chunk being built
   };
 
   // stream_log.cpp
   Status init(RecoveryResult&& rec);
+  Status load_writers();
   std::vector<SegmentBounds> snapshot_locked() const;
 
   // stream_log_write.cpp
   Status check_batch(std::span<const BytesView> records, PendingAppend* w) const;
+  Status check_entry_batch(const EntryBatch& b, PendingAppend* w) const;
+  // Queues a checked batch and waits for its outcome (leading a group if
+  // first in the queue).
+  Result<AppendResult> enqueue(PendingAppend& w);
   // Leader work for one group (requires mu_ held via l; releases it for I/O).
   void lead(std::unique_lock<std::mutex>& l);
   void publish_locked(const std::vector<WrittenChunk>& written);
@@ -191,6 +203,7 @@ class StreamLog::Impl {
   std::condition_variable leader_cv_;     // wakes a leader sleeping out an fsync interval
   std::condition_variable idle_cv_;       // queue drained (close waits on it)
   std::map<uint64_t, std::function<void(const CommittedChunk&)>> listeners_;
+  WriterSequences writers_;  // committed writer sequences; guarded by mu_
   uint64_t next_listener_id_ = 1;
 
   std::mutex files_mu_;      // the read handles in LogSegment

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "common/assert.h"
+#include "log/entries.h"
 #include "log/index_file.h"
 #include "log/stream_log_impl.h"
 
@@ -28,7 +29,14 @@ void shrink(Bytes& b) {
 }  // namespace
 
 struct StreamLog::Impl::PendingAppend : GroupCommitWaiter {
+  // A batch of records (append), or of osiris entries taken verbatim
+  // (append_entries).
   std::span<const BytesView> records;
+  BytesView entries;
+  uint32_t num_entries = 0;  // entries the batch adds to its chunk
+  uint32_t num_records = 0;  // offsets it occupies
+  std::string_view writer_ref;
+  uint64_t writer_seq = 0;
   uint64_t data_bytes = 0;
   Result<AppendResult> result{Error(Errc::internal, "append not processed")};
 };
@@ -37,6 +45,7 @@ struct StreamLog::Impl::WrittenChunk {
   std::shared_ptr<LogSegment> seg;
   IndexRecord rec;
   ChunkHeader header;
+  WriterTrailer writers;  // the highest sequence per writer in this chunk
 };
 
 Status StreamLog::Impl::check_batch(std::span<const BytesView> records, PendingAppend* w) const {
@@ -49,6 +58,8 @@ Status StreamLog::Impl::check_batch(std::span<const BytesView> records, PendingA
         fmt::format("stream {}: a batch holds 1..65535 records, got {}", dir_, records.size()));
   }
   w->records = records;
+  w->num_entries = uint32_t(records.size());
+  w->num_records = uint32_t(records.size());
   for (const auto& r : records) {
     if (r.size() > kMaxRecordSize) {
       return Error(
@@ -65,9 +76,59 @@ Status StreamLog::Impl::check_batch(std::span<const BytesView> records, PendingA
   return Status::OK();
 }
 
+Status StreamLog::Impl::check_entry_batch(const EntryBatch& b, PendingAppend* w) const {
+  if (opts_.read_only) {
+    return Error(Errc::invalid_argument, fmt::format("stream {} is open read-only", dir_));
+  }
+  if (b.num_entries == 0 || b.entries.empty()) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("stream {}: an entry batch holds 1..65535 entries, got {}", dir_,
+                             b.num_entries));
+  }
+  if (b.writer_ref.size() > kMaxWriterRefSize) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("stream {}: writer reference of {} bytes exceeds {} bytes", dir_,
+                             b.writer_ref.size(), kMaxWriterRefSize));
+  }
+  if (b.entries.size() > opts_.max_chunk_bytes) {
+    return Error(
+        Errc::invalid_argument,
+        fmt::format("stream {}: entry batch of {} bytes exceeds max_chunk_bytes ({}); split it",
+                    dir_, b.entries.size(), opts_.max_chunk_bytes));
+  }
+  EntryCounts n;
+  if (auto p = count_entries(b.entries, &n)) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("stream {}: entry batch: {}", dir_, p->reason));
+  }
+  if (n.entries != b.num_entries || n.records != b.num_records) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("stream {}: entry batch holds {} entries / {} records, the batch "
+                             "says {} entries / {} records",
+                             dir_, n.entries, n.records, b.num_entries, b.num_records));
+  }
+  w->entries = b.entries;
+  w->num_entries = b.num_entries;
+  w->num_records = b.num_records;
+  w->writer_ref = b.writer_ref;
+  w->writer_seq = b.writer_seq;
+  w->data_bytes = b.entries.size();
+  return Status::OK();
+}
+
 Result<AppendResult> StreamLog::Impl::append(std::span<const BytesView> records) {
   PendingAppend w;
   STRATA_TRY(check_batch(records, &w));
+  return enqueue(w);
+}
+
+Result<AppendResult> StreamLog::Impl::append_entries(const EntryBatch& batch) {
+  PendingAppend w;
+  STRATA_TRY(check_entry_batch(batch, &w));
+  return enqueue(w);
+}
+
+Result<AppendResult> StreamLog::Impl::enqueue(PendingAppend& w) {
   std::unique_lock<std::mutex> l(mu_);
   if (closed_) return Error(Errc::closed, fmt::format("stream {} is closed", dir_));
   if (failed_) {
@@ -125,6 +186,7 @@ void StreamLog::Impl::publish_locked(const std::vector<WrittenChunk>& written) {
     info.size_bytes = c.rec.end_position();
     info.last_timestamp_ms = c.rec.timestamp_ms;
     c.seg->last_epoch = c.rec.epoch;
+    apply_writer_trailer(c.writers, &writers_);
   }
   committed_next_.store(w_.next, std::memory_order_release);
   commit_cv_.notify_all();
@@ -136,35 +198,66 @@ Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
   ChunkBuilder b(&w_.seg_buf);
   size_t i = 0;
   while (i < group.size()) {
-    // Pack whole batches [i, j) into one chunk.
+    // Pack whole batches [i, j) into one chunk (at most 65535 entries).
     uint64_t bytes = group[i]->data_bytes;
-    size_t recs = group[i]->records.size();
+    uint64_t entries = group[i]->num_entries;
+    uint64_t recs = group[i]->num_records;
     size_t j = i + 1;
     while (j < group.size() && bytes + group[j]->data_bytes <= opts_.max_chunk_bytes &&
-           recs + group[j]->records.size() <= 0xFFFF) {
+           entries + group[j]->num_entries <= 0xFFFF) {
       bytes += group[j]->data_bytes;
-      recs += group[j]->records.size();
+      entries += group[j]->num_entries;
+      recs += group[j]->num_records;
       ++j;
     }
-    const uint64_t chunk_size = kChunkHeaderSize + bytes;
+    // The writers of these batches, each with its highest sequence.
+    WriterTrailer delta;
+    {
+      WriterSequences seen;
+      for (size_t k = i; k < j; ++k) {
+        if (group[k]->writer_ref.empty()) continue;
+        auto [it, inserted] =
+            seen.try_emplace(std::string(group[k]->writer_ref), group[k]->writer_seq);
+        if (!inserted) it->second = std::max(it->second, group[k]->writer_seq);
+      }
+      delta.writers.assign(seen.begin(), seen.end());
+    }
+    w_.trailer.clear();
+    if (!delta.writers.empty()) encode_writer_trailer(delta, &w_.trailer);
     if (w_.chunks > 0 &&
-        (w_.pos + chunk_size > opts_.max_segment_bytes || w_.chunks >= opts_.max_segment_chunks)) {
+        (w_.pos + kChunkHeaderSize + bytes + w_.trailer.size() > opts_.max_segment_bytes ||
+         w_.chunks >= opts_.max_segment_chunks)) {
       STRATA_TRY(roll());
     }
+    apply_writer_trailer(delta, &w_.writers);
+    if (w_.chunks == 0 && !w_.writers.empty()) {
+      // A segment's first chunk carries every writer's sequence, so the
+      // newest segment alone rebuilds the map.
+      WriterTrailer snapshot;
+      snapshot.snapshot = true;
+      snapshot.writers.assign(w_.writers.begin(), w_.writers.end());
+      w_.trailer.clear();
+      encode_writer_trailer(snapshot, &w_.trailer);
+    }
+    const uint64_t chunk_size = kChunkHeaderSize + bytes + w_.trailer.size();
     const uint64_t first = w_.next;
     b.begin();
     for (size_t k = i; k < j; ++k) {
-      uint64_t batch_first = first + b.records();
-      for (const auto& r : group[k]->records) b.add(r);
-      group[k]->result = AppendResult{batch_first, batch_first + group[k]->records.size()};
+      const uint64_t batch_first = first + b.records();
+      if (group[k]->entries.empty()) {
+        for (const auto& r : group[k]->records) b.add(r);
+      } else {
+        b.add_entries(group[k]->entries, group[k]->num_entries, group[k]->num_records);
+      }
+      group[k]->result = AppendResult{batch_first, batch_first + group[k]->num_records};
     }
     w_.last_ts = std::max(clock_.now_ms(), w_.last_ts);
-    ChunkHeader h = b.finish(first, epoch_, w_.last_ts);
+    ChunkHeader h = b.finish(first, epoch_, w_.last_ts, ChunkType::user, w_.trailer);
     IndexRecord rec = index_record_for(h, w_.pos);
     size_t at = w_.idx_buf.size();
     w_.idx_buf.resize(at + kIndexRecordSize);
     encode_index_record(rec, u8(w_.idx_buf.data() + at));
-    out->push_back(WrittenChunk{w_.seg, rec, h});
+    out->push_back(WrittenChunk{w_.seg, rec, h, std::move(delta)});
     w_.pos += chunk_size;
     w_.chunks += 1;
     w_.next += recs;

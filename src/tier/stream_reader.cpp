@@ -12,7 +12,8 @@ class StreamReader::Impl {
       : log(std::move(l)), ctx(std::move(c)), opts(o) {}
 
   Status start(const log::OffsetSpec& spec);
-  Result<std::optional<TieredChunk>> next_chunk();
+  // located: local chunks by location only (log::Reader::next_chunk_location).
+  Result<std::optional<TieredChunk>> next_chunk(bool located = false);
 
   bool tiered() const { return keys.has_value(); }
   Result<CachedManifest> manifest() const;
@@ -194,7 +195,7 @@ void StreamReader::Impl::track_memory() {
       std::max({st.peak_buffered_bytes, remote->held_bytes(), remote->prefetch_stats().peak_bytes});
 }
 
-Result<std::optional<TieredChunk>> StreamReader::Impl::next_chunk() {
+Result<std::optional<TieredChunk>> StreamReader::Impl::next_chunk(bool located) {
   while (true) {
     if (tier == Tier::remote) {
       if (!remote) {
@@ -215,7 +216,8 @@ Result<std::optional<TieredChunk>> StreamReader::Impl::next_chunk() {
         cursor = c.header.next_offset();
         st.remote_chunks += 1;
         st.remote_bytes += c.bytes.size();
-        return std::optional<TieredChunk>(TieredChunk{c.header, c.bytes, Tier::remote, 0, 0});
+        return std::optional<TieredChunk>(
+            TieredChunk{c.header, c.bytes, Tier::remote, 0, 0, nullptr});
       }
       if (cursor >= local_first) {
         STRATA_ASSIGN_OR_RETURN(bool switched, switch_to_local());
@@ -233,6 +235,30 @@ Result<std::optional<TieredChunk>> StreamReader::Impl::next_chunk() {
       }
       remote->refresh(cm->manifest);
       continue;
+    }
+    if (located) {
+      auto r = local->next_chunk_location();
+      if (!r.ok()) {
+        if (r.error().code == Errc::out_of_range && tiered()) {
+          cursor = local->next_chunk_offset();
+          local.reset();
+          tier = Tier::remote;
+          continue;
+        }
+        return annotate(r.error());
+      }
+      if (!*r) return std::optional<TieredChunk>();
+      log::ChunkLocation& c = **r;
+      if (c.header.first_offset != cursor) {
+        return annotate(Error(Errc::internal,
+                              fmt::format("the local chunk starts at {}", c.header.first_offset)));
+      }
+      cursor = c.header.next_offset();
+      st.local_chunks += 1;
+      st.local_bytes += c.header.total_size();
+      return std::optional<TieredChunk>(TieredChunk{c.header, BytesView(), Tier::local,
+                                                    c.segment_first_offset, c.position,
+                                                    std::move(c.file)});
     }
     auto r = local->next_chunk();
     if (!r.ok()) {
@@ -256,7 +282,7 @@ Result<std::optional<TieredChunk>> StreamReader::Impl::next_chunk() {
     st.local_chunks += 1;
     st.local_bytes += c.bytes.size();
     return std::optional<TieredChunk>(
-        TieredChunk{c.header, c.bytes, Tier::local, c.segment_first_offset, c.position});
+        TieredChunk{c.header, c.bytes, Tier::local, c.segment_first_offset, c.position, nullptr});
   }
 }
 
@@ -281,6 +307,10 @@ Result<std::unique_ptr<StreamReader>> StreamReader::open(std::shared_ptr<log::St
 
 Result<std::optional<TieredChunk>> StreamReader::next_chunk() {
   return impl_->next_chunk();
+}
+
+Result<std::optional<TieredChunk>> StreamReader::next_chunk_location() {
+  return impl_->next_chunk(true);
 }
 
 Result<size_t> StreamReader::next_records(std::vector<log::Record>* out) {

@@ -60,6 +60,9 @@ struct TieredChunk {
   // file without copying them through user space).
   uint64_t segment_first_offset = 0;
   uint64_t position = 0;
+  // Set only by next_chunk_location() for local chunks: the segment file
+  // (`bytes` is then empty — the body was not read).
+  std::shared_ptr<File> file;
 
   BytesView data() const { return bytes.substr(log::kChunkHeaderSize, header.data_len); }
 };
@@ -106,6 +109,11 @@ class StreamReader {
 
   // The next chunk, or nullopt at the committed end.
   Result<std::optional<TieredChunk>> next_chunk();
+  // Like next_chunk, but a local chunk's body is not read: it comes back as
+  // its header, `file` and `position` (log::Reader::next_chunk_location), so
+  // a server can send it with sendfile(2). Remote chunks come as next_chunk
+  // returns them (in memory, CRC verified).
+  Result<std::optional<TieredChunk>> next_chunk_location();
   // The records of the next chunk at or after the start offset (like
   // log::Reader::next_records); 0 at the committed end.
   Result<size_t> next_records(std::vector<log::Record>* out);

@@ -1,6 +1,10 @@
 #include "log/chunk.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
+
+#include "common/crc32c.h"
+#include "common/endian.h"
 
 namespace strata::log {
 
@@ -53,6 +57,101 @@ TEST(Chunk, TruncatedHeaderNamesPlace) {
   ASSERT_FALSE(h.ok());
   EXPECT_NE(h.error().message.find("f.segment position 8"), std::string::npos);
   EXPECT_NE(h.error().message.find("truncated"), std::string::npos);
+}
+
+namespace {
+uint32_t zlib_crc(BytesView b) {
+  return uint32_t(crc32(0, reinterpret_cast<const Bytef*>(b.data()), uInt(b.size())));
+}
+}  // namespace
+
+// Version 2 stores the zlib CRC32 of the data section (not the trailer),
+// computed by both builders, and decodes it back.
+TEST(Chunk, WireCrcIsZlibCrcOfTheDataSection) {
+  std::vector<BytesView> recs = {"alpha", "", std::string_view("b\0c", 3)};
+  Bytes c = build_chunk(recs, 100, 7, 1234567, ChunkType::user, "TR");
+  auto h = decode_chunk_header(c, "test");
+  ASSERT_TRUE(h.ok()) << h.error().to_string();
+  EXPECT_EQ(uint8_t(c[4]), kChunkVersion);
+  EXPECT_TRUE(h->wire_crc_known);
+  const BytesView body = BytesView(c).substr(kChunkHeaderSize);
+  EXPECT_EQ(h->wire_crc, zlib_crc(body.substr(0, h->data_len)));
+  EXPECT_NE(h->wire_crc, zlib_crc(body));  // the trailer is not covered
+  EXPECT_EQ(get_be32(u8(c.data() + 48)), h->wire_crc);
+  EXPECT_TRUE(verify_wire_crc(*h, body, "test").ok());
+  EXPECT_EQ(chunk_wire_crc(*h, body.substr(0, h->data_len)), h->wire_crc);
+
+  Bytes built;
+  ChunkBuilder b(&built);
+  b.begin();
+  for (BytesView r : recs) b.add(r);
+  ChunkHeader bh = b.finish(100, 7, 1234567);
+  EXPECT_TRUE(bh.wire_crc_known);
+  EXPECT_EQ(bh.wire_crc, h->wire_crc);
+}
+
+// A data byte flipped after the fact (with data_crc recomputed, as a writer
+// bug would leave it) fails verify_wire_crc, naming the place.
+TEST(Chunk, WireCrcMismatchIsReported) {
+  Bytes c = build_chunk({"hello", "world"}, 5, 1, 1);
+  auto h = *decode_chunk_header(c, "t");
+  Bytes body = c.substr(kChunkHeaderSize);
+  body[6] ^= 1;
+  h.data_crc = crc32c::value(body);
+  Status s = verify_wire_crc(h, body, "seg position 24");
+  EXPECT_EQ(s.code(), Errc::corrupt);
+  EXPECT_NE(s.error().message.find("seg position 24"), std::string::npos);
+  EXPECT_NE(s.error().message.find("wire CRC32"), std::string::npos);
+  EXPECT_TRUE(verify_chunk_body(h, body, "t").ok());
+  EXPECT_EQ(verify_wire_crc(h, BytesView(body).substr(0, 3), "t").code(), Errc::corrupt);
+}
+
+// Version 1 chunks (offset 48 reserved) still decode, without a wire CRC;
+// their reserved bytes must stay zero; a header encodes back byte for byte.
+TEST(Chunk, Version1StillDecodes) {
+  Bytes c = build_chunk({"hello", "world"}, 5, 1, 1);
+  auto h2 = *decode_chunk_header(c, "t");
+  ChunkHeader h1 = h2;
+  h1.wire_crc_known = false;
+  h1.wire_crc = 0;
+  Bytes v1 = c;
+  encode_chunk_header(h1, u8(v1.data()));
+  EXPECT_EQ(uint8_t(v1[4]), 1);
+  EXPECT_EQ(get_be32(u8(v1.data() + 48)), 0u);
+  auto d = decode_chunk_header(v1, "t");
+  ASSERT_TRUE(d.ok()) << d.error().to_string();
+  EXPECT_EQ(*d, h1);
+  const BytesView body = BytesView(v1).substr(kChunkHeaderSize);
+  EXPECT_TRUE(verify_chunk_body(*d, body, "t").ok());
+  EXPECT_TRUE(verify_wire_crc(*d, body, "t").ok());
+  EXPECT_EQ(chunk_wire_crc(*d, body.substr(0, d->data_len)), h2.wire_crc);
+  auto r = parse_records(*d, body.substr(0, d->data_len), "t");
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->size(), 2u);
+
+  // Reserved bytes of a version 1 header that are not zero: corrupt.
+  Bytes bad = v1;
+  put_be32(u8(bad.data() + 48), 7);
+  put_be32(u8(bad.data() + 52), crc32c::value(bad.data(), 52));
+  auto e = decode_chunk_header(bad, "f position 24");
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error().code, Errc::corrupt);
+  EXPECT_NE(e.error().message.find("reserved"), std::string::npos);
+
+  // Re-encoding a decoded header gives the same bytes, either version.
+  Bytes again = v1;
+  encode_chunk_header(*d, u8(again.data()));
+  EXPECT_EQ(again, v1);
+  encode_chunk_header(h2, u8(again.data()));
+  EXPECT_EQ(again, c);
+
+  // An unknown version is unsupported_version, not corrupt.
+  Bytes v3 = c;
+  v3[4] = 3;
+  put_be32(u8(v3.data() + 52), crc32c::value(v3.data(), 52));
+  auto u = decode_chunk_header(v3, "t");
+  ASSERT_FALSE(u.ok());
+  EXPECT_EQ(u.error().code, Errc::unsupported_version);
 }
 
 }  // namespace strata::log

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "common/clock.h"
+#include "common/crc32.h"
 #include "common/crc32c.h"
 #include "common/fs.h"
 #include "log/chunk.h"
@@ -44,7 +45,7 @@ TEST(LogFormatGolden, ChunkBytesArePinned) {
   const uint64_t data_len = 4 + 5 + 4 + 0 + 4 + 3;
   golden::expect_fields(v, "chunk header",
                         {{"magic", 0x5343484B},
-                         {"version", 1},
+                         {"version", 2},
                          {"type", 2},
                          {"num_entries", 3},
                          {"num_records", 3},
@@ -52,14 +53,15 @@ TEST(LogFormatGolden, ChunkBytesArePinned) {
                          {"epoch", kEpoch},
                          {"first_offset", 4096},
                          {"data_len", data_len},
-                         {"trailer_len", 2},
-                         {"reserved", 0}});
+                         {"trailer_len", 2}});
   golden::expect_fields(v, "record entries", {{"length", 5}});
   EXPECT_EQ(golden::field_bytes(v, "trailer", "trailer"), "TR");
   // The CRCs cover the documented ranges.
   EXPECT_EQ(golden::field(v, "chunk header", "header_crc"), crc32c::value(v.bytes.data(), 52));
   EXPECT_EQ(golden::field(v, "chunk header", "data_crc"),
             crc32c::value(BytesView(v.bytes).substr(kChunkHeaderSize)));
+  EXPECT_EQ(golden::field(v, "chunk header", "wire_crc"),
+            crc32_zlib(BytesView(v.bytes).substr(kChunkHeaderSize, data_len)));
 
   // The vector decodes back to the value.
   const Bytes bytes = golden::pinned_bytes(v);
@@ -72,11 +74,36 @@ TEST(LogFormatGolden, ChunkBytesArePinned) {
   EXPECT_EQ(h->timestamp_ms, kT0 + 123);
   EXPECT_EQ(h->data_len, data_len);
   EXPECT_EQ(h->total_size(), bytes.size());
+  EXPECT_TRUE(h->wire_crc_known);
   const BytesView body = BytesView(bytes).substr(kChunkHeaderSize);
   ASSERT_TRUE(verify_chunk_body(*h, body, "chunk.hex").ok());
+  ASSERT_TRUE(verify_wire_crc(*h, body, "chunk.hex").ok());
   auto parsed = parse_records(*h, body.substr(0, h->data_len), "chunk.hex");
   ASSERT_TRUE(parsed.ok()) << parsed.error().to_string();
   EXPECT_EQ(*parsed, records);
+}
+
+// Version 1 chunks (written before the wire CRC) still decode: the same
+// chunk with offset 48 reserved, no wire CRC known, the same records.
+TEST(LogFormatGolden, Version1ChunkStillDecodes) {
+  const golden::Vector v = golden::load("log/golden/chunk-v1.hex");
+  ASSERT_TRUE(v.problems.empty());
+  golden::expect_fields(v, "chunk header", {{"version", 1}, {"reserved", 0}});
+  const Bytes bytes = golden::pinned_bytes(v);
+  auto h = decode_chunk_header(bytes, "chunk-v1.hex");
+  ASSERT_TRUE(h.ok()) << h.error().to_string();
+  EXPECT_FALSE(h->wire_crc_known);
+  EXPECT_EQ(h->first_offset, 4096u);
+  EXPECT_EQ(h->num_records, 3u);
+  const BytesView body = BytesView(bytes).substr(kChunkHeaderSize);
+  ASSERT_TRUE(verify_chunk_body(*h, body, "chunk-v1.hex").ok());
+  auto parsed = parse_records(*h, body.substr(0, h->data_len), "chunk-v1.hex");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().to_string();
+  EXPECT_EQ(*parsed, (std::vector<BytesView>{"alpha", "", BytesView("b\0c", 3)}));
+  // Its wire CRC is computed on demand, and equals the version 2 one.
+  auto v2 = decode_chunk_header(golden::pinned_bytes(golden::load("log/golden/chunk.hex")), "v2");
+  ASSERT_TRUE(v2.ok());
+  EXPECT_EQ(chunk_wire_crc(*h, body.substr(0, h->data_len)), v2->wire_crc);
 }
 
 // What StreamLog writes for three batches with two chunks per segment: a

@@ -1,0 +1,82 @@
+// `strata serve`: a node behind the RabbitMQ Stream protocol
+// (server/server.h). Prints `strata serve: listening on HOST:PORT` once
+// ready (and `strata serve: http on HOST:PORT` with an HTTP endpoint);
+// SIGTERM or SIGINT stop it gracefully (exit 0).
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli/command.h"
+#include "server/admin_http.h"
+#include "server/server.h"
+
+namespace strata::cli {
+namespace {
+
+struct ServeCliFlags {
+  std::string config;
+  server::ServeFlags flags;
+};
+
+void run_serve(const ServeCliFlags& f, Context& ctx) {
+  auto cfg = server::load_serve_config_file(f.config, f.flags, objstore::process_env());
+  if (!cfg.ok()) return ctx.fail(std::move(cfg).error().with_context("serve"));
+  // Every thread the server starts inherits this mask: the signals are
+  // taken here, by sigwait, and nowhere else.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  std::string http_listen = cfg->node.http_listen;
+  auto srv = server::Server::start(std::move(cfg).value());
+  if (!srv.ok()) return ctx.fail(std::move(srv).error());
+  server::Server* s = srv->get();
+  std::unique_ptr<server::AdminHttp> http;
+  if (!http_listen.empty()) {
+    auto h = server::AdminHttp::start(
+        http_listen, {[s] { return s->metrics_text(); }, [s] { return s->status_json().dump(); }});
+    if (!h.ok()) {
+      (void)s->stop();
+      return ctx.fail(std::move(h).error().with_context("serve"));
+    }
+    http = std::move(h).value();
+  }
+  std::cout << fmt::format("strata serve: listening on {}:{}\n", s->host(), s->port());
+  if (http) std::cout << fmt::format("strata serve: http on {}:{}\n", http->host(), http->port());
+  std::cout.flush();
+
+  int sig = 0;
+  sigwait(&set, &sig);
+  std::cerr << fmt::format("strata serve: {} received, stopping\n",
+                           sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  if (http) http->stop();
+  Status st = s->stop();
+  if (!st.ok()) return ctx.fail(Error(st.error()).with_context("serve: closing the node"));
+}
+
+Registrar reg_serve([](CLI::App& app, Context& ctx) {
+  auto f = std::make_shared<ServeCliFlags>();
+  auto* cmd = app.add_subcommand("serve", "Serve streams over the RabbitMQ Stream protocol");
+  cmd->add_option("--config", f->config, "JSON configuration file (node settings, server, users)");
+  cmd->add_option("--data-dir", f->flags.data_dir, "Data directory (overrides the file's)");
+  cmd->add_option("--listen", f->flags.listen,
+                  "host:port of the stream listener (default "
+                  "127.0.0.1:5552; port 0: a free one)");
+  cmd->add_option("--advertised-host", f->flags.advertised_host,
+                  "Host clients are told to connect to (default: the listener's)");
+  cmd->add_option("--advertised-port", f->flags.advertised_port,
+                  "Port clients are told to connect to (default: the listener's)");
+  cmd->add_option("--http", f->flags.http, "Serve /metrics and /status on host:port");
+  cmd->add_option("--s3-endpoint", f->flags.s3_endpoint,
+                  "Use an S3 endpoint as object store (credentials from AWS_ACCESS_KEY_ID / "
+                  "AWS_SECRET_ACCESS_KEY)");
+  cmd->add_option("--bucket", f->flags.bucket, "S3 bucket (with --s3-endpoint)");
+  cmd->callback([f, &ctx] { run_serve(*f, ctx); });
+});
+
+}  // namespace
+}  // namespace strata::cli

@@ -1,0 +1,152 @@
+// Connection: one client of `strata serve`, on its own strand of the
+// server's event loop. It reads frames (proto/frame.h splits them; frames
+// above the limit — a fixed one before Tune, the negotiated one after — are
+// answered with "frame too large" and a close), keeps the handshake state
+// (handshake.h), runs each command, and writes through a queue.
+//
+// Flow control both ways, never unbounded buffering:
+//  - a publisher that sends faster than the log confirms is held back by
+//    not reading its socket while its unconfirmed bytes exceed a budget;
+//  - a consumer gets chunks only while it has credit, and none is read
+//    for it while the connection's unsent bytes exceed a budget (a slow
+//    reader of its socket stalls only itself).
+//
+// Thread safety: public methods may be called from any thread; they post
+// to the strand.
+#pragma once
+
+#include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/task.h"
+#include "proto/dispatch.h"
+#include "server/handshake.h"
+#include "server/stream_appender.h"
+
+namespace strata::tier {
+class StreamReader;
+}
+
+namespace strata::server {
+
+class Server;
+class ServedStream;
+
+class Connection : public PublishSink, public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(Server& server, Strand strand, asio::ip::tcp::socket socket, uint64_t id);
+  ~Connection() override;
+
+  void start();
+  // Closes the connection (server stopping). Any thread.
+  void shutdown();
+  void on_appended(uint8_t publisher_id, std::vector<uint64_t> ids, proto::ResponseCode code,
+                   uint64_t bytes) override;
+  // The stream was deleted: MetadataUpdate, and its publishers and
+  // subscriptions dropped. Any thread.
+  void stream_gone(const std::string& stream);
+  uint64_t id() const { return id_; }
+
+ private:
+  struct Publisher {
+    std::string stream;
+    std::string ref;
+    std::shared_ptr<ServedStream> served;
+  };
+  struct Subscription {
+    uint8_t id = 0;
+    std::string stream;
+    std::shared_ptr<ServedStream> served;
+    std::shared_ptr<tier::StreamReader> reader;
+    uint32_t credit = 0;
+    bool busy = false;     // a read task runs
+    bool waiting = false;  // at the end, registered for the next commit
+    bool closed = false;
+  };
+  using SubPtr = std::shared_ptr<Subscription>;
+
+  void read_more();
+  void on_read(const std::error_code& ec, size_t n);
+  void process_frames();
+  void handle(BytesView body);
+  void send(Bytes frame);
+  void write_more();
+  void close_now(const std::string& why);
+  // Sends Close (code, reason), then closes once it is written.
+  void close_with(proto::ResponseCode code, const std::string& reason);
+  void close_after_flush();
+  void arm_heartbeat();
+  void respond_code(uint16_t key, uint32_t correlation_id, proto::ResponseCode code);
+
+  void on(const proto::PeerPropertiesRequest& r);
+  void on(const proto::SaslHandshakeRequest& r);
+  void on(const proto::SaslAuthenticateRequest& r);
+  void on(const proto::TuneFrame& r);
+  void on(const proto::OpenRequest& r);
+  void on(const proto::CloseRequest& r);
+  void on(const proto::CloseResponse& r);
+  void on(const proto::HeartbeatFrame& r);
+  void on(const proto::ExchangeCommandVersionsRequest& r);
+  void on(const proto::CreateStreamRequest& r);
+  void on(const proto::DeleteStreamRequest& r);
+  void on(const proto::MetadataRequest& r);
+  void on(const proto::StreamStatsRequest& r);
+  void on(const proto::DeclarePublisherRequest& r);
+  void on(const proto::PublishRequest& r);
+  void on(const proto::QueryPublisherSequenceRequest& r);
+  void on(const proto::DeletePublisherRequest& r);
+  void on(const proto::SubscribeRequest& r);
+  void on(const proto::CreditRequest& r);
+  void on(const proto::UnsubscribeRequest& r);
+  void on(const proto::StoreOffsetRequest& r);
+  void on(const proto::QueryOffsetRequest& r);
+  void on(const proto::RouteRequest& r);
+  void on(const proto::PartitionsRequest& r);
+  void on(const proto::ConsumerUpdateResponse& r);
+  void on(const proto::CreateSuperStreamRequest& r);
+  void on(const proto::DeleteSuperStreamRequest& r);
+
+  void pump(const SubPtr& s);
+  void pump_all();
+  void drop_stream(const std::string& stream);
+
+  Server& server_;
+  Strand strand_;
+  asio::ip::tcp::socket socket_;
+  const uint64_t id_;
+  bool loopback_ = false;
+  std::string peer_;
+  std::string user_;
+
+  HandshakeState state_ = HandshakeState::peer_properties;
+  uint32_t frame_max_;  // what this side accepts now
+  uint32_t heartbeat_s_ = 0;
+  uint16_t deliver_version_ = 1;
+  asio::steady_timer heartbeat_timer_;
+  std::chrono::steady_clock::time_point last_read_;
+  std::chrono::steady_clock::time_point last_write_;
+
+  Bytes in_;
+  size_t in_begin_ = 0;
+  size_t in_end_ = 0;
+  bool reading_ = false;
+
+  std::deque<Bytes> out_q_;
+  std::vector<Bytes> writing_;
+  uint64_t out_bytes_ = 0;  // queued and being written
+  bool write_active_ = false;
+  bool close_after_write_ = false;
+  bool closed_ = false;
+
+  uint64_t unconfirmed_bytes_ = 0;
+  std::map<uint8_t, Publisher> publishers_;
+  std::map<uint8_t, SubPtr> subscriptions_;
+  uint32_t next_server_correlation_ = 1;
+};
+
+}  // namespace strata::server

@@ -1,0 +1,287 @@
+#include "server/delivery.h"
+
+#include <fcntl.h>
+#include <isa-l/crc.h>
+
+#include <algorithm>
+#include <asio/post.hpp>
+#include <cstring>
+#include <mutex>
+#include <shared_mutex>
+#include <vector>
+
+#include "proto/commands.h"
+
+namespace strata::server {
+
+namespace {
+
+// zlib's CRC32 (what the protocol's chunk CRC is) through ISA-L.
+uint32_t wire_crc_of(BytesView data) {
+  return crc32_gzip_refl(0, u8(data.data()), data.size());
+}
+
+// The chunk's wire CRC if the log stored it when writing; else computed at
+// delivery over the bytes read into memory.
+std::optional<uint32_t> stored_wire_crc(const log::ChunkHeader&) {
+  return std::nullopt;
+}
+
+struct ReadBatch {
+  std::vector<std::shared_ptr<const ChunkFrame>> frames;
+  uint64_t skipped = 0;
+  uint64_t crc_computed = 0;
+  uint64_t sendfile = 0;
+  bool caught_up = false;
+  uint64_t next_offset = 0;  // the reader's, when caught up
+  std::optional<Error> error;
+};
+
+}  // namespace
+
+proto::OsirisChunkHeader osiris_header_for(const log::ChunkHeader& h, uint32_t crc) {
+  proto::OsirisChunkHeader o;
+  o.chunk_type = uint8_t(h.type);
+  o.num_entries = h.num_entries;
+  o.num_records = h.num_records;
+  o.timestamp_ms = h.timestamp_ms;
+  o.epoch = h.epoch;
+  o.chunk_id = h.first_offset;
+  o.crc = crc;
+  o.data_len = h.data_len;
+  o.trailer_len = 0;  // our trailer is never sent
+  o.bloom_size = 0;
+  return o;
+}
+
+// What read jobs share with the delivery: the reader (used by one job at a
+// time) and what the commit listener updates.
+struct Delivery::Source {
+  std::unique_ptr<tier::StreamReader> reader;
+  std::atomic<uint64_t> committed_chunk_id{0};
+  std::atomic<bool> waiting{false};
+};
+
+namespace {
+
+// One frame from one chunk. A body that is read goes straight behind the
+// head's room in the frame's buffer, so it is copied once.
+Result<std::shared_ptr<ChunkFrame>> make_frame(const tier::TieredChunk& c, const DeliveryOptions& o,
+                                               uint64_t committed, ReadBatch* b) {
+  auto f = std::make_shared<ChunkFrame>();
+  f->chunk_id = c.header.first_offset;
+  f->num_records = c.header.num_records;
+  const size_t head = proto::deliver_head_size(o.version);
+  const uint64_t data_pos = c.position + log::kChunkHeaderSize;
+  std::optional<uint32_t> crc = stored_wire_crc(c.header);
+  const int fd = c.file ? c.file->native_handle() : -1;
+  if (c.file && fd >= 0 && crc) {
+    f->bytes.resize(head);
+    f->file = FileSpan{c.file, fd, data_pos, c.header.data_len};
+    b->sendfile += 1;
+    // Pull the span into the page cache here, on the pool, so the event
+    // loop's sendfile finds it there instead of waiting for the disk.
+    ::readahead(fd, off64_t(data_pos), c.header.data_len);
+  } else {
+    f->bytes.resize(head + c.header.data_len);
+    char* body = f->bytes.data() + head;
+    if (c.file) {
+      STRATA_TRY(read_exact(*c.file, data_pos, body, c.header.data_len));
+    } else {
+      BytesView d = c.data();
+      std::memcpy(body, d.data(), d.size());
+    }
+    if (!crc) {
+      crc = wire_crc_of(BytesView(body, c.header.data_len));
+      b->crc_computed += 1;
+    }
+  }
+  Bytes h;
+  proto::encode_deliver_head(o.version, o.subscription_id,
+                             std::max(committed, c.header.first_offset),
+                             osiris_header_for(c.header, *crc), &h);
+  std::memcpy(f->bytes.data(), h.data(), head);
+  return f;
+}
+
+ReadBatch read_batch(Delivery::Source& src, const DeliveryOptions& o, uint32_t max_chunks) {
+  ReadBatch b;
+  uint64_t mem = 0;
+  while (b.frames.size() < max_chunks && mem < o.batch_bytes) {
+    auto r = o.use_sendfile ? src.reader->next_chunk_location() : src.reader->next_chunk();
+    if (!r.ok()) {
+      b.error = std::move(r).error();
+      break;
+    }
+    if (!*r) {
+      b.caught_up = true;
+      b.next_offset = src.reader->next_offset();
+      break;
+    }
+    const tier::TieredChunk& c = **r;
+    if (c.header.type != log::ChunkType::user) {
+      b.skipped += 1;
+      continue;
+    }
+    auto f = make_frame(c, o, src.committed_chunk_id.load(std::memory_order_relaxed), &b);
+    if (!f.ok()) {
+      b.error = std::move(f).error();
+      break;
+    }
+    mem += (*f)->bytes.size();
+    b.frames.push_back(std::move(*f));
+  }
+  return b;
+}
+}  // namespace
+
+Delivery::Delivery(Strand strand, TaskContext tasks, DeliveryOptions opts)
+    : strand_(std::move(strand)), tasks_(std::move(tasks)), opts_(opts) {}
+
+Delivery::~Delivery() {
+  if (listener_ != 0 && log_) log_->unsubscribe(listener_);
+}
+
+std::shared_ptr<Delivery> Delivery::start(std::unique_ptr<tier::StreamReader> reader,
+                                          std::shared_ptr<log::StreamLog> log,
+                                          std::shared_ptr<FrameSink> sink, Strand strand,
+                                          TaskContext tasks, DeliveryOptions opts,
+                                          uint16_t initial_credit,
+                                          std::function<void(const Error&)> on_error) {
+  opts.batch_chunks = std::max<uint32_t>(opts.batch_chunks, 1);
+  std::shared_ptr<Delivery> d(new Delivery(std::move(strand), std::move(tasks), opts));
+  d->src_ = std::make_shared<Source>();
+  d->src_->reader = std::move(reader);
+  d->sink_ = std::move(sink);
+  d->log_ = std::move(log);
+  d->on_error_ = std::move(on_error);
+  d->credit_ = initial_credit;
+  // The listener runs on the log's writer thread: it only flips a flag and,
+  // when the delivery was waiting, posts a wake-up to the strand.
+  std::weak_ptr<Delivery> weak = d;
+  std::weak_ptr<Source> wsrc = d->src_;
+  Strand st = d->strand_;
+  std::shared_ptr<IoLifetime> lifetime = d->tasks_.lifetime;
+  d->listener_ = d->log_->subscribe([weak, wsrc, st, lifetime](const log::CommittedChunk& c) {
+    auto src = wsrc.lock();
+    if (!src) return;
+    uint64_t prev = src->committed_chunk_id.load(std::memory_order_relaxed);
+    while (prev < c.header.first_offset &&
+           !src->committed_chunk_id.compare_exchange_weak(prev, c.header.first_offset)) {
+    }
+    if (!src->waiting.exchange(false)) return;
+    std::shared_lock l(lifetime->mu);
+    if (!lifetime->alive) return;
+    asio::post(st, [weak] {
+      if (auto self = weak.lock()) self->woken();
+    });
+  });
+  asio::post(d->strand_, [d] { d->pump(); });
+  return d;
+}
+
+void Delivery::add_credit(uint16_t n) {
+  credit_ = uint32_t(std::min<uint64_t>(uint64_t(credit_) + n, UINT32_MAX));
+  pump();
+}
+
+void Delivery::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  queue_.clear();
+  if (listener_ != 0) log_->unsubscribe(listener_);
+  listener_ = 0;
+}
+
+void Delivery::fail(const Error& e) {
+  if (stopped_) return;
+  stop();
+  if (on_error_) on_error_(e);
+}
+
+void Delivery::woken() {
+  if (stopped_ || !caught_up_) return;
+  caught_up_ = false;
+  st_.wakeups += 1;
+  pump();
+}
+
+void Delivery::arm_wait(uint64_t next_offset) {
+  caught_up_ = true;
+  src_->waiting.store(true);
+  // A commit between the read and the store above found `waiting` false:
+  // look again, so no wake-up is lost.
+  if (log_->committed_next() > next_offset && src_->waiting.exchange(false)) caught_up_ = false;
+}
+
+void Delivery::pump() {
+  if (stopped_) return;
+  if (!sending_ && !queue_.empty()) send_next();
+  if (queue_.empty() && !sending_ && pending_error_) {
+    Error e = std::move(*pending_error_);
+    pending_error_.reset();
+    return fail(e);
+  }
+  if (!reading_ && !caught_up_ && !pending_error_ && queue_.empty() && credit_ > 0) start_read();
+}
+
+void Delivery::send_next() {
+  sending_ = true;
+  auto f = queue_.front();
+  queue_.pop_front();
+  std::weak_ptr<Delivery> weak = weak_from_this();
+  Strand st = strand_;
+  sink_->send(f, [weak, st, f](std::error_code ec) {
+    asio::post(st, [weak, f, ec] {
+      auto self = weak.lock();
+      if (!self) return;
+      self->sending_ = false;
+      if (self->stopped_) return;
+      if (ec) {
+        return self->fail(Error(Errc::io, "writing a Deliver frame of chunk " +
+                                              std::to_string(f->chunk_id) + ": " + ec.message()));
+      }
+      self->st_.chunks += 1;
+      self->st_.records += f->num_records;
+      self->st_.bytes += f->wire_size();
+      if (f->file) {
+        self->st_.sendfile_chunks += 1;
+      } else {
+        self->st_.memory_chunks += 1;
+      }
+      self->pump();
+    });
+  });
+}
+
+void Delivery::start_read() {
+  reading_ = true;
+  st_.read_jobs += 1;
+  const uint32_t n = std::min(credit_, opts_.batch_chunks);
+  auto src = src_;
+  DeliveryOptions o = opts_;
+  std::weak_ptr<Delivery> weak = weak_from_this();
+  run_task<ReadBatch>(
+      tasks_, strand_, opts_.read_deadline, "deliver: read chunks",
+      [src, o, n] { return read_batch(*src, o, n); },
+      [weak](TaskOutcome<ReadBatch> out) {
+        auto self = weak.lock();
+        if (!self) return;
+        self->reading_ = false;
+        if (self->stopped_) return;
+        if (out.end != TaskEnd::completed) return self->fail(out.error);
+        ReadBatch& b = *out.value;
+        self->credit_ -= uint32_t(b.frames.size());
+        self->st_.skipped_chunks += b.skipped;
+        self->st_.crc_computed += b.crc_computed;
+        for (auto& f : b.frames) self->queue_.push_back(std::move(f));
+        if (b.error) {
+          self->pending_error_ = std::move(b.error);
+        } else if (b.caught_up) {
+          self->arm_wait(b.next_offset);
+        }
+        self->pump();
+      });
+}
+
+}  // namespace strata::server

@@ -1,0 +1,224 @@
+// Delivery: the Deliver frames of one subscription (RabbitMQ Stream protocol,
+// key 0x0008), read from a tier::StreamReader — remote fragments, then local
+// segments — and handed to the connection one frame at a time, within the
+// subscription's credit.
+//
+// A Deliver frame is
+//   uint32 size | uint16 key 0x0008 | uint16 version (1 or 2) |
+//   uint8 subscription id | [v2: uint64 committed chunk id] |
+//   48-byte osiris chunk header | the chunk's entries
+// The osiris header is built from our chunk header (trailer_len 0, bloom
+// size 0: our trailer and chunk types other than user are never sent) with
+// the chunk's wire CRC (zlib CRC32 of the entries). Like RabbitMQ, a chunk is
+// delivered whole: records before the subscription's offset in the first
+// chunk are skipped by the client.
+//
+// What is copied (docs/ARCHITECTURE.md, "Delivering chunks"):
+//  - local chunks whose wire CRC is stored go out by sendfile(2) from the
+//    segment file: the body never enters user space (ChunkFrame::file);
+//  - local chunks without a stored wire CRC (older chunk versions), and any
+//    local chunk when the file has no descriptor, are read once into the
+//    frame and the CRC computed over that copy;
+//  - remote chunks are copied once from the reader's prefetch buffer into
+//    the frame (the buffer is reused by the reader's next call).
+//
+// Threads: every method runs on the connection's strand. Reading — a pool
+// job (common/task.h), so a read that hangs ends at its deadline — never
+// happens on the event loop. A caught-up delivery holds no thread: it
+// waits for the log's commit listener. Memory: at most one batch being
+// sent and one being read, each at most batch_bytes of in-memory bodies
+// plus one chunk, and never more chunks than the credit.
+#pragma once
+
+#include <sys/sendfile.h>
+
+#include <asio/buffer.hpp>
+#include <asio/error.hpp>
+#include <asio/write.hpp>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <system_error>
+
+#include "common/bytes.h"
+#include "common/fs.h"
+#include "common/result.h"
+#include "common/task.h"
+#include "log/chunk.h"
+#include "log/stream_log.h"
+#include "proto/osiris_chunk.h"
+#include "tier/stream_reader.h"
+
+namespace strata::server {
+
+// File bytes a frame sends with sendfile(2) after its in-memory part.
+struct FileSpan {
+  std::shared_ptr<File> file;  // keeps the descriptor open until sent
+  int fd = -1;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+// One Deliver frame (proto::encode_deliver_head + the chunk's entries), ready to write: `bytes`
+// (the frame head, and for in-memory bodies the body too), then `file` if set.
+struct ChunkFrame {
+  Bytes bytes;
+  std::optional<FileSpan> file;
+  uint64_t chunk_id = 0;
+  uint32_t num_records = 0;
+
+  uint64_t wire_size() const { return bytes.size() + (file ? file->length : 0); }
+};
+
+// The osiris header a chunk goes out with: our header's fields, `crc` as
+// the data CRC, trailer_len 0 and bloom size 0 (proto/osiris_chunk.h).
+proto::OsirisChunkHeader osiris_header_for(const log::ChunkHeader& h, uint32_t crc);
+
+// How a connection writes frames: in order with its other frames (e.g. a
+// write queue that calls async_write_frame below). The delivery calls send()
+// on its strand with at most one frame outstanding, and sends the next after
+// `done`, which must be called exactly once, on any thread (the delivery
+// posts back to its strand).
+class FrameSink {
+ public:
+  virtual ~FrameSink() = default;
+  virtual void send(std::shared_ptr<const ChunkFrame> frame,
+                    std::function<void(std::error_code)> done) = 0;
+};
+
+// Writes one frame to an Asio stream socket (TCP or local): the in-memory
+// part with async_write, the file part with sendfile(2) on the socket in
+// non-blocking mode, waiting for writability with async_wait when the
+// socket's buffer is full. `done` gets the first error, or success once
+// every byte is handed to the kernel. The frame stays alive until then.
+template <class Socket>
+void async_write_frame(Socket& sock, std::shared_ptr<const ChunkFrame> frame,
+                       std::function<void(std::error_code)> done);
+
+struct DeliveryOptions {
+  uint8_t subscription_id = 0;
+  uint16_t version = 1;  // Deliver v1, or v2 (committed chunk id) when declared
+  // Local chunks with a stored wire CRC by sendfile (else read into memory).
+  bool use_sendfile = true;
+  uint32_t batch_chunks = 32;         // chunks one read job prepares, at most
+  uint64_t batch_bytes = 1ull << 20;  // in-memory bodies one read job prepares
+  std::chrono::milliseconds read_deadline{std::chrono::minutes(15)};
+};
+
+struct DeliveryStats {
+  uint64_t chunks = 0;           // Deliver frames written
+  uint64_t records = 0;          // records in them
+  uint64_t bytes = 0;            // frame bytes written
+  uint64_t sendfile_chunks = 0;  // bodies sent from the segment file
+  uint64_t memory_chunks = 0;    // bodies sent from memory
+  uint64_t crc_computed = 0;     // chunks whose wire CRC was computed at delivery
+  uint64_t skipped_chunks = 0;   // non-user chunks not delivered
+  uint64_t read_jobs = 0;
+  uint64_t wakeups = 0;  // caught up, then woken by a commit
+};
+
+class Delivery : public std::enable_shared_from_this<Delivery> {
+ public:
+  // Starts delivering from `reader` (opened by the connection at the
+  // subscription's offset spec, e.g. Node::open_reader) to `sink`.
+  // `log` is the stream's local log: its commit listener wakes a caught-up
+  // delivery. `on_error` runs once, on the strand, when the delivery stops
+  // because a read or a write failed (not after stop()).
+  static std::shared_ptr<Delivery> start(std::unique_ptr<tier::StreamReader> reader,
+                                         std::shared_ptr<log::StreamLog> log,
+                                         std::shared_ptr<FrameSink> sink, Strand strand,
+                                         TaskContext tasks, DeliveryOptions opts,
+                                         uint16_t initial_credit,
+                                         std::function<void(const Error&)> on_error);
+  ~Delivery();
+
+  // Credit command: n more chunks may be sent.
+  void add_credit(uint16_t n);
+  // Unsubscribe or connection gone: no frame is sent after the one in
+  // flight; a read in flight is dropped when it ends. Idempotent.
+  void stop();
+  bool stopped() const { return stopped_; }
+  uint32_t credit() const { return credit_; }
+  DeliveryStats stats() const { return st_; }
+
+  // Internal (read jobs): the reader and what it shares with them.
+  struct Source;
+
+ private:
+  Delivery(Strand strand, TaskContext tasks, DeliveryOptions opts);
+  void pump();
+  void start_read();
+  void send_next();
+  void fail(const Error& e);
+  void arm_wait(uint64_t next_offset);
+  void woken();
+
+  Strand strand_;
+  TaskContext tasks_;
+  DeliveryOptions opts_;
+  std::shared_ptr<Source> src_;
+  std::shared_ptr<FrameSink> sink_;
+  std::shared_ptr<log::StreamLog> log_;
+  uint64_t listener_ = 0;
+  std::function<void(const Error&)> on_error_;
+  std::deque<std::shared_ptr<const ChunkFrame>> queue_;
+  uint32_t credit_ = 0;
+  bool reading_ = false;
+  bool sending_ = false;
+  bool stopped_ = false;
+  bool caught_up_ = false;              // waiting for a commit (listener armed)
+  std::optional<Error> pending_error_;  // reported once the frames read before it are sent
+  DeliveryStats st_;
+};
+
+// ---- async_write_frame ----
+
+namespace detail {
+template <class Socket>
+void sendfile_rest(Socket& sock, std::shared_ptr<const ChunkFrame> frame, uint64_t sent,
+                   std::function<void(std::error_code)> done) {
+  const FileSpan& f = *frame->file;
+  std::error_code ec;
+  sock.native_non_blocking(true, ec);
+  if (ec) return done(ec);
+  while (sent < f.length) {
+    off_t off = off_t(f.offset + sent);
+    ssize_t n = ::sendfile(sock.native_handle(), f.fd, &off, size_t(f.length - sent));
+    if (n > 0) {
+      sent += uint64_t(n);
+      continue;
+    }
+    if (n == 0) return done(std::make_error_code(std::errc::io_error));  // file shorter
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      sock.async_wait(Socket::wait_write, [&sock, frame = std::move(frame), sent,
+                                           done = std::move(done)](std::error_code e) mutable {
+        if (e) return done(e);
+        sendfile_rest(sock, std::move(frame), sent, std::move(done));
+      });
+      return;
+    }
+    return done(std::error_code(errno, std::system_category()));
+  }
+  done(std::error_code());
+}
+}  // namespace detail
+
+template <class Socket>
+void async_write_frame(Socket& sock, std::shared_ptr<const ChunkFrame> frame,
+                       std::function<void(std::error_code)> done) {
+  const auto* f = frame.get();
+  asio::async_write(sock, asio::buffer(f->bytes),
+                    [&sock, frame = std::move(frame), done = std::move(done)](std::error_code ec,
+                                                                              size_t) mutable {
+                      if (ec || !frame->file) return done(ec);
+                      detail::sendfile_rest(sock, std::move(frame), 0, std::move(done));
+                    });
+}
+
+}  // namespace strata::server

@@ -1,0 +1,171 @@
+#include "server/serve_config.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace strata::server {
+namespace {
+
+using json = nlohmann::json;
+
+Error bad(const std::string& path, const std::string& why) {
+  return Error(Errc::invalid_argument, fmt::format("serve config: {}: {}", path, why));
+}
+
+Status get_uint(const json& section, const std::string& key, const std::string& path, uint64_t lo,
+                uint64_t hi, uint64_t* out) {
+  if (!section.contains(key)) return Status::OK();
+  const json& v = section[key];
+  if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<uint64_t>() < lo ||
+      v.get<uint64_t>() > hi) {
+    return bad(path, fmt::format("{} is not an integer in {}..{}", v.dump(), lo, hi));
+  }
+  *out = v.get<uint64_t>();
+  return Status::OK();
+}
+
+Status get_string(const json& section, const std::string& key, const std::string& path,
+                  std::string* out) {
+  if (!section.contains(key)) return Status::OK();
+  if (!section[key].is_string())
+    return bad(path, fmt::format("{} is not a string", section[key].dump()));
+  *out = section[key].get<std::string>();
+  return Status::OK();
+}
+
+Status load_server_section(const json& s, ServerSettings* out) {
+  if (!s.is_object()) return bad("server", "not an object");
+  static const char* kKnown[] = {"listen",      "advertised_host", "advertised_port", "frame_max",
+                                 "heartbeat_s", "threads",         "max_connections"};
+  for (auto it = s.begin(); it != s.end(); ++it) {
+    bool known = false;
+    for (const char* k : kKnown) known = known || it.key() == k;
+    if (!known) return bad("server." + it.key(), "unknown setting");
+  }
+  uint64_t v = 0;
+  if (auto st = get_string(s, "listen", "server.listen", &out->listen); !st.ok()) return st;
+  if (auto st = get_string(s, "advertised_host", "server.advertised_host", &out->advertised_host);
+      !st.ok()) {
+    return st;
+  }
+  v = out->advertised_port;
+  if (auto st = get_uint(s, "advertised_port", "server.advertised_port", 0, 65535, &v); !st.ok()) {
+    return st;
+  }
+  out->advertised_port = uint32_t(v);
+  // Below 8 KiB a Tune could not carry a useful Publish; above 64 MiB one
+  // connection's buffers would dwarf the rest of the server.
+  v = out->frame_max;
+  if (auto st = get_uint(s, "frame_max", "server.frame_max", 8192, 64u << 20, &v); !st.ok()) {
+    return st;
+  }
+  out->frame_max = uint32_t(v);
+  v = out->heartbeat_s;
+  if (auto st = get_uint(s, "heartbeat_s", "server.heartbeat_s", 0, 3600, &v); !st.ok()) return st;
+  out->heartbeat_s = uint32_t(v);
+  v = out->threads;
+  if (auto st = get_uint(s, "threads", "server.threads", 1, 64, &v); !st.ok()) return st;
+  out->threads = uint32_t(v);
+  v = out->max_connections;
+  if (auto st = get_uint(s, "max_connections", "server.max_connections", 1, 1u << 20, &v);
+      !st.ok()) {
+    return st;
+  }
+  out->max_connections = uint32_t(v);
+  return Status::OK();
+}
+
+Status load_users(const json& u, std::vector<User>* out) {
+  if (!u.is_array() || u.empty()) return bad("users", "not a non-empty array");
+  out->clear();
+  for (size_t i = 0; i < u.size(); ++i) {
+    std::string path = fmt::format("users[{}]", i);
+    const json& e = u[i];
+    if (!e.is_object() || !e.contains("name") || !e.contains("password") || e.size() != 2 ||
+        !e["name"].is_string() || !e["password"].is_string() ||
+        e["name"].get<std::string>().empty()) {
+      return bad(path, "not {\"name\": non-empty string, \"password\": string}");
+    }
+    out->push_back({e["name"].get<std::string>(), e["password"].get<std::string>()});
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::pair<std::string, uint16_t>> parse_host_port(const std::string& what,
+                                                         const std::string& text) {
+  auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
+    return bad(what, fmt::format("'{}' is not host:port", text));
+  }
+  std::string host = text.substr(0, colon);
+  std::string port = text.substr(colon + 1);
+  uint32_t p = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9' || p > 65535) return bad(what, fmt::format("'{}': bad port", text));
+    p = p * 10 + uint32_t(c - '0');
+  }
+  if (p > 65535) return bad(what, fmt::format("'{}': bad port", text));
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  return std::pair<std::string, uint16_t>(host, uint16_t(p));
+}
+
+Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
+                                      const objstore::EnvLookup& env) {
+  if (document.is_null()) document = json::object();
+  if (!document.is_object()) return bad("(document)", "not a JSON object");
+  ServeConfig cfg;
+  if (document.contains("server")) {
+    if (auto st = load_server_section(document["server"], &cfg.server); !st.ok()) return st.error();
+    document.erase("server");
+  }
+  if (document.contains("users")) {
+    if (auto st = load_users(document["users"], &cfg.server.users); !st.ok()) return st.error();
+    document.erase("users");
+  }
+  if (!flags.listen.empty()) cfg.server.listen = flags.listen;
+  if (!flags.advertised_host.empty()) cfg.server.advertised_host = flags.advertised_host;
+  if (flags.advertised_port != 0) {
+    if (flags.advertised_port > 65535) return bad("--advertised-port", "above 65535");
+    cfg.server.advertised_port = flags.advertised_port;
+  }
+  if (auto hp =
+          parse_host_port(flags.listen.empty() ? "server.listen" : "--listen", cfg.server.listen);
+      !hp.ok()) {
+    return std::move(hp).error();
+  }
+  if (!flags.http.empty()) document["http"] = {{"listen", flags.http}};
+  std::vector<objstore::ConfigOverride> overrides;
+  if (!flags.s3_endpoint.empty()) {
+    overrides.push_back({"backend", "s3", "--s3-endpoint"});
+    overrides.push_back({"s3.endpoint", flags.s3_endpoint, "--s3-endpoint"});
+  }
+  if (!flags.bucket.empty()) overrides.push_back({"s3.bucket", flags.bucket, "--bucket"});
+  auto node = node::load_node_config(document, flags.data_dir, env, overrides);
+  if (!node.ok()) return std::move(node).error();
+  cfg.node = std::move(node).value();
+  if (cfg.node.data_dir.empty()) return bad("data_dir", "not set (use --data-dir or \"data_dir\")");
+  return cfg;
+}
+
+Result<ServeConfig> load_serve_config_file(const std::string& path, const ServeFlags& flags,
+                                           const objstore::EnvLookup& env) {
+  json doc;
+  if (!path.empty()) {
+    std::ifstream in(path);
+    if (!in) return Error(Errc::not_found, fmt::format("serve config: cannot read {}", path));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    doc = json::parse(ss.str(), nullptr, false);
+    if (doc.is_discarded()) {
+      return Error(Errc::invalid_argument, fmt::format("serve config: {} is not valid JSON", path));
+    }
+  }
+  return load_serve_config(std::move(doc), flags, env);
+}
+
+}  // namespace strata::server

@@ -1,0 +1,71 @@
+// Configuration of `strata serve`: the node's JSON document
+// (node/node_config.h) plus two sections of its own, every setting
+// optional; validation names the offending setting by its JSON path.
+//
+//   {
+//     ... node settings (data_dir, objstore, catalog, log, tiering, ...),
+//     "server": { "listen": "127.0.0.1:5552",           port 0: a free one
+//                 "advertised_host": "", "advertised_port": 0,   "" / 0: the listener's
+//                 "frame_max": 1048576, "heartbeat_s": 60, "threads": 2,
+//                 "max_connections": 1024 },
+//     "users": [ { "name": "guest", "password": "guest" } ]     default: guest/guest
+//   }
+//
+// `guest` is accepted only from a loopback peer, like RabbitMQ's default
+// (its password is public knowledge).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "node/node_config.h"
+
+namespace strata::server {
+
+struct User {
+  std::string name;
+  std::string password;
+};
+
+struct ServerSettings {
+  std::string listen = "127.0.0.1:5552";
+  std::string advertised_host;   // empty: the listener's host
+  uint32_t advertised_port = 0;  // 0: the listener's port
+  // Largest frame the server accepts and proposes in Tune (bytes).
+  uint32_t frame_max = 1u << 20;
+  uint32_t heartbeat_s = 60;
+  uint32_t threads = 2;  // event-loop threads for every connection
+  uint32_t max_connections = 1024;
+  std::vector<User> users{{"guest", "guest"}};
+};
+
+struct ServeConfig {
+  node::NodeConfig node;
+  ServerSettings server;
+};
+
+// Command-line values that override the document ("" / 0: not given).
+struct ServeFlags {
+  std::string data_dir;
+  std::string listen;
+  std::string advertised_host;
+  uint32_t advertised_port = 0;
+  std::string http;
+  std::string s3_endpoint;
+  std::string bucket;
+};
+
+Result<ServeConfig> load_serve_config(nlohmann::json document, const ServeFlags& flags,
+                                      const objstore::EnvLookup& env);
+// Reads the JSON file (empty path: no file) and calls load_serve_config.
+Result<ServeConfig> load_serve_config_file(const std::string& path, const ServeFlags& flags,
+                                           const objstore::EnvLookup& env);
+
+// "host:port" -> host and port. Errors name `what` and the text.
+Result<std::pair<std::string, uint16_t>> parse_host_port(const std::string& what,
+                                                         const std::string& text);
+
+}  // namespace strata::server

@@ -1,0 +1,236 @@
+#include "server/server.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <asio/ip/address.hpp>
+
+#include "common/metrics.h"
+#include "server/connection.h"
+
+namespace strata::server {
+
+Server::Server(ServeConfig cfg) : cfg_(std::move(cfg)) {}
+
+Result<std::unique_ptr<Server>> Server::start(ServeConfig cfg) {
+  auto hp = parse_host_port("listen", cfg.server.listen);
+  if (!hp.ok()) return std::move(hp).error();
+  std::unique_ptr<Server> s(new Server(std::move(cfg)));
+  auto node = node::Node::open(s->cfg_.node);
+  if (!node.ok()) return std::move(node).error().with_context("serve: opening the node");
+  s->node_ = std::move(node).value();
+
+  std::error_code ec;
+  auto addr = asio::ip::make_address(hp->first, ec);
+  if (ec) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("serve: listen address '{}' is not an IP address", hp->first));
+  }
+  asio::ip::tcp::endpoint ep(addr, hp->second);
+  auto acc = std::make_unique<asio::ip::tcp::acceptor>(s->io_);
+  acc->open(ep.protocol(), ec);
+  if (!ec) acc->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acc->bind(ep, ec);
+  if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Error(Errc::io, fmt::format("serve: cannot listen on {}: {}", s->cfg_.server.listen,
+                                       ec.message()));
+  }
+  s->acceptor_ = std::move(acc);
+  s->host_ = hp->first;
+  s->port_ = s->acceptor_->local_endpoint().port();
+  // Blocking work of every connection: appends wait for fsync, readers for
+  // the object store; a handful of threads, more only for hung jobs.
+  BlockingPoolOptions po;
+  po.threads = std::max<size_t>(4, s->cfg_.node.blocking_threads);
+  s->pool_ = std::make_shared<BlockingPool>(po);
+  s->work_.emplace(asio::make_work_guard(s->io_));
+  s->accept();
+  for (uint32_t i = 0; i < s->cfg_.server.threads; ++i) {
+    s->threads_.emplace_back([io = &s->io_] { io->run(); });
+  }
+  return s;
+}
+
+Server::~Server() {
+  (void)stop();
+}
+
+std::string Server::advertised_host() const {
+  if (!cfg_.server.advertised_host.empty()) return cfg_.server.advertised_host;
+  // A wildcard listener is no address to connect to.
+  if (host_ == "0.0.0.0" || host_ == "::") return "localhost";
+  return host_;
+}
+
+uint32_t Server::advertised_port() const {
+  return cfg_.server.advertised_port != 0 ? cfg_.server.advertised_port : port_;
+}
+
+void Server::accept() {
+  Strand strand = asio::make_strand(io_);
+  acceptor_->async_accept(
+      strand, [this, strand](const std::error_code& ec, asio::ip::tcp::socket sock) {
+        if (ec) {
+          if (ec == asio::error::operation_aborted) return;
+          spdlog::warn("serve: accept: {}", ec.message());
+        } else {
+          std::shared_ptr<Connection> c;
+          {
+            std::lock_guard l(mu_);
+            if (stopping_) return;
+            if (connections_.size() >= cfg_.server.max_connections) {
+              spdlog::warn("serve: refusing a connection: {} open", connections_.size());
+            } else {
+              uint64_t id = next_connection_id_++;
+              c = std::make_shared<Connection>(*this, strand, std::move(sock), id);
+              connections_[id] = c;
+            }
+          }
+          if (c) {
+            counters_.connections_accepted += 1;
+            counters_.connections_open += 1;
+            c->start();
+          }
+        }
+        accept();
+      });
+}
+
+void Server::connection_closed(uint64_t id) {
+  std::lock_guard l(mu_);
+  if (connections_.erase(id)) counters_.connections_open -= 1;
+  if (connections_.empty()) conn_cv_.notify_all();
+}
+
+Result<std::shared_ptr<ServedStream>> Server::served(const std::string& name) {
+  std::lock_guard l(mu_);
+  auto it = streams_.find(name);
+  if (it != streams_.end() && !it->second->retired()) return it->second;
+  auto log = node_->stream(name);
+  if (!log.ok()) return std::move(log).error();
+  auto appender = std::make_shared<StreamAppender>(*log, io_, tasks());
+  auto s = std::make_shared<ServedStream>(name, std::move(log).value(), std::move(appender));
+  streams_[name] = s;
+  return s;
+}
+
+void Server::stream_deleted(const std::string& name) {
+  std::shared_ptr<ServedStream> s;
+  {
+    std::lock_guard l(mu_);
+    auto it = streams_.find(name);
+    if (it == streams_.end()) return;
+    s = it->second;
+    streams_.erase(it);
+    for (auto oit = offsets_.begin(); oit != offsets_.end();) {
+      oit = oit->first.first == name ? offsets_.erase(oit) : std::next(oit);
+    }
+  }
+  s->retire();
+  for (auto& c : s->watchers()) c->stream_gone(name);
+}
+
+void Server::store_offset(const std::string& stream, const std::string& ref, uint64_t offset) {
+  std::lock_guard l(mu_);
+  offsets_[{stream, ref}] = offset;
+}
+
+std::optional<uint64_t> Server::query_offset(const std::string& stream, const std::string& ref) {
+  std::lock_guard l(mu_);
+  auto it = offsets_.find({stream, ref});
+  if (it == offsets_.end()) return std::nullopt;
+  return it->second;
+}
+
+Status Server::stop() {
+  std::vector<std::shared_ptr<Connection>> conns;
+  std::vector<std::shared_ptr<ServedStream>> streams;
+  {
+    std::lock_guard l(mu_);
+    if (stopped_) return stop_status_;
+    stopped_ = true;
+    stopping_ = true;
+    for (auto& [id, w] : connections_) {
+      if (auto c = w.lock()) conns.push_back(std::move(c));
+    }
+    for (auto& [n, s] : streams_) streams.push_back(s);
+  }
+  if (acceptor_) {
+    asio::post(io_, [this] {
+      std::error_code ec;
+      acceptor_->close(ec);
+    });
+  }
+  // What was handed to the log is appended and confirmed before the
+  // connections go.
+  for (auto& s : streams) {
+    if (!s->appender().wait_idle(std::chrono::seconds(30))) {
+      spdlog::warn("serve: stream {}: appends still running at shutdown", s->name());
+    }
+  }
+  for (auto& c : conns) c->shutdown();
+  // Let the Close frames and the last confirms go out.
+  {
+    std::unique_lock l(mu_);
+    if (!conn_cv_.wait_for(l, std::chrono::seconds(5), [&] { return connections_.empty(); })) {
+      spdlog::warn("serve: {} connection(s) still open at shutdown", connections_.size());
+    }
+  }
+  for (auto& s : streams) s->retire();
+  work_.reset();
+  io_.stop();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  lifetime_->end();
+  if (pool_) pool_->stop();
+  {
+    std::lock_guard l(mu_);
+    streams_.clear();
+    connections_.clear();
+  }
+  streams.clear();
+  conns.clear();
+  if (node_) stop_status_ = node_->close();
+  return stop_status_;
+}
+
+std::string Server::metrics_text() const {
+  std::string text = node_->metrics_text();
+  PromWriter w;
+  w.gauge("strata_server_connections", "Open client connections", {},
+          double(counters_.connections_open.load()));
+  w.counter("strata_server_connections_accepted_total", "Client connections accepted", {},
+            double(counters_.connections_accepted.load()));
+  w.gauge("strata_server_publishers", "Declared publishers", {},
+          double(counters_.publishers.load()));
+  w.gauge("strata_server_consumers", "Subscriptions", {}, double(counters_.consumers.load()));
+  w.counter("strata_server_messages_in_total", "Messages received in Publish frames", {},
+            double(counters_.messages_in.load()));
+  w.counter("strata_server_messages_confirmed_total", "Publishing ids confirmed", {},
+            double(counters_.messages_confirmed.load()));
+  w.counter("strata_server_chunks_out_total", "Chunks delivered", {},
+            double(counters_.chunks_out.load()));
+  w.counter("strata_server_bytes_out_total", "Bytes of Deliver frames", {},
+            double(counters_.bytes_out.load()));
+  w.counter("strata_server_protocol_errors_total", "Frames refused (malformed, out of order)", {},
+            double(counters_.protocol_errors.load()));
+  return text + w.text();
+}
+
+nlohmann::json Server::status_json() const {
+  nlohmann::json j = node_->status_json();
+  j["server"] = {
+      {"listen", fmt::format("{}:{}", host_, port_)},
+      {"advertised", fmt::format("{}:{}", advertised_host(), advertised_port())},
+      {"connections", counters_.connections_open.load()},
+      {"publishers", counters_.publishers.load()},
+      {"consumers", counters_.consumers.load()},
+      {"messages_in", counters_.messages_in.load()},
+      {"messages_confirmed", counters_.messages_confirmed.load()},
+      {"chunks_out", counters_.chunks_out.load()},
+  };
+  return j;
+}
+
+}  // namespace strata::server

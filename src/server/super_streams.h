@@ -1,0 +1,96 @@
+// SuperStreams: the super streams of a node (RabbitMQ's partitioned
+// streams): a name, its partition streams in order, and one binding key per
+// partition. Route answers the streams whose binding key equals a routing
+// key exactly (as RabbitMQ's Route command does with its direct exchange);
+// Partitions answers the partition streams in order.
+//
+// Persistence: one file per super stream, <dir>/<name> (dir is typically
+// <data_dir>/super_streams), replaced crash-atomically (common/publish_file.h);
+// byte layout in docs/FORMATS.md ("Super stream file").
+//
+// Create order: the partition streams first (through the caller's
+// callback), then the file. A failure before the file is published deletes
+// the partitions this call created. A crash in between leaves ordinary
+// streams without a super stream; creating the super stream again then
+// fails naming the partition that exists (delete it, or the streams, first).
+// Delete order: the file first (the super stream is gone once that is
+// durable), then the partitions; a partition already gone is not an error.
+//
+// Thread safety: every method may be called from any thread. create and
+// remove block on the callbacks and on fsync: not on an event loop.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/fs.h"
+#include "common/result.h"
+
+namespace strata::server {
+
+struct SuperStream {
+  std::string name;
+  std::vector<std::string> partitions;    // stream names, in partition order
+  std::vector<std::string> binding_keys;  // one per partition, same order
+  bool operator==(const SuperStream&) const = default;
+};
+
+// Binding keys: 1..255 bytes, unique within a super stream.
+constexpr size_t kMaxBindingKeyBytes = 255;
+
+class SuperStreams {
+ public:
+  // Creates or deletes one partition stream (already_exists / not_found as
+  // the node answers them).
+  using StreamFn = std::function<Status(const std::string& stream)>;
+
+  // Loads every super stream under `dir` (created if missing); leftover
+  // temporary files are removed. Errors: a damaged file (corrupt, naming
+  // it), I/O.
+  static Result<std::unique_ptr<SuperStreams>> open(std::string dir, FileSystem* fs = nullptr);
+
+  // Errors: invalid_argument (bad super stream or partition name, no
+  // partitions, a binding key count that differs from the partitions', an
+  // empty, oversized or repeated binding key or partition), already_exists
+  // (the super stream, or — from create_partition — a partition), or the
+  // callback's or the file's error.
+  Status create(const SuperStream& s, const StreamFn& create_partition,
+                const StreamFn& delete_partition);
+  // not_found if absent. The super stream is gone once this returns, even
+  // if deleting a partition then fails (that error is returned).
+  Status remove(std::string_view name, const StreamFn& delete_partition);
+
+  // Streams whose binding key equals `routing_key` (not_found: no such
+  // super stream; an empty list: no binding matches).
+  Result<std::vector<std::string>> route(std::string_view super_stream,
+                                         std::string_view routing_key) const;
+  // The partition streams in order (not_found: no such super stream).
+  Result<std::vector<std::string>> partitions(std::string_view super_stream) const;
+  // The super stream a stream is a partition of, if any.
+  std::optional<std::string> super_stream_of(std::string_view stream) const;
+  std::vector<std::string> names() const;
+
+ private:
+  SuperStreams(std::string dir, FileSystem& fs) : dir_(std::move(dir)), fs_(fs) {}
+  Status load();
+
+  std::string dir_;
+  FileSystem& fs_;
+  mutable std::mutex mu_;
+  std::map<std::string, SuperStream, std::less<>> supers_;
+  std::set<std::string, std::less<>> busy_;  // names being created or deleted
+};
+
+// Validation and the file (docs/FORMATS.md, "Super stream file"); exposed
+// for tests.
+Status validate_super_stream(const SuperStream& s);
+Bytes encode_super_stream_file(const SuperStream& s);
+Result<SuperStream> decode_super_stream_file(BytesView in, const std::string& where);
+
+}  // namespace strata::server

@@ -1,0 +1,106 @@
+#include "server/handshake.h"
+
+#include <gtest/gtest.h>
+
+#include "server/stream_args.h"
+
+namespace strata::server {
+namespace {
+
+using proto::ResponseCode;
+
+std::string plain(const std::string& user, const std::string& pass) {
+  return std::string(1, '\0') + user + std::string(1, '\0') + pass;
+}
+
+TEST(Handshake, StepsInOrder) {
+  HandshakeState s = HandshakeState::peer_properties;
+  EXPECT_FALSE(command_allowed(s, proto::kOpen));
+  EXPECT_FALSE(command_allowed(s, proto::kPublish));
+  EXPECT_TRUE(command_allowed(s, proto::kPeerProperties));
+  s = after(s, proto::kPeerProperties);
+  EXPECT_EQ(s, HandshakeState::sasl);
+  EXPECT_TRUE(command_allowed(s, proto::kSaslHandshake));
+  EXPECT_FALSE(command_allowed(s, proto::kDeclarePublisher));
+  s = after(s, proto::kSaslHandshake);
+  EXPECT_EQ(s, HandshakeState::sasl);
+  s = after(s, proto::kSaslAuthenticate);
+  EXPECT_EQ(s, HandshakeState::tuning);
+  EXPECT_FALSE(command_allowed(s, proto::kOpen));
+  s = after(s, proto::kTune);
+  EXPECT_TRUE(command_allowed(s, proto::kOpen));
+  EXPECT_FALSE(command_allowed(s, proto::kPublish));
+  s = after(s, proto::kOpen);
+  EXPECT_EQ(s, HandshakeState::open);
+  EXPECT_TRUE(command_allowed(s, proto::kPublish));
+  EXPECT_FALSE(command_allowed(s, proto::kSaslAuthenticate));
+  EXPECT_FALSE(command_allowed(s, proto::kOpen));
+  EXPECT_EQ(after(s, proto::kClose), HandshakeState::closing);
+  EXPECT_FALSE(command_allowed(HandshakeState::closing, proto::kPublish));
+  // Heartbeat and Close: any time.
+  EXPECT_TRUE(command_allowed(HandshakeState::peer_properties, proto::kHeartbeat));
+  EXPECT_TRUE(command_allowed(HandshakeState::sasl, proto::kClose));
+}
+
+TEST(Handshake, PlainAuthentication) {
+  std::vector<User> users{{"guest", "guest"}, {"alice", "s3cret"}};
+  std::string who;
+  EXPECT_EQ(authenticate_plain(plain("alice", "s3cret"), users, false, &who), ResponseCode::ok);
+  EXPECT_EQ(who, "alice");
+  EXPECT_EQ(authenticate_plain(plain("alice", "wrong"), users, true, &who),
+            ResponseCode::authentication_failure);
+  EXPECT_EQ(authenticate_plain(plain("bob", "s3cret"), users, true, &who),
+            ResponseCode::authentication_failure);
+  EXPECT_EQ(authenticate_plain(plain("guest", "guest"), users, true, &who), ResponseCode::ok);
+  EXPECT_EQ(authenticate_plain(plain("guest", "guest"), users, false, &who),
+            ResponseCode::sasl_authentication_failure_loopback);
+  // An authorization identity before the first NUL is allowed.
+  EXPECT_EQ(authenticate_plain("admin" + plain("alice", "s3cret"), users, false, &who),
+            ResponseCode::ok);
+  EXPECT_EQ(authenticate_plain("no separators", users, true, &who),
+            ResponseCode::authentication_failure);
+  EXPECT_EQ(authenticate_plain(std::string(1, '\0') + "alice", users, true, &who),
+            ResponseCode::authentication_failure);
+}
+
+TEST(Handshake, Negotiation) {
+  EXPECT_EQ(negotiate_frame_max(1 << 20, 0), 1u << 20);
+  EXPECT_EQ(negotiate_frame_max(1 << 20, 4096), 4096u);
+  EXPECT_EQ(negotiate_frame_max(0, 4096), 4096u);
+  EXPECT_EQ(negotiate_heartbeat(60, 0), 0u);
+  EXPECT_EQ(negotiate_heartbeat(60, 10), 10u);
+  EXPECT_EQ(negotiate_heartbeat(0, 10), 0u);
+}
+
+TEST(StreamArgs, KnownArgumentsParsed) {
+  auto a = parse_stream_args({{"max-length-bytes", "1000000"},
+                              {"max-age", "7D"},
+                              {"stream-max-segment-size-bytes", "500000000"},
+                              {"queue-leader-locator", "least-leaders"}});
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(a->max_length_bytes, 1000000u);
+  EXPECT_EQ(a->max_age_ms, int64_t(7) * 86400 * 1000);
+  EXPECT_EQ(a->max_segment_size_bytes, 500000000u);
+  EXPECT_EQ(*parse_max_age("10s"), 10000);
+  EXPECT_EQ(*parse_max_age("2h"), 2 * 3600 * 1000);
+}
+
+TEST(StreamArgs, BadArgumentsNamed) {
+  for (auto [k, v] :
+       std::vector<std::pair<std::string, std::string>>{{"max-length-bytes", "-1"},
+                                                        {"max-length-bytes", "12abc"},
+                                                        {"max-length-bytes", "0"},
+                                                        {"max-age", "7"},
+                                                        {"max-age", "7W"},
+                                                        {"max-age", "D"},
+                                                        {"stream-max-segment-size-bytes", "10"},
+                                                        {"x-unknown", "1"}}) {
+    auto a = parse_stream_args({{k, v}});
+    ASSERT_FALSE(a.ok()) << k << "=" << v;
+    EXPECT_EQ(a.error().code, Errc::invalid_argument);
+    EXPECT_NE(a.error().message.find(k), std::string::npos) << a.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace strata::server

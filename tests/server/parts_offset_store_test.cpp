@@ -1,0 +1,193 @@
+// OffsetStore: stored offsets come back after a reopen and after kill -9
+// (what was flushed), stores are batched into one file write per stream
+// per flush, removed streams stay removed, bad input is refused clearly.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "common/fault_fs.h"
+#include "server/offset_store.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+
+namespace strata::server {
+namespace {
+
+OffsetStoreOptions manual() {
+  OffsetStoreOptions o;
+  o.flush_interval = std::chrono::milliseconds(0);
+  return o;
+}
+
+TEST(OffsetStore, StoreQueryAndReopen) {
+  test::TempDir dir;
+  const std::string tdir = dir.sub("tracking");
+  {
+    auto s = OffsetStore::open(tdir, manual());
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    EXPECT_FALSE((*s)->query("orders", "c1"));
+    ASSERT_TRUE((*s)->store("orders", "c1", 10).ok());
+    ASSERT_TRUE((*s)->store("orders", "c2", 20).ok());
+    ASSERT_TRUE((*s)->store("orders", "c1", 11).ok());
+    ASSERT_TRUE((*s)->store("events", "c1", 5).ok());
+    EXPECT_EQ((*s)->query("orders", "c1"), 11u);
+    EXPECT_EQ((*s)->query("orders", "c2"), 20u);
+    EXPECT_EQ((*s)->query("events", "c1"), 5u);
+    EXPECT_FALSE((*s)->query("events", "c2"));
+    ASSERT_TRUE((*s)->close().ok());
+    EXPECT_EQ((*s)->store("orders", "c1", 12).code(), Errc::closed);
+  }
+  auto s = OffsetStore::open(tdir, manual());
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ((*s)->query("orders", "c1"), 11u);
+  EXPECT_EQ((*s)->query("orders", "c2"), 20u);
+  EXPECT_EQ((*s)->query("events", "c1"), 5u);
+}
+
+// A consumer storing every message costs one file write per flush.
+TEST(OffsetStore, StoresAreBatchedPerFlush) {
+  test::TempDir dir;
+  auto s = OffsetStore::open(dir.sub("t"), manual());
+  ASSERT_TRUE(s.ok());
+  for (uint64_t i = 0; i < 10000; ++i) ASSERT_TRUE((*s)->store("orders", "c", i).ok());
+  ASSERT_TRUE((*s)->flush().ok());
+  EXPECT_EQ((*s)->stats().files_written, 1u);
+  ASSERT_TRUE((*s)->flush().ok());  // nothing dirty: nothing written
+  EXPECT_EQ((*s)->stats().files_written, 1u);
+  ASSERT_TRUE((*s)->store("orders", "c", 1).ok());
+  ASSERT_TRUE((*s)->store("events", "c", 1).ok());
+  ASSERT_TRUE((*s)->flush().ok());
+  EXPECT_EQ((*s)->stats().files_written, 3u);
+}
+
+TEST(OffsetStore, RemovedStreamStaysRemoved) {
+  test::TempDir dir;
+  const std::string tdir = dir.sub("t");
+  {
+    auto s = OffsetStore::open(tdir, manual());
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->store("orders", "c", 7).ok());
+    ASSERT_TRUE((*s)->store("events", "c", 8).ok());
+    ASSERT_TRUE((*s)->flush().ok());
+    ASSERT_TRUE((*s)->remove_stream("orders").ok());
+    EXPECT_FALSE((*s)->query("orders", "c"));
+    EXPECT_FALSE(exists(posix_fs(), tdir + "/orders"));
+    ASSERT_TRUE((*s)->remove_stream("never-there").ok());
+  }
+  auto s = OffsetStore::open(tdir, manual());
+  ASSERT_TRUE(s.ok());
+  EXPECT_FALSE((*s)->query("orders", "c"));
+  EXPECT_EQ((*s)->query("events", "c"), 8u);
+}
+
+TEST(OffsetStore, BadInputIsRefusedClearly) {
+  test::TempDir dir;
+  auto s = OffsetStore::open(dir.sub("t"), manual());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)->store("orders", "", 1).code(), Errc::invalid_argument);
+  EXPECT_EQ((*s)->store("orders", std::string(256, 'r'), 1).code(), Errc::invalid_argument);
+  EXPECT_TRUE((*s)->store("orders", std::string(255, 'r'), 1).ok());
+  EXPECT_EQ((*s)->store("../etc", "c", 1).code(), Errc::invalid_argument);
+  EXPECT_EQ((*s)->store("", "c", 1).code(), Errc::invalid_argument);
+}
+
+TEST(OffsetStore, FileFormatRoundTripsAndDamageIsNamed) {
+  std::map<std::string, uint64_t, std::less<>> m{{"a", 1}, {std::string(255, 'z'), ~0ull}};
+  Bytes b = encode_tracking_file(m);
+  auto back = decode_tracking_file(b, "f");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back, m);
+  for (size_t i = 0; i < b.size(); ++i) {
+    Bytes bad = b;
+    bad[i] = char(bad[i] ^ 0x40);
+    auto r = decode_tracking_file(bad, "f");
+    EXPECT_FALSE(r.ok()) << "flip at " << i;
+  }
+  for (size_t n = 0; n < b.size(); ++n)
+    EXPECT_FALSE(decode_tracking_file(b.substr(0, n), "f").ok());
+
+  // A damaged file on disk: open fails naming it (nothing overwritten).
+  test::TempDir dir;
+  const std::string tdir = dir.sub("t");
+  {
+    auto s = OffsetStore::open(tdir, manual());
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->store("orders", "c", 3).ok());
+  }
+  auto bytes = read_file(posix_fs(), tdir + "/orders");
+  ASSERT_TRUE(bytes.ok());
+  (*bytes)[6] ^= 1;
+  ASSERT_TRUE(write_file_atomic(posix_fs(), tdir + "/orders", *bytes).ok());
+  auto s = OffsetStore::open(tdir, manual());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, Errc::corrupt);
+  EXPECT_NE(s.error().message.find(tdir + "/orders"), std::string::npos) << s.error().message;
+}
+
+TEST(OffsetStore, LeftoverTemporaryFileIsRemoved) {
+  test::TempDir dir;
+  const std::string tdir = dir.sub("t");
+  ASSERT_TRUE(create_dirs(posix_fs(), tdir).ok());
+  ASSERT_TRUE(write_file_atomic(posix_fs(), tdir + "/orders.tmp", "half").ok());
+  auto s = OffsetStore::open(tdir, manual());
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_FALSE(exists(posix_fs(), tdir + "/orders.tmp"));
+}
+
+// Power loss on the fault-injecting file system: what a flush completed is
+// back, unsynced later stores are not required to be.
+TEST(OffsetStore, PowerLossKeepsFlushedOffsets) {
+  FaultFileSystem ffs;
+  OffsetStoreOptions o = manual();
+  o.fs = &ffs;
+  {
+    auto s = OffsetStore::open("/t", o);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    ASSERT_TRUE((*s)->store("orders", "c", 100).ok());
+    ASSERT_TRUE((*s)->flush().ok());
+    ASSERT_TRUE((*s)->store("orders", "c", 200).ok());
+    // The machine goes down now: the final flush of the destructor fails.
+    ffs.crash_after(0);
+  }
+  ffs.crash();
+  auto s = OffsetStore::open("/t", o);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ((*s)->query("orders", "c"), 100u);
+}
+
+// kill -9 of a process storing offsets as fast as it can: every offset a
+// flush reported durable is back (or a later one), never a torn file.
+TEST(OffsetStore, KillNineKeepsFlushedOffsets) {
+  const int rounds = std::max(2, test::scaled(6));
+  for (int k = 0; k < rounds; ++k) {
+    test::TempDir dir;
+    const std::string tdir = dir.sub("tracking");
+    const uint64_t wait_for = 200ull * uint64_t(1 + k % 3);
+    test::Process p = test::Process::spawn({PARTS_OFFSET_CHILD, tdir}, dir.path());
+    ASSERT_TRUE(
+        p.wait_for_output("flushed " + std::to_string(wait_for) + "\n", std::chrono::seconds(30)))
+        << p.stderr_text();
+    p.kill(9);
+    p.wait();
+    uint64_t last_flushed = 0;
+    const std::string out = p.stdout_text();
+    std::regex line("flushed (\\d+)\n");
+    for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator();
+         ++it) {
+      last_flushed = std::stoull((*it)[1]);
+    }
+    ASSERT_GE(last_flushed, wait_for);
+    auto s = OffsetStore::open(tdir, manual());
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    for (const char* stream : {"orders", "events"}) {
+      for (int ref = 0; ref < 3; ++ref) {
+        auto v = (*s)->query(stream, "consumer-" + std::to_string(ref));
+        ASSERT_TRUE(v) << stream << " " << ref;
+        EXPECT_GE(*v, last_flushed) << stream << " " << ref;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata::server

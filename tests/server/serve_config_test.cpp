@@ -1,0 +1,67 @@
+#include "server/serve_config.h"
+
+#include <gtest/gtest.h>
+
+namespace strata::server {
+namespace {
+
+using json = nlohmann::json;
+
+objstore::EnvLookup no_env() {
+  return [](const std::string&) { return std::optional<std::string>(); };
+}
+
+TEST(ServeConfig, DefaultsAndFlags) {
+  ServeFlags f;
+  f.data_dir = "/tmp/x";
+  auto c = load_serve_config(json(), f, no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->server.listen, "127.0.0.1:5552");
+  ASSERT_EQ(c->server.users.size(), 1u);
+  EXPECT_EQ(c->server.users[0].name, "guest");
+  EXPECT_EQ(c->node.data_dir, "/tmp/x");
+
+  f.listen = "127.0.0.1:0";
+  f.advertised_host = "example.org";
+  f.advertised_port = 15552;
+  c = load_serve_config(json{{"server", {{"listen", "0.0.0.0:1"}, {"heartbeat_s", 5}}},
+                             {"users", {{{"name", "app"}, {"password", "pw"}}}}},
+                        f, no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->server.listen, "127.0.0.1:0");
+  EXPECT_EQ(c->server.advertised_host, "example.org");
+  EXPECT_EQ(c->server.advertised_port, 15552u);
+  EXPECT_EQ(c->server.heartbeat_s, 5u);
+  ASSERT_EQ(c->server.users.size(), 1u);
+  EXPECT_EQ(c->server.users[0].name, "app");
+}
+
+TEST(ServeConfig, ErrorsNameTheSetting) {
+  ServeFlags f;
+  f.data_dir = "/tmp/x";
+  struct Case {
+    json doc;
+    std::string needle;
+  };
+  std::vector<Case> cases = {
+      {json{{"server", {{"listen", "nocolon"}}}}, "server.listen"},
+      {json{{"server", {{"frame_max", 10}}}}, "server.frame_max"},
+      {json{{"server", {{"typo", 1}}}}, "server.typo"},
+      {json{{"users", json::array()}}, "users"},
+      {json{{"users", {{{"name", "a"}}}}}, "users[0]"},
+      {json{{"tiering", {{"bogus", 1}}}}, "bogus"},
+  };
+  for (const auto& c : cases) {
+    auto r = load_serve_config(c.doc, f, no_env());
+    ASSERT_FALSE(r.ok()) << c.doc.dump();
+    EXPECT_NE(r.error().message.find(c.needle), std::string::npos) << r.error().message;
+  }
+  ServeFlags bad = f;
+  bad.listen = "127.0.0.1:99999";
+  auto r = load_serve_config(json(), bad, no_env());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("--listen"), std::string::npos) << r.error().message;
+}
+
+}  // namespace
+}  // namespace strata::server

@@ -1,0 +1,385 @@
+// `strata serve` as a child process, driven over the stream protocol.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "server/stream_client.h"
+#include "support/temp_dir.h"
+
+namespace strata::test {
+namespace {
+
+using namespace proto;
+
+class ServeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = ServeProcess::start(dir_.sub("data"), {}, dir_.path());
+    ASSERT_GT(server_.port(), 0) << server_.process().stderr_text();
+  }
+  StreamClient open_client() {
+    auto c = StreamClient::connect(server_.port());
+    EXPECT_TRUE(c.ok()) << c.error().message;
+    auto st = c->handshake();
+    EXPECT_TRUE(st.ok()) << st.error().message;
+    return std::move(c).value();
+  }
+  void create(StreamClient& c, const std::string& name, Properties args = {}) {
+    uint32_t corr = c.corr();
+    ASSERT_TRUE(c.send(CreateStreamRequest{corr, name, std::move(args)}).ok());
+    auto r = c.expect<CreateStreamResponse>();
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_EQ(r->correlation_id, corr);
+    ASSERT_EQ(r->code, ResponseCode::ok);
+  }
+  void declare(StreamClient& c, uint8_t id, const std::string& stream, const std::string& ref = "",
+               ResponseCode want = ResponseCode::ok) {
+    ASSERT_TRUE(c.send(DeclarePublisherRequest{c.corr(), id, ref, stream}).ok());
+    auto r = c.expect<DeclarePublisherResponse>();
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_EQ(r->code, want);
+  }
+  // Publishes `bodies` with ids from first_id and waits for every confirm.
+  void publish_confirmed(StreamClient& c, uint8_t pub, uint64_t first_id,
+                         const std::vector<std::string>& bodies) {
+    Bytes storage;
+    ASSERT_TRUE(c.send(make_publish(pub, first_id, bodies, &storage)).ok());
+    std::set<uint64_t> want;
+    for (size_t i = 0; i < bodies.size(); ++i) want.insert(first_id + i);
+    while (!want.empty()) {
+      auto conf = c.expect<PublishConfirm>();
+      ASSERT_TRUE(conf.ok()) << conf.error().message;
+      EXPECT_EQ(conf->publisher_id, pub);
+      for (uint64_t id : conf->publishing_ids) EXPECT_EQ(want.erase(id), 1u) << id;
+    }
+  }
+  // Reads Deliver frames of `sub` until `n` records have arrived.
+  std::vector<std::string> consume(StreamClient& c, uint8_t sub, size_t n,
+                                   std::vector<uint64_t>* chunk_ids = nullptr) {
+    std::vector<std::string> out;
+    while (out.size() < n) {
+      auto d = c.expect<DeliverFrame>();
+      EXPECT_TRUE(d.ok()) << d.error().message << " after " << out.size() << " records";
+      if (!d.ok()) break;
+      EXPECT_EQ(d->subscription_id, sub);
+      auto recs = chunk_records(*d);
+      EXPECT_TRUE(recs.ok()) << recs.error().message;
+      if (!recs.ok()) break;
+      if (chunk_ids) {
+        auto h = decode_osiris_header(d->chunk);
+        chunk_ids->push_back(h->chunk_id);
+      }
+      out.insert(out.end(), recs->begin(), recs->end());
+      EXPECT_TRUE(c.send(CreditRequest{sub, 1}).ok());
+    }
+    return out;
+  }
+  TempDir dir_;
+  ServeProcess server_;
+};
+
+std::vector<std::string> bodies(int n, const std::string& prefix, int from = 0) {
+  std::vector<std::string> v;
+  for (int i = from; i < from + n; ++i) v.push_back(prefix + std::to_string(i));
+  return v;
+}
+
+TEST_F(ServeTest, HandshakeAnswersVersionAndAdvertisedAddress) {
+  StreamClient c = open_client();
+  std::map<std::string, std::string> props(c.peer_properties.properties.begin(),
+                                           c.peer_properties.properties.end());
+  EXPECT_EQ(props["product"], "strata");
+  EXPECT_EQ(props["version"], "3.13.0");
+  std::map<std::string, std::string> open(c.open_response.properties.begin(),
+                                          c.open_response.properties.end());
+  EXPECT_EQ(open["advertised_host"], "127.0.0.1");
+  EXPECT_EQ(open["advertised_port"], std::to_string(server_.port()));
+  EXPECT_GT(c.server_tune.frame_max, 0u);
+  // Close both ways ends the connection.
+  ASSERT_TRUE(c.send(CloseRequest{c.corr(), ResponseCode::ok, "bye"}).ok());
+  auto r = c.expect<CloseResponse>();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->code, ResponseCode::ok);
+  EXPECT_TRUE(c.closed_by_server());
+  EXPECT_EQ(server_.stop(), 0);
+}
+
+TEST_F(ServeTest, BadCredentialsRefusedAndClosed) {
+  auto c = StreamClient::connect(server_.port());
+  ASSERT_TRUE(c.ok());
+  auto st = c->handshake("guest", "wrong");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("code 8"), std::string::npos) << st.error().message;
+  EXPECT_TRUE(c->closed_by_server());
+  auto c2 = StreamClient::connect(server_.port());
+  st = c2->handshake("nobody", "guest");
+  EXPECT_NE(st.error().message.find("code 8"), std::string::npos) << st.error().message;
+}
+
+TEST_F(ServeTest, PublishBeforeOpenClosesTheConnection) {
+  auto c = StreamClient::connect(server_.port());
+  ASSERT_TRUE(c.ok());
+  Bytes storage;
+  ASSERT_TRUE(c->send(make_publish(1, 1, {"x"}, &storage)).ok());
+  EXPECT_TRUE(c->closed_by_server());
+  // The server is still fine for others.
+  StreamClient ok = open_client();
+  create(ok, "s");
+}
+
+TEST_F(ServeTest, UnknownCommandAnsweredWithCode13) {
+  StreamClient c = open_client();
+  // Key 0x7e with a correlation id: unknown, answered, connection kept.
+  Bytes f;
+  size_t start = begin_frame(&f, 0x7e, 1);
+  WireWriter w(&f);
+  w.u32(4242);
+  finish_frame(&f, start);
+  ASSERT_TRUE(c.send_raw(f).ok());
+  auto body = c.read_frame();
+  ASSERT_TRUE(body.ok()) << body.error().message;
+  ASSERT_GE(body->size(), 10u);
+  EXPECT_EQ(get_be16(u8(body->data())), 0x807e);
+  EXPECT_EQ(get_be32(u8(body->data() + 4)), 4242u);
+  EXPECT_EQ(get_be16(u8(body->data() + 8)), uint16_t(ResponseCode::unknown_frame));
+  // Unknown version of a known command: the same answer.
+  f.clear();
+  start = begin_frame(&f, kMetadata, 9);
+  WireWriter w2(&f);
+  w2.u32(77);
+  w2.u32(0);
+  finish_frame(&f, start);
+  ASSERT_TRUE(c.send_raw(f).ok());
+  body = c.read_frame();
+  ASSERT_TRUE(body.ok());
+  EXPECT_EQ(get_be16(u8(body->data())), kMetadata | kResponseFlag);
+  EXPECT_EQ(get_be16(u8(body->data() + 8)), uint16_t(ResponseCode::unknown_frame));
+  create(c, "still-open");
+}
+
+TEST_F(ServeTest, OversizedFrameBeforeTuneClosesWithCode14) {
+  auto c = StreamClient::connect(server_.port());
+  ASSERT_TRUE(c.ok());
+  Bytes f;
+  ByteWriter w(&f);
+  w.be32(64u << 20);
+  w.be16(kPeerProperties);
+  w.be16(1);
+  ASSERT_TRUE(c->send_raw(f).ok());
+  auto close = c->expect<CloseRequest>();
+  ASSERT_TRUE(close.ok()) << close.error().message;
+  EXPECT_EQ(close->code, ResponseCode::frame_too_large);
+  EXPECT_TRUE(c->closed_by_server());
+}
+
+TEST_F(ServeTest, OversizedFrameAfterTuneClosesWithCode14) {
+  StreamClient c = open_client();
+  Bytes f;
+  ByteWriter w(&f);
+  w.be32(c.server_tune.frame_max + 1);
+  w.be16(kPublish);
+  w.be16(1);
+  ASSERT_TRUE(c.send_raw(f).ok());
+  auto close = c.expect<CloseRequest>();
+  ASSERT_TRUE(close.ok()) << close.error().message;
+  EXPECT_EQ(close->code, ResponseCode::frame_too_large);
+  EXPECT_TRUE(c.closed_by_server());
+}
+
+TEST_F(ServeTest, MalformedAndTruncatedFramesClose) {
+  {
+    // A string length running past the end of the frame.
+    StreamClient c = open_client();
+    Bytes f;
+    size_t start = begin_frame(&f, kCreate, 1);
+    WireWriter w(&f);
+    w.u32(c.corr());
+    w.u16(500);
+    w.raw("abc");
+    finish_frame(&f, start);
+    ASSERT_TRUE(c.send_raw(f).ok());
+    EXPECT_TRUE(c.closed_by_server());
+  }
+  {
+    // A frame too short for its head.
+    auto c = StreamClient::connect(server_.port());
+    Bytes f;
+    ByteWriter w(&f);
+    w.be32(1);
+    w.u8(0);
+    ASSERT_TRUE(c->send_raw(f).ok());
+    EXPECT_TRUE(c->closed_by_server());
+  }
+  StreamClient ok = open_client();
+  create(ok, "after-garbage");
+}
+
+TEST_F(ServeTest, PublishConfirmConsume) {
+  StreamClient c = open_client();
+  create(c, "orders");
+  declare(c, 1, "orders");
+  std::vector<std::string> all;
+  for (int batch = 0; batch < 20; ++batch) {
+    auto b = bodies(50, "m", batch * 50);
+    publish_confirmed(c, 1, uint64_t(batch * 50), b);
+    all.insert(all.end(), b.begin(), b.end());
+  }
+  StreamClient r = open_client();
+  ASSERT_TRUE(r.send(SubscribeRequest{r.corr(), 7, "orders", {OffsetType::first, 0}, 2, {}}).ok());
+  auto sr = r.expect<SubscribeResponse>();
+  ASSERT_TRUE(sr.ok()) << sr.error().message;
+  ASSERT_EQ(sr->code, ResponseCode::ok);
+  auto got = consume(r, 7, all.size());
+  EXPECT_EQ(got, all);
+  // Live: what is published now reaches the waiting consumer.
+  auto more = bodies(10, "late");
+  publish_confirmed(c, 1, 1000, more);
+  got = consume(r, 7, more.size());
+  EXPECT_EQ(got, more);
+  // From an offset: the chunk holding it comes first.
+  StreamClient r2 = open_client();
+  ASSERT_TRUE(
+      r2.send(SubscribeRequest{r2.corr(), 1, "orders", {OffsetType::offset, 525}, 10, {}}).ok());
+  ASSERT_EQ(r2.expect<SubscribeResponse>()->code, ResponseCode::ok);
+  std::vector<uint64_t> ids;
+  got = consume(r2, 1, 1, &ids);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_LE(ids[0], 525u);
+  EXPECT_GT(ids[0] + got.size(), 525u);
+  EXPECT_EQ(got.back(), all[ids[0] + got.size() - 1]);
+}
+
+TEST_F(ServeTest, PublisherIdReuseAndUnknownPublisher) {
+  StreamClient c = open_client();
+  create(c, "s");
+  declare(c, 3, "s");
+  declare(c, 3, "s", "", ResponseCode::precondition_failed);
+  declare(c, 4, "missing", "", ResponseCode::stream_does_not_exist);
+  Bytes storage;
+  ASSERT_TRUE(c.send(make_publish(9, 1, {"a", "b"}, &storage)).ok());
+  auto e = c.expect<PublishError>();
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  ASSERT_EQ(e->errors.size(), 2u);
+  EXPECT_EQ(e->errors[0].code, ResponseCode::publisher_does_not_exist);
+  ASSERT_TRUE(c.send(DeletePublisherRequest{c.corr(), 3}).ok());
+  EXPECT_EQ(c.expect<DeletePublisherResponse>()->code, ResponseCode::ok);
+  ASSERT_TRUE(c.send(DeletePublisherRequest{c.corr(), 3}).ok());
+  EXPECT_EQ(c.expect<DeletePublisherResponse>()->code, ResponseCode::publisher_does_not_exist);
+  // Create twice: stream already exists.
+  ASSERT_TRUE(c.send(CreateStreamRequest{c.corr(), "s", {}}).ok());
+  EXPECT_EQ(c.expect<CreateStreamResponse>()->code, ResponseCode::stream_already_exists);
+  ASSERT_TRUE(c.send(CreateStreamRequest{c.corr(), "bad", {{"max-age", "forever"}}}).ok());
+  EXPECT_EQ(c.expect<CreateStreamResponse>()->code, ResponseCode::precondition_failed);
+}
+
+TEST_F(ServeTest, DeduplicationByPublisherReference) {
+  StreamClient c = open_client();
+  create(c, "dedup");
+  declare(c, 1, "dedup", "app-1");
+  publish_confirmed(c, 1, 1, bodies(10, "x", 1));
+  // Ids 5..15: 5..10 are stored already — confirmed, not stored again.
+  publish_confirmed(c, 1, 5, bodies(11, "x", 5));
+  ASSERT_TRUE(c.send(QueryPublisherSequenceRequest{c.corr(), "app-1", "dedup"}).ok());
+  auto q = c.expect<QueryPublisherSequenceResponse>();
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->sequence, 15u);
+  ASSERT_TRUE(c.send(SubscribeRequest{c.corr(), 1, "dedup", {OffsetType::first, 0}, 5, {}}).ok());
+  ASSERT_EQ(c.expect<SubscribeResponse>()->code, ResponseCode::ok);
+  auto got = consume(c, 1, 15);
+  EXPECT_EQ(got, bodies(15, "x", 1));
+}
+
+TEST_F(ServeTest, MetadataAndStats) {
+  StreamClient c = open_client();
+  create(c, "m1");
+  ASSERT_TRUE(c.send(MetadataRequest{c.corr(), {"m1", "nope"}}).ok());
+  auto m = c.expect<MetadataResponse>();
+  ASSERT_TRUE(m.ok());
+  ASSERT_EQ(m->brokers.size(), 1u);
+  EXPECT_EQ(m->brokers[0].host, "127.0.0.1");
+  EXPECT_EQ(m->brokers[0].port, uint32_t(server_.port()));
+  ASSERT_EQ(m->streams.size(), 2u);
+  EXPECT_EQ(m->streams[0].code, ResponseCode::ok);
+  EXPECT_EQ(m->streams[0].leader_reference, 0);
+  EXPECT_EQ(m->streams[1].code, ResponseCode::stream_does_not_exist);
+  declare(c, 1, "m1");
+  publish_confirmed(c, 1, 0, bodies(3, "a"));
+  publish_confirmed(c, 1, 3, bodies(3, "b"));
+  ASSERT_TRUE(c.send(StreamStatsRequest{c.corr(), "m1"}).ok());
+  auto s = c.expect<StreamStatsResponse>();
+  ASSERT_TRUE(s.ok());
+  std::map<std::string, int64_t> st(s->stats.begin(), s->stats.end());
+  EXPECT_EQ(st["first_chunk_id"], 0);
+  EXPECT_EQ(st["committed_chunk_id"], 3);
+}
+
+TEST_F(ServeTest, CreditHoldsAConsumerWithoutBlockingOthers) {
+  StreamClient c = open_client();
+  create(c, "credit");
+  declare(c, 1, "credit");
+  for (int i = 0; i < 5; ++i) publish_confirmed(c, 1, uint64_t(i), {"c" + std::to_string(i)});
+  // No credit: nothing is delivered; a request on the same connection is
+  // answered meanwhile.
+  StreamClient slow = open_client();
+  ASSERT_TRUE(
+      slow.send(SubscribeRequest{slow.corr(), 1, "credit", {OffsetType::first, 0}, 0, {}}).ok());
+  ASSERT_EQ(slow.expect<SubscribeResponse>()->code, ResponseCode::ok);
+  ASSERT_TRUE(slow.send(MetadataRequest{slow.corr(), {"credit"}}).ok());
+  ASSERT_TRUE(slow.expect<MetadataResponse>().ok());
+  EXPECT_TRUE(slow.skipped.empty());
+  // Another consumer on the same stream is served in full.
+  StreamClient fast = open_client();
+  ASSERT_TRUE(
+      fast.send(SubscribeRequest{fast.corr(), 1, "credit", {OffsetType::first, 0}, 10, {}}).ok());
+  ASSERT_EQ(fast.expect<SubscribeResponse>()->code, ResponseCode::ok);
+  EXPECT_EQ(consume(fast, 1, 5).size(), 5u);
+  // One credit: exactly one chunk.
+  ASSERT_TRUE(slow.send(CreditRequest{1, 1}).ok());
+  auto d = slow.expect<DeliverFrame>();
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(chunk_records(*d)->at(0), "c0");
+  EXPECT_FALSE(slow.read(300ms).ok());
+  // Credit for an unknown subscription: answered with code 4.
+  ASSERT_TRUE(slow.send(CreditRequest{99, 1}).ok());
+  auto cr = slow.expect<CreditResponse>();
+  ASSERT_TRUE(cr.ok());
+  EXPECT_EQ(cr->code, ResponseCode::subscription_id_does_not_exist);
+}
+
+TEST_F(ServeTest, RestartKeepsEverythingConfirmed) {
+  std::vector<std::string> all;
+  {
+    StreamClient c = open_client();
+    create(c, "durable");
+    declare(c, 1, "durable", "p");
+    for (int i = 0; i < 10; ++i) {
+      auto b = bodies(100, "d", i * 100);
+      publish_confirmed(c, 1, uint64_t(i * 100 + 1), b);
+      all.insert(all.end(), b.begin(), b.end());
+    }
+  }
+  ASSERT_EQ(server_.stop(), 0) << server_.process().stderr_text();
+  server_ = ServeProcess::start(dir_.sub("data"), {}, dir_.path());
+  ASSERT_GT(server_.port(), 0);
+  StreamClient c = open_client();
+  ASSERT_TRUE(c.send(SubscribeRequest{c.corr(), 1, "durable", {OffsetType::first, 0}, 5, {}}).ok());
+  ASSERT_EQ(c.expect<SubscribeResponse>()->code, ResponseCode::ok);
+  EXPECT_EQ(consume(c, 1, all.size()), all);
+}
+
+TEST_F(ServeTest, DeleteStreamSendsMetadataUpdate) {
+  StreamClient c = open_client();
+  create(c, "gone");
+  declare(c, 1, "gone");
+  StreamClient admin = open_client();
+  ASSERT_TRUE(admin.send(DeleteStreamRequest{admin.corr(), "gone"}).ok());
+  EXPECT_EQ(admin.expect<DeleteStreamResponse>()->code, ResponseCode::ok);
+  auto u = c.expect<MetadataUpdate>();
+  ASSERT_TRUE(u.ok()) << u.error().message;
+  EXPECT_EQ(u->stream, "gone");
+  ASSERT_TRUE(admin.send(DeleteStreamRequest{admin.corr(), "gone"}).ok());
+  EXPECT_EQ(admin.expect<DeleteStreamResponse>()->code, ResponseCode::stream_does_not_exist);
+}
+
+}  // namespace
+}  // namespace strata::test

@@ -1,0 +1,216 @@
+#include "server/stream_client.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <csignal>
+#include <cstring>
+#include <regex>
+
+#include "support/temp_dir.h"
+
+#ifndef STRATA_BIN
+#error "STRATA_BIN must point at the strata binary"
+#endif
+
+namespace strata::test {
+
+Result<StreamClient> StreamClient::connect(int port, const std::string& host) {
+  StreamClient c;
+  c.fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (c.fd_ < 0) return Error(Errc::io, "socket");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(uint16_t(port));
+  ::inet_pton(AF_INET, host.c_str(), &a.sin_addr);
+  if (::connect(c.fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    return Error(Errc::io, "connect to port " + std::to_string(port) + ": " + strerror(errno));
+  }
+  int one = 1;
+  ::setsockopt(c.fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return c;
+}
+
+StreamClient::StreamClient(StreamClient&& o) noexcept {
+  *this = std::move(o);
+}
+StreamClient& StreamClient::operator=(StreamClient&& o) noexcept {
+  std::swap(fd_, o.fd_);
+  in_ = std::move(o.in_);
+  next_corr_ = o.next_corr_;
+  skipped = std::move(o.skipped);
+  peer_properties = std::move(o.peer_properties);
+  open_response = std::move(o.open_response);
+  server_tune = o.server_tune;
+  return *this;
+}
+StreamClient::~StreamClient() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status StreamClient::send_raw(BytesView b) {
+  size_t off = 0;
+  while (off < b.size()) {
+    ssize_t n = ::send(fd_, b.data() + off, b.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return Error(Errc::closed, std::string("send: ") + strerror(errno));
+    off += size_t(n);
+  }
+  return Status::OK();
+}
+
+Result<Bytes> StreamClient::read_frame(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (in_.size() >= 4) {
+      uint32_t size = get_be32(u8(in_.data()));
+      if (in_.size() >= 4 + size_t(size)) {
+        Bytes body = in_.substr(4, size);
+        in_.erase(0, 4 + size_t(size));
+        return body;
+      }
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return Error(Errc::timeout, "no frame within the timeout");
+    pollfd p{fd_, POLLIN, 0};
+    int r = ::poll(&p, 1, int(left.count()));
+    if (r == 0) continue;
+    char buf[65536];
+    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n == 0) return Error(Errc::closed, "server closed the connection");
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error(Errc::closed, std::string("recv: ") + strerror(errno));
+    }
+    in_.append(buf, size_t(n));
+  }
+}
+
+Result<proto::ServerFrame> StreamClient::read(std::chrono::milliseconds timeout) {
+  auto body = read_frame(timeout);
+  if (!body.ok()) return std::move(body).error();
+  // Deliver frames hold views into the body: keep it alive.
+  static thread_local std::vector<Bytes> keep;
+  if (keep.size() > 4096) keep.erase(keep.begin(), keep.begin() + 2048);
+  keep.push_back(std::move(body).value());
+  return proto::decode_server_frame(keep.back());
+}
+
+bool StreamClient::closed_by_server(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    auto f = read_frame(left);
+    if (!f.ok()) return f.error().code == Errc::closed;
+  }
+}
+
+Status StreamClient::handshake(const std::string& user, const std::string& password,
+                               bool exchange_versions) {
+  using namespace proto;
+  STRATA_TRY(send(PeerPropertiesRequest{corr(), {{"product", "strata-test"}}}));
+  auto pp = expect<PeerPropertiesResponse>();
+  if (!pp.ok()) return std::move(pp).error();
+  peer_properties = *pp;
+  STRATA_TRY(send(SaslHandshakeRequest{corr()}));
+  auto hs = expect<SaslHandshakeResponse>();
+  if (!hs.ok()) return std::move(hs).error();
+  std::string plain = std::string(1, '\0') + user + std::string(1, '\0') + password;
+  STRATA_TRY(send(SaslAuthenticateRequest{corr(), "PLAIN", plain}));
+  auto au = expect<SaslAuthenticateResponse>();
+  if (!au.ok()) return std::move(au).error();
+  if (au->code != ResponseCode::ok) {
+    return Error(Errc::invalid_argument, "authentication: code " + std::to_string(int(au->code)));
+  }
+  auto tune = expect<TuneFrame>();
+  if (!tune.ok()) return std::move(tune).error();
+  server_tune = *tune;
+  STRATA_TRY(send(TuneFrame{tune->frame_max, tune->heartbeat}));
+  STRATA_TRY(send(OpenRequest{corr(), "/"}));
+  auto op = expect<OpenResponse>();
+  if (!op.ok()) return std::move(op).error();
+  open_response = *op;
+  if (op->code != ResponseCode::ok) {
+    return Error(Errc::invalid_argument, "open: code " + std::to_string(int(op->code)));
+  }
+  if (exchange_versions) {
+    STRATA_TRY(send(ExchangeCommandVersionsRequest{corr(), supported_client_versions()}));
+    auto ev = expect<ExchangeCommandVersionsResponse>();
+    if (!ev.ok()) return std::move(ev).error();
+  }
+  return Status::OK();
+}
+
+ServeProcess ServeProcess::start(const std::string& data_dir, const std::vector<std::string>& extra,
+                                 const std::string& log_dir) {
+  std::vector<std::string> argv = {STRATA_BIN, "serve",    "--data-dir",
+                                   data_dir,   "--listen", "127.0.0.1:0"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  ServeProcess s;
+  s.proc_ = Process::spawn(argv, log_dir.empty() ? data_dir + "-logs" : log_dir);
+  auto out = s.proc_.wait_for_output("strata serve: listening on ", 60s);
+  if (out) {
+    // The line may still be arriving: wait for its end.
+    std::smatch m;
+    for (int i = 0; i < 1000; ++i) {
+      static const std::regex re("listening on 127\\.0\\.0\\.1:([0-9]+)\n");
+      if (std::regex_search(*out, m, re)) {
+        s.port_ = std::stoi(m[1]);
+        break;
+      }
+      out = s.proc_.wait_for_output("\n", 1s);
+      if (!out) break;
+    }
+  }
+  return s;
+}
+
+std::optional<int> ServeProcess::stop(std::chrono::milliseconds timeout) {
+  proc_.kill(SIGTERM);
+  return proc_.wait(timeout);
+}
+
+proto::PublishRequest make_publish(uint8_t publisher_id, uint64_t first_id,
+                                   const std::vector<std::string>& bodies, Bytes* storage) {
+  size_t total = 0;
+  for (const auto& b : bodies) total += 4 + b.size();
+  storage->clear();
+  storage->reserve(total);
+  proto::PublishRequest p;
+  p.publisher_id = publisher_id;
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    size_t at = storage->size();
+    proto::append_simple_entry(storage, bodies[i]);
+    p.messages.push_back(
+        {first_id + i, std::nullopt, BytesView(storage->data() + at, storage->size() - at)});
+  }
+  return p;
+}
+
+Result<std::vector<std::string>> chunk_records(const proto::DeliverFrame& d) {
+  auto h = proto::decode_osiris_header(d.chunk);
+  if (!h.ok()) return std::move(h).error();
+  BytesView data = d.chunk.substr(proto::kOsirisChunkHeaderSize + h->bloom_size, h->data_len);
+  if (data.size() != h->data_len) return Error(Errc::corrupt, "chunk shorter than data_len");
+  uint32_t crc = uint32_t(::crc32(0L, u8(data.data()), uInt(data.size())));
+  if (crc != h->crc) return Error(Errc::corrupt, "chunk CRC mismatch");
+  std::vector<std::string> out;
+  proto::OsirisEntryReader r(data);
+  proto::OsirisEntry e;
+  while (r.next(&e)) {
+    if (e.sub_batch) return Error(Errc::corrupt, "unexpected sub-batch");
+    out.emplace_back(e.body);
+  }
+  if (r.failed()) return r.error();
+  if (out.size() != h->num_entries) return Error(Errc::corrupt, "entry count mismatch");
+  return out;
+}
+
+}  // namespace strata::test
