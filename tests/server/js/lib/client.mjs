@@ -69,7 +69,7 @@ export class Confirms {
       const check = () => {
         if (this.errors.length) {
           clearTimeout(timer);
-          reject(new Error(`${what}: PublishError code ${this.errors[0].code}`));
+          reject(new Error(`${what}: the server answered PublishError (client 1.0.0 cannot decode its code)`));
           return true;
         }
         if (count() >= n) { clearTimeout(timer); resolve(); return true; }
@@ -92,8 +92,8 @@ export class Confirms {
       const check = () => {
         if (this.errors.length) {
           clearTimeout(timer);
-          reject(new Error(`${what}: PublishError ${JSON.stringify(this.errors.slice(0, 3), (k, v) =>
-            typeof v === "bigint" ? v.toString() : v)}`));
+          reject(new Error(`${what}: the server answered PublishError (client 1.0.0 decodes that frame as a ` +
+            `response, so its publishing id and code are not known; see the server's log)`));
           return true;
         }
         const set = this.confirmed(publisher);

@@ -14,6 +14,8 @@ export class RabbitServer {
   }
 
   async start() {
+    // A scenario abandoned on failure may still try to restart a server the runner has closed.
+    if (this.closed) throw new Error("the server was closed by the runner");
     if (!fs.existsSync(SERVER)) throw new Error(`${SERVER} missing: install Debian's rabbitmq-server`);
     if (!this.port) {
       this.port = await freePort();
@@ -67,6 +69,7 @@ export class RabbitServer {
   }
 
   async close() {
+    this.closed = true;
     await this.stop();
     if (this.epmd) await this.epmd.stop(5000);
   }

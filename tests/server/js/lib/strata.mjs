@@ -17,6 +17,8 @@ export class StrataServer {
   }
 
   async start() {
+    // A scenario abandoned on failure may still try to restart a server the runner has closed.
+    if (this.closed) throw new Error("the server was closed by the runner");
     if (!this.bin || !fs.existsSync(this.bin)) throw new Error(`strata binary not found (${this.bin}); set STRATA_BIN`);
     const argv = [this.bin, "serve", "--data-dir", path.join(this.dir, "data"), "--listen", `127.0.0.1:${this.port}`];
     if (this.config) {
@@ -60,6 +62,7 @@ export class StrataServer {
   }
 
   async close() {
+    this.closed = true;
     if (this.proc && this.proc.running) await this.stop();
   }
 
