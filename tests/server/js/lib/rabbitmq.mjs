@@ -1,0 +1,78 @@
+// RabbitMQ 3.10.8 (Debian's rabbitmq-server) as the reference server: loopback only, its own epmd on a private port,
+// its data in a temp dir, stopped by pid. Facts: /work/shared/reference/test-servers.md.
+import fs from "node:fs";
+import path from "node:path";
+import { Child, freePort, waitForPort } from "./process.mjs";
+
+const SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server";
+
+export class RabbitServer {
+  constructor(dir) {
+    this.kind = "rabbitmq";
+    this.dir = dir;
+    this.host = "127.0.0.1";
+  }
+
+  async start() {
+    // A scenario abandoned on failure may still try to restart a server the runner has closed.
+    if (this.closed) throw new Error("the server was closed by the runner");
+    if (!fs.existsSync(SERVER)) throw new Error(`${SERVER} missing: install Debian's rabbitmq-server`);
+    if (!this.port) {
+      this.port = await freePort();
+      this.epmdPort = await freePort();
+      this.distPort = await freePort();
+    }
+    fs.mkdirSync(path.join(this.dir, "home"), { recursive: true });
+    fs.writeFileSync(path.join(this.dir, "enabled_plugins"), "[rabbitmq_stream].\n");
+    fs.writeFileSync(path.join(this.dir, "rabbitmq.conf"), [
+      "listeners.tcp = none",
+      `stream.listeners.tcp.1 = 127.0.0.1:${this.port}`,
+      "stream.advertised_host = 127.0.0.1",
+      `stream.advertised_port = ${this.port}`,
+      "log.console = true",
+      "log.console.level = info",
+      "log.file = false",
+      "",
+    ].join("\n"));
+    const env = {
+      ...process.env,
+      HOME: path.join(this.dir, "home"),
+      ERL_EPMD_ADDRESS: "127.0.0.1",
+      ERL_EPMD_PORT: String(this.epmdPort),
+      RABBITMQ_NODENAME: `strata-js-${process.pid}@localhost`,
+      RABBITMQ_NODE_IP_ADDRESS: "127.0.0.1",
+      RABBITMQ_DIST_PORT: String(this.distPort),
+      RABBITMQ_MNESIA_BASE: path.join(this.dir, "mnesia"),
+      RABBITMQ_LOG_BASE: path.join(this.dir, "log"),
+      RABBITMQ_CONFIG_FILE: path.join(this.dir, "rabbitmq.conf"),
+      RABBITMQ_ENABLED_PLUGINS_FILE: path.join(this.dir, "enabled_plugins"),
+      RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS: "-kernel inet_dist_use_interface {127,0,0,1} -start_epmd false",
+    };
+    // Our own epmd (a direct child, stopped by its pid) so the node never starts a shared daemon.
+    if (!this.epmd || !this.epmd.running) {
+      this.epmd = new Child("epmd", ["epmd", "-port", String(this.epmdPort), "-address", "127.0.0.1"], { env });
+      await waitForPort(this.epmdPort, 10000);
+    }
+    this.proc = new Child("rabbitmq-server", [SERVER], { env, cwd: this.dir });
+    await this.proc.waitForOutput(/Server startup complete/, 90000);
+    await waitForPort(this.port, 30000);
+  }
+
+  async stop() {
+    const r = this.proc ? await this.proc.stop(60000) : undefined;
+    return r;
+  }
+
+  async restart() {
+    await this.stop();
+    await this.start();
+  }
+
+  async close() {
+    this.closed = true;
+    await this.stop();
+    if (this.epmd) await this.epmd.stop(5000);
+  }
+
+  logs() { return this.proc ? this.proc.out + this.proc.err : ""; }
+}
