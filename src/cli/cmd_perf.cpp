@@ -46,7 +46,9 @@ Registrar reg_perf([](CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("--time,-z", o.time_s, "Seconds to publish (unless --messages)")
       ->capture_default_str();
-  cmd->add_option("--messages,-C", o.messages, "Messages to publish in all (then stop)");
+  cmd->add_option("--messages,-C", o.messages,
+                  "Messages to publish in all (then stop); with --producers 0, messages each "
+                  "consumer reads (then stop; fewer is a failure)");
   cmd->add_option("--offset,-o", flags->offset, "first|last|next|OFFSET|@MS_SINCE_EPOCH")
       ->capture_default_str();
   cmd->add_option("--credit", o.initial_credit, "Initial credit (chunks) per consumer")

@@ -276,6 +276,7 @@ void Consumer::on_chunk(BytesView chunk) {
     if (e.compression != Compression::none) {
       // Not ours (strata perf never compresses): count without reading.
       stats_.consumed_all += e.num_records;
+      consumed_any_ += e.num_records;
       offset += e.num_records;
       continue;
     }
@@ -298,6 +299,7 @@ void Consumer::on_record(uint64_t offset, BytesView body, uint64_t now) {
   // A chunk can begin before the offset asked for.
   if (o_.offset.type == OffsetType::offset && offset < uint64_t(o_.offset.value)) return;
   stats_.consumed_all++;
+  consumed_any_++;
   stats_.consumed_bytes += body.size();
   stats_.last_consume_ns = now;
   if (body.size() < kBodyHeader) return;

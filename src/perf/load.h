@@ -93,7 +93,10 @@ class Consumer {
   // Subscribes; subscribed() turns true when the server agrees.
   void start();
   bool subscribed() const { return subscribed_; }
+  // Messages of this run (recognised by the run id in their body).
   uint64_t consumed() const { return consumed_; }
+  // Every message read at or after the requested offset, whoever wrote it.
+  uint64_t consumed_any() const { return consumed_any_; }
   void close() { conn_.close(); }
 
  private:
@@ -108,6 +111,7 @@ class Consumer {
   uint64_t run_id_;
   bool subscribed_ = false;
   uint64_t consumed_ = 0;
+  uint64_t consumed_any_ = 0;
   bool have_next_ = false;
   uint64_t next_offset_ = 0;
 };

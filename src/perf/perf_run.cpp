@@ -137,8 +137,14 @@ Result<PerfSummary> run_perf(const PerfOptions& o, std::ostream& progress) {
       for (auto& c : consumers) {
         consumed &= o.producers == 0 ? false : c->consumed() >= stats.confirmed;
       }
-      // Consumers only (no producers): run for the time asked.
-      if (o.producers == 0) consumed = elapsed >= o.time_s;
+      // Consumers only (no producers): read --messages each (whoever wrote
+      // them: a check of what an earlier run left), or run for --time.
+      if (o.producers == 0 && o.messages > 0) {
+        consumed = true;
+        for (auto& c : consumers) consumed &= c->consumed_any() >= o.messages;
+      } else if (o.producers == 0) {
+        consumed = elapsed >= o.time_s;
+      }
       if (confirmed && consumed) done = true;
       if (double(now - publish_end_ns) / 1e9 > o.drain_timeout_s) {
         drain_timeout = true;
@@ -225,7 +231,13 @@ Result<PerfSummary> run_perf(const PerfOptions& o, std::ostream& progress) {
       {"deliver_latency_us", latency_json(stats.deliver_latency_ns)},
   };
   bool all_consumed = true;
-  for (auto& c : consumers) all_consumed &= o.producers == 0 || c->consumed() == stats.published;
+  for (auto& c : consumers) {
+    if (o.producers > 0) {
+      all_consumed &= c->consumed() == stats.published;
+    } else if (o.messages > 0) {
+      all_consumed &= c->consumed_any() == o.messages;
+    }
+  }
   sum.ok = stats.errors.empty() && !drain_timeout && stats.crc_errors == 0 && stats.gaps == 0 &&
            stats.publish_errors == 0 && stats.confirmed == stats.published && all_consumed;
   sum.json["ok"] = sum.ok;
