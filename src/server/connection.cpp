@@ -89,8 +89,14 @@ void Connection::start() {
 
 void Connection::shutdown() {
   asio::post(strand_, [self = shared_from_this()] {
-    if (self->closed_) return;
-    self->close_with(ResponseCode::ok, "server shutting down");
+    if (self->closed_ || self->state_ == HandshakeState::closing) return;
+    // As RabbitMQ does on shutdown: the frames already queued (confirms)
+    // go out, then the socket closes without a Close request — clients take
+    // that as a lost connection and reconnect, while the JavaScript client
+    // 1.0.0 cannot decode a server-initiated Close and throws from its
+    // socket handler (tests/server/js, reconnect_restart).
+    spdlog::info("connection {} ({}): closing: server shutting down", self->id_, self->peer_);
+    self->close_after_flush();
   });
 }
 
@@ -272,9 +278,7 @@ void Connection::close_with(ResponseCode code, const std::string& reason) {
   if (closed_ || state_ == HandshakeState::closing) return;
   spdlog::info("connection {} ({}): closing: {}", id_, peer_, reason);
   state_ = HandshakeState::closing;
-  Bytes f;
-  encode(CloseRequest{next_server_correlation_++, code, reason}, &f);
-  send(std::move(f));
+  send_message(CloseRequest{next_server_correlation_++, code, reason});
   close_after_flush();
 }
 
@@ -296,9 +300,7 @@ void Connection::arm_heartbeat() {
       return;
     }
     if (now - self->last_write_ >= std::chrono::seconds(self->heartbeat_s_) / 2) {
-      Bytes f;
-      encode(HeartbeatFrame{}, &f);
-      self->send(std::move(f));
+      self->send_message(HeartbeatFrame{});
     }
     self->arm_heartbeat();
   });
@@ -364,9 +366,7 @@ void Connection::on(const PeerPropertiesRequest& r) {
                      {"platform", "C++20"},
                      {"copyright", "strata authors"},
                      {"information", "strata: tiered stream storage"}};
-  Bytes f;
-  encode(resp, &f);
-  send(std::move(f));
+  send_message(resp);
   state_ = after(state_, kPeerProperties);
 }
 
@@ -374,9 +374,7 @@ void Connection::on(const SaslHandshakeRequest& r) {
   SaslHandshakeResponse resp;
   resp.correlation_id = r.correlation_id;
   resp.mechanisms = {"PLAIN"};
-  Bytes f;
-  encode(resp, &f);
-  send(std::move(f));
+  send_message(resp);
 }
 
 void Connection::on(const SaslAuthenticateRequest& r) {
@@ -393,9 +391,7 @@ void Connection::on(const SaslAuthenticateRequest& r) {
     return;
   }
   state_ = after(state_, kSaslAuthenticate);
-  Bytes f;
-  encode(TuneFrame{server_.config().server.frame_max, server_.config().server.heartbeat_s}, &f);
-  send(std::move(f));
+  send_message(TuneFrame{server_.config().server.frame_max, server_.config().server.heartbeat_s});
 }
 
 void Connection::on(const TuneFrame& r) {
@@ -412,16 +408,12 @@ void Connection::on(const OpenRequest& r) {
   resp.correlation_id = r.correlation_id;
   if (r.virtual_host != "/") {
     resp.code = ResponseCode::virtual_host_access_failure;
-    Bytes f;
-    encode(resp, &f);
-    send(std::move(f));
+    send_message(resp);
     return;
   }
   resp.properties = {{"advertised_host", server_.advertised_host()},
                      {"advertised_port", std::to_string(server_.advertised_port())}};
-  Bytes f;
-  encode(resp, &f);
-  send(std::move(f));
+  send_message(resp);
   state_ = after(state_, kOpen);
 }
 
@@ -443,9 +435,7 @@ void Connection::on(const ExchangeCommandVersionsRequest& r) {
   ExchangeCommandVersionsResponse resp;
   resp.correlation_id = r.correlation_id;
   resp.versions = supported_client_versions();
-  Bytes f;
-  encode(resp, &f);
-  send(std::move(f));
+  send_message(resp);
 }
 
 // ---- streams ----
@@ -516,9 +506,7 @@ void Connection::on(const MetadataRequest& r) {
     }
     resp.streams.push_back(std::move(m));
   }
-  Bytes f;
-  encode(resp, &f);
-  send(std::move(f));
+  send_message(resp);
 }
 
 void Connection::on(const StreamStatsRequest& r) {
@@ -546,9 +534,7 @@ void Connection::on(const StreamStatsRequest& r) {
     }
     resp.stats = {{"first_chunk_id", first}, {"committed_chunk_id", last}, {"last_chunk_id", last}};
   }
-  Bytes f;
-  encode(resp, &f);
-  send(std::move(f));
+  send_message(resp);
 }
 
 // ---- publishing ----
@@ -578,9 +564,7 @@ void Connection::on(const PublishRequest& r) {
     ResponseCode code = it == publishers_.end() ? ResponseCode::publisher_does_not_exist
                                                 : ResponseCode::stream_not_available;
     for (const auto& m : r.messages) e.errors.push_back({m.publishing_id, code});
-    Bytes f;
-    encode(e, &f);
-    send(std::move(f));
+    send_message(e);
     return;
   }
   if (r.messages.empty()) return;
@@ -627,9 +611,7 @@ void Connection::on(const QueryPublisherSequenceRequest& r) {
   } else {
     resp.sequence = (*s)->appender().sequence(r.reference).value_or(0);
   }
-  Bytes f;
-  encode(resp, &f);
-  send(std::move(f));
+  send_message(resp);
 }
 
 void Connection::on(const DeletePublisherRequest& r) {
@@ -706,9 +688,7 @@ void Connection::start_delivery(const SubPtr& sub, const log::OffsetSpec& spec) 
           // the failure as the stream becoming unavailable to it.
           spdlog::warn("subscription {} on {}: opening its reader: {}", sub->id, sub->stream,
                        e.to_string());
-          Bytes f;
-          encode(MetadataUpdate{ResponseCode::stream_not_available, sub->stream}, &f);
-          self->send(std::move(f));
+          self->send_message(MetadataUpdate{ResponseCode::stream_not_available, sub->stream});
           return;
         }
         DeliveryOptions opts;
@@ -724,9 +704,7 @@ void Connection::start_delivery(const SubPtr& sub, const log::OffsetSpec& spec) 
               spdlog::warn("subscription {} on {}: delivery stopped: {}", id, stream,
                            e.to_string());
               if (auto c = weak.lock()) {
-                Bytes f;
-                encode(MetadataUpdate{ResponseCode::stream_not_available, stream}, &f);
-                c->send(std::move(f));
+                c->send_message(MetadataUpdate{ResponseCode::stream_not_available, stream});
               }
             });
         sub->credit = 0;
@@ -736,9 +714,7 @@ void Connection::start_delivery(const SubPtr& sub, const log::OffsetSpec& spec) 
 void Connection::on(const CreditRequest& r) {
   auto it = subscriptions_.find(r.subscription_id);
   if (it == subscriptions_.end()) {
-    Bytes f;
-    encode(CreditResponse{ResponseCode::subscription_id_does_not_exist, r.subscription_id}, &f);
-    send(std::move(f));
+    send_message(CreditResponse{ResponseCode::subscription_id_does_not_exist, r.subscription_id});
     return;
   }
   if (it->second->delivery) {
@@ -783,9 +759,7 @@ void Connection::sac_effect(const SacEffect& e) {
       case SacEffect::Kind::send_update: {
         uint32_t corr = self->next_server_correlation_++;
         self->pending_updates_[corr] = s->id;
-        Bytes f;
-        encode(ConsumerUpdateRequest{corr, s->id, uint8_t(e.active ? 1 : 0)}, &f);
-        self->send(std::move(f));
+        self->send_message(ConsumerUpdateRequest{corr, s->id, uint8_t(e.active ? 1 : 0)});
         break;
       }
       case SacEffect::Kind::activate:
@@ -842,9 +816,7 @@ void Connection::on(const QueryOffsetRequest& r) {
   } else {
     resp.code = ResponseCode::no_offset;
   }
-  Bytes f;
-  encode(resp, &f);
-  send(std::move(f));
+  send_message(resp);
 }
 
 // ---- super streams ----
@@ -858,9 +830,7 @@ void Connection::on(const RouteRequest& r) {
   } else {
     resp.code = ResponseCode::stream_does_not_exist;
   }
-  Bytes f;
-  encode(resp, &f);
-  send(std::move(f));
+  send_message(resp);
 }
 
 void Connection::on(const PartitionsRequest& r) {
@@ -872,9 +842,7 @@ void Connection::on(const PartitionsRequest& r) {
   } else {
     resp.code = ResponseCode::stream_does_not_exist;
   }
-  Bytes f;
-  encode(resp, &f);
-  send(std::move(f));
+  send_message(resp);
 }
 
 void Connection::on(const CreateSuperStreamRequest& r) {
@@ -964,9 +932,7 @@ void Connection::drop_stream(const std::string& stream) {
     }
   }
   if (!affected) return;
-  Bytes f;
-  encode(MetadataUpdate{ResponseCode::stream_not_available, stream}, &f);
-  send(std::move(f));
+  send_message(MetadataUpdate{ResponseCode::stream_not_available, stream});
 }
 
 }  // namespace strata::server

@@ -95,6 +95,13 @@ class Connection : public PublishSink,
   void process_frames();
   void handle(BytesView body);
   void send(Bytes frame);
+  // Encodes one protocol message (proto/commands.h) and queues it.
+  template <class Message>
+  void send_message(const Message& m) {
+    Bytes f;
+    encode(m, &f);
+    send(std::move(f));
+  }
   void write_more();
   void close_now(const std::string& why);
   // Sends Close (code, reason), then closes once it is written.
