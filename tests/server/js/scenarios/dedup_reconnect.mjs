@@ -63,6 +63,10 @@ export async function run({ server, log }) {
     { offset0: BigInt(n) });
   log(`stream holds exactly ${n + m} messages; sequence ${seq2}`);
   await consumer.close();
+  // Publishers are closed before the stream is deleted: client 1.0.0 against strata hangs in close() after a
+  // deletion with its publishers still open (tests/server/js/KNOWN_FAILURES.md, 1).
+  await publisher.close();
+  await plain.close();
   await client.deleteStream({ stream });
   await client.close();
 }
