@@ -139,6 +139,7 @@ TEST(RetryClass, StrataErrorCodesFollowTheTable) {
       {Errc::corrupt, F},
       {Errc::invalid_argument, F},
       {Errc::unsupported_version, F},
+      {Errc::unsupported, F},
       {Errc::schema_mismatch, F},
       {Errc::store_full, F},
       {Errc::string_table_full, F},
