@@ -59,6 +59,21 @@ ResponseCode code_for_stream_error(const Error& e) {
   }
 }
 
+// The response code of a stream operation run as a task (create, delete,
+// and their super stream forms), logging why it failed — a task that threw
+// or missed its deadline included. "Already exists" is the client's answer,
+// not a server problem.
+ResponseCode code_for_stream_op(const TaskOutcome<Status>& out, std::string_view what) {
+  if (out.end == TaskEnd::completed && out.value->ok()) return ResponseCode::ok;
+  const Error& e = out.end == TaskEnd::completed ? out.value->error() : out.error;
+  ResponseCode code =
+      out.end == TaskEnd::completed ? code_for_stream_error(e) : ResponseCode::internal_error;
+  if (code != ResponseCode::stream_already_exists) {
+    spdlog::warn("{}: {}", what, e.to_string());
+  }
+  return code;
+}
+
 }  // namespace
 
 Connection::Connection(Server& server, Strand strand, asio::ip::tcp::socket socket, uint64_t id)
@@ -461,16 +476,7 @@ void Connection::on(const CreateStreamRequest& r) {
         return Status::OK();
       },
       [self = shared_from_this(), corr = r.correlation_id, name](TaskOutcome<Status> out) {
-        ResponseCode code = ResponseCode::ok;
-        if (out.end != TaskEnd::completed) {
-          code = ResponseCode::internal_error;
-        } else if (!out.value->ok()) {
-          code = code_for_stream_error(out.value->error());
-          if (code != ResponseCode::stream_already_exists) {
-            spdlog::warn("create stream {}: {}", name, out.value->error().to_string());
-          }
-        }
-        self->respond_code(kCreate, corr, code);
+        self->respond_code(kCreate, corr, code_for_stream_op(out, "create stream " + name));
       });
 }
 
@@ -481,13 +487,7 @@ void Connection::on(const DeleteStreamRequest& r) {
       server_.tasks(), strand_, kStreamOpDeadline, "delete stream " + name,
       [srv, name]() -> Status { return srv->delete_stream(name); },
       [self = shared_from_this(), corr = r.correlation_id, name](TaskOutcome<Status> out) {
-        ResponseCode code = ResponseCode::ok;
-        if (out.end != TaskEnd::completed) {
-          code = ResponseCode::internal_error;
-        } else if (!out.value->ok()) {
-          code = code_for_stream_error(out.value->error());
-        }
-        self->respond_code(kDelete, corr, code);
+        self->respond_code(kDelete, corr, code_for_stream_op(out, "delete stream " + name));
       });
 }
 
@@ -866,14 +866,8 @@ void Connection::on(const CreateSuperStreamRequest& r) {
             [srv](const std::string& p) { return srv->delete_stream(p); });
       },
       [self = shared_from_this(), corr = r.correlation_id, name = r.name](TaskOutcome<Status> out) {
-        ResponseCode code = ResponseCode::ok;
-        if (out.end != TaskEnd::completed) {
-          code = ResponseCode::internal_error;
-        } else if (!out.value->ok()) {
-          code = code_for_stream_error(out.value->error());
-          spdlog::info("create super stream {}: {}", name, out.value->error().to_string());
-        }
-        self->respond_code(kCreateSuperStream, corr, code);
+        self->respond_code(kCreateSuperStream, corr,
+                           code_for_stream_op(out, "create super stream " + name));
       });
 }
 
@@ -890,14 +884,8 @@ void Connection::on(const DeleteSuperStreamRequest& r) {
         });
       },
       [self = shared_from_this(), corr = r.correlation_id, name](TaskOutcome<Status> out) {
-        ResponseCode code = ResponseCode::ok;
-        if (out.end != TaskEnd::completed) {
-          code = ResponseCode::internal_error;
-        } else if (!out.value->ok()) {
-          code = code_for_stream_error(out.value->error());
-          spdlog::info("delete super stream {}: {}", name, out.value->error().to_string());
-        }
-        self->respond_code(kDeleteSuperStream, corr, code);
+        self->respond_code(kDeleteSuperStream, corr,
+                           code_for_stream_op(out, "delete super stream " + name));
       });
 }
 
