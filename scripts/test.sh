@@ -6,6 +6,13 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="$(nproc)"
+# ccache keys on absolute paths and the build directory by default; a clean
+# clone at another path (CI) would then miss a cache kept under $HOME. Paths
+# below the clone are hashed relative to it, the working directory is not
+# hashed, and the compiler is identified by content, not mtime.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$here}"
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
+export CCACHE_COMPILERCHECK="${CCACHE_COMPILERCHECK:-content}"
 
 echo "== sanitizer build (ASan+UBSan) =="
 # A failed build shows its errors (the tail of its log), not only a status.

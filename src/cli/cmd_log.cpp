@@ -290,6 +290,8 @@ json segment_json(const log::SegmentReport& s, bool chunks) {
   if (s.header_error) j["header_error"] = *s.header_error;
   if (s.damage) j["damage"] = *s.damage;
   if (s.index_problem) j["index"]["problem"] = *s.index_problem;
+  if (s.maybe_unsynced) j["maybe_unsynced"] = true;
+  if (s.dropped_by_open) j["dropped_by_open"] = true;
   if (chunks) {
     j["chunk_list"] = json::array();
     for (const auto& c : s.chunk_list) {
@@ -315,6 +317,7 @@ json stream_json(const log::StreamReport& r, bool chunks) {
             {"ok", r.ok()},
             {"problems", r.problems},
             {"segments", json::array()}};
+  if (r.synced_below) j["synced_below"] = *r.synced_below;
   for (const auto& s : r.segments) j["segments"].push_back(segment_json(s, chunks));
   return j;
 }
@@ -324,11 +327,16 @@ void print_stream(const log::StreamReport& r, bool chunks) {
       "stream {}: offsets {}..{} ({} records), {} chunks, {} in {} segment(s): {}\n", r.dir,
       r.first_offset, r.next_offset, r.records, r.chunks, human_bytes(double(r.bytes)),
       r.segments.size(), r.ok() ? "OK" : fmt::format("{} problem(s)", r.problems.size()));
+  if (r.synced_below) {
+    std::cout << fmt::format("  sync mark: segments from offset {} on may be unsynced\n",
+                             *r.synced_below);
+  }
   for (const auto& s : r.segments) {
-    std::cout << fmt::format("  {}  offsets {}..{}  {} chunks  {}  index {} records{}\n",
-                             path_basename(s.file), s.first_offset, s.next_offset, s.chunks,
-                             human_bytes(double(s.size)), s.index_records,
-                             s.index_problem ? " (mismatch)" : "");
+    std::cout << fmt::format(
+        "  {}  offsets {}..{}  {} chunks  {}  index {} records{}{}{}\n", path_basename(s.file),
+        s.first_offset, s.next_offset, s.chunks, human_bytes(double(s.size)), s.index_records,
+        s.index_problem ? " (mismatch)" : "", s.maybe_unsynced ? "  (maybe unsynced)" : "",
+        s.dropped_by_open ? "  (open drops it)" : "");
     if (chunks) {
       for (const auto& c : s.chunk_list) {
         std::cout << fmt::format(

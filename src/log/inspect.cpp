@@ -7,6 +7,7 @@
 #include "log/audit.h"
 #include "log/index_file.h"
 #include "log/segment_scan.h"
+#include "log/sync_mark.h"
 
 namespace strata::log {
 
@@ -42,6 +43,12 @@ void report_listing(const std::string& dir, const StreamListing& names, StreamRe
     rep.problems.push_back(
         fmt::format("index {} has no segment (open removes it)", path_join(dir, n)));
   }
+}
+
+// Open recovers the newest segment, and every maybe-unsynced one, by
+// scanning it and cutting a torn tail (recovery.cpp, the same rule).
+bool like_newest(const SegmentReport& s) {
+  return s.newest || s.maybe_unsynced;
 }
 
 void record_chunks(SegmentReport& s, const std::vector<IndexRecord>& chunks) {
@@ -88,7 +95,7 @@ void report_scan(const ScanResult& scan, const std::string& distrust, SegmentRep
   if (!scan.damage) return;
   s.damage = scan.damage->message;
   s.intact_chunk_after_damage = scan.intact_after.has_value();
-  if (!s.newest) {
+  if (!like_newest(s)) {
     const std::string what = audit_sealed_scan(scan).problem->message;
     rep.problems.push_back(
         distrust.empty()
@@ -103,6 +110,14 @@ void report_scan(const ScanResult& scan, const std::string& distrust, SegmentRep
   ScanVerdict v = audit_newest_scan(scan);
   if (v.kind == ScanVerdict::Kind::corrupt) {
     rep.problems.push_back(v.problem->message + " (open fails)");
+    return;
+  }
+  s.cut_by_open = true;
+  if (!s.newest) {
+    rep.problems.push_back(fmt::format(
+        "{} (torn tail of {} bytes in a segment sealed under fsync=never and not yet synced "
+        "when the machine stopped; open truncates it and drops every later segment)",
+        *s.damage, s.size - s.valid_end));
   } else {
     rep.problems.push_back(
         fmt::format("{} (incomplete tail of {} bytes: in flight, or torn; open truncates it)",
@@ -122,7 +137,7 @@ void report_index(const LoadedIndex& idx, const std::string& distrust,
   s.index_problem = compare_index(*idx.load, scanned).problem;
   if (!s.index_problem) return;
   std::string remedy = "open rebuilds it";
-  if (s.newest) {
+  if (like_newest(s)) {
     IndexVerdict v = audit_newest_index(idx.load, idx.size, scanned);
     if (v.kind == IndexVerdict::Kind::repair) remedy = "open repairs it";
     if (v.kind == IndexVerdict::Kind::keep) remedy = "open keeps it";
@@ -142,7 +157,7 @@ Result<uint64_t> report_contents(FileSystem& fs, File& f, const ScanOptions& so,
                                  bool include_chunks, SegmentReport& s, StreamReport& rep) {
   auto idx = load_segment_index(fs, s);
   std::string distrust;
-  if (idx.ok() && !s.newest) {
+  if (idx.ok() && !like_newest(s)) {
     auto d = sealed_distrust(f, s, *idx);
     if (d.ok()) distrust = std::move(*d);
     if (!d.ok()) idx = std::move(d).error();
@@ -156,7 +171,7 @@ Result<uint64_t> report_contents(FileSystem& fs, File& f, const ScanOptions& so,
     rep.problems.push_back(fmt::format("{}: {} (open fails)", s.index_file, idx.error().message));
   }
   if (include_chunks) s.chunk_list = std::move(scan.chunks);
-  if (!s.newest && idx.ok() && idx->load && distrust.empty() && !idx->load->records.empty()) {
+  if (!like_newest(s) && idx.ok() && idx->load && distrust.empty() && !idx->load->records.empty()) {
     return idx->load->records.back().next_offset();
   }
   return s.next_offset;
@@ -171,10 +186,10 @@ Result<bool> report_header(File& f, const ScanOptions& so, SegmentReport& s, Str
     rep.problems.push_back(rs.error().message + " (open fails)");
     return false;
   }
-  HeaderVerdict hv = audit_header(head, s.size, s.first_offset, s.file, s.newest);
+  HeaderVerdict hv = audit_header(head, s.size, s.first_offset, s.file, like_newest(s));
   if (hv.kind == HeaderVerdict::Kind::valid) return true;
   s.header_error = hv.problem->message;
-  std::string remedy = s.newest ? "newest segment: open fails" : "sealed segment: open fails";
+  std::string remedy = like_newest(s) ? "newest segment: open fails" : "sealed segment: open fails";
   if (hv.kind == HeaderVerdict::Kind::absent) {
     std::optional<ScanResult> scan;
     if (s.size > kFileHeaderSize) {
@@ -206,6 +221,7 @@ Result<Examined> inspect_segment(FileSystem& fs, const std::string& dir, uint64_
   s.index_present = names.indexes.count(first) > 0;
   s.first_offset = s.next_offset = first;
   s.newest = first == names.segments.rbegin()->first;
+  s.maybe_unsynced = rep.synced_below && first >= *rep.synced_below;
   auto opened = fs.open(s.file, OpenOptions::read_only());
   auto size = opened.ok() ? (*opened)->size() : Result<uint64_t>(opened.error());
   if (!size.ok()) {
@@ -252,18 +268,43 @@ Result<StreamReport> inspect_stream(FileSystem& fs, const std::string& dir,
     rep.problems.push_back(no_segments_error(dir).message);
     return rep;
   }
+  auto mark = read_sync_mark(fs, dir);
+  if (mark.ok()) {
+    rep.synced_below = *mark;
+  } else {
+    rep.problems.push_back(mark.error().message + " (open fails)");
+  }
   Progress progress{0, total_bytes(fs, dir, names)};
   std::optional<uint64_t> prev_next;
+  // Where open ends the log: a maybe-unsynced segment cut short or ending
+  // before its successor; every later segment is dropped (recovery.cpp).
+  std::optional<std::string> ends_in;
   for (const auto& [first, name] : names.segments) {
     STRATA_ASSIGN_OR_RETURN(Examined e, inspect_segment(fs, dir, first, names, o, progress, rep));
-    if (prev_next) {
-      if (auto gap = contiguity_error(dir, rep.segments.back().file, *prev_next, name, first)) {
-        rep.problems.push_back(gap->message + " (open fails)");
+    if (ends_in) {
+      e.report.dropped_by_open = true;
+      rep.problems.push_back(fmt::format(
+          "segment {}: open drops it (the maybe-unsynced segment {} before it ends early)",
+          e.report.file, *ends_in));
+    } else if (prev_next) {
+      const SegmentReport& prev = rep.segments.back();
+      if (auto gap = contiguity_error(dir, prev.file, *prev_next, name, first)) {
+        if (prev.maybe_unsynced && *prev_next < first) {
+          ends_in = prev.file;
+          e.report.dropped_by_open = true;
+          rep.problems.push_back(fmt::format(
+              "{} (segment {} was sealed under fsync=never and lost its last chunks before "
+              "they were synced; open drops {} and every later segment)",
+              gap->message, prev.file, e.report.file));
+        } else {
+          rep.problems.push_back(gap->message + " (open fails)");
+        }
       }
     }
+    if (!ends_in && e.report.cut_by_open && !e.report.newest) ends_in = e.report.file;
     prev_next = e.open_next;
     SegmentReport& s = e.report;
-    if (!s.header_error) {
+    if (!s.header_error && !s.dropped_by_open) {
       rep.chunks += s.chunks;
       rep.records += s.records;
       rep.bytes += s.size;
@@ -272,6 +313,10 @@ Result<StreamReport> inspect_stream(FileSystem& fs, const std::string& dir,
   }
   rep.first_offset = rep.segments.front().first_offset;
   rep.next_offset = rep.segments.back().next_offset;
+  for (const auto& s : rep.segments) {
+    if (s.dropped_by_open) break;
+    rep.next_offset = s.next_offset;
+  }
   return rep;
 }
 

@@ -35,6 +35,13 @@ struct SegmentReport {
   int64_t last_timestamp_ms = -1;
   uint64_t min_epoch = 0, max_epoch = 0;
   bool newest = false;
+  // At or above the sync mark (sync_mark.h): sealed under fsync=never and
+  // maybe not synced, so open recovers it like the newest segment.
+  bool maybe_unsynced = false;
+  // Open truncates a torn tail of this segment (newest or maybe-unsynced).
+  bool cut_by_open = false;
+  // Open drops this segment: an earlier maybe-unsynced one ends early.
+  bool dropped_by_open = false;
   std::optional<std::string> header_error;
   // Why the chunk walk stopped before the end of the file (file, position, reason).
   std::optional<std::string> damage;
@@ -49,6 +56,7 @@ struct SegmentReport {
 
 struct StreamReport {
   std::string dir;
+  std::optional<uint64_t> synced_below;  // the sync mark, if any
   std::vector<SegmentReport> segments;
   uint64_t first_offset = 0;
   uint64_t next_offset = 0;

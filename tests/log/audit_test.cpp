@@ -7,6 +7,7 @@
 
 #include "log/inspect.h"
 #include "log/log_test_util.h"
+#include "log/sync_mark.h"
 #include "support/temp_dir.h"
 
 namespace strata::log {
@@ -365,6 +366,72 @@ TEST_F(InspectAgreesWithOpen, SealedIndexPointingPastTheSegment) {
   auto p = check("sealed index past the end", true);
   ASSERT_EQ(p.size(), 1u);
   EXPECT_NE(p[0].find("open rebuilds it"), std::string::npos) << p[0];
+}
+
+// Under fsync=never, segments at or above the sync mark may be torn by a
+// power cut while later ones exist; open cuts there and drops the rest, and
+// inspect must say so (not "open fails") and end the stream where open does.
+struct InspectWithSyncMark : InspectAgreesWithOpen {
+  // Returns inspect's next offset, and checks it is the reopened log's.
+  uint64_t next_offsets_agree(const std::string& scenario) {
+    auto rep = inspect_stream(fs, dir, InspectOptions{});
+    EXPECT_TRUE(rep.ok());
+    auto opened = StreamLog::open(dir, opts());
+    EXPECT_TRUE(opened.ok()) << scenario;
+    if (!rep.ok() || !opened.ok()) return 0;
+    EXPECT_EQ(rep->next_offset, (*opened)->committed_next()) << scenario;
+    return rep->next_offset;
+  }
+};
+
+TEST_F(InspectWithSyncMark, TornMaybeUnsyncedSegmentIsCutAndLaterOnesDropped) {
+  build(10);  // segments [0,8) [8,16) [16,20)
+  ASSERT_TRUE(write_sync_mark(fs, dir, 8).ok());
+  auto recs = index_of(8);
+  truncate(seg(8), recs[2].position + 20);
+  auto rep = inspect_stream(fs, dir, InspectOptions{});
+  ASSERT_TRUE(rep.ok());
+  EXPECT_EQ(rep->synced_below, std::optional<uint64_t>(8));
+  ASSERT_EQ(rep->segments.size(), 3u);
+  EXPECT_FALSE(rep->segments[0].maybe_unsynced);
+  EXPECT_TRUE(rep->segments[1].maybe_unsynced);
+  EXPECT_TRUE(rep->segments[1].cut_by_open);
+  EXPECT_TRUE(rep->segments[2].dropped_by_open);
+  EXPECT_EQ(rep->next_offset, 12u);
+  auto p = check("torn maybe-unsynced segment", true);
+  ASSERT_GE(p.size(), 2u);
+  EXPECT_NE(p[0].find("drops every later segment"), std::string::npos) << p[0];
+  EXPECT_NE(p.back().find("open drops it"), std::string::npos) << p.back();
+}
+
+TEST_F(InspectWithSyncMark, MaybeUnsyncedSegmentThatLostWholeChunks) {
+  build(10);
+  ASSERT_TRUE(write_sync_mark(fs, dir, 8).ok());
+  // Cut at a chunk boundary: the segment looks intact but ends before its
+  // successor begins.
+  truncate(seg(8), index_of(8)[2].position);
+  ASSERT_TRUE(fs.remove(idx(8)).ok());
+  auto p = check("maybe-unsynced segment short of its successor", true);
+  ASSERT_FALSE(p.empty());
+  bool says_drops = false;
+  for (const auto& x : p)
+    says_drops = says_drops || x.find("every later segment") != std::string::npos;
+  EXPECT_TRUE(says_drops);
+}
+
+TEST_F(InspectWithSyncMark, NextOffsetIsWhereOpenEndsTheLog) {
+  build(10);
+  ASSERT_TRUE(write_sync_mark(fs, dir, 8).ok());
+  truncate(seg(8), index_of(8)[1].position + 30);
+  EXPECT_EQ(next_offsets_agree("cut at the second chunk"), 10u);
+}
+
+TEST_F(InspectWithSyncMark, BelowTheMarkATruncatedSegmentStillFailsOpen) {
+  build(10);
+  ASSERT_TRUE(write_sync_mark(fs, dir, 16).ok());
+  truncate(seg(8), size_of(seg(8)) - 10);
+  ASSERT_TRUE(fs.remove(idx(8)).ok());
+  check("truncated below the mark", false);
 }
 
 }  // namespace
