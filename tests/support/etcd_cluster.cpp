@@ -98,8 +98,7 @@ Process EtcdCluster::spawn(const Member& m) const {
 
 EtcdCluster::~EtcdCluster() {
   for (auto& m : members_) {
-    // A frozen member must be thawed to die promptly? SIGKILL works on a
-    // stopped process; the Process destructor kills and reaps.
+    // SIGKILL ends a frozen (SIGSTOPped) member too.
     m.proc.kill(SIGKILL);
     m.proc.wait(std::chrono::seconds(10));
   }
@@ -131,9 +130,13 @@ bool EtcdCluster::running(int i) {
   return members_[size_t(i)].proc.running();
 }
 
-bool EtcdCluster::restart(int i, std::string* error) {
+void EtcdCluster::relaunch(int i) {
   auto& m = members_[size_t(i)];
   m.proc = spawn(m);
+}
+
+bool EtcdCluster::restart(int i, std::string* error) {
+  relaunch(i);
   if (!wait_healthy(i, std::chrono::seconds(20))) {
     *error =
         "etcd member " + std::to_string(i) + " did not become healthy after a restart: " + logs(i);

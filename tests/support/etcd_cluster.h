@@ -35,6 +35,9 @@ class EtcdCluster {
   // Starts a killed member again on its data; false (with *error) if it
   // does not become healthy within 20 s.
   bool restart(int i, std::string* error);
+  // Starts a killed member again without waiting (restarting every member:
+  // none is healthy before a quorum runs); then wait_healthy.
+  void relaunch(int i);
   bool running(int i);
   // Waits until member i answers /health with "true" (the cluster has a
   // leader and the member reaches it).
