@@ -165,7 +165,10 @@ class Watch {
 // the start revision was compacted (the message names the compact
 // revision), Errc::invalid_argument when etcd refuses the request. A lost
 // connection is not an error: the watch reconnects (next endpoint) and
-// resumes at next_revision().
+// resumes at next_revision(). Not yet handled: a member frozen (SIGSTOP)
+// under an open watch keeps its connection up and silent, so the watch
+// waits for it; a liveness check on etcd's progress notifications would
+// detect that (cluster ownership will need it).
 using WatchEventsFn = std::function<void(const std::vector<WatchEvent>&)>;
 using WatchErrorFn = std::function<void(const Error&)>;
 
