@@ -27,6 +27,9 @@ packages=(
   # RabbitMQ 3.10 with its stream plugin: the peer `strata perf` is compared
   # against (bench/server/).
   rabbitmq-server
+  # etcd 3.4: the coordination service of the etcd catalog backend (tests
+  # start 3-member clusters on 127.0.0.1; etcdctl for operators).
+  etcd-server etcd-client
   # flock(1), the independent lock holder of tests/common/file_lock_test.cpp.
   util-linux
 )

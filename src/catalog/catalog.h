@@ -5,8 +5,9 @@
 // deposed by a higher epoch can no longer move the pointer (fencing).
 //
 // Backends: EmbeddedCatalog (embedded_catalog.h: one slotstore file, the
-// single-node default) and MemoryCatalog (memory_catalog.h: for tests of the
-// layers above, with fault injection). Both follow the rules of
+// single-node default), EtcdCatalog (etcd_catalog.h: an etcd v3 cluster,
+// for several nodes) and MemoryCatalog (memory_catalog.h: for tests of the
+// layers above, with fault injection). All follow the rules of
 // catalog/entry_rules.h, so they cannot disagree on an outcome.
 //
 // Results: a Result's error means the backend failed (io, fail_stopped,
@@ -17,25 +18,27 @@
 // Stream names: 1..255 bytes of [A-Za-z0-9._~-], not "." or ".."
 // (catalog/stream_name.h; the same rule the tier's object keys use).
 //
-// Fitting an etcd backend later (not built). Per stream two keys in one
-// namespace: E = <ns>/streams/<stream> holding {epoch, root_key}, and
+// The etcd backend (etcd_catalog.h) follows this mapping. Per stream two
+// keys in one namespace: E = <ns>/streams/<stream> holding {epoch, root_key}
+// (and the nonce of its last write, see etcd_catalog.h), and
 // P = <ns>/epochs/<stream> holding the epoch as 20 zero-padded decimal
 // digits, so that etcd's bytewise value comparison orders epochs
 // numerically. `revision` is E's mod_revision: global in etcd, so it
 // strictly grows but is not consecutive, and a re-created stream gets a
 // revision above every revision it had before (the embedded backend keeps
 // that property too, see entry_rules.h). Every write changes E and P in one
-// transaction; every failed Txn's else branch reads E and P, and the client
-// derives the outcome from them in the order the contract gives below.
+// transaction; every failed Txn's else branch reads E (its epoch is the
+// one E holds), and the outcome follows the order the contract gives below.
 //   create       Txn(If create_revision(E) == 0; Then put E, put P)
 //                else -> already_exists
 //   get          Range(E) (linearizable read) -> value, mod_revision
 //   list         Range(<ns>/streams/ .. prefix end): key order = name order
 //   put, exp 0   Txn(If create_revision(E) == 0; Then put E, put P)
-//   put, exp R   Txn(If mod_revision(E) == R and value(P) <= pad(epoch);
+//   put, exp R   Txn(If mod_revision(E) == R and value(P) < pad(epoch + 1);
 //                Then put E, put P) else: absent -> not_found, stored epoch
 //                > epoch -> fenced, else conflict
-//   bump_epoch   Txn(If mod_revision(E) == R; Then put E, put P with the
+//   bump_epoch   Range(E) for the stored epoch, then
+//                Txn(If mod_revision(E) == R; Then put E, put P with the
 //                new epoch and the same root)
 //   remove       Txn(If mod_revision(E) == R; Then delete E, delete P)
 // Leases: catalog entries carry none (a stream outlives the process that

@@ -7,6 +7,7 @@
 #include <future>
 
 #include "catalog/embedded_catalog.h"
+#include "node/catalog_open.h"
 #include "objstore/metered_store.h"
 #include "tier/upload_jobs.h"
 
@@ -65,11 +66,17 @@ Status Node::start() {
     return a.error().to_error().with_context("checking the object store " + store_->describe());
   }
 
-  catalog::EmbeddedCatalogOptions co;
-  co.capacity = cfg_.catalog_capacity;
-  auto cat = catalog::EmbeddedCatalog::open(fs, path_join(cfg_.data_dir, "catalog"), co);
-  if (!cat.ok()) return std::move(cat).error().with_context("opening the catalog");
-  catalog_ = std::shared_ptr<catalog::Catalog>(std::move(cat).value());
+  if (cfg_.catalog_backend == "etcd") {
+    auto cat = open_etcd_catalog(cfg_.catalog_etcd);
+    if (!cat.ok()) return std::move(cat).error().with_context("opening the etcd catalog");
+    catalog_ = std::move(cat).value();
+  } else {
+    catalog::EmbeddedCatalogOptions co;
+    co.capacity = cfg_.catalog_capacity;
+    auto cat = catalog::EmbeddedCatalog::open(fs, path_join(cfg_.data_dir, "catalog"), co);
+    if (!cat.ok()) return std::move(cat).error().with_context("opening the catalog");
+    catalog_ = std::shared_ptr<catalog::Catalog>(std::move(cat).value());
+  }
 
   auto reg = log::StreamRegistry::open(path_join(cfg_.data_dir, "streams"), cfg_.log_options());
   if (!reg.ok()) return std::move(reg).error().with_context("opening the stream directory");

@@ -4,7 +4,9 @@
 
 #include <set>
 
+#include "catalog/etcd_catalog.h"
 #include "common/fs.h"
+#include "etcd/etcd_client.h"
 #include "tier/object_keys.h"
 
 namespace strata::node {
@@ -116,6 +118,28 @@ Status read_retention(Section s, std::optional<uint64_t>* max_bytes,
   return s.no_unknown();
 }
 
+Status read_etcd_catalog(Section& s, EtcdCatalogSettings& e) {
+  const json* eps = s.get("endpoints");
+  if (!eps) return bad("catalog.endpoints", json(nullptr), "is required with backend \"etcd\"");
+  if (!eps->is_array() || eps->empty()) {
+    return bad("catalog.endpoints", *eps, "must be a non-empty array of \"http://host:port\"");
+  }
+  for (const auto& ep : *eps) {
+    if (!ep.is_string()) return bad("catalog.endpoints", *eps, "must hold only strings");
+    e.endpoints.push_back(ep.get<std::string>());
+  }
+  etcd::ClientOptions o;
+  o.endpoints = e.endpoints;
+  if (Status v = etcd::validate(o); !v.ok()) {
+    return bad("catalog.endpoints", *eps, v.error().message);
+  }
+  STRATA_TRY(s.string("namespace", &e.ns));
+  STRATA_TRY(catalog::validate_namespace(e.ns));
+  STRATA_TRY(s.integer("request_timeout_ms", &e.request_timeout_ms));
+  STRATA_TRY(s.integer("attempt_timeout_ms", &e.attempt_timeout_ms));
+  return Status::OK();
+}
+
 Status read_log(Section s, NodeConfig& c) {
   STRATA_TRY(s.check_object());
   std::string fsync;
@@ -211,12 +235,14 @@ Result<NodeConfig> load_node_config(const json& doc, const std::string& data_dir
 
   Section cat = top.sub("catalog");
   STRATA_TRY(cat.check_object());
-  std::string backend = "embedded";
-  STRATA_TRY(cat.string("backend", &backend));
-  if (backend != "embedded") {
-    return bad("catalog.backend", backend, "must be \"embedded\" (the only backend of this build)");
+  STRATA_TRY(cat.string("backend", &c.catalog_backend));
+  if (c.catalog_backend == "embedded") {
+    STRATA_TRY(cat.integer("capacity", &c.catalog_capacity));
+  } else if (c.catalog_backend == "etcd") {
+    STRATA_TRY(read_etcd_catalog(cat, c.catalog_etcd));
+  } else {
+    return bad("catalog.backend", c.catalog_backend, "must be \"embedded\" or \"etcd\"");
   }
-  STRATA_TRY(cat.integer("capacity", &c.catalog_capacity));
   STRATA_TRY(cat.no_unknown());
 
   STRATA_TRY(read_log(top.sub("log"), c));
@@ -264,7 +290,13 @@ json describe_node_config(const NodeConfig& c) {
   return {
       {"data_dir", c.data_dir},
       {"objstore", objstore::describe_config(c.objstore)},
-      {"catalog", {{"backend", "embedded"}, {"capacity", c.catalog_capacity}}},
+      {"catalog", c.catalog_backend == "etcd"
+                      ? json{{"backend", "etcd"},
+                             {"endpoints", c.catalog_etcd.endpoints},
+                             {"namespace", c.catalog_etcd.ns},
+                             {"request_timeout_ms", c.catalog_etcd.request_timeout_ms},
+                             {"attempt_timeout_ms", c.catalog_etcd.attempt_timeout_ms}}
+                      : json{{"backend", "embedded"}, {"capacity", c.catalog_capacity}}},
       {"log",
        {{"fsync", log::fsync_policy_name(c.fsync)},
         {"fsync_interval_ms", c.fsync_interval_ms},

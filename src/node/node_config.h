@@ -8,6 +8,8 @@
 //     "data_dir": "/var/lib/strata",
 //     "objstore": { ... },                  objstore/config.h; default: fs at <data_dir>/objects
 //     "catalog":  { "backend": "embedded", "capacity": 16384 },
+//           or { "backend": "etcd", "endpoints": ["http://127.0.0.1:2379", ...],
+//                "namespace": "strata", "request_timeout_ms": 5000, "attempt_timeout_ms": 1500 },
 //     "log":      { "fsync": "always", "fsync_interval_ms": 100, "segment_bytes": ...,
 //                   "retention": { "max_bytes": ..., "max_age_ms": ... } },     local disk
 //     "tiering":  { "enabled": true, "key_prefix": "strata",
@@ -59,10 +61,20 @@ struct DeletionSettings {
   DeletionCoreOptions core;  // retries of transient failures
 };
 
+// The etcd catalog backend (catalog/etcd_catalog.h).
+struct EtcdCatalogSettings {
+  std::vector<std::string> endpoints;
+  std::string ns = "strata";
+  int64_t request_timeout_ms = 5'000;
+  int64_t attempt_timeout_ms = 1'500;
+};
+
 struct NodeConfig {
   std::string data_dir;
   objstore::ObjectStoreConfig objstore;
-  uint32_t catalog_capacity = 16384;
+  std::string catalog_backend = "embedded";  // or "etcd"
+  uint32_t catalog_capacity = 16384;         // embedded
+  EtcdCatalogSettings catalog_etcd;          // etcd
   // Local log settings of every stream (fsync, segment size, and the local
   // retention: how much of the stream stays on local disk once uploaded).
   log::FsyncPolicy fsync = log::FsyncPolicy::always;

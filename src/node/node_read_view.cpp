@@ -3,6 +3,7 @@
 #include "catalog/embedded_catalog.h"
 #include "common/fs.h"
 #include "log/registry.h"
+#include "node/catalog_open.h"
 #include "objstore/config.h"
 #include "tier/upload_jobs.h"
 
@@ -30,6 +31,14 @@ NodeReadView::~NodeReadView() {
 
 Status NodeReadView::refresh(const std::string& stream) {
   if (!cache_) return Status::OK();
+  if (cfg_.catalog_backend == "etcd") {
+    auto cat = open_etcd_catalog(cfg_.catalog_etcd);
+    if (!cat.ok()) return std::move(cat).error().with_context("opening the node's etcd catalog");
+    auto m = tier::load_persisted_manifest(**cat, *store_, stream);
+    if (!m.ok()) return m.error().code == Errc::not_found ? Status::OK() : Status(m.error());
+    cache_->erase(stream);
+    return cache_->sync(stream, *m);
+  }
   catalog::EmbeddedCatalogOptions co;
   co.read_only = true;
   co.create_if_missing = false;

@@ -52,6 +52,22 @@ TEST(NodeConfig, ReadsEverySection) {
   EXPECT_EQ(c->http_listen, "127.0.0.1:0");
 }
 
+TEST(NodeConfig, ReadsTheEtcdCatalogBackend) {
+  json doc = {{"catalog",
+               {{"backend", "etcd"},
+                {"endpoints", {"http://127.0.0.1:2379", "http://127.0.0.1:2381"}},
+                {"namespace", "prod/strata"},
+                {"request_timeout_ms", 2000}}}};
+  auto c = load_node_config(doc, "/d", no_env());
+  ASSERT_OK(c);
+  EXPECT_EQ(c->catalog_backend, "etcd");
+  EXPECT_EQ(c->catalog_etcd.endpoints.size(), 2u);
+  EXPECT_EQ(c->catalog_etcd.ns, "prod/strata");
+  EXPECT_EQ(c->catalog_etcd.request_timeout_ms, 2000);
+  EXPECT_EQ(c->catalog_etcd.attempt_timeout_ms, 1500);
+  EXPECT_EQ(describe_node_config(*c)["catalog"]["endpoints"][1], "http://127.0.0.1:2381");
+}
+
 TEST(NodeConfig, BadSettingsAreNamed) {
   struct Case {
     json doc;
@@ -68,6 +84,17 @@ TEST(NodeConfig, BadSettingsAreNamed) {
       {{{"log", {{"segment_bytes", 10}}}}, "log.segment_bytes"},
       {{{"governor", {{"max_concurrent", 0}}}}, "governor.max_concurrent"},
       {{{"catalog", {{"backend", "zookeeper"}}}}, "catalog.backend"},
+      {{{"catalog", {{"backend", "etcd"}}}}, "catalog.endpoints"},
+      {{{"catalog", {{"backend", "etcd"}, {"endpoints", json::array()}}}}, "catalog.endpoints"},
+      {{{"catalog", {{"backend", "etcd"}, {"endpoints", {"127.0.0.1:2379"}}}}},
+       "catalog.endpoints"},
+      {{{"catalog", {{"backend", "etcd"}, {"endpoints", {"http://h:1"}}, {"namespace", "/x"}}}},
+       "catalog.namespace"},
+      {{{"catalog", {{"backend", "etcd"}, {"endpoints", {"http://h:1"}}, {"capacity", 5}}}},
+       "catalog.capacity"},
+      {{{"catalog",
+         {{"backend", "etcd"}, {"endpoints", {"http://h:1"}}, {"request_timeout_ms", 0}}}},
+       "catalog.request_timeout_ms"},
       {{{"threads", {{"io", 1000}}}}, "threads.io"},
       {{{"tiering", 7}}, "tiering"},
       {{{"bogus", 1}}, "bogus"},

@@ -1,0 +1,74 @@
+// EtcdCatalog: the catalog on etcd v3, for several nodes over one bucket.
+// The mapping is the one catalog.h designs; per stream, in one namespace:
+//   E = <ns>/streams/<stream>  {"epoch":"<n>","root_key":"...","op":"<nonce>"}
+//   P = <ns>/epochs/<stream>   the epoch as 20 zero-padded decimal digits
+// (docs/FORMATS.md, "etcd catalog"). An entry's revision is E's
+// mod_revision: global in etcd, so it strictly grows but is not consecutive
+// when other keys change in between (the one difference from the embedded
+// backend, which catalog.h allows). Every write changes E and P in one Txn;
+// a failed Txn's else branch reads E, and the outcome comes from the shared
+// rules (entry_rules.h) applied to what it read, so both backends decide
+// alike.
+//
+// Ambiguous retries. A write whose first attempt timed out may have been
+// applied before the client retried it on another member; the retry then
+// fails its compare. Each write stores a fresh random nonce ("op") in E, so
+// a write that finds its own nonce knows it won and returns ok. A remove
+// cannot leave a nonce: its ambiguous retry that finds the entry absent
+// returns not_found, which the one caller (stream deletion) treats as done.
+//
+// Durability: etcd commits a write on a majority of members (each fsyncs
+// its WAL) before it answers, so "durable before ok" holds for the cluster.
+// Reads are linearizable.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "catalog/catalog.h"
+#include "catalog/catalog_watch.h"
+#include "etcd/etcd_client.h"
+
+namespace strata::catalog {
+
+struct EtcdCatalogOptions {
+  // Key prefix of every key; several clusters of strata can share one etcd.
+  std::string ns = "strata";
+};
+
+// invalid_argument naming catalog.namespace unless 1..128 bytes of
+// [A-Za-z0-9._~/-], neither starting nor ending with '/'.
+Status validate_namespace(std::string_view ns);
+
+class EtcdCatalog final : public Catalog, public CatalogWatch {
+ public:
+  static Result<std::unique_ptr<EtcdCatalog>> open(std::shared_ptr<etcd::EtcdClient> client,
+                                                   EtcdCatalogOptions options);
+
+  Result<StreamEntry> create(std::string_view stream, uint64_t epoch) override;
+  Result<StreamEntry> get(std::string_view stream) override;
+  Result<std::vector<StreamEntry>> list() override;
+  Result<PutResult> put(std::string_view stream, std::string_view root_key, uint64_t epoch,
+                        uint64_t expected_revision) override;
+  Result<PutResult> bump_epoch(std::string_view stream, uint64_t expected_revision,
+                               uint64_t min_epoch) override;
+  Result<PutResult> remove(std::string_view stream, uint64_t expected_revision) override;
+  std::string describe() const override;
+
+  std::unique_ptr<CatalogWatchHandle> watch(uint64_t from_revision,
+                                            std::function<void(const CatalogChange&)> on_change,
+                                            std::function<void(const Error&)> on_error) override;
+
+  etcd::EtcdClient& client() { return *client_; }
+
+ private:
+  EtcdCatalog(std::shared_ptr<etcd::EtcdClient> client, EtcdCatalogOptions options);
+
+  std::string entry_key(std::string_view stream) const;
+  std::string epoch_key(std::string_view stream) const;
+
+  std::shared_ptr<etcd::EtcdClient> client_;
+  const EtcdCatalogOptions options_;
+};
+
+}  // namespace strata::catalog

@@ -1,0 +1,313 @@
+#include "etcd/etcd_client.h"
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "etcd/etcd_json.h"
+#include "objstore/curl_pool.h"
+
+namespace strata::etcd {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+Status validate(const ClientOptions& o) {
+  if (o.endpoints.empty()) {
+    return Error(Errc::invalid_argument, "etcd endpoints: empty; name at least one member");
+  }
+  for (const auto& e : o.endpoints) {
+    if (e.rfind("http://", 0) != 0 && e.rfind("https://", 0) != 0) {
+      return Error(Errc::invalid_argument,
+                   fmt::format("etcd endpoints: \"{}\" is not http://host:port", e));
+    }
+    if (e.back() == '/') {
+      return Error(Errc::invalid_argument,
+                   fmt::format("etcd endpoints: \"{}\" must not end with '/'", e));
+    }
+  }
+  if (o.request_timeout.count() <= 0 || o.attempt_timeout.count() <= 0 ||
+      o.connect_timeout.count() <= 0) {
+    return Error(Errc::invalid_argument, "etcd timeouts must be positive");
+  }
+  if (o.max_connections < 1) {
+    return Error(Errc::invalid_argument, "etcd max_connections must be at least 1");
+  }
+  return Status::OK();
+}
+
+namespace {
+
+size_t on_body(char* data, size_t size, size_t n, void* user) {
+  auto* s = static_cast<std::string*>(user);
+  // A reply larger than any etcd answer we ask for is a misbehaving server.
+  if (s->size() + size * n > (64u << 20)) return 0;
+  s->append(data, size * n);
+  return size * n;
+}
+
+struct Attempt {
+  CURLcode code = CURLE_OK;
+  long status = 0;
+  std::string body;
+  std::string curl_error;
+  bool maybe_sent = false;
+};
+
+Attempt post(CURL* h, const std::string& url, const std::string& body,
+             std::chrono::milliseconds timeout, std::chrono::milliseconds connect_timeout) {
+  Attempt a;
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  curl_easy_reset(h);
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, long(std::max<int64_t>(1, timeout.count())));
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                   long(std::max<int64_t>(1, std::min(timeout, connect_timeout).count())));
+  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(h, CURLOPT_POST, 1L);
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.c_str());
+  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.size()));
+  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  // No "Expect: 100-continue" round trip for bodies above 1 KiB.
+  headers = curl_slist_append(headers, "Expect:");
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &a.body);
+  a.code = curl_easy_perform(h);
+  curl_slist_free_all(headers);
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &a.status);
+  long sent = 0;
+  curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &sent);
+  a.maybe_sent = sent > 0;
+  if (a.code != CURLE_OK) a.curl_error = errbuf[0] ? errbuf : curl_easy_strerror(a.code);
+  return a;
+}
+
+std::string snippet(const std::string& s) {
+  std::string out = printable_key(std::string_view(s).substr(0, 120));
+  if (s.size() > 120) out += "...";
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<EtcdClient>> EtcdClient::open(ClientOptions options) {
+  STRATA_TRY(validate(options));
+  return std::unique_ptr<EtcdClient>(new EtcdClient(std::move(options)));
+}
+
+EtcdClient::EtcdClient(ClientOptions options)
+    : options_(std::move(options)),
+      pool_(std::make_unique<objstore::CurlPool>(options_.max_connections)) {}
+
+EtcdClient::~EtcdClient() = default;
+
+std::string EtcdClient::describe() const {
+  return fmt::format("etcd:{}", fmt::join(options_.endpoints, ","));
+}
+
+Result<EtcdClient::Reply> EtcdClient::call(std::string_view op, std::string_view key,
+                                           std::string_view path, const std::string& body) {
+  const auto deadline = Clock::now() + options_.request_timeout;
+  const std::string what = fmt::format("etcd {} of key \"{}\"", op, printable_key(key));
+  const size_t n = options_.endpoints.size();
+  std::vector<std::string> failures;
+  bool maybe_applied = false;
+  size_t start = preferred_.load() % n;
+  for (int round = 0;; ++round) {
+    for (size_t i = 0; i < n; ++i) {
+      const auto now = Clock::now();
+      if (now >= deadline) goto out_of_time;
+      const size_t idx = (start + i) % n;
+      const std::string& ep = options_.endpoints[idx];
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+      auto lease = pool_->acquire(left);
+      if (!lease) {
+        failures.push_back("no free connection before the deadline");
+        goto out_of_time;
+      }
+      Attempt a = post(lease.get(), ep + std::string(path), body,
+                       std::min(left, options_.attempt_timeout), options_.connect_timeout);
+      if (a.code != CURLE_OK) {
+        if (a.maybe_sent) maybe_applied = true;
+        failures.push_back(fmt::format("{}: {}", ep, a.curl_error));
+        continue;
+      }
+      json j = json::parse(a.body, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded()) {
+        // A reply we cannot read might still have been a write applied.
+        maybe_applied = true;
+        failures.push_back(
+            fmt::format("{}: HTTP {} with unparsable JSON: \"{}\"", ep, a.status, snippet(a.body)));
+        continue;
+      }
+      if (a.status != 200) {
+        auto ge = decode_gateway_error(j);
+        std::string msg =
+            ge ? fmt::format("HTTP {}: {} (gRPC code {})", a.status, ge->message, ge->grpc_code)
+               : fmt::format("HTTP {}: \"{}\"", a.status, snippet(a.body));
+        if (ge && !retry_elsewhere(ge->grpc_code)) {
+          return Error(errc_for_grpc(ge->grpc_code), fmt::format("{} at {}: {}", what, ep, msg));
+        }
+        maybe_applied = true;
+        failures.push_back(fmt::format("{}: {}", ep, msg));
+        continue;
+      }
+      if (!j.is_object()) {
+        maybe_applied = true;
+        failures.push_back(
+            fmt::format("{}: the reply is not a JSON object: \"{}\"", ep, snippet(a.body)));
+        continue;
+      }
+      preferred_.store(idx);
+      return Reply{std::move(j), ep, maybe_applied};
+    }
+    // Every endpoint failed this round: a short pause before the next one,
+    // so a cluster electing a leader is not hammered (bounded by the deadline).
+    auto left = deadline - Clock::now();
+    if (left <= Clock::duration::zero()) break;
+    std::this_thread::sleep_for(std::min<Clock::duration>(left, std::chrono::milliseconds(50)));
+    (void)round;
+  }
+out_of_time:
+  return Error(Errc::unavailable,
+               fmt::format("{}: no endpoint answered within {} ms ({})", what,
+                           options_.request_timeout.count(),
+                           failures.empty() ? std::string("no attempt")
+                                            : fmt::format("{}", fmt::join(failures, "; "))));
+}
+
+namespace {
+
+Error context(Error e, std::string_view op, std::string_view key, const std::string& ep) {
+  return std::move(e).with_context(
+      fmt::format("etcd {} of key \"{}\" at {}", op, printable_key(key), ep));
+}
+
+}  // namespace
+
+Result<RangeResult> EtcdClient::range(std::string_view key, std::string_view range_end,
+                                      int64_t limit) {
+  STRATA_ASSIGN_OR_RETURN(
+      Reply r, call("range", key, "/v3/kv/range", range_json(key, range_end, limit).dump()));
+  auto out = decode_range(r.body);
+  if (!out.ok()) return context(std::move(out).error(), "range", key, r.endpoint);
+  return out;
+}
+
+Result<TxnResponse> EtcdClient::txn(const TxnRequest& t) {
+  std::string key;
+  if (!t.compare.empty()) {
+    key = t.compare.front().key;
+  } else if (!t.success.empty()) {
+    std::visit([&](const auto& op) { key = op.key; }, t.success.front());
+  }
+  STRATA_ASSIGN_OR_RETURN(Reply r, call("txn", key, "/v3/kv/txn", txn_json(t).dump()));
+  auto out = decode_txn(r.body);
+  if (!out.ok()) return context(std::move(out).error(), "txn", key, r.endpoint);
+  out->maybe_applied = r.maybe_applied;
+  return out;
+}
+
+Result<int64_t> EtcdClient::put(std::string_view key, std::string_view value, int64_t lease) {
+  json j = {{"key", b64(key)}, {"value", b64(value)}};
+  if (lease != 0) j["lease"] = std::to_string(lease);
+  STRATA_ASSIGN_OR_RETURN(Reply r, call("put", key, "/v3/kv/put", j.dump()));
+  auto rev = header_revision(r.body);
+  if (!rev.ok()) return context(std::move(rev).error(), "put", key, r.endpoint);
+  return rev;
+}
+
+Result<int64_t> EtcdClient::remove(std::string_view key, std::string_view range_end) {
+  json j = {{"key", b64(key)}};
+  if (!range_end.empty()) j["range_end"] = b64(range_end);
+  STRATA_ASSIGN_OR_RETURN(Reply r, call("delete", key, "/v3/kv/deleterange", j.dump()));
+  auto n = int64_field(r.body, "deleted");
+  if (!n.ok()) return context(std::move(n).error(), "delete", key, r.endpoint);
+  return n;
+}
+
+Status EtcdClient::compact(int64_t revision) {
+  json j = {{"revision", std::to_string(revision)}};
+  auto r = call("compaction", fmt::format("revision {}", revision), "/v3/kv/compaction", j.dump());
+  if (!r.ok()) return std::move(r).error();
+  return Status::OK();
+}
+
+Result<Lease> EtcdClient::lease_grant(int64_t ttl_seconds) {
+  const std::string what = fmt::format("lease ttl {}", ttl_seconds);
+  json j = {{"TTL", std::to_string(ttl_seconds)}, {"ID", "0"}};
+  STRATA_ASSIGN_OR_RETURN(Reply r, call("lease grant", what, "/v3/lease/grant", j.dump()));
+  Lease l;
+  auto id = int64_field(r.body, "ID");
+  auto ttl = int64_field(r.body, "TTL");
+  if (!id.ok()) return context(std::move(id).error(), "lease grant", what, r.endpoint);
+  if (!ttl.ok()) return context(std::move(ttl).error(), "lease grant", what, r.endpoint);
+  if (*id == 0) {
+    auto err = r.body.find("error");
+    return Error(
+        Errc::transient,
+        fmt::format("etcd lease grant at {}: no lease id in the reply{}", r.endpoint,
+                    err != r.body.end() && err->is_string() ? ": " + err->get<std::string>()
+                                                            : std::string()));
+  }
+  l.id = *id;
+  l.ttl_seconds = *ttl;
+  return l;
+}
+
+Result<int64_t> EtcdClient::lease_keepalive(int64_t id) {
+  const std::string what = fmt::format("lease {:x}", id);
+  json j = {{"ID", std::to_string(id)}};
+  STRATA_ASSIGN_OR_RETURN(Reply r, call("lease keepalive", what, "/v3/lease/keepalive", j.dump()));
+  // A streamed reply: {"result": {...}} (or {"error": ...}).
+  auto res = r.body.find("result");
+  if (res == r.body.end() || !res->is_object()) {
+    auto ge = decode_gateway_error(r.body);
+    return Error(ge ? errc_for_grpc(ge->grpc_code) : Errc::corrupt,
+                 fmt::format("etcd lease keepalive of {} at {}: {}", what, r.endpoint,
+                             ge ? ge->message : "no \"result\" in the reply"));
+  }
+  auto ttl = int64_field(*res, "TTL");
+  if (!ttl.ok()) return context(std::move(ttl).error(), "lease keepalive", what, r.endpoint);
+  if (*ttl <= 0) {
+    return Error(Errc::not_found, fmt::format("etcd lease keepalive of {} at {}: the lease "
+                                              "expired or was revoked",
+                                              what, r.endpoint));
+  }
+  return ttl;
+}
+
+Status EtcdClient::lease_revoke(int64_t id) {
+  const std::string what = fmt::format("lease {:x}", id);
+  json j = {{"ID", std::to_string(id)}};
+  auto r = call("lease revoke", what, "/v3/lease/revoke", j.dump());
+  if (!r.ok()) return std::move(r).error();
+  return Status::OK();
+}
+
+Result<LeaseTtl> EtcdClient::lease_time_to_live(int64_t id) {
+  const std::string what = fmt::format("lease {:x}", id);
+  json j = {{"ID", std::to_string(id)}};
+  STRATA_ASSIGN_OR_RETURN(Reply r,
+                          call("lease timetolive", what, "/v3/lease/timetolive", j.dump()));
+  auto ttl = int64_field(r.body, "TTL");
+  auto granted = int64_field(r.body, "grantedTTL");
+  if (!ttl.ok()) return context(std::move(ttl).error(), "lease timetolive", what, r.endpoint);
+  if (!granted.ok()) {
+    return context(std::move(granted).error(), "lease timetolive", what, r.endpoint);
+  }
+  if (*ttl < 0) {
+    return Error(Errc::not_found, fmt::format("etcd lease timetolive of {} at {}: the lease "
+                                              "expired or was revoked",
+                                              what, r.endpoint));
+  }
+  return LeaseTtl{*ttl, *granted};
+}
+
+}  // namespace strata::etcd

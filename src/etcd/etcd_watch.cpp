@@ -1,0 +1,225 @@
+// The watch: one thread per watch streaming POST /v3/watch through the curl
+// multi interface (so destroying the watch wakes the thread at once with
+// curl_multi_wakeup, however idle the stream). The gateway streams one JSON
+// object per message ({"result": {...}}); JsonSplitter cuts them out of the
+// byte stream. A lost connection moves to the next endpoint and resumes
+// from the revision after the last one delivered, so no event is missed or
+// delivered twice.
+#include <curl/curl.h>
+#include <fmt/format.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "etcd/etcd_client.h"
+#include "etcd/etcd_json.h"
+#include "etcd/json_splitter.h"
+#include "objstore/curl_pool.h"
+
+namespace strata::etcd {
+
+namespace {
+
+using nlohmann::json;
+
+class EtcdWatch final : public Watch {
+ public:
+  EtcdWatch(const ClientOptions& opts, size_t first_endpoint, WatchRequest req,
+            WatchEventsFn on_events, WatchErrorFn on_error)
+      : opts_(opts),
+        req_(std::move(req)),
+        on_events_(std::move(on_events)),
+        on_error_(std::move(on_error)),
+        endpoint_(first_endpoint),
+        next_rev_(req_.start_revision) {
+    objstore::ensure_curl_initialized();
+    multi_ = curl_multi_init();
+    thread_ = std::thread([this] { run(); });
+  }
+
+  ~EtcdWatch() override {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    curl_multi_wakeup(multi_);
+    thread_.join();
+    curl_multi_cleanup(multi_);
+  }
+
+  int64_t next_revision() const override { return next_rev_.load(); }
+
+ private:
+  // What ended one connection.
+  enum class End : uint8_t { reconnect, finished, stopped };
+
+  void run() {
+    while (!stopping()) {
+      End e = stream_once(opts_.endpoints[endpoint_ % opts_.endpoints.size()]);
+      if (e != End::reconnect) return;
+      ++endpoint_;
+      // A short pause before the next endpoint (woken at once by stop).
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stop_; });
+    }
+  }
+
+  bool stopping() {
+    std::lock_guard lock(mu_);
+    return stop_;
+  }
+
+  static size_t on_data(char* data, size_t size, size_t n, void* user) {
+    auto* self = static_cast<EtcdWatch*>(user);
+    return self->feed(std::string_view(data, size * n)) ? size * n : 0;
+  }
+
+  // False ends the transfer.
+  bool feed(std::string_view bytes) {
+    splitter_.append(bytes);
+    while (auto doc = splitter_.next()) {
+      if (!doc->ok()) {
+        last_problem_ = doc->error().message;
+        return false;
+      }
+      if (!handle(json::parse(doc->value(), nullptr, false))) return false;
+    }
+    if (splitter_.buffered() > (64u << 20)) {
+      last_problem_ = "a watch message larger than 64 MiB";
+      return false;
+    }
+    return true;
+  }
+
+  bool handle(const json& msg) {
+    if (msg.is_discarded() || !msg.is_object()) {
+      last_problem_ = "unparsable JSON in the watch stream";
+      return false;
+    }
+    auto res = msg.find("result");
+    if (res == msg.end() || !res->is_object()) {
+      auto ge = decode_gateway_error(
+          msg.contains("error") && msg["error"].is_object() ? msg["error"] : msg);
+      if (ge && !retry_elsewhere(ge->grpc_code)) {
+        finish(Error(errc_for_grpc(ge->grpc_code), ge->message));
+      } else {
+        last_problem_ = ge ? ge->message : "a watch message without \"result\"";
+      }
+      return false;
+    }
+    auto compact = int64_field(*res, "compact_revision");
+    auto canceled = res->find("canceled");
+    if (compact.ok() && *compact > 0) {
+      finish(Error(Errc::out_of_range,
+                   fmt::format("revision {} was compacted (compact revision {}); re-read the "
+                               "current state and watch from there",
+                               next_rev_.load(), *compact)));
+      return false;
+    }
+    if (canceled != res->end() && canceled->is_boolean() && canceled->get<bool>()) {
+      auto reason = res->find("cancel_reason");
+      finish(Error(Errc::invalid_argument, fmt::format("etcd cancelled the watch: {}",
+                                                       reason != res->end() && reason->is_string()
+                                                           ? reason->get<std::string>()
+                                                           : std::string("no reason given"))));
+      return false;
+    }
+    auto events = decode_events(*res);
+    if (!events.ok()) {
+      last_problem_ = events.error().message;
+      return false;
+    }
+    std::vector<WatchEvent> fresh;
+    for (auto& ev : *events) {
+      // After a reconnect etcd replays from next_rev_; anything older was delivered.
+      if (ev.kv.mod_revision >= next_rev_.load()) fresh.push_back(std::move(ev));
+    }
+    if (!fresh.empty()) {
+      next_rev_.store(fresh.back().kv.mod_revision + 1);
+      on_events_(fresh);
+    } else if (next_rev_.load() == 0) {
+      // Watching "from now": pin the start so a reconnect resumes, not skips.
+      auto rev = header_revision(*res);
+      if (rev.ok() && *rev > 0) next_rev_.store(*rev + 1);
+    }
+    return true;
+  }
+
+  void finish(Error e) {
+    finished_ = true;
+    on_error_(
+        std::move(e).with_context(fmt::format("etcd watch of \"{}\"", printable_key(req_.key))));
+  }
+
+  End stream_once(const std::string& ep) {
+    CURL* h = curl_easy_init();
+    if (!h) return End::reconnect;
+    splitter_ = JsonSplitter();
+    WatchRequest r = req_;
+    r.start_revision = next_rev_.load();
+    const std::string body = watch_create_json(r).dump();
+    const std::string url = ep + "/v3/watch";
+    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, long(opts_.connect_timeout.count()));
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 5L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 2L);
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.c_str());
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.size()));
+    curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+    headers = curl_slist_append(headers, "Expect:");
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, this);
+    curl_multi_add_handle(multi_, h);
+    End end = End::reconnect;
+    for (;;) {
+      if (stopping()) {
+        end = End::stopped;
+        break;
+      }
+      int running = 0;
+      curl_multi_perform(multi_, &running);
+      if (finished_) {
+        end = End::finished;
+        break;
+      }
+      if (running == 0) break;  // the connection ended: reconnect
+      curl_multi_poll(multi_, nullptr, 0, 1000, nullptr);
+    }
+    curl_multi_remove_handle(multi_, h);
+    curl_easy_cleanup(h);
+    curl_slist_free_all(headers);
+    return end;
+  }
+
+  const ClientOptions opts_;
+  const WatchRequest req_;
+  WatchEventsFn on_events_;
+  WatchErrorFn on_error_;
+  size_t endpoint_;
+  std::atomic<int64_t> next_rev_;
+  CURLM* multi_ = nullptr;
+  JsonSplitter splitter_;
+  std::string last_problem_;
+  bool finished_ = false;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+std::unique_ptr<Watch> EtcdClient::watch(WatchRequest request, WatchEventsFn on_events,
+                                         WatchErrorFn on_error) {
+  return std::make_unique<EtcdWatch>(options_, preferred_endpoint(), std::move(request),
+                                     std::move(on_events), std::move(on_error));
+}
+
+}  // namespace strata::etcd

@@ -1,0 +1,166 @@
+#include "support/etcd_cluster.h"
+
+#include <curl/curl.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <thread>
+
+namespace strata::test {
+
+namespace {
+
+size_t collect(char* data, size_t size, size_t n, void* user) {
+  static_cast<std::string*>(user)->append(data, size * n);
+  return size * n;
+}
+
+// GET url; the body, or "" on any failure.
+std::string http_get(const std::string& url) {
+  CURL* h = curl_easy_init();
+  std::string body;
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+  CURLcode rc = curl_easy_perform(h);
+  curl_easy_cleanup(h);
+  return rc == CURLE_OK ? body : std::string();
+}
+
+}  // namespace
+
+std::unique_ptr<EtcdCluster> EtcdCluster::start(const std::string& dir, int members,
+                                                std::string* error) {
+  if (!have_program("etcd")) {
+    *error = "etcd is not on PATH: run scripts/setup.sh (Debian package etcd-server)";
+    return nullptr;
+  }
+  std::unique_ptr<EtcdCluster> c(new EtcdCluster());
+  for (int i = 0; i < members; ++i) {
+    Member m;
+    m.name = "m" + std::to_string(i);
+    m.data_dir = dir + "/etcd-" + std::to_string(i);
+    m.log_dir = m.data_dir + "-logs";
+    std::filesystem::create_directories(m.log_dir);
+    m.client_port = free_port();
+    do {
+      m.peer_port = free_port();
+    } while (m.peer_port == m.client_port);
+    if (!c->initial_cluster_.empty()) c->initial_cluster_ += ",";
+    c->initial_cluster_ += m.name + "=http://127.0.0.1:" + std::to_string(m.peer_port);
+    c->members_.push_back(std::move(m));
+  }
+  for (auto& m : c->members_) m.proc = c->spawn(m);
+  for (int i = 0; i < members; ++i) {
+    if (!c->wait_healthy(i, std::chrono::seconds(20))) {
+      *error =
+          "etcd member " + std::to_string(i) + " did not become healthy within 20 s: " + c->logs(i);
+      return nullptr;
+    }
+  }
+  return c;
+}
+
+Process EtcdCluster::spawn(const Member& m) const {
+  const std::string client = "http://127.0.0.1:" + std::to_string(m.client_port);
+  const std::string peer = "http://127.0.0.1:" + std::to_string(m.peer_port);
+  return Process::spawn({"etcd",
+                         "--name",
+                         m.name,
+                         "--data-dir",
+                         m.data_dir,
+                         "--listen-client-urls",
+                         client,
+                         "--advertise-client-urls",
+                         client,
+                         "--listen-peer-urls",
+                         peer,
+                         "--initial-advertise-peer-urls",
+                         peer,
+                         "--initial-cluster",
+                         initial_cluster_,
+                         "--initial-cluster-state",
+                         "new",
+                         "--initial-cluster-token",
+                         "strata-test",
+                         "--heartbeat-interval",
+                         "50",
+                         "--election-timeout",
+                         "500",
+                         "--logger=zap",
+                         "--log-level",
+                         "warn"},
+                        m.log_dir);
+}
+
+EtcdCluster::~EtcdCluster() {
+  for (auto& m : members_) {
+    // SIGKILL ends a frozen (SIGSTOPped) member too.
+    m.proc.kill(SIGKILL);
+    m.proc.wait(std::chrono::seconds(10));
+  }
+}
+
+std::vector<std::string> EtcdCluster::endpoints() const {
+  std::vector<std::string> out;
+  for (int i = 0; i < size(); ++i) out.push_back(endpoint(i));
+  return out;
+}
+
+std::string EtcdCluster::endpoint(int i) const {
+  return "http://127.0.0.1:" + std::to_string(members_[size_t(i)].client_port);
+}
+
+void EtcdCluster::kill(int i) {
+  auto& p = members_[size_t(i)].proc;
+  p.kill(SIGKILL);
+  p.wait(std::chrono::seconds(10));
+}
+
+void EtcdCluster::freeze(int i) {
+  members_[size_t(i)].proc.kill(SIGSTOP);
+}
+void EtcdCluster::thaw(int i) {
+  members_[size_t(i)].proc.kill(SIGCONT);
+}
+bool EtcdCluster::running(int i) {
+  return members_[size_t(i)].proc.running();
+}
+
+void EtcdCluster::relaunch(int i) {
+  auto& m = members_[size_t(i)];
+  m.proc = spawn(m);
+}
+
+bool EtcdCluster::restart(int i, std::string* error) {
+  relaunch(i);
+  if (!wait_healthy(i, std::chrono::seconds(20))) {
+    *error =
+        "etcd member " + std::to_string(i) + " did not become healthy after a restart: " + logs(i);
+    return false;
+  }
+  return true;
+}
+
+bool EtcdCluster::wait_healthy(int i, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const std::string url = endpoint(i) + "/health";
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!members_[size_t(i)].proc.running()) return false;
+    if (http_get(url).find("\"true\"") != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+std::string EtcdCluster::logs(int i) const {
+  const auto& p = members_[size_t(i)].proc;
+  std::string err = p.stderr_text();
+  if (err.size() > 4000) err = "..." + err.substr(err.size() - 4000);
+  return err;
+}
+
+}  // namespace strata::test

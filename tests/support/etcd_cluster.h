@@ -1,0 +1,60 @@
+// A real etcd cluster for tests: N members of Debian's etcd on 127.0.0.1,
+// free client and peer ports, data directories under a test's directory,
+// short heartbeat and election timeouts (a killed leader is replaced in
+// about a second). Members can be killed (-9), frozen (SIGSTOP), thawed and
+// restarted on their data; all are killed when the cluster is destroyed.
+//
+// Tests do not skip when etcd is missing (scripts/setup.sh installs it):
+// start() returns nullptr with a message and the caller fails the test.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support/process.h"
+
+namespace strata::test {
+
+class EtcdCluster {
+ public:
+  // `dir` must exist; members get <dir>/etcd-<i>.
+  static std::unique_ptr<EtcdCluster> start(const std::string& dir, int members,
+                                            std::string* error);
+  ~EtcdCluster();
+
+  int size() const { return int(members_.size()); }
+  // http://127.0.0.1:<client port> of every member, in member order.
+  std::vector<std::string> endpoints() const;
+  std::string endpoint(int i) const;
+
+  void kill(int i);    // SIGKILL and reap
+  void freeze(int i);  // SIGSTOP
+  void thaw(int i);    // SIGCONT
+  // Starts a killed member again on its data; false (with *error) if it
+  // does not become healthy within 20 s.
+  bool restart(int i, std::string* error);
+  // Starts a killed member again without waiting (restarting every member:
+  // none is healthy before a quorum runs); then wait_healthy.
+  void relaunch(int i);
+  bool running(int i);
+  // Waits until member i answers /health with "true" (the cluster has a
+  // leader and the member reaches it).
+  bool wait_healthy(int i, std::chrono::milliseconds timeout);
+  std::string logs(int i) const;
+
+ private:
+  struct Member {
+    std::string name, data_dir, log_dir;
+    int client_port = 0, peer_port = 0;
+    Process proc;
+  };
+  EtcdCluster() = default;
+  Process spawn(const Member& m) const;
+
+  std::vector<Member> members_;
+  std::string initial_cluster_;
+};
+
+}  // namespace strata::test
