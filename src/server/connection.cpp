@@ -284,7 +284,7 @@ void Connection::close_now(const std::string& why) {
   }
   if (had_sac) {
     uint64_t me = id_;
-    server_.sac([me](SacGroups& g) { return g.connection_gone(me); });
+    server_.sac([me](SacGroups& g, SacTime now) { return g.connection_gone(me, now); });
   }
   server_.connection_closed(id_);
 }
@@ -470,11 +470,7 @@ void Connection::on(const CreateStreamRequest& r) {
   std::string name = r.stream;
   run_task<Status>(
       server_.tasks(), strand_, kStreamOpDeadline, "create stream " + name,
-      [srv, name]() -> Status {
-        auto s = srv->node().create_stream(name);
-        if (!s.ok()) return std::move(s).error();
-        return Status::OK();
-      },
+      [srv, name]() -> Status { return srv->create_stream(name); },
       [self = shared_from_this(), corr = r.correlation_id, name](TaskOutcome<Status> out) {
         self->respond_code(kCreate, corr, code_for_stream_op(out, "create stream " + name));
       });
@@ -669,7 +665,8 @@ void Connection::on(const SubscribeRequest& r) {
   }
   ConsumerRef ref{id_, r.subscription_id};
   std::string stream = r.stream, name = sub->sac_name;
-  server_.sac([&](SacGroups& g) { return g.subscribe(stream, name, ref, index); });
+  server_.sac(
+      [&](SacGroups& g, SacTime now) { return g.subscribe(stream, name, ref, index, now); });
 }
 
 void Connection::start_delivery(const SubPtr& sub, const log::OffsetSpec& spec) {
@@ -731,7 +728,8 @@ void Connection::stop_subscription(const SubPtr& s) {
   if (!s->sac_name.empty()) {
     ConsumerRef ref{id_, s->id};
     std::string stream = s->stream, name = s->sac_name;
-    server_.sac([&](SacGroups& g) { return g.unsubscribe(stream, name, ref); });
+    server_.sac(
+        [&](SacGroups& g, SacTime now) { return g.unsubscribe(stream, name, ref, now); });
   }
 }
 
@@ -752,6 +750,17 @@ void Connection::on(const UnsubscribeRequest& r) {
 void Connection::sac_effect(const SacEffect& e) {
   asio::post(strand_, [self = shared_from_this(), e] {
     if (self->closed_) return;
+    if (e.kind == SacEffect::Kind::timed_out) {
+      // As RabbitMQ does when a request to the client times out: the
+      // connection is closed (without a Close request, which the JavaScript
+      // client 1.0.0 cannot decode); its other consumers leave their groups.
+      spdlog::info("connection {} ({}): closing: subscription {} did not answer ConsumerUpdate "
+                   "within {} ms",
+                   self->id_, self->peer_, e.consumer.subscription,
+                   self->server_.config().server.consumer_update_timeout_ms);
+      self->close_now("ConsumerUpdate not answered in time");
+      return;
+    }
     auto it = self->subscriptions_.find(e.consumer.subscription);
     if (it == self->subscriptions_.end()) return;
     SubPtr s = it->second;
@@ -778,6 +787,8 @@ void Connection::sac_effect(const SacEffect& e) {
         }
         s->delivery.reset();
         break;
+      case SacEffect::Kind::timed_out:  // handled above
+        break;
     }
   });
 }
@@ -793,7 +804,9 @@ void Connection::on(const ConsumerUpdateResponse& r) {
   if (r.code == ResponseCode::ok) s->spec = r.offset;
   ConsumerRef ref{id_, sub_id};
   std::string stream = s->stream, name = s->sac_name;
-  server_.sac([&](SacGroups& g) { return g.consumer_update_answered(stream, name, ref); });
+  server_.sac([&](SacGroups& g, SacTime now) {
+    return g.consumer_update_answered(stream, name, ref, now);
+  });
 }
 
 // ---- offsets ----
@@ -858,11 +871,7 @@ void Connection::on(const CreateSuperStreamRequest& r) {
       [srv, ss]() -> Status {
         return srv->supers().create(
             ss,
-            [srv](const std::string& p) -> Status {
-              auto s = srv->node().create_stream(p);
-              if (!s.ok()) return std::move(s).error();
-              return Status::OK();
-            },
+            [srv](const std::string& p) { return srv->create_stream(p); },
             [srv](const std::string& p) { return srv->delete_stream(p); });
       },
       [self = shared_from_this(), corr = r.correlation_id, name = r.name](TaskOutcome<Status> out) {
