@@ -134,7 +134,8 @@ Status OffsetStore::store(std::string_view stream, std::string_view reference, u
   std::lock_guard l(mu_);
   if (closed_) return Error(Errc::closed, fmt::format("offset store {} is closed", dir_));
   if (removed_.count(stream)) {
-    return Error(Errc::not_found, fmt::format("offset store {}: stream {} was deleted", dir_, stream));
+    return Error(Errc::not_found,
+                 fmt::format("offset store {}: stream {} was deleted", dir_, stream));
   }
   auto it = streams_.find(stream);
   if (it == streams_.end()) it = streams_.emplace(std::string(stream), StreamOffsets{}).first;

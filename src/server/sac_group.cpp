@@ -93,9 +93,8 @@ std::optional<SacTime> SacGroup::next_deadline() const {
 }
 
 std::vector<SacEffect> SacGroup::expire(SacTime now) {
-  auto late = std::find_if(members_.begin(), members_.end(), [&](const Member& m) {
-    return awaiting(m.state) && m.deadline <= now;
-  });
+  auto late = std::find_if(members_.begin(), members_.end(),
+                           [&](const Member& m) { return awaiting(m.state) && m.deadline <= now; });
   if (late == members_.end()) return {};
   std::vector<SacEffect> out{{SacEffect::Kind::timed_out, late->ref, false}};
   members_.erase(late);

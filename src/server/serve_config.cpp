@@ -37,10 +37,9 @@ Status get_string(const json& section, const std::string& key, const std::string
 
 Status load_server_section(const json& s, ServerSettings* out) {
   if (!s.is_object()) return bad("server", "not an object");
-  static const char* kKnown[] = {"listen",          "advertised_host",
-                                 "advertised_port", "frame_max",
-                                 "heartbeat_s",     "threads",
-                                 "max_connections", "consumer_update_timeout_ms"};
+  static const char* kKnown[] = {
+      "listen",      "advertised_host", "advertised_port", "frame_max",
+      "heartbeat_s", "threads",         "max_connections", "consumer_update_timeout_ms"};
   for (auto it = s.begin(); it != s.end(); ++it) {
     bool known = false;
     for (const char* k : kKnown) known = known || it.key() == k;

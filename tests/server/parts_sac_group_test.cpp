@@ -149,7 +149,8 @@ TEST(SacGroups, GroupsAreKeyedByStreamAndName) {
   SacGroups gs;
   EXPECT_EQ(gs.subscribe("s", "app", A, std::nullopt, T0), E{update(A, true)});
   EXPECT_EQ(gs.subscribe("s", "other", B, std::nullopt, T0), E{update(B, true)});
-  EXPECT_EQ(gs.subscribe("t", "app", ConsumerRef{1, 1}, std::nullopt, T0), E{update((ConsumerRef{1, 1}), true)});
+  EXPECT_EQ(gs.subscribe("t", "app", ConsumerRef{1, 1}, std::nullopt, T0),
+            E{update((ConsumerRef{1, 1}), true)});
   EXPECT_EQ(gs.subscribe("s", "app", C, std::nullopt, T0), E{});
   EXPECT_EQ(gs.size(), 3u);
   EXPECT_EQ(gs.consumer_update_answered("s", "app", A, T0), E{activate(A)});
