@@ -34,10 +34,12 @@ export async function run({ server, log }) {
   await publishConfirmed(foreign, otherConfirms, 100, body);
   log("three publishers open with 100 confirmed messages each; deleting the stream");
 
+  // close() right after the deletion's answer, while the client is still closing its publishers on the server's
+  // MetadataUpdate: it then sends Close twice on the publishers' connection and waits for both answers.
   await client.deleteStream({ stream });
-  const meta = await client.queryMetadata({ streams: [stream] });
-  check(meta[0]?.responseCode === 2, `metadata of the deleted stream answers code ${meta[0]?.responseCode}, expected 2`);
   await closeWithin(client, "the deleting client");
+  const meta = await other.queryMetadata({ streams: [stream] });
+  check(meta[0]?.responseCode === 2, `metadata of the deleted stream answers code ${meta[0]?.responseCode}, expected 2`);
   await closeWithin(other, "the other client");
   log("both clients closed");
 }
