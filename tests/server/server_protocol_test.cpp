@@ -108,6 +108,24 @@ TEST_F(ServeTest, HandshakeAnswersVersionAndAdvertisedAddress) {
   EXPECT_EQ(server_.stop(), 0);
 }
 
+// A client may send Close twice before the first answer arrives (the
+// JavaScript client 1.0.0 does after a stream deletion): both are answered,
+// and the server closes once the client closes its side (or after 2 s).
+TEST_F(ServeTest, CloseSentTwiceIsAnsweredTwice) {
+  StreamClient c = open_client();
+  const uint32_t first = c.corr(), second = c.corr();
+  ASSERT_TRUE(c.send(CloseRequest{first, ResponseCode::ok, "bye"}).ok());
+  ASSERT_TRUE(c.send(CloseRequest{second, ResponseCode::ok, "bye again"}).ok());
+  auto r1 = c.expect<CloseResponse>();
+  ASSERT_TRUE(r1.ok()) << r1.error().message;
+  EXPECT_EQ(r1->correlation_id, first);
+  auto r2 = c.expect<CloseResponse>();
+  ASSERT_TRUE(r2.ok()) << r2.error().message;
+  EXPECT_EQ(r2->correlation_id, second);
+  EXPECT_EQ(r2->code, ResponseCode::ok);
+  EXPECT_TRUE(c.closed_by_server());
+}
+
 TEST_F(ServeTest, BadCredentialsRefusedAndClosed) {
   auto c = StreamClient::connect(server_.port());
   ASSERT_TRUE(c.ok());
