@@ -27,6 +27,9 @@ constexpr uint32_t kPreTuneFrameMax = 1u << 20;
 constexpr uint64_t kUnconfirmedBudget = 16u << 20;
 constexpr std::chrono::milliseconds kStreamOpDeadline{120'000};
 constexpr size_t kReadChunk = 64u << 10;
+// How long a connection whose Close was answered waits for the client to
+// close its side, answering any further Close (see on(CloseRequest)).
+constexpr std::chrono::milliseconds kCloseLinger{2000};
 
 log::OffsetSpec to_log_spec(const proto::OffsetSpec& s) {
   switch (s.type) {
@@ -82,7 +85,8 @@ Connection::Connection(Server& server, Strand strand, asio::ip::tcp::socket sock
       socket_(std::move(socket)),
       id_(id),
       frame_max_(std::min(kPreTuneFrameMax, server.config().server.frame_max)),
-      heartbeat_timer_(strand_) {
+      heartbeat_timer_(strand_),
+      linger_timer_(strand_) {
   std::error_code ec;
   auto ep = socket_.remote_endpoint(ec);
   if (!ec) {
@@ -140,6 +144,12 @@ void Connection::on_read(const std::error_code& ec, size_t n) {
   reading_ = false;
   if (closed_) return;
   if (ec) {
+    // After an answered Close, the client's end of the stream: the answers
+    // still queued go out first.
+    if (ec == asio::error::eof && close_answered_) {
+      close_after_flush();
+      return;
+    }
     close_now(ec == asio::error::eof ? "peer closed" : ec.message());
     return;
   }
@@ -266,6 +276,7 @@ void Connection::close_now(const std::string& why) {
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
   heartbeat_timer_.cancel();
+  linger_timer_.cancel();
   bool had_sac = false;
   for (auto& [id, s] : subscriptions_) {
     had_sac = had_sac || !s->sac_name.empty();
@@ -284,7 +295,7 @@ void Connection::close_now(const std::string& why) {
   }
   if (had_sac) {
     uint64_t me = id_;
-    server_.sac([me](SacGroups& g) { return g.connection_gone(me); });
+    server_.sac([me](SacGroups& g, SacTime now) { return g.connection_gone(me, now); });
   }
   server_.connection_closed(id_);
 }
@@ -341,6 +352,13 @@ void Connection::handle(BytesView body) {
     return;
   }
   uint16_t key = head->key;
+  if (close_answered_) {
+    if (key == kClose) {
+      auto c = decode_client_frame(body);
+      if (c.ok() && std::holds_alternative<CloseRequest>(*c)) on(std::get<CloseRequest>(*c));
+    }
+    return;
+  }
   bool response = (key & kResponseFlag) != 0;
   uint16_t command = uint16_t(key & ~kResponseFlag);
   if (!response && !command_allowed(state_, command)) {
@@ -434,7 +452,22 @@ void Connection::on(const OpenRequest& r) {
 
 void Connection::on(const CloseRequest& r) {
   respond_code(kClose, r.correlation_id, ResponseCode::ok);
-  close_after_flush();
+  if (close_answered_) return;
+  // Not closed at once: a client may send Close more than once on a
+  // connection before the first answer arrives — the JavaScript client
+  // 1.0.0 does when a stream is deleted under its open publishers (the
+  // server's MetadataUpdate closes the publishers' connection while
+  // client.close() closes it too) and waits for every answer. RabbitMQ
+  // answered both there only because its answer to Delete comes after the
+  // publishers' connection closed. So the connection lingers: further
+  // Close requests are answered, anything else ignored, and it closes when
+  // the client closes its side or after kCloseLinger.
+  close_answered_ = true;
+  linger_timer_.expires_after(kCloseLinger);
+  linger_timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
+    if (ec || self->closed_) return;
+    self->close_after_flush();
+  });
 }
 
 void Connection::on(const CloseResponse&) {
@@ -470,11 +503,7 @@ void Connection::on(const CreateStreamRequest& r) {
   std::string name = r.stream;
   run_task<Status>(
       server_.tasks(), strand_, kStreamOpDeadline, "create stream " + name,
-      [srv, name]() -> Status {
-        auto s = srv->node().create_stream(name);
-        if (!s.ok()) return std::move(s).error();
-        return Status::OK();
-      },
+      [srv, name]() -> Status { return srv->create_stream(name); },
       [self = shared_from_this(), corr = r.correlation_id, name](TaskOutcome<Status> out) {
         self->respond_code(kCreate, corr, code_for_stream_op(out, "create stream " + name));
       });
@@ -669,7 +698,8 @@ void Connection::on(const SubscribeRequest& r) {
   }
   ConsumerRef ref{id_, r.subscription_id};
   std::string stream = r.stream, name = sub->sac_name;
-  server_.sac([&](SacGroups& g) { return g.subscribe(stream, name, ref, index); });
+  server_.sac(
+      [&](SacGroups& g, SacTime now) { return g.subscribe(stream, name, ref, index, now); });
 }
 
 void Connection::start_delivery(const SubPtr& sub, const log::OffsetSpec& spec) {
@@ -731,7 +761,7 @@ void Connection::stop_subscription(const SubPtr& s) {
   if (!s->sac_name.empty()) {
     ConsumerRef ref{id_, s->id};
     std::string stream = s->stream, name = s->sac_name;
-    server_.sac([&](SacGroups& g) { return g.unsubscribe(stream, name, ref); });
+    server_.sac([&](SacGroups& g, SacTime now) { return g.unsubscribe(stream, name, ref, now); });
   }
 }
 
@@ -752,6 +782,18 @@ void Connection::on(const UnsubscribeRequest& r) {
 void Connection::sac_effect(const SacEffect& e) {
   asio::post(strand_, [self = shared_from_this(), e] {
     if (self->closed_) return;
+    if (e.kind == SacEffect::Kind::timed_out) {
+      // As RabbitMQ does when a request to the client times out: the
+      // connection is closed (without a Close request, which the JavaScript
+      // client 1.0.0 cannot decode); its other consumers leave their groups.
+      spdlog::info(
+          "connection {} ({}): closing: subscription {} did not answer ConsumerUpdate "
+          "within {} ms",
+          self->id_, self->peer_, e.consumer.subscription,
+          self->server_.config().server.consumer_update_timeout_ms);
+      self->close_now("ConsumerUpdate not answered in time");
+      return;
+    }
     auto it = self->subscriptions_.find(e.consumer.subscription);
     if (it == self->subscriptions_.end()) return;
     SubPtr s = it->second;
@@ -778,6 +820,8 @@ void Connection::sac_effect(const SacEffect& e) {
         }
         s->delivery.reset();
         break;
+      case SacEffect::Kind::timed_out:  // handled above
+        break;
     }
   });
 }
@@ -793,7 +837,9 @@ void Connection::on(const ConsumerUpdateResponse& r) {
   if (r.code == ResponseCode::ok) s->spec = r.offset;
   ConsumerRef ref{id_, sub_id};
   std::string stream = s->stream, name = s->sac_name;
-  server_.sac([&](SacGroups& g) { return g.consumer_update_answered(stream, name, ref); });
+  server_.sac([&](SacGroups& g, SacTime now) {
+    return g.consumer_update_answered(stream, name, ref, now);
+  });
 }
 
 // ---- offsets ----
@@ -857,12 +903,7 @@ void Connection::on(const CreateSuperStreamRequest& r) {
       server_.tasks(), strand_, kStreamOpDeadline, "create super stream " + r.name,
       [srv, ss]() -> Status {
         return srv->supers().create(
-            ss,
-            [srv](const std::string& p) -> Status {
-              auto s = srv->node().create_stream(p);
-              if (!s.ok()) return std::move(s).error();
-              return Status::OK();
-            },
+            ss, [srv](const std::string& p) { return srv->create_stream(p); },
             [srv](const std::string& p) { return srv->delete_stream(p); });
       },
       [self = shared_from_this(), corr = r.correlation_id, name = r.name](TaskOutcome<Status> out) {

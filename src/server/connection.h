@@ -156,6 +156,11 @@ class Connection : public PublishSink,
   uint32_t heartbeat_s_ = 0;
   uint16_t deliver_version_ = 1;
   asio::steady_timer heartbeat_timer_;
+  // The client's Close was answered: until it closes its side (or
+  // kCloseLinger passes) further Close requests are answered too, and
+  // every other frame is ignored.
+  bool close_answered_ = false;
+  asio::steady_timer linger_timer_;
   std::chrono::steady_clock::time_point last_read_;
   std::chrono::steady_clock::time_point last_write_;
 

@@ -133,6 +133,10 @@ Status OffsetStore::store(std::string_view stream, std::string_view reference, u
   STRATA_TRY(catalog::validate_stream_name(stream));
   std::lock_guard l(mu_);
   if (closed_) return Error(Errc::closed, fmt::format("offset store {} is closed", dir_));
+  if (removed_.count(stream)) {
+    return Error(Errc::not_found,
+                 fmt::format("offset store {}: stream {} was deleted", dir_, stream));
+  }
   auto it = streams_.find(stream);
   if (it == streams_.end()) it = streams_.emplace(std::string(stream), StreamOffsets{}).first;
   auto ref = it->second.offsets.find(reference);
@@ -197,11 +201,18 @@ Status OffsetStore::remove_stream(std::string_view stream) {
     std::lock_guard l(mu_);
     auto it = streams_.find(stream);
     if (it != streams_.end()) streams_.erase(it);
+    removed_.emplace(stream);
   }
   const std::string path = file_of(stream);
   if (!exists(fs_, path)) return Status::OK();
   STRATA_TRY(fs_.remove(path));
   return fs_.sync_dir(dir_);
+}
+
+void OffsetStore::stream_created(std::string_view stream) {
+  std::lock_guard l(mu_);
+  auto it = removed_.find(stream);
+  if (it != removed_.end()) removed_.erase(it);
 }
 
 void OffsetStore::run_flusher() {

@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -66,7 +67,8 @@ class OffsetStore {
 
   // Records `offset` for (stream, reference); durable at the next flush.
   // invalid_argument: empty or oversized reference, invalid stream name.
-  // closed: after close().
+  // not_found: the stream was removed (remove_stream) and not created
+  // again since. closed: after close().
   Status store(std::string_view stream, std::string_view reference, uint64_t offset);
   // The offset stored for (stream, reference), or nullopt (the protocol's
   // no_offset) if none.
@@ -75,8 +77,14 @@ class OffsetStore {
   // Writes every dirty stream now and waits for it.
   Status flush();
   // Forgets a stream's offsets and removes its file (durably): called when
-  // the stream is deleted.
+  // the stream is deleted. Until stream_created(stream), store() refuses
+  // the stream: a StoreOffset that checked the stream's existence before
+  // the deletion but stores after it would otherwise leave offsets (and at
+  // the next flush a file) that a re-created stream would inherit.
   Status remove_stream(std::string_view stream);
+  // A stream of this name is being created (again): store() accepts it.
+  // It starts with no offsets (remove_stream dropped them).
+  void stream_created(std::string_view stream);
   // Stops the flusher and flushes. Idempotent.
   Status close();
 
@@ -99,8 +107,11 @@ class OffsetStore {
   OffsetStoreOptions opts_;
   FileSystem& fs_;
 
-  mutable std::mutex mu_;  // streams_, closed_, stats_
+  mutable std::mutex mu_;  // streams_, removed_, closed_, stats_
   std::map<std::string, StreamOffsets, std::less<>> streams_;
+  // Removed streams not created again since (store() refuses them). In
+  // memory only: after a restart no store of a deleted stream is in flight.
+  std::set<std::string, std::less<>> removed_;
   bool closed_ = false;
   bool stopping_ = false;
   OffsetStoreStats stats_;

@@ -17,10 +17,17 @@
 //  - a consumer becomes active in two steps: the server sends
 //    ConsumerUpdate(active=true), the client answers with the offset spec to
 //    resume from, then delivery starts there (effect `activate`).
-// A client that never answers keeps the group waiting; the shell bounds
-// that with a deadline and reports the connection gone.
+//  - a consumer that does not answer a ConsumerUpdate within the answer
+//    timeout has failed: it leaves its group (effect `timed_out`, and the
+//    next one is asked), so a client that never answers cannot stall the
+//    group. RabbitMQ (rabbit_stream_reader, `request_timeout`, default
+//    60 s) closes the connection of a client whose answer timed out; the
+//    shell does the same on `timed_out`.
+// Time is passed in: every event carries `now`, and expire(now) — called
+// by the shell's timer at next_deadline() — fails the late consumers.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -38,6 +45,11 @@ struct ConsumerRef {
   auto operator<=>(const ConsumerRef&) const = default;
 };
 
+using SacTime = std::chrono::steady_clock::time_point;
+// How long a consumer has to answer a ConsumerUpdate: RabbitMQ's default
+// `rabbitmq_stream.request_timeout`.
+constexpr std::chrono::milliseconds kDefaultSacAnswerTimeout{60'000};
+
 struct SacEffect {
   enum class Kind : uint8_t {
     // Send ConsumerUpdate(active) to the consumer (it answers with an
@@ -48,6 +60,10 @@ struct SacEffect {
     activate,
     // Stop delivering to the consumer now (it is stepping down).
     deactivate,
+    // The consumer did not answer its ConsumerUpdate in time: it has left
+    // the group (any next one is asked in the same step). Its connection
+    // is unresponsive: the shell closes it.
+    timed_out,
   };
   Kind kind = Kind::send_update;
   ConsumerRef consumer;
@@ -61,21 +77,32 @@ class SacGroup {
   struct Member {
     ConsumerRef ref;
     State state = State::inactive;
+    // While activating or deactivating: when its answer is due.
+    SacTime deadline{};
   };
 
   // partition_index: the partition's index in its super stream, or nullopt
-  // for a plain stream.
-  explicit SacGroup(std::optional<uint32_t> partition_index = std::nullopt)
-      : partition_index_(partition_index) {}
+  // for a plain stream. answer_timeout: how long a consumer asked with
+  // ConsumerUpdate has to answer.
+  explicit SacGroup(std::optional<uint32_t> partition_index = std::nullopt,
+                    std::chrono::milliseconds answer_timeout = kDefaultSacAnswerTimeout)
+      : partition_index_(partition_index), answer_timeout_(answer_timeout) {}
 
+  // Every event carries the time it happens at (`now`), which starts the
+  // answer timeout of a consumer it asks.
   // A consumer joins (at the end of the registration order). Joining twice
   // is ignored.
-  std::vector<SacEffect> subscribe(ConsumerRef c);
-  std::vector<SacEffect> unsubscribe(ConsumerRef c);
-  std::vector<SacEffect> connection_gone(uint64_t connection);
+  std::vector<SacEffect> subscribe(ConsumerRef c, SacTime now);
+  std::vector<SacEffect> unsubscribe(ConsumerRef c, SacTime now);
+  std::vector<SacEffect> connection_gone(uint64_t connection, SacTime now);
   // The consumer answered a ConsumerUpdate. Stale answers (not awaited)
   // produce nothing.
-  std::vector<SacEffect> consumer_update_answered(ConsumerRef c);
+  std::vector<SacEffect> consumer_update_answered(ConsumerRef c, SacTime now);
+  // The awaited consumer, if its answer is due at or before `now`, fails:
+  // `timed_out` for it, and it leaves the group (the next one is asked).
+  std::vector<SacEffect> expire(SacTime now);
+  // When the awaited answer is due, if one is awaited.
+  std::optional<SacTime> next_deadline() const;
 
   bool empty() const { return members_.empty(); }
   bool contains(ConsumerRef c) const;
@@ -84,10 +111,12 @@ class SacGroup {
   const std::vector<Member>& members() const { return members_; }
 
  private:
-  std::vector<SacEffect> reconcile();
-  std::vector<SacEffect> remove_where(bool (*match)(const Member&, const void*), const void* arg);
+  std::vector<SacEffect> reconcile(SacTime now);
+  std::vector<SacEffect> remove_where(bool (*match)(const Member&, const void*), const void* arg,
+                                      SacTime now);
 
   std::optional<uint32_t> partition_index_;
+  std::chrono::milliseconds answer_timeout_;
   std::vector<Member> members_;  // registration order
 };
 
@@ -95,21 +124,30 @@ class SacGroup {
 // created with its first consumer and dropped with its last.
 class SacGroups {
  public:
+  explicit SacGroups(std::chrono::milliseconds answer_timeout = kDefaultSacAnswerTimeout)
+      : answer_timeout_(answer_timeout) {}
+
   std::vector<SacEffect> subscribe(const std::string& stream, const std::string& name,
-                                   ConsumerRef c,
-                                   std::optional<uint32_t> partition_index = std::nullopt);
+                                   ConsumerRef c, std::optional<uint32_t> partition_index,
+                                   SacTime now);
   std::vector<SacEffect> unsubscribe(const std::string& stream, const std::string& name,
-                                     ConsumerRef c);
+                                     ConsumerRef c, SacTime now);
   // Every group the connection had consumers in.
-  std::vector<SacEffect> connection_gone(uint64_t connection);
+  std::vector<SacEffect> connection_gone(uint64_t connection, SacTime now);
   std::vector<SacEffect> consumer_update_answered(const std::string& stream,
-                                                  const std::string& name, ConsumerRef c);
+                                                  const std::string& name, ConsumerRef c,
+                                                  SacTime now);
+  // Every group's late consumer fails (SacGroup::expire).
+  std::vector<SacEffect> expire(SacTime now);
+  // The earliest answer due over all groups.
+  std::optional<SacTime> next_deadline() const;
   const SacGroup* group(const std::string& stream, const std::string& name) const;
   size_t size() const { return groups_.size(); }
 
  private:
   using Key = std::pair<std::string, std::string>;
   std::vector<SacEffect> after(std::map<Key, SacGroup>::iterator it, std::vector<SacEffect> e);
+  std::chrono::milliseconds answer_timeout_;
   std::map<Key, SacGroup> groups_;
 };
 

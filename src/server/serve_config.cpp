@@ -37,8 +37,9 @@ Status get_string(const json& section, const std::string& key, const std::string
 
 Status load_server_section(const json& s, ServerSettings* out) {
   if (!s.is_object()) return bad("server", "not an object");
-  static const char* kKnown[] = {"listen",      "advertised_host", "advertised_port", "frame_max",
-                                 "heartbeat_s", "threads",         "max_connections"};
+  static const char* kKnown[] = {
+      "listen",      "advertised_host", "advertised_port", "frame_max",
+      "heartbeat_s", "threads",         "max_connections", "consumer_update_timeout_ms"};
   for (auto it = s.begin(); it != s.end(); ++it) {
     bool known = false;
     for (const char* k : kKnown) known = known || it.key() == k;
@@ -74,6 +75,14 @@ Status load_server_section(const json& s, ServerSettings* out) {
     return st;
   }
   out->max_connections = uint32_t(v);
+  // Up to a day: a larger value would be no deadline at all.
+  v = out->consumer_update_timeout_ms;
+  if (auto st = get_uint(s, "consumer_update_timeout_ms", "server.consumer_update_timeout_ms", 1,
+                         86'400'000, &v);
+      !st.ok()) {
+    return st;
+  }
+  out->consumer_update_timeout_ms = uint32_t(v);
   return Status::OK();
 }
 

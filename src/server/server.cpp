@@ -11,7 +11,9 @@
 
 namespace strata::server {
 
-Server::Server(ServeConfig cfg) : cfg_(std::move(cfg)) {}
+Server::Server(ServeConfig cfg)
+    : cfg_(std::move(cfg)),
+      sac_(std::chrono::milliseconds(cfg_.server.consumer_update_timeout_ms)) {}
 
 Result<std::unique_ptr<Server>> Server::start(ServeConfig cfg) {
   auto hp = parse_host_port("listen", cfg.server.listen);
@@ -110,9 +112,19 @@ void Server::connection_closed(uint64_t id) {
   if (connections_.empty()) conn_cv_.notify_all();
 }
 
-void Server::sac(const std::function<std::vector<SacEffect>(SacGroups&)>& step) {
+void Server::sac(const std::function<std::vector<SacEffect>(SacGroups&, SacTime)>& step) {
   std::lock_guard sl(sac_mu_);
-  std::vector<SacEffect> effects = step(sac_);
+  sac_apply(step(sac_, std::chrono::steady_clock::now()));
+}
+
+void Server::on_sac_timer() {
+  std::lock_guard sl(sac_mu_);
+  // Whatever deadline it fired for, re-arm for the next one after this step.
+  sac_armed_.reset();
+  sac_apply(sac_.expire(std::chrono::steady_clock::now()));
+}
+
+void Server::sac_apply(const std::vector<SacEffect>& effects) {
   for (const auto& e : effects) {
     std::shared_ptr<Connection> c;
     {
@@ -124,6 +136,19 @@ void Server::sac(const std::function<std::vector<SacEffect>(SacGroups&)>& step) 
     // order the groups produced them.
     if (c) c->sac_effect(e);
   }
+  auto next = sac_.next_deadline();
+  if (next == sac_armed_) return;
+  sac_armed_ = next;
+  if (!next) {
+    sac_timer_.cancel();
+    return;
+  }
+  // Re-arming cancels the previous wait (its handler sees operation_aborted);
+  // a handler already due runs anyway and expires only what is due.
+  sac_timer_.expires_at(*next);
+  sac_timer_.async_wait([this](const std::error_code& ec) {
+    if (!ec) on_sac_timer();
+  });
 }
 
 Result<std::shared_ptr<ServedStream>> Server::served(const std::string& name) {
@@ -149,6 +174,15 @@ void Server::stream_deleted(const std::string& name) {
   }
   s->retire();
   for (auto& c : s->watchers()) c->stream_gone(name);
+}
+
+Status Server::create_stream(const std::string& name) {
+  // Before the stream exists, so that no store for the new stream is
+  // refused; a deleted stream's offsets are gone already (remove_stream).
+  offsets_->stream_created(name);
+  auto s = node_->create_stream(name);
+  if (!s.ok()) return std::move(s).error();
+  return Status::OK();
 }
 
 Status Server::delete_stream(const std::string& name) {
@@ -201,6 +235,10 @@ Status Server::stop() {
     }
   }
   for (auto& s : streams) s->retire();
+  {
+    std::lock_guard sl(sac_mu_);
+    sac_timer_.cancel();
+  }
   work_.reset();
   io_.stop();
   for (auto& t : threads_) t.join();

@@ -11,6 +11,7 @@
 
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -82,6 +83,9 @@ class Server {
   OffsetStore& offsets() { return *offsets_; }
   // Super streams, under <data_dir>/super_streams.
   SuperStreams& supers() { return *supers_; }
+  // Creates a stream the way the protocol's Create does: the node's stream,
+  // with no stored offsets (a deleted stream's are not inherited). Blocks.
+  Status create_stream(const std::string& name);
   // Deletes a stream the way the protocol's Delete does: appends stopped,
   // the node's deletion, its stored offsets, watchers told. Blocks.
   Status delete_stream(const std::string& name);
@@ -89,8 +93,10 @@ class Server {
   void connection_closed(uint64_t id);
 
   // One step of the single-active-consumer groups (sac_group.h), under
-  // their lock; the effects go to the connections they name.
-  void sac(const std::function<std::vector<SacEffect>(SacGroups&)>& step);
+  // their lock, given the time now; the effects go to the connections they
+  // name. The groups' next answer deadline is then (re)armed on a timer
+  // whose expiry is a step of its own (SacGroups::expire).
+  void sac(const std::function<std::vector<SacEffect>(SacGroups&, SacTime)>& step);
 
   std::string metrics_text() const;
   nlohmann::json status_json() const;
@@ -98,6 +104,10 @@ class Server {
  private:
   explicit Server(ServeConfig cfg);
   void accept();
+  // Under sac_mu_: sends `effects` and arms sac_timer_ for the groups' next
+  // deadline.
+  void sac_apply(const std::vector<SacEffect>& effects);
+  void on_sac_timer();
 
   const ServeConfig cfg_;
   std::unique_ptr<node::Node> node_;
@@ -120,6 +130,9 @@ class Server {
   uint64_t next_connection_id_ = 1;
   std::mutex sac_mu_;  // taken before mu_, never after
   SacGroups sac_;
+  // Fires at sac_'s next answer deadline; used under sac_mu_ only.
+  asio::steady_timer sac_timer_{io_};
+  std::optional<SacTime> sac_armed_;  // the deadline it is armed for
   bool stopping_ = false;
   bool stopped_ = false;
   Status stop_status_;

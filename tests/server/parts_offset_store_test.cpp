@@ -3,7 +3,9 @@
 // per flush, removed streams stay removed, bad input is refused clearly.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <regex>
+#include <thread>
 
 #include "common/fault_fs.h"
 #include "server/offset_store.h"
@@ -78,6 +80,66 @@ TEST(OffsetStore, RemovedStreamStaysRemoved) {
   ASSERT_TRUE(s.ok());
   EXPECT_FALSE((*s)->query("orders", "c"));
   EXPECT_EQ((*s)->query("events", "c"), 8u);
+}
+
+// A store that arrives after the stream's removal (its sender checked the
+// stream before the deletion) is refused, so no entry and no file outlive
+// the stream; once the stream is created again it starts empty and stores
+// are accepted.
+TEST(OffsetStore, StoreAfterRemovalIsRefusedUntilCreatedAgain) {
+  test::TempDir dir;
+  const std::string tdir = dir.sub("t");
+  auto s = OffsetStore::open(tdir, manual());
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->store("orders", "c", 7).ok());
+  ASSERT_TRUE((*s)->remove_stream("orders").ok());
+  EXPECT_EQ((*s)->store("orders", "c", 8).code(), Errc::not_found);
+  EXPECT_EQ((*s)->store("orders", "other", 9).code(), Errc::not_found);
+  EXPECT_TRUE((*s)->store("events", "c", 1).ok());  // other streams unaffected
+  ASSERT_TRUE((*s)->flush().ok());
+  EXPECT_FALSE((*s)->query("orders", "c"));
+  EXPECT_FALSE(exists(posix_fs(), tdir + "/orders"));
+  (*s)->stream_created("orders");
+  EXPECT_FALSE((*s)->query("orders", "c"));
+  ASSERT_TRUE((*s)->store("orders", "c", 3).ok());
+  EXPECT_EQ((*s)->query("orders", "c"), 3u);
+  ASSERT_TRUE((*s)->flush().ok());
+  EXPECT_TRUE(exists(posix_fs(), tdir + "/orders"));
+}
+
+// Stores racing a removal from another thread, with the flusher running:
+// whatever interleaving, after remove_stream returns the stream has no
+// offsets in memory or on disk, and none appear later.
+TEST(OffsetStore, StoresRacingRemovalLeaveNothingBehind) {
+  test::TempDir dir;
+  const std::string tdir = dir.sub("t");
+  OffsetStoreOptions o;
+  o.flush_interval = std::chrono::milliseconds(1);
+  auto s = OffsetStore::open(tdir, o);
+  ASSERT_TRUE(s.ok());
+  const int rounds = test::scaled(50);
+  for (int round = 0; round < rounds; ++round) {
+    const std::string name = "race-" + std::to_string(round);
+    (*s)->stream_created(name);
+    std::atomic<bool> removed{false};
+    std::atomic<uint64_t> stored{0};
+    std::thread storer([&] {
+      // Store until the removal is seen, and a while after it.
+      uint64_t after = 0;
+      for (uint64_t i = 0; after < 200; ++i) {
+        if ((*s)->store(name, "c", i).ok()) stored += 1;
+        if (removed) ++after;
+      }
+    });
+    // Let some stores land (and flushes write them) before removing.
+    while (stored < 100) std::this_thread::yield();
+    ASSERT_TRUE((*s)->remove_stream(name).ok());
+    removed = true;
+    storer.join();
+    ASSERT_TRUE((*s)->flush().ok());
+    EXPECT_FALSE((*s)->query(name, "c")) << name;
+    EXPECT_FALSE(exists(posix_fs(), tdir + "/" + name)) << name;
+  }
 }
 
 TEST(OffsetStore, BadInputIsRefusedClearly) {

@@ -1,7 +1,11 @@
 // `strata serve` as a child process, driven over the stream protocol.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <thread>
 
 #include "server/stream_client.h"
 #include "support/temp_dir.h"
@@ -102,6 +106,24 @@ TEST_F(ServeTest, HandshakeAnswersVersionAndAdvertisedAddress) {
   EXPECT_EQ(r->code, ResponseCode::ok);
   EXPECT_TRUE(c.closed_by_server());
   EXPECT_EQ(server_.stop(), 0);
+}
+
+// A client may send Close twice before the first answer arrives (the
+// JavaScript client 1.0.0 does after a stream deletion): both are answered,
+// and the server closes once the client closes its side (or after 2 s).
+TEST_F(ServeTest, CloseSentTwiceIsAnsweredTwice) {
+  StreamClient c = open_client();
+  const uint32_t first = c.corr(), second = c.corr();
+  ASSERT_TRUE(c.send(CloseRequest{first, ResponseCode::ok, "bye"}).ok());
+  ASSERT_TRUE(c.send(CloseRequest{second, ResponseCode::ok, "bye again"}).ok());
+  auto r1 = c.expect<CloseResponse>();
+  ASSERT_TRUE(r1.ok()) << r1.error().message;
+  EXPECT_EQ(r1->correlation_id, first);
+  auto r2 = c.expect<CloseResponse>();
+  ASSERT_TRUE(r2.ok()) << r2.error().message;
+  EXPECT_EQ(r2->correlation_id, second);
+  EXPECT_EQ(r2->code, ResponseCode::ok);
+  EXPECT_TRUE(c.closed_by_server());
 }
 
 TEST_F(ServeTest, BadCredentialsRefusedAndClosed) {
@@ -468,6 +490,104 @@ TEST_F(ServeTest, SingleActiveConsumerFailsOver) {
   ASSERT_FALSE(ids.empty());
   EXPECT_LE(ids[0], 3u);
   EXPECT_EQ(got.back(), "s4");
+}
+
+// Offsets stored while the stream is deleted leave nothing behind: a
+// second connection stores in a loop while the first deletes; the stream
+// re-created under the same name has no stored offset (QueryOffset: 19),
+// and no tracking file outlives the deletion.
+TEST_F(ServeTest, OffsetsStoredDuringDeletionLeaveNothingBehind) {
+  StreamClient admin = open_client();
+  const int rounds = scaled(10);
+  for (int round = 0; round < rounds; ++round) {
+    const std::string stream = "del-offsets-" + std::to_string(round);
+    create(admin, stream);
+    StreamClient storer = open_client();
+    std::atomic<bool> deleted{false};
+    std::atomic<uint64_t> sent{0};
+    std::thread t([&] {
+      // StoreOffset has no answer: store until the deletion is answered and
+      // a while after, then a query on the same connection (frames are
+      // handled in order) shows every store was handled.
+      uint64_t after = 0;
+      for (uint64_t i = 0; after < 200; ++i) {
+        if (!storer.send(StoreOffsetRequest{"app", stream, i}).ok()) return;
+        sent += 1;
+        if (deleted) ++after;
+      }
+    });
+    while (sent < 200) std::this_thread::yield();
+    ASSERT_TRUE(admin.send(DeleteStreamRequest{admin.corr(), stream}).ok());
+    auto d = admin.expect<DeleteStreamResponse>();
+    deleted = true;
+    t.join();
+    ASSERT_TRUE(d.ok()) << d.error().message;
+    ASSERT_EQ(d->code, ResponseCode::ok);
+    ASSERT_TRUE(storer.send(QueryOffsetRequest{storer.corr(), "app", stream}).ok());
+    auto gone = storer.expect<QueryOffsetResponse>();
+    ASSERT_TRUE(gone.ok()) << gone.error().message;
+    EXPECT_EQ(gone->code, ResponseCode::stream_does_not_exist);
+    create(admin, stream);
+    ASSERT_TRUE(admin.send(QueryOffsetRequest{admin.corr(), "app", stream}).ok());
+    auto q = admin.expect<QueryOffsetResponse>();
+    ASSERT_TRUE(q.ok()) << q.error().message;
+    EXPECT_EQ(q->code, ResponseCode::no_offset) << stream << " inherited offset " << q->offset;
+  }
+  // A clean stop flushes every stored offset: none of the re-created
+  // streams (which were never stored to) has a tracking file.
+  ASSERT_EQ(server_.stop(), 0);
+  for (int round = 0; round < rounds; ++round) {
+    EXPECT_FALSE(std::filesystem::exists(dir_.sub("data") + "/tracking/del-offsets-" +
+                                         std::to_string(round)))
+        << round;
+  }
+}
+
+// A single active consumer that never answers its ConsumerUpdate does not
+// stall the group: after server.consumer_update_timeout_ms its connection
+// is closed (as RabbitMQ does when a request to the client times out) and
+// the next consumer is activated.
+TEST_F(ServeTest, SingleActiveConsumerThatNeverAnswersIsFailed) {
+  ASSERT_EQ(server_.stop(), 0);
+  const std::string cfg = dir_.sub("sac-timeout.json");
+  std::ofstream(cfg) << R"({"server": {"consumer_update_timeout_ms": 300}})";
+  server_ = ServeProcess::start(dir_.sub("data"), {"--config", cfg}, dir_.path());
+  ASSERT_GT(server_.port(), 0) << server_.process().stderr_text();
+  StreamClient pub = open_client();
+  create(pub, "sac-deaf");
+  declare(pub, 1, "sac-deaf");
+  publish_confirmed(pub, 1, 0, bodies(5, "d"));
+  Properties props = {{"single-active-consumer", "true"}, {"name", "grp"}};
+  // A: asked to become active, never answers.
+  StreamClient deaf = open_client();
+  ASSERT_TRUE(
+      deaf.send(SubscribeRequest{deaf.corr(), 1, "sac-deaf", {OffsetType::first, 0}, 10, props})
+          .ok());
+  ASSERT_EQ(deaf.expect<SubscribeResponse>()->code, ResponseCode::ok);
+  auto up = deaf.expect<ConsumerUpdateRequest>();
+  ASSERT_TRUE(up.ok()) << up.error().message;
+  EXPECT_EQ(up->active, 1);
+  // B joins behind it and is asked once A's deadline has passed.
+  StreamClient b = open_client();
+  ASSERT_TRUE(
+      b.send(SubscribeRequest{b.corr(), 2, "sac-deaf", {OffsetType::first, 0}, 10, props}).ok());
+  ASSERT_EQ(b.expect<SubscribeResponse>()->code, ResponseCode::ok);
+  auto up2 = b.expect<ConsumerUpdateRequest>(10s);
+  ASSERT_TRUE(up2.ok()) << up2.error().message;
+  EXPECT_EQ(up2->active, 1);
+  EXPECT_EQ(up2->subscription_id, 2);
+  EXPECT_TRUE(deaf.closed_by_server(10s));
+  ASSERT_TRUE(
+      b.send(ConsumerUpdateResponse{up2->correlation_id, ResponseCode::ok, {OffsetType::first, 0}})
+          .ok());
+  EXPECT_EQ(consume(b, 2, 5), bodies(5, "d"));
+  // B answered: twice the deadline later it is neither asked again nor
+  // closed (nothing arrives), and it still gets new messages.
+  auto quiet = b.read(600ms);
+  ASSERT_FALSE(quiet.ok());
+  EXPECT_EQ(quiet.error().code, Errc::timeout) << quiet.error().message;
+  publish_confirmed(pub, 1, 5, bodies(1, "late"));
+  EXPECT_EQ(consume(b, 2, 1), bodies(1, "late"));
 }
 
 }  // namespace
