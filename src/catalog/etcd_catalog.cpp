@@ -21,7 +21,7 @@ using etcd::TxnRequest;
 
 namespace {
 
-constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+constexpr uint64_t kMaxEpoch = std::numeric_limits<uint64_t>::max();
 
 // What E held (nullopt: absent), decoded, plus the nonce of its last write.
 struct Stored {
@@ -170,7 +170,7 @@ Result<PutResult> EtcdCatalog::put(std::string_view stream, std::string_view roo
     t.compare.push_back(Compare::revision(e, CompareTarget::mod_revision, CompareOp::equal,
                                           int64_t(expected_revision)));
     // Stored epoch <= ours, i.e. P < pad(epoch + 1) bytewise (no epoch is above 2^64 - 1).
-    if (epoch != kMax) {
+    if (epoch != kMaxEpoch) {
       t.compare.push_back(
           Compare::value_is(epoch_key(stream), CompareOp::less, padded_epoch(epoch + 1)));
     }
