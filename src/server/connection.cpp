@@ -470,8 +470,8 @@ void Connection::on(const CreateStreamRequest& r) {
   std::string name = r.stream;
   run_task<Status>(
       server_.tasks(), strand_, kStreamOpDeadline, "create stream " + name,
-      [srv, name]() -> Status {
-        auto s = srv->node().create_stream(name);
+      [srv, name, settings = std::move(args).value()]() -> Status {
+        auto s = srv->node().create_stream(name, settings);
         if (!s.ok()) return std::move(s).error();
         return Status::OK();
       },
@@ -846,7 +846,8 @@ void Connection::on(const PartitionsRequest& r) {
 }
 
 void Connection::on(const CreateSuperStreamRequest& r) {
-  if (auto args = parse_stream_args(r.arguments); !args.ok()) {
+  auto args = parse_stream_args(r.arguments);
+  if (!args.ok()) {
     spdlog::info("connection {}: create super stream {}: {}", id_, r.name, args.error().message);
     respond_code(kCreateSuperStream, r.correlation_id, ResponseCode::precondition_failed);
     return;
@@ -855,11 +856,12 @@ void Connection::on(const CreateSuperStreamRequest& r) {
   SuperStream ss{r.name, r.partitions, r.binding_keys};
   run_task<Status>(
       server_.tasks(), strand_, kStreamOpDeadline, "create super stream " + r.name,
-      [srv, ss]() -> Status {
+      [srv, ss, settings = std::move(args).value()]() -> Status {
         return srv->supers().create(
             ss,
-            [srv](const std::string& p) -> Status {
-              auto s = srv->node().create_stream(p);
+            // Every partition gets the super stream's arguments, as in RabbitMQ.
+            [srv, settings](const std::string& p) -> Status {
+              auto s = srv->node().create_stream(p, settings);
               if (!s.ok()) return std::move(s).error();
               return Status::OK();
             },
