@@ -57,8 +57,7 @@ struct CreateFlags {
 };
 
 void print_settings(const std::string& verb, const std::string& name, const std::string& data_dir,
-                    const node::StreamSettings& s, const node::EffectiveSettings& e,
-                    Context& ctx) {
+                    const node::StreamSettings& s, const node::EffectiveSettings& e, Context& ctx) {
   json j = {{"stream", name},
             {"data_dir", data_dir},
             {"settings", node::settings_to_json(s)},

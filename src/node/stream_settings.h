@@ -31,10 +31,10 @@
 namespace strata::node {
 
 struct StreamSettings {
-  std::optional<uint64_t> max_bytes;      // max-length-bytes
-  std::optional<int64_t> max_age_ms;      // max-age
-  std::optional<uint64_t> segment_bytes;  // stream-max-segment-size-bytes
-  std::optional<bool> tiering;            // x-strata-tiering
+  std::optional<uint64_t> max_bytes;              // max-length-bytes
+  std::optional<int64_t> max_age_ms;              // max-age
+  std::optional<uint64_t> segment_bytes;          // stream-max-segment-size-bytes
+  std::optional<bool> tiering;                    // x-strata-tiering
   std::optional<uint64_t> fragment_target_bytes;  // x-strata-fragment-target-bytes
   std::optional<int64_t> fragment_max_age_ms;     // x-strata-fragment-max-age-ms
   std::optional<uint64_t> local_max_bytes;        // x-strata-local-max-bytes

@@ -24,7 +24,8 @@
 namespace strata::server {
 
 // Errc::invalid_argument naming the argument and its value.
-Result<node::StreamSettings> parse_stream_args(const std::vector<std::pair<std::string, std::string>>& args);
+Result<node::StreamSettings> parse_stream_args(
+    const std::vector<std::pair<std::string, std::string>>& args);
 
 // "7D", "12h", "30m", "10s" (RabbitMQ's max-age) -> milliseconds.
 Result<int64_t> parse_max_age(const std::string& text);

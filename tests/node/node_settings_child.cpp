@@ -21,8 +21,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: node_settings_child DATA_DIR\n");
     return 2;
   }
-  auto cfg = node::load_node_config(node::test::settings_kill_doc(), argv[1],
-                                    objstore::process_env());
+  auto cfg =
+      node::load_node_config(node::test::settings_kill_doc(), argv[1], objstore::process_env());
   if (!cfg.ok()) {
     std::fprintf(stderr, "config: %s\n", cfg.error().to_string().c_str());
     return 1;

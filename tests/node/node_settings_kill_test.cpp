@@ -4,6 +4,8 @@
 // has exactly the settings it was created with. A stream is never visible
 // without its settings file (it is written before the stream's directory
 // is renamed into place).
+#include "node/node_settings_kill.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
@@ -11,7 +13,6 @@
 #include <thread>
 
 #include "node/node.h"
-#include "node/node_settings_kill.h"
 #include "node/stream_settings_file.h"
 #include "support/assertions.h"
 #include "support/process.h"

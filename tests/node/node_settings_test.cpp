@@ -170,7 +170,8 @@ TEST(NodeSettings, AStreamKeptLocalOnATieredNodeHasNoUploader) {
   TempDir tmp;
   auto n = open_node(tmp.path());
   ASSERT_TRUE(n);
-  auto log = n->create_stream("loc", {.tiering = false, .max_bytes = 16 << 10, .segment_bytes = 8192});
+  auto log =
+      n->create_stream("loc", {.tiering = false, .max_bytes = 16 << 10, .segment_bytes = 8192});
   ASSERT_OK(log);
   EXPECT_FALSE(n->uploader("loc"));
   append_values(**log, 40);

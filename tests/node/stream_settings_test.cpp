@@ -144,11 +144,11 @@ TEST(StreamSettingsFile, DamageIsAnErrorNamingTheFile) {
   };
   // A field this version does not know, with a correct CRC.
   nlohmann::json unknown = {{"max_bytes", 5}, {"colour", "red"}};
-  bad.push_back({nlohmann::json{{"version", 1},
-                                {"settings", unknown},
-                                {"crc32c", crc32c::value(unknown.dump())}}
-                     .dump(),
-                 Errc::corrupt});
+  bad.push_back(
+      {nlohmann::json{
+           {"version", 1}, {"settings", unknown}, {"crc32c", crc32c::value(unknown.dump())}}
+           .dump(),
+       Errc::corrupt});
   for (const auto& [bytes, code] : bad) {
     auto r = decode_settings_file(bytes, "/d/streams/s/settings.json");
     ASSERT_FALSE(r.ok()) << bytes;

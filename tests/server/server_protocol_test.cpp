@@ -501,7 +501,8 @@ namespace {
 // 100 bodies of ~300 bytes: one chunk of ~31 KiB per publish.
 std::vector<std::string> big_bodies(int batch) {
   std::vector<std::string> v;
-  for (int i = 0; i < 100; ++i) v.push_back(fmt::format("{:06}-{:06}", batch, i) + std::string(290, 'x'));
+  for (int i = 0; i < 100; ++i)
+    v.push_back(fmt::format("{:06}-{:06}", batch, i) + std::string(290, 'x'));
   return v;
 }
 
