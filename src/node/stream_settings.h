@@ -30,14 +30,16 @@
 
 namespace strata::node {
 
+// Every field has an initializer so that designated initializers
+// ({.max_bytes = N}) name only what they set (-Wmissing-field-initializers).
 struct StreamSettings {
-  std::optional<uint64_t> max_bytes;              // max-length-bytes
-  std::optional<int64_t> max_age_ms;              // max-age
-  std::optional<uint64_t> segment_bytes;          // stream-max-segment-size-bytes
-  std::optional<bool> tiering;                    // x-strata-tiering
-  std::optional<uint64_t> fragment_target_bytes;  // x-strata-fragment-target-bytes
-  std::optional<int64_t> fragment_max_age_ms;     // x-strata-fragment-max-age-ms
-  std::optional<uint64_t> local_max_bytes;        // x-strata-local-max-bytes
+  std::optional<uint64_t> max_bytes = std::nullopt;              // max-length-bytes
+  std::optional<int64_t> max_age_ms = std::nullopt;              // max-age
+  std::optional<uint64_t> segment_bytes = std::nullopt;          // stream-max-segment-size-bytes
+  std::optional<bool> tiering = std::nullopt;                    // x-strata-tiering
+  std::optional<uint64_t> fragment_target_bytes = std::nullopt;  // x-strata-fragment-target-bytes
+  std::optional<int64_t> fragment_max_age_ms = std::nullopt;     // x-strata-fragment-max-age-ms
+  std::optional<uint64_t> local_max_bytes = std::nullopt;        // x-strata-local-max-bytes
 
   // Nothing set: the stream runs with the node's configuration.
   bool empty() const { return *this == StreamSettings{}; }

@@ -171,7 +171,7 @@ TEST(NodeSettings, AStreamKeptLocalOnATieredNodeHasNoUploader) {
   auto n = open_node(tmp.path());
   ASSERT_TRUE(n);
   auto log =
-      n->create_stream("loc", {.tiering = false, .max_bytes = 16 << 10, .segment_bytes = 8192});
+      n->create_stream("loc", {.max_bytes = 16 << 10, .segment_bytes = 8192, .tiering = false});
   ASSERT_OK(log);
   EXPECT_FALSE(n->uploader("loc"));
   append_values(**log, 40);

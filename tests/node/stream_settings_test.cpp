@@ -99,13 +99,21 @@ TEST(StreamSettings, SettingsThatWouldDoNothingAreRefusedNamingThem) {
     StreamSettings s;
     std::string names;
   };
-  std::vector<Case> cases;
-  cases.push_back({false, {.tiering = true}, "tiering"});
-  cases.push_back({false, {.fragment_target_bytes = 1}, "fragment_target_bytes"});
-  cases.push_back({true, {.tiering = false, .fragment_max_age_ms = 5}, "fragment_max_age_ms"});
-  cases.push_back({true, {.tiering = false, .local_max_bytes = 5}, "local_max_bytes"});
-  cases.push_back({true, {.segment_bytes = 100}, "segment_bytes"});
-  cases.push_back({true, {.max_age_ms = -1}, "max_age_ms"});
+  std::vector<Case> cases(6);
+  cases[0] = {false, {}, "tiering"};
+  cases[0].s.tiering = true;
+  cases[1] = {false, {}, "fragment_target_bytes"};
+  cases[1].s.fragment_target_bytes = 1;
+  cases[2] = {true, {}, "fragment_max_age_ms"};
+  cases[2].s.tiering = false;
+  cases[2].s.fragment_max_age_ms = 5;
+  cases[3] = {true, {}, "local_max_bytes"};
+  cases[3].s.tiering = false;
+  cases[3].s.local_max_bytes = 5;
+  cases[4] = {true, {}, "segment_bytes"};
+  cases[4].s.segment_bytes = 100;
+  cases[5] = {true, {}, "max_age_ms"};
+  cases[5].s.max_age_ms = -1;
   for (const auto& c : cases) {
     Status st = validate_settings(node_cfg(c.node_tiering), c.s);
     ASSERT_FALSE(st.ok()) << c.names;
