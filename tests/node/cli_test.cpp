@@ -278,7 +278,7 @@ TEST(NodeCli, StreamCreateWithSettingsAndStreamInfoShowsThem) {
   // cannot honour.
   auto again = strata_cmd({"stream", "create", "--config", config, "s1"});
   EXPECT_EQ(again.status, 1) << again.output;
-  EXPECT_TRUE(contains(again.output, "already exists")) << again.output;
+  EXPECT_TRUE(contains(again.output, "already_exists")) << again.output;
   auto bad = strata_cmd({"stream", "create", "--config", config, "s2", "--max-age", "7W"});
   EXPECT_EQ(bad.status, 1) << bad.output;
   EXPECT_TRUE(contains(bad.output, "max-age")) << bad.output;
