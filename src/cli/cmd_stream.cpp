@@ -1,14 +1,24 @@
-// `strata stream delete --config NODE.json NAME`: deletes a stream of a
-// node's data directory — its local log, every object under its key prefix
-// and its catalog entry (docs/FORMATS.md, "Deleting a stream"). It opens the
-// node itself, so the node must not be running: the data directory's lock
-// refuses a second process with an error that says so.
+// `strata stream create|info|delete --config NODE.json NAME`:
+//  - create: a stream with the protocol's stream arguments as flags
+//    (server/stream_args.h: the same names, the same checks), persisted
+//    with it (node/stream_settings_file.h);
+//  - info: what a stream was created with and what it runs with under the
+//    node's configuration; reads the settings file only, so it works beside
+//    a running node;
+//  - delete: its local log, every object under its key prefix and its
+//    catalog entry (docs/FORMATS.md, "Deleting a stream").
+// create and delete open the node themselves, so the node must not be
+// running: the data directory's lock refuses a second process with an error
+// that says so.
 #include <fmt/format.h>
 
 #include <iostream>
 
 #include "cli/command.h"
+#include "log/inspect.h"
 #include "node/node.h"
+#include "node/stream_settings_file.h"
+#include "server/stream_args.h"
 
 namespace strata::cli {
 namespace {
@@ -38,9 +48,96 @@ void run_delete(const DeleteFlags& f, Context& ctx) {
       "stream {} deleted: its local log, its objects and its catalog entry are gone\n", f.name);
 }
 
+// The stream arguments, as given (name, value), for parse_stream_args.
+struct CreateFlags {
+  std::string config;
+  std::string data_dir;
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> args;
+};
+
+void print_settings(const std::string& verb, const std::string& name, const std::string& data_dir,
+                    const node::StreamSettings& s, const node::EffectiveSettings& e, Context& ctx) {
+  json j = {{"stream", name},
+            {"data_dir", data_dir},
+            {"settings", node::settings_to_json(s)},
+            {"effective", node::effective_to_json(e)}};
+  if (ctx.json) return ctx.print_json(j);
+  std::cout << fmt::format("stream {}{}\n  created with: {}\n  runs with:    {}\n", name, verb,
+                           s.empty() ? "(the node's configuration)" : j["settings"].dump(),
+                           j["effective"].dump());
+}
+
+void run_create(const CreateFlags& f, Context& ctx) {
+  auto cfg = node::load_node_config_file(f.config, f.data_dir, objstore::process_env());
+  if (!cfg.ok()) return ctx.fail(std::move(cfg).error().with_context("stream create"));
+  auto settings = server::parse_stream_args(f.args);
+  if (!settings.ok()) return ctx.fail(std::move(settings).error().with_context("stream create"));
+  auto n = node::Node::open(*cfg);
+  if (!n.ok()) {
+    return ctx.fail(std::move(n).error().with_context("stream create: opening the node"));
+  }
+  auto log = (*n)->create_stream(f.name, *settings);
+  Status s = log.ok() ? Status::OK() : Status(log.error());
+  auto eff = (*n)->effective_settings(f.name);
+  if (Status c = (*n)->close(); !c.ok() && s.ok()) s = c;
+  if (!s.ok()) return ctx.fail(std::move(s).error().with_context("stream create " + f.name));
+  print_settings(" created", f.name, cfg->data_dir, *settings, *eff, ctx);
+}
+
+void run_info(const CreateFlags& f, Context& ctx) {
+  auto cfg = node::load_node_config_file(f.config, f.data_dir, objstore::process_env());
+  if (!cfg.ok()) return ctx.fail(std::move(cfg).error().with_context("stream info"));
+  const std::string streams = path_join(cfg->data_dir, "streams");
+  if (Status v = log::StreamRegistry::validate_name(f.name); !v.ok()) return ctx.fail(v.error());
+  if (!log::is_stream_dir(posix_fs(), path_join(streams, f.name))) {
+    return ctx.fail(log::no_such_stream(streams, f.name).with_context("stream info"));
+  }
+  auto s = node::read_settings_file(posix_fs(), path_join(streams, f.name));
+  if (!s.ok()) return ctx.fail(std::move(s).error().with_context("stream info " + f.name));
+  print_settings("", f.name, cfg->data_dir, *s, node::effective_settings(*cfg, *s), ctx);
+}
+
+// --NAME VALUE for each stream argument, kept in the order given.
+void add_arg_flag(CLI::App* cmd, const std::shared_ptr<CreateFlags>& f, const std::string& arg,
+                  const std::string& help) {
+  cmd->add_option_function<std::string>(
+      "--" + arg, [f, arg](const std::string& v) { f->args.emplace_back(arg, v); }, help);
+}
+
 Registrar reg_stream([](CLI::App& app, Context& ctx) {
-  auto* cmd = app.add_subcommand("stream", "Streams of a node's data directory (node not running)");
+  auto* cmd = app.add_subcommand("stream", "Streams of a node's data directory");
   cmd->require_subcommand(1);
+
+  auto c = std::make_shared<CreateFlags>();
+  auto* create = cmd->add_subcommand(
+      "create",
+      "Create a stream with its own retention, segment size and tiering (the stream protocol's "
+      "Create arguments); the node must not be running");
+  create->add_option("--config", c->config, "The node's JSON configuration file")->required();
+  create->add_option("--data-dir", c->data_dir, "Data directory (overrides the file's data_dir)");
+  create->add_option("NAME", c->name, "The stream")->required();
+  add_arg_flag(create, c, "max-length-bytes", "Retention of the whole stream by size (bytes)");
+  add_arg_flag(create, c, "max-age", "Retention by age: N and one of Y M D h m s (e.g. 7D)");
+  add_arg_flag(create, c, "stream-max-segment-size-bytes", "Local segment size (bytes)");
+  add_arg_flag(create, c, "x-strata-tiering", "true or false: tier this stream or keep it local");
+  add_arg_flag(create, c, "x-strata-fragment-target-bytes", "Fragment size (tiered streams)");
+  add_arg_flag(create, c, "x-strata-fragment-max-age-ms",
+               "Longest wait before a fragment is cut (tiered streams)");
+  add_arg_flag(create, c, "x-strata-local-max-bytes",
+               "Local disk kept of a tiered stream once uploaded (bytes)");
+  create->callback([c, &ctx] { run_create(*c, ctx); });
+
+  auto i = std::make_shared<CreateFlags>();
+  auto* info = cmd->add_subcommand(
+      "info",
+      "A stream's settings: what it was created with and what it runs with (reads the data "
+      "directory only; works while the node runs)");
+  info->add_option("--config", i->config, "The node's JSON configuration file")->required();
+  info->add_option("--data-dir", i->data_dir, "Data directory (overrides the file's data_dir)");
+  info->add_option("NAME", i->name, "The stream")->required();
+  info->callback([i, &ctx] { run_info(*i, ctx); });
+
   auto f = std::make_shared<DeleteFlags>();
   auto* del = cmd->add_subcommand(
       "delete",

@@ -77,6 +77,12 @@ Result<std::shared_ptr<StreamLog>> StreamRegistry::create(const std::string& nam
 
 Result<std::shared_ptr<StreamLog>> StreamRegistry::create(const std::string& name,
                                                           const LogOptions& opts) {
+  return create(name, opts, nullptr);
+}
+
+Result<std::shared_ptr<StreamLog>> StreamRegistry::create(const std::string& name,
+                                                          const LogOptions& opts,
+                                                          const PrepareDir& prepare) {
   STRATA_TRY(validate_name(name));
   std::lock_guard<std::mutex> g(mu_);
   const std::string dir = path_join(data_dir_, name);
@@ -88,6 +94,7 @@ Result<std::shared_ptr<StreamLog>> StreamRegistry::create(const std::string& nam
   STRATA_TRY(remove_all(fs_, tmp));
   STRATA_TRY(fs_.create_dir(tmp));
   STRATA_TRY(create_segment_files(fs_, tmp, opts.first_offset));
+  if (prepare) STRATA_TRY(prepare(fs_, tmp));
   STRATA_TRY(fs_.sync_dir(tmp));
   STRATA_TRY(rename_durable(fs_, tmp, dir));
   return open_locked(name, opts);

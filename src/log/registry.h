@@ -14,6 +14,7 @@
 // `.deleting-*` entries are removed.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,6 +42,14 @@ class StreamRegistry {
   // Creates an empty stream; already_exists if it exists.
   Result<std::shared_ptr<StreamLog>> create(const std::string& name);
   Result<std::shared_ptr<StreamLog>> create(const std::string& name, const LogOptions& opts);
+  // Files of the stream's owner that must exist whenever the stream does
+  // (node/stream_settings_file.h): `prepare` writes them, durably, into the
+  // stream's directory while it is still under its temporary name, so they
+  // are published with it by the same rename. Names ending in .tmp and
+  // names of log files are the log's.
+  using PrepareDir = std::function<Status(FileSystem& fs, const std::string& dir)>;
+  Result<std::shared_ptr<StreamLog>> create(const std::string& name, const LogOptions& opts,
+                                            const PrepareDir& prepare);
   // Opens an existing stream (or returns it if already open); not_found if absent.
   Result<std::shared_ptr<StreamLog>> open_stream(const std::string& name);
   Result<std::shared_ptr<StreamLog>> open_stream(const std::string& name, const LogOptions& opts);

@@ -8,6 +8,7 @@
 
 #include "catalog/embedded_catalog.h"
 #include "node/catalog_open.h"
+#include "node/stream_settings_file.h"
 #include "objstore/metered_store.h"
 #include "tier/upload_jobs.h"
 
@@ -112,23 +113,25 @@ Status Node::start() {
   return Status::OK();
 }
 
-tier::UploaderOptions Node::uploader_options(const std::string& name) const {
+tier::UploaderOptions Node::uploader_options(const std::string& name,
+                                             const EffectiveSettings& eff) const {
   const TieringSettings& t = cfg_.tiering;
   tier::UploaderOptions o;
   o.stream = name;
   o.key_prefix = t.key_prefix;
-  o.assembly.target_size = t.fragment_target_bytes;
-  o.assembly.max_age_ms = t.fragment_max_age_ms;
+  o.assembly.target_size = eff.fragment_target_bytes;
+  o.assembly.max_age_ms = eff.fragment_max_age_ms;
   o.persist_threshold = t.persist_threshold;
   o.persist_interval_ms = t.persist_interval_ms;
   o.request_timeout_ms = t.request_timeout_ms;
   o.delete_grace_ms = t.delete_grace_ms;
-  o.retention = t.retention;
+  o.retention = eff.remote_retention;
   return o;
 }
 
 Result<std::shared_ptr<log::StreamLog>> Node::open_stream_locked(const std::string& name,
-                                                                 bool create) {
+                                                                 bool create,
+                                                                 const StreamSettings& settings) {
   if (closed_) return Error(Errc::closed, "node is closed");
   if (auto d = deletions_.find(name); d != deletions_.end()) {
     std::string why = d->second.blocked.empty() ? d->second.last_error : d->second.blocked;
@@ -142,19 +145,40 @@ Result<std::shared_ptr<log::StreamLog>> Node::open_stream_locked(const std::stri
     return it->second.log;
   }
   StreamEntry e;
+  if (create) {
+    STRATA_TRY(validate_settings(cfg_, settings));
+    e.settings = settings;
+  } else {
+    auto s = read_settings_file(registry_->fs(), path_join(registry_->data_dir(), name));
+    if (!s.ok()) return s.error();
+    e.settings = *s;
+    // Valid when created; the node's configuration may have changed since
+    // (tiering turned off): what cannot apply any more is ignored.
+    if (Status v = validate_settings(cfg_, e.settings); !v.ok()) {
+      spdlog::warn("node: stream {}: {}; ignored under this node's configuration", name,
+                   v.error().message);
+    }
+  }
+  e.effective = node::effective_settings(cfg_, e.settings);
   log::LogOptions lo = cfg_.log_options();
-  if (cfg_.tiering.enabled) {
+  lo.max_segment_bytes = e.effective.segment_bytes;
+  lo.retention = e.effective.local_retention;
+  if (e.effective.tiering) {
     STRATA_TRY(tier::validate_stream_name(name));
     e.hooks = std::make_shared<tier::TieringHooks>();
     lo.hooks = e.hooks;
   }
-  auto log = create ? registry_->create(name, lo) : registry_->open_stream(name, lo);
+  auto log = create ? registry_->create(name, lo,
+                                        [&](FileSystem& fs, const std::string& dir) {
+                                          return write_settings_file(fs, dir, e.settings);
+                                        })
+                    : registry_->open_stream(name, lo);
   if (!log.ok()) return log.error();
   e.log = *log;
-  if (cfg_.tiering.enabled) {
-    STRATA_ASSIGN_OR_RETURN(e.log, align_with_remote(name, e.log, lo));
+  if (e.effective.tiering) {
+    STRATA_ASSIGN_OR_RETURN(e.log, align_with_remote(name, e.log, lo, e.settings));
   }
-  if (cfg_.tiering.enabled) {
+  if (e.effective.tiering) {
     e.gate = std::make_shared<StreamGate>(name);
     tier::UploaderEnv env;
     env.io = io_;
@@ -164,7 +188,7 @@ Result<std::shared_ptr<log::StreamLog>> Node::open_stream_locked(const std::stri
     env.catalog = std::make_shared<GatedCatalog>(catalog_, e.gate);
     env.cache = cache_;
     env.clock = &system_clock();
-    auto u = tier::Uploader::start(env, uploader_options(name), e.log);
+    auto u = tier::Uploader::start(env, uploader_options(name, e.effective), e.log);
     if (!u.ok()) return std::move(u).error().with_context("starting the uploader of " + name);
     e.uploader = *u;
     e.hooks->attach(e.uploader);
@@ -181,7 +205,8 @@ Result<std::shared_ptr<log::StreamLog>> Node::open_stream_locked(const std::stri
 // rather than upload over it (tier/uploader.h, "remote ahead").
 Result<std::shared_ptr<log::StreamLog>> Node::align_with_remote(const std::string& name,
                                                                 std::shared_ptr<log::StreamLog> log,
-                                                                log::LogOptions lo) {
+                                                                log::LogOptions lo,
+                                                                const StreamSettings& settings) {
   STRATA_ASSIGN_OR_RETURN(auto keys, tier::ObjectKeys::make(cfg_.tiering.key_prefix, name));
   auto st = tier::load_stream_state(*catalog_, *store_, *cache_, keys, /*take_over=*/false);
   if (!st.ok()) {
@@ -202,18 +227,45 @@ Result<std::shared_ptr<log::StreamLog>> Node::align_with_remote(const std::strin
   local_resets_ += 1;
   STRATA_TRY(registry_->remove(name));
   lo.first_offset = remote_next;
-  return registry_->create(name, lo);
+  // The new directory carries the stream's settings like the first did.
+  return registry_->create(name, lo, [&](FileSystem& fs, const std::string& dir) {
+    return write_settings_file(fs, dir, settings);
+  });
 }
 
-Result<std::shared_ptr<log::StreamLog>> Node::create_stream(const std::string& name) {
+Result<std::shared_ptr<log::StreamLog>> Node::create_stream(const std::string& name,
+                                                            const StreamSettings& settings) {
   std::lock_guard l(mu_);
-  return open_stream_locked(name, true);
+  return open_stream_locked(name, true, settings);
+}
+
+Result<StreamSettings> Node::stream_settings(const std::string& name) const {
+  std::lock_guard l(mu_);
+  auto it = streams_.find(name);
+  if (it == streams_.end()) {
+    return Error(Errc::not_found, fmt::format("stream {} does not exist on this node", name));
+  }
+  return it->second.settings;
+}
+
+Result<EffectiveSettings> Node::effective_settings(const std::string& name) const {
+  std::lock_guard l(mu_);
+  auto it = streams_.find(name);
+  if (it == streams_.end()) {
+    return Error(Errc::not_found, fmt::format("stream {} does not exist on this node", name));
+  }
+  return it->second.effective;
 }
 
 tier::TierContext Node::tier_context(const std::string& name) const {
   tier::TierContext ctx;
   ctx.stream = name;
-  if (cfg_.tiering.enabled) {
+  bool tiered = cfg_.tiering.enabled;
+  {
+    std::lock_guard l(mu_);
+    if (auto it = streams_.find(name); it != streams_.end()) tiered = it->second.effective.tiering;
+  }
+  if (tiered) {
     ctx.store = store_;
     ctx.cache = cache_;
     ctx.key_prefix = cfg_.tiering.key_prefix;

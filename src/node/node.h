@@ -6,7 +6,8 @@
 // its open files, its queues and a strand.
 //
 // Layout of the data directory:
-//   <data_dir>/streams/<name>/   the stream logs (log/registry.h)
+//   <data_dir>/streams/<name>/   the stream logs (log/registry.h), each with its
+//                                settings.json (node/stream_settings_file.h)
 //   <data_dir>/catalog/          the embedded catalog (catalog/embedded_catalog.h)
 //   <data_dir>/objects/          the directory object store, when so configured
 //   <data_dir>/deletions/        markers of stream deletions not finished yet
@@ -14,7 +15,8 @@
 //   <data_dir>/LOCK              held while the node is open: one process per
 //                                data directory
 //
-// Opening a node opens every stream found and starts its uploader, which
+// Opening a node opens every stream found with its settings and starts its
+// uploader, which
 // takes the stream over in the catalog (raising its epoch), loads the
 // persisted manifest and catches up from the log. A stream with a deletion
 // marker is not opened: its deletion is finished in the background, one
@@ -44,6 +46,7 @@
 #include "node/node_config.h"
 #include "node/stream_deletion.h"
 #include "node/stream_gate.h"
+#include "node/stream_settings.h"
 #include "objstore/object_store.h"
 #include "tier/governor.h"
 #include "tier/manifest_cache.h"
@@ -53,24 +56,29 @@
 
 namespace strata::node {
 
-// Per-stream settings that differ from the node's (none yet beyond the
-// node's configuration; the protocol's stream arguments will land here).
-struct StreamSettings {};
-
 class Node {
  public:
   // Opens the data directory, the object store (checking it is reachable
-  // and the bucket accessible), the catalog, and every stream. Errors name
-  // the setting or component that failed.
+  // and the bucket accessible), the catalog, and every stream with its
+  // settings. Errors name the setting or component that failed; a stream
+  // whose settings file cannot be read fails the open, naming the file (no
+  // stream runs with retention it was not created with).
   static Result<std::unique_ptr<Node>> open(NodeConfig cfg);
   ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
-  // Creates a stream (already_exists if present) and starts its uploader.
-  // While a deletion of the name is pending: Errc::unavailable, saying so
-  // (create it again once the deletion has finished).
-  Result<std::shared_ptr<log::StreamLog>> create_stream(const std::string& name);
+  // Creates a stream (already_exists if present, whatever its settings) and
+  // starts its uploader. Its settings (node/stream_settings.h; invalid
+  // ones: Errc::invalid_argument) are written into its directory before the
+  // stream is visible, and apply from its first append on, and at every
+  // open after. While a deletion of the name is pending: Errc::unavailable,
+  // saying so (create it again once the deletion has finished).
+  Result<std::shared_ptr<log::StreamLog>> create_stream(const std::string& name,
+                                                        const StreamSettings& settings = {});
+  // What an open stream was created with, and what it runs with.
+  Result<StreamSettings> stream_settings(const std::string& name) const;
+  Result<EffectiveSettings> effective_settings(const std::string& name) const;
   // An open stream; not_found if absent (or being deleted).
   Result<std::shared_ptr<log::StreamLog>> stream(const std::string& name);
   std::vector<std::string> streams() const;
@@ -143,6 +151,8 @@ class Node {
     // What the uploader reaches the object store and catalog through, so
     // that a deletion can wait until its last request has ended.
     std::shared_ptr<StreamGate> gate;
+    StreamSettings settings;
+    EffectiveSettings effective;
   };
   // One attempt at a stream's deletion: its preparation (marker, stopping
   // the writer) and its run. Callers of delete_stream wait for `ended`.
@@ -164,8 +174,12 @@ class Node {
   };
   explicit Node(NodeConfig cfg);
   Status start();
-  Result<std::shared_ptr<log::StreamLog>> open_stream_locked(const std::string& name, bool create);
-  tier::UploaderOptions uploader_options(const std::string& name) const;
+  // `create`: a new stream with `settings`; else the stream on disk with
+  // the settings of its file.
+  Result<std::shared_ptr<log::StreamLog>> open_stream_locked(const std::string& name, bool create,
+                                                             const StreamSettings& settings = {});
+  tier::UploaderOptions uploader_options(const std::string& name,
+                                         const EffectiveSettings& eff) const;
   Status prepare_deletion(const std::string& name, StreamEntry e, int64_t requested_at_ms);
   Status await_gate(const std::string& name, const std::shared_ptr<StreamGate>& gate);
   void start_run_locked(const std::string& name, Deletion& d,
@@ -178,7 +192,8 @@ class Node {
   Status scan_deletions();
   Result<std::shared_ptr<log::StreamLog>> align_with_remote(const std::string& name,
                                                             std::shared_ptr<log::StreamLog> log,
-                                                            log::LogOptions lo);
+                                                            log::LogOptions lo,
+                                                            const StreamSettings& settings);
 
   const NodeConfig cfg_;
   std::shared_ptr<objstore::ObjectStore> store_;

@@ -129,6 +129,10 @@ json Node::status_json() const {
     uint64_t local_bytes = 0;
     for (const auto& seg : e.log->segments()) local_bytes += seg.size_bytes;
     s["local_bytes"] = local_bytes;
+    // What the stream was created with (its stream arguments) and what it
+    // runs with (those over the node's configuration).
+    s["settings"] = settings_to_json(e.settings);
+    s["effective"] = effective_to_json(e.effective);
     if (e.uploader) s["tiering"] = uploader_json(e.uploader->status(), now);
     js[name] = s;
   }

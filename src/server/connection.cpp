@@ -503,7 +503,9 @@ void Connection::on(const CreateStreamRequest& r) {
   std::string name = r.stream;
   run_task<Status>(
       server_.tasks(), strand_, kStreamOpDeadline, "create stream " + name,
-      [srv, name]() -> Status { return srv->create_stream(name); },
+      [srv, name, settings = std::move(args).value()]() -> Status {
+        return srv->create_stream(name, settings);
+      },
       [self = shared_from_this(), corr = r.correlation_id, name](TaskOutcome<Status> out) {
         self->respond_code(kCreate, corr, code_for_stream_op(out, "create stream " + name));
       });
@@ -892,7 +894,8 @@ void Connection::on(const PartitionsRequest& r) {
 }
 
 void Connection::on(const CreateSuperStreamRequest& r) {
-  if (auto args = parse_stream_args(r.arguments); !args.ok()) {
+  auto args = parse_stream_args(r.arguments);
+  if (!args.ok()) {
     spdlog::info("connection {}: create super stream {}: {}", id_, r.name, args.error().message);
     respond_code(kCreateSuperStream, r.correlation_id, ResponseCode::precondition_failed);
     return;
@@ -901,9 +904,11 @@ void Connection::on(const CreateSuperStreamRequest& r) {
   SuperStream ss{r.name, r.partitions, r.binding_keys};
   run_task<Status>(
       server_.tasks(), strand_, kStreamOpDeadline, "create super stream " + r.name,
-      [srv, ss]() -> Status {
+      [srv, ss, settings = std::move(args).value()]() -> Status {
         return srv->supers().create(
-            ss, [srv](const std::string& p) { return srv->create_stream(p); },
+            ss,
+            // Every partition gets the super stream's arguments, as in RabbitMQ.
+            [srv, settings](const std::string& p) { return srv->create_stream(p, settings); },
             [srv](const std::string& p) { return srv->delete_stream(p); });
       },
       [self = shared_from_this(), corr = r.correlation_id, name = r.name](TaskOutcome<Status> out) {

@@ -176,11 +176,11 @@ void Server::stream_deleted(const std::string& name) {
   for (auto& c : s->watchers()) c->stream_gone(name);
 }
 
-Status Server::create_stream(const std::string& name) {
+Status Server::create_stream(const std::string& name, const node::StreamSettings& settings) {
   // Before the stream exists, so that no store for the new stream is
   // refused; a deleted stream's offsets are gone already (remove_stream).
   offsets_->stream_created(name);
-  auto s = node_->create_stream(name);
+  auto s = node_->create_stream(name, settings);
   if (!s.ok()) return std::move(s).error();
   return Status::OK();
 }

@@ -85,7 +85,7 @@ class Server {
   SuperStreams& supers() { return *supers_; }
   // Creates a stream the way the protocol's Create does: the node's stream,
   // with no stored offsets (a deleted stream's are not inherited). Blocks.
-  Status create_stream(const std::string& name);
+  Status create_stream(const std::string& name, const node::StreamSettings& settings = {});
   // Deletes a stream the way the protocol's Delete does: appends stopped,
   // the node's deletion, its stored offsets, watchers told. Blocks.
   Status delete_stream(const std::string& name);

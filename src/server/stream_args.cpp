@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <limits>
 
 namespace strata::server {
 namespace {
@@ -60,13 +61,14 @@ Result<int64_t> parse_max_age(const std::string& text) {
   return int64_t(n) * unit_s * 1000;
 }
 
-Result<StreamArgs> parse_stream_args(const std::vector<std::pair<std::string, std::string>>& args) {
-  StreamArgs out;
+Result<node::StreamSettings> parse_stream_args(
+    const std::vector<std::pair<std::string, std::string>>& args) {
+  node::StreamSettings out;
   for (const auto& [k, v] : args) {
     if (k == "max-length-bytes") {
       auto n = parse_positive(k, v);
       if (!n.ok()) return std::move(n).error();
-      out.max_length_bytes = *n;
+      out.max_bytes = *n;
     } else if (k == "max-age") {
       auto ms = parse_max_age(v);
       if (!ms.ok()) return std::move(ms).error();
@@ -78,11 +80,19 @@ Result<StreamArgs> parse_stream_args(const std::vector<std::pair<std::string, st
       if (*n < 4096 || *n > 3'000'000'000ull) {
         return bad_arg(k, v, "expected 4096..3000000000");
       }
-      out.max_segment_size_bytes = *n;
+      out.segment_bytes = *n;
     } else if (k == "x-strata-fragment-target-bytes") {
       auto n = parse_positive(k, v);
       if (!n.ok()) return std::move(n).error();
       out.fragment_target_bytes = *n;
+    } else if (k == "x-strata-fragment-max-age-ms") {
+      auto n = parse_positive(k, v);
+      if (!n.ok()) return std::move(n).error();
+      if (*n > uint64_t(std::numeric_limits<int64_t>::max())) return bad_arg(k, v, "too large");
+      out.fragment_max_age_ms = int64_t(*n);
+    } else if (k == "x-strata-tiering") {
+      if (v != "true" && v != "false") return bad_arg(k, v, "expected true or false");
+      out.tiering = v == "true";
     } else if (k == "x-strata-local-max-bytes") {
       auto n = parse_positive(k, v);
       if (!n.ok()) return std::move(n).error();

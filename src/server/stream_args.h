@@ -4,9 +4,12 @@
 //   stream-max-segment-size-bytes  local segment size (bytes)
 //   queue-leader-locator, initial-cluster-size   accepted, meaningless on one node
 // and strata's own (tiering of this stream):
-//   x-strata-fragment-target-bytes, x-strata-local-max-bytes
+//   x-strata-tiering               true or false (false: this stream stays local)
+//   x-strata-fragment-target-bytes, x-strata-fragment-max-age-ms, x-strata-local-max-bytes
 // Unknown or malformed arguments are refused (precondition failed in the
 // protocol): a typo must not silently create a stream without retention.
+// They become the stream's node::StreamSettings (node/stream_settings.h says
+// how each applies); `strata stream create` takes the same names as flags.
 #pragma once
 
 #include <cstdint>
@@ -16,19 +19,13 @@
 #include <vector>
 
 #include "common/result.h"
+#include "node/stream_settings.h"
 
 namespace strata::server {
 
-struct StreamArgs {
-  std::optional<uint64_t> max_length_bytes;
-  std::optional<int64_t> max_age_ms;
-  std::optional<uint64_t> max_segment_size_bytes;
-  std::optional<uint64_t> fragment_target_bytes;
-  std::optional<uint64_t> local_max_bytes;
-};
-
 // Errc::invalid_argument naming the argument and its value.
-Result<StreamArgs> parse_stream_args(const std::vector<std::pair<std::string, std::string>>& args);
+Result<node::StreamSettings> parse_stream_args(
+    const std::vector<std::pair<std::string, std::string>>& args);
 
 // "7D", "12h", "30m", "10s" (RabbitMQ's max-age) -> milliseconds.
 Result<int64_t> parse_max_age(const std::string& text);

@@ -253,5 +253,56 @@ TEST(NodeCli, StatusListsPendingDeletions) {
   ASSERT_OK((*n)->close());
 }
 
+// `strata stream create` with the stream arguments as flags, then `strata
+// stream info` (beside a running node) and a node that runs the stream
+// with them.
+TEST(NodeCli, StreamCreateWithSettingsAndStreamInfoShowsThem) {
+  strata::test::TempDir tmp;
+  json doc = test::small_node_doc();
+  doc["data_dir"] = tmp.sub("d");
+  const std::string config = tmp.sub("node.json");
+  ASSERT_OK(write_file_atomic(posix_fs(), config, doc.dump()));
+  auto c = strata_cmd({"--json", "stream", "create", "--config", config, "s1", "--max-length-bytes",
+                       "1048576", "--max-age", "2h", "--stream-max-segment-size-bytes", "65536",
+                       "--x-strata-fragment-target-bytes", "32768"});
+  ASSERT_EQ(c.status, 0) << c.output;
+  json out = last_json(c.output);
+  EXPECT_EQ(out["settings"]["max_bytes"], 1048576) << c.output;
+  EXPECT_EQ(out["settings"]["max_age_ms"], 7'200'000) << c.output;
+  EXPECT_EQ(out["effective"]["segment_bytes"], 65536) << c.output;
+  EXPECT_EQ(out["effective"]["fragment_target_bytes"], 32768) << c.output;
+  EXPECT_EQ(out["effective"]["remote_retention"]["max_bytes"], 1048576) << c.output;
+  EXPECT_EQ(out["effective"]["local_retention"]["max_age_ms"], 7'200'000) << c.output;
+
+  // Refused: an existing name, a malformed argument (named), one the node
+  // cannot honour.
+  auto again = strata_cmd({"stream", "create", "--config", config, "s1"});
+  EXPECT_EQ(again.status, 1) << again.output;
+  EXPECT_TRUE(contains(again.output, "already_exists")) << again.output;
+  auto bad = strata_cmd({"stream", "create", "--config", config, "s2", "--max-age", "7W"});
+  EXPECT_EQ(bad.status, 1) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "max-age")) << bad.output;
+  auto nothing = strata_cmd({"stream", "create", "--config", config, "s2", "--x-strata-tiering",
+                             "false", "--x-strata-local-max-bytes", "5"});
+  EXPECT_EQ(nothing.status, 1) << nothing.output;
+  EXPECT_TRUE(contains(nothing.output, "local_max_bytes")) << nothing.output;
+
+  auto cfg = load_node_config(doc, "", objstore::process_env());
+  ASSERT_OK(cfg);
+  auto n = Node::open(*cfg);
+  ASSERT_OK(n);
+  EXPECT_EQ((*n)->streams(), std::vector<std::string>{"s1"});
+  EXPECT_EQ((*n)->effective_settings("s1")->segment_bytes, 65536u);
+  // info reads the data directory only: it works while the node runs.
+  auto info = strata_cmd({"stream", "info", "--config", config, "s1"});
+  ASSERT_EQ(info.status, 0) << info.output;
+  EXPECT_TRUE(contains(info.output, "\"segment_bytes\":65536")) << info.output;
+  EXPECT_TRUE(contains(info.output, "created with")) << info.output;
+  auto none = strata_cmd({"--json", "stream", "info", "--config", config, "nope"});
+  EXPECT_EQ(none.status, 1) << none.output;
+  EXPECT_EQ(last_json(none.output)["error"]["code"], "not_found") << none.output;
+  ASSERT_OK((*n)->close());
+}
+
 }  // namespace
 }  // namespace strata::node

@@ -76,11 +76,15 @@ TEST(StreamArgs, KnownArgumentsParsed) {
   auto a = parse_stream_args({{"max-length-bytes", "1000000"},
                               {"max-age", "7D"},
                               {"stream-max-segment-size-bytes", "500000000"},
-                              {"queue-leader-locator", "least-leaders"}});
+                              {"queue-leader-locator", "least-leaders"},
+                              {"x-strata-tiering", "false"},
+                              {"x-strata-fragment-max-age-ms", "250"}});
   ASSERT_TRUE(a.ok()) << a.error().message;
-  EXPECT_EQ(a->max_length_bytes, 1000000u);
+  EXPECT_EQ(a->max_bytes, 1000000u);
   EXPECT_EQ(a->max_age_ms, int64_t(7) * 86400 * 1000);
-  EXPECT_EQ(a->max_segment_size_bytes, 500000000u);
+  EXPECT_EQ(a->segment_bytes, 500000000u);
+  EXPECT_EQ(a->tiering, false);
+  EXPECT_EQ(a->fragment_max_age_ms, 250);
   EXPECT_EQ(*parse_max_age("10s"), 10000);
   EXPECT_EQ(*parse_max_age("2h"), 2 * 3600 * 1000);
 }
@@ -94,6 +98,8 @@ TEST(StreamArgs, BadArgumentsNamed) {
                                                         {"max-age", "7W"},
                                                         {"max-age", "D"},
                                                         {"stream-max-segment-size-bytes", "10"},
+                                                        {"x-strata-tiering", "yes"},
+                                                        {"x-strata-fragment-max-age-ms", "0"},
                                                         {"x-unknown", "1"}}) {
     auto a = parse_stream_args({{k, v}});
     ASSERT_FALSE(a.ok()) << k << "=" << v;

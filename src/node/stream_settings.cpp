@@ -1,0 +1,164 @@
+#include "node/stream_settings.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace strata::node {
+
+using json = nlohmann::json;
+
+namespace {
+
+Error bad(std::string_view name, std::string_view why) {
+  return Error(Errc::invalid_argument, fmt::format("stream setting {}: {}", name, why));
+}
+
+template <class T>
+std::optional<T> min_opt(std::optional<T> a, std::optional<T> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return std::min(*a, *b);
+}
+
+template <class T>
+json opt_json(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+Error corrupt_field(std::string_view name, const json& v, std::string_view why) {
+  return Error(Errc::corrupt, fmt::format("field {} = {}: {}", name, v.dump(), why));
+}
+
+template <class T>
+Status read_int(const json& j, std::string_view name, std::optional<T>* out) {
+  if (!j.is_number_integer()) return corrupt_field(name, j, "not an integer");
+  if (j.is_number_unsigned()) {
+    uint64_t u = j.get<uint64_t>();
+    if (u == 0 || u > uint64_t(std::numeric_limits<T>::max())) {
+      return corrupt_field(name, j, "out of range");
+    }
+    *out = T(u);
+    return Status::OK();
+  }
+  int64_t i = j.get<int64_t>();
+  if (i <= 0) return corrupt_field(name, j, "out of range");
+  *out = T(i);
+  return Status::OK();
+}
+
+}  // namespace
+
+Status validate_settings(const NodeConfig& cfg, const StreamSettings& s) {
+  auto positive = [](std::string_view name, auto v) -> Status {
+    if (v && *v <= 0) return bad(name, "must be greater than 0");
+    return Status::OK();
+  };
+  STRATA_TRY(positive("max_bytes", s.max_bytes));
+  STRATA_TRY(positive("max_age_ms", s.max_age_ms));
+  STRATA_TRY(positive("fragment_target_bytes", s.fragment_target_bytes));
+  STRATA_TRY(positive("fragment_max_age_ms", s.fragment_max_age_ms));
+  STRATA_TRY(positive("local_max_bytes", s.local_max_bytes));
+  // The log's own bounds (node_config.cpp and the protocol's argument):
+  // below 4 KiB a segment would be a file per chunk.
+  if (s.segment_bytes && (*s.segment_bytes < 4096 || *s.segment_bytes > 3'000'000'000ull)) {
+    return bad("segment_bytes", fmt::format("{} is not in 4096..3000000000", *s.segment_bytes));
+  }
+  if (s.tiering.value_or(false) && !cfg.tiering.enabled) {
+    return bad("tiering", "tiering is disabled on this node");
+  }
+  const bool tiered = cfg.tiering.enabled && s.tiering.value_or(true);
+  if (!tiered) {
+    const char* why = cfg.tiering.enabled ? "the stream is not tiered (tiering = false)"
+                                          : "tiering is disabled on this node";
+    if (s.fragment_target_bytes) return bad("fragment_target_bytes", why);
+    if (s.fragment_max_age_ms) return bad("fragment_max_age_ms", why);
+    if (s.local_max_bytes) {
+      return bad("local_max_bytes", fmt::format("{}; max_bytes bounds a local stream", why));
+    }
+  }
+  return Status::OK();
+}
+
+EffectiveSettings effective_settings(const NodeConfig& cfg, const StreamSettings& s) {
+  EffectiveSettings e;
+  e.segment_bytes = s.segment_bytes.value_or(cfg.segment_bytes);
+  e.tiering = cfg.tiering.enabled && s.tiering.value_or(true);
+  if (!e.tiering) {
+    // The local log is the whole stream: its retention is the stream's.
+    e.local_retention.max_bytes = s.max_bytes ? s.max_bytes : cfg.local_retention.max_bytes;
+    e.local_retention.max_age_ms = s.max_age_ms ? s.max_age_ms : cfg.local_retention.max_age_ms;
+    return e;
+  }
+  e.fragment_target_bytes = s.fragment_target_bytes.value_or(cfg.tiering.fragment_target_bytes);
+  e.fragment_max_age_ms = s.fragment_max_age_ms.value_or(cfg.tiering.fragment_max_age_ms);
+  e.remote_retention = cfg.tiering.retention;
+  if (s.max_bytes) e.remote_retention.max_bytes = s.max_bytes;
+  if (s.max_age_ms) e.remote_retention.max_age_ms = s.max_age_ms;
+  // The local log is the newest part of the stream: a stream limited to N
+  // bytes never keeps more than N locally either (the tiering hook still
+  // vetoes dropping what is not persisted remotely).
+  std::optional<uint64_t> local_bytes =
+      s.local_max_bytes ? s.local_max_bytes : cfg.local_retention.max_bytes;
+  e.local_retention.max_bytes = min_opt(local_bytes, s.max_bytes);
+  e.local_retention.max_age_ms = min_opt(cfg.local_retention.max_age_ms, s.max_age_ms);
+  return e;
+}
+
+json settings_to_json(const StreamSettings& s) {
+  json j = json::object();
+  if (s.max_bytes) j["max_bytes"] = *s.max_bytes;
+  if (s.max_age_ms) j["max_age_ms"] = *s.max_age_ms;
+  if (s.segment_bytes) j["segment_bytes"] = *s.segment_bytes;
+  if (s.tiering) j["tiering"] = *s.tiering;
+  if (s.fragment_target_bytes) j["fragment_target_bytes"] = *s.fragment_target_bytes;
+  if (s.fragment_max_age_ms) j["fragment_max_age_ms"] = *s.fragment_max_age_ms;
+  if (s.local_max_bytes) j["local_max_bytes"] = *s.local_max_bytes;
+  return j;
+}
+
+Result<StreamSettings> settings_from_json(const json& j) {
+  if (!j.is_object()) return Error(Errc::corrupt, "settings: not a JSON object");
+  StreamSettings s;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& k = it.key();
+    const json& v = it.value();
+    if (k == "max_bytes") {
+      STRATA_TRY(read_int(v, k, &s.max_bytes));
+    } else if (k == "max_age_ms") {
+      STRATA_TRY(read_int(v, k, &s.max_age_ms));
+    } else if (k == "segment_bytes") {
+      STRATA_TRY(read_int(v, k, &s.segment_bytes));
+    } else if (k == "tiering") {
+      if (!v.is_boolean()) return corrupt_field(k, v, "not true or false");
+      s.tiering = v.get<bool>();
+    } else if (k == "fragment_target_bytes") {
+      STRATA_TRY(read_int(v, k, &s.fragment_target_bytes));
+    } else if (k == "fragment_max_age_ms") {
+      STRATA_TRY(read_int(v, k, &s.fragment_max_age_ms));
+    } else if (k == "local_max_bytes") {
+      STRATA_TRY(read_int(v, k, &s.local_max_bytes));
+    } else {
+      // A setting this version does not know would be silently ignored.
+      return corrupt_field(k, v, "unknown setting");
+    }
+  }
+  return s;
+}
+
+json effective_to_json(const EffectiveSettings& e) {
+  json j = {{"segment_bytes", e.segment_bytes},
+            {"local_retention",
+             {{"max_bytes", opt_json(e.local_retention.max_bytes)},
+              {"max_age_ms", opt_json(e.local_retention.max_age_ms)}}},
+            {"tiering", e.tiering}};
+  if (e.tiering) {
+    j["fragment_target_bytes"] = e.fragment_target_bytes;
+    j["fragment_max_age_ms"] = e.fragment_max_age_ms;
+    j["remote_retention"] = {{"max_bytes", opt_json(e.remote_retention.max_bytes)},
+                             {"max_age_ms", opt_json(e.remote_retention.max_age_ms)}};
+  }
+  return j;
+}
+
+}  // namespace strata::node

@@ -1,0 +1,77 @@
+// Per-stream settings: what a stream was created with (the protocol's
+// stream arguments, `strata stream create` flags) where it differs from the
+// node's configuration, and the settings a stream actually runs with. Pure:
+// no I/O (the file they are kept in: node/stream_settings_file.h).
+//
+// Rules (docs/FORMATS.md, "Stream settings"):
+//  - an unset field means "the node's configuration", read at every open,
+//    so a node's defaults still reach streams created before they changed;
+//  - max_bytes / max_age_ms are the retention of the whole stream (RabbitMQ's
+//    max-length-bytes and max-age). Without tiering they are the local log's
+//    retention. With tiering they are the remote tier's retention, and they
+//    also bound the local log (the local part is part of the stream), which
+//    still only drops segments already persisted remotely;
+//  - local_max_bytes (tiered streams only) replaces the node's local
+//    retention by size: how much of a tiered stream stays on local disk;
+//  - segment_bytes replaces the node's log.segment_bytes;
+//  - tiering = false keeps a stream local on a tiered node; true on a node
+//    without tiering is refused, as are the tiering knobs on a stream that
+//    is not tiered (a setting that would silently do nothing).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "common/result.h"
+#include "log/log_options.h"
+#include "node/node_config.h"
+#include "tier/manifest_retention.h"
+
+namespace strata::node {
+
+// Every field has an initializer so that designated initializers
+// ({.max_bytes = N}) name only what they set (-Wmissing-field-initializers).
+struct StreamSettings {
+  std::optional<uint64_t> max_bytes = std::nullopt;              // max-length-bytes
+  std::optional<int64_t> max_age_ms = std::nullopt;              // max-age
+  std::optional<uint64_t> segment_bytes = std::nullopt;          // stream-max-segment-size-bytes
+  std::optional<bool> tiering = std::nullopt;                    // x-strata-tiering
+  std::optional<uint64_t> fragment_target_bytes = std::nullopt;  // x-strata-fragment-target-bytes
+  std::optional<int64_t> fragment_max_age_ms = std::nullopt;     // x-strata-fragment-max-age-ms
+  std::optional<uint64_t> local_max_bytes = std::nullopt;        // x-strata-local-max-bytes
+
+  // Nothing set: the stream runs with the node's configuration.
+  bool empty() const { return *this == StreamSettings{}; }
+  bool operator==(const StreamSettings&) const = default;
+};
+
+// What a stream runs with: its settings over the node's configuration.
+struct EffectiveSettings {
+  uint64_t segment_bytes = 0;
+  log::RetentionOptions local_retention;
+  bool tiering = false;
+  // Meaningful only when tiering.
+  uint64_t fragment_target_bytes = 0;
+  int64_t fragment_max_age_ms = 0;
+  tier::RetentionSpec remote_retention;
+};
+
+// Errc::invalid_argument naming the setting, for combinations the node
+// cannot honour (see the rules above) and values out of range.
+Status validate_settings(const NodeConfig& cfg, const StreamSettings& s);
+
+// Requires validate_settings(cfg, s) to pass.
+EffectiveSettings effective_settings(const NodeConfig& cfg, const StreamSettings& s);
+
+// The fields that are set, by their names in the settings file
+// ("max_bytes", ...), and back. from_json refuses unknown names and
+// wrong types (Errc::corrupt naming the field).
+nlohmann::json settings_to_json(const StreamSettings& s);
+Result<StreamSettings> settings_from_json(const nlohmann::json& j);
+
+// For /status and `strata stream info`: every effective value (null for
+// "no limit").
+nlohmann::json effective_to_json(const EffectiveSettings& e);
+
+}  // namespace strata::node

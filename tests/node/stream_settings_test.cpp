@@ -1,0 +1,183 @@
+// Per-stream settings without a node: the rules that turn them into what a
+// stream runs with, and the settings file's encoding and its damage.
+#include "node/stream_settings.h"
+
+#include <gtest/gtest.h>
+
+#include "common/crc32c.h"
+#include "node/stream_settings_file.h"
+#include "support/assertions.h"
+#include "support/temp_dir.h"
+
+namespace strata::node {
+namespace {
+
+NodeConfig node_cfg(bool tiering) {
+  NodeConfig c;
+  c.data_dir = "/nowhere";
+  c.segment_bytes = 1 << 20;
+  c.local_retention.max_bytes = 10 << 20;
+  c.tiering.enabled = tiering;
+  c.tiering.fragment_target_bytes = 4 << 20;
+  c.tiering.fragment_max_age_ms = 5000;
+  c.tiering.retention.max_age_ms = 86'400'000;
+  return c;
+}
+
+TEST(StreamSettings, NoSettingsRunWithTheNodesConfiguration) {
+  for (bool tiering : {false, true}) {
+    NodeConfig c = node_cfg(tiering);
+    EffectiveSettings e = effective_settings(c, {});
+    EXPECT_EQ(e.segment_bytes, c.segment_bytes);
+    EXPECT_EQ(e.local_retention.max_bytes, c.local_retention.max_bytes);
+    EXPECT_EQ(e.local_retention.max_age_ms, std::nullopt);
+    EXPECT_EQ(e.tiering, tiering);
+    if (tiering) {
+      EXPECT_EQ(e.fragment_target_bytes, c.tiering.fragment_target_bytes);
+      EXPECT_EQ(e.fragment_max_age_ms, c.tiering.fragment_max_age_ms);
+      EXPECT_EQ(e.remote_retention, c.tiering.retention);
+    }
+  }
+}
+
+TEST(StreamSettings, WithoutTieringTheStreamsRetentionIsTheLocalLogs) {
+  StreamSettings s;
+  s.max_bytes = 1 << 20;
+  s.max_age_ms = 60'000;
+  s.segment_bytes = 64 << 10;
+  ASSERT_OK(validate_settings(node_cfg(false), s));
+  EffectiveSettings e = effective_settings(node_cfg(false), s);
+  EXPECT_EQ(e.segment_bytes, 64u << 10);
+  EXPECT_EQ(e.local_retention.max_bytes, 1u << 20);
+  EXPECT_EQ(e.local_retention.max_age_ms, 60'000);
+  EXPECT_FALSE(e.tiering);
+  // Larger than the node's local retention: the stream's replaces it.
+  s.max_bytes = 100 << 20;
+  EXPECT_EQ(effective_settings(node_cfg(false), s).local_retention.max_bytes, 100u << 20);
+}
+
+TEST(StreamSettings, WithTieringTheStreamsRetentionIsRemoteAndBoundsTheLocalLog) {
+  NodeConfig c = node_cfg(true);
+  StreamSettings s;
+  s.max_bytes = 1 << 20;
+  s.max_age_ms = 60'000;
+  s.fragment_target_bytes = 256 << 10;
+  s.fragment_max_age_ms = 100;
+  ASSERT_OK(validate_settings(c, s));
+  EffectiveSettings e = effective_settings(c, s);
+  EXPECT_TRUE(e.tiering);
+  EXPECT_EQ(e.remote_retention.max_bytes, 1u << 20);
+  EXPECT_EQ(e.remote_retention.max_age_ms, 60'000);
+  EXPECT_EQ(e.local_retention.max_bytes, 1u << 20);  // min(node's 10 MiB, 1 MiB)
+  EXPECT_EQ(e.local_retention.max_age_ms, 60'000);
+  EXPECT_EQ(e.fragment_target_bytes, 256u << 10);
+  EXPECT_EQ(e.fragment_max_age_ms, 100);
+  // local_max_bytes replaces the node's local size bound, still under max_bytes.
+  s.local_max_bytes = 512 << 10;
+  EXPECT_EQ(effective_settings(c, s).local_retention.max_bytes, 512u << 10);
+  s.local_max_bytes = 2 << 20;
+  EXPECT_EQ(effective_settings(c, s).local_retention.max_bytes, 1u << 20);
+  s.max_bytes.reset();
+  e = effective_settings(c, s);
+  EXPECT_EQ(e.local_retention.max_bytes, 2u << 20);
+  EXPECT_EQ(e.remote_retention.max_bytes, std::nullopt);  // the node's: none
+}
+
+TEST(StreamSettings, AStreamKeptLocalOnATieredNode) {
+  StreamSettings s;
+  s.tiering = false;
+  s.max_bytes = 1 << 20;
+  ASSERT_OK(validate_settings(node_cfg(true), s));
+  EffectiveSettings e = effective_settings(node_cfg(true), s);
+  EXPECT_FALSE(e.tiering);
+  EXPECT_EQ(e.local_retention.max_bytes, 1u << 20);
+}
+
+TEST(StreamSettings, SettingsThatWouldDoNothingAreRefusedNamingThem) {
+  struct Case {
+    bool node_tiering;
+    StreamSettings s;
+    std::string names;
+  };
+  std::vector<Case> cases(6);
+  cases[0] = {false, {}, "tiering"};
+  cases[0].s.tiering = true;
+  cases[1] = {false, {}, "fragment_target_bytes"};
+  cases[1].s.fragment_target_bytes = 1;
+  cases[2] = {true, {}, "fragment_max_age_ms"};
+  cases[2].s.tiering = false;
+  cases[2].s.fragment_max_age_ms = 5;
+  cases[3] = {true, {}, "local_max_bytes"};
+  cases[3].s.tiering = false;
+  cases[3].s.local_max_bytes = 5;
+  cases[4] = {true, {}, "segment_bytes"};
+  cases[4].s.segment_bytes = 100;
+  cases[5] = {true, {}, "max_age_ms"};
+  cases[5].s.max_age_ms = -1;
+  for (const auto& c : cases) {
+    Status st = validate_settings(node_cfg(c.node_tiering), c.s);
+    ASSERT_FALSE(st.ok()) << c.names;
+    EXPECT_EQ(st.error().code, Errc::invalid_argument);
+    EXPECT_NE(st.error().message.find(c.names), std::string::npos) << st.error().message;
+  }
+}
+
+TEST(StreamSettingsFile, RoundTripsEverySetting) {
+  StreamSettings s{.max_bytes = 1,
+                   .max_age_ms = 2,
+                   .segment_bytes = 4096,
+                   .tiering = false,
+                   .fragment_target_bytes = 5,
+                   .fragment_max_age_ms = 6,
+                   .local_max_bytes = 7};
+  auto back = decode_settings_file(encode_settings_file(s), "f");
+  ASSERT_OK(back);
+  EXPECT_EQ(*back, s);
+  auto none = decode_settings_file(encode_settings_file({}), "f");
+  ASSERT_OK(none);
+  EXPECT_TRUE(none->empty());
+}
+
+TEST(StreamSettingsFile, DamageIsAnErrorNamingTheFile) {
+  StreamSettings s{.max_bytes = 1048576};
+  std::string good = encode_settings_file(s);
+  auto flipped = good;
+  flipped.replace(flipped.find("1048576"), 7, "1048577");
+  std::vector<std::pair<std::string, Errc>> bad = {
+      {"", Errc::corrupt},
+      {good.substr(0, good.size() / 2), Errc::corrupt},
+      {flipped, Errc::corrupt},
+      {R"({"crc32c":0,"settings":{},"version":2})", Errc::unsupported_version},
+      {R"({"settings":{},"version":1})", Errc::corrupt},
+  };
+  // A field this version does not know, with a correct CRC.
+  nlohmann::json unknown = {{"max_bytes", 5}, {"colour", "red"}};
+  bad.push_back(
+      {nlohmann::json{
+           {"version", 1}, {"settings", unknown}, {"crc32c", crc32c::value(unknown.dump())}}
+           .dump(),
+       Errc::corrupt});
+  for (const auto& [bytes, code] : bad) {
+    auto r = decode_settings_file(bytes, "/d/streams/s/settings.json");
+    ASSERT_FALSE(r.ok()) << bytes;
+    EXPECT_EQ(r.error().code, code) << r.error().message;
+    EXPECT_NE(r.error().message.find("/d/streams/s/settings.json"), std::string::npos)
+        << r.error().message;
+  }
+}
+
+TEST(StreamSettingsFile, WrittenCrashAtomicallyAndAbsentMeansNone) {
+  strata::test::TempDir tmp;
+  auto none = read_settings_file(posix_fs(), tmp.path());
+  ASSERT_OK(none);
+  EXPECT_TRUE(none->empty());
+  StreamSettings s{.max_age_ms = 1000};
+  ASSERT_OK(write_settings_file(posix_fs(), tmp.path(), s));
+  EXPECT_FALSE(exists(posix_fs(), tmp.sub("settings.json.tmp")));
+  auto back = read_settings_file(posix_fs(), tmp.path());
+  ASSERT_OK(back);
+  EXPECT_EQ(*back, s);
+}
+
+}  // namespace
+}  // namespace strata::node
