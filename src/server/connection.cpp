@@ -466,6 +466,12 @@ void Connection::on(const CreateStreamRequest& r) {
     respond_code(kCreate, r.correlation_id, ResponseCode::precondition_failed);
     return;
   }
+  if (args->confirm == node::ConfirmMode::remote && !server_.node().config().tiering.enabled) {
+    spdlog::info("connection {}: create {}: x-strata-confirm=remote needs tiering (disabled)", id_,
+                 r.stream);
+    respond_code(kCreate, r.correlation_id, ResponseCode::precondition_failed);
+    return;
+  }
   Server* srv = &server_;
   std::string name = r.stream;
   run_task<Status>(

@@ -4,7 +4,8 @@
 //   stream-max-segment-size-bytes  local segment size (bytes)
 //   queue-leader-locator, initial-cluster-size   accepted, meaningless on one node
 // and strata's own (tiering of this stream):
-//   x-strata-fragment-target-bytes, x-strata-local-max-bytes
+//   x-strata-fragment-target-bytes, x-strata-local-max-bytes,
+//   x-strata-confirm               local | remote (node/node_config.h, ConfirmMode)
 // Unknown or malformed arguments are refused (precondition failed in the
 // protocol): a typo must not silently create a stream without retention.
 #pragma once
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "node/node_config.h"
 
 namespace strata::server {
 
@@ -25,6 +27,7 @@ struct StreamArgs {
   std::optional<uint64_t> max_segment_size_bytes;
   std::optional<uint64_t> fragment_target_bytes;
   std::optional<uint64_t> local_max_bytes;
+  std::optional<node::ConfirmMode> confirm;
 };
 
 // Errc::invalid_argument naming the argument and its value.
