@@ -121,6 +121,7 @@ tier::UploaderOptions Node::uploader_options(const std::string& name,
   o.key_prefix = t.key_prefix;
   o.assembly.target_size = eff.fragment_target_bytes;
   o.assembly.max_age_ms = eff.fragment_max_age_ms;
+  o.assembly.hurry_max_age_ms = t.remote_confirm_cut_ms;
   o.persist_threshold = t.persist_threshold;
   o.persist_interval_ms = t.persist_interval_ms;
   o.request_timeout_ms = t.request_timeout_ms;

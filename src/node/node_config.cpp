@@ -173,6 +173,19 @@ Status read_tiering(Section s, TieringSettings& t) {
   // 0 caches no group (every lookup reads them).
   STRATA_TRY(s.integer("group_cache_bytes", &t.group_cache_bytes, /*allow_zero=*/true));
   STRATA_TRY(read_retention(s.sub("retention"), &t.retention.max_bytes, &t.retention.max_age_ms));
+  std::string confirm(confirm_mode_name(t.confirm));
+  STRATA_TRY(s.string("confirm", &confirm));
+  auto mode = parse_confirm_mode(confirm);
+  if (!mode) return bad(s.key("confirm"), confirm, "must be \"local\" or \"remote\"");
+  t.confirm = *mode;
+  // 0: cut at once when a remote confirm waits (one fragment per append).
+  STRATA_TRY(s.integer("remote_confirm_cut_ms", &t.remote_confirm_cut_ms, /*allow_zero=*/true));
+  STRATA_TRY(s.integer("remote_confirm_timeout_ms", &t.remote_confirm_timeout_ms));
+  if (t.confirm == ConfirmMode::remote && !t.enabled) {
+    return bad(s.key("confirm"), confirm,
+               "requires tiering.enabled: without a remote tier nothing can be confirmed as "
+               "remote-durable");
+  }
   if (auto k = tier::ObjectKeys::make(t.key_prefix, "stream"); !k.ok()) {
     return bad(s.key("key_prefix"), t.key_prefix, k.error().message);
   }
@@ -190,6 +203,16 @@ Status read_governor(Section s, tier::GovernorConfig& g) {
 }
 
 }  // namespace
+
+std::string_view confirm_mode_name(ConfirmMode m) {
+  return m == ConfirmMode::remote ? "remote" : "local";
+}
+
+std::optional<ConfirmMode> parse_confirm_mode(std::string_view text) {
+  if (text == "local") return ConfirmMode::local;
+  if (text == "remote") return ConfirmMode::remote;
+  return std::nullopt;
+}
 
 log::LogOptions NodeConfig::log_options() const {
   log::LogOptions o;
@@ -314,6 +337,9 @@ json describe_node_config(const NodeConfig& c) {
         {"request_timeout_ms", c.tiering.request_timeout_ms},
         {"delete_grace_ms", c.tiering.delete_grace_ms},
         {"group_cache_bytes", c.tiering.group_cache_bytes},
+        {"confirm", confirm_mode_name(c.tiering.confirm)},
+        {"remote_confirm_cut_ms", c.tiering.remote_confirm_cut_ms},
+        {"remote_confirm_timeout_ms", c.tiering.remote_confirm_timeout_ms},
         {"retention",
          {{"max_bytes", opt(c.tiering.retention.max_bytes)},
           {"max_age_ms", opt(c.tiering.retention.max_age_ms)}}}}},

@@ -16,6 +16,8 @@
 //                   "fragment_target_bytes": 67108864, "fragment_max_age_ms": 10000,
 //                   "persist_threshold": 5, "persist_interval_ms": 2000,
 //                   "request_timeout_ms": 45000, "delete_grace_ms": 30000,
+//                   "confirm": "local", "remote_confirm_cut_ms": 100,
+//                   "remote_confirm_timeout_ms": 30000,
 //                   "retention": { "max_bytes": ..., "max_age_ms": ... } },     the whole stream
 //     "governor": { "max_bytes_per_sec": 0, "burst_bytes": 0, "max_concurrent": 8 },
 //     "threads":  { "io": 2, "blocking": 8 },
@@ -38,6 +40,14 @@
 
 namespace strata::node {
 
+// When a publish is confirmed (docs/FORMATS.md, "Confirms"): `local` once
+// it is committed to the local log; `remote` once, in addition, a persisted
+// manifest covers it (it survives the loss of the node's disk).
+enum class ConfirmMode : uint8_t { local, remote };
+std::string_view confirm_mode_name(ConfirmMode m);
+// "local" | "remote"; anything else is nullopt.
+std::optional<ConfirmMode> parse_confirm_mode(std::string_view text);
+
 struct TieringSettings {
   bool enabled = true;
   std::string key_prefix = "strata";
@@ -51,6 +61,17 @@ struct TieringSettings {
   uint64_t group_cache_bytes = 64ull << 20;
   // The user's retention of the whole stream, applied to the remote tier.
   tier::RetentionSpec retention;
+  // The node's default confirm mode (a stream's x-strata-confirm argument
+  // overrides it). `remote` requires tiering.enabled.
+  ConfirmMode confirm = ConfirmMode::local;
+  // While remote confirms wait, the pending fragment is cut this long after
+  // its first chunk (instead of fragment_max_age_ms), then persisted at
+  // once: the bound on what a remote confirm waits before its upload.
+  int64_t remote_confirm_cut_ms = 100;
+  // A remote confirm not persisted by then is answered with an error
+  // (PublishError, stream_not_available): the remote tier is not taking
+  // writes. The message stays in the local log and may still be uploaded.
+  int64_t remote_confirm_timeout_ms = 30'000;
 };
 
 // How stream deletions run (node/stream_deletion.h). Not part of the JSON

@@ -21,8 +21,23 @@ json histogram_json(const LatencyHistogram::Snapshot& s) {
           {"max_ms", double(s.max_us) / 1000.0}};
 }
 
+// What a takeover or the loss of the node's disk would lose now under
+// confirm = local: committed offsets no persisted manifest covers yet. The
+// bytes count what the uploader has read of them (cut or not); chunks it
+// has not read yet (a catch-up backlog) count in the offsets only.
+uint64_t unpersisted_tail_offsets(const tier::UploaderStatus& u) {
+  return u.local_next_offset > u.remote_next_offset ? u.local_next_offset - u.remote_next_offset
+                                                    : 0;
+}
+uint64_t unpersisted_tail_bytes(const tier::UploaderStatus& u) {
+  if (unpersisted_tail_offsets(u) == 0) return 0;
+  return u.assembly_bytes + u.core.bytes_in_transfer + u.core.bytes_unpersisted;
+}
+
 json uploader_json(const tier::UploaderStatus& u, int64_t now_ms) {
   json j = {
+      {"unpersisted_tail_offsets", unpersisted_tail_offsets(u)},
+      {"unpersisted_tail_bytes", unpersisted_tail_bytes(u)},
       {"state", tier::uploader_state_name(u.state)},
       {"epoch", u.epoch},
       {"revision", u.revision},
@@ -198,6 +213,13 @@ std::string Node::metrics_text() const {
             double(u.remote_next_offset));
     w.gauge("strata_tier_remote_bytes", "Chunk bytes in the persisted remote range.", l,
             double(u.remote_bytes));
+    w.gauge("strata_tier_unpersisted_tail_offsets",
+            "Committed offsets not yet in a persisted manifest (lost with the disk under "
+            "confirm=local).",
+            l, double(unpersisted_tail_offsets(u)));
+    w.gauge("strata_tier_unpersisted_tail_bytes",
+            "Bytes of the unpersisted tail read by the uploader (cut or not).", l,
+            double(unpersisted_tail_bytes(u)));
     w.counter("strata_tier_fragments_uploaded_total", "Fragment objects uploaded.", l,
               double(u.fragments_uploaded));
     w.counter("strata_tier_bytes_uploaded_total", "Fragment object bytes uploaded.", l,

@@ -76,6 +76,11 @@ Status validate_settings(const NodeConfig& cfg, const StreamSettings& s) {
     if (s.local_max_bytes) {
       return bad("local_max_bytes", fmt::format("{}; max_bytes bounds a local stream", why));
     }
+    if (s.confirm.value_or(cfg.tiering.confirm) == ConfirmMode::remote) {
+      return bad("confirm",
+                 fmt::format("remote confirms need the remote tier and {}{}", why,
+                             s.confirm ? "" : " (the node's default is remote: set confirm = local)"));
+    }
   }
   return Status::OK();
 }
@@ -90,6 +95,7 @@ EffectiveSettings effective_settings(const NodeConfig& cfg, const StreamSettings
     e.local_retention.max_age_ms = s.max_age_ms ? s.max_age_ms : cfg.local_retention.max_age_ms;
     return e;
   }
+  e.confirm = s.confirm.value_or(cfg.tiering.confirm);
   e.fragment_target_bytes = s.fragment_target_bytes.value_or(cfg.tiering.fragment_target_bytes);
   e.fragment_max_age_ms = s.fragment_max_age_ms.value_or(cfg.tiering.fragment_max_age_ms);
   e.remote_retention = cfg.tiering.retention;
@@ -114,6 +120,7 @@ json settings_to_json(const StreamSettings& s) {
   if (s.fragment_target_bytes) j["fragment_target_bytes"] = *s.fragment_target_bytes;
   if (s.fragment_max_age_ms) j["fragment_max_age_ms"] = *s.fragment_max_age_ms;
   if (s.local_max_bytes) j["local_max_bytes"] = *s.local_max_bytes;
+  if (s.confirm) j["confirm"] = confirm_mode_name(*s.confirm);
   return j;
 }
 
@@ -138,6 +145,10 @@ Result<StreamSettings> settings_from_json(const json& j) {
       STRATA_TRY(read_int(v, k, &s.fragment_max_age_ms));
     } else if (k == "local_max_bytes") {
       STRATA_TRY(read_int(v, k, &s.local_max_bytes));
+    } else if (k == "confirm") {
+      auto m = v.is_string() ? parse_confirm_mode(v.get<std::string>()) : std::nullopt;
+      if (!m) return corrupt_field(k, v, "not \"local\" or \"remote\"");
+      s.confirm = *m;
     } else {
       // A setting this version does not know would be silently ignored.
       return corrupt_field(k, v, "unknown setting");
@@ -151,7 +162,8 @@ json effective_to_json(const EffectiveSettings& e) {
             {"local_retention",
              {{"max_bytes", opt_json(e.local_retention.max_bytes)},
               {"max_age_ms", opt_json(e.local_retention.max_age_ms)}}},
-            {"tiering", e.tiering}};
+            {"tiering", e.tiering},
+            {"confirm", confirm_mode_name(e.confirm)}};
   if (e.tiering) {
     j["fragment_target_bytes"] = e.fragment_target_bytes;
     j["fragment_max_age_ms"] = e.fragment_max_age_ms;

@@ -16,7 +16,10 @@
 //  - segment_bytes replaces the node's log.segment_bytes;
 //  - tiering = false keeps a stream local on a tiered node; true on a node
 //    without tiering is refused, as are the tiering knobs on a stream that
-//    is not tiered (a setting that would silently do nothing).
+//    is not tiered (a setting that would silently do nothing);
+//  - confirm (else the node's tiering.confirm) = remote needs a tiered
+//    stream: a local stream on a node whose default is remote must say
+//    confirm = local, so no stream is weakened silently.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +43,7 @@ struct StreamSettings {
   std::optional<uint64_t> fragment_target_bytes = std::nullopt;  // x-strata-fragment-target-bytes
   std::optional<int64_t> fragment_max_age_ms = std::nullopt;     // x-strata-fragment-max-age-ms
   std::optional<uint64_t> local_max_bytes = std::nullopt;        // x-strata-local-max-bytes
+  std::optional<ConfirmMode> confirm = std::nullopt;             // x-strata-confirm
 
   // Nothing set: the stream runs with the node's configuration.
   bool empty() const { return *this == StreamSettings{}; }
@@ -51,6 +55,9 @@ struct EffectiveSettings {
   uint64_t segment_bytes = 0;
   log::RetentionOptions local_retention;
   bool tiering = false;
+  // When a publish is confirmed (docs/FORMATS.md, "Confirms"); remote only
+  // on a tiered stream.
+  ConfirmMode confirm = ConfirmMode::local;
   // Meaningful only when tiering.
   uint64_t fragment_target_bytes = 0;
   int64_t fragment_max_age_ms = 0;

@@ -157,7 +157,15 @@ Result<std::shared_ptr<ServedStream>> Server::served(const std::string& name) {
   if (it != streams_.end() && !it->second->retired()) return it->second;
   auto log = node_->stream(name);
   if (!log.ok()) return std::move(log).error();
-  auto appender = std::make_shared<StreamAppender>(*log, io_, tasks());
+  // The confirm mode comes from here only: the stream's setting, else the
+  // node's default (node/stream_settings.h).
+  auto eff = node_->effective_settings(name);
+  if (!eff.ok()) return std::move(eff).error();
+  AppenderOptions ao;
+  ao.confirm = eff->confirm;
+  ao.uploader = node_->uploader(name);
+  ao.remote_timeout_ms = node_->config().tiering.remote_confirm_timeout_ms;
+  auto appender = std::make_shared<StreamAppender>(*log, io_, tasks(), std::move(ao));
   auto s = std::make_shared<ServedStream>(name, std::move(log).value(), std::move(appender));
   streams_[name] = s;
   return s;

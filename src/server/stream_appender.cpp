@@ -3,12 +3,19 @@
 #include <spdlog/spdlog.h>
 
 #include <asio/post.hpp>
+#include <atomic>
 
 namespace strata::server {
 
 using proto::ResponseCode;
 
 namespace {
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 // A drain that has not ended by then is stuck in the file system; the
 // appender stops rather than confirm anything after it.
 constexpr std::chrono::milliseconds kDrainDeadline{120'000};
@@ -30,8 +37,13 @@ ResponseCode code_for(const Error& e) {
 }  // namespace
 
 StreamAppender::StreamAppender(std::shared_ptr<log::StreamLog> log, asio::io_context& io,
-                               TaskContext tasks)
-    : log_(std::move(log)), strand_(asio::make_strand(io)), tasks_(std::move(tasks)) {}
+                               TaskContext tasks, AppenderOptions opts)
+    : log_(std::move(log)),
+      strand_(asio::make_strand(io)),
+      tasks_(std::move(tasks)),
+      opts_(std::move(opts)),
+      remote_(opts_.remote_timeout_ms),
+      remote_timer_(strand_) {}
 
 void StreamAppender::submit(std::weak_ptr<PublishSink> sink, uint8_t publisher_id,
                             const std::string& ref,
@@ -115,11 +127,20 @@ void StreamAppender::stop(ResponseCode code) {
     if (!running_) idle_cv_.notify_all();
   }
   notify(failed);
+  if (opts_.confirm == node::ConfirmMode::remote) {
+    // What waits to be remote is answered now: nothing after a stop may be
+    // confirmed.
+    asio::post(strand_, [self = shared_from_this()] {
+      self->remote_.fail_all(Error(Errc::closed, "the stream's appender stopped"));
+      self->release_remote();
+    });
+  }
 }
 
 bool StreamAppender::wait_idle(std::chrono::milliseconds timeout) {
   std::unique_lock l(mu_);
-  return idle_cv_.wait_for(l, timeout, [&] { return !running_ && queue_.empty(); });
+  return idle_cv_.wait_for(
+      l, timeout, [&] { return !running_ && queue_.empty() && stats_.remote_pending == 0; });
 }
 
 AppenderStats StreamAppender::stats() const {
@@ -138,13 +159,16 @@ void StreamAppender::start_locked() {
   asio::post(strand_, [self, items] {
     auto log = self->log_;
     auto counted = std::make_shared<AppenderStats>();
+    // Where this drain's appends end (every offset below is committed).
+    auto through = std::make_shared<std::atomic<uint64_t>>(0);
     run_task<bool>(
         self->tasks_, self->strand_, kDrainDeadline, "append to " + log->dir(),
-        [log, items, counted] {
+        [log, items, counted, through] {
           append_all(*log, *items, counted.get());
+          through->store(log->committed_next());
           return true;
         },
-        [self, items, counted](TaskOutcome<bool> out) {
+        [self, items, counted, through](TaskOutcome<bool> out) {
           if (out.end != TaskEnd::completed) {
             spdlog::error("stream {}: {}; stopping its appender", self->log_->dir(),
                           out.error.to_string());
@@ -157,7 +181,7 @@ void StreamAppender::start_locked() {
             self->stats_.messages += counted->messages;
             self->stats_.failed += counted->failed;
           }
-          self->finish(std::move(*items));
+          self->finish(std::move(*items), through->load());
         });
   });
 }
@@ -213,12 +237,104 @@ void StreamAppender::append_all(log::StreamLog& log, std::vector<Item>& items,
   }
 }
 
-void StreamAppender::finish(std::vector<Item> items) {
-  notify(items);
+void StreamAppender::finish(std::vector<Item> items, uint64_t through) {
+  if (opts_.confirm == node::ConfirmMode::remote) {
+    hold_remote(std::move(items), through);
+  } else {
+    notify(items);
+  }
   std::lock_guard l(mu_);
   running_ = false;
   if (!stopped_) start_locked();
   if (!running_) idle_cv_.notify_all();
+}
+
+// ---- confirm = remote (on strand_) ----
+
+void StreamAppender::hold_remote(std::vector<Item> items, uint64_t through) {
+  // Duplicates (no entries) wait too: the copy stored earlier may not be
+  // remote yet, and `through` covers it.
+  bool needs_wait = false;
+  for (const Item& it : items)
+    needs_wait = needs_wait || (it.code == ResponseCode::ok && !it.ids.empty());
+  if (needs_wait && !opts_.uploader) {
+    spdlog::error(
+        "stream {}: confirm = remote but the stream has no uploader (tiering disabled); "
+        "failing the batches",
+        log_->dir());
+    for (Item& it : items) {
+      if (it.code == ResponseCode::ok) it.code = ResponseCode::stream_not_available;
+    }
+    needs_wait = false;
+  }
+  uint64_t group = next_group_++;
+  held_[group] = std::move(items);
+  {
+    std::lock_guard l(mu_);
+    stats_.remote_pending += 1;
+  }
+  if (auto w = remote_.add(group, through, needs_wait, steady_ms())) start_wait(*w);
+  release_remote();
+}
+
+void StreamAppender::start_wait(uint64_t through) {
+  {
+    std::lock_guard l(mu_);
+    stats_.remote_waits += 1;
+  }
+  // The uploader answers exactly once (persisted, or why it stopped) —
+  // unless its event loop has ended; the deadline covers that.
+  opts_.uploader->await_remote(through, [self = shared_from_this(), through](Status s) {
+    asio::post(self->strand_, [self, through, s = std::move(s)] {
+      if (auto w = self->remote_.on_wait(through, s, steady_ms())) self->start_wait(*w);
+      self->release_remote();
+    });
+  });
+}
+
+void StreamAppender::release_remote() {
+  std::vector<RemoteConfirms::Release> ready = remote_.take_ready(steady_ms());
+  uint64_t failed = 0;
+  for (auto& r : ready) {
+    auto node = held_.extract(r.group);
+    if (node.empty()) continue;
+    std::vector<Item>& items = node.mapped();
+    if (!r.status.ok()) {
+      spdlog::warn(
+          "stream {}: confirm = remote: {}; answering the publishes with "
+          "stream_not_available",
+          log_->dir(), r.status.error().to_string());
+      for (Item& it : items) {
+        if (it.code != ResponseCode::ok) continue;
+        it.code = ResponseCode::stream_not_available;
+        failed += 1;
+      }
+    }
+    notify(items);
+  }
+  if (!ready.empty()) {
+    std::lock_guard l(mu_);
+    stats_.remote_pending -= std::min<uint64_t>(stats_.remote_pending, ready.size());
+    stats_.remote_failed += failed;
+    if (!running_ && queue_.empty() && stats_.remote_pending == 0) idle_cv_.notify_all();
+  }
+  arm_remote_timer();
+}
+
+void StreamAppender::arm_remote_timer() {
+  std::optional<int64_t> at = remote_.next_deadline();
+  if (at == remote_timer_at_) return;
+  remote_timer_at_ = at;
+  if (!at) {
+    remote_timer_.cancel();
+    return;
+  }
+  remote_timer_.expires_after(std::chrono::milliseconds(std::max<int64_t>(0, *at - steady_ms())));
+  remote_timer_.async_wait([self = shared_from_this(), at](const std::error_code& ec) {
+    if (ec || self->remote_timer_at_ != at) return;
+    self->remote_timer_at_.reset();
+    self->release_remote();
+  });
 }
 
 void StreamAppender::notify(std::vector<Item>& items) {

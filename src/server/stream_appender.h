@@ -12,10 +12,22 @@
 // deadline stops the appender (what it did is unknown, so nothing after it
 // may be confirmed), and every later batch fails.
 //
+// Confirm modes (AppenderOptions.confirm, from the node's
+// tiering.confirm; node/node_config.h). `local`: a batch's outcome is told
+// once its log append returns. `remote`: a batch that was appended is
+// confirmed only once a persisted manifest covers it as well — each drain
+// waits on the stream's uploader (tier/uploader.h, await_remote) under a
+// deadline (remote_confirm_timeout_ms) and is released in drain order
+// (server/remote_confirms.h). A wait that fails or misses its deadline
+// answers the drain's batches with stream_not_available: the messages are
+// in the local log and may still be uploaded, so a publisher republishing
+// them under the same reference gets them deduplicated.
+//
 // Thread safety: every method may be called from any thread.
 #pragma once
 
 #include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -28,7 +40,10 @@
 
 #include "common/task.h"
 #include "log/stream_log.h"
+#include "node/node_config.h"
 #include "proto/commands.h"
+#include "server/remote_confirms.h"
+#include "tier/uploader.h"
 
 namespace strata::server {
 
@@ -48,11 +63,23 @@ struct AppenderStats {
   uint64_t messages = 0;    // entries appended
   uint64_t duplicates = 0;  // publishing ids dropped as already stored
   uint64_t failed = 0;      // batches that failed
+  // confirm = remote
+  uint64_t remote_waits = 0;    // waits started on the uploader
+  uint64_t remote_failed = 0;   // batches answered with an error by the remote wait
+  uint64_t remote_pending = 0;  // drains appended, waiting to be remote (gauge)
+};
+
+struct AppenderOptions {
+  node::ConfirmMode confirm = node::ConfirmMode::local;
+  // Required for ConfirmMode::remote (without one every batch fails).
+  std::shared_ptr<tier::Uploader> uploader;
+  int64_t remote_timeout_ms = 30'000;
 };
 
 class StreamAppender : public std::enable_shared_from_this<StreamAppender> {
  public:
-  StreamAppender(std::shared_ptr<log::StreamLog> log, asio::io_context& io, TaskContext tasks);
+  StreamAppender(std::shared_ptr<log::StreamLog> log, asio::io_context& io, TaskContext tasks,
+                 AppenderOptions opts = {});
 
   // Queues one Publish frame's messages of one publisher. `ref` empty: no
   // deduplication.
@@ -63,9 +90,11 @@ class StreamAppender : public std::enable_shared_from_this<StreamAppender> {
   // Fails everything queued and every later submit with `code`
   // (stream deleted, server stopping). Idempotent.
   void stop(proto::ResponseCode code);
-  // Returns once nothing is queued or running (or the timeout passes).
+  // Returns once nothing is queued, running or waiting to be remote (or
+  // the timeout passes).
   bool wait_idle(std::chrono::milliseconds timeout);
   AppenderStats stats() const;
+  node::ConfirmMode confirm() const { return opts_.confirm; }
 
  private:
   struct Item {
@@ -82,12 +111,24 @@ class StreamAppender : public std::enable_shared_from_this<StreamAppender> {
   };
   void start_locked();
   static void append_all(log::StreamLog& log, std::vector<Item>& items, AppenderStats* stats);
-  void finish(std::vector<Item> items);
+  void finish(std::vector<Item> items, uint64_t through);
   static void notify(std::vector<Item>& items);
+  // confirm = remote, on strand_: a drain waits to be remote.
+  void hold_remote(std::vector<Item> items, uint64_t through);
+  void start_wait(uint64_t through);
+  void release_remote();
+  void arm_remote_timer();
 
   std::shared_ptr<log::StreamLog> log_;
   Strand strand_;
   TaskContext tasks_;
+  const AppenderOptions opts_;
+  // confirm = remote (strand_ only).
+  RemoteConfirms remote_;
+  std::map<uint64_t, std::vector<Item>> held_;  // by group
+  uint64_t next_group_ = 1;
+  asio::steady_timer remote_timer_;
+  std::optional<int64_t> remote_timer_at_;
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;
   std::deque<Item> queue_;

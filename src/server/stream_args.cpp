@@ -97,6 +97,10 @@ Result<node::StreamSettings> parse_stream_args(
       auto n = parse_positive(k, v);
       if (!n.ok()) return std::move(n).error();
       out.local_max_bytes = *n;
+    } else if (k == "x-strata-confirm") {
+      auto m = node::parse_confirm_mode(v);
+      if (!m) return bad_arg(k, v, "expected local or remote");
+      out.confirm = *m;
     } else if (k == "queue-leader-locator" || k == "initial-cluster-size") {
       // One node: there is nothing to place.
     } else {

@@ -6,6 +6,7 @@
 // and strata's own (tiering of this stream):
 //   x-strata-tiering               true or false (false: this stream stays local)
 //   x-strata-fragment-target-bytes, x-strata-fragment-max-age-ms, x-strata-local-max-bytes
+//   x-strata-confirm               local | remote (docs/FORMATS.md, "Confirms")
 // Unknown or malformed arguments are refused (precondition failed in the
 // protocol): a typo must not silently create a stream without retention.
 // They become the stream's node::StreamSettings (node/stream_settings.h says

@@ -50,7 +50,8 @@ Result<std::optional<FragmentPlan>> FragmentAssembly::add(const CommittedChunk& 
   next_ = h.next_offset();
 
   bool full = m.size >= cfg_.target_size;
-  bool old = cfg_.max_age_ms > 0 && now_ms - opened_at_ms_ >= cfg_.max_age_ms;
+  auto d = deadline();
+  bool old = d && now_ms >= *d;
   if (full || old) return std::optional<FragmentPlan>(cut());
   return std::optional<FragmentPlan>();
 }
@@ -69,8 +70,14 @@ std::optional<FragmentPlan> FragmentAssembly::cut() {
 }
 
 std::optional<int64_t> FragmentAssembly::deadline() const {
-  if (empty() || cfg_.max_age_ms <= 0) return std::nullopt;
-  return opened_at_ms_ + cfg_.max_age_ms;
+  if (empty()) return std::nullopt;
+  std::optional<int64_t> at;
+  if (cfg_.max_age_ms > 0) at = opened_at_ms_ + cfg_.max_age_ms;
+  if (hurry_) {
+    int64_t h = opened_at_ms_ + std::max<int64_t>(0, cfg_.hurry_max_age_ms);
+    at = at ? std::min(*at, h) : h;
+  }
+  return at;
 }
 
 }  // namespace strata::tier

@@ -12,6 +12,11 @@
 //     for slow streams too. Age counts from when the chunk reached the
 //     assembly, not from its writer timestamp: catching up on an old backlog
 //     must still produce full-size fragments, not one fragment per chunk.
+//   - hurry: while hurried (set_hurry(true): someone waits for the pending
+//     chunks to be remote, a `confirm = remote` publish), when
+//     `hurry_max_age_ms` has passed since the first chunk was added — the
+//     short bound that keeps remote confirm latency bounded; without
+//     waiters nothing changes;
 //   - force: cut() (operator command, shutdown flush).
 // `deadline()` tells the shell when to call tick() next.
 //
@@ -32,6 +37,8 @@ namespace strata::tier {
 struct AssemblyConfig {
   uint64_t target_size = 64ull << 20;  // bytes of chunks per fragment
   int64_t max_age_ms = 10'000;         // 0 disables the time bound
+  // The age bound while hurried (remote confirms wait); 0: cut at once.
+  int64_t hurry_max_age_ms = 100;
 };
 
 // One committed chunk as the log tail sees it.
@@ -61,6 +68,12 @@ class FragmentAssembly {
   // When tick() will cut the pending fragment; none if empty or unbounded.
   std::optional<int64_t> deadline() const;
 
+  // Hurried: the pending fragment is cut hurry_max_age_ms after its first
+  // chunk (or max_age_ms if that is sooner). Takes effect at the next add()
+  // or tick(); deadline() reflects it at once.
+  void set_hurry(bool hurry) { hurry_ = hurry; }
+  bool hurried() const { return hurry_; }
+
   bool empty() const { return plan_.meta.chunk_count == 0; }
   uint64_t pending_bytes() const { return plan_.meta.size; }
   uint32_t pending_chunks() const { return plan_.meta.chunk_count; }
@@ -73,6 +86,7 @@ class FragmentAssembly {
   std::optional<uint64_t> next_;
   FragmentPlan plan_;
   int64_t opened_at_ms_ = 0;
+  bool hurry_ = false;
 };
 
 }  // namespace strata::tier

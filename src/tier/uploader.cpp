@@ -62,7 +62,10 @@ uint64_t Uploader::persisted_next() const {
   return impl_->persisted_next.load(std::memory_order_acquire);
 }
 void Uploader::await_persisted(uint64_t offset, std::function<void(Status)> done, bool urgent) {
-  impl_->await_persisted(offset, std::move(done), urgent);
+  impl_->await_persisted(offset, std::move(done), urgent, /*hurry=*/false);
+}
+void Uploader::await_remote(uint64_t offset, std::function<void(Status)> done) {
+  impl_->await_persisted(offset, std::move(done), /*urgent=*/true, /*hurry=*/true);
 }
 void Uploader::force_cut() {
   impl_->force_cut();
@@ -132,9 +135,9 @@ void Uploader::Impl::on_commit(const log::CommittedChunk& c) {
   }
 }
 
-void Uploader::Impl::await_persisted(uint64_t offset, std::function<void(Status)> done,
-                                     bool urgent) {
-  on_strand([this, offset, urgent, done = std::move(done)]() mutable {
+void Uploader::Impl::await_persisted(uint64_t offset, std::function<void(Status)> done, bool urgent,
+                                     bool hurry) {
+  on_strand([this, offset, urgent, hurry, done = std::move(done)]() mutable {
     if (closed_ || state.load() == UploaderState::fenced ||
         state.load() == UploaderState::deleted) {
       done(Error(Errc::closed, fmt::format("uploader of stream {} is {}", opts_.stream,
@@ -148,8 +151,10 @@ void Uploader::Impl::await_persisted(uint64_t offset, std::function<void(Status)
     // The core's waiters wait for one offset to be persisted: the last
     // one below `offset`.
     uint64_t id = next_await_++;
-    awaits_[id] = Await{offset - 1, std::move(done), urgent};
+    awaits_[id] = Await{offset - 1, std::move(done), urgent, hurry};
     if (core_) feed(AwaitOffset{offset - 1, id, urgent});
+    // The pending fragment may now be due sooner.
+    if (hurry && core_ && awaits_.count(id)) arm_wake();
     publish_status();
   });
 }
@@ -469,6 +474,7 @@ bool Uploader::Impl::feed_chunk(const CommittedChunk& c) {
     return false;
   }
   if (held_cut_) return false;
+  update_hurry();
   auto r = asm_->add(c, now());
   if (!r.ok()) {
     std::string msg = "fragment assembly refused a chunk: " + r.error().to_string();
@@ -565,8 +571,22 @@ void Uploader::Impl::start_catchup() {
       });
 }
 
+void Uploader::Impl::update_hurry() {
+  if (!core_ || !asm_) return;
+  const uint64_t cut = core_->next_cut_offset();
+  bool hurry = false;
+  for (const auto& [id, a] : awaits_) {
+    if (a.hurry && a.offset >= cut) {
+      hurry = true;
+      break;
+    }
+  }
+  asm_->set_hurry(hurry);
+}
+
 void Uploader::Impl::arm_wake() {
   if (!core_) return;
+  update_hurry();
   std::optional<int64_t> at = core_timer_at_;
   if (auto d = asm_->deadline()) at = at ? std::min(*at, *d) : *d;
   if (!at) {
@@ -586,6 +606,7 @@ void Uploader::Impl::arm_wake() {
 void Uploader::Impl::on_wake() {
   if (!core_) return;
   int64_t t = now();
+  update_hurry();
   if (auto plan = asm_->tick(t)) cut(std::move(*plan));
   if (core_ && core_timer_at_ && t >= *core_timer_at_) {
     // The Tick uses the core's wake-up up (it forgets it too): an effect of

@@ -182,6 +182,13 @@ class Uploader {
   // `urgent` (a flush): persist as soon as they are uploaded instead of
   // after persist_threshold fragments or persist_interval.
   void await_persisted(uint64_t offset, std::function<void(Status)> done, bool urgent = false);
+  // A remote-durable confirm (`confirm = remote`): an urgent
+  // await_persisted that also hurries the fragment cut — while it waits,
+  // the pending fragment is cut assembly.hurry_max_age_ms after its first
+  // chunk instead of fragment_max_age_ms. It has no deadline of its own:
+  // the caller bounds its wait (an uploader that cannot persist keeps the
+  // waiter until it can, or until it stops: Errc::closed).
+  void await_remote(uint64_t offset, std::function<void(Status)> done);
   // Cuts everything committed now into fragments without waiting for the
   // size or age bound (shutdown flush, operator command): the pending
   // fragment at once, or, while the uploader is starting or catching up,

@@ -20,7 +20,7 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   // ---- entry points (any thread) ----
   void begin();
   void on_commit(const log::CommittedChunk& c);
-  void await_persisted(uint64_t offset, std::function<void(Status)> done, bool urgent);
+  void await_persisted(uint64_t offset, std::function<void(Status)> done, bool urgent, bool hurry);
   void force_cut();
   void request_retention();
   void close();
@@ -37,6 +37,7 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
     uint64_t offset = 0;
     std::function<void(Status)> done;
     bool urgent = false;
+    bool hurry = false;  // a remote confirm: cut the fragment holding `offset` soon
   };
 
   int64_t now() const { return env_.clock->now_ms(); }
@@ -70,6 +71,9 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   void start_catchup();
   void arm_wake();
   void on_wake();
+  // The assembly is hurried while a remote confirm waits for offsets not
+  // cut yet (tier/fragment_assembly.h).
+  void update_hurry();
 
   // ---- core and effects (uploader_effects.cpp) ----
   void feed(const upload::Event& e);

@@ -68,6 +68,23 @@ TEST(NodeConfig, ReadsTheEtcdCatalogBackend) {
   EXPECT_EQ(describe_node_config(*c)["catalog"]["endpoints"][1], "http://127.0.0.1:2381");
 }
 
+TEST(NodeConfig, ConfirmModeDefaultsToLocalAndReadsRemote) {
+  auto d = load_node_config(json(), "/tmp/x", no_env());
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->tiering.confirm, ConfirmMode::local);
+  EXPECT_EQ(d->tiering.remote_confirm_cut_ms, 100);
+  EXPECT_EQ(d->tiering.remote_confirm_timeout_ms, 30'000);
+  json doc = {
+      {"tiering",
+       {{"confirm", "remote"}, {"remote_confirm_cut_ms", 0}, {"remote_confirm_timeout_ms", 5000}}}};
+  auto r = load_node_config(doc, "/tmp/x", no_env());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->tiering.confirm, ConfirmMode::remote);
+  EXPECT_EQ(r->tiering.remote_confirm_cut_ms, 0);
+  EXPECT_EQ(r->tiering.remote_confirm_timeout_ms, 5000);
+  EXPECT_EQ(describe_node_config(*r)["tiering"]["confirm"], "remote");
+}
+
 TEST(NodeConfig, BadSettingsAreNamed) {
   struct Case {
     json doc;
@@ -79,6 +96,10 @@ TEST(NodeConfig, BadSettingsAreNamed) {
       {{{"tiering", {{"persist_interval_ms", "soon"}}}}, "tiering.persist_interval_ms"},
       {{{"tiering", {{"retention", {{"max_bytes", -1}}}}}}, "tiering.retention.max_bytes"},
       {{{"tiering", {{"key_prefix", "a//b"}}}}, "tiering.key_prefix"},
+      {{{"tiering", {{"confirm", "sometimes"}}}}, "tiering.confirm"},
+      {{{"tiering", {{"enabled", false}, {"confirm", "remote"}}}}, "tiering.confirm"},
+      {{{"tiering", {{"remote_confirm_timeout_ms", 0}}}}, "tiering.remote_confirm_timeout_ms"},
+      {{{"tiering", {{"remote_confirm_cut_ms", -1}}}}, "tiering.remote_confirm_cut_ms"},
       {{{"tiering", {{"fragmnet_target_bytes", 5}}}}, "tiering.fragmnet_target_bytes"},
       {{{"log", {{"fsync", "sometimes"}}}}, "log.fsync"},
       {{{"log", {{"segment_bytes", 10}}}}, "log.segment_bytes"},

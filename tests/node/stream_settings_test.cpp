@@ -93,6 +93,32 @@ TEST(StreamSettings, AStreamKeptLocalOnATieredNode) {
   EXPECT_EQ(e.local_retention.max_bytes, 1u << 20);
 }
 
+// confirm: the stream's, else the node's; remote only where there is a
+// remote tier, and a local stream never inherits remote silently.
+TEST(StreamSettings, ConfirmModeIsTheStreamsElseTheNodesAndNeedsTheRemoteTier) {
+  NodeConfig c = node_cfg(true);
+  EXPECT_EQ(effective_settings(c, {}).confirm, ConfirmMode::local);
+  StreamSettings remote{.confirm = ConfirmMode::remote};
+  ASSERT_OK(validate_settings(c, remote));
+  EXPECT_EQ(effective_settings(c, remote).confirm, ConfirmMode::remote);
+  EXPECT_EQ(effective_to_json(effective_settings(c, remote))["confirm"], "remote");
+  c.tiering.confirm = ConfirmMode::remote;
+  EXPECT_EQ(effective_settings(c, {}).confirm, ConfirmMode::remote);
+  EXPECT_EQ(effective_settings(c, {.confirm = ConfirmMode::local}).confirm, ConfirmMode::local);
+  // A local stream on a node whose default is remote must say local.
+  Status st = validate_settings(c, {.tiering = false});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("confirm"), std::string::npos) << st.error().message;
+  ASSERT_OK(validate_settings(c, {.tiering = false, .confirm = ConfirmMode::local}));
+  EXPECT_EQ(effective_settings(c, {.tiering = false, .confirm = ConfirmMode::local}).confirm,
+            ConfirmMode::local);
+  // No remote tier at all.
+  Status none = validate_settings(node_cfg(false), remote);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().code, Errc::invalid_argument);
+  EXPECT_NE(none.error().message.find("confirm"), std::string::npos) << none.error().message;
+}
+
 TEST(StreamSettings, SettingsThatWouldDoNothingAreRefusedNamingThem) {
   struct Case {
     bool node_tiering;
@@ -129,7 +155,8 @@ TEST(StreamSettingsFile, RoundTripsEverySetting) {
                    .tiering = false,
                    .fragment_target_bytes = 5,
                    .fragment_max_age_ms = 6,
-                   .local_max_bytes = 7};
+                   .local_max_bytes = 7,
+                   .confirm = ConfirmMode::remote};
   auto back = decode_settings_file(encode_settings_file(s), "f");
   ASSERT_OK(back);
   EXPECT_EQ(*back, s);

@@ -89,6 +89,18 @@ TEST(StreamArgs, KnownArgumentsParsed) {
   EXPECT_EQ(*parse_max_age("2h"), 2 * 3600 * 1000);
 }
 
+TEST(StreamArgs, ConfirmModeParsed) {
+  auto none = parse_stream_args({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->confirm.has_value());
+  auto r = parse_stream_args({{"x-strata-confirm", "remote"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->confirm, node::ConfirmMode::remote);
+  auto l = parse_stream_args({{"x-strata-confirm", "local"}});
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->confirm, node::ConfirmMode::local);
+}
+
 TEST(StreamArgs, BadArgumentsNamed) {
   for (auto [k, v] :
        std::vector<std::pair<std::string, std::string>>{{"max-length-bytes", "-1"},
@@ -100,6 +112,8 @@ TEST(StreamArgs, BadArgumentsNamed) {
                                                         {"stream-max-segment-size-bytes", "10"},
                                                         {"x-strata-tiering", "yes"},
                                                         {"x-strata-fragment-max-age-ms", "0"},
+                                                        {"x-strata-confirm", "sometimes"},
+                                                        {"x-strata-confirm", ""},
                                                         {"x-unknown", "1"}}) {
     auto a = parse_stream_args({{k, v}});
     ASSERT_FALSE(a.ok()) << k << "=" << v;

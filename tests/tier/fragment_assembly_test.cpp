@@ -219,6 +219,60 @@ TEST(TierFragmentAssembly, MaxAgeZeroDisablesTheTimeBound) {
   EXPECT_FALSE(a.deadline().has_value());
 }
 
+TEST(TierFragmentAssembly, HurriedAssemblyCutsAfterTheShortBound) {
+  // A remote confirm waits: the pending fragment goes after 100 ms, not 10 s.
+  FragmentAssembly a({64ull << 20, 10'000, 100});
+  Feeder f{a};
+  f.add(1, 10, 5'000);
+  EXPECT_EQ(a.deadline(), 15'000);
+  a.set_hurry(true);
+  EXPECT_EQ(a.deadline(), 5'100);  // counted from the first chunk, not from set_hurry
+  f.add(1, 10, 5'050);
+  EXPECT_TRUE(f.cut.empty());
+  EXPECT_FALSE(a.tick(5'099).has_value());
+  auto p = a.tick(5'100);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->meta.chunk_count, 2u);
+  // Still hurried: the next fragment gets the short bound too, and a chunk
+  // arriving after it is included and cut by add().
+  f.add(1, 10, 6'000);
+  EXPECT_EQ(a.deadline(), 6'100);
+  f.add(1, 10, 6'100);
+  ASSERT_EQ(f.cut.size(), 1u);
+  EXPECT_EQ(f.cut[0].meta.chunk_count, 2u);
+}
+
+TEST(TierFragmentAssembly, WithoutHurryNothingChanges) {
+  FragmentAssembly a({64ull << 20, 10'000, 100});
+  Feeder f{a};
+  f.add(1, 10, 0);
+  a.set_hurry(true);
+  a.set_hurry(false);  // the waiters went away
+  EXPECT_EQ(a.deadline(), 10'000);
+  EXPECT_FALSE(a.tick(9'999).has_value());
+  f.add(1, 10, 500);
+  EXPECT_TRUE(f.cut.empty());
+}
+
+TEST(TierFragmentAssembly, HurryNeverExtendsTheAgeBoundAndWorksWithoutOne) {
+  FragmentAssembly a({64ull << 20, 50, 100});
+  Feeder f{a};
+  f.add(1, 10, 0);
+  a.set_hurry(true);
+  EXPECT_EQ(a.deadline(), 50);                // the age bound is sooner
+  FragmentAssembly b({64ull << 20, 0, 100});  // no age bound at all
+  Feeder g{b};
+  g.add(1, 10, 0);
+  EXPECT_FALSE(b.deadline().has_value());
+  b.set_hurry(true);
+  EXPECT_EQ(b.deadline(), 100);
+  FragmentAssembly c({64ull << 20, 10'000, 0});  // hurry bound 0: cut at once
+  Feeder h{c};
+  c.set_hurry(true);
+  h.add(1, 10, 7);
+  EXPECT_EQ(h.cut.size(), 1u);
+}
+
 TEST(TierFragmentAssembly, ForcedCutTakesWhateverIsPending) {
   FragmentAssembly a({64ull << 20, 10'000});
   Feeder f{a};

@@ -340,6 +340,39 @@ TEST(Uploader, SlowStreamReachesRemoteWithinMaxAgePlusPersistIntervalPlusOneUplo
   u->close();
 }
 
+TEST(Uploader, RemoteConfirmIsCutAndPersistedWithinTheShortBoundNotTheDebounce) {
+  Fixture fx;
+  TestLog l(fx.dir.sub("log"), fx.hooks);
+  auto o = small_options("s1");
+  o.assembly.target_size = 64 << 20;  // never cut by size
+  o.assembly.max_age_ms = 60'000;     // nor by the ordinary age bound
+  o.assembly.hurry_max_age_ms = 50;   // but by the remote-confirm bound
+  o.persist_interval_ms = 60'000;     // and no persist debounce either
+  o.persist_threshold = 1000;
+  auto u = fx.start(o, l);
+  for (int i = 0; i < 5; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    uint64_t next = l.append(1, 1);
+    auto p = std::make_shared<std::promise<Status>>();
+    auto f = p->get_future();
+    u->await_remote(next, [p](Status s) { p->set_value(s); });
+    ASSERT_EQ(f.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+        << "remote wait for offset " << next << " never answered: " << u->status().last_error;
+    ASSERT_OK(f.get());
+    auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+    // hurry bound + one upload + one persist (local files): far below 60 s.
+    EXPECT_LT(ms, 50 + 5000) << "record " << i;
+    EXPECT_GE(u->persisted_next(), next);
+  }
+  // Without a remote waiter the ordinary bounds are back: nothing is cut.
+  uint64_t next = l.append(1, 1);
+  EXPECT_FALSE(u->status().core.fragments_cut > 5);
+  EXPECT_LT(u->persisted_next(), next);
+  u->close();
+}
+
 TEST(Uploader, LogTailWalksChunkHeadersAcrossSegmentsLikeTheReader) {
   Fixture fx;
   TestLog l(fx.dir.sub("log"), fx.hooks, /*segment_bytes=*/16 << 10);
