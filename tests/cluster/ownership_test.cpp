@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "catalog/etcd_catalog.h"
+#include "cluster/cluster_status.h"
 #include "node/node_test_util.h"
 #include "support/assertions.h"
 #include "support/etcd_cluster.h"
@@ -26,6 +27,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
 
 constexpr int64_t kTtlMs = 2000;
 
@@ -260,6 +262,17 @@ TEST_F(OwnershipTest, NodesRacingForManyOwnerlessStreamsSplitThemOneOwnerEach) {
     EXPECT_TRUE(eventually(10s, [&] { return mine->own->serving(s); })) << s;
     EXPECT_FALSE(other->own->serving(s)) << s;
     EXPECT_EQ(other->node->stream(s).code(), Errc::not_found) << s;
+  }
+  // `strata cluster status` reads the same from etcd.
+  auto st = read_cluster_status(*admin_client_, "ct");
+  ASSERT_OK(st);
+  EXPECT_EQ((*st)["nodes"].size(), 2u);
+  EXPECT_EQ((*st)["nodes"]["a"]["address"], a->own->config().advertise);
+  EXPECT_GT((*st)["nodes"]["b"]["ttl_s"].get<int64_t>(), 0);
+  for (int i = 0; i < n; ++i) {
+    const json& e = (*st)["streams"]["race" + std::to_string(i)];
+    EXPECT_EQ(e["owner"], a->own->view().owners.at("race" + std::to_string(i)).node_id);
+    EXPECT_GE(e["epoch"].get<uint64_t>(), 2u);
   }
 }
 
