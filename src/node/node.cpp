@@ -100,6 +100,7 @@ Status Node::start() {
   std::lock_guard l(mu_);
   size_t opened = 0;
   for (const auto& name : names) {
+    if (!cfg_.open_streams_at_start) break;
     // Being deleted: its uploader must not start (it would take the stream
     // over and upload again what the deletion removes).
     if (deletions_.count(name)) continue;
@@ -132,7 +133,8 @@ tier::UploaderOptions Node::uploader_options(const std::string& name,
 
 Result<std::shared_ptr<log::StreamLog>> Node::open_stream_locked(const std::string& name,
                                                                  bool create,
-                                                                 const StreamSettings& settings) {
+                                                                 const StreamSettings& settings,
+                                                                 bool owned) {
   if (closed_) return Error(Errc::closed, "node is closed");
   if (auto d = deletions_.find(name); d != deletions_.end()) {
     std::string why = d->second.blocked.empty() ? d->second.last_error : d->second.blocked;
@@ -169,15 +171,24 @@ Result<std::shared_ptr<log::StreamLog>> Node::open_stream_locked(const std::stri
     e.hooks = std::make_shared<tier::TieringHooks>();
     lo.hooks = e.hooks;
   }
-  auto log = create ? registry_->create(name, lo,
-                                        [&](FileSystem& fs, const std::string& dir) {
-                                          return write_settings_file(fs, dir, e.settings);
-                                        })
-                    : registry_->open_stream(name, lo);
+  auto with_settings = [&](FileSystem& fs, const std::string& dir) {
+    return write_settings_file(fs, dir, e.settings);
+  };
+  auto log = create ? registry_->create(name, lo, with_settings) : registry_->open_stream(name, lo);
+  // A cluster owner taking over a stream it holds no local log of (a fresh
+  // disk) creates one; align_with_remote starts it after the remote tier.
+  if (owned && !log.ok() && log.code() == Errc::not_found) {
+    log = registry_->create(name, lo, with_settings);
+  }
   if (!log.ok()) return log.error();
   e.log = *log;
   if (e.effective.tiering) {
-    STRATA_ASSIGN_OR_RETURN(e.log, align_with_remote(name, e.log, lo, e.settings));
+    auto aligned = align_with_remote(name, e.log, lo, e.settings, owned);
+    if (!aligned.ok()) {
+      (void)e.log->close();
+      return aligned.error();
+    }
+    e.log = *aligned;
   }
   if (e.effective.tiering) {
     e.gate = std::make_shared<StreamGate>(name);
@@ -207,9 +218,14 @@ Result<std::shared_ptr<log::StreamLog>> Node::open_stream_locked(const std::stri
 Result<std::shared_ptr<log::StreamLog>> Node::align_with_remote(const std::string& name,
                                                                 std::shared_ptr<log::StreamLog> log,
                                                                 log::LogOptions lo,
-                                                                const StreamSettings& settings) {
+                                                                const StreamSettings& settings,
+                                                                bool exact) {
   STRATA_ASSIGN_OR_RETURN(auto keys, tier::ObjectKeys::make(cfg_.tiering.key_prefix, name));
   auto st = tier::load_stream_state(*catalog_, *store_, *cache_, keys, /*take_over=*/false);
+  // A cluster owner must know where the remote tier ends before it writes.
+  if (!st.ok() && exact) {
+    return Error(st.error()).with_context("reading the persisted state of " + name);
+  }
   if (!st.ok()) {
     spdlog::warn(
         "node: stream {}: cannot read its persisted state now ({}); the uploader will "
@@ -219,6 +235,23 @@ Result<std::shared_ptr<log::StreamLog>> Node::align_with_remote(const std::strin
   }
   uint64_t remote_next = st->manifest.next_offset;
   uint64_t local_next = log->committed_next();
+  if (exact && st->has_root && remote_next != local_next) {
+    // Taking a stream over: offsets at or above the remote next offset may
+    // have been written by another owner since this log last wrote; ours
+    // there were never uploaded and are dropped (the takeover's loss).
+    spdlog::warn(
+        "node: stream {}: taking it over; the local log ends at {}, the remote tier at {}: the "
+        "local log restarts at {}{}",
+        name, local_next, remote_next, remote_next,
+        local_next > remote_next
+            ? fmt::format(" ({} unuploaded offsets dropped)", local_next - remote_next)
+            : "");
+    local_resets_ += 1;
+    takeover_dropped_ += local_next > remote_next ? local_next - remote_next : 0;
+    STRATA_TRY(registry_->remove(name));
+    lo.first_offset = remote_next;
+    return registry_->create(name, lo);
+  }
   if (!st->has_root || remote_next <= local_next) return log;
   spdlog::error(
       "node: stream {}: the local log ends at offset {} but the remote tier holds offsets up to "
@@ -233,6 +266,50 @@ Result<std::shared_ptr<log::StreamLog>> Node::align_with_remote(const std::strin
     return write_settings_file(fs, dir, settings);
   });
 }
+
+Result<std::shared_ptr<log::StreamLog>> Node::acquire_stream(const std::string& name) {
+  {
+    std::lock_guard l(mu_);
+    if (auto it = streams_.find(name); it != streams_.end()) return it->second.log;
+  }
+  // Fence first: once the epoch is raised no older owner's persist can
+  // land, so the remote next offset read below is final.
+  for (int attempt = 0;; ++attempt) {
+    auto e = catalog_->get(name);
+    if (!e.ok() && e.code() == Errc::not_found) break;
+    if (!e.ok()) return std::move(e).error().with_context("taking over " + name);
+    auto b = catalog_->bump_epoch(name, e->revision, 0);
+    if (!b.ok()) return std::move(b).error().with_context("taking over " + name);
+    if (b->outcome == catalog::PutOutcome::ok || b->outcome == catalog::PutOutcome::not_found) {
+      break;
+    }
+    if (attempt >= 10) {
+      return Error(Errc::conflict,
+                   fmt::format("taking over {}: its catalog entry kept changing", name));
+    }
+  }
+  std::lock_guard l(mu_);
+  return open_stream_locked(name, false, {}, /*owned=*/true);
+}
+
+void Node::release_stream(const std::string& name) {
+  StreamEntry e;
+  {
+    std::lock_guard l(mu_);
+    auto it = streams_.find(name);
+    if (it == streams_.end()) return;
+    e = std::move(it->second);
+    streams_.erase(it);
+  }
+  if (e.hooks) e.hooks->detach();
+  if (e.uploader) e.uploader->close();
+  if (e.log) {
+    if (Status s = e.log->close(); !s.ok()) {
+      spdlog::warn("node: stream {}: closing its log: {}", name, s.to_string());
+    }
+  }
+}
+
 
 Result<std::shared_ptr<log::StreamLog>> Node::create_stream(const std::string& name,
                                                             const StreamSettings& settings) {

@@ -133,6 +133,20 @@ class Node {
   // Prometheus text format.
   std::string metrics_text() const;
 
+  // Cluster ownership (cluster/ownership.h). acquire_stream: this node now
+  // owns `name`; fence every older writer (raise the catalog epoch when the
+  // stream exists), open or create the local log, restart it at the remote
+  // next offset unless it ends exactly there (another owner may have
+  // written past our old tail; our unuploaded tail is dropped, see
+  // docs/ARCHITECTURE.md, "Stream ownership"), start the uploader. Returns
+  // the open log if already open. Errors: what failed; nothing is left open.
+  Result<std::shared_ptr<log::StreamLog>> acquire_stream(const std::string& name);
+  // Stops writing and uploading `name` at once: no longer listed nor
+  // writable, its uploader closed (in-flight requests are ignored; the
+  // epoch fences their catalog writes), its log closed (in-flight appends
+  // end first). Nothing on disk is removed. No-op if not open.
+  void release_stream(const std::string& name);
+
   // Stops every uploader (in-flight tasks are abandoned, never waited for
   // beyond the pool's grace), closes the logs and the catalog. Idempotent.
   Status close();
@@ -175,9 +189,11 @@ class Node {
   explicit Node(NodeConfig cfg);
   Status start();
   // `create`: a new stream with `settings`; else the stream on disk with
-  // the settings of its file.
+  // the settings of its file. `owned`: a cluster owner's takeover (no local
+  // log: one is created; the remote tier must be readable).
   Result<std::shared_ptr<log::StreamLog>> open_stream_locked(const std::string& name, bool create,
-                                                             const StreamSettings& settings = {});
+                                                             const StreamSettings& settings = {},
+                                                             bool owned = false);
   tier::UploaderOptions uploader_options(const std::string& name,
                                          const EffectiveSettings& eff) const;
   Status prepare_deletion(const std::string& name, StreamEntry e, int64_t requested_at_ms);
@@ -193,7 +209,8 @@ class Node {
   Result<std::shared_ptr<log::StreamLog>> align_with_remote(const std::string& name,
                                                             std::shared_ptr<log::StreamLog> log,
                                                             log::LogOptions lo,
-                                                            const StreamSettings& settings);
+                                                            const StreamSettings& settings,
+                                                            bool exact = false);
 
   const NodeConfig cfg_;
   std::shared_ptr<objstore::ObjectStore> store_;
@@ -222,7 +239,8 @@ class Node {
   std::condition_variable deletions_cv_;    // an attempt ended
   bool closed_ = false;
   int64_t started_ms_ = 0;
-  std::atomic<uint64_t> local_resets_{0};  // local logs restarted after the remote tier
+  std::atomic<uint64_t> local_resets_{0};      // local logs restarted after the remote tier
+  std::atomic<uint64_t> takeover_dropped_{0};  // unuploaded offsets dropped at takeovers
 };
 
 }  // namespace strata::node

@@ -108,6 +108,10 @@ struct NodeConfig {
   uint32_t blocking_threads = 8;
   std::string http_listen;  // host:port; empty: no HTTP endpoint
   DeletionSettings deletion;
+  // Not part of the JSON document: a cluster node (cluster/ownership.h)
+  // opens no stream at start; it opens each stream it comes to own
+  // (Node::acquire_stream) and closes each it loses (Node::release_stream).
+  bool open_streams_at_start = true;
 
   // The log options every stream of the node is opened with (hooks unset).
   log::LogOptions log_options() const;

@@ -162,6 +162,7 @@ json Node::status_json() const {
         {"catalog", catalog_ ? catalog_->describe() : ""},
         {"uptime_s", double(now - started_ms_) / 1000.0},
         {"local_resets", local_resets_.load()},
+        {"takeover_dropped_offsets", takeover_dropped_.load()},
         {"threads", thread_count()},
         {"rss_bytes", rss_bytes()},
         {"governor",

@@ -1,0 +1,127 @@
+// Ownership: the shell of cluster stream ownership (the decisions are
+// cluster/ownership_core.h). It holds the node's etcd lease, registers
+// <ns>/nodes/<id> = {"address": "<advertised host:port>"} on it, follows
+// <ns>/ (streams, nodes, owners) with one watch — no polling — and runs the
+// core's effects: lease grant / keepalive / revoke, the acquire txn
+// (If create_revision(<ns>/owners/<stream>) == 0 Then put it = <id> with
+// the lease), Node::acquire_stream to open a won stream and
+// Node::release_stream to stop one. Every etcd call and every open runs as
+// a task with a deadline (common/task.h) on its own small pool and comes
+// back to one strand as exactly one event; a timer ticks the core's clock
+// check independently of any task, so a hung call cannot delay the stop.
+//
+// Keys (docs/FORMATS.md, "etcd catalog" for <ns>/streams/ and <ns>/epochs/):
+//   <ns>/nodes/<id>       {"address": "host:port"}, on the node's lease
+//   <ns>/owners/<stream>  "<id>", on the owner's lease
+#pragma once
+
+#include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "cluster/ownership_core.h"
+#include "common/blocking_pool.h"
+#include "common/task.h"
+#include "etcd/etcd_client.h"
+
+namespace strata::node {
+class Node;
+}
+
+namespace strata::cluster {
+
+struct OwnershipConfig {
+  std::string node_id;    // [A-Za-z0-9._-]{1,128}
+  std::string advertise;  // host:port clients reach this node at
+  std::string ns = "strata";
+  OwnershipTiming timing;
+  int64_t tick_ms = 0;  // 0: lease_ttl_ms / 20 (at least 10)
+};
+
+// invalid_argument naming the setting.
+Status validate(const OwnershipConfig& c);
+
+// What the shell saw last (for status, the server's Metadata and tests).
+struct ClusterView {
+  int64_t revision = 0;
+  std::map<std::string, std::string> nodes;   // id -> advertised address
+  std::map<std::string, OwnerRecord> owners;  // stream -> owner
+  std::vector<std::string> streams;           // catalog streams
+};
+
+class Ownership {
+ public:
+  // Starts following the cluster and competing for streams. `node` must
+  // outlive the Ownership (stop() before closing the node).
+  static Result<std::unique_ptr<Ownership>> start(OwnershipConfig cfg,
+                                                  std::shared_ptr<etcd::EtcdClient> client,
+                                                  node::Node* node);
+  ~Ownership();
+  Ownership(const Ownership&) = delete;
+  Ownership& operator=(const Ownership&) = delete;
+
+  // Closes every owned stream, revokes the lease (owner keys go with it:
+  // other nodes take over at once), stops. Idempotent.
+  void stop();
+
+  // Whether this node serves `stream` now (owner key ours and open).
+  bool serving(const std::string& stream) const;
+  // The advertised address of the stream's owner; "" when ownerless.
+  std::string owner_address(const std::string& stream) const;
+  ClusterView view() const;
+  // Waits until `stream` has an owner serving it that this node can see
+  // (this node: serving; another: its key present); its node id, or
+  // Errc::timeout.
+  Result<std::string> await_owner(const std::string& stream, std::chrono::milliseconds timeout);
+  nlohmann::json status_json() const;
+  uint64_t fences() const;
+  const OwnershipConfig& config() const { return cfg_; }
+
+ private:
+  Ownership(OwnershipConfig cfg, std::shared_ptr<etcd::EtcdClient> client, node::Node* node);
+  void post_event(Event e);
+  void handle(const Event& e);
+  void run(Effects fx);
+  void arm_tick();
+  void resync();
+  void on_watch(const std::vector<etcd::WatchEvent>& events);
+  void apply_kv(const etcd::KeyValue& kv, bool removed);
+  ev::View core_view() const;  // mu_ held
+  int64_t now_ms() const;
+  std::chrono::milliseconds call_deadline() const;
+
+  const OwnershipConfig cfg_;
+  std::shared_ptr<etcd::EtcdClient> client_;
+  node::Node* node_;
+
+  asio::io_context io_;
+  Strand strand_{asio::make_strand(io_)};
+  asio::steady_timer tick_{io_};
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  std::thread thread_;
+  std::shared_ptr<BlockingPool> pool_;
+  std::shared_ptr<IoLifetime> lifetime_ = std::make_shared<IoLifetime>();
+
+  OwnershipCore core_;  // on the strand
+  std::unique_ptr<etcd::Watch> watch_;
+  uint64_t watch_generation_ = 0;
+
+  mutable std::mutex mu_;  // the view and the mirror of the core's state
+  std::condition_variable cv_;
+  ClusterView view_;
+  std::map<std::string, OwnershipCore::StreamState> owned_;
+  int64_t lease_ = 0;
+  uint64_t fences_ = 0;
+  std::string last_fence_;
+  bool stopped_ = false;
+};
+
+}  // namespace strata::cluster

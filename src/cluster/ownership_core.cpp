@@ -1,0 +1,301 @@
+#include "cluster/ownership_core.h"
+
+#include <algorithm>
+
+#include "common/overloaded.h"
+
+namespace strata::cluster {
+
+OwnershipTiming OwnershipTiming::resolved() const {
+  OwnershipTiming r = *this;
+  if (r.keepalive_interval_ms <= 0)
+    r.keepalive_interval_ms = std::max<int64_t>(1, r.lease_ttl_ms / 3);
+  if (r.safety_margin_ms <= 0) r.safety_margin_ms = std::max<int64_t>(1, r.lease_ttl_ms / 5);
+  if (r.acquire_grace_ms <= 0) r.acquire_grace_ms = r.lease_ttl_ms;
+  if (r.retry_ms <= 0) r.retry_ms = 1;
+  return r;
+}
+
+namespace {
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+uint64_t fnv1a(uint64_t h, const std::string& s) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+}  // namespace
+
+uint64_t rendezvous_score(const std::string& stream, const std::string& node_id) {
+  uint64_t h = fnv1a(0xcbf29ce484222325ull, stream);
+  // A separator that cannot occur in stream names keeps ("ab","c") and
+  // ("a","bc") apart.
+  h = fnv1a(h, std::string(1, '\0'));
+  return splitmix64(fnv1a(h, node_id));
+}
+
+std::string first_choice(const std::string& stream, const std::vector<std::string>& nodes) {
+  std::string best;
+  uint64_t best_score = 0;
+  for (const auto& n : nodes) {
+    uint64_t s = rendezvous_score(stream, n);
+    if (best.empty() || s > best_score || (s == best_score && n < best)) {
+      best = n;
+      best_score = s;
+    }
+  }
+  return best;
+}
+
+OwnershipCore::OwnershipCore(std::string node_id, OwnershipTiming timing)
+    : id_(std::move(node_id)), t_(timing.resolved()) {}
+
+bool OwnershipCore::serving(const std::string& s) const {
+  auto it = owned_.find(s);
+  return it != owned_.end() && it->second.state == StreamState::serving;
+}
+
+int64_t OwnershipCore::valid_until_ms() const {
+  if (phase_ != Phase::live && phase_ != Phase::registering) return 0;
+  return last_ok_sent_ms_ + t_.lease_ttl_ms - t_.safety_margin_ms;
+}
+
+void OwnershipCore::mirror() {
+  streams_.clear();
+  for (const auto& [s, o] : owned_) streams_[s] = o.state;
+}
+
+Effects OwnershipCore::start(int64_t now_ms) {
+  Effects fx;
+  if (stopped_) return fx;
+  phase_ = Phase::granting;
+  grant_sent_ms_ = now_ms;
+  fx.grant_lease = true;
+  return fx;
+}
+
+Effects OwnershipCore::stop() {
+  Effects fx;
+  if (stopped_) return fx;
+  stopped_ = true;
+  for (const auto& [s, o] : owned_) {
+    if (o.state != StreamState::acquiring) fx.close.push_back(s);
+  }
+  owned_.clear();
+  mirror();
+  if (lease_ != 0) fx.revoke.push_back(lease_);
+  lease_ = 0;
+  phase_ = Phase::no_lease;
+  return fx;
+}
+
+// Gives the lease up: every stream stops at once (acquires in flight are
+// forgotten; a late win under the old lease is never opened), the old
+// lease is revoked (its owner keys go with it, so others need not wait for
+// the TTL), and a fresh lease is asked for.
+void OwnershipCore::fence(const std::string& why, Effects& fx) {
+  fences_ += 1;
+  fx.fenced = true;
+  fx.why = why;
+  for (const auto& [s, o] : owned_) {
+    if (o.state != StreamState::acquiring) fx.close.push_back(s);
+  }
+  // Nothing won under the old lease is opened now.
+  fx.open.clear();
+  fx.acquire.clear();
+  owned_.clear();
+  retry_at_.clear();
+  mirror();
+  if (lease_ != 0) fx.revoke.push_back(lease_);
+  lease_ = 0;
+  keepalive_in_flight_ = false;
+  register_in_flight_ = false;
+  phase_ = Phase::no_lease;
+}
+
+void OwnershipCore::check_clock(int64_t now, Effects& fx) {
+  if (phase_ != Phase::live && phase_ != Phase::registering) return;
+  if (now >= valid_until_ms()) {
+    fence("no keepalive succeeded within " + std::to_string(t_.lease_ttl_ms - t_.safety_margin_ms) +
+              " ms (lease TTL " + std::to_string(t_.lease_ttl_ms) + " ms minus margin " +
+              std::to_string(t_.safety_margin_ms) + " ms)",
+          fx);
+  }
+}
+
+void OwnershipCore::apply(const ev::View& v, Effects& fx) {
+  if (v.revision < view_.revision) return;
+  view_ = v;
+  // Streams we serve whose owner key is no longer ours (deleted, or another
+  // node's) once the view has caught up with our acquire.
+  for (auto it = owned_.begin(); it != owned_.end();) {
+    const Owned& o = it->second;
+    if (o.state == StreamState::acquiring || view_.revision < o.acquired_revision) {
+      ++it;
+      continue;
+    }
+    auto ow = view_.owners.find(it->first);
+    bool ours = ow != view_.owners.end() && ow->second.node_id == id_ && ow->second.lease == lease_;
+    if (ours) {
+      ++it;
+      continue;
+    }
+    fx.close.push_back(it->first);
+    it = owned_.erase(it);
+  }
+  mirror();
+}
+
+void OwnershipCore::drive(int64_t now, Effects& fx) {
+  if (stopped_) return;
+  if (phase_ == Phase::no_lease && now >= retry_grant_at_) {
+    phase_ = Phase::granting;
+    grant_sent_ms_ = now;
+    fx.grant_lease = true;
+    return;
+  }
+  if (phase_ != Phase::live && phase_ != Phase::registering) return;
+  if (!keepalive_in_flight_ && now >= last_ok_sent_ms_ + t_.keepalive_interval_ms &&
+      now >= keepalive_retry_at_) {
+    keepalive_in_flight_ = true;
+    keepalive_sent_ms_ = now;
+    fx.keepalive = lease_;
+  }
+  if (phase_ == Phase::registering) {
+    if (!register_in_flight_ && now >= register_retry_at_) {
+      register_in_flight_ = true;
+      fx.register_node = lease_;
+    }
+    return;
+  }
+  // Live: which ownerless streams to try.
+  const bool self_seen =
+      std::find(view_.nodes.begin(), view_.nodes.end(), id_) != view_.nodes.end();
+  for (const auto& s : view_.streams) {
+    if (view_.owners.count(s)) {
+      ownerless_since_.erase(s);
+      continue;
+    }
+    auto [since, fresh] = ownerless_since_.emplace(s, now);
+    (void)fresh;
+    if (owned_.count(s) || !self_seen) continue;
+    if (auto r = retry_at_.find(s); r != retry_at_.end() && now < r->second) continue;
+    bool first = first_choice(s, view_.nodes) == id_;
+    if (!first && now - since->second < t_.acquire_grace_ms) continue;
+    owned_[s] = Owned{StreamState::acquiring, 0, true};
+    fx.acquire.push_back(s);
+  }
+  // Forget streams no longer in the catalog.
+  for (auto it = ownerless_since_.begin(); it != ownerless_since_.end();) {
+    if (std::find(view_.streams.begin(), view_.streams.end(), it->first) == view_.streams.end()) {
+      it = ownerless_since_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // Opens to retry.
+  for (auto& [s, o] : owned_) {
+    if (o.state != StreamState::opening || o.in_flight) continue;
+    if (auto r = retry_at_.find(s); r != retry_at_.end() && now < r->second) continue;
+    o.in_flight = true;
+    fx.open.push_back(s);
+  }
+  mirror();
+}
+
+Effects OwnershipCore::on(const Event& e, int64_t now) {
+  Effects fx;
+  if (stopped_) return fx;
+  // Every event, whatever it is, first answers to the clock: a process
+  // frozen past its lease stops on the first event after it thaws, before
+  // it acts on what the event says (a late win, a late keepalive).
+  check_clock(now, fx);
+  std::visit(Overloaded{
+                 [&](const ev::Tick&) {},
+                 [&](const ev::LeaseGranted& g) {
+                   if (phase_ != Phase::granting) {
+                     // Not asked for any more: give it back.
+                     fx.revoke.push_back(g.lease);
+                     return;
+                   }
+                   lease_ = g.lease;
+                   last_ok_sent_ms_ = grant_sent_ms_;
+                   phase_ = Phase::registering;
+                   register_in_flight_ = false;
+                   register_retry_at_ = 0;
+                   keepalive_retry_at_ = 0;
+                 },
+                 [&](const ev::LeaseFailed&) {
+                   if (phase_ != Phase::granting) return;
+                   phase_ = Phase::no_lease;
+                   retry_grant_at_ = now + t_.retry_ms;
+                 },
+                 [&](const ev::KeepaliveDone& k) {
+                   if (k.lease != lease_ || !keepalive_in_flight_) return;
+                   keepalive_in_flight_ = false;
+                   if (k.ok) {
+                     last_ok_sent_ms_ = std::max(last_ok_sent_ms_, keepalive_sent_ms_);
+                   } else if (k.lease_gone) {
+                     fence("etcd says lease " + std::to_string(lease_) + " is gone: " + k.why, fx);
+                   } else {
+                     keepalive_retry_at_ = now + t_.retry_ms;
+                   }
+                 },
+                 [&](const ev::Registered& r) {
+                   if (r.lease != lease_ || phase_ != Phase::registering) return;
+                   register_in_flight_ = false;
+                   if (r.ok) {
+                     phase_ = Phase::live;
+                   } else {
+                     register_retry_at_ = now + t_.retry_ms;
+                   }
+                 },
+                 [&](const ev::View& v) { apply(v, fx); },
+                 [&](const ev::AcquireDone& a) {
+                   auto it = owned_.find(a.stream);
+                   if (a.lease != lease_ || it == owned_.end() ||
+                       it->second.state != StreamState::acquiring) {
+                     return;
+                   }
+                   if (a.won) {
+                     it->second = Owned{StreamState::opening, a.revision, true};
+                     fx.open.push_back(a.stream);
+                   } else {
+                     // Lost (the view will show the winner) or failed: either
+                     // way not again before the backoff, so a lagging view does
+                     // not make us retry in a loop.
+                     owned_.erase(it);
+                     retry_at_[a.stream] = now + t_.retry_ms;
+                   }
+                 },
+                 [&](const ev::OpenDone& o) {
+                   auto it = owned_.find(o.stream);
+                   if (o.lease != lease_ || it == owned_.end() ||
+                       it->second.state != StreamState::opening) {
+                     // Opened under a lease given up since, or closed meanwhile.
+                     if (o.ok) fx.close.push_back(o.stream);
+                     return;
+                   }
+                   it->second.in_flight = false;
+                   if (o.ok) {
+                     it->second.state = StreamState::serving;
+                     retry_at_.erase(o.stream);
+                   } else {
+                     retry_at_[o.stream] = now + t_.retry_ms;
+                   }
+                 },
+             },
+             e);
+  check_clock(now, fx);
+  drive(now, fx);
+  mirror();
+  return fx;
+}
+
+}  // namespace strata::cluster

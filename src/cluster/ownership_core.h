@@ -1,0 +1,176 @@
+// OwnershipCore: the pure decisions of cluster stream ownership — when to
+// grant, keep alive and give up the node's etcd lease, which streams to try
+// to own, and when to start or stop serving one. No I/O, no clock, no
+// threads: the shell (cluster/ownership.h) feeds it events with the current
+// monotonic time and runs the effects it returns.
+//
+// The lease. Each node holds one etcd lease (TTL `lease_ttl_ms`), kept alive
+// every `keepalive_interval_ms`, and registers <ns>/nodes/<id> on it. The
+// node's own clock decides whether it may still write: the lease can only
+// have expired in etcd once TTL has passed since the last keepalive that
+// succeeded was *sent* (etcd renews from when it receives it, which is
+// later). So once `lease_ttl_ms - safety_margin_ms` has passed since then,
+// the core stops every stream at once (Effects::close), before etcd can
+// expire the lease and another node bump the epoch, then asks for a fresh
+// lease and competes again. The check runs on every event, so a process
+// frozen past its lease (SIGSTOP) stops on the first event after it thaws,
+// whatever that event is. A keepalive answered "lease not found" stops at
+// once too.
+//
+// Owning a stream. Owner key <ns>/owners/<stream> = node id, attached to
+// the owner's lease, created by a txn on create_revision == 0 (exactly one
+// node wins). Placement: rendezvous hashing of (stream, node id) over the
+// live (registered) nodes; a node tries to acquire an ownerless stream when
+// it ranks first, or — so that a stream never stays ownerless while its
+// first choice is down or slow — once the stream has been ownerless for
+// `acquire_grace_ms`. A won stream is opened (the shell bumps its epoch and
+// recovers it); a stream whose owner key the node sees gone or held by
+// someone else (after its own acquire's revision) is closed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace strata::cluster {
+
+struct OwnershipTiming {
+  int64_t lease_ttl_ms = 5000;
+  int64_t keepalive_interval_ms = 0;  // 0: lease_ttl_ms / 3
+  int64_t safety_margin_ms = 0;       // 0: lease_ttl_ms / 5
+  int64_t acquire_grace_ms = 0;       // 0: lease_ttl_ms
+  int64_t retry_ms = 250;             // after a failed grant, keepalive, acquire or open
+
+  // With the defaults filled in.
+  OwnershipTiming resolved() const;
+};
+
+// Rendezvous score of (stream, node): the node with the highest score is
+// the stream's first choice. Stable across processes and versions (FNV-1a
+// 64 mixed by splitmix64), so every node ranks alike.
+uint64_t rendezvous_score(const std::string& stream, const std::string& node_id);
+// The live node ranking first for `stream` ("" when there is none).
+std::string first_choice(const std::string& stream, const std::vector<std::string>& nodes);
+
+struct OwnerRecord {
+  std::string node_id;
+  int64_t lease = 0;
+};
+
+namespace ev {
+struct Tick {};
+struct LeaseGranted {
+  int64_t lease = 0;
+};
+struct LeaseFailed {
+  std::string why;
+};
+struct KeepaliveDone {
+  int64_t lease = 0;
+  bool ok = false;
+  bool lease_gone = false;  // etcd says the lease expired or was revoked
+  std::string why;
+};
+struct Registered {
+  int64_t lease = 0;
+  bool ok = false;
+  std::string why;
+};
+// What the shell's watch holds now (full snapshots; revision of the view).
+struct View {
+  int64_t revision = 0;
+  std::vector<std::string> nodes;             // registered node ids
+  std::map<std::string, OwnerRecord> owners;  // stream -> owner
+  std::vector<std::string> streams;           // streams in the catalog
+};
+struct AcquireDone {
+  std::string stream;
+  int64_t lease = 0;
+  bool won = false;
+  int64_t revision = 0;  // of the winning txn
+  std::string why;       // set when the attempt failed (neither won nor lost)
+};
+struct OpenDone {
+  std::string stream;
+  int64_t lease = 0;
+  bool ok = false;
+  std::string why;
+};
+}  // namespace ev
+
+using Event = std::variant<ev::Tick, ev::LeaseGranted, ev::LeaseFailed, ev::KeepaliveDone,
+                           ev::Registered, ev::View, ev::AcquireDone, ev::OpenDone>;
+
+struct Effects {
+  bool grant_lease = false;
+  std::optional<int64_t> keepalive;      // lease to keep alive
+  std::optional<int64_t> register_node;  // lease to register on
+  std::vector<int64_t> revoke;           // old leases (best effort)
+  std::vector<std::string> acquire;      // try to create the owner key (current lease)
+  std::vector<std::string> open;         // won: bump the epoch, recover, serve
+  std::vector<std::string> close;        // stop writing and uploading now
+  bool fenced = false;                   // the lease was given up (logged, counted)
+  std::string why;                       // fenced: why
+};
+
+class OwnershipCore {
+ public:
+  enum class Phase : uint8_t { no_lease, granting, registering, live };
+  enum class StreamState : uint8_t { acquiring, opening, serving };
+
+  OwnershipCore(std::string node_id, OwnershipTiming timing);
+
+  // Starts: the first lease grant.
+  Effects start(int64_t now_ms);
+  Effects on(const Event& e, int64_t now_ms);
+  // Shutting down: close everything, revoke the lease; later events do nothing.
+  Effects stop();
+
+  Phase phase() const { return phase_; }
+  int64_t lease() const { return lease_; }
+  const std::map<std::string, StreamState>& streams() const { return streams_; }
+  bool serving(const std::string& s) const;
+  // Until when (monotonic ms) writes are allowed under the current lease;
+  // 0 without a live lease.
+  int64_t valid_until_ms() const;
+  uint64_t fences() const { return fences_; }
+  const OwnershipTiming& timing() const { return t_; }
+
+ private:
+  struct Owned {
+    StreamState state = StreamState::acquiring;
+    int64_t acquired_revision = 0;
+    bool in_flight = false;  // an acquire or open task runs
+  };
+  void check_clock(int64_t now, Effects& fx);
+  void fence(const std::string& why, Effects& fx);
+  void drive(int64_t now, Effects& fx);
+  void apply(const ev::View& v, Effects& fx);
+
+  const std::string id_;
+  const OwnershipTiming t_;
+  bool stopped_ = false;
+  Phase phase_ = Phase::no_lease;
+  int64_t lease_ = 0;
+  int64_t grant_sent_ms_ = 0;
+  int64_t retry_grant_at_ = 0;
+  int64_t last_ok_sent_ms_ = 0;  // send time of the last successful grant/keepalive
+  bool keepalive_in_flight_ = false;
+  int64_t keepalive_sent_ms_ = 0;
+  int64_t keepalive_retry_at_ = 0;
+  bool register_in_flight_ = false;
+  int64_t register_retry_at_ = 0;
+  uint64_t fences_ = 0;
+
+  ev::View view_;
+  std::map<std::string, int64_t> ownerless_since_;
+  std::map<std::string, int64_t> retry_at_;  // stream -> no attempt before
+  std::map<std::string, Owned> owned_;
+  std::map<std::string, StreamState> streams_;  // mirror of owned_ for callers
+  void mirror();
+};
+
+}  // namespace strata::cluster

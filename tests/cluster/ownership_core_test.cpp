@@ -1,0 +1,381 @@
+// OwnershipCore as a pure unit: lease grant, registration and keepalive
+// timing, the clock check that stops every stream before the lease can
+// expire (including a process frozen past its lease), rendezvous
+// placement, acquire/open/close decisions and stale results; then a seeded
+// simulation checking the safety invariant over random event orders.
+#include "cluster/ownership_core.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "support/temp_dir.h"
+
+namespace strata::cluster {
+namespace {
+
+using Phase = OwnershipCore::Phase;
+using State = OwnershipCore::StreamState;
+
+OwnershipTiming timing() {
+  OwnershipTiming t;
+  t.lease_ttl_ms = 3000;
+  t.keepalive_interval_ms = 1000;
+  t.safety_margin_ms = 500;
+  t.acquire_grace_ms = 2000;
+  t.retry_ms = 100;
+  return t;
+}
+
+bool has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// A stream whose first choice among `nodes` is `want`.
+std::string stream_first_for(const std::string& want, const std::vector<std::string>& nodes,
+                             int skip = 0) {
+  for (int i = 0;; ++i) {
+    std::string s = "s" + std::to_string(i);
+    if (first_choice(s, nodes) == want && skip-- == 0) return s;
+  }
+}
+
+ev::View view(int64_t rev, std::vector<std::string> nodes, std::vector<std::string> streams,
+              std::map<std::string, OwnerRecord> owners = {}) {
+  ev::View v;
+  v.revision = rev;
+  v.nodes = std::move(nodes);
+  v.streams = std::move(streams);
+  v.owners = std::move(owners);
+  return v;
+}
+
+// A core of node "a" brought to live with lease 7 at time 0.
+OwnershipCore live_core(const std::string& id = "a", int64_t lease = 7) {
+  OwnershipCore c(id, timing());
+  auto fx = c.start(0);
+  EXPECT_TRUE(fx.grant_lease);
+  fx = c.on(ev::LeaseGranted{lease}, 0);
+  EXPECT_EQ(fx.register_node, lease);
+  EXPECT_EQ(c.phase(), Phase::registering);
+  fx = c.on(ev::Registered{lease, true, ""}, 0);
+  EXPECT_EQ(c.phase(), Phase::live);
+  return c;
+}
+
+TEST(OwnershipTiming, DefaultsDeriveFromTheTtl) {
+  OwnershipTiming t;
+  t.lease_ttl_ms = 6000;
+  auto r = t.resolved();
+  EXPECT_EQ(r.keepalive_interval_ms, 2000);
+  EXPECT_EQ(r.safety_margin_ms, 1200);
+  EXPECT_EQ(r.acquire_grace_ms, 6000);
+}
+
+TEST(Rendezvous, IsStableSpreadsAndMovesOnlyTheLostNodesStreams) {
+  // Pinned: every node of every version must rank alike.
+  EXPECT_EQ(rendezvous_score("orders", "n1"), rendezvous_score("orders", "n1"));
+  EXPECT_NE(rendezvous_score("ab", "c"), rendezvous_score("a", "bc"));
+  std::vector<std::string> nodes{"n1", "n2", "n3"};
+  std::map<std::string, int> count;
+  std::map<std::string, std::string> before;
+  for (int i = 0; i < 600; ++i) {
+    std::string s = "stream-" + std::to_string(i);
+    before[s] = first_choice(s, nodes);
+    count[before[s]] += 1;
+  }
+  for (const auto& n : nodes) EXPECT_GT(count[n], 120) << n;
+  std::vector<std::string> two{"n1", "n3"};
+  for (const auto& [s, owner] : before) {
+    if (owner != "n2") {
+      EXPECT_EQ(first_choice(s, two), owner) << s;
+    }
+  }
+  EXPECT_EQ(first_choice("x", {}), "");
+}
+
+TEST(OwnershipCore, GrantRegisterAndKeepaliveEveryInterval) {
+  auto c = live_core();
+  EXPECT_EQ(c.valid_until_ms(), 2500);
+  auto fx = c.on(ev::Tick{}, 999);
+  EXPECT_FALSE(fx.keepalive);
+  fx = c.on(ev::Tick{}, 1000);
+  EXPECT_EQ(fx.keepalive, 7);
+  // One in flight at a time.
+  EXPECT_FALSE(c.on(ev::Tick{}, 1500).keepalive);
+  fx = c.on(ev::KeepaliveDone{7, true, false, ""}, 1800);
+  // Valid from when it was sent (1000), not when it was answered.
+  EXPECT_EQ(c.valid_until_ms(), 3500);
+  EXPECT_FALSE(fx.keepalive);
+  EXPECT_EQ(c.on(ev::Tick{}, 2000).keepalive, 7);
+}
+
+TEST(OwnershipCore, AFailedGrantOrRegistrationIsRetriedAfterTheBackoff) {
+  OwnershipCore c("a", timing());
+  c.start(0);
+  auto fx = c.on(ev::LeaseFailed{"down"}, 10);
+  EXPECT_FALSE(fx.grant_lease);
+  EXPECT_EQ(c.phase(), Phase::no_lease);
+  EXPECT_FALSE(c.on(ev::Tick{}, 109).grant_lease);
+  EXPECT_TRUE(c.on(ev::Tick{}, 110).grant_lease);
+  fx = c.on(ev::LeaseGranted{9}, 120);
+  EXPECT_EQ(fx.register_node, 9);
+  fx = c.on(ev::Registered{9, false, "down"}, 130);
+  EXPECT_FALSE(fx.register_node);
+  EXPECT_FALSE(c.on(ev::Tick{}, 229).register_node);
+  EXPECT_EQ(c.on(ev::Tick{}, 230).register_node, 9);
+  c.on(ev::Registered{9, true, ""}, 240);
+  EXPECT_EQ(c.phase(), Phase::live);
+}
+
+TEST(OwnershipCore, AnUnaskedGrantIsGivenBack) {
+  auto c = live_core();
+  auto fx = c.on(ev::LeaseGranted{99}, 10);
+  EXPECT_EQ(fx.revoke, std::vector<int64_t>{99});
+  EXPECT_EQ(c.lease(), 7);
+}
+
+// Brings stream `s` to serving on core `c` (lease 7, node "a" alone).
+void own(OwnershipCore& c, const std::string& s, int64_t now, int64_t rev = 5) {
+  auto fx = c.on(view(rev - 1, {"a"}, {s}), now);
+  ASSERT_TRUE(has(fx.acquire, s));
+  fx = c.on(ev::AcquireDone{s, c.lease(), true, rev, ""}, now);
+  ASSERT_TRUE(has(fx.open, s));
+  fx = c.on(ev::OpenDone{s, c.lease(), true, ""}, now);
+  ASSERT_TRUE(c.serving(s));
+}
+
+TEST(OwnershipCore, WithoutASuccessfulKeepaliveEveryStreamStopsBeforeTheTtl) {
+  auto c = live_core();
+  own(c, "x", 0);
+  // Keepalives fail (etcd unreachable); retried after the backoff.
+  auto fx = c.on(ev::Tick{}, 1000);
+  ASSERT_EQ(fx.keepalive, 7);
+  fx = c.on(ev::KeepaliveDone{7, false, false, "timeout"}, 1050);
+  EXPECT_FALSE(fx.fenced);
+  EXPECT_EQ(c.on(ev::Tick{}, 1150).keepalive, 7);
+  c.on(ev::KeepaliveDone{7, false, false, "timeout"}, 1200);
+  fx = c.on(ev::Tick{}, 2499);
+  EXPECT_FALSE(fx.fenced);
+  EXPECT_TRUE(c.serving("x"));
+  fx = c.on(ev::Tick{}, 2500);  // TTL 3000 - margin 500 after the grant was sent
+  EXPECT_TRUE(fx.fenced);
+  EXPECT_EQ(fx.close, std::vector<std::string>{"x"});
+  EXPECT_EQ(fx.revoke, std::vector<int64_t>{7});
+  EXPECT_TRUE(fx.grant_lease);  // competes again with a fresh lease
+  EXPECT_FALSE(c.serving("x"));
+  EXPECT_EQ(c.valid_until_ms(), 0);
+  EXPECT_EQ(c.fences(), 1u);
+  // The old lease's late answers change nothing.
+  fx = c.on(ev::KeepaliveDone{7, true, false, ""}, 2600);
+  EXPECT_FALSE(fx.fenced);
+  EXPECT_EQ(c.phase(), Phase::granting);
+}
+
+TEST(OwnershipCore, AProcessFrozenPastItsLeaseStopsOnTheFirstEventAfterItThaws) {
+  auto c = live_core();
+  own(c, "x", 0);
+  ASSERT_EQ(c.on(ev::Tick{}, 1000).keepalive, 7);
+  // Frozen from 1000 to 60000; the keepalive sent at 1000 is answered "ok"
+  // after the thaw. Its send time is what counts: stop.
+  auto fx = c.on(ev::KeepaliveDone{7, true, false, ""}, 60000);
+  EXPECT_TRUE(fx.fenced);
+  EXPECT_EQ(fx.close, std::vector<std::string>{"x"});
+  // Same when the first event is a late acquire win: nothing opens.
+  auto d = live_core();
+  d.on(view(1, {"a"}, {"y"}), 0);
+  fx = d.on(ev::AcquireDone{"y", 7, true, 3, ""}, 60000);
+  EXPECT_TRUE(fx.fenced);
+  EXPECT_TRUE(fx.open.empty());
+  EXPECT_TRUE(fx.close.empty());
+  EXPECT_TRUE(d.streams().empty());
+}
+
+TEST(OwnershipCore, LeaseNotFoundStopsAtOnce) {
+  auto c = live_core();
+  own(c, "x", 0);
+  c.on(ev::Tick{}, 1000);
+  auto fx = c.on(ev::KeepaliveDone{7, false, true, "lease not found"}, 1001);
+  EXPECT_TRUE(fx.fenced);
+  EXPECT_EQ(fx.close, std::vector<std::string>{"x"});
+  EXPECT_NE(fx.why.find("lease not found"), std::string::npos);
+}
+
+TEST(OwnershipCore, TheFirstChoiceAcquiresAtOnceOthersAfterTheGrace) {
+  std::vector<std::string> nodes{"a", "b"};
+  std::string mine = stream_first_for("a", nodes);
+  std::string theirs = stream_first_for("b", nodes);
+  auto c = live_core();
+  auto fx = c.on(view(1, nodes, {mine, theirs}), 100);
+  EXPECT_EQ(fx.acquire, std::vector<std::string>{mine});
+  EXPECT_EQ(c.streams().at(mine), State::acquiring);
+  EXPECT_TRUE(c.on(ev::Tick{}, 2099).acquire.empty());
+  fx = c.on(ev::Tick{}, 2100);  // ownerless for the grace: anyone tries
+  EXPECT_EQ(fx.acquire, std::vector<std::string>{theirs});
+}
+
+TEST(OwnershipCore, NothingIsAcquiredBeforeTheNodeSeesItsOwnRegistration) {
+  auto c = live_core();
+  auto fx = c.on(view(1, {"b"}, {"x"}), 0);
+  EXPECT_TRUE(fx.acquire.empty());
+  fx = c.on(ev::Tick{}, 5000);
+  EXPECT_TRUE(fx.acquire.empty());
+}
+
+TEST(OwnershipCore, AStreamWithAnOwnerIsLeftAlone) {
+  auto c = live_core();
+  auto fx = c.on(view(1, {"a", "b"}, {"x"}, {{"x", {"b", 3}}}), 0);
+  EXPECT_TRUE(fx.acquire.empty());
+  EXPECT_TRUE(c.on(ev::Tick{}, 10000).acquire.empty() || c.phase() != Phase::live);
+}
+
+TEST(OwnershipCore, LostAndFailedAcquires) {
+  auto c = live_core();
+  auto fx = c.on(view(1, {"a"}, {"x", "y"}), 0);
+  ASSERT_EQ(fx.acquire.size(), 2u);
+  // Lost the race: forgotten; the view will show the winner.
+  fx = c.on(ev::AcquireDone{"x", 7, false, 0, ""}, 10);
+  EXPECT_FALSE(c.streams().count("x"));
+  // Failed (etcd unreachable): retried after the backoff, while still ownerless.
+  fx = c.on(ev::AcquireDone{"y", 7, false, 0, "timeout"}, 10);
+  EXPECT_FALSE(has(fx.acquire, "y"));
+  fx = c.on(view(2, {"a"}, {"x", "y"}, {{"x", {"b", 3}}}), 20);
+  EXPECT_TRUE(fx.acquire.empty());
+  fx = c.on(ev::Tick{}, 110);
+  EXPECT_EQ(fx.acquire, std::vector<std::string>{"y"});
+}
+
+TEST(OwnershipCore, AFailedOpenIsRetriedAndAStaleOpenIsClosed) {
+  auto c = live_core();
+  c.on(view(1, {"a"}, {"x"}), 0);
+  auto fx = c.on(ev::AcquireDone{"x", 7, true, 2, ""}, 0);
+  ASSERT_EQ(fx.open, std::vector<std::string>{"x"});
+  fx = c.on(ev::OpenDone{"x", 7, false, "disk"}, 10);
+  EXPECT_TRUE(fx.open.empty());
+  EXPECT_TRUE(c.on(ev::Tick{}, 109).open.empty());
+  fx = c.on(ev::Tick{}, 110);
+  EXPECT_EQ(fx.open, std::vector<std::string>{"x"});
+  // An open under a lease given up meanwhile is closed when it ends.
+  fx = c.on(ev::Tick{}, 2500);
+  ASSERT_TRUE(fx.fenced);
+  EXPECT_EQ(fx.close, std::vector<std::string>{"x"});  // it may have opened already
+  fx = c.on(ev::OpenDone{"x", 7, true, ""}, 2600);
+  EXPECT_EQ(fx.close, std::vector<std::string>{"x"});
+}
+
+TEST(OwnershipCore, AStreamWhoseOwnerKeyIsNoLongerOursIsClosedOnceTheViewCaughtUp) {
+  auto c = live_core();
+  own(c, "x", 0, /*rev=*/5);
+  // A view older than the acquire does not show our key yet: kept.
+  auto fx = c.on(view(4, {"a"}, {"x"}), 10);
+  EXPECT_TRUE(fx.close.empty());
+  EXPECT_TRUE(c.serving("x"));
+  fx = c.on(view(5, {"a"}, {"x"}, {{"x", {"a", 7}}}), 20);
+  EXPECT_TRUE(fx.close.empty());
+  // Our key under an old lease is not ours.
+  fx = c.on(view(6, {"a"}, {"x"}, {{"x", {"a", 6}}}), 30);
+  EXPECT_EQ(fx.close, std::vector<std::string>{"x"});
+  EXPECT_FALSE(c.serving("x"));
+}
+
+TEST(OwnershipCore, StopClosesEverythingAndRevokes) {
+  auto c = live_core();
+  own(c, "x", 0);
+  auto fx = c.stop();
+  EXPECT_EQ(fx.close, std::vector<std::string>{"x"});
+  EXPECT_EQ(fx.revoke, std::vector<int64_t>{7});
+  EXPECT_FALSE(c.on(ev::Tick{}, 100000).grant_lease);
+}
+
+// Random events in random order against one core: after every event, a
+// stream is serving only while the lease is valid by the core's own clock,
+// never two opens of one stream are outstanding, every stream closed was
+// opened, and nothing opens under a lease that is not the current one.
+TEST(OwnershipCore, SimulationNeverServesPastItsLease) {
+  const uint64_t seed = test::test_seed(20240613);
+  std::mt19937_64 rng(seed);
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const int rounds = test::scaled(300);
+  for (int round = 0; round < rounds; ++round) {
+    OwnershipCore c("a", timing());
+    int64_t now = 0;
+    int64_t next_lease = 1;
+    std::vector<int64_t> granted;
+    std::vector<int64_t> pending_keepalive, pending_register;
+    std::vector<std::pair<std::string, int64_t>> pending_acquire, pending_open;
+    std::set<std::string> open_streams;  // what the shell would have open
+    auto run = [&](const Effects& fx) {
+      for (const auto& s : fx.close) open_streams.erase(s);
+      if (fx.grant_lease) granted.push_back(0);
+      if (fx.keepalive) pending_keepalive.push_back(*fx.keepalive);
+      if (fx.register_node) pending_register.push_back(*fx.register_node);
+      for (const auto& s : fx.acquire) pending_acquire.push_back({s, c.lease()});
+      for (const auto& s : fx.open) {
+        ASSERT_EQ(c.lease() != 0, true);
+        pending_open.push_back({s, c.lease()});
+      }
+    };
+    run(c.start(now));
+    for (int step = 0; step < 200; ++step) {
+      now += std::uniform_int_distribution<int64_t>(0, 3)(rng) == 0
+                 ? std::uniform_int_distribution<int64_t>(0, 4000)(rng)
+                 : std::uniform_int_distribution<int64_t>(0, 300)(rng);
+      Event e = ev::Tick{};
+      int pick = int(rng() % 7);
+      if (pick == 0 && !granted.empty()) {
+        granted.pop_back();
+        if (rng() % 4 == 0) {
+          e = ev::LeaseFailed{"x"};
+        } else {
+          e = ev::LeaseGranted{next_lease++};
+        }
+      } else if (pick == 1 && !pending_keepalive.empty()) {
+        int64_t l = pending_keepalive.front();
+        pending_keepalive.erase(pending_keepalive.begin());
+        int r = int(rng() % 10);
+        e = ev::KeepaliveDone{l, r < 7, r == 9, ""};
+      } else if (pick == 2 && !pending_register.empty()) {
+        int64_t l = pending_register.front();
+        pending_register.erase(pending_register.begin());
+        e = ev::Registered{l, rng() % 5 != 0, ""};
+      } else if (pick == 3 && !pending_acquire.empty()) {
+        auto [s, l] = pending_acquire.front();
+        pending_acquire.erase(pending_acquire.begin());
+        int r = int(rng() % 3);
+        e = ev::AcquireDone{s, l, r == 0, int64_t(step), r == 2 ? "err" : ""};
+      } else if (pick == 4 && !pending_open.empty()) {
+        auto [s, l] = pending_open.front();
+        pending_open.erase(pending_open.begin());
+        bool ok = rng() % 4 != 0;
+        if (ok) open_streams.insert(s);
+        e = ev::OpenDone{s, l, ok, ok ? "" : "err"};
+      } else if (pick == 5) {
+        std::vector<std::string> nodes{"a"};
+        if (rng() % 2) nodes.push_back("b");
+        std::map<std::string, OwnerRecord> owners;
+        if (rng() % 3 == 0) owners["s1"] = {rng() % 2 ? "a" : "b", c.lease()};
+        e = view(step, nodes, {"s1", "s2", "s3"}, owners);
+      }
+      Effects fx = c.on(e, now);
+      run(fx);
+      if (HasFatalFailure()) return;
+      // The safety invariant: serving implies a valid lease by the clock.
+      for (const auto& [s, st] : c.streams()) {
+        if (st == State::serving) {
+          ASSERT_GT(c.valid_until_ms(), now) << "round " << round << " step " << step;
+        }
+      }
+      // What the shell has open is what the core serves or is opening.
+      for (const auto& s : open_streams) {
+        auto it = c.streams().find(s);
+        ASSERT_TRUE(it != c.streams().end() && it->second != State::acquiring)
+            << s << " open but not owned, round " << round << " step " << step;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata::cluster

@@ -1,0 +1,280 @@
+// Cluster ownership with real components: a 3-member etcd cluster (Debian's
+// etcd on 127.0.0.1), two nodes in this process over one directory object
+// store, each with its own data directory and its own etcd client.
+//   - exactly one node owns and serves a stream; nodes racing for many
+//     ownerless streams at once split them, one owner each;
+//   - a node cut off from etcd (its only member frozen) stops serving on
+//     its own clock; the other node takes over within the lease bound,
+//     with a higher epoch, and every flushed record stays readable and the
+//     manifest intact after the cut-off node comes back;
+//   - a revoked lease stops the owner at once.
+#include "cluster/ownership.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "catalog/etcd_catalog.h"
+#include "cluster/cluster_status.h"
+#include "node/node_test_util.h"
+#include "support/assertions.h"
+#include "support/etcd_cluster.h"
+#include "support/temp_dir.h"
+
+namespace strata::cluster {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+constexpr int64_t kTtlMs = 2000;
+
+struct ClusterNode {
+  std::unique_ptr<node::Node> node;
+  std::unique_ptr<Ownership> own;
+  ~ClusterNode() {
+    if (own) own->stop();
+    if (node) (void)node->close();
+  }
+};
+
+class OwnershipTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string err;
+    etcd_ = test::EtcdCluster::start(dir_.path(), 3, &err);
+    ASSERT_NE(etcd_, nullptr) << err;
+    auto c = open_client(etcd_->endpoints());
+    ASSERT_NE(c, nullptr);
+    admin_client_ = c;
+    auto cat = catalog::EtcdCatalog::open(c, {"ct"});
+    ASSERT_OK(cat);
+    admin_ = std::move(cat).value();
+  }
+
+  std::shared_ptr<etcd::EtcdClient> open_client(const std::vector<std::string>& endpoints) {
+    etcd::ClientOptions o;
+    o.endpoints = endpoints;
+    o.request_timeout = 1500ms;
+    o.attempt_timeout = 500ms;
+    o.connect_timeout = 300ms;
+    auto c = etcd::EtcdClient::open(o);
+    EXPECT_TRUE(c.ok()) << c.error().to_string();
+    return c.ok() ? std::shared_ptr<etcd::EtcdClient>(std::move(c).value()) : nullptr;
+  }
+
+  std::unique_ptr<ClusterNode> start_node(const std::string& id,
+                                          const std::vector<std::string>& endpoints,
+                                          int64_t grace_ms = 0) {
+    auto doc = node::test::small_node_doc();
+    doc["catalog"] = {{"backend", "etcd"},
+                      {"endpoints", endpoints},
+                      {"namespace", "ct"},
+                      {"request_timeout_ms", 1500},
+                      {"attempt_timeout_ms", 500}};
+    doc["objstore"] = {{"backend", "fs"}, {"fs", {{"root", dir_.sub("bucket")}}}};
+    auto cfg = node::load_node_config(doc, dir_.sub("node-" + id), objstore::process_env());
+    EXPECT_TRUE(cfg.ok()) << cfg.error().to_string();
+    if (!cfg.ok()) return nullptr;
+    cfg->open_streams_at_start = false;
+    auto out = std::make_unique<ClusterNode>();
+    auto n = node::Node::open(*cfg);
+    EXPECT_TRUE(n.ok()) << n.error().to_string();
+    if (!n.ok()) return nullptr;
+    out->node = std::move(n).value();
+    OwnershipConfig oc;
+    oc.node_id = id;
+    oc.advertise = "127.0.0.1:" + std::to_string(5550 + int(id[0]));
+    oc.ns = "ct";
+    oc.timing.lease_ttl_ms = kTtlMs;
+    oc.timing.acquire_grace_ms = grace_ms;
+    auto o = Ownership::start(oc, open_client(endpoints), out->node.get());
+    EXPECT_TRUE(o.ok()) << o.error().to_string();
+    if (!o.ok()) return nullptr;
+    out->own = std::move(o).value();
+    return out;
+  }
+
+  // A stream name whose first choice among {a, b} is `want`.
+  static std::string stream_for(const std::string& want, const std::string& base) {
+    for (int i = 0;; ++i) {
+      std::string s = base + std::to_string(i);
+      if (first_choice(s, {"a", "b"}) == want) return s;
+    }
+  }
+
+  test::TempDir dir_;
+  std::unique_ptr<test::EtcdCluster> etcd_;
+  std::shared_ptr<etcd::EtcdClient> admin_client_;
+  std::unique_ptr<catalog::EtcdCatalog> admin_;
+};
+
+// Waits for `pred` (a condition the test cannot be told about by a
+// callback: another node's state), checking every 20 ms.
+template <class F>
+bool eventually(std::chrono::milliseconds timeout, F pred) {
+  auto end = Clock::now() + timeout;
+  while (Clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return pred();
+}
+
+uint64_t read_all(node::Node& n, const std::string& stream, uint64_t upto,
+                  std::vector<std::string>* errors) {
+  auto r = n.open_reader(stream, log::OffsetSpec::first());
+  if (!r.ok()) {
+    errors->push_back(r.error().to_string());
+    return 0;
+  }
+  uint64_t next = 0;
+  std::vector<log::Record> recs;
+  while (next < upto) {
+    recs.clear();
+    auto k = (*r)->next_records(&recs);
+    if (!k.ok()) {
+      errors->push_back(k.error().to_string());
+      break;
+    }
+    if (*k == 0) break;
+    for (const auto& rec : recs) {
+      if (rec.offset != next || std::string(rec.value) != node::test::value_of(rec.offset)) {
+        errors->push_back("offset " + std::to_string(rec.offset) + " wrong");
+        return next;
+      }
+      next += 1;
+    }
+  }
+  return next;
+}
+
+TEST_F(OwnershipTest, ExactlyOneNodeOwnsAndTheOtherTakesOverWhenTheOwnerIsCutOffFromEtcd) {
+  // a reaches etcd through member 0 only, b through members 1 and 2.
+  auto a = start_node("a", {etcd_->endpoint(0)});
+  auto b = start_node("b", {etcd_->endpoint(1), etcd_->endpoint(2)});
+  ASSERT_TRUE(a && b);
+  const std::string s = stream_for("a", "orders");
+  ASSERT_OK(admin_->create(s, 1));
+  auto owner = a->own->await_owner(s, 10s);
+  ASSERT_OK(owner);
+  EXPECT_EQ(*owner, "a");
+  ASSERT_OK(b->own->await_owner(s, 10s));
+  EXPECT_TRUE(a->own->serving(s));
+  EXPECT_FALSE(b->own->serving(s));
+  EXPECT_EQ(b->node->stream(s).code(), Errc::not_found);
+  EXPECT_EQ(b->own->owner_address(s), a->own->config().advertise);
+  auto log = a->node->stream(s);
+  ASSERT_OK(log);
+  const uint64_t flushed = node::test::append_values(**log, 20);
+  ASSERT_OK(a->node->flush(s, 10s));
+  const uint64_t epoch_a = admin_->get(s)->epoch;
+
+  // Cut a off: its only member frozen. a must stop by its own clock (TTL
+  // minus margin after its last keepalive was sent); b owns after the
+  // lease expires (TTL) — within TTL + grace + recovery.
+  const auto cut = Clock::now();
+  etcd_->freeze(0);
+  EXPECT_TRUE(
+      eventually(std::chrono::milliseconds(kTtlMs + 1000), [&] { return !a->own->serving(s); }));
+  EXPECT_EQ(a->node->stream(s).code(), Errc::not_found);
+  EXPECT_FALSE((*log)->append(std::vector<BytesView>{BytesView("late")}).ok());
+  EXPECT_TRUE(eventually(20s, [&] { return b->own->serving(s); }));
+  const auto took = Clock::now() - cut;
+  EXPECT_LT(took, std::chrono::milliseconds(3 * kTtlMs + 8000));
+  std::cerr << "takeover after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms\n";
+  const auto e = admin_->get(s);
+  ASSERT_OK(e);
+  EXPECT_GT(e->epoch, epoch_a);
+
+  // Every flushed record is readable on b, and b appends after them.
+  std::vector<std::string> errors;
+  EXPECT_EQ(read_all(*b->node, s, flushed, &errors), flushed);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  auto blog = b->node->stream(s);
+  ASSERT_OK(blog);
+  EXPECT_EQ((*blog)->committed_next(), flushed);
+  const uint64_t more = node::test::append_values(**blog, 5);
+  ASSERT_OK(b->node->flush(s, 10s));
+
+  // a comes back: fenced (it gave its lease up), competes again, but the
+  // stream has an owner; the manifest holds exactly what was flushed.
+  etcd_->thaw(0);
+  EXPECT_TRUE(eventually(10s, [&] { return a->own->view().nodes.count("a") == 1; }));
+  EXPECT_GE(a->own->fences(), 1u);
+  EXPECT_FALSE(a->own->serving(s));
+  auto remote = node::test::read_remote(b->node->store(), *admin_, "t", s);
+  EXPECT_TRUE(remote.errors.empty()) << remote.errors.front();
+  EXPECT_EQ(remote.records.size(), more);
+  for (const auto& [off, v] : remote.records) ASSERT_EQ(v, node::test::value_of(off)) << off;
+}
+
+TEST_F(OwnershipTest, ARevokedLeaseStopsTheOwnerAtOnceAndTheStreamIsOwnedAgain) {
+  auto a = start_node("a", etcd_->endpoints());
+  auto b = start_node("b", etcd_->endpoints());
+  ASSERT_TRUE(a && b);
+  const std::string s = stream_for("a", "events");
+  ASSERT_OK(admin_->create(s, 1));
+  ASSERT_OK(a->own->await_owner(s, 10s));
+  ASSERT_TRUE(a->own->serving(s));
+  auto log = a->node->stream(s);
+  ASSERT_OK(log);
+  const uint64_t flushed = node::test::append_values(**log, 10);
+  ASSERT_OK(a->node->flush(s, 10s));
+  const uint64_t epoch_a = admin_->get(s)->epoch;
+  const int64_t lease = a->own->status_json()["lease"].get<int64_t>();
+  ASSERT_OK(admin_client_->lease_revoke(lease));
+  // The next keepalive (within a third of the TTL) hears "not found".
+  EXPECT_TRUE(eventually(std::chrono::milliseconds(kTtlMs), [&] { return a->own->fences() >= 1; }));
+  EXPECT_EQ(
+      a->own->status_json()["last_fence"].get<std::string>().find("gone") != std::string::npos,
+      true);
+  // Owned again (by a, its first choice, under a fresh lease, or by b).
+  ClusterNode* owner = nullptr;
+  EXPECT_TRUE(eventually(15s, [&] {
+    if (a->own->serving(s)) owner = a.get();
+    if (b->own->serving(s)) owner = b.get();
+    return owner != nullptr;
+  }));
+  ASSERT_NE(owner, nullptr);
+  EXPECT_GT(admin_->get(s)->epoch, epoch_a);
+  std::vector<std::string> errors;
+  EXPECT_EQ(read_all(*owner->node, s, flushed, &errors), flushed);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+}
+
+TEST_F(OwnershipTest, NodesRacingForManyOwnerlessStreamsSplitThemOneOwnerEach) {
+  // No grace: both nodes try every ownerless stream at once.
+  auto a = start_node("a", etcd_->endpoints(), /*grace_ms=*/1);
+  auto b = start_node("b", etcd_->endpoints(), /*grace_ms=*/1);
+  ASSERT_TRUE(a && b);
+  const int n = 12;
+  for (int i = 0; i < n; ++i) ASSERT_OK(admin_->create("race" + std::to_string(i), 1));
+  for (int i = 0; i < n; ++i) {
+    const std::string s = "race" + std::to_string(i);
+    auto o = a->own->await_owner(s, 15s);
+    ASSERT_OK(o);
+    ClusterNode* mine = *o == "a" ? a.get() : b.get();
+    ClusterNode* other = *o == "a" ? b.get() : a.get();
+    EXPECT_TRUE(eventually(10s, [&] { return mine->own->serving(s); })) << s;
+    EXPECT_FALSE(other->own->serving(s)) << s;
+    EXPECT_EQ(other->node->stream(s).code(), Errc::not_found) << s;
+  }
+  // `strata cluster status` reads the same from etcd.
+  auto st = read_cluster_status(*admin_client_, "ct");
+  ASSERT_OK(st);
+  EXPECT_EQ((*st)["nodes"].size(), 2u);
+  EXPECT_EQ((*st)["nodes"]["a"]["address"], a->own->config().advertise);
+  EXPECT_GT((*st)["nodes"]["b"]["ttl_s"].get<int64_t>(), 0);
+  for (int i = 0; i < n; ++i) {
+    const json& e = (*st)["streams"]["race" + std::to_string(i)];
+    EXPECT_EQ(e["owner"], a->own->view().owners.at("race" + std::to_string(i)).node_id);
+    EXPECT_GE(e["epoch"].get<uint64_t>(), 2u);
+  }
+}
+
+}  // namespace
+}  // namespace strata::cluster
