@@ -252,7 +252,7 @@ class StreamLog::Impl {
   // steady_clock nanoseconds of the last group written: the sealer waits
   // for the writer to pause (see wait_for_seal_start).
   std::atomic<int64_t> last_write_ns_{0};
-  std::deque<SealJob> seals_;        // pending, oldest first; the front one is syncing
+  std::deque<SealJob> seals_;  // pending, oldest first; the front one is syncing
   std::optional<Error> seal_error_;
   std::atomic<bool> seal_failed_{false};  // seal_error_ is set, readable without seal_mu_
   bool sealer_active_ = false;            // sealer_ runs seal_loop

@@ -57,10 +57,6 @@ struct Delivery::Source {
   std::unique_ptr<tier::StreamReader> reader;
   std::atomic<uint64_t> committed_chunk_id{0};
   std::atomic<bool> waiting{false};
-  // The last local chunk was smaller than sendfile_min_bytes: read the next
-  // ones whole (through the reader's read-ahead) instead of locating them.
-  // Chunk sizes of a stream change slowly, so the last one is the guess.
-  bool small_chunks = false;
 };
 
 namespace {
@@ -135,8 +131,11 @@ ReadBatch read_batch(Delivery::Source& src, const DeliveryOptions& o, uint32_t m
   ReadBatch b;
   uint64_t mem = 0;
   while (b.chunks < max_chunks && mem < o.batch_bytes) {
-    const bool located = o.use_sendfile && !src.small_chunks;
-    auto r = located ? src.reader->next_chunk_location() : src.reader->next_chunk();
+    // Located (header only): add_frame decides by the header whether the
+    // body goes by sendfile or is read into memory. (Guessing a chunk's size
+    // from the previous one to read small ones through the reader's
+    // read-ahead misfires: group commit mixes small and large chunks.)
+    auto r = o.use_sendfile ? src.reader->next_chunk_location() : src.reader->next_chunk();
     if (!r.ok()) {
       b.error = std::move(r).error();
       break;
@@ -147,9 +146,6 @@ ReadBatch read_batch(Delivery::Source& src, const DeliveryOptions& o, uint32_t m
       break;
     }
     const tier::TieredChunk& c = **r;
-    if (c.tier == tier::Tier::local && o.use_sendfile) {
-      src.small_chunks = c.header.data_len < o.sendfile_min_bytes;
-    }
     if (c.header.type != log::ChunkType::user) {
       b.skipped += 1;
       continue;

@@ -17,11 +17,11 @@
 //  - local chunks whose wire CRC is stored and whose data section is at
 //    least sendfile_min_bytes go out by sendfile(2) from the segment file:
 //    the body never enters user space (ChunkFrame::file);
-//  - smaller local chunks are read into memory (through the log reader's
-//    read-ahead, one pread per MiB) and consecutive ones share one
-//    ChunkFrame, so they go out in one write: a sendfile per chunk costs a
-//    header read, a readahead, a write of the head, the sendfile and a
-//    strand round trip, more than copying a small body
+//  - smaller local chunks are read into memory (one pread of the body
+//    after the header's) and consecutive ones share one ChunkFrame, so they
+//    go out in one write: a sendfile per chunk costs a readahead, a write
+//    of the head, the sendfile and a strand round trip, more than copying
+//    a small body
 //    (docs/BENCHMARKS.md, "Stream protocol: strata vs RabbitMQ");
 //  - local chunks without a stored wire CRC (older chunk versions), and any
 //    local chunk when the file has no descriptor, are read once into the
