@@ -9,6 +9,9 @@
 //   log_bench rss    [--dir D] [--gib G]    peak RSS writing then reading G GiB
 //   log_bench streams [--dir D] [--n N]     RSS with N open streams, one idle
 //                                           reader each
+//   log_bench encode [--reps N]             user-space cost of building one
+//                                           ~256 KiB chunk (ChunkBuilder),
+//                                           no I/O: where append CPU goes
 //
 // Every mode prints a table and one JSON line ("json: {...}") at the end.
 #include <fcntl.h>
@@ -27,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "log/chunk.h"
 #include "log/log_files.h"
 #include "log/reader.h"
 #include "log/registry.h"
@@ -42,6 +46,18 @@ namespace {
 double secs(Clk::time_point a, Clk::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
+
+// CPU seconds of the whole process (every thread, user + system).
+double process_cpu() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto tv = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) * 1e-6; };
+  return tv(u.ru_utime) + tv(u.ru_stime);
+}
+// The process CPU seconds of the last timed append region (log or raw):
+// on a machine shared with other work, wall time measures the load as much
+// as the writer, CPU time much less.
+double g_last_cpu = 0;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -108,9 +124,11 @@ double run_log_append(const std::string& dir, const AppendCase& c,
   std::string rec(c.record_size, 'r');
   std::vector<BytesView> batch(c.batch, rec);
   uint64_t batches = c.total_bytes / (c.record_size * c.batch);
+  const double c0 = process_cpu();
   auto t0 = Clk::now();
   for (uint64_t b = 0; b < batches; ++b) must(log->append(batch), "append");
   auto t1 = Clk::now();
+  g_last_cpu = process_cpu() - c0;
   if (chunk_sizes) {
     chunk_sizes->assign(batches, kChunkHeaderSize + c.batch * (kEntryHeaderSize + c.record_size));
   }
@@ -143,6 +161,7 @@ double run_raw_append(const std::string& dir, const AppendCase& c, const std::ve
   std::string buf(sizes.empty() ? 0 : sizes[0], 'r');
   uint64_t pos = kFileHeaderSize;
   uint64_t in_segment = 0;
+  const double c0 = process_cpu();
   auto t0 = Clk::now();
   if (::write(fd, header.data(), header.size()) != ssize_t(header.size())) die("raw write");
   for (size_t s : sizes) {
@@ -164,14 +183,17 @@ double run_raw_append(const std::string& dir, const AppendCase& c, const std::ve
     ++in_segment;
   }
   auto t1 = Clk::now();
+  g_last_cpu = process_cpu() - c0;
   ::fdatasync(fd);
   ::close(fd);
   return secs(t0, t1);
 }
 
-json bench_append(const std::string& dir, int reps) {
+// `only` empty: both policies; else just the named one ("never", "always").
+json bench_append(const std::string& dir, int reps, const std::string& only) {
   std::vector<AppendCase> cases;
   for (auto policy : {FsyncPolicy::never, FsyncPolicy::always}) {
+    if (!only.empty() && only != fsync_policy_name(policy)) continue;
     for (size_t size : {size_t(100), size_t(1024), size_t(16384)}) {
       size_t batch = std::max<size_t>(1, (256 << 10) / size);
       uint64_t total = policy == FsyncPolicy::never ? (512ull << 20) : (128ull << 20);
@@ -182,18 +204,25 @@ json bench_append(const std::string& dir, int reps) {
   std::printf("%-8s %-7s %8s %12s %12s %12s %8s\n", "fsync", "record", "batch", "log MB/s",
               "log rec/s", "raw MB/s", "ratio");
   for (const auto& c : cases) {
-    std::vector<double> tl, tr, tn;
+    std::vector<double> tl, tr, tn, cl, cn;
     std::vector<size_t> sizes;
+    auto log_run = [&] {
+      tl.push_back(run_log_append(dir, c, &sizes));
+      cl.push_back(g_last_cpu);
+    };
     for (int r = 0; r < reps; ++r) {
       // Alternate which goes first so drift (page cache, other load) hits both.
       if (r % 2 == 0) {
-        tl.push_back(run_log_append(dir, c, &sizes));
+        log_run();
         tr.push_back(run_raw_append(dir, c, sizes));
       } else {
         tr.push_back(run_raw_append(dir, c, sizes));
-        tl.push_back(run_log_append(dir, c, &sizes));
+        log_run();
       }
-      if (c.policy == FsyncPolicy::never) tn.push_back(run_raw_append(dir, c, sizes, false));
+      if (c.policy == FsyncPolicy::never) {
+        tn.push_back(run_raw_append(dir, c, sizes, false));
+        cn.push_back(g_last_cpu);
+      }
     }
     uint64_t batches = c.total_bytes / (c.record_size * c.batch);
     uint64_t payload = batches * c.batch * c.record_size;
@@ -207,8 +236,10 @@ json bench_append(const std::string& dir, int reps) {
                 std::string(fsync_policy_name(c.policy)).c_str(), c.record_size, c.batch,
                 disk / ml / 1e6, batches * c.batch / ml, disk / mr / 1e6, ratio,
                 tn.empty() ? ""
-                           : fmt::format("(raw without roll fsyncs {:.1f} MB/s, ratio {:.3f})",
-                                         disk / mn / 1e6, mn / ml)
+                           : fmt::format("(raw without roll fsyncs {:.1f} MB/s, ratio {:.3f}; "
+                                         "CPU s raw {:.3f} / log {:.3f}, ratio {:.3f})",
+                                         disk / mn / 1e6, mn / ml, median(cn), median(cl),
+                                         median(cn) / median(cl))
                                  .c_str());
     std::fflush(stdout);
     out.push_back({{"fsync", fsync_policy_name(c.policy)},
@@ -225,7 +256,52 @@ json bench_append(const std::string& dir, int reps) {
                    {"ratio", ratio},
                    {"raw_unsynced_mb_per_s", tn.empty() ? 0.0 : disk / mn / 1e6},
                    {"ratio_vs_raw_unsynced", tn.empty() ? 0.0 : mn / ml},
+                   {"log_cpu_seconds_median", median(cl)},
+                   {"raw_unsynced_cpu_seconds_median", cn.empty() ? 0.0 : median(cn)},
+                   {"cpu_ratio_vs_raw_unsynced", cn.empty() ? 0.0 : median(cn) / median(cl)},
                    {"reps", reps}});
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ encode
+
+// Builds the chunks of the append cases into one reused buffer, as the
+// writer does (records copied, both CRCs), without I/O: microseconds per
+// ~256 KiB chunk, the user-space share of an append.
+json bench_encode(int reps) {
+  json out = json::array();
+  std::printf("%-7s %8s %14s %12s\n", "record", "batch", "CPU us/chunk", "GB/s");
+  for (size_t size : {size_t(100), size_t(1024), size_t(16384)}) {
+    const size_t batch = std::max<size_t>(1, (256 << 10) / size);
+    std::string rec(size, 'r');
+    std::vector<BytesView> records(batch, rec);
+    Bytes buf;
+    const int chunks = 2000;
+    std::vector<double> t;
+    // Thread CPU time: the figure other load on the machine cannot inflate.
+    auto cpu = [] {
+      timespec ts{};
+      ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+      return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+    };
+    for (int r = 0; r < std::max(reps, 1); ++r) {
+      const double t0 = cpu();
+      for (int i = 0; i < chunks; ++i) {
+        buf.clear();
+        ChunkBuilder b(&buf);
+        b.begin();
+        b.add_records(records);
+        b.finish(uint64_t(i) * batch, 1, 0);
+      }
+      t.push_back((cpu() - t0) / chunks);
+    }
+    const double m = median(t);
+    std::printf("%-7zu %8zu %14.2f %12.2f\n", size, batch, m * 1e6, buf.size() / m / 1e9);
+    out.push_back({{"record_size", size},
+                   {"batch", batch},
+                   {"us_per_chunk", m * 1e6},
+                   {"chunk_bytes", buf.size()}});
   }
   return out;
 }
@@ -398,7 +474,8 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: %s append|read|rss|streams [--dir D] [--reps N] [--gib G] [--n N]\n",
+                 "usage: %s append|read|rss|streams|encode [--dir D] [--reps N] [--gib G] [--n N] "
+                 "[--fsync never|always]\n",
                  argv[0]);
     return 2;
   }
@@ -407,6 +484,7 @@ int main(int argc, char** argv) {
   int reps = 5, n = 1000;
   uint64_t gib = 1;
   uint64_t read_eighths = 8;  // 1 GiB
+  std::string only_fsync;     // append: one policy only
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--dir")
@@ -417,6 +495,8 @@ int main(int argc, char** argv) {
       gib = std::stoull(v);
     else if (k == "--n")
       n = std::stoi(v);
+    else if (k == "--fsync")
+      only_fsync = v;
     else if (k == "--read-eighths")
       read_eighths = std::stoull(v);
     else
@@ -424,11 +504,13 @@ int main(int argc, char** argv) {
   }
   json j;
   if (mode == "append") {
-    j = {{"append", bench_append(dir, reps)}};
+    j = {{"append", bench_append(dir, reps, only_fsync)}};
   } else if (mode == "read") {
     j = {{"read", bench_read(dir, reps, read_eighths)}};
   } else if (mode == "rss") {
     j = {{"rss", bench_rss(dir, gib)}};
+  } else if (mode == "encode") {
+    j = {{"encode", bench_encode(reps)}};
   } else if (mode == "streams") {
     j = {{"streams", bench_streams(dir, n)}};
   } else {

@@ -8,7 +8,8 @@
 # default 100), RATE (msg/s of the latency run, default 10000), CONSUME_MSGS
 # (messages read back in the consume run, default 2000000), STRATA_FSYNC
 # (strata's log fsync policy, default never — RabbitMQ does not fsync on its
-# write path either).
+# write path either), SCENARIOS (which to run, default
+# "pub1 pub4 consume lat js"; rows of the others print n/a).
 set -euo pipefail
 
 build=${1:?usage: compare.sh BUILD_DIR [RUNS]}
@@ -18,6 +19,8 @@ SIZE=${SIZE:-100}
 RATE=${RATE:-10000}
 CONSUME_MSGS=${CONSUME_MSGS:-2000000}
 STRATA_FSYNC=${STRATA_FSYNC:-never}
+SCENARIOS=" ${SCENARIOS:-pub1 pub4 consume lat js} "
+want() { [[ "$SCENARIOS" == *" $1 "* ]]; }
 here=$(cd "$(dirname "$0")" && pwd)
 strata=$(cd "$build" && pwd)/strata
 [ -x "$strata" ] || { echo "compare.sh: no strata binary in $build" >&2; exit 2; }
@@ -100,13 +103,18 @@ scenario() {  # scenario KEY FIELD ARGS... (run on both servers, RUNS times)
   done
 }
 
-echo "publish, 1 producer ..." >&2
-scenario pub1 "rates.confirmed_msg_s" --producers 1 --consumers 0 --time "$TIME"
-echo "publish, 4 producers ..." >&2
-scenario pub4 "rates.confirmed_msg_s" --producers 4 --consumers 0 --time "$TIME"
-echo "consume ..." >&2
+if want pub1; then
+  echo "publish, 1 producer ..." >&2
+  scenario pub1 "rates.confirmed_msg_s" --producers 1 --consumers 0 --time "$TIME"
+fi
+if want pub4; then
+  echo "publish, 4 producers ..." >&2
+  scenario pub4 "rates.confirmed_msg_s" --producers 4 --consumers 0 --time "$TIME"
+fi
 # Publish once per server and run, then read everything back from the start.
+want consume && echo "consume ..." >&2
 for server in rabbitmq strata; do
+  want consume || break
   port=$rabbit_port
   [ "$server" = strata ] && port=$strata_port
   files=()
@@ -119,13 +127,16 @@ for server in rabbitmq strata; do
   done
   result["consume|rates.consumed_msg_s|$server"]=$(median rates.consumed_msg_s "${files[@]}")
 done
-echo "latency at $RATE msg/s ..." >&2
-scenario lat "confirm_latency_us.p50 confirm_latency_us.p99 deliver_latency_us.p50 deliver_latency_us.p99" \
-  --producers 1 --consumers 1 --rate "$RATE" --time "$TIME" --batch-size 10
+if want lat; then
+  echo "latency at $RATE msg/s ..." >&2
+  scenario lat "confirm_latency_us.p50 confirm_latency_us.p99 deliver_latency_us.p50 deliver_latency_us.p99" \
+    --producers 1 --consumers 1 --rate "$RATE" --time "$TIME" --batch-size 10
+fi
 
-echo "JS client (second opinion) ..." >&2
+want js && echo "JS client (second opinion) ..." >&2
 js="$here/js_perf.mjs"
 for server in rabbitmq strata; do
+  want js || break
   port=$rabbit_port
   [ "$server" = strata ] && port=$strata_port
   files=()
@@ -142,7 +153,7 @@ rabbit_rss=$(rss_kib "$rabbit_pid"); rabbit_hwm=$(hwm_kib "$rabbit_pid")
 strata_rss=$(rss_kib "$strata_pid"); strata_hwm=$(hwm_kib "$strata_pid")
 
 row() {  # row LABEL KEY FIELD UNIT
-  local r=${result["$2|$3|rabbitmq"]} s=${result["$2|$3|strata"]}
+  local r=${result["$2|$3|rabbitmq"]:-n/a} s=${result["$2|$3|strata"]:-n/a}
   local ratio
   ratio=$(python3 -c "import sys; a,b=sys.argv[1:]; print(f'{float(b)/float(a):.2f}' if a!='n/a' and b!='n/a' and float(a)>0 else 'n/a')" "$r" "$s")
   printf '| %-44s | %12s | %12s | %6s |\n' "$1 ($4)" "$r" "$s" "$ratio"

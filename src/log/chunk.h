@@ -106,6 +106,8 @@ class ChunkBuilder {
   // Requires a begun chunk with fewer than 65535 records and
   // record.size() <= kMaxRecordSize.
   void add(BytesView record);
+  // add() for each of `records`, with one buffer resize for all of them.
+  void add_records(std::span<const BytesView> records);
   // Appends osiris entries verbatim (simple and/or sub-batches, already
   // validated by the caller, e.g. with count_entries of log/entries.h):
   // `num_entries` entries occupying `num_records` offsets.

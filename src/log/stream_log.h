@@ -28,11 +28,15 @@
 //  - under ::never nothing on the append path syncs: a sealed segment, its
 //    index and its successor's directory entry are synced in the background
 //    by a thread the log owns (started at a roll, gone when idle), and then
-//    the sync mark (sync_mark.h) moves past the segment. "Shortly" is
-//    bounded: at most max_pending_seal_syncs sealed segments (each at most
-//    max_segment_bytes) wait for their sync; the append that would seal one
-//    more waits until the oldest is synced, and close() waits for all. A
-//    failed background sync fail-stops the log with its error;
+//    the sync mark (sync_mark.h) moves past the segment. The sync starts
+//    once the writer pauses (20 ms without a write), or when
+//    max_pending_seal_syncs are pending, 1 s after the seal at the latest,
+//    or at close(), so a burst is not slowed by the writeback of its own
+//    first segment. Bounded: at most max_pending_seal_syncs sealed
+//    segments (each at most max_segment_bytes) wait for their sync; the
+//    append that would seal one more waits until the oldest is synced, and
+//    close() waits for all. A failed background sync fail-stops the log
+//    with its error;
 //  - recovery (recovery.h) needs nothing but the segment files and the sync
 //    mark.
 //

@@ -153,6 +153,7 @@ class StreamLog::Impl {
     std::shared_ptr<File> file;   // the sealed segment
     std::shared_ptr<File> index;  // its index
     uint64_t successor_first = 0;
+    std::chrono::steady_clock::time_point sealed_at;
   };
 
   // stream_log.cpp
@@ -184,6 +185,8 @@ class StreamLog::Impl {
   Status wait_for_seal_room();
   void seal_in_background(SealJob job);
   void seal_loop();
+  // Waits (seal_mu_ held in `l`) until the front seal should start its sync.
+  void wait_for_seal_start(std::unique_lock<std::mutex>& l);
   Status run_seal(const SealJob& job);
   void seal_failed(const Error& e);
   // The error of a failed seal sync, if any (cheap when there is none).
@@ -243,7 +246,13 @@ class StreamLog::Impl {
   // Background seal syncs (fsync=never), guarded by seal_mu_.
   mutable std::mutex seal_mu_;
   std::condition_variable seal_cv_;  // a seal finished (or failed)
-  std::deque<SealJob> seals_;        // pending, oldest first; the front one is syncing
+  // A seal was queued, or close() wants every pending seal now.
+  std::condition_variable seal_start_cv_;
+  bool seal_now_ = false;  // close(): sync pending seals without waiting
+  // steady_clock nanoseconds of the last group written: the sealer waits
+  // for the writer to pause (see wait_for_seal_start).
+  std::atomic<int64_t> last_write_ns_{0};
+  std::deque<SealJob> seals_;  // pending, oldest first; the front one is syncing
   std::optional<Error> seal_error_;
   std::atomic<bool> seal_failed_{false};  // seal_error_ is set, readable without seal_mu_
   bool sealer_active_ = false;            // sealer_ runs seal_loop

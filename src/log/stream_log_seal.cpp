@@ -8,6 +8,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <exception>
 
 #include "log/stream_log_impl.h"
@@ -18,6 +20,11 @@ namespace strata::log {
 namespace {
 
 constexpr int kSealerNice = 10;
+// A queued seal's sync starts once the writer has paused this long, ...
+constexpr auto kSealIdle = std::chrono::milliseconds(20);
+// ... or this long after the seal at the latest (or at once when
+// max_pending_seal_syncs are pending, or on close).
+constexpr auto kSealMaxDelay = std::chrono::milliseconds(1000);
 
 }  // namespace
 
@@ -68,6 +75,7 @@ Status StreamLog::Impl::wait_for_seal_room() {
 void StreamLog::Impl::seal_in_background(SealJob job) {
   std::lock_guard<std::mutex> g(seal_mu_);
   seals_.push_back(std::move(job));
+  seal_start_cv_.notify_all();
   if (sealer_active_) return;
   // A previous sealer set sealer_active_ false as its last step under
   // seal_mu_, so joining it here cannot wait for more than its return.
@@ -85,6 +93,7 @@ void StreamLog::Impl::seal_loop() {
   (void)::setpriority(PRIO_PROCESS, id_t(::gettid()), kSealerNice);
   std::unique_lock<std::mutex> l(seal_mu_);
   while (!seals_.empty()) {
+    wait_for_seal_start(l);
     // The job stays queued while it runs: it still counts as pending.
     const SealJob job = seals_.front();
     l.unlock();
@@ -107,6 +116,29 @@ void StreamLog::Impl::seal_loop() {
     l.lock();
   }
   sealer_active_ = false;
+}
+
+// The sync of a sealed segment writes the whole segment back, and on a
+// machine with few cores that writeback competes with the appender that is
+// still filling the page cache (docs/BENCHMARKS.md, "fsync=never without
+// syncs on the append path"). So, like the kernel's own writeback, it waits
+// for the burst to pause: it starts when the writer has written nothing for
+// kSealIdle, when max_pending_seal_syncs seals are pending (the next seal
+// would make an append wait, so the bound on unsynced sealed segments is
+// unchanged), kSealMaxDelay after the seal at the latest, or at close.
+// `never` promises nothing at a power loss before the mark moves; the mark
+// stays correct because it only moves after the sync.
+void StreamLog::Impl::wait_for_seal_start(std::unique_lock<std::mutex>& l) {
+  using clock = std::chrono::steady_clock;
+  while (!seal_now_ && seals_.size() < opts_.max_pending_seal_syncs) {
+    const auto now = clock::now();
+    const auto last_write =
+        clock::time_point(clock::duration(last_write_ns_.load(std::memory_order_relaxed)));
+    const auto idle_at = last_write + kSealIdle;
+    const auto latest = seals_.front().sealed_at + kSealMaxDelay;
+    if (now >= idle_at || now >= latest) return;
+    seal_start_cv_.wait_until(l, std::min(idle_at, latest));
+  }
 }
 
 Status StreamLog::Impl::run_seal(const SealJob& job) {
@@ -146,6 +178,8 @@ Status StreamLog::Impl::seal_status() {
 
 Status StreamLog::Impl::drain_seals() {
   std::unique_lock<std::mutex> l(seal_mu_);
+  seal_now_ = true;
+  seal_start_cv_.notify_all();
   seal_cv_.wait(l, [&] { return seals_.empty(); });
   std::thread t = std::move(sealer_);
   l.unlock();

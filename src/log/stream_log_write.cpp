@@ -247,7 +247,7 @@ Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
     for (size_t k = i; k < j; ++k) {
       const uint64_t batch_first = first + b.records();
       if (group[k]->entries.empty()) {
-        for (const auto& r : group[k]->records) b.add(r);
+        b.add_records(group[k]->records);
       } else {
         b.add_entries(group[k]->entries, group[k]->num_entries, group[k]->num_records);
       }
@@ -273,6 +273,8 @@ Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
   }
   shrink(w_.seg_buf);
   shrink(w_.idx_buf);
+  last_write_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                       std::memory_order_relaxed);
   return Status::OK();
 }
 
@@ -310,7 +312,7 @@ Status StreamLog::Impl::roll() {
     STRATA_TRY(create_segment_files(fs_, dir_, first));
     STRATA_TRY(fs_.sync_dir(dir_));
   }
-  SealJob sealed{w_.file, w_.index, first};
+  SealJob sealed{w_.file, w_.index, first, std::chrono::steady_clock::now()};
   auto seg = std::make_shared<LogSegment>(path_join(dir_, segment_file_name(first)),
                                           path_join(dir_, index_file_name(first)));
   STRATA_ASSIGN_OR_RETURN(auto f, fs_.open(seg->path, OpenOptions::read_write()));

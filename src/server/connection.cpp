@@ -210,7 +210,7 @@ void Connection::send(std::shared_ptr<const ChunkFrame> frame,
                        done = std::move(done)]() mutable {
     if (self->closed_) return done(asio::error::operation_aborted);
     self->out_bytes_ += frame->wire_size();
-    self->server_.counters().chunks_out += 1;
+    self->server_.counters().chunks_out += frame->chunks;
     self->server_.counters().bytes_out += frame->wire_size();
     self->out_q_.push_back(OutItem{Bytes(), std::move(frame), std::move(done)});
     if (!self->write_active_) self->write_more();

@@ -24,7 +24,8 @@ std::optional<uint32_t> stored_wire_crc(const log::ChunkHeader& h) {
 }
 
 struct ReadBatch {
-  std::vector<std::shared_ptr<const ChunkFrame>> frames;
+  std::vector<std::shared_ptr<ChunkFrame>> frames;
+  uint32_t chunks = 0;  // in frames (a frame may hold several)
   uint64_t skipped = 0;
   uint64_t crc_computed = 0;
   uint64_t sendfile = 0;
@@ -60,50 +61,80 @@ struct Delivery::Source {
 
 namespace {
 
-// One frame from one chunk. A body that is read goes straight behind the
-// head's room in the frame's buffer, so it is copied once.
-Result<std::shared_ptr<ChunkFrame>> make_frame(const tier::TieredChunk& c, const DeliveryOptions& o,
-                                               uint64_t committed, ReadBatch* b) {
-  auto f = std::make_shared<ChunkFrame>();
-  f->chunk_id = c.header.first_offset;
-  f->num_records = c.header.num_records;
+// Adds one chunk to the batch: a frame of its own when its body goes by
+// sendfile, else (head and body in memory, the body copied once) appended to
+// the batch's last frame when that one is in memory too and has room.
+Status add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uint64_t committed,
+                 ReadBatch* b, uint64_t* mem) {
   const size_t head = proto::deliver_head_size(o.version);
   const uint64_t data_pos = c.position + log::kChunkHeaderSize;
   std::optional<uint32_t> crc = stored_wire_crc(c.header);
   const int fd = c.file ? c.file->native_handle() : -1;
-  if (c.file && fd >= 0 && crc) {
-    f->bytes.resize(head);
+  const uint64_t committed_id = std::max(committed, c.header.first_offset);
+  if (c.file && fd >= 0 && crc && c.header.data_len >= o.sendfile_min_bytes) {
+    auto f = std::make_shared<ChunkFrame>();
+    f->chunk_id = c.header.first_offset;
+    f->num_records = c.header.num_records;
+    proto::encode_deliver_head(o.version, o.subscription_id, committed_id,
+                               osiris_header_for(c.header, *crc), &f->bytes);
     f->file = FileSpan{c.file, fd, data_pos, c.header.data_len};
     b->sendfile += 1;
+    b->chunks += 1;
+    *mem += f->bytes.size();
     // Pull the span into the page cache here, on the pool, so the event
     // loop's sendfile finds it there instead of waiting for the disk.
     ::readahead(fd, off64_t(data_pos), c.header.data_len);
+    b->frames.push_back(std::move(f));
+    return Status::OK();
+  }
+  const uint64_t size = head + c.header.data_len;
+  ChunkFrame* f = b->frames.empty() ? nullptr : b->frames.back().get();
+  if (!f || f->file || f->bytes.size() + size > std::max<uint64_t>(o.batch_bytes, size)) {
+    auto nf = std::make_shared<ChunkFrame>();
+    nf->chunk_id = c.header.first_offset;
+    nf->chunks = 0;
+    f = nf.get();
+    b->frames.push_back(std::move(nf));
+  }
+  const size_t at = f->bytes.size();
+  f->bytes.resize(at + size);
+  char* body = f->bytes.data() + at + head;
+  if (c.file) {
+    Status s = read_exact(*c.file, data_pos, body, c.header.data_len);
+    if (!s.ok()) {
+      // Nothing of this chunk is sent: the frames before it go out, then
+      // the error.
+      f->bytes.resize(at);
+      if (f->chunks == 0) b->frames.pop_back();
+      return s;
+    }
   } else {
-    f->bytes.resize(head + c.header.data_len);
-    char* body = f->bytes.data() + head;
-    if (c.file) {
-      STRATA_TRY(read_exact(*c.file, data_pos, body, c.header.data_len));
-    } else {
-      BytesView d = c.data();
-      std::memcpy(body, d.data(), d.size());
-    }
-    if (!crc) {
-      crc = crc32_zlib(BytesView(body, c.header.data_len));
-      b->crc_computed += 1;
-    }
+    BytesView d = c.data();
+    std::memcpy(body, d.data(), d.size());
+  }
+  if (!crc) {
+    crc = crc32_zlib(BytesView(body, c.header.data_len));
+    b->crc_computed += 1;
   }
   Bytes h;
-  proto::encode_deliver_head(o.version, o.subscription_id,
-                             std::max(committed, c.header.first_offset),
+  proto::encode_deliver_head(o.version, o.subscription_id, committed_id,
                              osiris_header_for(c.header, *crc), &h);
-  std::memcpy(f->bytes.data(), h.data(), head);
-  return f;
+  std::memcpy(f->bytes.data() + at, h.data(), head);
+  f->num_records += c.header.num_records;
+  f->chunks += 1;
+  b->chunks += 1;
+  *mem += size;
+  return Status::OK();
 }
 
 ReadBatch read_batch(Delivery::Source& src, const DeliveryOptions& o, uint32_t max_chunks) {
   ReadBatch b;
   uint64_t mem = 0;
-  while (b.frames.size() < max_chunks && mem < o.batch_bytes) {
+  while (b.chunks < max_chunks && mem < o.batch_bytes) {
+    // Located (header only): add_frame decides by the header whether the
+    // body goes by sendfile or is read into memory. (Guessing a chunk's size
+    // from the previous one to read small ones through the reader's
+    // read-ahead misfires: group commit mixes small and large chunks.)
     auto r = o.use_sendfile ? src.reader->next_chunk_location() : src.reader->next_chunk();
     if (!r.ok()) {
       b.error = std::move(r).error();
@@ -119,13 +150,11 @@ ReadBatch read_batch(Delivery::Source& src, const DeliveryOptions& o, uint32_t m
       b.skipped += 1;
       continue;
     }
-    auto f = make_frame(c, o, src.committed_chunk_id.load(std::memory_order_relaxed), &b);
-    if (!f.ok()) {
-      b.error = std::move(f).error();
+    Status s = add_frame(c, o, src.committed_chunk_id.load(std::memory_order_relaxed), &b, &mem);
+    if (!s.ok()) {
+      b.error = s.error();
       break;
     }
-    mem += (*f)->bytes.size();
-    b.frames.push_back(std::move(*f));
   }
   return b;
 }
@@ -237,7 +266,8 @@ void Delivery::send_next() {
         return self->fail(Error(Errc::io, "writing a Deliver frame of chunk " +
                                               std::to_string(f->chunk_id) + ": " + ec.message()));
       }
-      self->st_.chunks += 1;
+      self->st_.chunks += f->chunks;
+      self->st_.writes += 1;
       self->st_.records += f->num_records;
       self->st_.bytes += f->wire_size();
       self->pump();
@@ -262,11 +292,11 @@ void Delivery::start_read() {
         if (self->stopped_) return;
         if (out.end != TaskEnd::completed) return self->fail(out.error);
         ReadBatch& b = *out.value;
-        self->credit_ -= uint32_t(b.frames.size());
+        self->credit_ -= b.chunks;
         self->st_.skipped_chunks += b.skipped;
         self->st_.crc_computed += b.crc_computed;
         self->st_.sendfile_chunks += b.sendfile;
-        self->st_.memory_chunks += b.frames.size() - b.sendfile;
+        self->st_.memory_chunks += b.chunks - b.sendfile;
         for (auto& f : b.frames) self->queue_.push_back(std::move(f));
         if (b.error) {
           self->pending_error_ = std::move(b.error);

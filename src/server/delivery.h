@@ -14,8 +14,15 @@
 // chunk are skipped by the client.
 //
 // What is copied (docs/ARCHITECTURE.md, "Delivering chunks"):
-//  - local chunks whose wire CRC is stored go out by sendfile(2) from the
-//    segment file: the body never enters user space (ChunkFrame::file);
+//  - local chunks whose wire CRC is stored and whose data section is at
+//    least sendfile_min_bytes go out by sendfile(2) from the segment file:
+//    the body never enters user space (ChunkFrame::file);
+//  - smaller local chunks are read into memory (one pread of the body
+//    after the header's) and consecutive ones share one ChunkFrame, so they
+//    go out in one write: a sendfile per chunk costs a readahead, a write
+//    of the head, the sendfile and a strand round trip, more than copying
+//    a small body
+//    (docs/BENCHMARKS.md, "Stream protocol: strata vs RabbitMQ");
 //  - local chunks without a stored wire CRC (older chunk versions), and any
 //    local chunk when the file has no descriptor, are read once into the
 //    frame and the CRC computed over that copy;
@@ -66,11 +73,14 @@ struct FileSpan {
 
 // One Deliver frame (proto::encode_deliver_head + the chunk's entries), ready to write: `bytes`
 // (the frame head, and for in-memory bodies the body too), then `file` if set.
+// A frame with an in-memory body may be followed in `bytes` by further
+// whole Deliver frames (never one with a file part): `chunks` counts them.
 struct ChunkFrame {
   Bytes bytes;
   std::optional<FileSpan> file;
-  uint64_t chunk_id = 0;
+  uint64_t chunk_id = 0;  // of the first chunk
   uint32_t num_records = 0;
+  uint32_t chunks = 1;
 
   uint64_t wire_size() const { return bytes.size() + (file ? file->length : 0); }
 };
@@ -105,13 +115,18 @@ struct DeliveryOptions {
   uint16_t version = 1;  // Deliver v1, or v2 (committed chunk id) when declared
   // Local chunks with a stored wire CRC by sendfile (else read into memory).
   bool use_sendfile = true;
+  // ... if the data section has at least this many bytes; smaller chunks
+  // are read into memory and share one write.
+  uint64_t sendfile_min_bytes = 64 << 10;
   uint32_t batch_chunks = 32;         // chunks one read job prepares, at most
   uint64_t batch_bytes = 1ull << 20;  // in-memory bodies one read job prepares
+  // (also the most one ChunkFrame of several chunks holds)
   std::chrono::milliseconds read_deadline{std::chrono::minutes(15)};
 };
 
 struct DeliveryStats {
-  uint64_t chunks = 0;   // Deliver frames written
+  uint64_t chunks = 0;   // Deliver frames (chunks) written
+  uint64_t writes = 0;   // ChunkFrames written (several small chunks share one)
   uint64_t records = 0;  // records in them
   uint64_t bytes = 0;    // frame bytes written
   // Frames prepared (counted when read, before they are written):

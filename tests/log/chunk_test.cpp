@@ -30,6 +30,30 @@ TEST(Chunk, BuildDecodeParseRoundTrip) {
   EXPECT_EQ((*r)[2], std::string_view("b\0c", 3));
 }
 
+// add_records packs small records with one resize and large ones with
+// per-record appends: both must give exactly the bytes of build_chunk,
+// after bytes already in the buffer and in a chunk mixing both.
+TEST(Chunk, AddRecordsMatchesBuildChunkForSmallAndLargeRecords) {
+  const std::string small(100, 's'), large(4096, 'L'), empty;
+  const std::vector<std::vector<BytesView>> cases = {
+      {small, small, empty, small},
+      {large, large},
+      {large, small, empty},
+  };
+  for (const auto& recs : cases) {
+    Bytes want = build_chunk(recs, 42, 3, 777, ChunkType::user, "TR");
+    Bytes buf = "prefix";
+    ChunkBuilder b(&buf);
+    b.begin();
+    b.add_records(std::span<const BytesView>(recs).first(1));
+    b.add_records(std::span<const BytesView>(recs).subspan(1));
+    EXPECT_EQ(b.records(), recs.size());
+    b.finish(42, 3, 777, ChunkType::user, "TR");
+    EXPECT_EQ(buf.substr(0, 6), "prefix");
+    EXPECT_EQ(buf.substr(6), want) << "records: " << recs.size();
+  }
+}
+
 TEST(Chunk, EveryHeaderByteFlipIsDetected) {
   Bytes c = build_chunk({"x"}, 0, 1, 1);
   for (size_t i = 0; i < kChunkHeaderSize; ++i) {

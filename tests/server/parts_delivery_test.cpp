@@ -310,6 +310,7 @@ TEST_F(DeliveryTest, LocatedAndMemoryPathsSendIdenticalBytes) {
   for (int located = 0; located < 2; ++located) {
     DeliveryOptions o;
     o.use_sendfile = located == 1;
+    o.sendfile_min_bytes = 0;  // every located chunk by sendfile
     o.version = 2;
     auto d = start(log::OffsetSpec::first(), o, uint16_t(chunks.size()));
     for (size_t i = 0; i < chunks.size(); ++i) {
@@ -328,6 +329,52 @@ TEST_F(DeliveryTest, LocatedAndMemoryPathsSendIdenticalBytes) {
     });
   }
   EXPECT_EQ(runs[0], runs[1]);
+}
+
+// Chunks below sendfile_min_bytes are read into memory and several share
+// one write; larger ones go by sendfile. The bytes on the wire are the same
+// as the all-in-memory path's, and credit counts chunks, not writes.
+TEST_F(DeliveryTest, SmallChunksShareWritesLargeOnesGoBySendfile) {
+  append(6, 10, 50);    // ~0.6 KiB chunks
+  append(4, 10, 1500);  // ~15 KiB chunks
+  append(6, 10, 50);
+  auto chunks = log_chunks();
+  ASSERT_EQ(chunks.size(), 16u);
+  std::vector<Bytes> runs[2];
+  DeliveryStats st[2];
+  for (int located = 0; located < 2; ++located) {
+    DeliveryOptions o;
+    o.use_sendfile = located == 1;
+    o.sendfile_min_bytes = 8 << 10;
+    auto d = start(log::OffsetSpec::first(), o, uint16_t(chunks.size() + 4));
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      auto w = read_frame(b_.native_handle());
+      ASSERT_TRUE(w);
+      EXPECT_EQ(w->chunk_id, chunks[i].first.first_offset);
+      EXPECT_EQ(w->data, chunks[i].second);
+      runs[located].push_back(w->raw);
+    }
+    // Written-frame counts move when the write's completion reaches the
+    // strand, which may be after the bytes reached the socket: wait for it.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    do {
+      on_strand([&] { st[located] = d->stats(); });
+    } while (st[located].chunks < chunks.size() && std::chrono::steady_clock::now() < deadline);
+    on_strand([&] {
+      EXPECT_EQ(d->credit(), 4u);
+      d->stop();
+    });
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+  for (const auto& s : st) {
+    EXPECT_EQ(s.chunks, chunks.size());
+    EXPECT_EQ(s.sendfile_chunks + s.memory_chunks, chunks.size());
+    EXPECT_LT(s.writes, chunks.size()) << "small chunks were written one by one";
+    EXPECT_EQ(s.crc_computed, 0u);
+  }
+  EXPECT_EQ(st[0].sendfile_chunks, 0u);
+  EXPECT_EQ(st[1].sendfile_chunks, 4u);
+  EXPECT_EQ(st[1].memory_chunks, 12u);
 }
 
 // Files without a descriptor (here the in-memory FaultFileSystem): the
