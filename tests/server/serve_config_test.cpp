@@ -67,6 +67,27 @@ json etcd_catalog() {
   return {{"backend", "etcd"}, {"endpoints", {"http://127.0.0.1:2379"}}, {"namespace", "ns1"}};
 }
 
+// The "Several nodes" example of README.md.
+TEST(ServeConfig, ReadmeClusterExample) {
+  auto doc = json::parse(R"({
+      "data_dir": "/var/lib/strata",
+      "objstore": { "backend": "s3", "s3": { "endpoint": "http://s3.example:9000", "bucket": "strata" } },
+      "catalog":  { "backend": "etcd", "endpoints": ["http://10.0.0.1:2379", "http://10.0.0.2:2379", "http://10.0.0.3:2379"] },
+      "tiering":  { "confirm": "remote" },
+      "server":   { "listen": "0.0.0.0:5552", "advertised_host": "10.0.0.11" },
+      "cluster":  { "enabled": true, "node_id": "n1", "lease_ttl_ms": 5000 }
+    })");
+  auto env = [](const std::string& k) -> std::optional<std::string> {
+    if (k == "AWS_ACCESS_KEY_ID") return "id";
+    if (k == "AWS_SECRET_ACCESS_KEY") return "secret";
+    return std::nullopt;
+  };
+  auto c = load_serve_config(doc, ServeFlags{}, env);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_TRUE(c->cluster.enabled);
+  EXPECT_EQ(c->node.catalog_etcd.endpoints.size(), 3u);
+}
+
 TEST(ServeConfig, Cluster) {
   ServeFlags f;
   f.data_dir = "/tmp/x";
