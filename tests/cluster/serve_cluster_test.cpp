@@ -1,7 +1,8 @@
 // `strata serve` in a cluster, all real processes on 127.0.0.1: a 3-member
 // etcd cluster, one directory object store shared by every node, three
 // `strata serve` children (distinct data directories and ports) with
-// confirm = remote and a 2 s lease.
+// confirm = remote (the nodes' setting; x-strata-confirm=remote at create)
+// and a 2 s lease.
 //   - a created stream has one leader that Metadata from every node names;
 //     a non-leader answers a publisher stream_not_available;
 //   - kill -9 of the leader under load: another node leads within the
@@ -216,7 +217,14 @@ class ServeClusterTest : public ::testing::Test {
   // names the same leader; its index.
   int create_and_find_leader(const std::string& stream) {
     StreamClient c = client(0);
-    EXPECT_TRUE(c.send(CreateStreamRequest{c.corr(), stream, {}}).ok());
+    // An argument that differs from the nodes' configuration would be lost
+    // at the first takeover: refused. One that restates it is accepted.
+    EXPECT_TRUE(
+        c.send(CreateStreamRequest{c.corr(), stream, {{"x-strata-confirm", "local"}}}).ok());
+    auto refused = c.expect<CreateStreamResponse>(60s);
+    EXPECT_TRUE(refused.ok() && refused->code == ResponseCode::precondition_failed);
+    EXPECT_TRUE(
+        c.send(CreateStreamRequest{c.corr(), stream, {{"x-strata-confirm", "remote"}}}).ok());
     auto r = c.expect<CreateStreamResponse>(60s);
     EXPECT_TRUE(r.ok() && r->code == ResponseCode::ok);
     int port = 0;
