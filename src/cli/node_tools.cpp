@@ -6,6 +6,7 @@
 
 #include "catalog/embedded_catalog.h"
 #include "common/fs.h"
+#include "node/catalog_open.h"
 
 namespace strata::cli {
 
@@ -29,6 +30,20 @@ Result<NodeTools> open_node_tools(const std::string& config_path, const std::str
   auto store = objstore::open_object_store(t.config.objstore);
   if (!store.ok()) return std::move(store).error().with_context("opening the object store");
   t.store = std::move(store).value();
+  // The etcd catalog is a live service: one client serves every read (each
+  // read is current), nothing is written.
+  if (t.config.catalog_backend == "etcd") {
+    STRATA_ASSIGN_OR_RETURN(auto cat, node::open_etcd_catalog(t.config.catalog_etcd));
+    t.catalog.list = [cat]() { return cat->list(); };
+    t.catalog.get =
+        [cat](const std::string& stream) -> Result<std::optional<catalog::StreamEntry>> {
+      auto e = cat->get(stream);
+      if (e.ok()) return std::optional<catalog::StreamEntry>(std::move(e).value());
+      if (e.error().code == Errc::not_found) return std::optional<catalog::StreamEntry>();
+      return std::move(e).error();
+    };
+    return t;
+  }
   const std::string dir = path_join(t.config.data_dir, "catalog");
   STRATA_TRY(open_catalog(dir));
   t.catalog.list = [dir]() -> Result<std::vector<catalog::StreamEntry>> {

@@ -1,7 +1,8 @@
 // What `strata scrub` and `strata gc` open of a node without opening the
 // node itself (it may be running): its configuration, its object store, and
 // its embedded catalog read-only (no lock, never written), re-opened at
-// every read because a read-only open is a snapshot.
+// every read because a read-only open is a snapshot — or its etcd catalog
+// (read through one client; never written).
 #pragma once
 
 #include <memory>

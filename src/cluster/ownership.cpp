@@ -227,6 +227,7 @@ void Ownership::run(Effects fx) {
   for (const auto& s : fx.close) {
     spdlog::info("cluster: {}: stops serving stream {}", cfg_.node_id, s);
     node_->release_stream(s);
+    if (cfg_.on_release) cfg_.on_release(s);
   }
   if (fx.fenced) {
     spdlog::error("cluster: {}: gave up its lease, every stream stopped: {}", cfg_.node_id, fx.why);

@@ -20,6 +20,7 @@
 #include <asio/strand.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -44,6 +45,10 @@ struct OwnershipConfig {
   std::string ns = "strata";
   OwnershipTiming timing;
   int64_t tick_ms = 0;  // 0: lease_ttl_ms / 20 (at least 10)
+  // Called on the ownership's strand right after a stream this node served
+  // was closed because it lost it (not at stop()), so that the server can
+  // tell its clients; must not block.
+  std::function<void(const std::string& stream)> on_release;
 };
 
 // invalid_argument naming the setting.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <asio/bind_executor.hpp>
 #include <asio/post.hpp>
 #include <asio/write.hpp>
@@ -525,6 +526,11 @@ void Connection::on(const DeleteStreamRequest& r) {
 void Connection::on(const MetadataRequest& r) {
   MetadataResponse resp;
   resp.correlation_id = r.correlation_id;
+  if (server_.ownership()) {
+    cluster_metadata(r, &resp);
+    send_message(resp);
+    return;
+  }
   resp.brokers.push_back(Broker{0, server_.advertised_host(), server_.advertised_port()});
   for (const auto& s : r.streams) {
     StreamMetadata m;
@@ -540,12 +546,45 @@ void Connection::on(const MetadataRequest& r) {
   send_message(resp);
 }
 
+// A cluster's Metadata: every registered node is a broker (references in
+// node id order); a stream's leader is its owner, the only node that
+// writes it and serves its consumers. No replicas are named: a non-owner
+// does not serve reads yet, so clients consume from the leader too. A
+// stream in the catalog without an owner (during a takeover) is
+// stream_not_available: clients retry.
+void Connection::cluster_metadata(const MetadataRequest& r, MetadataResponse* resp) {
+  auto view = server_.ownership()->view();
+  std::map<std::string, uint16_t> refs;
+  for (const auto& [id, address] : view.nodes) {
+    auto hp = parse_host_port("node " + id, address);
+    if (!hp.ok()) continue;
+    uint16_t ref = uint16_t(resp->brokers.size());
+    refs[id] = ref;
+    resp->brokers.push_back(Broker{ref, hp->first, hp->second});
+  }
+  for (const auto& s : r.streams) {
+    StreamMetadata m;
+    m.stream = s;
+    m.leader_reference = 0xffff;
+    auto owner = view.owners.find(s);
+    if (owner != view.owners.end() && refs.count(owner->second.node_id)) {
+      m.leader_reference = refs[owner->second.node_id];
+    } else if (owner != view.owners.end() ||
+               std::find(view.streams.begin(), view.streams.end(), s) != view.streams.end()) {
+      m.code = ResponseCode::stream_not_available;
+    } else {
+      m.code = ResponseCode::stream_does_not_exist;
+    }
+    resp->streams.push_back(std::move(m));
+  }
+}
+
 void Connection::on(const StreamStatsRequest& r) {
   StreamStatsResponse resp;
   resp.correlation_id = r.correlation_id;
   auto s = server_.served(r.stream);
   if (!s.ok()) {
-    resp.code = ResponseCode::stream_does_not_exist;
+    resp.code = missing_stream_code(r.stream);
   } else {
     auto& log = *(*s)->log();
     int64_t last = (*s)->last_chunk_id();
@@ -577,7 +616,7 @@ void Connection::on(const DeclarePublisherRequest& r) {
   }
   auto s = server_.served(r.stream);
   if (!s.ok()) {
-    respond_code(kDeclarePublisher, r.correlation_id, ResponseCode::stream_does_not_exist);
+    respond_code(kDeclarePublisher, r.correlation_id, missing_stream_code(r.stream));
     return;
   }
   (*s)->watch(shared_from_this());
@@ -638,7 +677,7 @@ void Connection::on(const QueryPublisherSequenceRequest& r) {
   resp.correlation_id = r.correlation_id;
   auto s = server_.served(r.stream);
   if (!s.ok()) {
-    resp.code = ResponseCode::stream_does_not_exist;
+    resp.code = missing_stream_code(r.stream);
   } else {
     resp.sequence = (*s)->appender().sequence(r.reference).value_or(0);
   }
@@ -663,7 +702,7 @@ void Connection::on(const SubscribeRequest& r) {
   }
   auto s = server_.served(r.stream);
   if (!s.ok()) {
-    respond_code(kSubscribe, r.correlation_id, ResponseCode::stream_does_not_exist);
+    respond_code(kSubscribe, r.correlation_id, missing_stream_code(r.stream));
     return;
   }
   std::map<std::string, std::string> props(r.properties.begin(), r.properties.end());
@@ -936,6 +975,15 @@ void Connection::on(const DeleteSuperStreamRequest& r) {
 }
 
 // ---- stream deletion ----
+
+// A stream this node cannot serve: in a cluster one another node owns (or
+// will own after a takeover) is "not available" here — RabbitMQ's answer
+// to a publisher on a non-leader — so the client asks Metadata for the
+// leader; anything else does not exist.
+ResponseCode Connection::missing_stream_code(const std::string& stream) {
+  return server_.served_elsewhere(stream) ? ResponseCode::stream_not_available
+                                          : ResponseCode::stream_does_not_exist;
+}
 
 void Connection::stream_gone(const std::string& stream) {
   asio::post(strand_, [self = shared_from_this(), stream] {

@@ -141,6 +141,8 @@ class Connection : public PublishSink,
   void start_delivery(const SubPtr& s, const log::OffsetSpec& spec);
   void stop_subscription(const SubPtr& s);
   void drop_stream(const std::string& stream);
+  void cluster_metadata(const proto::MetadataRequest& r, proto::MetadataResponse* resp);
+  proto::ResponseCode missing_stream_code(const std::string& stream);
   void run_sac(const std::vector<SacEffect>& effects);
 
   Server& server_;

@@ -102,7 +102,50 @@ Status load_users(const json& u, std::vector<User>* out) {
   return Status::OK();
 }
 
+Status load_cluster_section(const json& s, ClusterSettings* out) {
+  if (!s.is_object()) return bad("cluster", "not an object");
+  static const char* kKnown[] = {"enabled", "node_id", "lease_ttl_ms", "acquire_grace_ms"};
+  for (auto it = s.begin(); it != s.end(); ++it) {
+    bool known = false;
+    for (const char* k : kKnown) known = known || it.key() == k;
+    if (!known) return bad("cluster." + it.key(), "unknown setting");
+  }
+  if (s.contains("enabled")) {
+    if (!s["enabled"].is_boolean()) {
+      return bad("cluster.enabled", fmt::format("{} is not true or false", s["enabled"].dump()));
+    }
+    out->enabled = s["enabled"].get<bool>();
+  }
+  if (auto st = get_string(s, "node_id", "cluster.node_id", &out->node_id); !st.ok()) return st;
+  // An hour at most: a longer lease would leave a dead owner's streams
+  // unserved for that long.
+  uint64_t v = uint64_t(out->lease_ttl_ms);
+  if (auto st = get_uint(s, "lease_ttl_ms", "cluster.lease_ttl_ms", 1000, 3'600'000, &v);
+      !st.ok()) {
+    return st;
+  }
+  out->lease_ttl_ms = int64_t(v);
+  v = uint64_t(out->acquire_grace_ms);
+  if (auto st = get_uint(s, "acquire_grace_ms", "cluster.acquire_grace_ms", 0, 3'600'000, &v);
+      !st.ok()) {
+    return st;
+  }
+  out->acquire_grace_ms = int64_t(v);
+  return Status::OK();
+}
+
 }  // namespace
+
+cluster::OwnershipConfig ownership_config(const ClusterSettings& c, const node::NodeConfig& n,
+                                          const std::string& advertise) {
+  cluster::OwnershipConfig o;
+  o.node_id = c.node_id;
+  o.advertise = advertise;
+  o.ns = n.catalog_etcd.ns;
+  o.timing.lease_ttl_ms = c.lease_ttl_ms;
+  o.timing.acquire_grace_ms = c.acquire_grace_ms;
+  return o;
+}
 
 Result<std::pair<std::string, uint16_t>> parse_host_port(const std::string& what,
                                                          const std::string& text) {
@@ -136,6 +179,12 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
     if (auto st = load_users(document["users"], &cfg.server.users); !st.ok()) return st.error();
     document.erase("users");
   }
+  if (document.contains("cluster")) {
+    if (auto st = load_cluster_section(document["cluster"], &cfg.cluster); !st.ok()) {
+      return st.error();
+    }
+    document.erase("cluster");
+  }
   if (!flags.listen.empty()) cfg.server.listen = flags.listen;
   if (!flags.advertised_host.empty()) cfg.server.advertised_host = flags.advertised_host;
   if (flags.advertised_port != 0) {
@@ -158,6 +207,19 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
   if (!node.ok()) return std::move(node).error();
   cfg.node = std::move(node).value();
   if (cfg.node.data_dir.empty()) return bad("data_dir", "not set (use --data-dir or \"data_dir\")");
+  if (cfg.cluster.enabled) {
+    if (cfg.node.catalog_backend != "etcd") {
+      return bad("cluster.enabled",
+                 fmt::format("a cluster needs the etcd catalog (catalog.backend \"etcd\"), not "
+                             "\"{}\"",
+                             cfg.node.catalog_backend));
+    }
+    if (auto st = cluster::validate(ownership_config(cfg.cluster, cfg.node, "")); !st.ok()) {
+      return Error(Errc::invalid_argument, "serve config: " + st.error().message);
+    }
+    // Streams are opened as this node comes to own them.
+    cfg.node.open_streams_at_start = false;
+  }
   return cfg;
 }
 

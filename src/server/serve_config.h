@@ -10,7 +10,14 @@
 //                 "max_connections": 1024,
 //                 "consumer_update_timeout_ms": 60000 },
 //     "users": [ { "name": "guest", "password": "guest" } ]     default: guest/guest
+//     "cluster": { "enabled": false, "node_id": "n1",
+//                  "lease_ttl_ms": 5000, "acquire_grace_ms": 0 }    0: the TTL
 //   }
+//
+// A cluster node (docs/ARCHITECTURE.md, "Stream ownership") needs the etcd
+// catalog backend: its lease, registration and owner keys live in the
+// catalog's etcd (same endpoints, same namespace), so there is one place to
+// name the etcd cluster.
 //
 // `guest` is accepted only from a loopback peer, like RabbitMQ's default
 // (its password is public knowledge).
@@ -21,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/ownership.h"
 #include "common/result.h"
 #include "node/node_config.h"
 
@@ -47,9 +55,22 @@ struct ServerSettings {
   std::vector<User> users{{"guest", "guest"}};
 };
 
+// Several nodes over one bucket: stream ownership on etcd leases
+// (cluster/ownership.h).
+struct ClusterSettings {
+  bool enabled = false;
+  std::string node_id;  // [A-Za-z0-9._-]{1,128}; required when enabled
+  // Whole seconds (etcd leases have a TTL in seconds), at least 1000.
+  int64_t lease_ttl_ms = 5000;
+  // How long a stream stays ownerless before any node (not only its
+  // placement's first choice) takes it; 0: the lease TTL.
+  int64_t acquire_grace_ms = 0;
+};
+
 struct ServeConfig {
   node::NodeConfig node;
   ServerSettings server;
+  ClusterSettings cluster;
 };
 
 // Command-line values that override the document ("" / 0: not given).
@@ -68,6 +89,10 @@ Result<ServeConfig> load_serve_config(nlohmann::json document, const ServeFlags&
 // Reads the JSON file (empty path: no file) and calls load_serve_config.
 Result<ServeConfig> load_serve_config_file(const std::string& path, const ServeFlags& flags,
                                            const objstore::EnvLookup& env);
+
+// The ownership settings of a cluster node advertising `advertise`.
+cluster::OwnershipConfig ownership_config(const ClusterSettings& c, const node::NodeConfig& n,
+                                          const std::string& advertise);
 
 // "host:port" -> host and port. Errors name `what` and the text.
 Result<std::pair<std::string, uint16_t>> parse_host_port(const std::string& what,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <asio/ip/address.hpp>
 
 #include "common/fs.h"
@@ -48,6 +49,24 @@ Result<std::unique_ptr<Server>> Server::start(ServeConfig cfg) {
   s->acceptor_ = std::move(acc);
   s->host_ = hp->first;
   s->port_ = s->acceptor_->local_endpoint().port();
+  // After the bind: the address it registers is the one clients reach.
+  if (s->cfg_.cluster.enabled) {
+    const auto& e = s->cfg_.node.catalog_etcd;
+    etcd::ClientOptions o;
+    o.endpoints = e.endpoints;
+    o.request_timeout = std::chrono::milliseconds(e.request_timeout_ms);
+    o.attempt_timeout = std::chrono::milliseconds(e.attempt_timeout_ms);
+    auto client = etcd::EtcdClient::open(o);
+    if (!client.ok()) return std::move(client).error().with_context("serve: cluster: etcd client");
+    auto oc = ownership_config(s->cfg_.cluster, s->cfg_.node,
+                               fmt::format("{}:{}", s->advertised_host(), s->advertised_port()));
+    oc.on_release = [srv = s.get()](const std::string& name) { srv->stream_lost(name); };
+    auto own = cluster::Ownership::start(
+        std::move(oc), std::shared_ptr<etcd::EtcdClient>(std::move(client).value()),
+        s->node_.get());
+    if (!own.ok()) return std::move(own).error().with_context("serve: cluster");
+    s->ownership_ = std::move(own).value();
+  }
   // Blocking work of every connection: appends wait for fsync, readers for
   // the object store; a handful of threads, more only for hung jobs.
   BlockingPoolOptions po;
@@ -171,6 +190,20 @@ Result<std::shared_ptr<ServedStream>> Server::served(const std::string& name) {
   return s;
 }
 
+bool Server::served_elsewhere(const std::string& name) {
+  if (!ownership_) return false;
+  auto v = ownership_->view();
+  if (v.owners.count(name)) return true;
+  return std::find(v.streams.begin(), v.streams.end(), name) != v.streams.end();
+}
+
+void Server::stream_lost(const std::string& name) {
+  spdlog::info("serve: stream {}: no longer served here (ownership lost)", name);
+  // The same as a deletion for this node's clients: publishers and
+  // consumers dropped with a MetadataUpdate; stored offsets stay.
+  stream_deleted(name);
+}
+
 void Server::stream_deleted(const std::string& name) {
   std::shared_ptr<ServedStream> s;
   {
@@ -185,6 +218,7 @@ void Server::stream_deleted(const std::string& name) {
 }
 
 Status Server::create_stream(const std::string& name, const node::StreamSettings& settings) {
+  if (ownership_) return create_cluster_stream(name, settings);
   // Before the stream exists, so that no store for the new stream is
   // refused; a deleted stream's offsets are gone already (remove_stream).
   offsets_->stream_created(name);
@@ -193,7 +227,40 @@ Status Server::create_stream(const std::string& name, const node::StreamSettings
   return Status::OK();
 }
 
+// In a cluster a stream is created as a catalog entry; its placement owner
+// (cluster/ownership_core.h) acquires and serves it. Its settings are not
+// in the catalog, so every owner runs it with its own node configuration:
+// settings that say anything else are refused rather than silently lost at
+// the first takeover.
+Status Server::create_cluster_stream(const std::string& name,
+                                     const node::StreamSettings& settings) {
+  const auto& nc = node_->config();
+  if (node::effective_to_json(node::effective_settings(nc, settings)) !=
+      node::effective_to_json(node::effective_settings(nc, {}))) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("stream {}: a cluster node runs every stream with the nodes' "
+                             "configuration; per-stream arguments that differ from it are not "
+                             "supported in a cluster yet",
+                             name));
+  }
+  offsets_->stream_created(name);
+  auto e = node_->catalog().create(name, 1);
+  if (!e.ok()) return std::move(e).error();
+  // Answered once an owner serves it (or is about to), so that a client's
+  // next Metadata names a leader; the entry exists either way.
+  auto wait = std::chrono::milliseconds(2 * cfg_.cluster.lease_ttl_ms + 5000);
+  if (auto o = ownership_->await_owner(name, wait); !o.ok()) {
+    spdlog::warn("serve: stream {} created; no owner yet: {}", name, o.error().to_string());
+  }
+  return Status::OK();
+}
+
 Status Server::delete_stream(const std::string& name) {
+  if (ownership_ && !ownership_->serving(name) && served_elsewhere(name)) {
+    return Error(Errc::unavailable,
+                 fmt::format("stream {} is served by another node ({}); delete it there", name,
+                             ownership_->owner_address(name)));
+  }
   // Stop appending first, so that nothing is confirmed that the deletion
   // removes.
   if (auto s = served(name); s.ok()) (*s)->retire();
@@ -265,6 +332,8 @@ Status Server::stop() {
       spdlog::error("serve: closing the offset store: {}", st.error().to_string());
     }
   }
+  // Revokes the lease: other nodes take this node's streams over at once.
+  if (ownership_) ownership_->stop();
   if (node_) stop_status_ = node_->close();
   return stop_status_;
 }
@@ -294,6 +363,7 @@ std::string Server::metrics_text() const {
 
 nlohmann::json Server::status_json() const {
   nlohmann::json j = node_->status_json();
+  if (ownership_) j["cluster"] = ownership_->status_json();
   j["server"] = {
       {"listen", fmt::format("{}:{}", host_, port_)},
       {"advertised", fmt::format("{}:{}", advertised_host(), advertised_port())},

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "cluster/ownership.h"
 #include "common/blocking_pool.h"
 #include "common/task.h"
 #include "node/node.h"
@@ -90,6 +91,16 @@ class Server {
   // the node's deletion, its stored offsets, watchers told. Blocks.
   Status delete_stream(const std::string& name);
 
+  // Cluster mode (serve_config.h, "cluster"): the node's stream ownership;
+  // null for a single node.
+  cluster::Ownership* ownership() { return ownership_.get(); }
+  // A stream this node does not serve but the cluster has (its catalog
+  // entry exists): clients are to ask Metadata for its leader.
+  bool served_elsewhere(const std::string& name);
+  // This node lost `name` (cluster): retire it and tell its publishers and
+  // consumers (MetadataUpdate), so they re-query Metadata.
+  void stream_lost(const std::string& name);
+
   void connection_closed(uint64_t id);
 
   // One step of the single-active-consumer groups (sac_group.h), under
@@ -108,11 +119,13 @@ class Server {
   // deadline.
   void sac_apply(const std::vector<SacEffect>& effects);
   void on_sac_timer();
+  Status create_cluster_stream(const std::string& name, const node::StreamSettings& settings);
 
   const ServeConfig cfg_;
   std::unique_ptr<node::Node> node_;
   std::unique_ptr<OffsetStore> offsets_;
   std::unique_ptr<SuperStreams> supers_;
+  std::unique_ptr<cluster::Ownership> ownership_;
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;

@@ -63,5 +63,81 @@ TEST(ServeConfig, ErrorsNameTheSetting) {
   EXPECT_NE(r.error().message.find("--listen"), std::string::npos) << r.error().message;
 }
 
+json etcd_catalog() {
+  return {{"backend", "etcd"}, {"endpoints", {"http://127.0.0.1:2379"}}, {"namespace", "ns1"}};
+}
+
+// The "Several nodes" example of README.md.
+TEST(ServeConfig, ReadmeClusterExample) {
+  auto doc = json::parse(R"({
+      "data_dir": "/var/lib/strata",
+      "objstore": { "backend": "s3", "s3": { "endpoint": "http://s3.example:9000", "bucket": "strata" } },
+      "catalog":  { "backend": "etcd", "endpoints": ["http://10.0.0.1:2379", "http://10.0.0.2:2379", "http://10.0.0.3:2379"] },
+      "tiering":  { "confirm": "remote" },
+      "server":   { "listen": "0.0.0.0:5552", "advertised_host": "10.0.0.11" },
+      "cluster":  { "enabled": true, "node_id": "n1", "lease_ttl_ms": 5000 }
+    })");
+  auto env = [](const std::string& k) -> std::optional<std::string> {
+    if (k == "AWS_ACCESS_KEY_ID") return "id";
+    if (k == "AWS_SECRET_ACCESS_KEY") return "secret";
+    return std::nullopt;
+  };
+  auto c = load_serve_config(doc, ServeFlags{}, env);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_TRUE(c->cluster.enabled);
+  EXPECT_EQ(c->node.catalog_etcd.endpoints.size(), 3u);
+}
+
+TEST(ServeConfig, Cluster) {
+  ServeFlags f;
+  f.data_dir = "/tmp/x";
+  auto c = load_serve_config(json(), f, no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_FALSE(c->cluster.enabled);
+  EXPECT_TRUE(c->node.open_streams_at_start);
+
+  c = load_serve_config(json{{"catalog", etcd_catalog()},
+                             {"cluster",
+                              {{"enabled", true},
+                               {"node_id", "n-1"},
+                               {"lease_ttl_ms", 2000},
+                               {"acquire_grace_ms", 500}}}},
+                        f, no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_TRUE(c->cluster.enabled);
+  EXPECT_EQ(c->cluster.node_id, "n-1");
+  EXPECT_EQ(c->cluster.lease_ttl_ms, 2000);
+  EXPECT_EQ(c->cluster.acquire_grace_ms, 500);
+  // A cluster node opens streams as it comes to own them.
+  EXPECT_FALSE(c->node.open_streams_at_start);
+  auto oc = ownership_config(c->cluster, c->node, "h:1");
+  EXPECT_EQ(oc.ns, "ns1");
+  EXPECT_EQ(oc.advertise, "h:1");
+  EXPECT_EQ(oc.timing.lease_ttl_ms, 2000);
+
+  struct Case {
+    json doc;
+    std::string needle;
+  };
+  std::vector<Case> cases = {
+      {json{{"cluster", {{"enabled", true}, {"node_id", "a"}}}}, "etcd catalog"},
+      {json{{"catalog", etcd_catalog()}, {"cluster", {{"enabled", true}}}}, "cluster.node_id"},
+      {json{{"catalog", etcd_catalog()}, {"cluster", {{"enabled", true}, {"node_id", "a b"}}}},
+       "cluster.node_id"},
+      {json{{"catalog", etcd_catalog()},
+            {"cluster", {{"enabled", true}, {"node_id", "a"}, {"lease_ttl_ms", 1500}}}},
+       "cluster.lease_ttl_ms"},
+      {json{{"cluster", {{"lease_ttl_ms", 10}}}}, "cluster.lease_ttl_ms"},
+      {json{{"cluster", {{"enabled", "yes"}}}}, "cluster.enabled"},
+      {json{{"cluster", {{"typo", 1}}}}, "cluster.typo"},
+      {json{{"cluster", 3}}, "cluster"},
+  };
+  for (const auto& k : cases) {
+    auto r = load_serve_config(k.doc, f, no_env());
+    ASSERT_FALSE(r.ok()) << k.doc.dump();
+    EXPECT_NE(r.error().message.find(k.needle), std::string::npos) << r.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace strata::server
