@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <set>
 #include <thread>
 
 namespace strata::test {
@@ -38,30 +39,44 @@ std::unique_ptr<EtcdCluster> EtcdCluster::start(const std::string& dir, int memb
     *error = "etcd is not on PATH: run scripts/setup.sh (Debian package etcd-server)";
     return nullptr;
   }
-  std::unique_ptr<EtcdCluster> c(new EtcdCluster());
-  for (int i = 0; i < members; ++i) {
-    Member m;
-    m.name = "m" + std::to_string(i);
-    m.data_dir = dir + "/etcd-" + std::to_string(i);
-    m.log_dir = m.data_dir + "-logs";
-    std::filesystem::create_directories(m.log_dir);
-    m.client_port = free_port();
-    do {
-      m.peer_port = free_port();
-    } while (m.peer_port == m.client_port);
-    if (!c->initial_cluster_.empty()) c->initial_cluster_ += ",";
-    c->initial_cluster_ += m.name + "=http://127.0.0.1:" + std::to_string(m.peer_port);
-    c->members_.push_back(std::move(m));
-  }
-  for (auto& m : c->members_) m.proc = c->spawn(m);
-  for (int i = 0; i < members; ++i) {
-    if (!c->wait_healthy(i, std::chrono::seconds(20))) {
-      *error =
-          "etcd member " + std::to_string(i) + " did not become healthy within 20 s: " + c->logs(i);
+  // A port free when picked may be taken by another test running in
+  // parallel before etcd binds it: such a start is retried with new ports.
+  constexpr int kAttempts = 5;
+  for (int attempt = 0;; ++attempt) {
+    std::unique_ptr<EtcdCluster> c(new EtcdCluster());
+    std::set<int> used;
+    auto fresh_port = [&] {
+      int p = free_port();
+      while (!used.insert(p).second) p = free_port();
+      return p;
+    };
+    for (int i = 0; i < members; ++i) {
+      Member m;
+      m.name = "m" + std::to_string(i);
+      m.data_dir = dir + "/etcd-" + std::to_string(i) +
+                   (attempt == 0 ? std::string() : "-retry" + std::to_string(attempt));
+      m.log_dir = m.data_dir + "-logs";
+      std::filesystem::create_directories(m.log_dir);
+      m.client_port = fresh_port();
+      m.peer_port = fresh_port();
+      if (!c->initial_cluster_.empty()) c->initial_cluster_ += ",";
+      c->initial_cluster_ += m.name + "=http://127.0.0.1:" + std::to_string(m.peer_port);
+      c->members_.push_back(std::move(m));
+    }
+    for (auto& m : c->members_) m.proc = c->spawn(m);
+    bool healthy = true;
+    for (int i = 0; i < members && healthy; ++i) {
+      if (c->wait_healthy(i, std::chrono::seconds(20))) continue;
+      healthy = false;
+      const std::string logs = c->logs(i);
+      if (logs.find("address already in use") != std::string::npos && attempt + 1 < kAttempts) {
+        break;
+      }
+      *error = "etcd member " + std::to_string(i) + " did not become healthy within 20 s: " + logs;
       return nullptr;
     }
+    if (healthy) return c;
   }
-  return c;
 }
 
 Process EtcdCluster::spawn(const Member& m) const {
