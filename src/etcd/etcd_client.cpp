@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "etcd/etcd_json.h"
@@ -111,6 +112,31 @@ std::string EtcdClient::describe() const {
   return fmt::format("etcd:{}", fmt::join(options_.endpoints, ","));
 }
 
+namespace {
+
+// Each distinct failure once, with how often it happened: an endpoint that
+// is down, tried again every round until the deadline, would otherwise fill
+// the message with one cause repeated.
+std::string summarize_failures(const std::vector<std::string>& failures) {
+  std::vector<std::pair<std::string, int>> seen;
+  for (const auto& f : failures) {
+    auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& p) { return p.first == f; });
+    if (it == seen.end()) {
+      seen.emplace_back(f, 1);
+    } else {
+      it->second += 1;
+    }
+  }
+  std::string out;
+  for (const auto& [f, n] : seen) {
+    if (!out.empty()) out += "; ";
+    out += n > 1 ? fmt::format("{} ({} times)", f, n) : f;
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<EtcdClient::Reply> EtcdClient::call(std::string_view op, std::string_view key,
                                            std::string_view path, const std::string& body) {
   const auto deadline = Clock::now() + options_.request_timeout;
@@ -175,11 +201,10 @@ Result<EtcdClient::Reply> EtcdClient::call(std::string_view op, std::string_view
     (void)round;
   }
 out_of_time:
-  return Error(Errc::unavailable,
-               fmt::format("{}: no endpoint answered within {} ms ({})", what,
-                           options_.request_timeout.count(),
-                           failures.empty() ? std::string("no attempt")
-                                            : fmt::format("{}", fmt::join(failures, "; "))));
+  return Error(Errc::unavailable, fmt::format("{}: no endpoint answered within {} ms ({})", what,
+                                              options_.request_timeout.count(),
+                                              failures.empty() ? std::string("no attempt")
+                                                               : summarize_failures(failures)));
 }
 
 namespace {
