@@ -156,6 +156,11 @@ TEST_F(OwnershipTest, ExactlyOneNodeOwnsAndTheOtherTakesOverWhenTheOwnerIsCutOff
   auto a = start_node("a", {etcd_->endpoint(0)});
   auto b = start_node("b", {etcd_->endpoint(1), etcd_->endpoint(2)});
   ASSERT_TRUE(a && b);
+  // Placement ranks the nodes each one sees: both must see both before the
+  // stream exists, or a node that has not yet seen the other ranks itself
+  // first and takes the stream at once.
+  ASSERT_TRUE(eventually(
+      10s, [&] { return a->own->view().nodes.size() == 2 && b->own->view().nodes.size() == 2; }));
   const std::string s = stream_for("a", "orders");
   ASSERT_OK(admin_->create(s, 1));
   auto owner = a->own->await_owner(s, 10s);
@@ -216,6 +221,11 @@ TEST_F(OwnershipTest, ARevokedLeaseStopsTheOwnerAtOnceAndTheStreamIsOwnedAgain) 
   auto a = start_node("a", etcd_->endpoints());
   auto b = start_node("b", etcd_->endpoints());
   ASSERT_TRUE(a && b);
+  // Placement ranks the nodes each one sees: both must see both before the
+  // stream exists, or a node that has not yet seen the other ranks itself
+  // first and takes the stream at once.
+  ASSERT_TRUE(eventually(
+      10s, [&] { return a->own->view().nodes.size() == 2 && b->own->view().nodes.size() == 2; }));
   const std::string s = stream_for("a", "events");
   ASSERT_OK(admin_->create(s, 1));
   ASSERT_OK(a->own->await_owner(s, 10s));
