@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "etcd/curl_post.h"
 #include "etcd/etcd_json.h"
 #include "objstore/curl_pool.h"
 
@@ -61,22 +62,12 @@ Attempt post(CURL* h, const std::string& url, const std::string& body,
   Attempt a;
   char errbuf[CURL_ERROR_SIZE] = {0};
   curl_easy_reset(h);
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_slist* headers = set_json_post(h, url, body);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, long(std::max<int64_t>(1, timeout.count())));
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
                    long(std::max<int64_t>(1, std::min(timeout, connect_timeout).count())));
-  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-  curl_easy_setopt(h, CURLOPT_POST, 1L);
-  curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.c_str());
-  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.size()));
-  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-  // No "Expect: 100-continue" round trip for bodies above 1 KiB.
-  headers = curl_slist_append(headers, "Expect:");
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &a.body);
   a.code = curl_easy_perform(h);

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "etcd/curl_post.h"
 #include "etcd/etcd_client.h"
 #include "etcd/etcd_json.h"
 #include "etcd/json_splitter.h"
@@ -161,19 +162,10 @@ class EtcdWatch final : public Watch {
     r.start_revision = next_rev_.load();
     const std::string body = watch_create_json(r).dump();
     const std::string url = ep + "/v3/watch";
-    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+    curl_slist* headers = set_json_post(h, url, body);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, long(opts_.connect_timeout.count()));
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 5L);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 2L);
-    curl_easy_setopt(h, CURLOPT_POST, 1L);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.c_str());
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.size()));
-    curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-    headers = curl_slist_append(headers, "Expect:");
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, this);
     curl_multi_add_handle(multi_, h);
