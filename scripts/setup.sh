@@ -21,6 +21,9 @@ packages=(
   nodejs erlang-nox haproxy awscli python3 python3-botocore
   # The curl CLI, the peer of the object-store benchmark.
   curl
+  # Codecs of compressed sub-batches (log/sub_batch_codec.h); the gzip, zstd
+  # and lz4 programs compress independently in its tests.
+  zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev gzip zstd lz4
   # ISA-L: zlib-compatible CRC32 (the stream protocol's chunk checksum) at
   # several times zlib's speed.
   libisal-dev

@@ -167,7 +167,8 @@ Bytes build_chunk_of_entries(BytesView entries, uint32_t num_entries, uint32_t n
 }
 
 Result<std::vector<BytesView>> parse_records(const ChunkHeader& h, BytesView data,
-                                             const std::string& where) {
+                                             const std::string& where,
+                                             std::deque<std::string>* decoded) {
   if (data.size() != h.data_len) {
     return Error(Errc::corrupt, fmt::format("{}: chunk data is {} bytes, header says {}", where,
                                             data.size(), h.data_len));
@@ -176,7 +177,7 @@ Result<std::vector<BytesView>> parse_records(const ChunkHeader& h, BytesView dat
   out.reserve(h.num_records);
   EntryCounts n;
   auto problem = for_each_record(
-      data, [&](BytesView r) { out.push_back(r); }, &n);
+      data, [&](BytesView r) { out.push_back(r); }, &n, decoded);
   STRATA_TRY(records_status(h, problem, n, where));
   return out;
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <span>
 #include <string>
 #include <vector>
@@ -85,13 +86,16 @@ Bytes build_chunk_of_entries(BytesView entries, uint32_t num_entries, uint32_t n
                              uint64_t first_offset, uint64_t epoch, int64_t timestamp_ms,
                              ChunkType type = ChunkType::user, BytesView trailer = {});
 
-// Splits a chunk's data section into its records (views into `data`):
-// simple entries and the inner records of uncompressed sub-batches, in
+// Splits a chunk's data section into its records (views into `data`, or
+// into `*decoded`): simple entries and the inner records of sub-batches, in
 // offset order (log/entries.h). Validates entry framing against the
-// header's counts (corrupt). A compressed sub-batch: Errc::unsupported
-// naming its compression and first offset (read it with parse_entries).
+// header's counts (corrupt). A compressed sub-batch is decompressed into
+// `*decoded` when given; without it, or when its codec fails:
+// Errc::unsupported naming the compression and first offset (read it whole
+// with parse_entries).
 Result<std::vector<BytesView>> parse_records(const ChunkHeader& h, BytesView data,
-                                             const std::string& where);
+                                             const std::string& where,
+                                             std::deque<std::string>* decoded = nullptr);
 
 // Builds chunks into a caller-owned buffer, so a writer that reuses the
 // buffer allocates nothing per chunk. Usage: begin(); add() records and/or

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "log/sub_batch_codec.h"
+
 namespace strata::log {
 
 std::string compression_name(uint8_t code) {
@@ -117,6 +119,28 @@ std::optional<EntryProblem> read_entry(BytesView data, size_t pos, Entry* out) {
     if (auto problem = check_inner(e)) return problem;
   }
   *out = e;
+  return std::nullopt;
+}
+
+std::optional<EntryProblem> decode_sub_batch(const Entry& e, std::deque<std::string>* decoded,
+                                             BytesView* body) {
+  auto plain = decompress_sub_batch(e.compression, e.body, e.uncompressed_len);
+  if (!plain.ok()) {
+    return EntryProblem{Errc::unsupported, e.position,
+                        fmt::format("sub-batch of {} records at data byte {}: {}", e.num_records,
+                                    e.position, plain.error().message)};
+  }
+  decoded->push_back(std::move(*plain));
+  Entry inner = e;
+  inner.body = decoded->back();
+  // The client's batch, not the stored bytes (their CRC held), is at fault
+  // if the decompressed records are not nrec simple entries.
+  if (auto problem = check_inner(inner)) {
+    return EntryProblem{
+        Errc::unsupported, e.position,
+        fmt::format("decompressed {} {}", compression_name(e.compression), problem->reason)};
+  }
+  *body = decoded->back();
   return std::nullopt;
 }
 

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,6 +73,13 @@ struct EntryCounts {
 
 // Why the records of a compressed sub-batch are not returned.
 std::string compressed_sub_batch_reason(const Entry& e);
+// The records of a compressed sub-batch: its body decompressed
+// (sub_batch_codec.h) into a new string at the back of `*decoded` (which
+// keeps it alive for the caller's views), checked to hold exactly nrec simple
+// entries; *body views it. A codec failure is an `unsupported` problem.
+std::optional<EntryProblem> decode_sub_batch(const Entry& e, std::deque<std::string>* decoded,
+                                             BytesView* body);
+
 // Every entry of a data section, checked as read_entry does; counts them.
 std::optional<EntryProblem> count_entries(BytesView data, EntryCounts* counts);
 
@@ -90,13 +98,15 @@ Result<std::vector<Entry>> parse_entries(const ChunkHeader& h, BytesView data,
                                          const std::string& where);
 
 // Calls f(record) for every record of a data section in offset order:
-// simple entries, and the inner records of uncompressed sub-batches.
-// A compressed sub-batch stops the walk with an `unsupported` problem
-// naming the compression. `*counts` (if given): the entries and records
-// walked, so after such a stop the sub-batch's first offset is the chunk's
+// simple entries, and the inner records of sub-batches. Without `decoded`,
+// a compressed sub-batch stops the walk with an `unsupported` problem
+// naming the compression; with it, the sub-batch is decompressed into
+// `*decoded` (f's views of its records live as long as that string). `*counts` (if given): the
+// entries and records walked, so after such a stop the sub-batch's first offset is the chunk's
 // first offset + counts->records.
 template <class F>
-std::optional<EntryProblem> for_each_record(BytesView data, F&& f, EntryCounts* counts = nullptr) {
+std::optional<EntryProblem> for_each_record(BytesView data, F&& f, EntryCounts* counts = nullptr,
+                                            std::deque<std::string>* decoded = nullptr) {
   EntryCounts n;
   size_t pos = 0;
   std::optional<EntryProblem> problem;
@@ -106,15 +116,20 @@ std::optional<EntryProblem> for_each_record(BytesView data, F&& f, EntryCounts* 
     if (e.kind == EntryKind::simple) {
       f(e.body);
       n.records += 1;
-    } else if (e.compression != kCompressionNone) {
-      problem = EntryProblem{Errc::unsupported, pos, compressed_sub_batch_reason(e)};
-      break;
     } else {
-      // read_entry checked the inner framing.
+      BytesView body = e.body;
+      if (e.compression != kCompressionNone) {
+        if (!decoded) {
+          problem = EntryProblem{Errc::unsupported, pos, compressed_sub_batch_reason(e)};
+          break;
+        }
+        if ((problem = decode_sub_batch(e, decoded, &body))) break;
+      }
+      // read_entry (or decode_sub_batch) checked the inner framing.
       size_t in = 0;
-      while (in < e.body.size()) {
-        const uint32_t len = get_be32(u8(e.body.data() + in));
-        f(e.body.substr(in + kEntryHeaderSize, len));
+      while (in < body.size()) {
+        const uint32_t len = get_be32(u8(body.data() + in));
+        f(body.substr(in + kEntryHeaderSize, len));
         in += kEntryHeaderSize + len;
       }
       n.records += e.num_records;

@@ -125,6 +125,7 @@ Result<std::optional<ChunkLocation>> Reader::next_chunk_location() {
 }
 
 Result<size_t> Reader::next_records(std::vector<Record>* out) {
+  decoded_.clear();
   while (true) {
     STRATA_ASSIGN_OR_RETURN(auto c, next_chunk());
     if (!c) return size_t(0);
@@ -139,7 +140,7 @@ Result<size_t> Reader::next_records(std::vector<Record>* out) {
           if (off >= start_offset_) out->push_back(Record{off, ts, value});
           ++off;
         },
-        &n);
+        &n, &decoded_);
     if (problem || n.entries != c->header.num_entries || n.records != c->header.num_records) {
       out->resize(before);
       STRATA_TRY(records_status(c->header, problem, n,

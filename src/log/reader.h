@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -77,11 +78,12 @@ class Reader {
   // Appends to *out the records of the next chunk whose offsets are at or
   // after the reader's start offset (records of the first chunk before the
   // requested offset are skipped): simple entries and the inner records of
-  // uncompressed sub-batches (log/entries.h). Returns how many were
-  // appended; 0 at the committed end. Views are valid until the next call.
-  // A chunk holding a compressed sub-batch: Errc::unsupported naming its
-  // compression and offset, and the reader has moved past that chunk (read
-  // such chunks with next_chunk and parse_entries).
+  // sub-batches (log/entries.h), compressed ones decompressed into a buffer
+  // the reader keeps. Returns how many were appended; 0 at the committed
+  // end. Views are valid until the next call. A sub-batch its codec cannot
+  // decompress: Errc::unsupported naming the codec, why and the offset, and
+  // the reader has moved past that chunk (read such chunks whole with
+  // next_chunk and parse_entries).
   Result<size_t> next_records(std::vector<Record>* out);
 
   // Waits until a chunk is available to read, the timeout passes, or the log
@@ -116,6 +118,9 @@ class Reader {
   uint64_t pos_ = 0;           // file position of the next chunk in seg_
   uint64_t chunk_offset_ = 0;  // first offset of the next chunk
   uint64_t start_offset_ = 0;  // records below this are skipped
+  // Decompressed sub-batches of the last next_records call: its views point
+  // here.
+  std::deque<std::string> decoded_;
   // Committed bounds of seg_ as last seen (refreshed under the log's lock).
   uint64_t seg_end_ = 0;
   uint64_t seg_next_ = 0;

@@ -37,6 +37,8 @@ class StreamReader::Impl {
   uint64_t cursor = 0;        // first offset of the next chunk
   uint64_t start_offset = 0;  // records below it are not delivered
   StreamReaderStats st;
+  // Decompressed sub-batches of the last next_records call (its views).
+  std::deque<std::string> decoded;
 };
 
 namespace {
@@ -314,12 +316,14 @@ Result<std::optional<TieredChunk>> StreamReader::next_chunk_location() {
 }
 
 Result<size_t> StreamReader::next_records(std::vector<log::Record>* out) {
+  impl_->decoded.clear();
   while (true) {
     STRATA_ASSIGN_OR_RETURN(auto c, impl_->next_chunk());
     if (!c) return size_t(0);
     const std::string where =
         fmt::format("stream {} chunk at offset {}", impl_->ctx.stream, c->header.first_offset);
-    STRATA_ASSIGN_OR_RETURN(auto values, log::parse_records(c->header, c->data(), where));
+    STRATA_ASSIGN_OR_RETURN(auto values,
+                            log::parse_records(c->header, c->data(), where, &impl_->decoded));
     const size_t before = out->size();
     uint64_t off = c->header.first_offset;
     for (BytesView v : values) {
