@@ -46,6 +46,13 @@ Status check_data_dir(const std::string& dir, bool create) {
 Result<std::shared_ptr<log::StreamLog>> open_for_reading(const std::string& data_dir,
                                                          const std::string& stream) {
   STRATA_TRY(check_data_dir(data_dir, false));
+  // A node's data directory (`strata serve --data-dir`) keeps its logs under
+  // streams/: accept it as well as the directory of logs itself.
+  const std::string streams = path_join(data_dir, "streams");
+  if (!log::is_stream_dir(posix_fs(), path_join(data_dir, stream)) &&
+      log::is_stream_dir(posix_fs(), path_join(streams, stream))) {
+    return log::open_stream_read_only(streams, stream);
+  }
   return log::open_stream_read_only(data_dir, stream);
 }
 

@@ -53,6 +53,21 @@ TEST(LogCli, ProduceConsumeRoundTrip) {
   EXPECT_EQ(next.output, "");
 }
 
+// A node's data directory (what `strata serve --data-dir` was given) holds
+// its logs under streams/: consume accepts either.
+TEST(LogCli, ConsumeAcceptsANodeDataDirectory) {
+  strata::test::TempDir tmp;
+  std::string node = tmp.sub("node");
+  auto p = shell("printf 'one\\ntwo\\n' | " + kStrata + " produce " + node + "/streams s");
+  ASSERT_EQ(p.status, 0) << p.output;
+  auto via_node = strata_cmd({"consume", node, "s"});
+  ASSERT_EQ(via_node.status, 0) << via_node.output;
+  EXPECT_EQ(via_node.output, "one\ntwo\n");
+  auto missing = strata_cmd({"consume", node, "t"});
+  EXPECT_NE(missing.status, 0);
+  EXPECT_TRUE(contains(missing.output, "no stream 't'")) << missing.output;
+}
+
 TEST(LogCli, ConsumeFollowSeesAnotherProcessAppend) {
   strata::test::TempDir tmp;
   std::string d = tmp.sub("data");
