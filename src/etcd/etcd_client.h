@@ -55,6 +55,9 @@ struct ClientOptions {
   std::chrono::milliseconds attempt_timeout{1500};  // one attempt on one endpoint
   std::chrono::milliseconds connect_timeout{500};   // within an attempt
   int max_connections = 16;                         // requests in flight (not watches)
+  // A watch silent this long asks its member for a linearizable read (one
+  // attempt_timeout); no answer moves the watch to the next endpoint. 0: off.
+  std::chrono::milliseconds watch_probe_interval{2000};
 };
 
 // "endpoints": non-empty, each http://host:port (https is passed to libcurl
@@ -165,10 +168,13 @@ class Watch {
 // the start revision was compacted (the message names the compact
 // revision), Errc::invalid_argument when etcd refuses the request. A lost
 // connection is not an error: the watch reconnects (next endpoint) and
-// resumes at next_revision(). Not yet handled: a member frozen (SIGSTOP)
-// under an open watch keeps its connection up and silent, so the watch
-// waits for it; a liveness check on etcd's progress notifications would
-// detect that (cluster ownership will need it).
+// resumes at next_revision(). Nor is a silent member: a member frozen
+// (SIGSTOP) or cut off from the quorum keeps the stream open and sends
+// nothing, indistinguishable from a quiet key — so after
+// watch_probe_interval of silence the watch reads the watched key from the
+// same member (linearizable: a member without a leader cannot answer), and
+// moves to the next endpoint if that read fails or takes longer than
+// attempt_timeout.
 using WatchEventsFn = std::function<void(const std::vector<WatchEvent>&)>;
 using WatchErrorFn = std::function<void(const Error&)>;
 

@@ -4,10 +4,13 @@
 // object per message ({"result": {...}}); JsonSplitter cuts them out of the
 // byte stream. A lost connection moves to the next endpoint and resumes
 // from the revision after the last one delivered, so no event is missed or
-// delivered twice.
+// delivered twice. A silent stream is probed (etcd_client.h): the probe is a
+// second transfer on the same multi handle, so stopping still wakes at once.
 #include <curl/curl.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -74,7 +77,59 @@ class EtcdWatch final : public Watch {
 
   static size_t on_data(char* data, size_t size, size_t n, void* user) {
     auto* self = static_cast<EtcdWatch*>(user);
+    self->last_heard_ = Clock::now();
     return self->feed(std::string_view(data, size * n)) ? size * n : 0;
+  }
+
+  static size_t on_probe_data(char* data, size_t size, size_t n, void* user) {
+    static_cast<std::string*>(user)->append(data, size * n);
+    return size * n;
+  }
+
+  // The probe of a silent member: a linearizable read of the watched key.
+  struct Probe {
+    CURL* h = nullptr;
+    curl_slist* headers = nullptr;
+    std::string body, reply;
+  };
+
+  void start_probe(const std::string& ep, Probe* p) {
+    p->h = curl_easy_init();
+    if (!p->h) return;
+    p->body = range_json(req_.key, "", 1).dump();
+    p->reply.clear();
+    p->headers = set_json_post(p->h, ep + "/v3/kv/range", p->body);
+    curl_easy_setopt(p->h, CURLOPT_CONNECTTIMEOUT_MS, long(opts_.connect_timeout.count()));
+    curl_easy_setopt(p->h, CURLOPT_TIMEOUT_MS, long(opts_.attempt_timeout.count()));
+    curl_easy_setopt(p->h, CURLOPT_WRITEFUNCTION, on_probe_data);
+    curl_easy_setopt(p->h, CURLOPT_WRITEDATA, &p->reply);
+    curl_multi_add_handle(multi_, p->h);
+  }
+
+  void end_probe(Probe* p) {
+    if (!p->h) return;
+    curl_multi_remove_handle(multi_, p->h);
+    curl_easy_cleanup(p->h);
+    curl_slist_free_all(p->headers);
+    p->h = nullptr;
+    p->headers = nullptr;
+  }
+
+  // Whether a finished probe found the member able to serve: HTTP 200 and a
+  // reply that is not a gateway error. Otherwise *why says what it saw.
+  bool probe_answered(const Probe& p, CURLcode rc, std::string* why) {
+    long status = 0;
+    curl_easy_getinfo(p.h, CURLINFO_RESPONSE_CODE, &status);
+    if (rc != CURLE_OK) {
+      *why = curl_easy_strerror(rc);
+      return false;
+    }
+    auto reply = json::parse(p.reply, nullptr, false);
+    if (status != 200 || !reply.is_object() || reply.contains("error")) {
+      *why = fmt::format("HTTP {}: {}", status, p.reply.substr(0, 200));
+      return false;
+    }
+    return true;
   }
 
   // False ends the transfer.
@@ -169,6 +224,9 @@ class EtcdWatch final : public Watch {
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, this);
     curl_multi_add_handle(multi_, h);
+    last_heard_ = Clock::now();
+    const auto probe_every = opts_.watch_probe_interval;
+    Probe probe;
     End end = End::reconnect;
     for (;;) {
       if (stopping()) {
@@ -181,9 +239,41 @@ class EtcdWatch final : public Watch {
         end = End::finished;
         break;
       }
-      if (running == 0) break;  // the connection ended: reconnect
-      curl_multi_poll(multi_, nullptr, 0, 1000, nullptr);
+      bool watch_done = false, member_silent = false;
+      int left = 0;
+      while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
+        if (m->msg != CURLMSG_DONE) continue;
+        if (m->easy_handle == h) {
+          watch_done = true;
+        } else if (probe.h && m->easy_handle == probe.h) {
+          std::string why;
+          if (probe_answered(probe, m->data.result, &why)) {
+            last_heard_ = Clock::now();
+          } else {
+            last_problem_ = fmt::format(
+                "{} did not answer a read within {} ms of a silent watch "
+                "({})",
+                ep, opts_.attempt_timeout.count(), why);
+            member_silent = true;
+          }
+          end_probe(&probe);
+        }
+      }
+      // The watch connection ended, or its member cannot serve: reconnect.
+      if (watch_done || member_silent) break;
+      const auto now = Clock::now();
+      if (probe_every.count() > 0 && !probe.h && now - last_heard_ >= probe_every) {
+        start_probe(ep, &probe);
+      }
+      int wait_ms = 1000;
+      if (probe_every.count() > 0 && !probe.h) {
+        auto until =
+            std::chrono::duration_cast<std::chrono::milliseconds>(last_heard_ + probe_every - now);
+        wait_ms = int(std::clamp<int64_t>(until.count(), 1, 1000));
+      }
+      curl_multi_poll(multi_, nullptr, 0, wait_ms, nullptr);
     }
+    end_probe(&probe);
     curl_multi_remove_handle(multi_, h);
     curl_easy_cleanup(h);
     curl_slist_free_all(headers);
@@ -196,6 +286,9 @@ class EtcdWatch final : public Watch {
   WatchErrorFn on_error_;
   size_t endpoint_;
   std::atomic<int64_t> next_rev_;
+  using Clock = std::chrono::steady_clock;
+  // When the stream last delivered bytes or a probe was answered.
+  Clock::time_point last_heard_;
   CURLM* multi_ = nullptr;
   JsonSplitter splitter_;
   std::string last_problem_;
