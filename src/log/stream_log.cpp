@@ -72,6 +72,9 @@ Result<AppendResult> StreamLog::append_entries(const EntryBatch& batch) {
 std::optional<uint64_t> StreamLog::writer_sequence(std::string_view ref) const {
   return impl_->writer_sequence(ref);
 }
+bool StreamLog::seed_writer_sequences(const WriterSequences& writers) {
+  return impl_->seed_writer_sequences(writers);
+}
 uint64_t StreamLog::committed_next() const {
   return impl_->committed_next();
 }
@@ -255,6 +258,19 @@ Status StreamLog::Impl::load_writers() {
   }
   w_.writers = writers_;
   return Status::OK();
+}
+
+bool StreamLog::Impl::seed_writer_sequences(const WriterSequences& writers) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (closed_ || opts_.read_only || !queue_.empty() ||
+      committed_next_.load() != segments_.front()->info.first_offset ||
+      segments_.back()->info.chunks != 0) {
+    return false;
+  }
+  // No append is queued or leading, so the writer state is ours to set.
+  writers_ = writers;
+  w_.writers = writers;
+  return true;
 }
 
 std::optional<uint64_t> StreamLog::Impl::writer_sequence(std::string_view ref) const {

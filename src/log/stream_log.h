@@ -63,6 +63,7 @@
 #include "log/log_options.h"
 #include "log/offset_resolution.h"
 #include "log/offset_spec.h"
+#include "log/writer_sequences.h"
 
 namespace strata::log {
 
@@ -134,6 +135,11 @@ class StreamLog : public std::enable_shared_from_this<StreamLog> {
   // seen. Rebuilt at open from the newest segment holding a chunk; a
   // read-only log reports the sequences as of its open.
   std::optional<uint64_t> writer_sequence(std::string_view ref) const;
+  // Adopts `writers` as the committed writer sequences of a log that holds
+  // no record and has no append in progress — one started after a remote
+  // tier that has them (tier/writer_recovery.h); its first chunk's snapshot
+  // then stores them. False, changing nothing, otherwise.
+  bool seed_writer_sequences(const WriterSequences& writers);
 
   // The offset after the last committed record (readers see [first, this)).
   uint64_t committed_next() const;

@@ -91,6 +91,7 @@ class StreamLog::Impl {
   Result<AppendResult> append(std::span<const BytesView> records);
   Result<AppendResult> append_entries(const EntryBatch& batch);
   std::optional<uint64_t> writer_sequence(std::string_view ref) const;
+  bool seed_writer_sequences(const WriterSequences& writers);
 
   // stream_log_read.cpp
   Result<Resolution> resolve(const OffsetSpec& spec);

@@ -11,6 +11,7 @@
 #include "node/stream_settings_file.h"
 #include "objstore/metered_store.h"
 #include "tier/upload_jobs.h"
+#include "tier/writer_recovery.h"
 
 namespace strata::node {
 
@@ -250,9 +251,17 @@ Result<std::shared_ptr<log::StreamLog>> Node::align_with_remote(const std::strin
     takeover_dropped_ += local_next > remote_next ? local_next - remote_next : 0;
     STRATA_TRY(registry_->remove(name));
     lo.first_offset = remote_next;
-    return registry_->create(name, lo);
+    STRATA_ASSIGN_OR_RETURN(log, registry_->create(name, lo));
+    seed_writers(name, *log, keys, st->manifest);
+    return log;
   }
-  if (!st->has_root || remote_next <= local_next) return log;
+  if (!st->has_root || remote_next < local_next) return log;
+  if (remote_next == local_next) {
+    // A log that restarted after the remote tier and has not been written
+    // since (a restart right after a takeover) has no writers of its own.
+    seed_writers(name, *log, keys, st->manifest);
+    return log;
+  }
   spdlog::error(
       "node: stream {}: the local log ends at offset {} but the remote tier holds offsets up to "
       "{} (local data lost or restored from an older copy); the local log restarts at {} so that "
@@ -262,9 +271,47 @@ Result<std::shared_ptr<log::StreamLog>> Node::align_with_remote(const std::strin
   STRATA_TRY(registry_->remove(name));
   lo.first_offset = remote_next;
   // The new directory carries the stream's settings like the first did.
-  return registry_->create(name, lo, [&](FileSystem& fs, const std::string& dir) {
-    return write_settings_file(fs, dir, settings);
-  });
+  STRATA_ASSIGN_OR_RETURN(log,
+                          registry_->create(name, lo, [&](FileSystem& fs, const std::string& dir) {
+                            return write_settings_file(fs, dir, settings);
+                          }));
+  seed_writers(name, *log, keys, st->manifest);
+  return log;
+}
+
+// How much of the remote tier a node reads, newest first, looking for the
+// publishers' sequences (a local segment's worth at the default size).
+constexpr uint64_t kWriterRecoveryBytes = 512ull << 20;
+
+// A log started after the remote tier takes the publishers' sequences from
+// it, so a publisher resending its unconfirmed messages to this node (after
+// a takeover) has those already stored deduplicated. Reading is bounded;
+// a failure is logged, not fatal: the stream serves, and only a resend of
+// messages stored before it could be duplicated.
+void Node::seed_writers(const std::string& name, log::StreamLog& log, const tier::ObjectKeys& keys,
+                        const tier::Manifest& manifest) {
+  if (manifest.empty() || log.committed_next() != log.first_offset()) return;
+  tier::RemoteReaderDeps deps;
+  deps.store = store_;
+  deps.pool = pool_;
+  deps.groups = cache_->groups().fetcher(*store_, keys);
+  auto got = tier::remote_writer_sequences(
+      deps, keys, std::make_shared<const tier::Manifest>(manifest), kWriterRecoveryBytes);
+  if (!got.ok()) {
+    spdlog::warn(
+        "node: stream {}: cannot read its publishers' sequences from the remote tier "
+        "({}); deduplication starts empty",
+        name, got.error().to_string());
+    return;
+  }
+  if (got->writers.empty()) return;
+  if (log.seed_writer_sequences(got->writers)) {
+    spdlog::info(
+        "node: stream {}: {} publisher sequence(s) taken from the remote tier ({} "
+        "fragment(s) read{})",
+        name, got->writers.size(), got->fragments_read,
+        got->from_snapshot ? "" : ", no snapshot within the budget: deltas only");
+  }
 }
 
 Result<std::shared_ptr<log::StreamLog>> Node::acquire_stream(const std::string& name) {
@@ -309,7 +356,6 @@ void Node::release_stream(const std::string& name) {
     }
   }
 }
-
 
 Result<std::shared_ptr<log::StreamLog>> Node::create_stream(const std::string& name,
                                                             const StreamSettings& settings) {

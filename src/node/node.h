@@ -49,7 +49,9 @@
 #include "node/stream_settings.h"
 #include "objstore/object_store.h"
 #include "tier/governor.h"
+#include "tier/manifest.h"
 #include "tier/manifest_cache.h"
+#include "tier/object_keys.h"
 #include "tier/stream_reader.h"
 #include "tier/tiering_hooks.h"
 #include "tier/uploader.h"
@@ -206,6 +208,8 @@ class Node {
   void start_background_locked();
   Result<DeletionTargets> deletion_targets(const std::string& name) const;
   Status scan_deletions();
+  void seed_writers(const std::string& name, log::StreamLog& log, const tier::ObjectKeys& keys,
+                    const tier::Manifest& manifest);
   Result<std::shared_ptr<log::StreamLog>> align_with_remote(const std::string& name,
                                                             std::shared_ptr<log::StreamLog> log,
                                                             log::LogOptions lo,
