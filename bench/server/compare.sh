@@ -85,18 +85,23 @@ rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 hwm_kib() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
 
 declare -A result
+# The servers of run R in the order they run: alternating, so neither always
+# runs right after the other's load (RabbitMQ's schedulers spin for a while
+# after work, which on 2 cores takes CPU from whatever runs next).
+order() { if (($1 % 2)); then echo rabbitmq strata; else echo strata rabbitmq; fi; }
+port_of() { if [ "$1" = strata ]; then echo "$strata_port"; else echo "$rabbit_port"; fi; }
 scenario() {  # scenario KEY FIELD ARGS... (run on both servers, RUNS times)
   local key=$1 field=$2
   shift 2
-  for server in rabbitmq strata; do
-    local port=$rabbit_port
-    [ "$server" = strata ] && port=$strata_port
-    local files=()
-    for r in $(seq 1 "$runs"); do
-      local name="$key-$server-$r"
-      perf "$port" "$name" --stream "cmp-$key-$r" --delete-stream "$@"
-      files+=("$work/$name.json")
+  local r server
+  for r in $(seq 1 "$runs"); do
+    for server in $(order "$r"); do
+      perf "$(port_of "$server")" "$key-$server-$r" --stream "cmp-$key-$r" --delete-stream "$@"
     done
+  done
+  for server in rabbitmq strata; do
+    local files=()
+    for r in $(seq 1 "$runs"); do files+=("$work/$key-$server-$r.json"); done
     for f in $field; do
       result["$key|$f|$server"]=$(median "$f" "${files[@]}")
     done
@@ -113,18 +118,20 @@ if want pub4; then
 fi
 # Publish once per server and run, then read everything back from the start.
 want consume && echo "consume ..." >&2
-for server in rabbitmq strata; do
+for r in $(seq 1 "$runs"); do
   want consume || break
-  port=$rabbit_port
-  [ "$server" = strata ] && port=$strata_port
-  files=()
-  for r in $(seq 1 "$runs"); do
+  for server in $(order "$r"); do
+    port=$(port_of "$server")
     perf "$port" "fill-$server-$r" --stream "cmp-consume-$r" --producers 2 --consumers 0 \
       --messages "$CONSUME_MSGS"
     perf "$port" "consume-$server-$r" --stream "cmp-consume-$r" --producers 0 --consumers 1 \
       --offset first --time "$((TIME * 3))" --delete-stream
-    files+=("$work/consume-$server-$r.json")
   done
+done
+for server in rabbitmq strata; do
+  want consume || break
+  files=()
+  for r in $(seq 1 "$runs"); do files+=("$work/consume-$server-$r.json"); done
   result["consume|rates.consumed_msg_s|$server"]=$(median rates.consumed_msg_s "${files[@]}")
 done
 if want lat; then
@@ -135,16 +142,18 @@ fi
 
 want js && echo "JS client (second opinion) ..." >&2
 js="$here/js_perf.mjs"
+for r in $(seq 1 "$runs"); do
+  want js || break
+  for server in $(order "$r"); do
+    timeout 120 node "$js" --port "$(port_of "$server")" --messages "${JS_MSGS:-100000}" --size "$SIZE" \
+      --stream "cmp-js-$r" >"$work/js-$server-$r.json" 2>"$work/js-$server-$r.err" ||
+      tail -3 "$work/js-$server-$r.err" >&2
+  done
+done
 for server in rabbitmq strata; do
   want js || break
-  port=$rabbit_port
-  [ "$server" = strata ] && port=$strata_port
   files=()
-  for r in $(seq 1 "$runs"); do
-    timeout 120 node "$js" --port "$port" --messages "${JS_MSGS:-100000}" --size "$SIZE" --stream "cmp-js-$r" \
-      >"$work/js-$server-$r.json" 2>"$work/js-$server-$r.err" || tail -3 "$work/js-$server-$r.err" >&2
-    files+=("$work/js-$server-$r.json")
-  done
+  for r in $(seq 1 "$runs"); do files+=("$work/js-$server-$r.json"); done
   result["js|confirmed_msg_s|$server"]=$(median confirmed_msg_s "${files[@]}")
   result["js|consumed_msg_s|$server"]=$(median consumed_msg_s "${files[@]}")
 done
