@@ -10,19 +10,15 @@
 //     the new owner's tail, nothing missing, nothing twice;
 //   - `offset N`, `last` and `next` resolved on a replica as on the owner;
 //   - Metadata names the owner as leader and the other nodes as replicas.
+#include <curl/curl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <thread>
 
-#include "server/stream_client.h"
-#include "support/etcd_cluster.h"
+#include "support/serve_cluster.h"
 #include "support/temp_dir.h"
 
 namespace strata::test {
@@ -36,22 +32,30 @@ constexpr int kNodes = 3;
 constexpr int64_t kTtlMs = 2000;
 constexpr uint8_t kSub = 7;
 
-// Waits for `pred` (another process's state, which nothing here can be told
-// about by a callback), checking every 50 ms.
-template <class F>
-bool eventually(std::chrono::milliseconds timeout, F pred) {
-  auto end = Clock::now() + timeout;
-  while (Clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return pred();
-}
-
 // Message ids start at 1 and one publisher writes each stream, so the
 // message at offset o has id o + 1.
 std::string body_of(uint64_t id) {
   return "m-" + std::to_string(id);
+}
+
+size_t collect(char* data, size_t size, size_t n, void* user) {
+  static_cast<std::string*>(user)->append(data, size * n);
+  return size * n;
+}
+
+// GET url; the body, or "" on any failure.
+std::string http_get(const std::string& url) {
+  CURL* h = curl_easy_init();
+  std::string body;
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 2000L);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+  CURLcode rc = curl_easy_perform(h);
+  curl_easy_cleanup(h);
+  return rc == CURLE_OK ? body : std::string();
 }
 
 // What one subscription received: each message id with its offset, in
@@ -67,54 +71,37 @@ class ReplicaReadTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string err;
-    etcd_ = EtcdCluster::start(dir_.path(), 3, &err);
-    ASSERT_NE(etcd_, nullptr) << err;
-    std::filesystem::create_directories(dir_.sub("bucket"));
-    std::filesystem::create_directories(dir_.sub("logs"));
-    for (int i = 0; i < kNodes; ++i) {
-      std::ofstream(config_path(i)) << node_doc(i).dump(2);
-      nodes_[i] = ServeProcess::start(dir_.sub("data-" + std::to_string(i)),
-                                      {"--config", config_path(i)}, dir_.sub("logs"));
-      ASSERT_GT(nodes_[i].port(), 0) << nodes_[i].process().stderr_text();
-    }
-  }
-
-  void TearDown() override {
-    for (auto& n : nodes_) {
-      if (n.port() > 0 && n.process().running()) n.stop(20s);
-    }
-  }
-
-  std::string config_path(int i) const { return dir_.sub("node-" + std::to_string(i) + ".json"); }
-
-  json node_doc(int i) const {
-    return {{"objstore", {{"backend", "fs"}, {"fs", {{"root", dir_.sub("bucket")}}}}},
-            {"catalog",
-             {{"backend", "etcd"},
-              {"endpoints", etcd_->endpoints()},
-              {"namespace", "rr"},
-              {"request_timeout_ms", 1500},
-              {"attempt_timeout_ms", 500}}},
-            {"tiering",
-             {{"confirm", "remote"},
-              {"remote_confirm_cut_ms", 20},
-              {"remote_confirm_timeout_ms", 20000},
-              {"request_timeout_ms", 2000}}},
-            {"cluster",
-             {{"enabled", true}, {"node_id", "n" + std::to_string(i)}, {"lease_ttl_ms", kTtlMs}}}};
+    // Each node's /status on a port of its own (printed at start): the
+    // replica counters show which path served a consumer.
+    ServeClusterOptions o{.nodes = kNodes, .lease_ttl_ms = kTtlMs};
+    o.patch = {{"http", {{"listen", "127.0.0.1:0"}}}};
+    cluster_ = ServeCluster::start(dir_.path(), o, &err);
+    ASSERT_NE(cluster_, nullptr) << err;
   }
 
   StreamClient client(int i) {
-    auto c = StreamClient::connect(nodes_[i].port());
+    auto c = cluster_->client(i);
     EXPECT_TRUE(c.ok()) << c.error().to_string();
     if (!c.ok()) return {};
-    EXPECT_TRUE(c->handshake().ok());
     return std::move(*c);
   }
 
+  // Node i's "server" status section; null if it does not answer.
+  json server_status(int i) {
+    std::string out = cluster_->node(i).process().stdout_text();
+    const std::string mark = "strata serve: http on ";
+    auto at = out.find(mark);
+    if (at == std::string::npos) return nullptr;
+    std::string addr = out.substr(at + mark.size(), out.find('\n', at) - at - mark.size());
+    auto body = http_get("http://" + addr + "/status");
+    auto j = json::parse(body, nullptr, false);
+    if (j.is_discarded() || !j.contains("server")) return nullptr;
+    return j["server"];
+  }
+
   std::optional<MetadataResponse> metadata(int i, const std::string& stream) {
-    auto c = StreamClient::connect(nodes_[i].port());
-    if (!c.ok() || !c->handshake().ok()) return std::nullopt;
+    auto c = cluster_->client(i);
+    if (!c.ok()) return std::nullopt;
     if (!c->send(MetadataRequest{c->corr(), {stream}}).ok()) return std::nullopt;
     auto r = c->expect<MetadataResponse>(5s);
     if (!r.ok() || r->streams.size() != 1 || r->streams[0].code != ResponseCode::ok) {
@@ -123,38 +110,13 @@ class ReplicaReadTest : public ::testing::Test {
     return *r;
   }
 
-  int index_of_port(int port) const {
-    for (int i = 0; i < kNodes; ++i) {
-      if (nodes_[i].port() == port) return i;
-    }
-    return -1;
-  }
-
-  // The leader's index as node i's Metadata names it; -1 when none.
-  int leader(int i, const std::string& stream) {
-    auto m = metadata(i, stream);
-    if (!m) return -1;
-    for (const auto& b : m->brokers) {
-      if (b.reference == m->streams[0].leader_reference) return index_of_port(int(b.port));
-    }
-    return -1;
-  }
+  int leader(int i, const std::string& stream) { return cluster_->leader(i, stream); }
 
   int create_and_find_leader(const std::string& stream) {
-    StreamClient c = client(0);
-    EXPECT_TRUE(c.send(CreateStreamRequest{c.corr(), stream, {}}).ok());
-    auto r = c.expect<CreateStreamResponse>(60s);
-    EXPECT_TRUE(r.ok() && r->code == ResponseCode::ok);
-    int l = -1;
-    bool agreed = eventually(20s, [&] {
-      l = leader(0, stream);
-      if (l < 0) return false;
-      for (int i = 1; i < kNodes; ++i) {
-        if (leader(i, stream) != l) return false;
-      }
-      return true;
-    });
-    EXPECT_TRUE(agreed) << "the nodes' Metadata never named one leader";
+    Status st = cluster_->create_stream(0, stream);
+    EXPECT_TRUE(st.ok()) << st.error().to_string();
+    int l = cluster_->await_agreed_leader(stream, 20s);
+    EXPECT_GE(l, 0) << "the nodes' Metadata never named one leader";
     return l;
   }
 
@@ -268,8 +230,7 @@ class ReplicaReadTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  std::unique_ptr<EtcdCluster> etcd_;
-  ServeProcess nodes_[kNodes];
+  std::unique_ptr<ServeCluster> cluster_;
 };
 
 TEST_F(ReplicaReadTest, MetadataNamesTheOtherNodesReplicas) {
@@ -299,6 +260,11 @@ TEST_F(ReplicaReadTest, FromFirstOnAReplicaEveryConfirmedMessageOnceRemoteAndLiv
   read_until(c, &got, 60s, [&](const Received& g) { return has_all(g, confirmed); });
   ASSERT_TRUE(has_all(got, confirmed)) << "the remote part did not arrive";
   EXPECT_EQ(got.first_chunk, 0u);
+  // Read from the bucket on the replica, nothing forwarded by the owner.
+  json st = server_status(replica);
+  ASSERT_FALSE(st.is_null());
+  EXPECT_GT(st["replica_remote_chunks"].get<uint64_t>(), 0u) << st.dump();
+  EXPECT_EQ(st["replica_forwarded_chunks"].get<uint64_t>(), 0u) << st.dump();
 
   // Published after the subscription caught up: the owner's live tail.
   ASSERT_TRUE(publish_on_leader(replica, stream, &next, 200, &confirmed));
@@ -306,6 +272,9 @@ TEST_F(ReplicaReadTest, FromFirstOnAReplicaEveryConfirmedMessageOnceRemoteAndLiv
   EXPECT_FALSE(got.metadata_update);
   expect_exactly_once(got, confirmed);
   EXPECT_EQ(confirmed.size(), 500u);
+  st = server_status(replica);
+  ASSERT_FALSE(st.is_null());
+  EXPECT_GT(st["replica_forwarded_chunks"].get<uint64_t>(), 0u) << st.dump();
 }
 
 TEST_F(ReplicaReadTest, KillOwnerWhileAReplicaConsumerReadsLosesAndRepeatsNothing) {
@@ -327,8 +296,7 @@ TEST_F(ReplicaReadTest, KillOwnerWhileAReplicaConsumerReadsLosesAndRepeatsNothin
   read_until(c, &got, 60s, [&](const Received& g) { return has_all(g, confirmed); });
   ASSERT_TRUE(has_all(got, confirmed));
 
-  nodes_[l].process().kill(SIGKILL);
-  nodes_[l].process().wait(10s);
+  cluster_->kill(l);
   int new_leader = -1;
   ASSERT_TRUE(eventually(30s, [&] {
     new_leader = leader(third, stream);
@@ -340,6 +308,9 @@ TEST_F(ReplicaReadTest, KillOwnerWhileAReplicaConsumerReadsLosesAndRepeatsNothin
   EXPECT_FALSE(got.metadata_update) << "the replica gave up instead of following the new owner";
   expect_exactly_once(got, confirmed);
   EXPECT_EQ(confirmed.size(), 500u);
+  json st = server_status(replica);
+  ASSERT_FALSE(st.is_null());
+  EXPECT_GE(st["replica_links"].get<uint64_t>(), 2u) << "subscribed at the old and the new owner";
 }
 
 TEST_F(ReplicaReadTest, OffsetLastAndNextResolveOnAReplica) {
