@@ -8,7 +8,7 @@
 # BUILD_DIR holds the `strata` binary. RUNS (default 3) runs per layout;
 # the table shows medians. Environment: MESSAGES (written once and read
 # back from `first` by every consumer, default 1000000), SIZE (message
-# bytes, default 100).
+# bytes, default 100), KEEP (set: leave the work directory for a look).
 # Layouts (one consumer per listed node, run at the same time; msg/s summed):
 #   owner        1 consumer on the owner
 #   replica      1 consumer on a replica
@@ -34,7 +34,7 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
+  if [ -n "${KEEP:-}" ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 
@@ -89,7 +89,9 @@ done
 [ -n "$owner" ] || { echo "replica_consume.sh: no node took the publisher" >&2; cat "$work/fill.err" >&2; exit 1; }
 r1=$(((owner + 1) % 3))
 r2=$(((owner + 2) % 3))
-echo "owner n$owner; filled $MESSAGES messages of $SIZE bytes" >&2
+echo "owner n$owner; filled $MESSAGES messages of $SIZE bytes;" \
+  "owner's local log: $(du -sm "$work/data-$owner/streams" | cut -f1) MiB," \
+  "bucket: $(du -sm "$work/bucket" | cut -f1) MiB" >&2
 
 # consume NAME NODE...: one consumer per node at once; the sum of msg/s.
 consume() {

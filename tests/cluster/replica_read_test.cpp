@@ -8,7 +8,8 @@
 //     live tail published after the subscription (forwarded from the owner);
 //   - kill -9 of the owner while a replica consumer reads: it continues from
 //     the new owner's tail, nothing missing, nothing twice;
-//   - `offset N`, `last` and `next` resolved on a replica as on the owner;
+//   - `offset N`, `timestamp`, `last` and `next` resolved on a replica as on
+//     the owner;
 //   - Metadata names the owner as leader and the other nodes as replicas.
 #include <curl/curl.h>
 #include <gtest/gtest.h>
@@ -313,7 +314,7 @@ TEST_F(ReplicaReadTest, KillOwnerWhileAReplicaConsumerReadsLosesAndRepeatsNothin
   EXPECT_GE(st["replica_links"].get<uint64_t>(), 2u) << "subscribed at the old and the new owner";
 }
 
-TEST_F(ReplicaReadTest, OffsetLastAndNextResolveOnAReplica) {
+TEST_F(ReplicaReadTest, OffsetTimestampLastAndNextResolveOnAReplica) {
   const std::string stream = "specs";
   int l = create_and_find_leader(stream);
   ASSERT_GE(l, 0);
@@ -330,6 +331,15 @@ TEST_F(ReplicaReadTest, OffsetLastAndNextResolveOnAReplica) {
     ASSERT_TRUE(got.first_chunk.has_value());
     EXPECT_LE(*got.first_chunk, 55u);
     for (uint64_t id = 56; id <= 100; ++id) EXPECT_EQ(got.count[id], 1) << "message " << id;
+  }
+  {
+    // timestamp 0 (older than every chunk): the remote search finds the
+    // stream's first chunk.
+    StreamClient c = subscribe(replica, stream, {OffsetType::timestamp, 0});
+    Received got;
+    read_until(c, &got, 30s, [&](const Received& g) { return g.count.count(100) > 0; });
+    EXPECT_EQ(got.first_chunk, 0u);
+    for (uint64_t id = 1; id <= 100; ++id) EXPECT_EQ(got.count[id], 1) << "message " << id;
   }
   {
     // last: the owner's last chunk first.
