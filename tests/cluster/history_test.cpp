@@ -47,7 +47,7 @@ const char* name(Fault f) {
   return "?";
 }
 
-TEST(HistoryTest, RandomFaultsLoseAndDuplicateNothingConfirmed) {
+TEST(HistoryTest, RandomFaultsLoseNoConfirmedMessage) {
   const uint64_t seed = test_seed(std::random_device{}());
   std::cout << "seed " << seed << " (STRATA_TEST_SEED=" << seed << " replays it)\n";
   RecordProperty("seed", std::to_string(seed));
