@@ -26,12 +26,15 @@ bool parse_body(const std::string& body, MessageId* out) {
 std::string HistoryReport::to_string() const {
   std::string s = std::to_string(published) + " published, " + std::to_string(confirmed) +
                   " confirmed, " + std::to_string(delivered) + " deliveries";
+  if (tolerated_duplicates > 0) {
+    s += ", " + std::to_string(tolerated_duplicates) + " duplicates of republished messages";
+  }
   for (const auto& v : violations) s += "\n  " + v;
   if (more > 0) s += "\n  ... and " + std::to_string(more) + " more violations";
   return s;
 }
 
-HistoryReport check_history(const History& h, size_t max_violations) {
+HistoryReport check_history(const History& h, DuplicatePolicy duplicates, size_t max_violations) {
   HistoryReport r;
   auto violation = [&](std::string what) {
     if (r.violations.size() < max_violations) {
@@ -40,7 +43,7 @@ HistoryReport check_history(const History& h, size_t max_violations) {
       r.more += 1;
     }
   };
-  std::set<MessageId> published, confirmed;
+  std::set<MessageId> published, republished, confirmed;
   struct Sub {
     std::set<MessageId> seen;
     bool any = false;
@@ -48,7 +51,9 @@ HistoryReport check_history(const History& h, size_t max_violations) {
   };
   std::map<int, Sub> subs;
   for (const auto& e : h.events) {
-    if (e.kind == HistoryEvent::Kind::publish) published.insert(e.message);
+    if (e.kind == HistoryEvent::Kind::publish && !published.insert(e.message).second) {
+      republished.insert(e.message);
+    }
   }
   for (const auto& e : h.events) {
     switch (e.kind) {
@@ -69,7 +74,11 @@ HistoryReport check_history(const History& h, size_t max_violations) {
           violation("delivered but never published: " + body_of(e.message) + where);
         }
         if (!s.seen.insert(e.message).second) {
-          violation("delivered twice: " + body_of(e.message) + where);
+          if (duplicates == DuplicatePolicy::republished && republished.count(e.message)) {
+            r.tolerated_duplicates += 1;
+          } else {
+            violation("delivered twice: " + body_of(e.message) + where);
+          }
         }
         if (s.any && e.offset <= s.last_offset) {
           violation("offset not increasing: " + std::to_string(e.offset) + " after " +
@@ -97,6 +106,34 @@ HistoryReport check_history(const History& h, size_t max_violations) {
   r.published = published.size();
   r.confirmed = confirmed.size();
   return r;
+}
+
+std::string describe_subscription(const History& h, int subscription) {
+  std::string out;
+  bool open = false;
+  uint64_t first_offset = 0, last_offset = 0;
+  MessageId first, last;
+  auto flush = [&] {
+    if (!open) return;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(first_offset) + "-" + std::to_string(last_offset) + ": " +
+           body_of(first) + ".." + std::to_string(last.id);
+  };
+  for (const auto& e : h.events) {
+    if (e.kind != HistoryEvent::Kind::deliver || e.subscription != subscription) continue;
+    if (open && e.offset == last_offset + 1 && e.message.publisher == last.publisher &&
+        e.message.id == last.id + 1) {
+      last_offset = e.offset;
+      last = e.message;
+      continue;
+    }
+    flush();
+    open = true;
+    first_offset = last_offset = e.offset;
+    first = last = e.message;
+  }
+  flush();
+  return out;
 }
 
 }  // namespace strata::test

@@ -97,6 +97,19 @@ TEST(HistoryCheck, RejectsADuplicateInOneSubscription) {
   EXPECT_TRUE(mentions(r, "delivered twice: p1-2 (subscription 1, offset 6)")) << r.to_string();
 }
 
+TEST(HistoryCheck, ToleratesOnlyDuplicatesOfRepublishedMessagesWhenAskedTo) {
+  History h = good_history();
+  h.deliver(1, 6, m(1, 2));  // p1-2 was published twice
+  auto r = check_history(h, DuplicatePolicy::republished);
+  EXPECT_TRUE(r.ok()) << r.to_string();
+  EXPECT_EQ(r.tolerated_duplicates, 1u);
+  EXPECT_NE(r.to_string().find("1 duplicates of republished messages"), std::string::npos);
+  h.deliver(1, 7, m(2, 1));  // p2-1 was published once
+  r = check_history(h, DuplicatePolicy::republished);
+  EXPECT_TRUE(mentions(r, "delivered twice: p2-1 (subscription 1, offset 7)")) << r.to_string();
+  EXPECT_EQ(r.violations.size(), 1u);
+}
+
 TEST(HistoryCheck, AllowsTheSameMessageInDifferentSubscriptions) {
   History h = good_history();
   h.deliver(2, 9, m(1, 2));
@@ -125,10 +138,16 @@ TEST(HistoryCheck, RejectsAConfirmOrDeliveryOfSomethingNeverPublished) {
   EXPECT_TRUE(mentions(r, "delivered but never published: p5-1 (subscription 0, offset 8)"));
 }
 
+TEST(HistoryCheck, DescribesASubscriptionAsRuns) {
+  History h = good_history();
+  EXPECT_EQ(describe_subscription(h, 1), "0-1: p1-1..2, 2-2: p2-1..1, 5-5: p1-3..3");
+  EXPECT_EQ(describe_subscription(h, 9), "");
+}
+
 TEST(HistoryCheck, KeepsAtMostTheGivenNumberOfViolations) {
   History h;
   for (uint64_t id = 0; id < 10; ++id) h.confirm(m(1, id));
-  auto r = check_history(h, 3);
+  auto r = check_history(h, DuplicatePolicy::none, 3);
   EXPECT_EQ(r.violations.size(), 3u);
   EXPECT_EQ(r.more, 7u);
   EXPECT_NE(r.to_string().find("and 7 more"), std::string::npos);
