@@ -283,6 +283,7 @@ void Connection::close_now(const std::string& why) {
     had_sac = had_sac || !s->sac_name.empty();
     s->closed = true;
     if (s->delivery) s->delivery->stop();
+    if (s->replica) s->replica->stop();
   }
   server_.counters().consumers -= subscriptions_.size();
   server_.counters().publishers -= publishers_.size();
@@ -548,8 +549,8 @@ void Connection::on(const MetadataRequest& r) {
 
 // A cluster's Metadata: every registered node is a broker (references in
 // node id order); a stream's leader is its owner, the only node that
-// writes it and serves its consumers. No replicas are named: a non-owner
-// does not serve reads yet, so clients consume from the leader too. A
+// writes it, and every other registered node is a replica: it serves the
+// stream's consumers (replica_feed.h), so clients may place them there. A
 // stream in the catalog without an owner (during a takeover) is
 // stream_not_available: clients retry.
 void Connection::cluster_metadata(const MetadataRequest& r, MetadataResponse* resp) {
@@ -569,6 +570,9 @@ void Connection::cluster_metadata(const MetadataRequest& r, MetadataResponse* re
     auto owner = view.owners.find(s);
     if (owner != view.owners.end() && refs.count(owner->second.node_id)) {
       m.leader_reference = refs[owner->second.node_id];
+      for (const auto& [id, ref] : refs) {
+        if (id != owner->second.node_id) m.replica_references.push_back(ref);
+      }
     } else if (owner != view.owners.end() ||
                std::find(view.streams.begin(), view.streams.end(), s) != view.streams.end()) {
       m.code = ResponseCode::stream_not_available;
@@ -702,6 +706,7 @@ void Connection::on(const SubscribeRequest& r) {
   }
   auto s = server_.served(r.stream);
   if (!s.ok()) {
+    if (subscribe_replica(r)) return;
     respond_code(kSubscribe, r.correlation_id, missing_stream_code(r.stream));
     return;
   }
@@ -741,6 +746,43 @@ void Connection::on(const SubscribeRequest& r) {
   std::string stream = r.stream, name = sub->sac_name;
   server_.sac(
       [&](SacGroups& g, SacTime now) { return g.subscribe(stream, name, ref, index, now); });
+}
+
+// A consumer of a stream another node owns: remote offsets read from the
+// bucket here, the tail forwarded from the owner (replica_feed.h). Single
+// active consumer groups live on the owner: such a subscription keeps the
+// owner-only answer.
+bool Connection::subscribe_replica(const SubscribeRequest& r) {
+  for (const auto& [k, v] : r.properties) {
+    if (k == "single-active-consumer" && v == "true") return false;
+  }
+  auto env = server_.replica_env(r.stream);
+  if (!env.ok()) return false;
+  auto sub = std::make_shared<Subscription>();
+  sub->id = r.subscription_id;
+  sub->stream = r.stream;
+  sub->spec = r.offset;
+  subscriptions_[r.subscription_id] = sub;
+  server_.counters().consumers += 1;
+  respond_code(kSubscribe, r.correlation_id, ResponseCode::ok);
+  std::weak_ptr<Connection> weak = shared_from_this();
+  std::weak_ptr<Subscription> wsub = sub;
+  uint8_t id = sub->id;
+  std::string stream = sub->stream;
+  sub->replica = ReplicaFeed::start(
+      std::move(env).value(), r.offset, shared_from_this(), strand_, server_.tasks(), sub->id,
+      deliver_version_, r.credit, [weak, wsub, id, stream](const Error& e) {
+        spdlog::warn("subscription {} on {} (replica): {}", id, stream, e.to_string());
+        auto c = weak.lock();
+        auto sub = wsub.lock();
+        if (!c || !sub || sub->closed) return;
+        // Told like a consumer of a stream this node stopped serving: the
+        // client asks Metadata again and subscribes anew.
+        c->subscriptions_.erase(id);
+        c->stop_subscription(sub);
+        c->send_message(MetadataUpdate{ResponseCode::stream_not_available, stream});
+      });
+  return true;
 }
 
 void Connection::start_delivery(const SubPtr& sub, const log::OffsetSpec& spec) {
@@ -788,7 +830,9 @@ void Connection::on(const CreditRequest& r) {
     send_message(CreditResponse{ResponseCode::subscription_id_does_not_exist, r.subscription_id});
     return;
   }
-  if (it->second->delivery) {
+  if (it->second->replica) {
+    it->second->replica->add_credit(r.credit);
+  } else if (it->second->delivery) {
     it->second->delivery->add_credit(r.credit);
   } else {
     it->second->credit = std::min<uint32_t>(it->second->credit + r.credit, 65535);
@@ -798,6 +842,7 @@ void Connection::on(const CreditRequest& r) {
 void Connection::stop_subscription(const SubPtr& s) {
   s->closed = true;
   if (s->delivery) s->delivery->stop();
+  if (s->replica) s->replica->stop();
   server_.counters().consumers -= 1;
   if (!s->sac_name.empty()) {
     ConsumerRef ref{id_, s->id};

@@ -27,6 +27,7 @@
 #include "proto/dispatch.h"
 #include "server/delivery.h"
 #include "server/handshake.h"
+#include "server/replica_feed.h"
 #include "server/sac_group.h"
 #include "server/stream_appender.h"
 
@@ -73,7 +74,9 @@ class Connection : public PublishSink,
     std::string stream;
     std::shared_ptr<ServedStream> served;
     std::shared_ptr<Delivery> delivery;  // null until its reader is open
-    uint32_t credit = 0;                 // given before the delivery started
+    // A stream another node owns: served as a replica (served is null).
+    std::shared_ptr<ReplicaFeed> replica;
+    uint32_t credit = 0;  // given before the delivery started
     bool closed = false;
     // Single active consumer: the group's name ("" when not one) and the
     // offset spec the client answered its activation with.
@@ -139,6 +142,9 @@ class Connection : public PublishSink,
   void on(const proto::DeleteSuperStreamRequest& r);
 
   void start_delivery(const SubPtr& s, const log::OffsetSpec& spec);
+  // Subscribe on a stream another node owns (replica_feed.h); false when
+  // this node cannot serve it as a replica.
+  bool subscribe_replica(const proto::SubscribeRequest& r);
   void stop_subscription(const SubPtr& s);
   void drop_stream(const std::string& stream);
   void cluster_metadata(const proto::MetadataRequest& r, proto::MetadataResponse* resp);

@@ -356,6 +356,14 @@ std::string Server::metrics_text() const {
             double(counters_.chunks_out.load()));
   w.counter("strata_server_bytes_out_total", "Bytes of Deliver frames", {},
             double(counters_.bytes_out.load()));
+  w.counter("strata_server_replica_remote_chunks_total",
+            "Chunks replica subscriptions read from the bucket", {},
+            double(counters_.replica_remote_chunks.load()));
+  w.counter("strata_server_replica_forwarded_chunks_total",
+            "Chunks replica subscriptions forwarded from owners", {},
+            double(counters_.replica_forwarded_chunks.load()));
+  w.counter("strata_server_replica_links_total", "Subscriptions replicas made at owners", {},
+            double(counters_.replica_links.load()));
   w.counter("strata_server_protocol_errors_total", "Frames refused (malformed, out of order)", {},
             double(counters_.protocol_errors.load()));
   return text + w.text();
@@ -373,6 +381,9 @@ nlohmann::json Server::status_json() const {
       {"messages_in", counters_.messages_in.load()},
       {"messages_confirmed", counters_.messages_confirmed.load()},
       {"chunks_out", counters_.chunks_out.load()},
+      {"replica_remote_chunks", counters_.replica_remote_chunks.load()},
+      {"replica_forwarded_chunks", counters_.replica_forwarded_chunks.load()},
+      {"replica_links", counters_.replica_links.load()},
   };
   return j;
 }

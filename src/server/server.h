@@ -28,6 +28,7 @@
 #include "common/task.h"
 #include "node/node.h"
 #include "server/offset_store.h"
+#include "server/replica_feed.h"
 #include "server/sac_group.h"
 #include "server/serve_config.h"
 #include "server/served_stream.h"
@@ -47,6 +48,11 @@ struct ServerCounters {
   std::atomic<uint64_t> chunks_out{0};
   std::atomic<uint64_t> bytes_out{0};
   std::atomic<uint64_t> protocol_errors{0};
+  // Replica subscriptions (replica_feed.h): chunks read from the bucket and
+  // forwarded from owners, and subscriptions made at owners.
+  std::atomic<uint64_t> replica_remote_chunks{0};
+  std::atomic<uint64_t> replica_forwarded_chunks{0};
+  std::atomic<uint64_t> replica_links{0};
 };
 
 class Server {
@@ -100,6 +106,11 @@ class Server {
   // This node lost `name` (cluster): retire it and tell its publishers and
   // consumers (MetadataUpdate), so they re-query Metadata.
   void stream_lost(const std::string& name);
+
+  // What a replica subscription of `name` needs (server_replicas.cpp):
+  // not_found unless this node is in a cluster and another node serves
+  // `name` (or will, after a takeover).
+  Result<ReplicaEnv> replica_env(const std::string& name);
 
   void connection_closed(uint64_t id);
 

@@ -12,42 +12,24 @@
 //   - SIGSTOP of the leader past its lease, then SIGCONT: it stops serving
 //     the stream (its publisher gets a MetadataUpdate), the new leader keeps
 //     serving, and `strata scrub --full` finds the manifest intact.
+#include "support/serve_cluster.h"
+
 #include <gtest/gtest.h>
-#include <signal.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
-#include <thread>
 
-#include "server/stream_client.h"
-#include "support/etcd_cluster.h"
 #include "support/temp_dir.h"
 
 namespace strata::test {
 namespace {
 
 using namespace proto;
-using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kNodes = 3;
 constexpr int64_t kTtlMs = 2000;
-
-// Waits for `pred` (another process's state, which nothing here can be told
-// about by a callback), checking every 50 ms.
-template <class F>
-bool eventually(std::chrono::milliseconds timeout, F pred) {
-  auto end = Clock::now() + timeout;
-  while (Clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return pred();
-}
 
 std::string body_of(uint64_t id) {
   return "m-" + std::to_string(id);
@@ -57,81 +39,15 @@ class ServeClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string err;
-    etcd_ = EtcdCluster::start(dir_.path(), 3, &err);
-    ASSERT_NE(etcd_, nullptr) << err;
-    std::filesystem::create_directories(dir_.sub("bucket"));
-    std::filesystem::create_directories(dir_.sub("logs"));
-    for (int i = 0; i < kNodes; ++i) {
-      std::ofstream(config_path(i)) << node_doc(i, true).dump(2);
-      nodes_[i] = ServeProcess::start(dir_.sub("data-" + std::to_string(i)),
-                                      {"--config", config_path(i)}, dir_.sub("logs"));
-      ASSERT_GT(nodes_[i].port(), 0) << nodes_[i].process().stderr_text();
-    }
-  }
-
-  void TearDown() override {
-    for (auto& n : nodes_) {
-      if (n.port() > 0 && n.process().running()) {
-        n.process().kill(SIGCONT);
-        n.stop(20s);
-      }
-    }
-  }
-
-  std::string config_path(int i) const { return dir_.sub("node-" + std::to_string(i) + ".json"); }
-
-  // The node's document; without the serve sections (cluster) for the
-  // offline tools, which take a node configuration only.
-  json node_doc(int i, bool serve) const {
-    json doc = {{"objstore", {{"backend", "fs"}, {"fs", {{"root", dir_.sub("bucket")}}}}},
-                {"catalog",
-                 {{"backend", "etcd"},
-                  {"endpoints", etcd_->endpoints()},
-                  {"namespace", "sc"},
-                  {"request_timeout_ms", 1500},
-                  {"attempt_timeout_ms", 500}}},
-                {"tiering",
-                 {{"confirm", "remote"},
-                  {"remote_confirm_cut_ms", 20},
-                  {"remote_confirm_timeout_ms", 20000},
-                  {"request_timeout_ms", 2000}}}};
-    if (serve) {
-      doc["cluster"] = {
-          {"enabled", true}, {"node_id", "n" + std::to_string(i)}, {"lease_ttl_ms", kTtlMs}};
-    }
-    return doc;
+    cluster_ = ServeCluster::start(dir_.path(), {.nodes = kNodes, .lease_ttl_ms = kTtlMs}, &err);
+    ASSERT_NE(cluster_, nullptr) << err;
   }
 
   StreamClient client(int i) {
-    auto c = StreamClient::connect(nodes_[i].port());
+    auto c = cluster_->client(i);
     EXPECT_TRUE(c.ok()) << c.error().to_string();
     if (!c.ok()) return {};
-    EXPECT_TRUE(c->handshake().ok());
     return std::move(*c);
-  }
-
-  // The leader's port as node i's Metadata names it; 0 when none.
-  int leader_port(int i, const std::string& stream) {
-    auto c = StreamClient::connect(nodes_[i].port());
-    if (!c.ok() || !c->handshake().ok()) return 0;
-    if (!c->send(MetadataRequest{c->corr(), {stream}}).ok()) return 0;
-    auto r = c->expect<MetadataResponse>(5s);
-    if (!r.ok() || r->streams.size() != 1 || r->streams[0].code != ResponseCode::ok) return 0;
-    for (const auto& b : r->brokers) {
-      if (b.reference == r->streams[0].leader_reference) {
-        EXPECT_EQ(b.host, "127.0.0.1");
-        return int(b.port);
-      }
-    }
-    ADD_FAILURE() << "leader reference without a broker";
-    return 0;
-  }
-
-  int index_of_port(int port) const {
-    for (int i = 0; i < kNodes; ++i) {
-      if (nodes_[i].port() == port) return i;
-    }
-    return -1;
   }
 
   // Declares publisher 1 on a leader that may still be opening the stream.
@@ -227,35 +143,13 @@ class ServeClusterTest : public ::testing::Test {
         c.send(CreateStreamRequest{c.corr(), stream, {{"x-strata-confirm", "remote"}}}).ok());
     auto r = c.expect<CreateStreamResponse>(60s);
     EXPECT_TRUE(r.ok() && r->code == ResponseCode::ok);
-    int port = 0;
-    bool agreed = eventually(20s, [&] {
-      port = leader_port(0, stream);
-      if (port == 0) return false;
-      for (int i = 1; i < kNodes; ++i) {
-        if (leader_port(i, stream) != port) return false;
-      }
-      return true;
-    });
-    EXPECT_TRUE(agreed) << "the nodes' Metadata never named one leader";
-    return index_of_port(port);
-  }
-
-  // A live node other than `old` that Metadata (asked of node `ask`) names
-  // leader of `stream`; -1 if none within `timeout`.
-  int await_new_leader(int ask, int old, const std::string& stream,
-                       std::chrono::milliseconds timeout) {
-    int leader = -1;
-    eventually(timeout, [&] {
-      int p = leader_port(ask, stream);
-      leader = p == 0 ? -1 : index_of_port(p);
-      return leader >= 0 && leader != old;
-    });
-    return leader != old ? leader : -1;
+    int leader = cluster_->await_agreed_leader(stream, 20s);
+    EXPECT_GE(leader, 0) << "the nodes' Metadata never named one leader";
+    return leader;
   }
 
   TempDir dir_;
-  std::unique_ptr<EtcdCluster> etcd_;
-  ServeProcess nodes_[kNodes];
+  std::unique_ptr<ServeCluster> cluster_;
 };
 
 TEST_F(ServeClusterTest, KillLeaderUnderLoadLosesNoConfirmedMessage) {
@@ -287,11 +181,10 @@ TEST_F(ServeClusterTest, KillLeaderUnderLoadLosesNoConfirmedMessage) {
       next += 10;
     }
     auto killed_at = Clock::now();
-    nodes_[leader].process().kill(SIGKILL);
-    nodes_[leader].process().wait(10s);
+    cluster_->kill(leader);
 
     int ask = (leader + 1) % kNodes;
-    int new_leader = await_new_leader(ask, leader, stream, 30s);
+    int new_leader = cluster_->await_leader(ask, leader, stream, 30s);
     ASSERT_GE(new_leader, 0) << "no node took the stream over";
     auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - killed_at);
     // TTL + the placement grace (a TTL) + recovery, with room for a slow
@@ -317,11 +210,11 @@ TEST_F(ServeClusterTest, FrozenLeaderStopsServingAndTheNewLeaderKeepsServing) {
   ASSERT_TRUE(declare_publisher(old, stream));
   ASSERT_TRUE(publish(old, &next, 100, &confirmed));
 
-  nodes_[leader].process().kill(SIGSTOP);
+  cluster_->freeze(leader);
   int ask = (leader + 1) % kNodes;
   // Past its lease: another node leads (its key expired with the lease).
-  int new_leader = await_new_leader(ask, leader, stream, 30s);
-  nodes_[leader].process().kill(SIGCONT);
+  int new_leader = cluster_->await_leader(ask, leader, stream, 30s);
+  cluster_->thaw(leader);
   ASSERT_GE(new_leader, 0) << "no node took the stream over";
 
   // The thawed node stops serving the stream on its own clock: its
@@ -352,8 +245,7 @@ TEST_F(ServeClusterTest, FrozenLeaderStopsServingAndTheNewLeaderKeepsServing) {
   expect_exactly_once(seen, confirmed);
 
   // The manifest the two owners wrote is intact (every fragment read whole).
-  std::string scrub_cfg = dir_.sub("scrub.json");
-  std::ofstream(scrub_cfg) << node_doc(0, false).dump(2);
+  std::string scrub_cfg = cluster_->offline_config("scrub.json");
   Process scrub = Process::spawn({STRATA_BIN, "scrub", "--config", scrub_cfg, "--data-dir",
                                   dir_.sub("scrub-data"), "--stream", stream, "--full"},
                                  dir_.sub("logs"));

@@ -1,0 +1,234 @@
+#include "server/owner_link.h"
+
+#include <fmt/format.h>
+
+#include <asio/bind_executor.hpp>
+#include <asio/connect.hpp>
+#include <asio/write.hpp>
+#include <cstring>
+
+#include "common/overloaded.h"
+
+namespace strata::server {
+
+using namespace proto;
+
+namespace {
+constexpr size_t kReadChunk = 64u << 10;
+constexpr uint8_t kSubscriptionId = 0;
+}  // namespace
+
+OwnerLink::OwnerLink(Strand strand, OwnerLinkOptions opts, OwnerLinkHandlers handlers)
+    : strand_(strand),
+      opts_(std::move(opts)),
+      h_(std::move(handlers)),
+      resolver_(strand),
+      socket_(strand),
+      setup_timer_(strand) {}
+
+OwnerLink::~OwnerLink() = default;
+
+std::shared_ptr<OwnerLink> OwnerLink::start(Strand strand, OwnerLinkOptions opts,
+                                            OwnerLinkHandlers handlers) {
+  std::shared_ptr<OwnerLink> l(new OwnerLink(strand, std::move(opts), std::move(handlers)));
+  l->setup_timer_.expires_after(l->opts_.setup_deadline);
+  l->setup_timer_.async_wait([w = std::weak_ptr<OwnerLink>(l)](const std::error_code& ec) {
+    auto self = w.lock();
+    if (ec || !self || self->up_) return;
+    self->fail(
+        Error(Errc::timeout,
+              fmt::format("owner {}:{} did not answer the subscription within {} ms",
+                          self->opts_.host, self->opts_.port, self->opts_.setup_deadline.count())));
+  });
+  l->connect();
+  return l;
+}
+
+void OwnerLink::stop() {
+  if (ended_) return;
+  ended_ = true;
+  std::error_code ec;
+  setup_timer_.cancel();
+  resolver_.cancel();
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+}
+
+void OwnerLink::fail(Error e) {
+  if (ended_) return;
+  stop();
+  if (h_.down) h_.down(e);
+}
+
+void OwnerLink::connect() {
+  resolver_.async_resolve(
+      opts_.host, std::to_string(opts_.port),
+      [self = shared_from_this()](std::error_code ec, asio::ip::tcp::resolver::results_type r) {
+        if (self->ended_) return;
+        if (ec) {
+          return self->fail(Error(Errc::unavailable, fmt::format("resolving owner {}: {}",
+                                                                 self->opts_.host, ec.message())));
+        }
+        asio::async_connect(
+            self->socket_, r, [self](std::error_code ec2, const asio::ip::tcp::endpoint&) {
+              if (self->ended_) return;
+              if (ec2) {
+                return self->fail(
+                    Error(Errc::unavailable,
+                          fmt::format("connecting to owner {}:{}: {}", self->opts_.host,
+                                      self->opts_.port, ec2.message())));
+              }
+              std::error_code e;
+              self->socket_.set_option(asio::ip::tcp::no_delay(true), e);
+              self->send_setup();
+              self->in_.resize(kReadChunk);
+              self->read_more();
+            });
+      });
+}
+
+void OwnerLink::send_setup() {
+  Bytes f;
+  uint32_t corr = 1;
+  encode(PeerPropertiesRequest{corr++, {{"product", "strata replica"}}}, &f);
+  encode(SaslHandshakeRequest{corr++}, &f);
+  std::string plain;
+  plain.push_back('\0');
+  plain += opts_.user;
+  plain.push_back('\0');
+  plain += opts_.password;
+  encode(SaslAuthenticateRequest{corr++, "PLAIN", plain}, &f);
+  // No heartbeats: the replica notices an owner change from the cluster's
+  // view and from the owner's MetadataUpdate, and a dead owner by the
+  // connection's end. No frame limit from this side.
+  encode(TuneFrame{0, 0}, &f);
+  encode(OpenRequest{corr++, "/"}, &f);
+  encode(ExchangeCommandVersionsRequest{corr++, {CommandVersion{kDeliver, 1, 2}}}, &f);
+  subscribe_corr_ = corr++;
+  SubscribeRequest s;
+  s.correlation_id = subscribe_corr_;
+  s.subscription_id = kSubscriptionId;
+  s.stream = opts_.stream;
+  s.offset = opts_.spec;
+  s.credit = opts_.credit;
+  encode(s, &f);
+  write(std::move(f));
+}
+
+void OwnerLink::credit(uint16_t n) {
+  if (ended_ || n == 0) return;
+  Bytes f;
+  encode(CreditRequest{kSubscriptionId, n}, &f);
+  write(std::move(f));
+}
+
+void OwnerLink::write(Bytes frame) {
+  out_.push_back(std::move(frame));
+  if (!writing_) write_more();
+}
+
+void OwnerLink::write_more() {
+  if (ended_ || out_.empty()) {
+    writing_ = false;
+    return;
+  }
+  writing_ = true;
+  asio::async_write(
+      socket_, asio::buffer(out_.front()), [self = shared_from_this()](std::error_code ec, size_t) {
+        if (self->ended_) return;
+        if (ec) {
+          return self->fail(
+              Error(Errc::unavailable, fmt::format("writing to owner {}:{}: {}", self->opts_.host,
+                                                   self->opts_.port, ec.message())));
+        }
+        self->out_.pop_front();
+        self->write_more();
+      });
+}
+
+void OwnerLink::read_more() {
+  if (ended_) return;
+  if (in_.size() - in_end_ < kReadChunk / 4) {
+    std::memmove(in_.data(), in_.data() + in_begin_, in_end_ - in_begin_);
+    in_end_ -= in_begin_;
+    in_begin_ = 0;
+    if (in_.size() - in_end_ < kReadChunk / 4) in_.resize(in_.size() + kReadChunk);
+  }
+  socket_.async_read_some(
+      asio::buffer(in_.data() + in_end_, in_.size() - in_end_),
+      [self = shared_from_this()](std::error_code ec, size_t n) {
+        if (self->ended_) return;
+        if (ec) {
+          return self->fail(
+              Error(Errc::unavailable,
+                    fmt::format("connection to owner {}:{}: {}", self->opts_.host, self->opts_.port,
+                                ec == asio::error::eof ? "closed" : ec.message())));
+        }
+        self->in_end_ += n;
+        while (!self->ended_) {
+          BytesView buf(self->in_.data() + self->in_begin_, self->in_end_ - self->in_begin_);
+          FrameSplit sp = split_frame(buf, 0);
+          if (sp.kind != FrameSplit::frame) {
+            // Make room for the whole frame in one buffer.
+            if (buf.size() >= kFrameSizeBytes) {
+              size_t need = kFrameSizeBytes + get_be32(u8(buf.data()));
+              if (self->in_.size() - self->in_begin_ < need) {
+                std::memmove(self->in_.data(), buf.data(), buf.size());
+                self->in_end_ = buf.size();
+                self->in_begin_ = 0;
+                self->in_.resize(need + kReadChunk);
+              }
+            }
+            break;
+          }
+          self->on_frame(sp.body(buf));
+          self->in_begin_ += sp.total();
+        }
+        if (self->in_begin_ == self->in_end_) self->in_begin_ = self->in_end_ = 0;
+        self->read_more();
+      });
+}
+
+void OwnerLink::on_frame(BytesView body) {
+  auto f = decode_server_frame(body);
+  if (!f.ok()) {
+    // A command this side does not read is not ours to answer: skip it.
+    if (f.error().code == Errc::unsupported_version) return;
+    return fail(std::move(f).error().with_context("a frame from the owner"));
+  }
+  std::visit(
+      [this](const auto& m) {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, DeliverFrame>) {
+          if (h_.deliver) h_.deliver(m);
+        } else if constexpr (std::is_same_v<T, MetadataUpdate>) {
+          fail(Error(Errc::unavailable,
+                     fmt::format("owner {}:{} no longer serves {} ({})", opts_.host, opts_.port,
+                                 m.stream, response_code_name(m.code))));
+        } else if constexpr (std::is_same_v<T, CloseRequest>) {
+          fail(Error(Errc::unavailable, fmt::format("owner {}:{} closed the connection: {}",
+                                                    opts_.host, opts_.port, m.reason)));
+        } else if constexpr (std::is_same_v<T, CreditResponse>) {
+          fail(Error(Errc::unavailable, fmt::format("owner {}:{} refused credit: {}", opts_.host,
+                                                    opts_.port, response_code_name(m.code))));
+        } else if constexpr (requires {
+                               m.code;
+                               m.correlation_id;
+                             }) {
+          if (m.code != ResponseCode::ok) {
+            return fail(Error(
+                m.code == ResponseCode::stream_does_not_exist ? Errc::not_found : Errc::unavailable,
+                fmt::format("owner {}:{}: {} answered {}", opts_.host, opts_.port,
+                            command_name(T::kKey), response_code_name(m.code))));
+          }
+          if (m.correlation_id == subscribe_corr_ && !up_) {
+            up_ = true;
+            setup_timer_.cancel();
+            if (h_.up) h_.up();
+          }
+        }
+      },
+      *f);
+}
+
+}  // namespace strata::server

@@ -1,0 +1,86 @@
+// OwnerLink: a replica's subscription at a stream's owner — one stream
+// protocol client connection from this node to the owner node, on the
+// replica subscription's strand. It connects, sends the whole setup at
+// once (PeerProperties, SASL PLAIN, Tune, Open, ExchangeCommandVersions for
+// Deliver v2, Subscribe with the credit given): the owner is a strata node
+// and processes a connection's frames in order, so nothing waits for a
+// round trip but the answers are still checked one by one. Then it hands
+// each Deliver frame to its owner (replica_feed.h) and forwards Credit.
+//
+// Ends in exactly one event: `down` (an answer that is not ok, a
+// MetadataUpdate or Close from the owner, a read or write failure, or the
+// setup not answered within its deadline), unless stop() came first. What
+// it buffers: one read buffer (the largest frame received) and the few
+// frames it writes; Deliver frames arrive only within the credit it gave.
+#pragma once
+
+#include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/bytes.h"
+#include "common/result.h"
+#include "common/task.h"
+#include "proto/dispatch.h"
+
+namespace strata::server {
+
+struct OwnerLinkOptions {
+  std::string host;
+  uint16_t port = 0;
+  std::string user = "guest";
+  std::string password = "guest";
+  std::string stream;
+  proto::OffsetSpec spec;
+  uint16_t credit = 0;
+  // From connecting to the Subscribe answer.
+  std::chrono::milliseconds setup_deadline{5000};
+};
+
+struct OwnerLinkHandlers {
+  std::function<void()> up;                                 // Subscribe answered ok
+  std::function<void(const proto::DeliverFrame&)> deliver;  // a view, valid during the call
+  std::function<void(const Error&)> down;                   // once, unless stopped
+};
+
+class OwnerLink : public std::enable_shared_from_this<OwnerLink> {
+ public:
+  // Call on `strand`; handlers run there.
+  static std::shared_ptr<OwnerLink> start(Strand strand, OwnerLinkOptions opts,
+                                          OwnerLinkHandlers handlers);
+  ~OwnerLink();
+  // More credit for the owner's subscription (only once up).
+  void credit(uint16_t n);
+  // Closes the connection; no handler runs after. Idempotent.
+  void stop();
+
+ private:
+  OwnerLink(Strand strand, OwnerLinkOptions opts, OwnerLinkHandlers handlers);
+  void connect();
+  void send_setup();
+  void write(Bytes frame);
+  void write_more();
+  void read_more();
+  void on_frame(BytesView body);
+  void fail(Error e);
+
+  Strand strand_;
+  const OwnerLinkOptions opts_;
+  OwnerLinkHandlers h_;
+  asio::ip::tcp::resolver resolver_;
+  asio::ip::tcp::socket socket_;
+  asio::steady_timer setup_timer_;
+  bool up_ = false;
+  bool ended_ = false;
+  std::deque<Bytes> out_;
+  bool writing_ = false;
+  Bytes in_;
+  size_t in_begin_ = 0, in_end_ = 0;
+  uint32_t subscribe_corr_ = 0;
+};
+
+}  // namespace strata::server

@@ -1,0 +1,383 @@
+// Replica reads (src/server/replica_feed.h): a consumer on a node that does
+// not own the stream, all real processes on 127.0.0.1 — a 3-member etcd
+// cluster, one directory object store, three `strata serve` children with
+// confirm = remote (every confirmed message is in the remote tier) and a
+// 2 s lease.
+//   - from `first` on a replica: every confirmed message exactly once,
+//     across the remote tier (read from the bucket on the replica) and the
+//     live tail published after the subscription (forwarded from the owner);
+//   - kill -9 of the owner while a replica consumer reads: it continues from
+//     the new owner's tail, nothing missing, nothing twice;
+//   - `offset N`, `timestamp`, `last` and `next` resolved on a replica as on
+//     the owner;
+//   - Metadata names the owner as leader and the other nodes as replicas.
+#include <curl/curl.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "support/serve_cluster.h"
+#include "support/temp_dir.h"
+
+namespace strata::test {
+namespace {
+
+using namespace proto;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kNodes = 3;
+constexpr int64_t kTtlMs = 2000;
+constexpr uint8_t kSub = 7;
+
+// Message ids start at 1 and one publisher writes each stream, so the
+// message at offset o has id o + 1.
+std::string body_of(uint64_t id) {
+  return "m-" + std::to_string(id);
+}
+
+size_t collect(char* data, size_t size, size_t n, void* user) {
+  static_cast<std::string*>(user)->append(data, size * n);
+  return size * n;
+}
+
+// GET url; the body, or "" on any failure.
+std::string http_get(const std::string& url) {
+  CURL* h = curl_easy_init();
+  std::string body;
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 2000L);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+  CURLcode rc = curl_easy_perform(h);
+  curl_easy_cleanup(h);
+  return rc == CURLE_OK ? body : std::string();
+}
+
+// What one subscription received: each message id with its offset, in
+// arrival order, and the first chunk's id.
+struct Received {
+  std::vector<std::pair<uint64_t, uint64_t>> records;  // (offset, id)
+  std::optional<uint64_t> first_chunk;
+  std::map<uint64_t, int> count;  // id -> deliveries
+  bool metadata_update = false;
+};
+
+class ReplicaReadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string err;
+    // Each node's /status on a port of its own (printed at start): the
+    // replica counters show which path served a consumer.
+    ServeClusterOptions o{.nodes = kNodes, .lease_ttl_ms = kTtlMs};
+    o.patch = {{"http", {{"listen", "127.0.0.1:0"}}}};
+    cluster_ = ServeCluster::start(dir_.path(), o, &err);
+    ASSERT_NE(cluster_, nullptr) << err;
+  }
+
+  StreamClient client(int i) {
+    auto c = cluster_->client(i);
+    EXPECT_TRUE(c.ok()) << c.error().to_string();
+    if (!c.ok()) return {};
+    return std::move(*c);
+  }
+
+  // Node i's "server" status section; null if it does not answer.
+  json server_status(int i) {
+    std::string out = cluster_->node(i).process().stdout_text();
+    const std::string mark = "strata serve: http on ";
+    auto at = out.find(mark);
+    if (at == std::string::npos) return nullptr;
+    std::string addr = out.substr(at + mark.size(), out.find('\n', at) - at - mark.size());
+    auto body = http_get("http://" + addr + "/status");
+    auto j = json::parse(body, nullptr, false);
+    if (j.is_discarded() || !j.contains("server")) return nullptr;
+    return j["server"];
+  }
+
+  std::optional<MetadataResponse> metadata(int i, const std::string& stream) {
+    auto c = cluster_->client(i);
+    if (!c.ok()) return std::nullopt;
+    if (!c->send(MetadataRequest{c->corr(), {stream}}).ok()) return std::nullopt;
+    auto r = c->expect<MetadataResponse>(5s);
+    if (!r.ok() || r->streams.size() != 1 || r->streams[0].code != ResponseCode::ok) {
+      return std::nullopt;
+    }
+    return *r;
+  }
+
+  int leader(int i, const std::string& stream) { return cluster_->leader(i, stream); }
+
+  int create_and_find_leader(const std::string& stream) {
+    Status st = cluster_->create_stream(0, stream);
+    EXPECT_TRUE(st.ok()) << st.error().to_string();
+    int l = cluster_->await_agreed_leader(stream, 20s);
+    EXPECT_GE(l, 0) << "the nodes' Metadata never named one leader";
+    return l;
+  }
+
+  bool declare_publisher(StreamClient& c, const std::string& stream) {
+    return eventually(20s, [&] {
+      if (!c.send(DeclarePublisherRequest{c.corr(), 1, "", stream}).ok()) return false;
+      auto r = c.expect<DeclarePublisherResponse>();
+      return r.ok() && r->code == ResponseCode::ok;
+    });
+  }
+
+  // Publishes ids [*next, *next + count) in frames of 10 and waits for every
+  // confirm; false on an error.
+  bool publish(StreamClient& c, uint64_t* next, uint64_t count, std::set<uint64_t>* confirmed) {
+    Bytes storage;
+    const uint64_t end = *next + count;
+    uint64_t sent_upto = *next;
+    int in_flight = 0;
+    while (sent_upto < end || in_flight > 0) {
+      while (in_flight < 4 && sent_upto < end) {
+        std::vector<std::string> bodies;
+        for (uint64_t id = sent_upto; id < sent_upto + 10; ++id) bodies.push_back(body_of(id));
+        if (!c.send(make_publish(1, sent_upto, bodies, &storage)).ok()) return false;
+        sent_upto += 10;
+        *next = sent_upto;
+        in_flight += 1;
+      }
+      auto f = c.read(20s);
+      if (!f.ok()) return false;
+      if (auto* conf = std::get_if<PublishConfirm>(&*f)) {
+        for (uint64_t id : conf->publishing_ids) confirmed->insert(id);
+        in_flight -= int((conf->publishing_ids.size() + 9) / 10);
+      } else if (std::holds_alternative<PublishError>(*f) ||
+                 std::holds_alternative<MetadataUpdate>(*f)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Publishes `count` messages on the stream's current leader (asking node
+  // `ask`), from *next on.
+  bool publish_on_leader(int ask, const std::string& stream, uint64_t* next, uint64_t count,
+                         std::set<uint64_t>* confirmed) {
+    int l = leader(ask, stream);
+    if (l < 0) return false;
+    StreamClient c = client(l);
+    return declare_publisher(c, stream) && publish(c, next, count, confirmed);
+  }
+
+  StreamClient subscribe(int i, const std::string& stream, OffsetSpec spec) {
+    StreamClient c = client(i);
+    EXPECT_TRUE(c.send(SubscribeRequest{c.corr(), kSub, stream, spec, 10, {}}).ok());
+    auto r = c.expect<SubscribeResponse>(10s);
+    EXPECT_TRUE(r.ok() && r->code == ResponseCode::ok)
+        << (r.ok() ? std::string(response_code_name(r->code)) : r.error().to_string());
+    return c;
+  }
+
+  // Reads deliveries (one credit back per chunk) until `done(got)` or the
+  // timeout; records every message and checks offsets only grow.
+  template <class Done>
+  void read_until(StreamClient& c, Received* got, std::chrono::milliseconds timeout, Done done) {
+    auto deadline = Clock::now() + timeout;
+    while (!done(*got) && Clock::now() < deadline) {
+      auto f = c.read(5s);
+      if (!f.ok()) {
+        if (f.error().code == Errc::timeout) continue;
+        ADD_FAILURE() << f.error().to_string();
+        return;
+      }
+      if (std::holds_alternative<MetadataUpdate>(*f)) {
+        got->metadata_update = true;
+        return;
+      }
+      auto* d = std::get_if<DeliverFrame>(&*f);
+      if (!d) continue;
+      auto recs = chunk_records(*d);
+      ASSERT_TRUE(recs.ok()) << recs.error().to_string();
+      auto h = decode_osiris_header(d->chunk);
+      ASSERT_TRUE(h.ok());
+      if (!got->first_chunk) got->first_chunk = h->chunk_id;
+      for (size_t k = 0; k < recs->size(); ++k) {
+        uint64_t offset = h->chunk_id + k;
+        uint64_t id = std::stoull((*recs)[k].substr(2));
+        EXPECT_EQ(id, offset + 1) << "message at offset " << offset;
+        if (!got->records.empty()) {
+          EXPECT_GT(offset, got->records.back().first) << "offsets must only grow";
+        }
+        got->records.emplace_back(offset, id);
+        got->count[id] += 1;
+      }
+      ASSERT_TRUE(c.send(CreditRequest{kSub, 1}).ok());
+    }
+  }
+
+  static bool has_all(const Received& got, const std::set<uint64_t>& want) {
+    for (uint64_t id : want) {
+      if (!got.count.count(id)) return false;
+    }
+    return true;
+  }
+
+  static void expect_exactly_once(const Received& got, const std::set<uint64_t>& confirmed) {
+    size_t missing = 0;
+    for (uint64_t id : confirmed) missing += got.count.count(id) ? 0 : 1;
+    EXPECT_EQ(missing, 0u) << "of " << confirmed.size() << " confirmed messages";
+    for (const auto& [id, n] : got.count) {
+      EXPECT_EQ(n, 1) << "message " << id << " delivered " << n << "x";
+    }
+  }
+
+  TempDir dir_;
+  std::unique_ptr<ServeCluster> cluster_;
+};
+
+TEST_F(ReplicaReadTest, MetadataNamesTheOtherNodesReplicas) {
+  const std::string stream = "named";
+  int l = create_and_find_leader(stream);
+  ASSERT_GE(l, 0);
+  auto m = metadata((l + 1) % kNodes, stream);
+  ASSERT_TRUE(m.has_value());
+  ASSERT_EQ(m->brokers.size(), size_t(kNodes));
+  std::set<uint16_t> replicas(m->streams[0].replica_references.begin(),
+                              m->streams[0].replica_references.end());
+  EXPECT_EQ(replicas.size(), size_t(kNodes - 1));
+  EXPECT_FALSE(replicas.count(m->streams[0].leader_reference));
+}
+
+TEST_F(ReplicaReadTest, FromFirstOnAReplicaEveryConfirmedMessageOnceRemoteAndLiveTail) {
+  const std::string stream = "tail";
+  int l = create_and_find_leader(stream);
+  ASSERT_GE(l, 0);
+  const int replica = (l + 1) % kNodes;
+  std::set<uint64_t> confirmed;
+  uint64_t next = 1;
+  ASSERT_TRUE(publish_on_leader(replica, stream, &next, 300, &confirmed));
+
+  StreamClient c = subscribe(replica, stream, {OffsetType::first, 0});
+  Received got;
+  read_until(c, &got, 60s, [&](const Received& g) { return has_all(g, confirmed); });
+  ASSERT_TRUE(has_all(got, confirmed)) << "the remote part did not arrive";
+  EXPECT_EQ(got.first_chunk, 0u);
+  // Read from the bucket on the replica, nothing forwarded by the owner.
+  json st = server_status(replica);
+  ASSERT_FALSE(st.is_null());
+  EXPECT_GT(st["replica_remote_chunks"].get<uint64_t>(), 0u) << st.dump();
+  EXPECT_EQ(st["replica_forwarded_chunks"].get<uint64_t>(), 0u) << st.dump();
+
+  // Published after the subscription caught up: the owner's live tail.
+  ASSERT_TRUE(publish_on_leader(replica, stream, &next, 200, &confirmed));
+  read_until(c, &got, 60s, [&](const Received& g) { return has_all(g, confirmed); });
+  EXPECT_FALSE(got.metadata_update);
+  expect_exactly_once(got, confirmed);
+  EXPECT_EQ(confirmed.size(), 500u);
+  st = server_status(replica);
+  ASSERT_FALSE(st.is_null());
+  EXPECT_GT(st["replica_forwarded_chunks"].get<uint64_t>(), 0u) << st.dump();
+}
+
+TEST_F(ReplicaReadTest, KillOwnerWhileAReplicaConsumerReadsLosesAndRepeatsNothing) {
+  const std::string stream = "failover";
+  int l = create_and_find_leader(stream);
+  ASSERT_GE(l, 0);
+  const int replica = (l + 1) % kNodes;
+  const int third = (l + 2) % kNodes;
+  std::set<uint64_t> confirmed;
+  uint64_t next = 1;
+  ASSERT_TRUE(publish_on_leader(replica, stream, &next, 200, &confirmed));
+
+  StreamClient c = subscribe(replica, stream, {OffsetType::first, 0});
+  Received got;
+  read_until(c, &got, 60s, [&](const Received& g) { return has_all(g, confirmed); });
+  ASSERT_TRUE(has_all(got, confirmed));
+  // Forwarded now: messages the owner delivers live.
+  ASSERT_TRUE(publish_on_leader(replica, stream, &next, 100, &confirmed));
+  read_until(c, &got, 60s, [&](const Received& g) { return has_all(g, confirmed); });
+  ASSERT_TRUE(has_all(got, confirmed));
+
+  cluster_->kill(l);
+  int new_leader = -1;
+  ASSERT_TRUE(eventually(30s, [&] {
+    new_leader = leader(third, stream);
+    return new_leader >= 0 && new_leader != l;
+  })) << "no node took the stream over";
+
+  ASSERT_TRUE(publish_on_leader(third, stream, &next, 200, &confirmed));
+  read_until(c, &got, 60s, [&](const Received& g) { return has_all(g, confirmed); });
+  EXPECT_FALSE(got.metadata_update) << "the replica gave up instead of following the new owner";
+  expect_exactly_once(got, confirmed);
+  EXPECT_EQ(confirmed.size(), 500u);
+  json st = server_status(replica);
+  ASSERT_FALSE(st.is_null());
+  EXPECT_GE(st["replica_links"].get<uint64_t>(), 2u) << "subscribed at the old and the new owner";
+}
+
+TEST_F(ReplicaReadTest, OffsetTimestampLastAndNextResolveOnAReplica) {
+  const std::string stream = "specs";
+  int l = create_and_find_leader(stream);
+  ASSERT_GE(l, 0);
+  const int replica = (l + 1) % kNodes;
+  std::set<uint64_t> confirmed;
+  uint64_t next = 1;
+  ASSERT_TRUE(publish_on_leader(replica, stream, &next, 100, &confirmed));
+
+  {
+    // offset 55 (remote): from the chunk holding it; offsets 55..99 once.
+    StreamClient c = subscribe(replica, stream, {OffsetType::offset, 55});
+    Received got;
+    read_until(c, &got, 30s, [&](const Received& g) { return g.count.count(100) > 0; });
+    ASSERT_TRUE(got.first_chunk.has_value());
+    EXPECT_LE(*got.first_chunk, 55u);
+    for (uint64_t id = 56; id <= 100; ++id) EXPECT_EQ(got.count[id], 1) << "message " << id;
+  }
+  {
+    // timestamp 0 (older than every chunk): the remote search finds the
+    // stream's first chunk.
+    StreamClient c = subscribe(replica, stream, {OffsetType::timestamp, 0});
+    Received got;
+    read_until(c, &got, 30s, [&](const Received& g) { return g.count.count(100) > 0; });
+    EXPECT_EQ(got.first_chunk, 0u);
+    for (uint64_t id = 1; id <= 100; ++id) EXPECT_EQ(got.count[id], 1) << "message " << id;
+  }
+  {
+    // last: the owner's last chunk first.
+    StreamClient owner = client(l);
+    ASSERT_TRUE(owner.send(StreamStatsRequest{owner.corr(), stream}).ok());
+    auto stats = owner.expect<StreamStatsResponse>();
+    ASSERT_TRUE(stats.ok());
+    int64_t last_chunk = -1;
+    for (const auto& [k, v] : stats->stats) {
+      if (k == "last_chunk_id") last_chunk = v;
+    }
+    ASSERT_GE(last_chunk, 0);
+    StreamClient c = subscribe(replica, stream, {OffsetType::last, 0});
+    Received got;
+    read_until(c, &got, 30s, [&](const Received& g) { return g.first_chunk.has_value(); });
+    ASSERT_TRUE(got.first_chunk.has_value());
+    EXPECT_EQ(int64_t(*got.first_chunk), last_chunk);
+  }
+  {
+    // next: only what is published after the subscription. It is answered
+    // before its link to the owner is up, so batches are published until
+    // the first arrives; then every later one arrives once.
+    const uint64_t from = next;
+    StreamClient c = subscribe(replica, stream, {OffsetType::next, 0});
+    Received got;
+    std::set<uint64_t> ignored;
+    ASSERT_TRUE(eventually(30s, [&] {
+      if (!publish_on_leader(replica, stream, &next, 10, &ignored)) return false;
+      read_until(c, &got, 1s, [](const Received& g) { return g.first_chunk.has_value(); });
+      return got.first_chunk.has_value();
+    }));
+    EXPECT_GE(*got.first_chunk, from - 1) << "a message from before the subscription";
+    std::set<uint64_t> later;
+    ASSERT_TRUE(publish_on_leader(replica, stream, &next, 50, &later));
+    read_until(c, &got, 30s, [&](const Received& g) { return has_all(g, later); });
+    expect_exactly_once(got, later);
+  }
+}
+
+}  // namespace
+}  // namespace strata::test

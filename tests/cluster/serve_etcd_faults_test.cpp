@@ -1,0 +1,132 @@
+// etcd faults under `strata serve` (support/serve_cluster.h: three serve
+// children, confirm = remote, a 2 s lease, over a 3-member etcd cluster and
+// one directory object store), with publishers and a consumer that ride out
+// faults as real clients do (cluster_workload.h), the history checked
+// (history_check.h):
+//   - kill -9 of one etcd member while publishing: publishing and consuming
+//     go on (a quorum is left), nothing confirmed is lost;
+//   - every etcd member killed, then started again on its data: no stream is
+//     lost, every stream has an owner again, publishing resumes, and every
+//     confirmed message is read back.
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+#include "cluster/cluster_workload.h"
+#include "support/temp_dir.h"
+
+namespace strata::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int64_t kTtlMs = 2000;
+
+size_t deliveries(const History& h) {
+  size_t n = 0;
+  for (const auto& e : h.events) n += e.kind == HistoryEvent::Kind::deliver ? 1 : 0;
+  return n;
+}
+
+class ServeEtcdFaultsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string err;
+    cluster_ = ServeCluster::start(dir_.path(), {.lease_ttl_ms = kTtlMs}, &err);
+    ASSERT_NE(cluster_, nullptr) << err;
+  }
+
+  // Drains and stops `w`, reads `stream` from `first` at its leader and
+  // checks the history.
+  void finish_and_check(Workload& w, const std::string& stream) {
+    EXPECT_TRUE(w.drain(60s)) << stream << ": unconfirmed messages left";
+    w.stop();
+    ASSERT_GE(cluster_->await_agreed_leader(stream, 30s), 0) << stream;
+    ASSERT_TRUE(w.final_read(0, 60s)) << stream;
+    // Duplicates of republished messages are tolerated (and printed): the
+    // deduplication state does not follow a stream to its new owner yet
+    // (history_check.h, rule 3).
+    auto report = check_history(w.history(), DuplicatePolicy::republished);
+    EXPECT_TRUE(report.ok()) << stream << ": " << report.to_string() << "\nfinal subscription: "
+                             << describe_subscription(w.history(),
+                                                      w.history().final_subscriptions.at(0));
+    EXPECT_GT(report.confirmed, 0u);
+    std::cout << stream << ": " << report.to_string() << "\n";
+  }
+
+  TempDir dir_;
+  std::unique_ptr<ServeCluster> cluster_;
+};
+
+TEST_F(ServeEtcdFaultsTest, KillingOneEtcdMemberStopsNeitherPublishingNorConsuming) {
+  const std::string stream = "one-member";
+  ASSERT_TRUE(cluster_->create_stream(0, stream).ok());
+  const int owner = cluster_->await_agreed_leader(stream, 20s);
+  ASSERT_GE(owner, 0);
+  Workload w(*cluster_, {.stream = stream});
+  w.start();
+  ASSERT_TRUE(w.await_confirms(200, 30s));
+
+  // Member 0 is every node's first endpoint: the nodes' etcd clients must
+  // move to another.
+  cluster_->etcd().kill(0);
+  const auto killed = Clock::now();
+  const size_t delivered_at_kill = deliveries(w.history());
+  // Confirms go on for more than two lease TTLs after the kill (so the
+  // leases were kept alive through the remaining members).
+  bool kept_up = eventually(60s, [&] {
+    auto times = w.confirm_times();
+    return !times.empty() && times.back().at > killed + std::chrono::milliseconds(2 * kTtlMs);
+  });
+  ASSERT_TRUE(kept_up) << "publishing stopped after an etcd member died";
+  // Not a single stall long enough to need a takeover: the owner kept it.
+  EXPECT_EQ(cluster_->leader(owner, stream), owner);
+  EXPECT_TRUE(eventually(30s, [&] { return deliveries(w.history()) > delivered_at_kill + 100; }))
+      << "consuming stopped after an etcd member died";
+
+  std::string err;
+  ASSERT_TRUE(cluster_->etcd().restart(0, &err)) << err;
+  finish_and_check(w, stream);
+}
+
+TEST_F(ServeEtcdFaultsTest, RestartingEveryEtcdMemberLosesNoStreamAndNoConfirmedMessage) {
+  const std::vector<std::string> streams = {"all-a", "all-b", "all-c"};
+  for (const auto& s : streams) ASSERT_TRUE(cluster_->create_stream(0, s).ok()) << s;
+  std::vector<std::unique_ptr<Workload>> ws;
+  for (const auto& s : streams) {
+    ASSERT_GE(cluster_->await_agreed_leader(s, 20s), 0) << s;
+    ws.push_back(
+        std::make_unique<Workload>(*cluster_, WorkloadOptions{.stream = s, .publishers = 1}));
+    ws.back()->start();
+  }
+  for (auto& w : ws) ASSERT_TRUE(w->await_confirms(100, 30s));
+
+  cluster_->kill_all_etcd();
+  // etcd stays down until publishing has stalled for a lease TTL (the
+  // owners' leases have run out on their clocks) or for two TTLs at most.
+  const auto killed = Clock::now();
+  eventually(std::chrono::milliseconds(2 * kTtlMs), [&] {
+    for (auto& w : ws) {
+      auto times = w->confirm_times();
+      if (Clock::now() - times.back().at < std::chrono::milliseconds(kTtlMs)) return false;
+    }
+    return true;
+  });
+  std::cout << "etcd down for "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - killed).count()
+            << " ms\n";
+  std::string err;
+  ASSERT_TRUE(cluster_->start_all_etcd(&err)) << err;
+
+  // Every stream has an owner again and takes messages again.
+  for (size_t i = 0; i < streams.size(); ++i) {
+    EXPECT_GE(cluster_->await_agreed_leader(streams[i], 60s), 0)
+        << streams[i] << ": no owner after etcd came back";
+    const size_t now = ws[i]->confirms();
+    EXPECT_TRUE(ws[i]->await_confirms(now + 100, 60s))
+        << streams[i] << ": publishing did not resume after etcd came back";
+  }
+  for (size_t i = 0; i < streams.size(); ++i) finish_and_check(*ws[i], streams[i]);
+}
+
+}  // namespace
+}  // namespace strata::test
