@@ -18,6 +18,7 @@
 #include "catalog/etcd_catalog.h"
 #include "cluster/cluster_status.h"
 #include "node/node_test_util.h"
+#include "node/stream_settings_file.h"
 #include "support/assertions.h"
 #include "support/etcd_cluster.h"
 #include "support/temp_dir.h"
@@ -253,6 +254,98 @@ TEST_F(OwnershipTest, ARevokedLeaseStopsTheOwnerAtOnceAndTheStreamIsOwnedAgain) 
   EXPECT_GT(admin_->get(s)->epoch, epoch_a);
   std::vector<std::string> errors;
   EXPECT_EQ(read_all(*owner->node, s, flushed, &errors), flushed);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+}
+
+// The other half of the fencing gap: if a stale takeover did raise the
+// epoch over the owner's (here the admin client plays it), the owner's
+// uploader stops fenced on its next persist — and the owner, whose key is
+// still its own, closes and acquires the stream again instead of serving
+// it with no uploader.
+TEST_F(OwnershipTest, AWriterFencedWhileItsNodeStillOwnsTheStreamIsAcquiredAgain) {
+  auto a = start_node("a", etcd_->endpoints());
+  auto b = start_node("b", etcd_->endpoints());
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(eventually(
+      10s, [&] { return a->own->view().nodes.size() == 2 && b->own->view().nodes.size() == 2; }));
+  const std::string s = stream_for("a", "fenced");
+  ASSERT_OK(admin_->create(s, 1));
+  ASSERT_OK(a->own->await_owner(s, 10s));
+  ASSERT_TRUE(a->own->serving(s));
+  auto log = a->node->stream(s);
+  ASSERT_OK(log);
+  const uint64_t flushed = node::test::append_values(**log, 10);
+  ASSERT_OK(a->node->flush(s, 10s));
+  auto e = admin_->get(s);
+  ASSERT_OK(e);
+  auto stale = admin_->bump_epoch(s, e->revision, 0);
+  ASSERT_OK(stale);
+  ASSERT_EQ(stale->outcome, catalog::PutOutcome::ok);
+  // The next persist is refused by epoch: the uploader stops fenced.
+  EXPECT_GT(node::test::append_values(**log, 5), flushed);
+  EXPECT_FALSE(a->node->flush(s, 10s).ok());
+  EXPECT_TRUE(eventually(10s, [&] { return a->own->writer_fences() >= 1 && a->own->serving(s); }));
+  EXPECT_FALSE(b->own->serving(s));
+  EXPECT_GT(admin_->get(s)->epoch, stale->epoch);
+  // Served again with an uploader: what was flushed is there, the
+  // unuploaded five are the takeover's loss, and new appends persist.
+  auto again = a->node->stream(s);
+  ASSERT_OK(again);
+  EXPECT_EQ((*again)->committed_next(), flushed);
+  const uint64_t end = node::test::append_values(**again, 5);
+  ASSERT_OK(a->node->flush(s, 10s));
+  std::vector<std::string> errors;
+  EXPECT_EQ(read_all(*a->node, s, end, &errors), end);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+}
+
+// A stream's settings live with it in the catalog: the owner that creates
+// nothing on disk runs them, and so does a node with an empty disk that
+// takes the stream over.
+TEST_F(OwnershipTest, SettingsKeptInTheCatalogFollowTheStreamToAFreshNode) {
+  auto a = start_node("a", etcd_->endpoints());
+  auto b = start_node("b", etcd_->endpoints());
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(eventually(
+      10s, [&] { return a->own->view().nodes.size() == 2 && b->own->view().nodes.size() == 2; }));
+  const node::StreamSettings want{
+      .max_age_ms = 86'400'000, .segment_bytes = 32 << 10, .fragment_target_bytes = 8 << 10};
+  // Settings the nodes cannot honour are refused and nothing is created.
+  auto bad = b->node->create_catalog_stream("badsettings", {.segment_bytes = 1});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.code(), Errc::invalid_argument);
+  EXPECT_EQ(admin_->get("badsettings").code(), Errc::not_found);
+  // Created through b; a, the first choice, serves it with them.
+  const std::string s = stream_for("a", "settled");
+  ASSERT_OK(b->node->create_catalog_stream(s, want));
+  EXPECT_EQ(b->node->create_catalog_stream(s, {}).code(), Errc::already_exists);
+  auto kept = admin_->settings(s);
+  ASSERT_OK(kept);
+  ASSERT_TRUE(kept->has_value());
+  EXPECT_EQ(json::parse(**kept), node::settings_to_json(want));
+  ASSERT_OK(a->own->await_owner(s, 10s));
+  ASSERT_TRUE(a->own->serving(s));
+  EXPECT_EQ(a->node->stream_settings(s).value(), want);
+  EXPECT_EQ(a->node->effective_settings(s)->segment_bytes, uint64_t(32 << 10));
+  auto log = a->node->stream(s);
+  ASSERT_OK(log);
+  const uint64_t flushed = node::test::append_values(**log, 10);
+  ASSERT_OK(a->node->flush(s, 10s));
+
+  // a stops (its lease revoked): b, which never held the stream, takes it
+  // over with the catalog's settings, on disk too.
+  a->own->stop();
+  ASSERT_TRUE(eventually(15s, [&] { return b->own->serving(s); }));
+  auto got = b->node->stream_settings(s);
+  ASSERT_OK(got);
+  EXPECT_EQ(*got, want);
+  EXPECT_EQ(b->node->effective_settings(s)->segment_bytes, uint64_t(32 << 10));
+  EXPECT_EQ(b->node->effective_settings(s)->fragment_target_bytes, uint64_t(8 << 10));
+  auto file = node::read_settings_file(posix_fs(), dir_.sub("node-b") + "/streams/" + s);
+  ASSERT_OK(file);
+  EXPECT_EQ(*file, want);
+  std::vector<std::string> errors;
+  EXPECT_EQ(read_all(*b->node, s, flushed, &errors), flushed);
   EXPECT_TRUE(errors.empty()) << errors.front();
 }
 
