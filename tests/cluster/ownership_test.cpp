@@ -91,6 +91,8 @@ class OwnershipTest : public ::testing::Test {
     oc.ns = "ct";
     oc.timing.lease_ttl_ms = kTtlMs;
     oc.timing.acquire_grace_ms = grace_ms;
+    // A deletion requested through the catalog, as `strata serve` runs it.
+    oc.on_remove = [n = out->node.get()](const std::string& s) { return n->delete_stream(s); };
     auto o = Ownership::start(oc, open_client(endpoints), out->node.get());
     EXPECT_TRUE(o.ok()) << o.error().to_string();
     if (!o.ok()) return nullptr;
@@ -347,6 +349,57 @@ TEST_F(OwnershipTest, SettingsKeptInTheCatalogFollowTheStreamToAFreshNode) {
   std::vector<std::string> errors;
   EXPECT_EQ(read_all(*b->node, s, flushed, &errors), flushed);
   EXPECT_TRUE(errors.empty()) << errors.front();
+}
+
+// Delete from a node that does not serve the stream: the owner deletes it;
+// an ownerless stream is taken by the node that asked, which deletes it.
+TEST_F(OwnershipTest, ADeletionRequestedThroughTheCatalogIsDoneByTheOwnerOrByTheNodeThatAsked) {
+  // No grace to speak of: a takes only what it ranks first for, or asked to delete.
+  auto a = start_node("a", etcd_->endpoints(), /*grace_ms=*/600'000);
+  auto b = start_node("b", etcd_->endpoints(), /*grace_ms=*/600'000);
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(eventually(
+      10s, [&] { return a->own->view().nodes.size() == 2 && b->own->view().nodes.size() == 2; }));
+  EXPECT_EQ(a->own->request_deletion("nosuch", 5s).code(), Errc::not_found);
+
+  // Served by b, deleted from a.
+  const std::string s = stream_for("b", "served");
+  ASSERT_OK(a->node->create_catalog_stream(s, {}));
+  ASSERT_OK(b->own->await_owner(s, 10s));
+  ASSERT_TRUE(eventually(10s, [&] { return b->own->serving(s); }));
+  auto log = b->node->stream(s);
+  ASSERT_OK(log);
+  node::test::append_values(**log, 3);
+  ASSERT_OK(b->node->flush(s, 10s));
+  ASSERT_OK(a->own->request_deletion(s, 30s));
+  EXPECT_EQ(admin_->get(s).code(), Errc::not_found);
+  EXPECT_TRUE(eventually(10s, [&] { return !b->own->serving(s); }));
+  EXPECT_EQ(b->node->stream(s).code(), Errc::not_found);
+  auto keys = admin_client_->range("ct/owners/" + s);
+  ASSERT_OK(keys);
+  EXPECT_TRUE(keys->kvs.empty()) << "the remove takes the owner key";
+  EXPECT_TRUE(admin_client_->range("ct/deletions/" + s)->kvs.empty());
+
+  // Ownerless: its first choice z is registered but never takes it.
+  auto lz = admin_client_->lease_grant(60);
+  ASSERT_OK(lz);
+  ASSERT_OK(admin_client_->put("ct/nodes/z", "{\"address\":\"x:1\"}", lz->id));
+  std::string orphan;
+  for (int i = 0;; ++i) {
+    orphan = "orphan" + std::to_string(i);
+    if (first_choice(orphan, {"a", "b", "z"}) == "z") break;
+  }
+  ASSERT_TRUE(eventually(10s, [&] { return a->own->view().nodes.size() == 3; }));
+  ASSERT_OK(admin_->create(orphan, 1));
+  ASSERT_TRUE(eventually(10s, [&] {
+    auto v = a->own->view();
+    return std::find(v.streams.begin(), v.streams.end(), orphan) != v.streams.end();
+  }));
+  EXPECT_EQ(a->own->view().owners.count(orphan), 0u);
+  ASSERT_OK(a->own->request_deletion(orphan, 30s));
+  EXPECT_EQ(admin_->get(orphan).code(), Errc::not_found);
+  EXPECT_FALSE(b->own->serving(orphan));
+  ASSERT_OK(admin_client_->lease_revoke(lz->id));
 }
 
 TEST_F(OwnershipTest, NodesRacingForManyOwnerlessStreamsSplitThemOneOwnerEach) {
