@@ -297,8 +297,10 @@ TEST_F(OwnershipTest, AWriterFencedWhileItsNodeStillOwnsTheStreamIsAcquiredAgain
   const uint64_t end = node::test::append_values(**again, 5);
   ASSERT_OK(a->node->flush(s, 10s));
   std::vector<std::string> errors;
-  EXPECT_EQ(read_all(*a->node, s, end, &errors), end);
-  EXPECT_TRUE(errors.empty()) << errors.front();
+  EXPECT_TRUE(eventually(10s, [&] {
+    errors.clear();
+    return read_all(*a->node, s, end, &errors) == end;
+  })) << (errors.empty() ? "" : errors.front());
 }
 
 // A stream's settings live with it in the catalog: the owner that creates
@@ -346,9 +348,13 @@ TEST_F(OwnershipTest, SettingsKeptInTheCatalogFollowTheStreamToAFreshNode) {
   auto file = node::read_settings_file(posix_fs(), dir_.sub("node-b") + "/streams/" + s);
   ASSERT_OK(file);
   EXPECT_EQ(*file, want);
+  // Readable once b's uploader has loaded the manifest (reads fail closed,
+  // "unavailable", until then).
   std::vector<std::string> errors;
-  EXPECT_EQ(read_all(*b->node, s, flushed, &errors), flushed);
-  EXPECT_TRUE(errors.empty()) << errors.front();
+  EXPECT_TRUE(eventually(10s, [&] {
+    errors.clear();
+    return read_all(*b->node, s, flushed, &errors) == flushed;
+  })) << (errors.empty() ? "" : errors.front());
 }
 
 // Delete from a node that does not serve the stream: the owner deletes it;
