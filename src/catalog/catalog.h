@@ -48,6 +48,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,6 +82,17 @@ struct PutResult {
   bool operator==(const PutResult&) const = default;
 };
 
+// The condition a cluster owner's takeover carries (cluster/ownership.h):
+// the key `key`, outside the catalog's entries, holds `value` attached to
+// lease `lease` (the stream's owner key naming this node on its current
+// lease). A node whose lease has just expired, or whose owner key another
+// node now holds, can then no longer raise the epoch and fence the new owner.
+struct OwnerCondition {
+  std::string key;
+  std::string value;
+  int64_t lease = 0;
+};
+
 class Catalog {
  public:
   virtual ~Catalog() = default;
@@ -102,6 +114,22 @@ class Catalog {
   // Absent -> not_found. Durable before ok.
   virtual Result<PutResult> bump_epoch(std::string_view stream, uint64_t expected_revision,
                                        uint64_t min_epoch) = 0;
+  // bump_epoch that applies only while `owner` holds, checked in the same atomic step: absent ->
+  // not_found; `owner` does not hold -> fenced (with the stored revision and epoch); else as
+  // bump_epoch. A revision that differs may be answered conflict before the owner is looked at
+  // (the caller's retry at the new revision then gets fenced). Backends without owner keys
+  // (embedded, memory): unsupported.
+  virtual Result<PutResult> bump_epoch_if_owner(std::string_view stream, uint64_t expected_revision,
+                                                uint64_t min_epoch, const OwnerCondition& owner);
+  // Stream settings kept with the entry (a cluster: every owner runs the stream as it was
+  // created). create_with_settings is create() that also stores `settings` — opaque here, the
+  // node layer's JSON (node/stream_settings.h) — in the same atomic step; they never change
+  // after and go with the entry's remove. settings(): what was stored, nullopt when none (also
+  // for an absent stream). Backends that keep settings elsewhere (embedded, memory: the
+  // stream's settings file): unsupported.
+  virtual Result<StreamEntry> create_with_settings(std::string_view stream, uint64_t epoch,
+                                                   std::string_view settings);
+  virtual Result<std::optional<std::string>> settings(std::string_view stream);
   // Deletes the entry if its revision equals expected_revision (conflict otherwise; not_found if
   // absent). Durable before ok.
   virtual Result<PutResult> remove(std::string_view stream, uint64_t expected_revision) = 0;

@@ -93,12 +93,28 @@ Result<std::unique_ptr<EtcdCatalog>> EtcdCatalog::open(std::shared_ptr<etcd::Etc
 EtcdCatalog::EtcdCatalog(std::shared_ptr<etcd::EtcdClient> client, EtcdCatalogOptions options)
     : client_(std::move(client)), options_(std::move(options)) {}
 
+std::string etcd_entry_key(std::string_view ns, std::string_view stream) {
+  return fmt::format("{}/streams/{}", ns, stream);
+}
+
+std::string etcd_offsets_prefix(std::string_view ns, std::string_view stream) {
+  return fmt::format("{}/offsets/{}/", ns, stream);
+}
+
 std::string EtcdCatalog::entry_key(std::string_view stream) const {
-  return options_.ns + "/streams/" + std::string(stream);
+  return etcd_entry_key(options_.ns, stream);
 }
 
 std::string EtcdCatalog::epoch_key(std::string_view stream) const {
   return options_.ns + "/epochs/" + std::string(stream);
+}
+
+std::string EtcdCatalog::settings_key(std::string_view stream) const {
+  return options_.ns + "/settings/" + std::string(stream);
+}
+
+std::string EtcdCatalog::offsets_prefix(std::string_view stream) const {
+  return etcd_offsets_prefix(options_.ns, stream);
 }
 
 std::string EtcdCatalog::describe() const {
@@ -106,6 +122,17 @@ std::string EtcdCatalog::describe() const {
 }
 
 Result<StreamEntry> EtcdCatalog::create(std::string_view stream, uint64_t epoch) {
+  return create_entry(stream, epoch, nullptr);
+}
+
+Result<StreamEntry> EtcdCatalog::create_with_settings(std::string_view stream, uint64_t epoch,
+                                                      std::string_view settings) {
+  const std::string s(settings);
+  return create_entry(stream, epoch, &s);
+}
+
+Result<StreamEntry> EtcdCatalog::create_entry(std::string_view stream, uint64_t epoch,
+                                              const std::string* settings) {
   STRATA_TRY(validate_stream_name(stream));
   STRATA_TRY(check_epoch(stream, epoch, "create"));
   const std::string e = entry_key(stream);
@@ -114,6 +141,12 @@ Result<StreamEntry> EtcdCatalog::create(std::string_view stream, uint64_t epoch)
   TxnRequest t;
   t.compare.push_back(Compare::revision(e, CompareTarget::create_revision, CompareOp::equal, 0));
   t.success = {PutOp{e, value, 0}, PutOp{epoch_key(stream), padded_epoch(epoch), 0}};
+  // A new incarnation has exactly the settings it is created with.
+  if (settings) {
+    t.success.push_back(PutOp{settings_key(stream), *settings, 0});
+  } else {
+    t.success.push_back(DeleteOp{settings_key(stream), ""});
+  }
   t.failure = {RangeOp{e, ""}};
   STRATA_ASSIGN_OR_RETURN(auto r, client_->txn(t));
   if (r.succeeded) return StreamEntry{std::string(stream), epoch, "", uint64_t(r.revision)};
@@ -122,6 +155,13 @@ Result<StreamEntry> EtcdCatalog::create(std::string_view stream, uint64_t epoch)
   auto d = decide_create(s.entry, stream, epoch, 0);
   if (d.ok()) return disagree(stream, "create");
   return std::move(d).error();
+}
+
+Result<std::optional<std::string>> EtcdCatalog::settings(std::string_view stream) {
+  STRATA_TRY(validate_stream_name(stream));
+  STRATA_ASSIGN_OR_RETURN(auto r, client_->range(settings_key(stream)));
+  if (r.kvs.empty()) return std::optional<std::string>();
+  return std::optional<std::string>(std::move(r.kvs.front().value));
 }
 
 Result<StreamEntry> EtcdCatalog::get(std::string_view stream) {
@@ -191,8 +231,27 @@ Result<PutResult> EtcdCatalog::put(std::string_view stream, std::string_view roo
 
 Result<PutResult> EtcdCatalog::bump_epoch(std::string_view stream, uint64_t expected_revision,
                                           uint64_t min_epoch) {
+  return bump(stream, expected_revision, min_epoch, nullptr);
+}
+
+Result<PutResult> EtcdCatalog::bump_epoch_if_owner(std::string_view stream,
+                                                   uint64_t expected_revision, uint64_t min_epoch,
+                                                   const OwnerCondition& owner) {
+  return bump(stream, expected_revision, min_epoch, &owner);
+}
+
+Result<PutResult> EtcdCatalog::bump(std::string_view stream, uint64_t expected_revision,
+                                    uint64_t min_epoch, const OwnerCondition* owner) {
   STRATA_TRY(validate_stream_name(stream));
   const std::string e = entry_key(stream);
+  // What the else branch of the guarded txn found: the owner key still ours?
+  auto owner_holds = [&](const etcd::RangeResult& r) {
+    return !r.kvs.empty() && r.kvs.front().value == owner->value &&
+           r.kvs.front().lease == owner->lease;
+  };
+  auto not_owner = [](const StreamEntry& stored) {
+    return PutResult{PutOutcome::fenced, stored.revision, stored.epoch};
+  };
   STRATA_ASSIGN_OR_RETURN(auto read, client_->range(e));
   STRATA_ASSIGN_OR_RETURN(Stored s, decode_stored(read, stream));
   STRATA_ASSIGN_OR_RETURN(Decision d, decide_bump_epoch(s.entry, expected_revision, min_epoch));
@@ -204,13 +263,30 @@ Result<PutResult> EtcdCatalog::bump_epoch(std::string_view stream, uint64_t expe
   TxnRequest t;
   t.compare.push_back(Compare::revision(e, CompareTarget::mod_revision, CompareOp::equal,
                                         int64_t(expected_revision)));
+  if (owner) {
+    // etcd fails a value compare on an absent key, so a deleted owner key
+    // (an expired lease) fails the txn too.
+    t.compare.push_back(Compare::value_is(owner->key, CompareOp::equal, owner->value));
+    t.compare.push_back(
+        Compare::revision(owner->key, CompareTarget::lease, CompareOp::equal, owner->lease));
+  }
   t.success = {PutOp{e, value, 0}, PutOp{epoch_key(stream), padded_epoch(d.entry.epoch), 0}};
   t.failure = {RangeOp{e, ""}};
+  if (owner) t.failure.push_back(RangeOp{owner->key, ""});
   STRATA_ASSIGN_OR_RETURN(auto r, client_->txn(t));
   if (r.succeeded) return PutResult{PutOutcome::ok, uint64_t(r.revision), d.entry.epoch};
   STRATA_ASSIGN_OR_RETURN(Stored now, stored_after_failure(r, stream));
   if (r.maybe_applied && now.entry && now.op == op) {
     return PutResult{PutOutcome::ok, now.entry->revision, now.entry->epoch};
+  }
+  if (owner && now.entry) {
+    if (r.ranges.size() < 2) {
+      return Error(Errc::corrupt,
+                   fmt::format("etcd catalog: stream \"{}\": a failed guarded txn returned no "
+                               "read of the owner key {}",
+                               printable_name(stream), owner->key));
+    }
+    if (!owner_holds(r.ranges[1])) return not_owner(*now.entry);
   }
   STRATA_ASSIGN_OR_RETURN(Decision again,
                           decide_bump_epoch(now.entry, expected_revision, min_epoch));
@@ -227,7 +303,18 @@ Result<PutResult> EtcdCatalog::remove(std::string_view stream, uint64_t expected
   TxnRequest t;
   t.compare.push_back(Compare::revision(e, CompareTarget::mod_revision, CompareOp::equal,
                                         int64_t(expected_revision)));
-  t.success = {DeleteOp{e, ""}, DeleteOp{epoch_key(stream), ""}};
+  // The stream's other keys go in the same step: a stream created again
+  // inherits neither settings nor consumer offsets.
+  const std::string offsets = offsets_prefix(stream);
+  // So do cluster ownership's keys of it (cluster/ownership.h): the owner
+  // key, so that a stream created again is placed afresh, and a deletion
+  // request, now done.
+  t.success = {DeleteOp{e, ""},
+               DeleteOp{epoch_key(stream), ""},
+               DeleteOp{settings_key(stream), ""},
+               DeleteOp{offsets, etcd::prefix_end(offsets)},
+               DeleteOp{options_.ns + "/owners/" + std::string(stream), ""},
+               DeleteOp{options_.ns + "/deletions/" + std::string(stream), ""}};
   t.failure = {RangeOp{e, ""}};
   STRATA_ASSIGN_OR_RETURN(auto r, client_->txn(t));
   if (r.succeeded) return PutResult{PutOutcome::ok, 0, 0};

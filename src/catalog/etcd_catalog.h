@@ -2,6 +2,9 @@
 // The mapping is the one catalog.h designs; per stream, in one namespace:
 //   E = <ns>/streams/<stream>  {"epoch":"<n>","root_key":"...","op":"<nonce>"}
 //   P = <ns>/epochs/<stream>   the epoch as 20 zero-padded decimal digits
+//   S = <ns>/settings/<stream> the stream's settings, if created with any
+// and removed with the entry: S and every <ns>/offsets/<stream>/<reference>
+// (consumer offsets, server/cluster_offsets.h).
 // (docs/FORMATS.md, "etcd catalog"). An entry's revision is E's
 // mod_revision: global in etcd, so it strictly grows but is not consecutive
 // when other keys change in between (the one difference from the embedded
@@ -36,6 +39,13 @@ struct EtcdCatalogOptions {
   std::string ns = "strata";
 };
 
+// The keys of a stream in namespace `ns` that layers above the catalog
+// write too (docs/FORMATS.md, "etcd backend"): its entry E (whose existence
+// a consumer offset's write checks) and the prefix of its consumer offsets
+// (<ns>/offsets/<stream>/<reference>), which remove() deletes with it.
+std::string etcd_entry_key(std::string_view ns, std::string_view stream);
+std::string etcd_offsets_prefix(std::string_view ns, std::string_view stream);
+
 // invalid_argument naming catalog.namespace unless 1..128 bytes of
 // [A-Za-z0-9._~/-], neither starting nor ending with '/'.
 Status validate_namespace(std::string_view ns);
@@ -46,12 +56,19 @@ class EtcdCatalog final : public Catalog, public CatalogWatch {
                                                    EtcdCatalogOptions options);
 
   Result<StreamEntry> create(std::string_view stream, uint64_t epoch) override;
+  // S = <ns>/settings/<stream> put in create's txn; remove deletes it.
+  Result<StreamEntry> create_with_settings(std::string_view stream, uint64_t epoch,
+                                           std::string_view settings) override;
+  Result<std::optional<std::string>> settings(std::string_view stream) override;
   Result<StreamEntry> get(std::string_view stream) override;
   Result<std::vector<StreamEntry>> list() override;
   Result<PutResult> put(std::string_view stream, std::string_view root_key, uint64_t epoch,
                         uint64_t expected_revision) override;
   Result<PutResult> bump_epoch(std::string_view stream, uint64_t expected_revision,
                                uint64_t min_epoch) override;
+  // The txn also compares the owner key: value(K) == value, lease(K) == lease.
+  Result<PutResult> bump_epoch_if_owner(std::string_view stream, uint64_t expected_revision,
+                                        uint64_t min_epoch, const OwnerCondition& owner) override;
   Result<PutResult> remove(std::string_view stream, uint64_t expected_revision) override;
   std::string describe() const override;
 
@@ -64,8 +81,15 @@ class EtcdCatalog final : public Catalog, public CatalogWatch {
  private:
   EtcdCatalog(std::shared_ptr<etcd::EtcdClient> client, EtcdCatalogOptions options);
 
+  Result<PutResult> bump(std::string_view stream, uint64_t expected_revision, uint64_t min_epoch,
+                         const OwnerCondition* owner);
   std::string entry_key(std::string_view stream) const;
   std::string epoch_key(std::string_view stream) const;
+  std::string settings_key(std::string_view stream) const;
+  // Every consumer offset of the stream: [<ns>/offsets/<stream>/, its prefix end).
+  std::string offsets_prefix(std::string_view stream) const;
+  Result<StreamEntry> create_entry(std::string_view stream, uint64_t epoch,
+                                   const std::string* settings);
 
   std::shared_ptr<etcd::EtcdClient> client_;
   const EtcdCatalogOptions options_;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <asio/bind_executor.hpp>
 #include <asio/post.hpp>
 #include <future>
@@ -117,12 +118,13 @@ ev::View Ownership::core_view() const {
   for (const auto& [id, addr] : view_.nodes) v.nodes.push_back(id);
   v.owners = view_.owners;
   v.streams = view_.streams;
+  v.deletions = view_.deletions;
   return v;
 }
 
-void Ownership::apply_kv(const etcd::KeyValue& kv, bool removed) {
+bool Ownership::apply_kv(const etcd::KeyValue& kv, bool removed) {
   const std::string prefix = cfg_.ns + "/";
-  if (kv.key.compare(0, prefix.size(), prefix) != 0) return;
+  if (kv.key.compare(0, prefix.size(), prefix) != 0) return false;
   std::string rest = kv.key.substr(prefix.size());
   auto take = [&](std::string_view dir, std::string* name) {
     if (rest.compare(0, dir.size(), dir) != 0) return false;
@@ -139,18 +141,32 @@ void Ownership::apply_kv(const etcd::KeyValue& kv, bool removed) {
                               ? j["address"].get<std::string>()
                               : "";
     }
-  } else if (take("owners/", &name)) {
+    return true;
+  }
+  if (take("owners/", &name)) {
     if (removed) {
       view_.owners.erase(name);
     } else {
       view_.owners[name] = OwnerRecord{kv.value, kv.lease};
     }
-  } else if (take("streams/", &name)) {
+    return true;
+  }
+  if (take("deletions/", &name)) {
+    if (removed) {
+      view_.deletions.erase(name);
+    } else {
+      view_.deletions[name] = kv.value;
+    }
+    return true;
+  }
+  if (take("streams/", &name)) {
     auto it = std::lower_bound(view_.streams.begin(), view_.streams.end(), name);
     bool present = it != view_.streams.end() && *it == name;
     if (removed && present) view_.streams.erase(it);
     if (!removed && !present) view_.streams.insert(it, name);
+    return removed == present;
   }
+  return false;
 }
 
 // Reads the whole namespace, then watches it from the next revision. Runs
@@ -184,7 +200,7 @@ void Ownership::resync() {
           std::lock_guard l(mu_);
           view_ = ClusterView{};
           view_.revision = r.revision;
-          for (const auto& kv : r.kvs) apply_kv(kv, false);
+          for (const auto& kv : r.kvs) (void)apply_kv(kv, false);
         }
         etcd::WatchRequest w;
         w.key = prefix;
@@ -211,10 +227,14 @@ void Ownership::on_watch(const std::vector<etcd::WatchEvent>& events) {
   ev::View v;
   {
     std::lock_guard l(mu_);
+    bool changed = false;
     for (const auto& e : events) {
-      apply_kv(e.kv, e.type == etcd::WatchEvent::Type::remove);
+      changed = apply_kv(e.kv, e.type == etcd::WatchEvent::Type::remove) || changed;
       view_.revision = std::max(view_.revision, e.kv.mod_revision);
     }
+    // Other keys under <ns>/ (entries' persists, epochs, settings, consumer
+    // offsets) change nothing the core decides on: no snapshot for them.
+    if (!changed) return;
     v = core_view();
   }
   cv_.notify_all();
@@ -237,6 +257,7 @@ void Ownership::run(Effects fx) {
     owned_ = core_.streams();
     lease_ = core_.lease();
     fences_ = core_.fences();
+    writer_fences_ = core_.writer_fences();
     if (fx.fenced) last_fence_ = fx.why;
   }
   cv_.notify_all();
@@ -331,12 +352,41 @@ void Ownership::run(Effects fx) {
           handle(a);
         });
   }
+  for (const auto& s : fx.remove) {
+    const int64_t lease = core_.lease();
+    if (!cfg_.on_remove) continue;
+    spdlog::info("cluster: {}: deleting stream {}, as requested through the catalog", cfg_.node_id,
+                 s);
+    run_task<Status>(
+        ctx, strand_, milliseconds(120000), "cluster: deleting stream " + s,
+        [fn = cfg_.on_remove, s] { return fn(s); },
+        [this, s, lease](TaskOutcome<Status> out) {
+          bool ok = out.end == TaskEnd::completed && out.value->ok();
+          std::string why =
+              ok ? ""
+                 : (out.end == TaskEnd::completed ? out.value->to_string() : out.error.to_string());
+          if (!ok) spdlog::warn("cluster: {}: deleting stream {} failed: {}", cfg_.node_id, s, why);
+          handle(ev::RemoveDone{s, lease, ok, why});
+        });
+  }
   for (const auto& s : fx.open) {
     const int64_t lease = core_.lease();
+    node::AcquireOptions ao;
+    ao.owner = catalog::OwnerCondition{cfg_.ns + "/owners/" + s, cfg_.node_id, lease};
+    ao.on_fenced = [this, sink = fence_sink_, lease](const std::string& stream,
+                                                     const std::string& why) {
+      std::lock_guard l(sink->mu);
+      if (!sink->open) return;
+      spdlog::warn(
+          "cluster: {}: the writer of stream {} was fenced while this node owns it ({}); "
+          "acquiring it again",
+          cfg_.node_id, stream, why);
+      post_event(ev::WriterFenced{stream, lease, why});
+    };
     run_task<Status>(
         ctx, strand_, milliseconds(30000), "cluster: opening stream " + s,
-        [n = node_, s]() -> Status {
-          auto r = n->acquire_stream(s);
+        [n = node_, s, ao = std::move(ao)]() -> Status {
+          auto r = n->acquire_stream(s, ao);
           if (!r.ok()) return r.error();
           return Status::OK();
         },
@@ -355,6 +405,10 @@ void Ownership::stop() {
   {
     std::lock_guard l(mu_);
     if (stopped_ || !thread_.joinable()) return;
+  }
+  {
+    std::lock_guard l(fence_sink_->mu);
+    fence_sink_->open = false;
   }
   std::promise<int64_t> done;
   asio::post(strand_, [this, &done] {
@@ -410,6 +464,11 @@ uint64_t Ownership::fences() const {
   return fences_;
 }
 
+uint64_t Ownership::writer_fences() const {
+  std::lock_guard l(mu_);
+  return writer_fences_;
+}
+
 Result<std::string> Ownership::await_owner(const std::string& stream, milliseconds timeout) {
   std::unique_lock l(mu_);
   std::string owner;
@@ -428,6 +487,31 @@ Result<std::string> Ownership::await_owner(const std::string& stream, millisecon
   return owner;
 }
 
+Status Ownership::request_deletion(const std::string& stream, milliseconds timeout) {
+  const std::string entry = cfg_.ns + "/streams/" + stream;
+  etcd::TxnRequest t;
+  t.compare.push_back(etcd::Compare::revision(entry, etcd::CompareTarget::create_revision,
+                                              etcd::CompareOp::greater, 0));
+  t.success.push_back(etcd::PutOp{cfg_.ns + "/deletions/" + stream, cfg_.node_id, 0});
+  STRATA_ASSIGN_OR_RETURN(auto r, client_->txn(t));
+  if (!r.succeeded) {
+    return Error(Errc::not_found, fmt::format("no stream {} in the catalog", stream));
+  }
+  std::unique_lock l(mu_);
+  // The watch shows the entry gone once the deleting node's remove ran.
+  bool gone = cv_.wait_for(l, timeout, [&] {
+    return stopped_ || (view_.revision >= r.revision &&
+                        !std::binary_search(view_.streams.begin(), view_.streams.end(), stream));
+  });
+  if (!gone || stopped_) {
+    return Error(Errc::timeout,
+                 fmt::format("stream {}: its deletion is requested but not done after {} ms; the "
+                             "node that takes it finishes it",
+                             stream, timeout.count()));
+  }
+  return Status::OK();
+}
+
 json Ownership::status_json() const {
   std::lock_guard l(mu_);
   json owned = json::object();
@@ -438,10 +522,15 @@ json Ownership::status_json() const {
   }
   json owners = json::object();
   for (const auto& [s, o] : view_.owners) owners[s] = {{"node", o.node_id}, {"lease", o.lease}};
-  return {{"node_id", cfg_.node_id},   {"advertise", cfg_.advertise},
-          {"lease", lease_},           {"fences", fences_},
-          {"last_fence", last_fence_}, {"owned", owned},
-          {"nodes", view_.nodes},      {"owners", owners},
+  return {{"node_id", cfg_.node_id},
+          {"advertise", cfg_.advertise},
+          {"lease", lease_},
+          {"fences", fences_},
+          {"writer_fences", writer_fences_},
+          {"last_fence", last_fence_},
+          {"owned", owned},
+          {"nodes", view_.nodes},
+          {"owners", owners},
           {"revision", view_.revision}};
 }
 

@@ -13,6 +13,7 @@
 // Keys (docs/FORMATS.md, "etcd catalog" for <ns>/streams/ and <ns>/epochs/):
 //   <ns>/nodes/<id>       {"address": "host:port"}, on the node's lease
 //   <ns>/owners/<stream>  "<id>", on the owner's lease
+//   <ns>/deletions/<stream> "<id>" of the node that requested the deletion
 #pragma once
 
 #include <asio/io_context.hpp>
@@ -28,6 +29,7 @@
 #include <string>
 #include <thread>
 
+#include "catalog/catalog.h"
 #include "cluster/ownership_core.h"
 #include "common/blocking_pool.h"
 #include "common/task.h"
@@ -49,6 +51,10 @@ struct OwnershipConfig {
   // was closed because it lost it (not at stop()), so that the server can
   // tell its clients; must not block.
   std::function<void(const std::string& stream)> on_release;
+  // Deletes a stream this node serves whose deletion another node requested
+  // (request_deletion); blocking, run as a task. Unset: such requests wait
+  // for a node that has it.
+  std::function<Status(const std::string& stream)> on_remove;
 };
 
 // invalid_argument naming the setting.
@@ -57,9 +63,10 @@ Status validate(const OwnershipConfig& c);
 // What the shell saw last (for status, the server's Metadata and tests).
 struct ClusterView {
   int64_t revision = 0;
-  std::map<std::string, std::string> nodes;   // id -> advertised address
-  std::map<std::string, OwnerRecord> owners;  // stream -> owner
-  std::vector<std::string> streams;           // catalog streams
+  std::map<std::string, std::string> nodes;      // id -> advertised address
+  std::map<std::string, OwnerRecord> owners;     // stream -> owner
+  std::vector<std::string> streams;              // catalog streams
+  std::map<std::string, std::string> deletions;  // stream -> node that requested it
 };
 
 class Ownership {
@@ -86,8 +93,17 @@ class Ownership {
   // (this node: serving; another: its key present); its node id, or
   // Errc::timeout.
   Result<std::string> await_owner(const std::string& stream, std::chrono::milliseconds timeout);
+  // Deletes `stream` from a node that does not serve it: requests the
+  // deletion in the catalog (<ns>/deletions/<stream> = this node's id, only
+  // while the stream exists) and waits until the entry is gone — deleted by
+  // its owner, or, ownerless, by this node once it has taken it. Errors:
+  // not_found (no such stream), timeout (the request stays; its owner
+  // finishes it), etcd's.
+  Status request_deletion(const std::string& stream, std::chrono::milliseconds timeout);
   nlohmann::json status_json() const;
   uint64_t fences() const;
+  // Served streams re-acquired after their writer was fenced (core's writer_fences).
+  uint64_t writer_fences() const;
   const OwnershipConfig& config() const { return cfg_; }
 
  private:
@@ -98,7 +114,8 @@ class Ownership {
   void arm_tick();
   void resync();
   void on_watch(const std::vector<etcd::WatchEvent>& events);
-  void apply_kv(const etcd::KeyValue& kv, bool removed);
+  // Whether the view changed (nodes, owners, the set of streams).
+  bool apply_kv(const etcd::KeyValue& kv, bool removed);
   ev::View core_view() const;  // mu_ held
   int64_t now_ms() const;
   std::chrono::milliseconds call_deadline() const;
@@ -125,7 +142,15 @@ class Ownership {
   std::map<std::string, OwnershipCore::StreamState> owned_;
   int64_t lease_ = 0;
   uint64_t fences_ = 0;
+  uint64_t writer_fences_ = 0;
   std::string last_fence_;
+  // Where an uploader's fenced report goes: it may come from the node's
+  // event loop after stop(), so it checks `open` under its own lock.
+  struct FenceSink {
+    std::mutex mu;
+    bool open = true;
+  };
+  std::shared_ptr<FenceSink> fence_sink_ = std::make_shared<FenceSink>();
   bool stopped_ = false;
 };
 

@@ -186,7 +186,10 @@ void OwnershipCore::drive(int64_t now, Effects& fx) {
     (void)fresh;
     if (owned_.count(s) || !self_seen) continue;
     if (auto r = retry_at_.find(s); r != retry_at_.end() && now < r->second) continue;
-    bool first = first_choice(s, view_.nodes) == id_;
+    // Whoever asked to delete an ownerless stream takes it, to delete it.
+    auto del = view_.deletions.find(s);
+    bool first =
+        first_choice(s, view_.nodes) == id_ || (del != view_.deletions.end() && del->second == id_);
     if (!first && now - since->second < t_.acquire_grace_ms) continue;
     owned_[s] = Owned{StreamState::acquiring, 0, true};
     fx.acquire.push_back(s);
@@ -198,6 +201,13 @@ void OwnershipCore::drive(int64_t now, Effects& fx) {
     } else {
       ++it;
     }
+  }
+  // Deletions requested of streams served here.
+  for (auto& [s, o] : owned_) {
+    if (o.state != StreamState::serving || o.removing || !view_.deletions.count(s)) continue;
+    if (auto r = retry_at_.find(s); r != retry_at_.end() && now < r->second) continue;
+    o.removing = true;
+    fx.remove.push_back(s);
   }
   // Opens to retry.
   for (auto& [s, o] : owned_) {
@@ -289,6 +299,30 @@ Effects OwnershipCore::on(const Event& e, int64_t now) {
                    } else {
                      retry_at_[o.stream] = now + t_.retry_ms;
                    }
+                 },
+                 [&](const ev::RemoveDone& r) {
+                   auto it = owned_.find(r.stream);
+                   if (r.lease != lease_ || it == owned_.end() || !it->second.removing) return;
+                   // Done: the view drops the stream (the remove took its
+                   // owner key); until then it is not deleted again.
+                   if (r.ok) return;
+                   // Failed: tried again after the backoff.
+                   it->second.removing = false;
+                   retry_at_[r.stream] = now + t_.retry_ms;
+                 },
+                 [&](const ev::WriterFenced& f) {
+                   auto it = owned_.find(f.stream);
+                   if (f.lease != lease_ || it == owned_.end() ||
+                       it->second.state != StreamState::serving || it->second.removing) {
+                     return;
+                   }
+                   // Close first (run() stops before it starts), then the
+                   // open's takeover raises the epoch again under our key.
+                   writer_fences_ += 1;
+                   fx.close.push_back(f.stream);
+                   it->second.state = StreamState::opening;
+                   it->second.in_flight = true;
+                   fx.open.push_back(f.stream);
                  },
              },
              e);

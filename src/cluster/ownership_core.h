@@ -25,7 +25,17 @@
 // first choice is down or slow — once the stream has been ownerless for
 // `acquire_grace_ms`. A won stream is opened (the shell bumps its epoch and
 // recovers it); a stream whose owner key the node sees gone or held by
-// someone else (after its own acquire's revision) is closed.
+// someone else (after its own acquire's revision) is closed. A served
+// stream whose writer was fenced while the owner key is still ours (another
+// node's takeover that raced its lease's end) is closed and opened again:
+// the fresh takeover raises the epoch over the stale one, so the stream
+// never stays served without an uploader.
+//
+// Deleting from any node. A node asked to delete a stream it does not serve
+// requests it in the catalog (<ns>/deletions/<stream> = its id): the node
+// serving the stream deletes it (Effects::remove); an ownerless stream is
+// acquired at once by the node that asked, which then deletes it. The
+// catalog's remove takes the request and the owner key with the entry.
 #pragma once
 
 #include <cstdint>
@@ -85,6 +95,9 @@ struct View {
   std::vector<std::string> nodes;             // registered node ids
   std::map<std::string, OwnerRecord> owners;  // stream -> owner
   std::vector<std::string> streams;           // streams in the catalog
+  // Deletions requested through the catalog (<ns>/deletions/<stream>), by
+  // the node that asked: its owner deletes the stream.
+  std::map<std::string, std::string> deletions;
 };
 struct AcquireDone {
   std::string stream;
@@ -99,10 +112,25 @@ struct OpenDone {
   bool ok = false;
   std::string why;
 };
+// The deletion of a served stream (Effects::remove) ended.
+struct RemoveDone {
+  std::string stream;
+  int64_t lease = 0;
+  bool ok = false;
+  std::string why;
+};
+// The stream's uploader stopped because another writer raised the epoch
+// while this node, under `lease`, still served it (a stale takeover).
+struct WriterFenced {
+  std::string stream;
+  int64_t lease = 0;
+  std::string why;
+};
 }  // namespace ev
 
-using Event = std::variant<ev::Tick, ev::LeaseGranted, ev::LeaseFailed, ev::KeepaliveDone,
-                           ev::Registered, ev::View, ev::AcquireDone, ev::OpenDone>;
+using Event =
+    std::variant<ev::Tick, ev::LeaseGranted, ev::LeaseFailed, ev::KeepaliveDone, ev::Registered,
+                 ev::View, ev::AcquireDone, ev::OpenDone, ev::WriterFenced, ev::RemoveDone>;
 
 struct Effects {
   bool grant_lease = false;
@@ -112,6 +140,7 @@ struct Effects {
   std::vector<std::string> acquire;      // try to create the owner key (current lease)
   std::vector<std::string> open;         // won: bump the epoch, recover, serve
   std::vector<std::string> close;        // stop writing and uploading now
+  std::vector<std::string> remove;       // delete it (served here; its deletion was requested)
   bool fenced = false;                   // the lease was given up (logged, counted)
   std::string why;                       // fenced: why
 };
@@ -137,6 +166,8 @@ class OwnershipCore {
   // 0 without a live lease.
   int64_t valid_until_ms() const;
   uint64_t fences() const { return fences_; }
+  // Served streams closed and opened again after their writer was fenced.
+  uint64_t writer_fences() const { return writer_fences_; }
   const OwnershipTiming& timing() const { return t_; }
 
  private:
@@ -144,6 +175,7 @@ class OwnershipCore {
     StreamState state = StreamState::acquiring;
     int64_t acquired_revision = 0;
     bool in_flight = false;  // an acquire or open task runs
+    bool removing = false;   // a deletion task runs
   };
   void check_clock(int64_t now, Effects& fx);
   void fence(const std::string& why, Effects& fx);
@@ -164,6 +196,7 @@ class OwnershipCore {
   bool register_in_flight_ = false;
   int64_t register_retry_at_ = 0;
   uint64_t fences_ = 0;
+  uint64_t writer_fences_ = 0;
 
   ev::View view_;
   std::map<std::string, int64_t> ownerless_since_;

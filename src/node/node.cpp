@@ -7,6 +7,7 @@
 #include <future>
 
 #include "catalog/embedded_catalog.h"
+#include "catalog/owner_guarded_catalog.h"
 #include "node/catalog_open.h"
 #include "node/stream_settings_file.h"
 #include "objstore/metered_store.h"
@@ -135,7 +136,8 @@ tier::UploaderOptions Node::uploader_options(const std::string& name,
 Result<std::shared_ptr<log::StreamLog>> Node::open_stream_locked(const std::string& name,
                                                                  bool create,
                                                                  const StreamSettings& settings,
-                                                                 bool owned) {
+                                                                 const AcquireOptions* owned,
+                                                                 bool settings_given) {
   if (closed_) return Error(Errc::closed, "node is closed");
   if (auto d = deletions_.find(name); d != deletions_.end()) {
     std::string why = d->second.blocked.empty() ? d->second.last_error : d->second.blocked;
@@ -152,6 +154,21 @@ Result<std::shared_ptr<log::StreamLog>> Node::open_stream_locked(const std::stri
   if (create) {
     STRATA_TRY(validate_settings(cfg_, settings));
     e.settings = settings;
+  } else if (settings_given) {
+    e.settings = settings;
+    if (Status v = validate_settings(cfg_, e.settings); !v.ok()) {
+      spdlog::warn("node: stream {}: {}; ignored under this node's configuration", name,
+                   v.error().message);
+    }
+    // A local log left from an earlier ownership carries the settings the
+    // catalog holds, so local tools read what the stream runs with.
+    const std::string dir = path_join(registry_->data_dir(), name);
+    if (exists(registry_->fs(), dir)) {
+      auto cur = read_settings_file(registry_->fs(), dir);
+      if (!cur.ok() || *cur != e.settings) {
+        STRATA_TRY(write_settings_file(registry_->fs(), dir, e.settings));
+      }
+    }
   } else {
     auto s = read_settings_file(registry_->fs(), path_join(registry_->data_dir(), name));
     if (!s.ok()) return s.error();
@@ -184,7 +201,7 @@ Result<std::shared_ptr<log::StreamLog>> Node::open_stream_locked(const std::stri
   if (!log.ok()) return log.error();
   e.log = *log;
   if (e.effective.tiering) {
-    auto aligned = align_with_remote(name, e.log, lo, e.settings, owned);
+    auto aligned = align_with_remote(name, e.log, lo, e.settings, owned != nullptr);
     if (!aligned.ok()) {
       (void)e.log->close();
       return aligned.error();
@@ -198,10 +215,21 @@ Result<std::shared_ptr<log::StreamLog>> Node::open_stream_locked(const std::stri
     env.tasks = TaskContext{pool_.get(), lifetime_};
     env.governor = governor_;
     env.store = std::make_shared<GatedStore>(store_, e.gate);
-    env.catalog = std::make_shared<GatedCatalog>(catalog_, e.gate);
+    std::shared_ptr<catalog::Catalog> cat = catalog_;
+    if (owned && owned->owner) {
+      cat = std::make_shared<catalog::OwnerGuardedCatalog>(catalog_, *owned->owner);
+    }
+    env.catalog = std::make_shared<GatedCatalog>(cat, e.gate);
     env.cache = cache_;
     env.clock = &system_clock();
-    auto u = tier::Uploader::start(env, uploader_options(name, e.effective), e.log);
+    tier::UploaderOptions uo = uploader_options(name, e.effective);
+    if (owned && owned->on_fenced) {
+      uo.on_stopped = [name, cb = owned->on_fenced](tier::UploaderState st,
+                                                    const std::string& why) {
+        if (st == tier::UploaderState::fenced) cb(name, why);
+      };
+    }
+    auto u = tier::Uploader::start(env, std::move(uo), e.log);
     if (!u.ok()) return std::move(u).error().with_context("starting the uploader of " + name);
     e.uploader = *u;
     e.hooks->attach(e.uploader);
@@ -251,7 +279,10 @@ Result<std::shared_ptr<log::StreamLog>> Node::align_with_remote(const std::strin
     takeover_dropped_ += local_next > remote_next ? local_next - remote_next : 0;
     STRATA_TRY(registry_->remove(name));
     lo.first_offset = remote_next;
-    STRATA_ASSIGN_OR_RETURN(log, registry_->create(name, lo));
+    STRATA_ASSIGN_OR_RETURN(log,
+                            registry_->create(name, lo, [&](FileSystem& fs, const std::string& dir) {
+                              return write_settings_file(fs, dir, settings);
+                            }));
     seed_writers(name, *log, keys, st->manifest);
     return log;
   }
@@ -314,29 +345,65 @@ void Node::seed_writers(const std::string& name, log::StreamLog& log, const tier
   }
 }
 
-Result<std::shared_ptr<log::StreamLog>> Node::acquire_stream(const std::string& name) {
+Result<std::shared_ptr<log::StreamLog>> Node::acquire_stream(const std::string& name,
+                                                             const AcquireOptions& opts) {
   {
     std::lock_guard l(mu_);
     if (auto it = streams_.find(name); it != streams_.end()) return it->second.log;
   }
   // Fence first: once the epoch is raised no older owner's persist can
-  // land, so the remote next offset read below is final.
+  // land, so the remote next offset read below is final. Guarded by the
+  // owner key: a node that no longer owns the stream cannot raise it.
   for (int attempt = 0;; ++attempt) {
     auto e = catalog_->get(name);
     if (!e.ok() && e.code() == Errc::not_found) break;
     if (!e.ok()) return std::move(e).error().with_context("taking over " + name);
-    auto b = catalog_->bump_epoch(name, e->revision, 0);
+    auto b = opts.owner ? catalog_->bump_epoch_if_owner(name, e->revision, 0, *opts.owner)
+                        : catalog_->bump_epoch(name, e->revision, 0);
     if (!b.ok()) return std::move(b).error().with_context("taking over " + name);
     if (b->outcome == catalog::PutOutcome::ok || b->outcome == catalog::PutOutcome::not_found) {
       break;
+    }
+    if (b->outcome == catalog::PutOutcome::fenced) {
+      return Error(Errc::conflict,
+                   fmt::format("taking over {}: its owner key {} no longer names this node on "
+                               "lease {}; not raising the epoch (now {})",
+                               name, opts.owner->key, opts.owner->lease, b->epoch));
     }
     if (attempt >= 10) {
       return Error(Errc::conflict,
                    fmt::format("taking over {}: its catalog entry kept changing", name));
     }
   }
+  // The settings the stream was created with, wherever it runs.
+  auto kept = catalog_->settings(name);
+  if (!kept.ok() && kept.code() != Errc::unsupported) {
+    return std::move(kept).error().with_context("reading the settings of " + name);
+  }
+  StreamSettings settings;
+  const bool given = kept.ok() && kept->has_value();
+  if (given) {
+    auto j = json::parse(**kept, nullptr, false);
+    auto parsed = j.is_discarded() ? Result<StreamSettings>(Error(Errc::corrupt, "not JSON"))
+                                   : settings_from_json(j);
+    if (!parsed.ok()) {
+      return Error(Errc::corrupt,
+                   fmt::format("stream {}: the settings kept in catalog {} are unreadable: {}",
+                               name, catalog_->describe(), parsed.error().message));
+    }
+    settings = *parsed;
+  }
   std::lock_guard l(mu_);
-  return open_stream_locked(name, false, {}, /*owned=*/true);
+  return open_stream_locked(name, false, settings, &opts, given);
+}
+
+Status Node::create_catalog_stream(const std::string& name, const StreamSettings& settings) {
+  STRATA_TRY(validate_settings(cfg_, settings));
+  // Stored even when empty, so that every owner takes them from the
+  // catalog, never from a settings file left on its disk.
+  auto e = catalog_->create_with_settings(name, 1, settings_to_json(settings).dump());
+  if (!e.ok()) return std::move(e).error();
+  return Status::OK();
 }
 
 void Node::release_stream(const std::string& name) {

@@ -29,10 +29,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,6 +59,19 @@
 #include "tier/uploader.h"
 
 namespace strata::node {
+
+// How a cluster owner acquires a stream (Node::acquire_stream).
+struct AcquireOptions {
+  // The stream's owner key naming this node on its lease: every epoch bump
+  // for the stream — the takeover and its uploader's — applies only while
+  // it holds (catalog.h, OwnerCondition). Unset: unguarded.
+  std::optional<catalog::OwnerCondition> owner;
+  // Called when the stream's uploader stops by itself because another
+  // writer holds a higher epoch (fenced) while the stream is still open
+  // here; on the uploader's strand, must not block. The owner releases
+  // and acquires the stream again (the fresh takeover raises the epoch).
+  std::function<void(const std::string& stream, const std::string& why)> on_fenced;
+};
 
 class Node {
  public:
@@ -137,12 +152,19 @@ class Node {
 
   // Cluster ownership (cluster/ownership.h). acquire_stream: this node now
   // owns `name`; fence every older writer (raise the catalog epoch when the
-  // stream exists), open or create the local log, restart it at the remote
+  // stream exists), take the stream's settings from the catalog when it
+  // keeps them (else the settings file), open or create the local log, restart it at the remote
   // next offset unless it ends exactly there (another owner may have
   // written past our old tail; our unuploaded tail is dropped, see
   // docs/ARCHITECTURE.md, "Stream ownership"), start the uploader. Returns
   // the open log if already open. Errors: what failed; nothing is left open.
-  Result<std::shared_ptr<log::StreamLog>> acquire_stream(const std::string& name);
+  Result<std::shared_ptr<log::StreamLog>> acquire_stream(const std::string& name,
+                                                         const AcquireOptions& opts = {});
+  // A cluster's create: only the catalog entry, with `settings` (invalid
+  // ones: Errc::invalid_argument) kept beside it so that every owner runs
+  // the stream with them (catalog.h, create_with_settings); the placement's
+  // owner opens it. already_exists if present.
+  Status create_catalog_stream(const std::string& name, const StreamSettings& settings);
   // Stops writing and uploading `name` at once: no longer listed nor
   // writable, its uploader closed (in-flight requests are ignored; the
   // epoch fences their catalog writes), its log closed (in-flight appends
@@ -191,11 +213,14 @@ class Node {
   explicit Node(NodeConfig cfg);
   Status start();
   // `create`: a new stream with `settings`; else the stream on disk with
-  // the settings of its file. `owned`: a cluster owner's takeover (no local
-  // log: one is created; the remote tier must be readable).
+  // the settings of its file, unless `settings_given` (a cluster owner's,
+  // from the catalog: they replace the file's). `owned` (non-null): a cluster owner's
+  // takeover (no local log: one is created; the remote tier must be
+  // readable; bumps guarded by its owner key).
   Result<std::shared_ptr<log::StreamLog>> open_stream_locked(const std::string& name, bool create,
                                                              const StreamSettings& settings = {},
-                                                             bool owned = false);
+                                                             const AcquireOptions* owned = nullptr,
+                                                             bool settings_given = false);
   tier::UploaderOptions uploader_options(const std::string& name,
                                          const EffectiveSettings& eff) const;
   Status prepare_deletion(const std::string& name, StreamEntry e, int64_t requested_at_ms);

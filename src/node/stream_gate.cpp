@@ -139,6 +139,15 @@ Result<catalog::PutResult> GatedCatalog::bump_epoch(std::string_view stream,
   return inner_->bump_epoch(stream, expected_revision, min_epoch);
 }
 
+Result<catalog::PutResult> GatedCatalog::bump_epoch_if_owner(std::string_view stream,
+                                                             uint64_t expected_revision,
+                                                             uint64_t min_epoch,
+                                                             const catalog::OwnerCondition& owner) {
+  StreamGate::Pass p(*gate_);
+  if (!p.admitted()) return refused();
+  return inner_->bump_epoch_if_owner(stream, expected_revision, min_epoch, owner);
+}
+
 Result<catalog::PutResult> GatedCatalog::remove(std::string_view stream,
                                                 uint64_t expected_revision) {
   StreamGate::Pass p(*gate_);

@@ -102,6 +102,9 @@ class GatedCatalog final : public catalog::Catalog {
                                  uint64_t expected_revision) override;
   Result<catalog::PutResult> bump_epoch(std::string_view stream, uint64_t expected_revision,
                                         uint64_t min_epoch) override;
+  Result<catalog::PutResult> bump_epoch_if_owner(std::string_view stream,
+                                                 uint64_t expected_revision, uint64_t min_epoch,
+                                                 const catalog::OwnerCondition& owner) override;
   Result<catalog::PutResult> remove(std::string_view stream, uint64_t expected_revision) override;
   std::string describe() const override { return inner_->describe(); }
 

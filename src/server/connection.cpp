@@ -932,6 +932,10 @@ void Connection::on(const ConsumerUpdateResponse& r) {
 
 void Connection::on(const StoreOffsetRequest& r) {
   // No response in the protocol: a bad request is only logged.
+  if (server_.cluster_offsets()) {
+    store_cluster_offset(r);
+    return;
+  }
   if (!server_.node().stream(r.stream).ok()) return;
   if (auto st = server_.offsets().store(r.stream, r.reference, r.offset); !st.ok()) {
     spdlog::info("connection {}: store offset: {}", id_, st.error().message);
@@ -939,6 +943,10 @@ void Connection::on(const StoreOffsetRequest& r) {
 }
 
 void Connection::on(const QueryOffsetRequest& r) {
+  if (server_.cluster_offsets()) {
+    query_cluster_offset(r);
+    return;
+  }
   QueryOffsetResponse resp;
   resp.correlation_id = r.correlation_id;
   if (!server_.node().stream(r.stream).ok()) {

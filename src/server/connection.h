@@ -135,6 +135,9 @@ class Connection : public PublishSink,
   void on(const proto::UnsubscribeRequest& r);
   void on(const proto::StoreOffsetRequest& r);
   void on(const proto::QueryOffsetRequest& r);
+  // Cluster mode: the offsets in etcd (connection_offsets.cpp).
+  void store_cluster_offset(const proto::StoreOffsetRequest& r);
+  void query_cluster_offset(const proto::QueryOffsetRequest& r);
   void on(const proto::RouteRequest& r);
   void on(const proto::PartitionsRequest& r);
   void on(const proto::ConsumerUpdateResponse& r);

@@ -58,12 +58,17 @@ Result<std::unique_ptr<Server>> Server::start(ServeConfig cfg) {
     o.attempt_timeout = std::chrono::milliseconds(e.attempt_timeout_ms);
     auto client = etcd::EtcdClient::open(o);
     if (!client.ok()) return std::move(client).error().with_context("serve: cluster: etcd client");
+    std::shared_ptr<etcd::EtcdClient> shared(std::move(client).value());
     auto oc = ownership_config(s->cfg_.cluster, s->cfg_.node,
                                fmt::format("{}:{}", s->advertised_host(), s->advertised_port()));
     oc.on_release = [srv = s.get()](const std::string& name) { srv->stream_lost(name); };
-    auto own = cluster::Ownership::start(
-        std::move(oc), std::shared_ptr<etcd::EtcdClient>(std::move(client).value()),
-        s->node_.get());
+    // A deletion another node asked for, of a stream served here.
+    oc.on_remove = [srv = s.get()](const std::string& name) { return srv->delete_stream(name); };
+    // Consumer offsets follow the stream: kept in etcd, not under tracking/.
+    ClusterOffsetsOptions co;
+    co.ns = e.ns;
+    s->cluster_offsets_ = ClusterOffsets::start(shared, co);
+    auto own = cluster::Ownership::start(std::move(oc), shared, s->node_.get());
     if (!own.ok()) return std::move(own).error().with_context("serve: cluster");
     s->ownership_ = std::move(own).value();
   }
@@ -227,25 +232,14 @@ Status Server::create_stream(const std::string& name, const node::StreamSettings
   return Status::OK();
 }
 
-// In a cluster a stream is created as a catalog entry; its placement owner
-// (cluster/ownership_core.h) acquires and serves it. Its settings are not
-// in the catalog, so every owner runs it with its own node configuration:
-// settings that say anything else are refused rather than silently lost at
-// the first takeover.
+// In a cluster a stream is created as a catalog entry with its settings
+// beside it (node/node.h, create_catalog_stream); its placement owner
+// (cluster/ownership_core.h) acquires and serves it with those settings, as
+// does every later owner.
 Status Server::create_cluster_stream(const std::string& name,
                                      const node::StreamSettings& settings) {
-  const auto& nc = node_->config();
-  if (node::effective_to_json(node::effective_settings(nc, settings)) !=
-      node::effective_to_json(node::effective_settings(nc, {}))) {
-    return Error(Errc::invalid_argument,
-                 fmt::format("stream {}: a cluster node runs every stream with the nodes' "
-                             "configuration; per-stream arguments that differ from it are not "
-                             "supported in a cluster yet",
-                             name));
-  }
   offsets_->stream_created(name);
-  auto e = node_->catalog().create(name, 1);
-  if (!e.ok()) return std::move(e).error();
+  STRATA_TRY(node_->create_catalog_stream(name, settings));
   // Answered once an owner serves it (or is about to), so that a client's
   // next Metadata names a leader; the entry exists either way.
   auto wait = std::chrono::milliseconds(2 * cfg_.cluster.lease_ttl_ms + 5000);
@@ -256,10 +250,14 @@ Status Server::create_cluster_stream(const std::string& name,
 }
 
 Status Server::delete_stream(const std::string& name) {
+  // Not served here: forwarded through the catalog to the node that serves
+  // it (ownerless: this node takes it and deletes it), and answered once
+  // the entry is gone (cluster/ownership.h, request_deletion).
   if (ownership_ && !ownership_->serving(name) && served_elsewhere(name)) {
-    return Error(Errc::unavailable,
-                 fmt::format("stream {} is served by another node ({}); delete it there", name,
-                             ownership_->owner_address(name)));
+    auto wait = std::chrono::milliseconds(4 * cfg_.cluster.lease_ttl_ms + 60'000);
+    Status st = ownership_->request_deletion(name, wait);
+    if (st.ok() && cluster_offsets_) cluster_offsets_->stream_removed(name);
+    return st;
   }
   // Stop appending first, so that nothing is confirmed that the deletion
   // removes.
@@ -267,6 +265,8 @@ Status Server::delete_stream(const std::string& name) {
   Status st = node_->delete_stream(name);
   if (st.ok() || st.error().code == Errc::not_found) {
     stream_deleted(name);
+    // In a cluster the catalog's remove took the stream's etcd offsets.
+    if (cluster_offsets_) cluster_offsets_->stream_removed(name);
     if (auto o = offsets_->remove_stream(name); !o.ok()) {
       spdlog::warn("serve: stream {}: removing its stored offsets: {}", name,
                    o.error().to_string());
@@ -332,6 +332,7 @@ Status Server::stop() {
       spdlog::error("serve: closing the offset store: {}", st.error().to_string());
     }
   }
+  if (cluster_offsets_) cluster_offsets_->close();
   // Revokes the lease: other nodes take this node's streams over at once.
   if (ownership_) ownership_->stop();
   if (node_) stop_status_ = node_->close();

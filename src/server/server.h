@@ -27,6 +27,7 @@
 #include "common/blocking_pool.h"
 #include "common/task.h"
 #include "node/node.h"
+#include "server/cluster_offsets.h"
 #include "server/offset_store.h"
 #include "server/replica_feed.h"
 #include "server/sac_group.h"
@@ -88,6 +89,9 @@ class Server {
 
   // Consumer offsets (StoreOffset / QueryOffset), under <data_dir>/tracking.
   OffsetStore& offsets() { return *offsets_; }
+  // In a cluster they are kept in etcd instead (cluster_offsets.h); null
+  // for a single node.
+  ClusterOffsets* cluster_offsets() { return cluster_offsets_.get(); }
   // Super streams, under <data_dir>/super_streams.
   SuperStreams& supers() { return *supers_; }
   // Creates a stream the way the protocol's Create does: the node's stream,
@@ -135,6 +139,7 @@ class Server {
   const ServeConfig cfg_;
   std::unique_ptr<node::Node> node_;
   std::unique_ptr<OffsetStore> offsets_;
+  std::unique_ptr<ClusterOffsets> cluster_offsets_;
   std::unique_ptr<SuperStreams> supers_;
   std::unique_ptr<cluster::Ownership> ownership_;
   asio::io_context io_;

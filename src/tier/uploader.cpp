@@ -376,6 +376,9 @@ void Uploader::Impl::restart(std::string reason) {
 }
 
 void Uploader::Impl::terminate(UploaderState s, std::string reason) {
+  // close() marks the state at once; a stop found on the strand after it is
+  // not reported (the owner has let the uploader go already).
+  const bool closing = state.load() == UploaderState::closed;
   if (s != UploaderState::closed) {
     spdlog::warn("uploader {}: stopping ({}): {}", opts_.stream, uploader_state_name(s), reason);
     note_failure(std::string(uploader_state_name(s)), reason);
@@ -403,6 +406,7 @@ void Uploader::Impl::terminate(UploaderState s, std::string reason) {
     a.done(Error(Errc::closed, fmt::format("uploader of stream {} stopped ({}): {}", opts_.stream,
                                            uploader_state_name(s), reason)));
   }
+  if (s != UploaderState::closed && !closing && opts_.on_stopped) opts_.on_stopped(s, reason);
 }
 
 void Uploader::Impl::retry_later(int64_t delay_ms, std::function<void()> fn) {

@@ -84,6 +84,8 @@ struct UploaderEnv {
   Clock* clock = nullptr;
 };
 
+enum class UploaderState : uint8_t;
+
 struct UploaderOptions {
   std::string stream;
   std::string key_prefix;
@@ -111,7 +113,11 @@ struct UploaderOptions {
   BackoffPolicy transient_backoff = BackoffPolicy::transient();
   BackoffPolicy fatal_backoff = BackoffPolicy::fatal();
   BackoffPolicy start_backoff = BackoffPolicy::fatal();
-  bool take_over = true;     // raise the catalog epoch at start (fence older writers)
+  bool take_over = true;  // raise the catalog epoch at start (fence older writers)
+  // Called once, on the uploader's strand, when it stops by itself (stalled,
+  // fenced, deleted; not at close()), so that its owner can act — a cluster
+  // node that still owns the stream re-acquires it. Must not block.
+  std::function<void(UploaderState state, const std::string& why)> on_stopped;
   uint64_t random_seed = 0;  // 0: from the clock
 };
 

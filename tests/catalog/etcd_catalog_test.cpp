@@ -103,6 +103,80 @@ TEST(EtcdCatalog, AnEntryThatIsNotWhatTheCatalogWritesIsCorruptNamingTheKey) {
   EXPECT_EQ(client->range(ns + "/streams/bad")->kvs[0].value, "{\"epoch\":\"x\"}");
 }
 
+// The race cluster ownership closes (docs/ARCHITECTURE.md, "Stream
+// ownership"): node a's takeover, in flight across the end of its lease,
+// bumps after node b has taken the stream over. Guarded by a's owner key it
+// cannot; unguarded it would fence b.
+TEST(EtcdCatalog, ATakeoverGuardedByTheOwnerKeyCannotBumpOnceTheKeyIsAnotherNodes) {
+  auto client = test::shared_etcd_client();
+  ASSERT_NE(client, nullptr);
+  const std::string ns = test::fresh_namespace();
+  auto c = EtcdCatalog::open(client, {ns});
+  ASSERT_OK(c);
+  EtcdCatalog& cat = **c;
+  const std::string s = "owned";
+  const std::string key = ns + "/owners/" + s;
+  ASSERT_OK(cat.create(s, 1));
+  auto la = client->lease_grant(60);
+  auto lb = client->lease_grant(60);
+  ASSERT_OK(la);
+  ASSERT_OK(lb);
+  const OwnerCondition a{key, "a", la->id}, b{key, "b", lb->id};
+
+  // No owner key: nobody may bump under a condition.
+  auto e = cat.get(s);
+  ASSERT_OK(e);
+  auto r = cat.bump_epoch_if_owner(s, e->revision, 0, a);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->outcome, PutOutcome::fenced);
+  EXPECT_EQ(r->epoch, 1u);
+  EXPECT_EQ(r->revision, e->revision);
+
+  // a owns: its takeover applies.
+  ASSERT_OK(client->put(key, "a", la->id));
+  r = cat.bump_epoch_if_owner(s, e->revision, 0, a);
+  ASSERT_OK(r);
+  ASSERT_EQ(r->outcome, PutOutcome::ok);
+  EXPECT_EQ(r->epoch, 2u);
+
+  // a's lease ends (its key goes with it); b acquires and takes over.
+  ASSERT_OK(client->lease_revoke(la->id));
+  ASSERT_OK(client->put(key, "b", lb->id));
+  e = cat.get(s);
+  ASSERT_OK(e);
+  r = cat.bump_epoch_if_owner(s, e->revision, 0, b);
+  ASSERT_OK(r);
+  ASSERT_EQ(r->outcome, PutOutcome::ok);
+  EXPECT_EQ(r->epoch, 3u);
+  const uint64_t b_revision = r->revision;
+
+  // a's late takeover, at the revision it reads now: fenced, nothing written.
+  r = cat.bump_epoch_if_owner(s, b_revision, 0, a);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->outcome, PutOutcome::fenced);
+  EXPECT_EQ(r->epoch, 3u);
+  EXPECT_EQ(r->revision, b_revision);
+  // The same node id on a lease that is not the key's is not the owner either.
+  r = cat.bump_epoch_if_owner(s, b_revision, 0, OwnerCondition{key, "b", la->id});
+  ASSERT_OK(r);
+  EXPECT_EQ(r->outcome, PutOutcome::fenced);
+  e = cat.get(s);
+  ASSERT_OK(e);
+  EXPECT_EQ(e->epoch, 3u);
+  EXPECT_EQ(e->revision, b_revision);
+  // Unguarded, the same late bump would have fenced b (the gap closed above).
+  r = cat.bump_epoch(s, b_revision, 0);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->outcome, PutOutcome::ok);
+  EXPECT_EQ(r->epoch, 4u);
+  // A removed entry is not_found first.
+  ASSERT_OK(cat.remove(s, r->revision));
+  r = cat.bump_epoch_if_owner(s, b_revision, 0, b);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->outcome, PutOutcome::not_found);
+  ASSERT_OK(client->lease_revoke(lb->id));
+}
+
 TEST(EtcdCatalog, BadNamespacesAreRefusedNamingTheSetting) {
   for (const char* ns : {"", "/a", "a/", "a b", "ü"}) {
     auto s = validate_namespace(ns);

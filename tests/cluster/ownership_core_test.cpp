@@ -280,6 +280,80 @@ TEST(OwnershipCore, AStreamWhoseOwnerKeyIsNoLongerOursIsClosedOnceTheViewCaughtU
   EXPECT_FALSE(c.serving("x"));
 }
 
+TEST(OwnershipCore, AServedStreamWhoseWriterWasFencedIsClosedAndOpenedAgain) {
+  auto c = live_core();
+  own(c, "x", 0);
+  // Stale reports are ignored: another lease, a stream not served here.
+  EXPECT_TRUE(c.on(ev::WriterFenced{"x", 6, "old lease"}, 10).close.empty());
+  EXPECT_TRUE(c.on(ev::WriterFenced{"y", 7, "not ours"}, 10).close.empty());
+  EXPECT_TRUE(c.serving("x"));
+  // Ours: stopped now and opened again (the open raises the epoch anew).
+  auto fx = c.on(ev::WriterFenced{"x", 7, "epoch 5 > 4"}, 20);
+  EXPECT_EQ(fx.close, std::vector<std::string>{"x"});
+  EXPECT_EQ(fx.open, std::vector<std::string>{"x"});
+  EXPECT_FALSE(fx.fenced);  // the lease is kept
+  EXPECT_EQ(c.writer_fences(), 1u);
+  EXPECT_EQ(c.streams().at("x"), State::opening);
+  // A second report while it reopens does nothing more.
+  fx = c.on(ev::WriterFenced{"x", 7, "again"}, 30);
+  EXPECT_TRUE(fx.close.empty());
+  EXPECT_TRUE(fx.open.empty());
+  // A failed reopen (the owner key is not ours any more) is retried like
+  // any open; the view then closes it.
+  fx = c.on(ev::OpenDone{"x", 7, false, "owner key"}, 40);
+  EXPECT_TRUE(fx.open.empty());
+  fx = c.on(ev::Tick{}, 140);
+  EXPECT_EQ(fx.open, std::vector<std::string>{"x"});
+  fx = c.on(ev::OpenDone{"x", 7, true, ""}, 150);
+  EXPECT_TRUE(c.serving("x"));
+}
+
+TEST(OwnershipCore, AStreamWhoseDeletionWasRequestedIsDeletedByTheNodeServingIt) {
+  auto c = live_core();
+  own(c, "x", 0);
+  auto v = view(6, {"a", "b"}, {"x"}, {{"x", {"a", 7}}});
+  v.deletions["x"] = "b";
+  auto fx = c.on(v, 10);
+  EXPECT_EQ(fx.remove, std::vector<std::string>{"x"});
+  // One deletion at a time.
+  EXPECT_TRUE(c.on(ev::Tick{}, 20).remove.empty());
+  // A failed one is tried again after the backoff; stale reports are ignored.
+  EXPECT_TRUE(c.on(ev::RemoveDone{"x", 6, false, "old lease"}, 30).remove.empty());
+  fx = c.on(ev::RemoveDone{"x", 7, false, "s3 down"}, 30);
+  EXPECT_TRUE(fx.remove.empty());
+  EXPECT_TRUE(c.on(ev::Tick{}, 129).remove.empty());
+  fx = c.on(ev::Tick{}, 130);
+  EXPECT_EQ(fx.remove, std::vector<std::string>{"x"});
+  fx = c.on(ev::RemoveDone{"x", 7, true, ""}, 140);
+  EXPECT_TRUE(fx.remove.empty());
+  // The remove took the entry, its request and the owner key: closed.
+  fx = c.on(view(9, {"a", "b"}, {}), 150);
+  EXPECT_EQ(fx.close, std::vector<std::string>{"x"});
+  EXPECT_TRUE(c.streams().empty());
+}
+
+TEST(OwnershipCore, AnOwnerlessStreamIsTakenAtOnceByTheNodeThatAskedToDeleteIt) {
+  auto c = live_core();
+  const std::string s = stream_first_for("b", {"a", "b"});
+  // Not a's to take before the grace...
+  auto fx = c.on(view(2, {"a", "b"}, {s}), 10);
+  EXPECT_TRUE(fx.acquire.empty());
+  // ...nor when b asked for the deletion (b takes it)...
+  auto v = view(3, {"a", "b"}, {s});
+  v.deletions[s] = "b";
+  EXPECT_TRUE(c.on(v, 20).acquire.empty());
+  // ...but a asked: a takes it at once, to delete it once it serves it.
+  v = view(4, {"a", "b"}, {s});
+  v.deletions[s] = "a";
+  fx = c.on(v, 30);
+  EXPECT_EQ(fx.acquire, std::vector<std::string>{s});
+  fx = c.on(ev::AcquireDone{s, 7, true, 5, ""}, 40);
+  ASSERT_EQ(fx.open, std::vector<std::string>{s});
+  EXPECT_TRUE(fx.remove.empty());  // not before it is open
+  fx = c.on(ev::OpenDone{s, 7, true, ""}, 50);
+  EXPECT_EQ(fx.remove, std::vector<std::string>{s});
+}
+
 TEST(OwnershipCore, StopClosesEverythingAndRevokes) {
   auto c = live_core();
   own(c, "x", 0);
@@ -357,6 +431,9 @@ TEST(OwnershipCore, SimulationNeverServesPastItsLease) {
         std::map<std::string, OwnerRecord> owners;
         if (rng() % 3 == 0) owners["s1"] = {rng() % 2 ? "a" : "b", c.lease()};
         e = view(step, nodes, {"s1", "s2", "s3"}, owners);
+      } else if (pick == 6 && !open_streams.empty() && rng() % 2 == 0) {
+        // An open stream's uploader was fenced (a stale takeover elsewhere).
+        e = ev::WriterFenced{*open_streams.begin(), c.lease(), "fenced"};
       }
       Effects fx = c.on(e, now);
       run(fx);

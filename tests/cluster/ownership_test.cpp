@@ -18,6 +18,7 @@
 #include "catalog/etcd_catalog.h"
 #include "cluster/cluster_status.h"
 #include "node/node_test_util.h"
+#include "node/stream_settings_file.h"
 #include "support/assertions.h"
 #include "support/etcd_cluster.h"
 #include "support/temp_dir.h"
@@ -90,6 +91,8 @@ class OwnershipTest : public ::testing::Test {
     oc.ns = "ct";
     oc.timing.lease_ttl_ms = kTtlMs;
     oc.timing.acquire_grace_ms = grace_ms;
+    // A deletion requested through the catalog, as `strata serve` runs it.
+    oc.on_remove = [n = out->node.get()](const std::string& s) { return n->delete_stream(s); };
     auto o = Ownership::start(oc, open_client(endpoints), out->node.get());
     EXPECT_TRUE(o.ok()) << o.error().to_string();
     if (!o.ok()) return nullptr;
@@ -254,6 +257,155 @@ TEST_F(OwnershipTest, ARevokedLeaseStopsTheOwnerAtOnceAndTheStreamIsOwnedAgain) 
   std::vector<std::string> errors;
   EXPECT_EQ(read_all(*owner->node, s, flushed, &errors), flushed);
   EXPECT_TRUE(errors.empty()) << errors.front();
+}
+
+// The other half of the fencing gap: if a stale takeover did raise the
+// epoch over the owner's (here the admin client plays it), the owner's
+// uploader stops fenced on its next persist — and the owner, whose key is
+// still its own, closes and acquires the stream again instead of serving
+// it with no uploader.
+TEST_F(OwnershipTest, AWriterFencedWhileItsNodeStillOwnsTheStreamIsAcquiredAgain) {
+  auto a = start_node("a", etcd_->endpoints());
+  auto b = start_node("b", etcd_->endpoints());
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(eventually(
+      10s, [&] { return a->own->view().nodes.size() == 2 && b->own->view().nodes.size() == 2; }));
+  const std::string s = stream_for("a", "fenced");
+  ASSERT_OK(admin_->create(s, 1));
+  ASSERT_OK(a->own->await_owner(s, 10s));
+  ASSERT_TRUE(a->own->serving(s));
+  auto log = a->node->stream(s);
+  ASSERT_OK(log);
+  const uint64_t flushed = node::test::append_values(**log, 10);
+  ASSERT_OK(a->node->flush(s, 10s));
+  auto e = admin_->get(s);
+  ASSERT_OK(e);
+  auto stale = admin_->bump_epoch(s, e->revision, 0);
+  ASSERT_OK(stale);
+  ASSERT_EQ(stale->outcome, catalog::PutOutcome::ok);
+  // The next persist is refused by epoch: the uploader stops fenced.
+  EXPECT_GT(node::test::append_values(**log, 5), flushed);
+  EXPECT_FALSE(a->node->flush(s, 10s).ok());
+  EXPECT_TRUE(eventually(10s, [&] { return a->own->writer_fences() >= 1 && a->own->serving(s); }));
+  EXPECT_FALSE(b->own->serving(s));
+  EXPECT_GT(admin_->get(s)->epoch, stale->epoch);
+  // Served again with an uploader: what was flushed is there, the
+  // unuploaded five are the takeover's loss, and new appends persist.
+  auto again = a->node->stream(s);
+  ASSERT_OK(again);
+  EXPECT_EQ((*again)->committed_next(), flushed);
+  const uint64_t end = node::test::append_values(**again, 5);
+  ASSERT_OK(a->node->flush(s, 10s));
+  std::vector<std::string> errors;
+  EXPECT_TRUE(eventually(10s, [&] {
+    errors.clear();
+    return read_all(*a->node, s, end, &errors) == end;
+  })) << (errors.empty() ? "" : errors.front());
+}
+
+// A stream's settings live with it in the catalog: the owner that creates
+// nothing on disk runs them, and so does a node with an empty disk that
+// takes the stream over.
+TEST_F(OwnershipTest, SettingsKeptInTheCatalogFollowTheStreamToAFreshNode) {
+  auto a = start_node("a", etcd_->endpoints());
+  auto b = start_node("b", etcd_->endpoints());
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(eventually(
+      10s, [&] { return a->own->view().nodes.size() == 2 && b->own->view().nodes.size() == 2; }));
+  const node::StreamSettings want{
+      .max_age_ms = 86'400'000, .segment_bytes = 32 << 10, .fragment_target_bytes = 8 << 10};
+  // Settings the nodes cannot honour are refused and nothing is created.
+  auto bad = b->node->create_catalog_stream("badsettings", {.segment_bytes = 1});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.code(), Errc::invalid_argument);
+  EXPECT_EQ(admin_->get("badsettings").code(), Errc::not_found);
+  // Created through b; a, the first choice, serves it with them.
+  const std::string s = stream_for("a", "settled");
+  ASSERT_OK(b->node->create_catalog_stream(s, want));
+  EXPECT_EQ(b->node->create_catalog_stream(s, {}).code(), Errc::already_exists);
+  auto kept = admin_->settings(s);
+  ASSERT_OK(kept);
+  ASSERT_TRUE(kept->has_value());
+  EXPECT_EQ(json::parse(**kept), node::settings_to_json(want));
+  ASSERT_OK(a->own->await_owner(s, 10s));
+  ASSERT_TRUE(a->own->serving(s));
+  EXPECT_EQ(a->node->stream_settings(s).value(), want);
+  EXPECT_EQ(a->node->effective_settings(s)->segment_bytes, uint64_t(32 << 10));
+  auto log = a->node->stream(s);
+  ASSERT_OK(log);
+  const uint64_t flushed = node::test::append_values(**log, 10);
+  ASSERT_OK(a->node->flush(s, 10s));
+
+  // a stops (its lease revoked): b, which never held the stream, takes it
+  // over with the catalog's settings, on disk too.
+  a->own->stop();
+  ASSERT_TRUE(eventually(15s, [&] { return b->own->serving(s); }));
+  auto got = b->node->stream_settings(s);
+  ASSERT_OK(got);
+  EXPECT_EQ(*got, want);
+  EXPECT_EQ(b->node->effective_settings(s)->segment_bytes, uint64_t(32 << 10));
+  EXPECT_EQ(b->node->effective_settings(s)->fragment_target_bytes, uint64_t(8 << 10));
+  auto file = node::read_settings_file(posix_fs(), dir_.sub("node-b") + "/streams/" + s);
+  ASSERT_OK(file);
+  EXPECT_EQ(*file, want);
+  // Readable once b's uploader has loaded the manifest (reads fail closed,
+  // "unavailable", until then).
+  std::vector<std::string> errors;
+  EXPECT_TRUE(eventually(10s, [&] {
+    errors.clear();
+    return read_all(*b->node, s, flushed, &errors) == flushed;
+  })) << (errors.empty() ? "" : errors.front());
+}
+
+// Delete from a node that does not serve the stream: the owner deletes it;
+// an ownerless stream is taken by the node that asked, which deletes it.
+TEST_F(OwnershipTest, ADeletionRequestedThroughTheCatalogIsDoneByTheOwnerOrByTheNodeThatAsked) {
+  // No grace to speak of: a takes only what it ranks first for, or asked to delete.
+  auto a = start_node("a", etcd_->endpoints(), /*grace_ms=*/600'000);
+  auto b = start_node("b", etcd_->endpoints(), /*grace_ms=*/600'000);
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(eventually(
+      10s, [&] { return a->own->view().nodes.size() == 2 && b->own->view().nodes.size() == 2; }));
+  EXPECT_EQ(a->own->request_deletion("nosuch", 5s).code(), Errc::not_found);
+
+  // Served by b, deleted from a.
+  const std::string s = stream_for("b", "served");
+  ASSERT_OK(a->node->create_catalog_stream(s, {}));
+  ASSERT_OK(b->own->await_owner(s, 10s));
+  ASSERT_TRUE(eventually(10s, [&] { return b->own->serving(s); }));
+  auto log = b->node->stream(s);
+  ASSERT_OK(log);
+  node::test::append_values(**log, 3);
+  ASSERT_OK(b->node->flush(s, 10s));
+  ASSERT_OK(a->own->request_deletion(s, 30s));
+  EXPECT_EQ(admin_->get(s).code(), Errc::not_found);
+  EXPECT_TRUE(eventually(10s, [&] { return !b->own->serving(s); }));
+  EXPECT_EQ(b->node->stream(s).code(), Errc::not_found);
+  auto keys = admin_client_->range("ct/owners/" + s);
+  ASSERT_OK(keys);
+  EXPECT_TRUE(keys->kvs.empty()) << "the remove takes the owner key";
+  EXPECT_TRUE(admin_client_->range("ct/deletions/" + s)->kvs.empty());
+
+  // Ownerless: its first choice z is registered but never takes it.
+  auto lz = admin_client_->lease_grant(60);
+  ASSERT_OK(lz);
+  ASSERT_OK(admin_client_->put("ct/nodes/z", "{\"address\":\"x:1\"}", lz->id));
+  std::string orphan;
+  for (int i = 0;; ++i) {
+    orphan = "orphan" + std::to_string(i);
+    if (first_choice(orphan, {"a", "b", "z"}) == "z") break;
+  }
+  ASSERT_TRUE(eventually(10s, [&] { return a->own->view().nodes.size() == 3; }));
+  ASSERT_OK(admin_->create(orphan, 1));
+  ASSERT_TRUE(eventually(10s, [&] {
+    auto v = a->own->view();
+    return std::find(v.streams.begin(), v.streams.end(), orphan) != v.streams.end();
+  }));
+  EXPECT_EQ(a->own->view().owners.count(orphan), 0u);
+  ASSERT_OK(a->own->request_deletion(orphan, 30s));
+  EXPECT_EQ(admin_->get(orphan).code(), Errc::not_found);
+  EXPECT_FALSE(b->own->serving(orphan));
+  ASSERT_OK(admin_client_->lease_revoke(lz->id));
 }
 
 TEST_F(OwnershipTest, NodesRacingForManyOwnerlessStreamsSplitThemOneOwnerEach) {

@@ -133,10 +133,11 @@ class ServeClusterTest : public ::testing::Test {
   // names the same leader; its index.
   int create_and_find_leader(const std::string& stream) {
     StreamClient c = client(0);
-    // An argument that differs from the nodes' configuration would be lost
-    // at the first takeover: refused. One that restates it is accepted.
+    // Arguments are kept with the stream in the catalog (every owner runs
+    // them); ones the nodes cannot honour (a local stream with the nodes'
+    // remote confirms) are refused.
     EXPECT_TRUE(
-        c.send(CreateStreamRequest{c.corr(), stream, {{"x-strata-confirm", "local"}}}).ok());
+        c.send(CreateStreamRequest{c.corr(), stream, {{"x-strata-tiering", "false"}}}).ok());
     auto refused = c.expect<CreateStreamResponse>(60s);
     EXPECT_TRUE(refused.ok() && refused->code == ResponseCode::precondition_failed);
     EXPECT_TRUE(
@@ -146,6 +147,16 @@ class ServeClusterTest : public ::testing::Test {
     int leader = cluster_->await_agreed_leader(stream, 20s);
     EXPECT_GE(leader, 0) << "the nodes' Metadata never named one leader";
     return leader;
+  }
+
+  // QueryOffset on node i: the offset, -1 for no_offset, -2 for another code.
+  int64_t query_offset(int i, const std::string& stream, const std::string& ref) {
+    StreamClient c = client(i);
+    if (!c.send(QueryOffsetRequest{c.corr(), ref, stream}).ok()) return -2;
+    auto r = c.expect<QueryOffsetResponse>(10s);
+    if (!r.ok()) return -2;
+    if (r->code == ResponseCode::no_offset) return -1;
+    return r->code == ResponseCode::ok ? int64_t(r->offset) : -2;
   }
 
   TempDir dir_;
@@ -198,6 +209,68 @@ TEST_F(ServeClusterTest, KillLeaderUnderLoadLosesNoConfirmedMessage) {
     auto seen = consume(new_leader, stream, confirmed);
     expect_exactly_once(seen, confirmed);
   }
+}
+
+// Consumer offsets are kept in etcd: stored on the leader, they survive its
+// kill -9 and the new leader (and every node) answers them.
+TEST_F(ServeClusterTest, StoredOffsetsFollowTheStreamToTheNewLeader) {
+  const std::string stream = "tracked";
+  int leader = create_and_find_leader(stream);
+  ASSERT_GE(leader, 0);
+  int other = (leader + 1) % kNodes;
+  EXPECT_EQ(query_offset(other, stream, "app"), -1);
+  {
+    StreamClient c = client(leader);
+    // Coalesced: the latest of many stores is what stays.
+    for (uint64_t o = 1; o <= 200; ++o) {
+      ASSERT_TRUE(c.send(StoreOffsetRequest{"app", stream, o}).ok());
+    }
+    ASSERT_TRUE(c.send(StoreOffsetRequest{"other", stream, 7}).ok());
+    // Written once another node reads it from etcd.
+    EXPECT_TRUE(eventually(10s, [&] {
+      return query_offset(other, stream, "app") == 200 && query_offset(other, stream, "other") == 7;
+    }));
+  }
+  nodes_[leader].process().kill(SIGKILL);
+  nodes_[leader].process().wait(10s);
+  int new_leader = await_new_leader(other, leader, stream, 30s);
+  ASSERT_GE(new_leader, 0) << "no node took the stream over";
+  EXPECT_EQ(query_offset(new_leader, stream, "app"), 200);
+  EXPECT_EQ(query_offset(new_leader, stream, "other"), 7);
+  // Stored on the new leader, read on the third node.
+  {
+    StreamClient c = client(new_leader);
+    ASSERT_TRUE(c.send(StoreOffsetRequest{"app", stream, 250}).ok());
+  }
+  int third = 3 - leader - new_leader;
+  EXPECT_TRUE(eventually(10s, [&] { return query_offset(third, stream, "app") == 250; }));
+  EXPECT_EQ(query_offset(third, "nosuchstream", "app"), -2);
+
+  // Delete on a node that does not serve the stream: forwarded through the
+  // catalog to the leader, answered once done; the offsets go with it.
+  {
+    StreamClient c = client(third);
+    ASSERT_TRUE(c.send(DeleteStreamRequest{c.corr(), stream}).ok());
+    auto r = c.expect<DeleteStreamResponse>(90s);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->code, ResponseCode::ok);
+    ASSERT_TRUE(c.send(DeleteStreamRequest{c.corr(), stream}).ok());
+    r = c.expect<DeleteStreamResponse>(30s);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->code, ResponseCode::stream_does_not_exist);
+  }
+  EXPECT_TRUE(eventually(10s, [&] {
+    return leader_port(new_leader, stream) == 0 && leader_port(third, stream) == 0;
+  }));
+  EXPECT_EQ(query_offset(new_leader, stream, "app"), -2);
+  // Created again: served, with no offsets inherited.
+  StreamClient c = client(third);
+  ASSERT_TRUE(c.send(CreateStreamRequest{c.corr(), stream, {{"x-strata-confirm", "remote"}}}).ok());
+  auto created = c.expect<CreateStreamResponse>(60s);
+  ASSERT_TRUE(created.ok());
+  EXPECT_EQ(created->code, ResponseCode::ok);
+  EXPECT_EQ(query_offset(third, stream, "app"), -1);
+  EXPECT_TRUE(eventually(20s, [&] { return leader_port(third, stream) != 0; }));
 }
 
 TEST_F(ServeClusterTest, FrozenLeaderStopsServingAndTheNewLeaderKeepsServing) {
