@@ -122,11 +122,11 @@ Status FragmentEncoder::verify(BytesView piece) {
     }
     if (in_chunk_ == chunk_size) {
       if (body_crc_ != decoded_header_.data_crc) {
-        return Error(Errc::corrupt,
-                     fmt::format("fragment {} chunk {} at offset {}: chunk data CRC mismatch "
-                                 "(header {:#010x}, computed {:#010x})",
-                                 where, chunk_, rec.first_offset, decoded_header_.data_crc,
-                                 body_crc_));
+        return Error(
+            Errc::corrupt,
+            fmt::format("fragment {} chunk {} at offset {}: chunk data CRC mismatch "
+                        "(header {:#010x}, computed {:#010x})",
+                        where, chunk_, rec.first_offset, decoded_header_.data_crc, body_crc_));
       }
       chunk_ += 1;
       in_chunk_ = 0;

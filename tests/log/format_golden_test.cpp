@@ -271,7 +271,8 @@ TEST(LogFormatGolden, Version2StreamOpensReadsAndTakesVersion3Chunks) {
                         Seed{"log/golden/index-4.hex", index_file_name(4)}}) {
     const golden::Vector v = golden::load(f.vector);
     ASSERT_TRUE(v.problems.empty()) << f.vector;
-    ASSERT_TRUE(write_file_atomic(posix_fs(), dir.sub("s/" + f.name), golden::pinned_bytes(v)).ok());
+    ASSERT_TRUE(
+        write_file_atomic(posix_fs(), dir.sub("s/" + f.name), golden::pinned_bytes(v)).ok());
   }
   const std::vector<std::string> old_records = {"one", "two", "three", "four", "five", "six"};
   ManualClock clock(kT0 + 1000);

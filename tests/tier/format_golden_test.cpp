@@ -128,8 +128,7 @@ TEST(TierFormatGolden, FragmentOfVersion2ChunksStillDecodesAndVerifies) {
   ASSERT_TRUE(enc2.ok());
   Status s = enc2->add_body(rotten);
   EXPECT_EQ(s.code(), Errc::corrupt);
-  EXPECT_NE(s.error().message.find("chunk data CRC mismatch"), std::string::npos)
-      << s.to_string();
+  EXPECT_NE(s.error().message.find("chunk data CRC mismatch"), std::string::npos) << s.to_string();
 }
 
 // A root whose first entry is a kind-1 group partly consumed by retention
