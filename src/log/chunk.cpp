@@ -22,7 +22,9 @@ constexpr size_t kMinBytesPerRecordForAppend = 512;
 
 void encode_chunk_header(const ChunkHeader& h, uint8_t* p) {
   put_be32(p + 0, kChunkMagic);
-  p[4] = h.wire_crc_known ? kChunkVersion : kChunkVersionNoWireCrc;
+  STRATA_ASSERT(h.version >= kChunkVersionNoWireCrc && h.version <= kChunkVersion,
+                "encode_chunk_header: unknown chunk version");
+  p[4] = h.version;
   p[5] = uint8_t(h.type);
   put_be16(p + 6, h.num_entries);
   put_be32(p + 8, h.num_records);
@@ -33,7 +35,7 @@ void encode_chunk_header(const ChunkHeader& h, uint8_t* p) {
   put_be32(p + 40, h.data_len);
   put_be32(p + 44, h.trailer_len);
   // Version 1 kept these bytes reserved (zero).
-  put_be32(p + kWireCrcPos, h.wire_crc_known ? h.wire_crc : 0);
+  put_be32(p + kWireCrcPos, h.wire_crc_known() ? h.wire_crc : 0);
   put_be32(p + kHeaderCrcPos, crc32c::value(p, kHeaderCrcPos));
 }
 
@@ -53,22 +55,21 @@ Result<ChunkHeader> decode_chunk_header(BytesView in, const std::string& where) 
                  fmt::format("{}: chunk header CRC mismatch (stored {:#010x}, computed {:#010x})",
                              where, want, got));
   }
-  if (p[4] != kChunkVersion && p[4] != kChunkVersionNoWireCrc) {
+  if (p[4] < kChunkVersionNoWireCrc || p[4] > kChunkVersion) {
     return Error(Errc::unsupported_version,
-                 fmt::format("{}: chunk version {} (this build reads {} and {})", where, p[4],
+                 fmt::format("{}: chunk version {} (this build reads {} to {})", where, p[4],
                              kChunkVersionNoWireCrc, kChunkVersion));
   }
   if (p[5] > uint8_t(ChunkType::tracking_snapshot)) {
     return Error(Errc::corrupt, fmt::format("{}: unknown chunk type {}", where, p[5]));
   }
-  const bool v2 = p[4] == kChunkVersion;
-  if (!v2 && get_be32(p + kWireCrcPos) != 0) {
+  ChunkHeader h;
+  h.version = p[4];
+  if (!h.wire_crc_known() && get_be32(p + kWireCrcPos) != 0) {
     return Error(Errc::corrupt,
                  fmt::format("{}: reserved chunk header bytes are not zero (version 1)", where));
   }
-  ChunkHeader h;
-  h.wire_crc_known = v2;
-  h.wire_crc = v2 ? get_be32(p + kWireCrcPos) : 0;
+  h.wire_crc = get_be32(p + kWireCrcPos);
   h.type = ChunkType(p[5]);
   h.num_entries = get_be16(p + 6);
   h.num_records = get_be32(p + 8);
@@ -90,7 +91,21 @@ Status verify_chunk_body(const ChunkHeader& h, BytesView body, const std::string
     return Error(Errc::corrupt, fmt::format("{}: chunk body is {} bytes, header says {}", where,
                                             body.size(), want_len));
   }
-  uint32_t got = crc32c::value(body);
+  uint32_t got = 0;
+  if (h.version > kChunkVersionCrc32c) {
+    // One pass: the data section's CRC is the wire CRC, and continued over
+    // the trailer it is data_crc.
+    const uint32_t wire = crc32_zlib(body.substr(0, h.data_len));
+    if (wire != h.wire_crc) {
+      return Error(Errc::corrupt,
+                   fmt::format("{}: chunk data CRC mismatch (wire CRC32 stored {:#010x}, "
+                               "computed {:#010x})",
+                               where, h.wire_crc, wire));
+    }
+    got = crc32_zlib(body.substr(h.data_len), wire);
+  } else {
+    got = crc32c::value(body);
+  }
   if (got != h.data_crc) {
     return Error(Errc::corrupt,
                  fmt::format("{}: chunk data CRC mismatch (stored {:#010x}, computed {:#010x})",
@@ -99,8 +114,12 @@ Status verify_chunk_body(const ChunkHeader& h, BytesView body, const std::string
   return Status::OK();
 }
 
+uint32_t extend_body_crc(const ChunkHeader& h, uint32_t crc, const void* data, size_t n) {
+  return h.version > kChunkVersionCrc32c ? crc32_zlib(data, n, crc) : crc32c::extend(crc, data, n);
+}
+
 Status verify_wire_crc(const ChunkHeader& h, BytesView body, const std::string& where) {
-  if (!h.wire_crc_known) return Status::OK();
+  if (!h.wire_crc_known()) return Status::OK();
   if (body.size() < h.data_len) {
     return Error(Errc::corrupt, fmt::format("{}: chunk data is {} bytes, header says {}", where,
                                             body.size(), h.data_len));
@@ -115,7 +134,7 @@ Status verify_wire_crc(const ChunkHeader& h, BytesView body, const std::string& 
 }
 
 uint32_t chunk_wire_crc(const ChunkHeader& h, BytesView data) {
-  return h.wire_crc_known ? h.wire_crc : crc32_zlib(data.substr(0, h.data_len));
+  return h.wire_crc_known() ? h.wire_crc : crc32_zlib(data.substr(0, h.data_len));
 }
 
 Bytes build_chunk(const std::vector<BytesView>& records, uint64_t first_offset, uint64_t epoch,
@@ -135,11 +154,10 @@ Bytes build_chunk(const std::vector<BytesView>& records, uint64_t first_offset, 
     out.append(reinterpret_cast<char*>(eh), 4);
     out.append(r.data(), r.size());
   }
-  const uint32_t wire_crc = crc32_zlib(BytesView(out).substr(kChunkHeaderSize));
-  out.append(trailer.data(), trailer.size());
   ChunkHeader h;
-  h.wire_crc = wire_crc;
-  h.wire_crc_known = true;
+  h.wire_crc = crc32_zlib(BytesView(out).substr(kChunkHeaderSize));
+  h.data_crc = crc32_zlib(trailer, h.wire_crc);
+  out.append(trailer.data(), trailer.size());
   h.type = type;
   h.num_entries = uint16_t(records.size());
   h.num_records = uint32_t(records.size());
@@ -148,7 +166,6 @@ Bytes build_chunk(const std::vector<BytesView>& records, uint64_t first_offset, 
   h.first_offset = first_offset;
   h.data_len = uint32_t(data_len);
   h.trailer_len = uint32_t(trailer.size());
-  h.data_crc = crc32c::value(out.data() + kChunkHeaderSize, out.size() - kChunkHeaderSize);
   encode_chunk_header(h, u8(out.data()));
   return out;
 }
@@ -263,11 +280,10 @@ ChunkHeader ChunkBuilder::finish(uint64_t first_offset, uint64_t epoch, int64_t 
   h.data_len = uint32_t(data_len);
   h.trailer_len = uint32_t(trailer.size());
   const char* data = out_->data() + start_ + kChunkHeaderSize;
-  // Two passes over the data (one per CRC): each runs at tens of GB/s
-  // (docs/BENCHMARKS.md, "Checksums").
+  // One pass over the data (version 3): the wire CRC, continued over the
+  // trailer, is the body CRC.
   h.wire_crc = crc32_zlib(data, data_len);
-  h.wire_crc_known = true;
-  h.data_crc = crc32c::extend(crc32c::value(data, data_len), trailer.data(), trailer.size());
+  h.data_crc = crc32_zlib(trailer, h.wire_crc);
   out_->append(trailer.data(), trailer.size());
   encode_chunk_header(h, u8(out_->data() + start_));
   open_ = false;

@@ -16,10 +16,10 @@ namespace strata::server {
 
 namespace {
 
-// The chunk's wire CRC if the log stored it when writing (chunk version 2);
-// else it is computed at delivery over the bytes read into memory.
+// The chunk's wire CRC if the log stored it when writing (chunk version 2
+// on); else it is computed at delivery over the bytes read into memory.
 std::optional<uint32_t> stored_wire_crc(const log::ChunkHeader& h) {
-  if (h.wire_crc_known) return h.wire_crc;
+  if (h.wire_crc_known()) return h.wire_crc;
   return std::nullopt;
 }
 

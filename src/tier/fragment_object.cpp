@@ -112,20 +112,21 @@ Status FragmentEncoder::verify(BytesView piece) {
                         at, h->first_offset, h->next_offset(), h->timestamp_ms, h->total_size(),
                         rec.first_offset, next, rec.timestamp_ms, chunk_size));
       }
-      chunk_data_crc_ = h->data_crc;
+      decoded_header_ = *h;
       body_crc_ = 0;
     } else {
       size_t take = size_t(std::min<uint64_t>(chunk_size - in_chunk_, piece.size()));
-      body_crc_ = crc32c::extend(body_crc_, piece.data(), take);
+      body_crc_ = log::extend_body_crc(decoded_header_, body_crc_, piece.data(), take);
       piece.remove_prefix(take);
       in_chunk_ += take;
     }
     if (in_chunk_ == chunk_size) {
-      if (body_crc_ != chunk_data_crc_) {
-        return Error(Errc::corrupt,
-                     fmt::format("fragment {} chunk {} at offset {}: chunk data CRC mismatch "
-                                 "(header {:#010x}, computed {:#010x})",
-                                 where, chunk_, rec.first_offset, chunk_data_crc_, body_crc_));
+      if (body_crc_ != decoded_header_.data_crc) {
+        return Error(
+            Errc::corrupt,
+            fmt::format("fragment {} chunk {} at offset {}: chunk data CRC mismatch "
+                        "(header {:#010x}, computed {:#010x})",
+                        where, chunk_, rec.first_offset, decoded_header_.data_crc, body_crc_));
       }
       chunk_ += 1;
       in_chunk_ = 0;

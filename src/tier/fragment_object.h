@@ -28,6 +28,7 @@
 
 #include "common/bytes.h"
 #include "common/result.h"
+#include "log/chunk.h"
 #include "tier/fragment.h"
 
 namespace strata::tier {
@@ -93,7 +94,7 @@ class FragmentEncoder {
   size_t chunk_ = 0;
   uint64_t in_chunk_ = 0;
   Bytes chunk_header_;
-  uint32_t chunk_data_crc_ = 0;
+  log::ChunkHeader decoded_header_;
   uint32_t body_crc_ = 0;
 };
 

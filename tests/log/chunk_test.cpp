@@ -89,18 +89,21 @@ uint32_t zlib_crc(BytesView b) {
 }
 }  // namespace
 
-// Version 2 stores the zlib CRC32 of the data section (not the trailer),
-// computed by both builders, and decodes it back.
+// The zlib CRC32 of the data section (not the trailer) is stored as the
+// wire CRC (version 2 on); version 3 stores the same CRC continued over the
+// trailer as data_crc. Both builders compute them.
 TEST(Chunk, WireCrcIsZlibCrcOfTheDataSection) {
   std::vector<BytesView> recs = {"alpha", "", std::string_view("b\0c", 3)};
   Bytes c = build_chunk(recs, 100, 7, 1234567, ChunkType::user, "TR");
   auto h = decode_chunk_header(c, "test");
   ASSERT_TRUE(h.ok()) << h.error().to_string();
   EXPECT_EQ(uint8_t(c[4]), kChunkVersion);
-  EXPECT_TRUE(h->wire_crc_known);
+  EXPECT_EQ(h->version, 3);
+  EXPECT_TRUE(h->wire_crc_known());
   const BytesView body = BytesView(c).substr(kChunkHeaderSize);
   EXPECT_EQ(h->wire_crc, zlib_crc(body.substr(0, h->data_len)));
   EXPECT_NE(h->wire_crc, zlib_crc(body));  // the trailer is not covered
+  EXPECT_EQ(h->data_crc, zlib_crc(body));  // data_crc is: one polynomial
   EXPECT_EQ(get_be32(u8(c.data() + 48)), h->wire_crc);
   EXPECT_TRUE(verify_wire_crc(*h, body, "test").ok());
   EXPECT_EQ(chunk_wire_crc(*h, body.substr(0, h->data_len)), h->wire_crc);
@@ -110,24 +113,78 @@ TEST(Chunk, WireCrcIsZlibCrcOfTheDataSection) {
   b.begin();
   for (BytesView r : recs) b.add(r);
   ChunkHeader bh = b.finish(100, 7, 1234567);
-  EXPECT_TRUE(bh.wire_crc_known);
+  EXPECT_TRUE(bh.wire_crc_known());
   EXPECT_EQ(bh.wire_crc, h->wire_crc);
+  // Without a trailer the two CRCs are the same number.
+  EXPECT_EQ(bh.data_crc, bh.wire_crc);
 }
 
-// A data byte flipped after the fact (with data_crc recomputed, as a writer
-// bug would leave it) fails verify_wire_crc, naming the place.
+// Version 2: a data byte flipped after the fact with data_crc (CRC32C)
+// recomputed, as a writer bug would leave it, passes verify_chunk_body but
+// fails verify_wire_crc, naming the place. Version 3 has one CRC: its body
+// check fails the same chunk, naming the wire CRC.
 TEST(Chunk, WireCrcMismatchIsReported) {
   Bytes c = build_chunk({"hello", "world"}, 5, 1, 1);
   auto h = *decode_chunk_header(c, "t");
   Bytes body = c.substr(kChunkHeaderSize);
   body[6] ^= 1;
-  h.data_crc = crc32c::value(body);
-  Status s = verify_wire_crc(h, body, "seg position 24");
+  ChunkHeader v2 = h;
+  v2.version = kChunkVersionCrc32c;
+  v2.data_crc = crc32c::value(body);
+  Status s = verify_wire_crc(v2, body, "seg position 24");
   EXPECT_EQ(s.code(), Errc::corrupt);
   EXPECT_NE(s.error().message.find("seg position 24"), std::string::npos);
   EXPECT_NE(s.error().message.find("wire CRC32"), std::string::npos);
-  EXPECT_TRUE(verify_chunk_body(h, body, "t").ok());
-  EXPECT_EQ(verify_wire_crc(h, BytesView(body).substr(0, 3), "t").code(), Errc::corrupt);
+  EXPECT_TRUE(verify_chunk_body(v2, body, "t").ok());
+  EXPECT_EQ(verify_wire_crc(v2, BytesView(body).substr(0, 3), "t").code(), Errc::corrupt);
+
+  h.data_crc = zlib_crc(body);
+  s = verify_chunk_body(h, body, "seg position 24");
+  EXPECT_EQ(s.code(), Errc::corrupt);
+  EXPECT_NE(s.error().message.find("seg position 24"), std::string::npos);
+  EXPECT_NE(s.error().message.find("wire CRC32"), std::string::npos);
+  EXPECT_EQ(verify_wire_crc(h, body, "t").code(), Errc::corrupt);
+}
+
+// Version 2 chunks (data_crc in CRC32C) still decode and verify; the
+// version byte alone picks the polynomial, so a version 3 chunk relabelled
+// 2 (header CRC fixed up) fails its body check. extend_body_crc over the
+// body in pieces gives data_crc in either version.
+TEST(Chunk, Version2StillDecodesAndVerifies) {
+  Bytes c = build_chunk({"hello", "world", "!"}, 5, 1, 1, ChunkType::user, "TRAILER");
+  auto h3 = *decode_chunk_header(c, "t");
+  const BytesView body = BytesView(c).substr(kChunkHeaderSize);
+  ChunkHeader h2 = h3;
+  h2.version = kChunkVersionCrc32c;
+  h2.data_crc = crc32c::value(body);
+  Bytes v2 = c;
+  encode_chunk_header(h2, u8(v2.data()));
+  EXPECT_EQ(uint8_t(v2[4]), 2);
+  auto d = decode_chunk_header(v2, "t");
+  ASSERT_TRUE(d.ok()) << d.error().to_string();
+  EXPECT_EQ(*d, h2);
+  EXPECT_TRUE(d->wire_crc_known());
+  EXPECT_TRUE(verify_chunk_body(*d, body, "t").ok());
+  EXPECT_TRUE(verify_wire_crc(*d, body, "t").ok());
+  Bytes rotten(body);
+  rotten[rotten.size() - 1] ^= 1;  // in the trailer: CRC32C catches it
+  EXPECT_EQ(verify_chunk_body(*d, rotten, "t").code(), Errc::corrupt);
+  EXPECT_EQ(verify_chunk_body(h3, rotten, "t").code(), Errc::corrupt);
+
+  ChunkHeader relabelled = h3;
+  relabelled.version = kChunkVersionCrc32c;
+  EXPECT_EQ(verify_chunk_body(relabelled, body, "t").code(), Errc::corrupt);
+  relabelled = h2;
+  relabelled.version = kChunkVersion;
+  EXPECT_EQ(verify_chunk_body(relabelled, body, "t").code(), Errc::corrupt);
+
+  for (const ChunkHeader& h : {h2, h3}) {
+    for (size_t cut : {size_t(0), size_t(1), size_t(h.data_len), body.size() - 1, body.size()}) {
+      uint32_t crc = extend_body_crc(h, 0, body.data(), cut);
+      crc = extend_body_crc(h, crc, body.data() + cut, body.size() - cut);
+      EXPECT_EQ(crc, h.data_crc) << "version " << int(h.version) << " cut " << cut;
+    }
+  }
 }
 
 // Version 1 chunks (offset 48 reserved) still decode, without a wire CRC;
@@ -136,8 +193,9 @@ TEST(Chunk, Version1StillDecodes) {
   Bytes c = build_chunk({"hello", "world"}, 5, 1, 1);
   auto h2 = *decode_chunk_header(c, "t");
   ChunkHeader h1 = h2;
-  h1.wire_crc_known = false;
+  h1.version = kChunkVersionNoWireCrc;
   h1.wire_crc = 0;
+  h1.data_crc = crc32c::value(BytesView(c).substr(kChunkHeaderSize));
   Bytes v1 = c;
   encode_chunk_header(h1, u8(v1.data()));
   EXPECT_EQ(uint8_t(v1[4]), 1);
@@ -170,10 +228,10 @@ TEST(Chunk, Version1StillDecodes) {
   EXPECT_EQ(again, c);
 
   // An unknown version is unsupported_version, not corrupt.
-  Bytes v3 = c;
-  v3[4] = 3;
-  put_be32(u8(v3.data() + 52), crc32c::value(v3.data(), 52));
-  auto u = decode_chunk_header(v3, "t");
+  Bytes v4 = c;
+  v4[4] = 4;
+  put_be32(u8(v4.data() + 52), crc32c::value(v4.data(), 52));
+  auto u = decode_chunk_header(v4, "t");
   ASSERT_FALSE(u.ok());
   EXPECT_EQ(u.error().code, Errc::unsupported_version);
 }

@@ -11,7 +11,9 @@
 #include "common/crc32c.h"
 #include "common/fs.h"
 #include "log/chunk.h"
+#include "log/inspect.h"
 #include "log/log_files.h"
+#include "log/log_test_util.h"
 #include "log/stream_log.h"
 #include "support/golden.h"
 #include "support/temp_dir.h"
@@ -45,7 +47,7 @@ TEST(LogFormatGolden, ChunkBytesArePinned) {
   const uint64_t data_len = 4 + 5 + 4 + 0 + 4 + 3;
   golden::expect_fields(v, "chunk header",
                         {{"magic", 0x5343484B},
-                         {"version", 2},
+                         {"version", 3},
                          {"type", 2},
                          {"num_entries", 3},
                          {"num_records", 3},
@@ -59,7 +61,7 @@ TEST(LogFormatGolden, ChunkBytesArePinned) {
   // The CRCs cover the documented ranges.
   EXPECT_EQ(golden::field(v, "chunk header", "header_crc"), crc32c::value(v.bytes.data(), 52));
   EXPECT_EQ(golden::field(v, "chunk header", "data_crc"),
-            crc32c::value(BytesView(v.bytes).substr(kChunkHeaderSize)));
+            crc32_zlib(BytesView(v.bytes).substr(kChunkHeaderSize)));
   EXPECT_EQ(golden::field(v, "chunk header", "wire_crc"),
             crc32_zlib(BytesView(v.bytes).substr(kChunkHeaderSize, data_len)));
 
@@ -74,13 +76,42 @@ TEST(LogFormatGolden, ChunkBytesArePinned) {
   EXPECT_EQ(h->timestamp_ms, kT0 + 123);
   EXPECT_EQ(h->data_len, data_len);
   EXPECT_EQ(h->total_size(), bytes.size());
-  EXPECT_TRUE(h->wire_crc_known);
+  EXPECT_EQ(h->version, 3);
   const BytesView body = BytesView(bytes).substr(kChunkHeaderSize);
   ASSERT_TRUE(verify_chunk_body(*h, body, "chunk.hex").ok());
   ASSERT_TRUE(verify_wire_crc(*h, body, "chunk.hex").ok());
   auto parsed = parse_records(*h, body.substr(0, h->data_len), "chunk.hex");
   ASSERT_TRUE(parsed.ok()) << parsed.error().to_string();
   EXPECT_EQ(*parsed, records);
+}
+
+// Version 2 chunks (data_crc in CRC32C, written before version 3) still
+// decode and verify: the same chunk, the same wire CRC, the same records.
+TEST(LogFormatGolden, Version2ChunkStillDecodes) {
+  const golden::Vector v = golden::load("log/golden/chunk-v2.hex");
+  ASSERT_TRUE(v.problems.empty());
+  golden::expect_fields(v, "chunk header", {{"version", 2}});
+  const Bytes bytes = golden::pinned_bytes(v);
+  EXPECT_EQ(golden::field(v, "chunk header", "data_crc"),
+            crc32c::value(BytesView(bytes).substr(kChunkHeaderSize)));
+  auto h = decode_chunk_header(bytes, "chunk-v2.hex");
+  ASSERT_TRUE(h.ok()) << h.error().to_string();
+  EXPECT_EQ(h->version, 2);
+  EXPECT_TRUE(h->wire_crc_known());
+  const BytesView body = BytesView(bytes).substr(kChunkHeaderSize);
+  ASSERT_TRUE(verify_chunk_body(*h, body, "chunk-v2.hex").ok());
+  ASSERT_TRUE(verify_wire_crc(*h, body, "chunk-v2.hex").ok());
+  auto parsed = parse_records(*h, body.substr(0, h->data_len), "chunk-v2.hex");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().to_string();
+  EXPECT_EQ(*parsed, (std::vector<BytesView>{"alpha", "", BytesView("b\0c", 3)}));
+  auto v3 = decode_chunk_header(golden::pinned_bytes(golden::load("log/golden/chunk.hex")), "v3");
+  ASSERT_TRUE(v3.ok());
+  EXPECT_EQ(h->wire_crc, v3->wire_crc);
+  // Only the version byte, data_crc and the header CRC differ.
+  ChunkHeader same = *h;
+  same.version = v3->version;
+  same.data_crc = v3->data_crc;
+  EXPECT_EQ(same, *v3);
 }
 
 // Version 1 chunks (written before the wire CRC) still decode: the same
@@ -92,7 +123,7 @@ TEST(LogFormatGolden, Version1ChunkStillDecodes) {
   const Bytes bytes = golden::pinned_bytes(v);
   auto h = decode_chunk_header(bytes, "chunk-v1.hex");
   ASSERT_TRUE(h.ok()) << h.error().to_string();
-  EXPECT_FALSE(h->wire_crc_known);
+  EXPECT_FALSE(h->wire_crc_known());
   EXPECT_EQ(h->first_offset, 4096u);
   EXPECT_EQ(h->num_records, 3u);
   const BytesView body = BytesView(bytes).substr(kChunkHeaderSize);
@@ -100,10 +131,11 @@ TEST(LogFormatGolden, Version1ChunkStillDecodes) {
   auto parsed = parse_records(*h, body.substr(0, h->data_len), "chunk-v1.hex");
   ASSERT_TRUE(parsed.ok()) << parsed.error().to_string();
   EXPECT_EQ(*parsed, (std::vector<BytesView>{"alpha", "", BytesView("b\0c", 3)}));
-  // Its wire CRC is computed on demand, and equals the version 2 one.
-  auto v2 = decode_chunk_header(golden::pinned_bytes(golden::load("log/golden/chunk.hex")), "v2");
-  ASSERT_TRUE(v2.ok());
-  EXPECT_EQ(chunk_wire_crc(*h, body.substr(0, h->data_len)), v2->wire_crc);
+  // Its wire CRC is computed on demand, and equals the stored one of later
+  // versions.
+  auto v3 = decode_chunk_header(golden::pinned_bytes(golden::load("log/golden/chunk.hex")), "v3");
+  ASSERT_TRUE(v3.ok());
+  EXPECT_EQ(chunk_wire_crc(*h, body.substr(0, h->data_len)), v3->wire_crc);
 }
 
 // What StreamLog writes for three batches with two chunks per segment: a
@@ -159,6 +191,7 @@ TEST(LogFormatGolden, SegmentAndIndexFilesAreWrittenAsDocumented) {
   const golden::Vector seg0 = golden::load("log/golden/segment-0.hex");
   golden::expect_fields(seg0, "chunk 0 header",
                         {{"magic", 0x5343484B},
+                         {"version", 3},
                          {"type", 0},
                          {"num_records", 3},
                          {"timestamp", uint64_t(kT0)},
@@ -219,6 +252,74 @@ TEST(LogFormatGolden, CodecsEncodeTheWrittenHeadersAndIndexRecords) {
   encode_index_record(index_record_for(*h, position), rec);
   EXPECT_EQ(to_hex(BytesView(reinterpret_cast<const char*>(rec), sizeof rec)),
             to_hex(BytesView(idx0.bytes).substr(kFileHeaderSize + kIndexRecordSize)));
+}
+
+// A stream written before chunk version 3 (segment-*-v2.hex, index-*.hex:
+// version 2 chunks) opens, reads with CRC checks, takes version 3 chunks
+// after its version 2 ones in the same segment, reopens (recovery scans the
+// mixed segment) and inspects clean.
+TEST(LogFormatGolden, Version2StreamOpensReadsAndTakesVersion3Chunks) {
+  ::strata::test::TempDir dir;
+  ASSERT_TRUE(create_dirs(posix_fs(), dir.sub("s")).ok());
+  struct Seed {
+    const char* vector;
+    std::string name;
+  };
+  for (const Seed& f : {Seed{"log/golden/segment-0-v2.hex", segment_file_name(0)},
+                        Seed{"log/golden/index-0.hex", index_file_name(0)},
+                        Seed{"log/golden/segment-4-v2.hex", segment_file_name(4)},
+                        Seed{"log/golden/index-4.hex", index_file_name(4)}}) {
+    const golden::Vector v = golden::load(f.vector);
+    ASSERT_TRUE(v.problems.empty()) << f.vector;
+    ASSERT_TRUE(
+        write_file_atomic(posix_fs(), dir.sub("s/" + f.name), golden::pinned_bytes(v)).ok());
+  }
+  const std::vector<std::string> old_records = {"one", "two", "three", "four", "five", "six"};
+  ManualClock clock(kT0 + 1000);
+  LogOptions o;
+  o.clock = &clock;
+  o.epoch = kEpoch;
+  auto expect_records = [&](StreamLog& log, const std::vector<std::string>& want) {
+    auto back = test::read_all(log);
+    ASSERT_TRUE(back.status.ok()) << back.status.to_string();
+    ASSERT_EQ(back.records.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(back.records[i].first, i);
+      EXPECT_EQ(back.records[i].second, want[i]);
+    }
+  };
+  std::vector<std::string> all = old_records;
+  {
+    auto log = StreamLog::open(dir.sub("s"), o);
+    ASSERT_TRUE(log.ok()) << log.error().to_string();
+    expect_records(**log, old_records);
+    ASSERT_TRUE((*log)->append({"seven", "eight"}).ok());
+    ASSERT_TRUE((*log)->append({"nine"}).ok());
+    ASSERT_TRUE((*log)->close().ok());
+  }
+  for (const char* r : {"seven", "eight", "nine"}) all.push_back(r);
+  // Segment 4 now holds a version 2 chunk, then version 3 ones.
+  auto seg4 = read_file(posix_fs(), dir.sub("s/" + segment_file_name(4)));
+  ASSERT_TRUE(seg4.ok()) << seg4.error().to_string();
+  std::vector<uint8_t> versions;
+  for (uint64_t pos = kFileHeaderSize; pos < seg4->size();) {
+    auto h = decode_chunk_header(BytesView(*seg4).substr(pos), "segment 4");
+    ASSERT_TRUE(h.ok()) << h.error().to_string();
+    versions.push_back(h->version);
+    pos += h->total_size();
+  }
+  EXPECT_EQ(versions, (std::vector<uint8_t>{2, 3, 3}));
+  {
+    auto log = StreamLog::open(dir.sub("s"), o);
+    ASSERT_TRUE(log.ok()) << log.error().to_string();
+    expect_records(**log, all);
+    ASSERT_TRUE((*log)->close().ok());
+  }
+  auto report = inspect_stream(posix_fs(), dir.sub("s"), InspectOptions{});
+  ASSERT_TRUE(report.ok()) << report.error().to_string();
+  EXPECT_TRUE(report->ok()) << report->problems.front();
+  EXPECT_EQ(report->chunks, 5u);
+  EXPECT_EQ(report->next_offset, 9u);
 }
 
 }  // namespace

@@ -16,10 +16,13 @@
 
 #include "common/endian.h"
 #include "common/fault_fs.h"
+#include "common/fs.h"
+#include "log/log_files.h"
 #include "log/reader.h"
 #include "log/stream_log.h"
 #include "proto/frame.h"
 #include "server/delivery.h"
+#include "support/golden.h"
 #include "support/temp_dir.h"
 
 namespace strata::server {
@@ -239,6 +242,58 @@ TEST_F(DeliveryTest, WireChunksAreTheLogsChunksWithZlibCrc) {
     d->stop();
   });
   std::lock_guard l(err_mu_);
+  EXPECT_TRUE(errors_.empty());
+}
+
+// A stream written before chunk version 3 (the version 2 segments of
+// tests/log/golden, data CRC in CRC32C) that then took version 3 chunks:
+// every chunk goes out with the wire CRC the log stored, which is zlib's
+// crc32 of its data, by both paths, and none is computed at delivery.
+TEST_F(DeliveryTest, Version2AndVersion3ChunksGoOutWithTheirStoredWireCrc) {
+  const std::string v2dir = dir_.sub("v2");
+  ASSERT_TRUE(create_dirs(posix_fs(), v2dir).ok());
+  for (const auto& [vector, name] :
+       {std::pair{"log/golden/segment-0-v2.hex", log::segment_file_name(0)},
+        std::pair{"log/golden/index-0.hex", log::index_file_name(0)},
+        std::pair{"log/golden/segment-4-v2.hex", log::segment_file_name(4)},
+        std::pair{"log/golden/index-4.hex", log::index_file_name(4)}}) {
+    const auto v = test::golden::load(vector);
+    ASSERT_TRUE(v.problems.empty()) << vector;
+    ASSERT_TRUE(
+        write_file_atomic(posix_fs(), v2dir + "/" + name, test::golden::pinned_bytes(v)).ok());
+  }
+  log::LogOptions lo;
+  lo.fsync = log::FsyncPolicy::never;
+  lo.epoch = 7;  // the golden segments' epoch
+  auto l = log::StreamLog::open(v2dir, lo);
+  ASSERT_TRUE(l.ok()) << l.error().message;
+  log_ = *l;
+  append(3, 5, 100);
+  auto chunks = log_chunks();
+  std::vector<int> versions;
+  for (const auto& c : chunks) versions.push_back(c.first.version);
+  ASSERT_EQ(versions, (std::vector<int>{2, 2, 2, 3, 3, 3}));
+  for (int located = 0; located < 2; ++located) {
+    DeliveryOptions o;
+    o.use_sendfile = located == 1;
+    o.sendfile_min_bytes = 0;
+    auto d = start(log::OffsetSpec::first(), o, uint16_t(chunks.size()));
+    for (const auto& [h, data] : chunks) {
+      auto w = read_frame(b_.native_handle());
+      ASSERT_TRUE(w);
+      EXPECT_EQ(w->chunk_id, h.first_offset);
+      EXPECT_EQ(w->data, data);
+      EXPECT_EQ(w->crc, h.wire_crc);
+      EXPECT_EQ(w->crc, uint32_t(::crc32(0, u8(w->data.data()), uInt(w->data.size()))));
+    }
+    on_strand([&] {
+      EXPECT_EQ(d->credit(), 0u);
+      EXPECT_EQ(d->stats().crc_computed, 0u);
+      d->stop();
+    });
+  }
+  ASSERT_TRUE(log_->close().ok());
+  std::lock_guard l2(err_mu_);
   EXPECT_TRUE(errors_.empty());
 }
 

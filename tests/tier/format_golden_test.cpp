@@ -88,6 +88,49 @@ TEST(TierFormatGolden, FragmentObjectBytesArePinned) {
   EXPECT_EQ(*idx, f.index);
 }
 
+// A fragment uploaded before chunk version 3 holds version 2 chunks (data
+// CRC in CRC32C): it still decodes with every chunk CRC checked, the
+// streaming encoder (re-uploads, compaction) verifies and re-encodes it
+// byte for byte, and a rotten byte in one of its chunks is still caught.
+TEST(TierFormatGolden, FragmentOfVersion2ChunksStillDecodesAndVerifies) {
+  const TwoChunks f;
+  const golden::Vector v = golden::load("tier/golden/fragment-v2.hex");
+  ASSERT_TRUE(v.problems.empty());
+  const Bytes bytes = golden::pinned_bytes(v);
+  auto d = decode_fragment(bytes, "fragment-v2.hex");
+  ASSERT_TRUE(d.ok()) << d.error().to_string();
+  EXPECT_EQ(d->header, (FragmentHeader{f.meta, 9}));
+  EXPECT_EQ(d->index, f.index);
+  const Bytes body(d->data);
+  for (const ChunkIndexRecord& rec : d->index) {
+    auto h = log::decode_chunk_header(BytesView(body).substr(rec.position), "fragment-v2.hex");
+    ASSERT_TRUE(h.ok()) << h.error().to_string();
+    EXPECT_EQ(h->version, 2);
+    EXPECT_EQ(h->data_crc,
+              crc32c::value(BytesView(body).substr(rec.position + log::kChunkHeaderSize,
+                                                   h->total_size() - log::kChunkHeaderSize)));
+  }
+
+  auto enc = FragmentEncoder::make(f.meta, f.index, 9);
+  ASSERT_TRUE(enc.ok()) << enc.error().to_string();
+  Bytes streamed = enc->header();
+  for (size_t at = 0; at < body.size(); at += 29) {
+    ASSERT_TRUE(enc->add_body(BytesView(body).substr(at, 29)).ok());
+    streamed += body.substr(at, 29);
+  }
+  auto tail = enc->finish();
+  ASSERT_TRUE(tail.ok()) << tail.error().to_string();
+  EXPECT_EQ(streamed + *tail, bytes);
+
+  Bytes rotten = body;
+  rotten[rotten.size() - 2] ^= 0x20;  // in chunk 1's data ("def")
+  auto enc2 = FragmentEncoder::make(f.meta, f.index, 9);
+  ASSERT_TRUE(enc2.ok());
+  Status s = enc2->add_body(rotten);
+  EXPECT_EQ(s.code(), Errc::corrupt);
+  EXPECT_NE(s.error().message.find("chunk data CRC mismatch"), std::string::npos) << s.to_string();
+}
+
 // A root whose first entry is a kind-1 group partly consumed by retention
 // (it starts at 0, the remote range at 100), then a fragment.
 const ManifestEntry kGroupEntry{0, kT0, kT0 + 900, 4000, 3, 0xa1b2c3d4, 1};
