@@ -43,7 +43,7 @@ std::shared_ptr<ChunkFrame> frame_for(const tier::RemoteChunk& c, uint16_t versi
   f->chunk_id = c.header.first_offset;
   f->num_records = c.header.num_records;
   BytesView data = c.bytes.substr(log::kChunkHeaderSize, c.header.data_len);
-  uint32_t crc = c.header.wire_crc_known ? c.header.wire_crc : crc32_zlib(data);
+  uint32_t crc = c.header.wire_crc_known() ? c.header.wire_crc : crc32_zlib(data);
   proto::encode_deliver_head(version, sub_id, c.header.first_offset,
                              osiris_header_for(c.header, crc), &f->bytes);
   f->bytes.append(data.data(), data.size());

@@ -231,9 +231,8 @@ TEST_F(ServeClusterTest, StoredOffsetsFollowTheStreamToTheNewLeader) {
       return query_offset(other, stream, "app") == 200 && query_offset(other, stream, "other") == 7;
     }));
   }
-  nodes_[leader].process().kill(SIGKILL);
-  nodes_[leader].process().wait(10s);
-  int new_leader = await_new_leader(other, leader, stream, 30s);
+  cluster_->kill(leader);
+  int new_leader = cluster_->await_leader(other, leader, stream, 30s);
   ASSERT_GE(new_leader, 0) << "no node took the stream over";
   EXPECT_EQ(query_offset(new_leader, stream, "app"), 200);
   EXPECT_EQ(query_offset(new_leader, stream, "other"), 7);
@@ -260,7 +259,8 @@ TEST_F(ServeClusterTest, StoredOffsetsFollowTheStreamToTheNewLeader) {
     EXPECT_EQ(r->code, ResponseCode::stream_does_not_exist);
   }
   EXPECT_TRUE(eventually(10s, [&] {
-    return leader_port(new_leader, stream) == 0 && leader_port(third, stream) == 0;
+    return cluster_->leader_port(new_leader, stream) == 0 &&
+           cluster_->leader_port(third, stream) == 0;
   }));
   EXPECT_EQ(query_offset(new_leader, stream, "app"), -2);
   // Created again: served, with no offsets inherited.
@@ -270,7 +270,7 @@ TEST_F(ServeClusterTest, StoredOffsetsFollowTheStreamToTheNewLeader) {
   ASSERT_TRUE(created.ok());
   EXPECT_EQ(created->code, ResponseCode::ok);
   EXPECT_EQ(query_offset(third, stream, "app"), -1);
-  EXPECT_TRUE(eventually(20s, [&] { return leader_port(third, stream) != 0; }));
+  EXPECT_TRUE(eventually(20s, [&] { return cluster_->leader_port(third, stream) != 0; }));
 }
 
 TEST_F(ServeClusterTest, FrozenLeaderStopsServingAndTheNewLeaderKeepsServing) {

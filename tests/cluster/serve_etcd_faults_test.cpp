@@ -42,10 +42,9 @@ class ServeEtcdFaultsTest : public ::testing::Test {
     w.stop();
     ASSERT_GE(cluster_->await_agreed_leader(stream, 30s), 0) << stream;
     ASSERT_TRUE(w.final_read(0, 60s)) << stream;
-    // Duplicates of republished messages are tolerated (and printed): the
-    // deduplication state does not follow a stream to its new owner yet
-    // (history_check.h, rule 3).
-    auto report = check_history(w.history(), DuplicatePolicy::republished);
+    // No duplicate at all: a new owner reads the publishers' sequences back
+    // from the bucket (tier/writer_recovery.h).
+    auto report = check_history(w.history(), DuplicatePolicy::none);
     EXPECT_TRUE(report.ok()) << stream << ": " << report.to_string() << "\nfinal subscription: "
                              << describe_subscription(w.history(),
                                                       w.history().final_subscriptions.at(0));

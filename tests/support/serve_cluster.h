@@ -102,9 +102,8 @@ class ServeCluster {
   // or stopped is refused at once (Errc::unavailable) — as a client with a
   // short connect timeout would — instead of hanging in the handshake.
   Result<StreamClient> client(int i);
-  // Creates `stream` through node i (restating the nodes' confirm mode, the
-  // only stream argument a cluster accepts); an error naming the response
-  // code otherwise.
+  // Creates `stream` through node i (restating the nodes' confirm mode as
+  // its argument); an error naming the response code otherwise.
   Status create_stream(int i, const std::string& stream);
   // The leader's port as node i's Metadata names it; 0 when none (or node i
   // does not answer).
