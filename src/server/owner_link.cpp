@@ -14,7 +14,7 @@ namespace strata::server {
 using namespace proto;
 
 namespace {
-constexpr size_t kReadChunk = 64u << 10;
+constexpr size_t kLinkReadChunk = 64u << 10;
 constexpr uint8_t kSubscriptionId = 0;
 }  // namespace
 
@@ -81,7 +81,7 @@ void OwnerLink::connect() {
               std::error_code e;
               self->socket_.set_option(asio::ip::tcp::no_delay(true), e);
               self->send_setup();
-              self->in_.resize(kReadChunk);
+              self->in_.resize(kLinkReadChunk);
               self->read_more();
             });
       });
@@ -148,11 +148,11 @@ void OwnerLink::write_more() {
 
 void OwnerLink::read_more() {
   if (ended_) return;
-  if (in_.size() - in_end_ < kReadChunk / 4) {
+  if (in_.size() - in_end_ < kLinkReadChunk / 4) {
     std::memmove(in_.data(), in_.data() + in_begin_, in_end_ - in_begin_);
     in_end_ -= in_begin_;
     in_begin_ = 0;
-    if (in_.size() - in_end_ < kReadChunk / 4) in_.resize(in_.size() + kReadChunk);
+    if (in_.size() - in_end_ < kLinkReadChunk / 4) in_.resize(in_.size() + kLinkReadChunk);
   }
   socket_.async_read_some(
       asio::buffer(in_.data() + in_end_, in_.size() - in_end_),
@@ -176,7 +176,7 @@ void OwnerLink::read_more() {
                 std::memmove(self->in_.data(), buf.data(), buf.size());
                 self->in_end_ = buf.size();
                 self->in_begin_ = 0;
-                self->in_.resize(need + kReadChunk);
+                self->in_.resize(need + kLinkReadChunk);
               }
             }
             break;
