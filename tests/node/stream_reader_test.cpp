@@ -130,7 +130,13 @@ TEST(StreamReader, EveryOffsetSpecResolvesAcrossTheBoundary) {
                      lf + 5, t.next - 1}) {
     auto r = t.node->open_reader("s1", log::OffsetSpec::at_offset(n));
     ASSERT_OK(r);
-    EXPECT_EQ((*r)->tier(), n < lf ? tier::Tier::remote : tier::Tier::local) << n;
+    // Local retention may move the local log's start while the test runs
+    // (never back): a local start means n was local when the reader opened.
+    if ((*r)->tier() == tier::Tier::local) {
+      EXPECT_GE(n, lf);
+    } else {
+      EXPECT_LT(n, t.local_first()) << n;
+    }
     auto got = read_to_end(**r);
     ASSERT_OK(got);
     expect_values(*got, n, t.next);
