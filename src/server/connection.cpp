@@ -819,7 +819,8 @@ void Connection::start_delivery(const SubPtr& sub, const log::OffsetSpec& spec) 
               if (auto c = weak.lock()) {
                 c->send_message(MetadataUpdate{ResponseCode::stream_not_available, stream});
               }
-            });
+            },
+            sub->served->delivery_limit());
         sub->credit = 0;
       });
 }

@@ -30,6 +30,7 @@ struct ReadBatch {
   uint64_t crc_computed = 0;
   uint64_t sendfile = 0;
   bool caught_up = false;
+  bool at_limit = false;     // caught up with the delivery limit, not the log
   uint64_t next_offset = 0;  // the reader's, when caught up
   std::optional<Error> error;
 };
@@ -55,6 +56,7 @@ proto::OsirisChunkHeader osiris_header_for(const log::ChunkHeader& h, uint32_t c
 // time) and what the commit listener updates.
 struct Delivery::Source {
   std::unique_ptr<tier::StreamReader> reader;
+  std::shared_ptr<DeliveryLimit> limit;
   std::atomic<uint64_t> committed_chunk_id{0};
   std::atomic<bool> waiting{false};
 };
@@ -131,6 +133,16 @@ ReadBatch read_batch(Delivery::Source& src, const DeliveryOptions& o, uint32_t m
   ReadBatch b;
   uint64_t mem = 0;
   while (b.chunks < max_chunks && mem < o.batch_bytes) {
+    // The limit is a chunk boundary (a persisted manifest ends after a
+    // whole chunk), so the reader's position — a chunk's first offset, or
+    // the requested offset inside the first chunk — is at or above it only
+    // when the next chunk is.
+    if (src.limit && src.reader->next_offset() >= src.limit->end()) {
+      b.caught_up = true;
+      b.at_limit = true;
+      b.next_offset = src.reader->next_offset();
+      break;
+    }
     // Located (header only): add_frame decides by the header whether the
     // body goes by sendfile or is read into memory. (Guessing a chunk's size
     // from the previous one to read small ones through the reader's
@@ -172,11 +184,14 @@ std::shared_ptr<Delivery> Delivery::start(std::unique_ptr<tier::StreamReader> re
                                           std::shared_ptr<FrameSink> sink, Strand strand,
                                           TaskContext tasks, DeliveryOptions opts,
                                           uint16_t initial_credit,
-                                          std::function<void(const Error&)> on_error) {
+                                          std::function<void(const Error&)> on_error,
+                                          std::shared_ptr<DeliveryLimit> limit) {
   opts.batch_chunks = std::max<uint32_t>(opts.batch_chunks, 1);
   std::shared_ptr<Delivery> d(new Delivery(std::move(strand), std::move(tasks), opts));
   d->src_ = std::make_shared<Source>();
   d->src_->reader = std::move(reader);
+  d->src_->limit = limit;
+  d->limit_ = std::move(limit);
   d->sink_ = std::move(sink);
   d->log_ = std::move(log);
   d->on_error_ = std::move(on_error);
@@ -237,6 +252,29 @@ void Delivery::arm_wait(uint64_t next_offset) {
   // A commit between the read and the store above found `waiting` false:
   // look again, so no wake-up is lost.
   if (log_->committed_next() > next_offset && src_->waiting.exchange(false)) caught_up_ = false;
+}
+
+void Delivery::arm_limit_wait(uint64_t next_offset) {
+  caught_up_ = true;
+  st_.limit_waits += 1;
+  std::weak_ptr<Delivery> weak = weak_from_this();
+  Strand st = strand_;
+  std::shared_ptr<IoLifetime> lifetime = tasks_.lifetime;
+  // Runs on the uploader's strand (or here, at once): only posts.
+  limit_->await_beyond(next_offset, [weak, st, lifetime](Status s) {
+    std::shared_lock l(lifetime->mu);
+    if (!lifetime->alive) return;
+    asio::post(st, [weak, s = std::move(s)] {
+      auto self = weak.lock();
+      if (!self) return;
+      if (!s.ok()) {
+        return self->fail(Error(s.error()).with_context(
+            "waiting for the stream's persisted end (confirm = remote delivers only what is "
+            "persisted)"));
+      }
+      self->woken();
+    });
+  });
 }
 
 void Delivery::pump() {
@@ -300,6 +338,8 @@ void Delivery::start_read() {
         for (auto& f : b.frames) self->queue_.push_back(std::move(f));
         if (b.error) {
           self->pending_error_ = std::move(b.error);
+        } else if (b.at_limit) {
+          self->arm_limit_wait(b.next_offset);
         } else if (b.caught_up) {
           self->arm_wait(b.next_offset);
         }

@@ -59,6 +59,7 @@
 #include "log/chunk.h"
 #include "log/stream_log.h"
 #include "proto/osiris_chunk.h"
+#include "server/delivery_limit.h"
 #include "tier/stream_reader.h"
 
 namespace strata::server {
@@ -135,7 +136,8 @@ struct DeliveryStats {
   uint64_t crc_computed = 0;     // chunks whose wire CRC was computed at delivery
   uint64_t skipped_chunks = 0;   // non-user chunks not delivered
   uint64_t read_jobs = 0;
-  uint64_t wakeups = 0;  // caught up, then woken by a commit
+  uint64_t wakeups = 0;      // caught up, then woken by a commit
+  uint64_t limit_waits = 0;  // stopped at the delivery limit, waiting for it to move
 };
 
 class Delivery : public std::enable_shared_from_this<Delivery> {
@@ -143,14 +145,17 @@ class Delivery : public std::enable_shared_from_this<Delivery> {
   // Starts delivering from `reader` (opened by the connection at the
   // subscription's offset spec, e.g. Node::open_reader) to `sink`.
   // `log` is the stream's local log: its commit listener wakes a caught-up
-  // delivery. `on_error` runs once, on the strand, when the delivery stops
-  // because a read or a write failed (not after stop()).
+  // delivery. `limit` (null: none) holds back chunks at or above its end
+  // until it moves past them (delivery_limit.h). `on_error` runs once, on
+  // the strand, when the delivery stops because a read or a write failed
+  // or the limit can no longer move (not after stop()).
   static std::shared_ptr<Delivery> start(std::unique_ptr<tier::StreamReader> reader,
                                          std::shared_ptr<log::StreamLog> log,
                                          std::shared_ptr<FrameSink> sink, Strand strand,
                                          TaskContext tasks, DeliveryOptions opts,
                                          uint16_t initial_credit,
-                                         std::function<void(const Error&)> on_error);
+                                         std::function<void(const Error&)> on_error,
+                                         std::shared_ptr<DeliveryLimit> limit = nullptr);
   ~Delivery();
 
   // Credit command: n more chunks may be sent.
@@ -172,6 +177,7 @@ class Delivery : public std::enable_shared_from_this<Delivery> {
   void send_next();
   void fail(const Error& e);
   void arm_wait(uint64_t next_offset);
+  void arm_limit_wait(uint64_t next_offset);
   void woken();
 
   Strand strand_;
@@ -180,6 +186,7 @@ class Delivery : public std::enable_shared_from_this<Delivery> {
   std::shared_ptr<Source> src_;
   std::shared_ptr<FrameSink> sink_;
   std::shared_ptr<log::StreamLog> log_;
+  std::shared_ptr<DeliveryLimit> limit_;
   uint64_t listener_ = 0;
   std::function<void(const Error&)> on_error_;
   std::deque<std::shared_ptr<const ChunkFrame>> queue_;

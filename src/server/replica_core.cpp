@@ -60,17 +60,21 @@ ReplicaStep ReplicaCore::remote_done(uint64_t cursor, std::optional<RemoteRange>
   return forward(proto::OffsetSpec{OffsetType::offset, int64_t(next_.value_or(cursor))});
 }
 
-bool ReplicaCore::accept(uint64_t first, uint64_t next) {
+ReplicaCore::Accept ReplicaCore::accept(uint64_t first, uint64_t next) {
   if (next_ && next <= *next_) {
     repeats_ += 1;
-    return false;
+    return Accept::repeat;
+  }
+  if (next_ && first < *next_) {
+    divergences_ += 1;
+    return Accept::diverged;
   }
   // Above the next offset expected: offsets the owner no longer has (a
   // takeover dropped an unpersisted tail under confirm = local, or
   // retention); counted, and delivery goes on as any reader's would.
   if (next_ && first > *next_) gaps_ += 1;
   next_ = next;
-  return true;
+  return Accept::deliver;
 }
 
 void ReplicaCore::linked() {

@@ -58,10 +58,18 @@ class ReplicaCore {
   // The remote reader reached the end of its snapshot at `cursor`;
   // `newer`: the range of the manifest read again (nullopt: none).
   ReplicaStep remote_done(uint64_t cursor, std::optional<RemoteRange> newer);
-  // A chunk [first, next) from the remote tier or the owner: whether the
-  // consumer gets it. A chunk wholly below what was delivered is a repeat
-  // after a reconnect and is dropped.
-  bool accept(uint64_t first, uint64_t next);
+  // What becomes of a chunk [first, next) from the remote tier or the owner.
+  //   deliver   the consumer gets it;
+  //   repeat    wholly below what was delivered (a reconnect resent it):
+  //             dropped;
+  //   diverged  it starts below the next offset expected but ends above:
+  //             the owner's chunks no longer line up with those delivered,
+  //             so offsets the consumer read now hold other records (a
+  //             takeover dropped a tail the consumer had read — possible
+  //             under confirm = local only, delivery_limit.h). Delivering
+  //             it would send offsets backwards; the subscription ends.
+  enum class Accept : uint8_t { deliver, repeat, diverged };
+  Accept accept(uint64_t first, uint64_t next);
   // The owner answered the subscription.
   void linked();
   // The link to the owner failed or the owner changed at `now`: connect
@@ -73,6 +81,7 @@ class ReplicaCore {
   std::optional<uint64_t> delivered_next() const { return next_; }
   uint64_t dropped_repeats() const { return repeats_; }
   uint64_t gaps() const { return gaps_; }
+  uint64_t divergences() const { return divergences_; }
 
  private:
   ReplicaStep forward(proto::OffsetSpec spec);
@@ -86,6 +95,7 @@ class ReplicaCore {
   std::optional<Time> lost_since_;
   uint64_t repeats_ = 0;
   uint64_t gaps_ = 0;
+  uint64_t divergences_ = 0;
 };
 
 }  // namespace strata::server

@@ -96,6 +96,15 @@ void ReplicaFeed::stop() {
   link_.reset();
 }
 
+Error ReplicaFeed::diverged(const ChunkFrame& f) const {
+  return Error(Errc::conflict,
+               fmt::format("stream {}: chunk [{}, {}) does not line up with offset {} this "
+                           "consumer reached (a takeover dropped a tail it had read); the "
+                           "subscription ends so the client subscribes again",
+                           env_.stream, f.chunk_id, f.chunk_id + f.num_records,
+                           core_.delivered_next().value_or(0)));
+}
+
 void ReplicaFeed::end(const Error& e) {
   if (stopped_) return;
   stop();
@@ -236,7 +245,9 @@ void ReplicaFeed::read_remote() {
         if (out.end != TaskEnd::completed) return self->end(out.error);
         RemoteBatch& b = *out.value;
         for (auto& f : b.frames) {
-          if (!self->core_.accept(f->chunk_id, f->chunk_id + f->num_records)) continue;
+          const auto a = self->core_.accept(f->chunk_id, f->chunk_id + f->num_records);
+          if (a == ReplicaCore::Accept::diverged) return self->end(self->diverged(*f));
+          if (a == ReplicaCore::Accept::repeat) continue;
           self->st_.remote_chunks += 1;
           if (self->env_.remote_chunks) *self->env_.remote_chunks += 1;
           self->send(std::move(f));
@@ -353,7 +364,16 @@ void ReplicaFeed::deliver_forwarded(const proto::DeliverFrame& m) {
     link_.reset();
     return end(std::move(h).error().with_context("a chunk forwarded by the owner"));
   }
-  if (!core_.accept(h->chunk_id, h->chunk_id + h->num_records)) {
+  const auto a = core_.accept(h->chunk_id, h->chunk_id + h->num_records);
+  if (a == ReplicaCore::Accept::diverged) {
+    if (link_) link_->stop();
+    link_.reset();
+    ChunkFrame f;
+    f.chunk_id = h->chunk_id;
+    f.num_records = h->num_records;
+    return end(diverged(f));
+  }
+  if (a == ReplicaCore::Accept::repeat) {
     // The owner spent a credit on a repeat the consumer does not get.
     st_.repeats_dropped += 1;
     if (link_) link_->credit(1);

@@ -105,6 +105,7 @@ class ReplicaFeed : public std::enable_shared_from_this<ReplicaFeed> {
   void check_owner();
   void deliver_forwarded(const proto::DeliverFrame& m);
   void send(std::shared_ptr<ChunkFrame> f);
+  Error diverged(const ChunkFrame& f) const;
   void end(const Error& e);
 
   ReplicaEnv env_;

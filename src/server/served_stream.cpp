@@ -5,8 +5,12 @@
 namespace strata::server {
 
 ServedStream::ServedStream(std::string name, std::shared_ptr<log::StreamLog> log,
-                           std::shared_ptr<StreamAppender> appender)
-    : name_(std::move(name)), log_(std::move(log)), appender_(std::move(appender)) {
+                           std::shared_ptr<StreamAppender> appender,
+                           std::shared_ptr<DeliveryLimit> limit)
+    : name_(std::move(name)),
+      log_(std::move(log)),
+      appender_(std::move(appender)),
+      limit_(std::move(limit)) {
   // Subscribe before reading the current end, so no commit falls between.
   listener_ =
       log_->subscribe([this](const log::CommittedChunk& c) { on_commit(c.header.first_offset); });

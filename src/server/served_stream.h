@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "log/stream_log.h"
+#include "server/delivery_limit.h"
 #include "server/stream_appender.h"
 
 namespace strata::server {
@@ -20,13 +21,17 @@ class Connection;
 
 class ServedStream {
  public:
+  // `limit`: what its consumers may read (delivery_limit.h); null: all
+  // the log committed.
   ServedStream(std::string name, std::shared_ptr<log::StreamLog> log,
-               std::shared_ptr<StreamAppender> appender);
+               std::shared_ptr<StreamAppender> appender,
+               std::shared_ptr<DeliveryLimit> limit = nullptr);
   ~ServedStream();
 
   const std::string& name() const { return name_; }
   const std::shared_ptr<log::StreamLog>& log() const { return log_; }
   StreamAppender& appender() { return *appender_; }
+  const std::shared_ptr<DeliveryLimit>& delivery_limit() const { return limit_; }
 
   // First offset of the last committed chunk; -1 when the stream is empty.
   int64_t last_chunk_id() const { return last_chunk_id_.load(std::memory_order_acquire); }
@@ -45,6 +50,7 @@ class ServedStream {
   const std::string name_;
   const std::shared_ptr<log::StreamLog> log_;
   const std::shared_ptr<StreamAppender> appender_;
+  const std::shared_ptr<DeliveryLimit> limit_;
   uint64_t listener_ = 0;
   std::atomic<int64_t> last_chunk_id_{-1};
   std::atomic<bool> retired_{false};

@@ -189,8 +189,11 @@ Result<std::shared_ptr<ServedStream>> Server::served(const std::string& name) {
   ao.confirm = eff->confirm;
   ao.uploader = node_->uploader(name);
   ao.remote_timeout_ms = node_->config().tiering.remote_confirm_timeout_ms;
+  // Consumers of a remote-confirmed stream read only what is persisted.
+  auto limit = eff->confirm == node::ConfirmMode::remote ? persisted_limit(ao.uploader) : nullptr;
   auto appender = std::make_shared<StreamAppender>(*log, io_, tasks(), std::move(ao));
-  auto s = std::make_shared<ServedStream>(name, std::move(log).value(), std::move(appender));
+  auto s = std::make_shared<ServedStream>(name, std::move(log).value(), std::move(appender),
+                                          std::move(limit));
   streams_[name] = s;
   return s;
 }

@@ -3,6 +3,7 @@
 // bounds what is sent, a caught-up delivery wakes on a commit, and the
 // sendfile and in-memory paths put identical bytes on the wire.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -148,7 +149,8 @@ class DeliveryTest : public ::testing::Test {
     return all;
   }
 
-  std::shared_ptr<Delivery> start(const log::OffsetSpec& spec, DeliveryOptions o, uint16_t credit) {
+  std::shared_ptr<Delivery> start(const log::OffsetSpec& spec, DeliveryOptions o, uint16_t credit,
+                                  std::shared_ptr<DeliveryLimit> limit = nullptr) {
     auto r = tier::StreamReader::open(log_, tier::TierContext{}, spec);
     EXPECT_TRUE(r.ok()) << r.error().message;
     std::shared_ptr<Delivery> d;
@@ -156,11 +158,14 @@ class DeliveryTest : public ::testing::Test {
     std::condition_variable cv;
     bool done = false;
     asio::post(strand_, [&] {
-      d = Delivery::start(std::move(*r), log_, std::make_shared<SocketSink>(a_), strand_,
-                          TaskContext{pool_.get(), lifetime_}, o, credit, [this](const Error& e) {
-                            std::lock_guard l(err_mu_);
-                            errors_.push_back(e.message);
-                          });
+      d = Delivery::start(
+          std::move(*r), log_, std::make_shared<SocketSink>(a_), strand_,
+          TaskContext{pool_.get(), lifetime_}, o, credit,
+          [this](const Error& e) {
+            std::lock_guard l(err_mu_);
+            errors_.push_back(e.message);
+          },
+          limit);
       std::lock_guard l(mu);
       done = true;
       cv.notify_all();
@@ -340,6 +345,141 @@ TEST_F(DeliveryTest, CreditAndWakeUp) {
     EXPECT_EQ(d->credit(), 90u);
     d->stop();
   });
+}
+
+// A limit under the test's control: end() as set, waiters kept until it
+// moves past their offset or fail() ends them.
+class ManualLimit : public DeliveryLimit {
+ public:
+  uint64_t end() const override {
+    std::lock_guard l(mu_);
+    return end_;
+  }
+  void await_beyond(uint64_t offset, std::function<void(Status)> done) override {
+    {
+      std::lock_guard l(mu_);
+      asked_.push_back(offset);
+      if (end_ <= offset) {
+        waiters_.emplace_back(offset, std::move(done));
+        return;
+      }
+    }
+    done(Status::OK());
+  }
+  void set(uint64_t end) {
+    std::vector<std::function<void(Status)>> ready;
+    {
+      std::lock_guard l(mu_);
+      end_ = end;
+      for (auto it = waiters_.begin(); it != waiters_.end();) {
+        if (end_ > it->first) {
+          ready.push_back(std::move(it->second));
+          it = waiters_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (auto& f : ready) f(Status::OK());
+  }
+  void fail(const Error& e) {
+    std::vector<std::pair<uint64_t, std::function<void(Status)>>> w;
+    {
+      std::lock_guard l(mu_);
+      w.swap(waiters_);
+    }
+    for (auto& [o, f] : w) f(e);
+  }
+  std::vector<uint64_t> asked() const {
+    std::lock_guard l(mu_);
+    return asked_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  uint64_t end_ = 0;
+  std::vector<std::pair<uint64_t, std::function<void(Status)>>> waiters_;
+  std::vector<uint64_t> asked_;
+};
+
+// Whether a byte arrives on `fd` within `ms`.
+bool readable_within(int fd, int ms) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, ms) == 1;
+}
+
+// A limit (confirm = remote: the persisted end) holds back the chunks at
+// and above it, whatever the credit and the log hold, on both paths; the
+// delivery goes on when it moves, and ends with the wait's error.
+TEST_F(DeliveryTest, ALimitHoldsBackChunksUntilItMoves) {
+  append(10, 5, 50);
+  auto chunks = log_chunks();
+  ASSERT_EQ(chunks.size(), 10u);
+  for (int located = 0; located < 2; ++located) {
+    SCOPED_TRACE(located ? "located" : "memory");
+    auto limit = std::make_shared<ManualLimit>();
+    limit->set(chunks[4].first.first_offset);
+    DeliveryOptions o;
+    o.use_sendfile = located == 1;
+    o.sendfile_min_bytes = 0;
+    auto d = start(log::OffsetSpec::first(), o, 100, limit);
+    for (size_t i = 0; i < 4; ++i) {
+      auto w = read_frame(b_.native_handle());
+      ASSERT_TRUE(w);
+      EXPECT_EQ(w->chunk_id, chunks[i].first.first_offset);
+    }
+    EXPECT_FALSE(readable_within(b_.native_handle(), 300)) << "a chunk above the limit was sent";
+    ASSERT_FALSE(limit->asked().empty());
+    EXPECT_EQ(limit->asked().back(), chunks[4].first.first_offset);
+    // A limit inside the next chunk's range never happens (limits are chunk
+    // boundaries); moving it past two chunks releases exactly those.
+    limit->set(chunks[6].first.first_offset);
+    for (size_t i = 4; i < 6; ++i) {
+      auto w = read_frame(b_.native_handle());
+      ASSERT_TRUE(w);
+      EXPECT_EQ(w->chunk_id, chunks[i].first.first_offset);
+      EXPECT_EQ(w->data, chunks[i].second);
+    }
+    EXPECT_FALSE(readable_within(b_.native_handle(), 300));
+    on_strand([&] {
+      EXPECT_GE(d->stats().limit_waits, 2u);
+      EXPECT_EQ(d->credit(), 94u);
+    });
+    limit->fail(Error(Errc::closed, "uploader closed"));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    size_t n = 0;
+    while (n == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      std::lock_guard l(err_mu_);
+      n = errors_.size();
+    }
+    {
+      std::lock_guard l(err_mu_);
+      ASSERT_EQ(errors_.size(), 1u);
+      EXPECT_NE(errors_[0].find("persisted end"), std::string::npos) << errors_[0];
+      EXPECT_NE(errors_[0].find("uploader closed"), std::string::npos) << errors_[0];
+      errors_.clear();
+    }
+    on_strand([&] { EXPECT_TRUE(d->stopped()); });
+    EXPECT_FALSE(readable_within(b_.native_handle(), 100));
+  }
+}
+
+// A subscription starting at the limit (`next` on a stream whose tail is
+// not persisted) sends nothing until the limit passes its offset.
+TEST_F(DeliveryTest, ASubscriptionAtTheLimitWaitsForIt) {
+  append(3, 5, 50);
+  auto chunks = log_chunks();
+  auto limit = std::make_shared<ManualLimit>();
+  limit->set(chunks[1].first.first_offset);
+  auto d = start(log::OffsetSpec::next(), DeliveryOptions{}, 10, limit);
+  append(1, 5, 50);
+  EXPECT_FALSE(readable_within(b_.native_handle(), 300));
+  limit->set(log_->committed_next());
+  auto w = read_frame(b_.native_handle());
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->chunk_id, 15u);
+  on_strand([&] { d->stop(); });
 }
 
 // From an offset inside a chunk: the whole chunk is delivered (the client

@@ -11,6 +11,7 @@ namespace {
 using proto::OffsetSpec;
 using proto::OffsetType;
 using Kind = ReplicaStep::Kind;
+using Accept = ReplicaCore::Accept;
 using namespace std::chrono_literals;
 
 constexpr auto kLimit = 10s;
@@ -80,7 +81,7 @@ TEST(ReplicaCoreTest, TimestampSearchesTheRemoteTierThenAsksTheOwner) {
 
   ReplicaCore d(spec(OffsetType::timestamp, 1234), kLimit);
   d.start(RemoteRange{0, 10});
-  EXPECT_TRUE(d.accept(4, 10));
+  EXPECT_EQ(d.accept(4, 10), Accept::deliver);
   s = d.remote_done(10, RemoteRange{0, 10});
   ASSERT_EQ(s.kind, Kind::forward);
   EXPECT_EQ(s.spec, spec(OffsetType::offset, 10)) << "once delivered: from the next offset";
@@ -89,28 +90,31 @@ TEST(ReplicaCoreTest, TimestampSearchesTheRemoteTierThenAsksTheOwner) {
 TEST(ReplicaCoreTest, RemoteReadingGoesOnWhileTheManifestGrows) {
   ReplicaCore c(spec(OffsetType::first), kLimit);
   c.start(RemoteRange{0, 100});
-  EXPECT_TRUE(c.accept(0, 100));
+  EXPECT_EQ(c.accept(0, 100), Accept::deliver);
   ReplicaStep s = c.remote_done(100, RemoteRange{0, 180});
   ASSERT_EQ(s.kind, Kind::read_remote);
   EXPECT_EQ(s.remote.offset, 100u);
-  EXPECT_TRUE(c.accept(100, 180));
+  EXPECT_EQ(c.accept(100, 180), Accept::deliver);
   s = c.remote_done(180, RemoteRange{0, 180});
   ASSERT_EQ(s.kind, Kind::forward);
   EXPECT_EQ(s.spec, spec(OffsetType::offset, 180));
   EXPECT_EQ(c.phase(), ReplicaCore::Phase::forwarding);
 }
 
-TEST(ReplicaCoreTest, RepeatsAfterAReconnectAreDroppedAndGapsCounted) {
+TEST(ReplicaCoreTest, RepeatsAreDroppedGapsCountedAndDivergenceEnds) {
   ReplicaCore c(spec(OffsetType::first), kLimit);
   c.start(std::nullopt);
-  EXPECT_TRUE(c.accept(0, 10));
-  EXPECT_TRUE(c.accept(10, 20));
-  EXPECT_FALSE(c.accept(10, 20));
-  EXPECT_FALSE(c.accept(0, 5));
+  EXPECT_EQ(c.accept(0, 10), Accept::deliver);
+  EXPECT_EQ(c.accept(10, 20), Accept::deliver);
+  EXPECT_EQ(c.accept(10, 20), Accept::repeat);
+  EXPECT_EQ(c.accept(0, 5), Accept::repeat);
   EXPECT_EQ(c.dropped_repeats(), 2u);
   EXPECT_EQ(c.delivered_next(), 20u);
-  EXPECT_TRUE(c.accept(15, 30)) << "partly new: delivered (clients skip records they had)";
-  EXPECT_TRUE(c.accept(40, 50));
+  EXPECT_EQ(c.accept(15, 30), Accept::diverged)
+      << "partly new: the chunks no longer line up with those delivered";
+  EXPECT_EQ(c.divergences(), 1u);
+  EXPECT_EQ(c.delivered_next(), 20u) << "a diverged chunk is not delivered";
+  EXPECT_EQ(c.accept(40, 50), Accept::deliver);
   EXPECT_EQ(c.gaps(), 1u);
   EXPECT_EQ(c.delivered_next(), 50u);
 }
@@ -124,7 +128,7 @@ TEST(ReplicaCoreTest, ALostLinkResumesAfterTheLastDeliveredChunk) {
   EXPECT_EQ(s.spec, spec(OffsetType::next)) << "nothing delivered: the spec asked before";
   EXPECT_EQ(c.phase(), ReplicaCore::Phase::reconnecting);
   c.linked();
-  EXPECT_TRUE(c.accept(120, 130));
+  EXPECT_EQ(c.accept(120, 130), Accept::deliver);
   s = c.link_lost(t0 + 1s);
   ASSERT_EQ(s.kind, Kind::forward);
   EXPECT_EQ(s.spec, spec(OffsetType::offset, 130));
