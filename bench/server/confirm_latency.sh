@@ -2,7 +2,9 @@
 # Confirm latency of `strata serve` with tiering.confirm = local vs remote at a
 # fixed publish rate, and the PUT cost per GiB of stream data, over the
 # directory object store and over s3rver (tools/node_modules, as the tests
-# start it). Driven by `strata perf`; PUTs and bytes read from the node's
+# start it), and the publish-to-deliver latency of one consumer reading along
+# (with `remote` a consumer reads only what is persisted,
+# src/server/delivery_limit.h). Driven by `strata perf`; PUTs and bytes read from the node's
 # /metrics (strata_objstore_requests_total{op="put"}, strata_tier_remote_bytes).
 #   bench/server/confirm_latency.sh BUILD_DIR [RUNS]
 # Environment: RATE (msg/s, default 5000), TIME (s per run, default 10), SIZE
@@ -84,7 +86,7 @@ for store in fs s3; do
       name="$store-$mode-$r"
       serve "$name" "$store" "$mode"
       "$strata" --json perf --port "$port" --stream bench --size "$SIZE" --batch-size "$BATCH" \
-        --producers 1 --consumers 0 --rate "$RATE" --time "$TIME" >"$work/$name.perf.json" \
+        --producers 1 --consumers 1 --rate "$RATE" --time "$TIME" >"$work/$name.perf.json" \
         2>"$work/$name.perf.err" || { tail -5 "$work/$name.perf.err" >&2; }
       # Count the PUTs of the same bytes in both modes: wait until the
       # local-mode tail is persisted too (fragment age bound + persist interval).
@@ -98,14 +100,16 @@ for store in fs s3; do
 import json, sys
 p = json.load(open(sys.argv[1]))
 puts, b = float(sys.argv[2]), float(sys.argv[3])
+d = p["deliver_latency_us"]
 print(json.dumps({"p50": p["confirm_latency_us"]["p50"] / 1000, "p99": p["confirm_latency_us"]["p99"] / 1000,
+                  "d50": d["p50"] / 1000, "d99": d["p99"] / 1000,
                   "rate": p["rates"]["confirmed_msg_s"], "puts": puts,
                   "puts_per_gib": puts / (b / 2**30) if b > 0 else float("nan")}))
 PY
       kill -TERM "$serve_pid" && wait "$serve_pid" 2>/dev/null || true
       files+=("$work/$name.sum.json")
     done
-    for f in p50 p99 rate puts puts_per_gib; do
+    for f in p50 p99 d50 d99 rate puts puts_per_gib; do
       result["$store|$mode|$f"]=$(python3 -c '
 import json, statistics, sys
 v = [json.load(open(f))[sys.argv[1]] for f in sys.argv[2:]]
@@ -115,11 +119,13 @@ print(f"{statistics.median(v):.1f}")' "$f" "${files[@]}")
 done
 
 echo "confirm latency at $RATE msg/s ($SIZE B, $BATCH per frame, fsync $STRATA_FSYNC, cut $CUT_MS ms), medians of $runs runs"
-printf '%-6s %-7s %10s %10s %12s %8s %12s\n' store confirm p50_ms p99_ms confirmed/s PUTs PUTs/GiB
+printf '%-6s %-7s %10s %10s %12s %12s %12s %8s %12s\n' store confirm p50_ms p99_ms deliver_p50 deliver_p99 \
+  confirmed/s PUTs PUTs/GiB
 for store in fs s3; do
   for mode in local remote; do
-    printf '%-6s %-7s %10s %10s %12s %8s %12s\n' "$store" "$mode" "${result[$store|$mode|p50]}" \
-      "${result[$store|$mode|p99]}" "${result[$store|$mode|rate]}" "${result[$store|$mode|puts]}" \
+    printf '%-6s %-7s %10s %10s %12s %12s %12s %8s %12s\n' "$store" "$mode" \
+      "${result[$store|$mode|p50]}" "${result[$store|$mode|p99]}" "${result[$store|$mode|d50]}" \
+      "${result[$store|$mode|d99]}" "${result[$store|$mode|rate]}" "${result[$store|$mode|puts]}" \
       "${result[$store|$mode|puts_per_gib]}"
   done
 done

@@ -34,7 +34,8 @@ std::string HistoryReport::to_string() const {
   return s;
 }
 
-HistoryReport check_history(const History& h, DuplicatePolicy duplicates, size_t max_violations) {
+HistoryReport check_history(const History& h, DuplicatePolicy duplicates, ReadPolicy reads,
+                            size_t max_violations) {
   HistoryReport r;
   auto violation = [&](std::string what) {
     if (r.violations.size() < max_violations) {
@@ -50,6 +51,9 @@ HistoryReport check_history(const History& h, DuplicatePolicy duplicates, size_t
     uint64_t last_offset = 0;
   };
   std::map<int, Sub> subs;
+  // Rule 6: the message each offset holds, and the subscription that saw
+  // it first.
+  std::map<uint64_t, std::pair<MessageId, int>> held;
   for (const auto& e : h.events) {
     if (e.kind == HistoryEvent::Kind::publish && !published.insert(e.message).second) {
       republished.insert(e.message);
@@ -86,6 +90,14 @@ HistoryReport check_history(const History& h, DuplicatePolicy duplicates, size_t
         }
         s.any = true;
         s.last_offset = e.offset;
+        if (reads == ReadPolicy::committed_only) {
+          auto [it, fresh] = held.try_emplace(e.offset, e.message, e.subscription);
+          if (!fresh && it->second.first != e.message) {
+            violation("offset " + std::to_string(e.offset) + " holds " + body_of(it->second.first) +
+                      " in subscription " + std::to_string(it->second.second) + " but " +
+                      body_of(e.message) + " in subscription " + std::to_string(e.subscription));
+          }
+        }
         break;
       }
     }

@@ -12,22 +12,23 @@
 //      (one from `first` after the faults);
 //   3. no subscription gets a message twice. With deduplication by
 //      reference the protocol allows no duplicate at all: a republished
-//      message is stored at most once per stream (DuplicatePolicy::none).
-//      What strata guarantees today is weaker: the deduplication state of a
-//      stream does not follow it to a new owner (the new owner's local log
-//      restarts empty at the remote tier's end, and the writer sequences
-//      live in the local log's chunk trailers), so a message that was
-//      stored but whose confirm a takeover lost is stored again when its
-//      publisher republishes it. DuplicatePolicy::republished tolerates
-//      exactly that — a duplicate of a message published more than once —
-//      and counts it; a message published once and delivered twice is still
+//      message is stored at most once per stream, across takeovers too
+//      (a new owner reads the publishers' sequences back from the bucket,
+//      src/tier/writer_recovery.h) — DuplicatePolicy::none.
+//      DuplicatePolicy::republished tolerates a duplicate of a message
+//      published more than once, and counts it (for a server without that
+//      recovery); a message published once and delivered twice is always
 //      a violation;
 //   4. offsets strictly increase within a subscription;
-//   5. no subscription gets a message that was never published.
+//   5. no subscription gets a message that was never published;
+//   6. with ReadPolicy::committed_only, every subscription agrees on which
+//      message an offset holds: no consumer read a record that a takeover
+//      discarded and the next owner replaced (what `confirm = remote`
+//      promises, src/server/delivery_limit.h). ReadPolicy::uncommitted_allowed
+//      does not demand it (under `confirm = local` a consumer may read from
+//      the owner's local log what a takeover discards).
 // Not demanded: that unconfirmed messages arrive (they may be lost with an
-// owner), or that subscriptions ended by a fault agree with the final one
-// on which message an offset holds (a consumer may read from the owner's
-// local log what a takeover discards).
+// owner).
 #pragma once
 
 #include <cstdint>
@@ -68,6 +69,7 @@ struct History {
 };
 
 enum class DuplicatePolicy : uint8_t { none, republished };
+enum class ReadPolicy : uint8_t { uncommitted_allowed, committed_only };
 
 struct HistoryReport {
   size_t published = 0;             // distinct messages
@@ -83,6 +85,7 @@ struct HistoryReport {
 };
 
 HistoryReport check_history(const History& h, DuplicatePolicy duplicates = DuplicatePolicy::none,
+                            ReadPolicy reads = ReadPolicy::uncommitted_allowed,
                             size_t max_violations = 20);
 
 // What one subscription got, as runs of consecutive offsets holding

@@ -117,6 +117,25 @@ TEST(HistoryCheck, AllowsTheSameMessageInDifferentSubscriptions) {
   EXPECT_TRUE(check_history(h).ok());
 }
 
+// good_history's subscription 0 read p2-9 at offset 1, which the final
+// subscription holds p1-2 at: allowed unless only committed reads are.
+TEST(HistoryCheck, WithCommittedReadsOnlyEveryOffsetHoldsOneMessage) {
+  History h = good_history();
+  auto r = check_history(h, DuplicatePolicy::none, ReadPolicy::committed_only);
+  EXPECT_TRUE(mentions(r, "offset 1 holds p2-9 in subscription 0 but p1-2 in subscription 1"))
+      << r.to_string();
+  EXPECT_EQ(r.violations.size(), 1u) << r.to_string();
+  // Without the discarded read, the same history holds.
+  History agreed;
+  for (const auto& e : h.events) {
+    if (!(e.kind == HistoryEvent::Kind::deliver && e.message == m(2, 9)))
+      agreed.events.push_back(e);
+  }
+  agreed.final_subscriptions = h.final_subscriptions;
+  r = check_history(agreed, DuplicatePolicy::none, ReadPolicy::committed_only);
+  EXPECT_TRUE(r.ok()) << r.to_string();
+}
+
 TEST(HistoryCheck, RejectsOffsetsThatDoNotIncrease) {
   History h = good_history();
   h.publish(m(3, 1));
@@ -147,7 +166,7 @@ TEST(HistoryCheck, DescribesASubscriptionAsRuns) {
 TEST(HistoryCheck, KeepsAtMostTheGivenNumberOfViolations) {
   History h;
   for (uint64_t id = 0; id < 10; ++id) h.confirm(m(1, id));
-  auto r = check_history(h, DuplicatePolicy::none, 3);
+  auto r = check_history(h, DuplicatePolicy::none, ReadPolicy::uncommitted_allowed, 3);
   EXPECT_EQ(r.violations.size(), 3u);
   EXPECT_EQ(r.more, 7u);
   EXPECT_NE(r.to_string().find("and 7 more"), std::string::npos);

@@ -44,7 +44,7 @@ class ServeEtcdFaultsTest : public ::testing::Test {
     ASSERT_TRUE(w.final_read(0, 60s)) << stream;
     // No duplicate at all: a new owner reads the publishers' sequences back
     // from the bucket (tier/writer_recovery.h).
-    auto report = check_history(w.history(), DuplicatePolicy::none);
+    auto report = check_history(w.history(), DuplicatePolicy::none, ReadPolicy::committed_only);
     EXPECT_TRUE(report.ok()) << stream << ": " << report.to_string() << "\nfinal subscription: "
                              << describe_subscription(w.history(),
                                                       w.history().final_subscriptions.at(0));
