@@ -258,6 +258,7 @@ void Ownership::run(Effects fx) {
     lease_ = core_.lease();
     fences_ = core_.fences();
     writer_fences_ = core_.writer_fences();
+    handoffs_ = core_.handoffs();
     if (fx.fenced) last_fence_ = fx.why;
   }
   cv_.notify_all();
@@ -369,6 +370,52 @@ void Ownership::run(Effects fx) {
           handle(ev::RemoveDone{s, lease, ok, why});
         });
   }
+  for (const auto& s : fx.handoff) {
+    const int64_t lease = core_.lease();
+    spdlog::info("cluster: {}: hands stream {} over to its first choice", cfg_.node_id, s);
+    const auto timeout = cfg_.handoff_timeout;
+    run_task<ev::HandoffDone>(
+        ctx, strand_, timeout + call_deadline() + milliseconds(5000), "cluster: handing over " + s,
+        [n = node_, c = client_, fn = cfg_.on_handoff, key = cfg_.ns + "/owners/" + s,
+         id = cfg_.node_id, s, lease, timeout]() -> ev::HandoffDone {
+          ev::HandoffDone d{s, lease, false, false, ""};
+          Status st = n->hand_off_stream(s, timeout, [&] {
+            if (fn) fn(s);
+          });
+          if (!st.ok()) {
+            d.why = st.to_string();
+            return d;
+          }
+          d.closed = true;
+          // Released only while still ours; if it is not, it is not ours
+          // to give and the stream is closed anyway.
+          etcd::TxnRequest t;
+          t.compare.push_back(etcd::Compare::value_is(key, etcd::CompareOp::equal, id));
+          t.compare.push_back(etcd::Compare::revision(key, etcd::CompareTarget::lease,
+                                                      etcd::CompareOp::equal, lease));
+          t.success.push_back(etcd::DeleteOp{key, ""});
+          auto r = c->txn(t);
+          if (!r.ok()) {
+            d.why = r.error().to_string();
+            return d;
+          }
+          d.ok = true;
+          return d;
+        },
+        [this, s, lease](TaskOutcome<ev::HandoffDone> out) {
+          ev::HandoffDone d = out.end == TaskEnd::completed
+                                  ? *out.value
+                                  : ev::HandoffDone{s, lease, false, true, out.error.to_string()};
+          if (d.closed && cfg_.on_release) cfg_.on_release(s);
+          if (d.ok) {
+            spdlog::info("cluster: {}: handed stream {} over", cfg_.node_id, s);
+          } else {
+            spdlog::warn("cluster: {}: handing stream {} over failed{}: {}", cfg_.node_id, s,
+                         d.closed ? " after closing it (it is opened again)" : "", d.why);
+          }
+          handle(d);
+        });
+  }
   for (const auto& s : fx.open) {
     const int64_t lease = core_.lease();
     node::AcquireOptions ao;
@@ -464,6 +511,11 @@ uint64_t Ownership::fences() const {
   return fences_;
 }
 
+uint64_t Ownership::handoffs() const {
+  std::lock_guard l(mu_);
+  return handoffs_;
+}
+
 uint64_t Ownership::writer_fences() const {
   std::lock_guard l(mu_);
   return writer_fences_;
@@ -516,9 +568,10 @@ json Ownership::status_json() const {
   std::lock_guard l(mu_);
   json owned = json::object();
   for (const auto& [s, st] : owned_) {
-    owned[s] = st == OwnershipCore::StreamState::serving   ? "serving"
-               : st == OwnershipCore::StreamState::opening ? "opening"
-                                                           : "acquiring";
+    owned[s] = st == OwnershipCore::StreamState::serving       ? "serving"
+               : st == OwnershipCore::StreamState::opening     ? "opening"
+               : st == OwnershipCore::StreamState::handing_off ? "handing_off"
+                                                               : "acquiring";
   }
   json owners = json::object();
   for (const auto& [s, o] : view_.owners) owners[s] = {{"node", o.node_id}, {"lease", o.lease}};
@@ -527,6 +580,7 @@ json Ownership::status_json() const {
           {"lease", lease_},
           {"fences", fences_},
           {"writer_fences", writer_fences_},
+          {"handoffs", handoffs_},
           {"last_fence", last_fence_},
           {"owned", owned},
           {"nodes", view_.nodes},

@@ -55,6 +55,14 @@ struct OwnershipConfig {
   // (request_deletion); blocking, run as a task. Unset: such requests wait
   // for a node that has it.
   std::function<Status(const std::string& stream)> on_remove;
+  // Before a stream is handed over to its first choice (rebalancing,
+  // ownership_core.h): stop taking writes for it and wait for the appends
+  // in flight; blocking, run in the hand-off's task, after the node hid the
+  // stream. on_release follows once it is closed.
+  std::function<void(const std::string& stream)> on_handoff;
+  // How long a hand-off may take to persist what is committed; past it the
+  // stream is served again and handed over later.
+  std::chrono::milliseconds handoff_timeout{30000};
 };
 
 // invalid_argument naming the setting.
@@ -104,6 +112,8 @@ class Ownership {
   uint64_t fences() const;
   // Served streams re-acquired after their writer was fenced (core's writer_fences).
   uint64_t writer_fences() const;
+  // Streams handed over to their first choice (core's handoffs).
+  uint64_t handoffs() const;
   const OwnershipConfig& config() const { return cfg_; }
 
  private:
@@ -143,6 +153,7 @@ class Ownership {
   int64_t lease_ = 0;
   uint64_t fences_ = 0;
   uint64_t writer_fences_ = 0;
+  uint64_t handoffs_ = 0;
   std::string last_fence_;
   // Where an uploader's fenced report goes: it may come from the node's
   // event loop after stop(), so it checks `open` under its own lock.

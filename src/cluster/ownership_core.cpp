@@ -13,6 +13,7 @@ OwnershipTiming OwnershipTiming::resolved() const {
   if (r.safety_margin_ms <= 0) r.safety_margin_ms = std::max<int64_t>(1, r.lease_ttl_ms / 5);
   if (r.acquire_grace_ms <= 0) r.acquire_grace_ms = r.lease_ttl_ms;
   if (r.retry_ms <= 0) r.retry_ms = 1;
+  if (r.rebalance_after_ms == 0) r.rebalance_after_ms = 2 * r.lease_ttl_ms;
   return r;
 }
 
@@ -209,6 +210,7 @@ void OwnershipCore::drive(int64_t now, Effects& fx) {
     o.removing = true;
     fx.remove.push_back(s);
   }
+  maybe_hand_off(now, fx);
   // Opens to retry.
   for (auto& [s, o] : owned_) {
     if (o.state != StreamState::opening || o.in_flight) continue;
@@ -217,6 +219,38 @@ void OwnershipCore::drive(int64_t now, Effects& fx) {
     fx.open.push_back(s);
   }
   mirror();
+}
+
+// At most one hand-off at a time: the first served stream whose first
+// choice is another node registered for rebalance_after_ms.
+void OwnershipCore::maybe_hand_off(int64_t now, Effects& fx) {
+  for (auto it = node_seen_since_.begin(); it != node_seen_since_.end();) {
+    if (std::find(view_.nodes.begin(), view_.nodes.end(), it->first) == view_.nodes.end()) {
+      it = node_seen_since_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& n : view_.nodes) node_seen_since_.emplace(n, now);
+  if (t_.rebalance_after_ms < 0 || now < handoff_retry_at_) return;
+  // Not seeing our own registration, every stream would seem another's.
+  if (!node_seen_since_.count(id_)) return;
+  for (const auto& [s, o] : owned_) {
+    if (o.state == StreamState::handing_off) return;
+  }
+  for (auto& [s, o] : owned_) {
+    if (o.state != StreamState::serving || o.removing || o.in_flight ||
+        view_.revision < o.acquired_revision || view_.deletions.count(s)) {
+      continue;
+    }
+    const std::string to = first_choice(s, view_.nodes);
+    if (to.empty() || to == id_) continue;
+    if (now - node_seen_since_.at(to) < t_.rebalance_after_ms) continue;
+    o.state = StreamState::handing_off;
+    o.in_flight = true;
+    fx.handoff.push_back(s);
+    return;
+  }
 }
 
 Effects OwnershipCore::on(const Event& e, int64_t now) {
@@ -309,6 +343,29 @@ Effects OwnershipCore::on(const Event& e, int64_t now) {
                    // Failed: tried again after the backoff.
                    it->second.removing = false;
                    retry_at_[r.stream] = now + t_.retry_ms;
+                 },
+                 [&](const ev::HandoffDone& h) {
+                   if (h.lease != lease_) return;
+                   // Counted even when the view showed the key gone first
+                   // (and apply() dropped the stream).
+                   if (h.ok) handoffs_ += 1;
+                   auto it = owned_.find(h.stream);
+                   if (it == owned_.end() || it->second.state != StreamState::handing_off) return;
+                   if (h.ok) {
+                     // Its first choice takes it; the view drops our key.
+                     owned_.erase(it);
+                     return;
+                   }
+                   handoff_retry_at_ = now + t_.rebalance_after_ms;
+                   if (h.closed) {
+                     // Closed but still ours: a takeover under our own key.
+                     it->second.state = StreamState::opening;
+                     it->second.in_flight = true;
+                     fx.open.push_back(h.stream);
+                   } else {
+                     it->second.state = StreamState::serving;
+                     it->second.in_flight = false;
+                   }
                  },
                  [&](const ev::WriterFenced& f) {
                    auto it = owned_.find(f.stream);

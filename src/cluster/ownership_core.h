@@ -31,6 +31,19 @@
 // the fresh takeover raises the epoch over the stale one, so the stream
 // never stays served without an uploader.
 //
+// Handing streams over (rebalancing). Placement decides who acquires an
+// ownerless stream; a node that joins later would otherwise only ever get
+// new or orphaned streams. So a node serving a stream whose first choice is
+// another live node — registered for `rebalance_after_ms`, long enough to
+// be more than a flicker — hands it over (Effects::handoff): the shell
+// stops taking writes, persists everything committed (nothing is lost,
+// whatever the confirm mode), closes the stream and deletes its owner key
+// only if it is still this node's; the first choice then acquires it at
+// once. One hand-off at a time per node, so a joining node's streams move
+// gradually. A hand-off that fails before the stream was closed leaves it
+// served (tried again after `rebalance_after_ms`); one that closed it but
+// could not delete the key opens it again (a takeover under our own key).
+//
 // Deleting from any node. A node asked to delete a stream it does not serve
 // requests it in the catalog (<ns>/deletions/<stream> = its id): the node
 // serving the stream deletes it (Effects::remove); an ownerless stream is
@@ -53,6 +66,9 @@ struct OwnershipTiming {
   int64_t safety_margin_ms = 0;       // 0: lease_ttl_ms / 5
   int64_t acquire_grace_ms = 0;       // 0: lease_ttl_ms
   int64_t retry_ms = 250;             // after a failed grant, keepalive, acquire or open
+  // A node must be registered this long before streams are handed over
+  // to it; 0: 2 x lease_ttl_ms; negative: streams are never handed over.
+  int64_t rebalance_after_ms = 0;
 
   // With the defaults filled in.
   OwnershipTiming resolved() const;
@@ -119,6 +135,15 @@ struct RemoveDone {
   bool ok = false;
   std::string why;
 };
+// A hand-off (Effects::handoff) ended: `closed` whether the stream was
+// closed here; `ok` whether its owner key was released too.
+struct HandoffDone {
+  std::string stream;
+  int64_t lease = 0;
+  bool ok = false;
+  bool closed = false;
+  std::string why;
+};
 // The stream's uploader stopped because another writer raised the epoch
 // while this node, under `lease`, still served it (a stale takeover).
 struct WriterFenced {
@@ -128,9 +153,9 @@ struct WriterFenced {
 };
 }  // namespace ev
 
-using Event =
-    std::variant<ev::Tick, ev::LeaseGranted, ev::LeaseFailed, ev::KeepaliveDone, ev::Registered,
-                 ev::View, ev::AcquireDone, ev::OpenDone, ev::WriterFenced, ev::RemoveDone>;
+using Event = std::variant<ev::Tick, ev::LeaseGranted, ev::LeaseFailed, ev::KeepaliveDone,
+                           ev::Registered, ev::View, ev::AcquireDone, ev::OpenDone,
+                           ev::WriterFenced, ev::RemoveDone, ev::HandoffDone>;
 
 struct Effects {
   bool grant_lease = false;
@@ -141,14 +166,16 @@ struct Effects {
   std::vector<std::string> open;         // won: bump the epoch, recover, serve
   std::vector<std::string> close;        // stop writing and uploading now
   std::vector<std::string> remove;       // delete it (served here; its deletion was requested)
-  bool fenced = false;                   // the lease was given up (logged, counted)
-  std::string why;                       // fenced: why
+  // Hand it over to its first choice: stop writes, persist, close, release the owner key.
+  std::vector<std::string> handoff;
+  bool fenced = false;  // the lease was given up (logged, counted)
+  std::string why;      // fenced: why
 };
 
 class OwnershipCore {
  public:
   enum class Phase : uint8_t { no_lease, granting, registering, live };
-  enum class StreamState : uint8_t { acquiring, opening, serving };
+  enum class StreamState : uint8_t { acquiring, opening, serving, handing_off };
 
   OwnershipCore(std::string node_id, OwnershipTiming timing);
 
@@ -168,6 +195,8 @@ class OwnershipCore {
   uint64_t fences() const { return fences_; }
   // Served streams closed and opened again after their writer was fenced.
   uint64_t writer_fences() const { return writer_fences_; }
+  // Streams handed over to their first choice.
+  uint64_t handoffs() const { return handoffs_; }
   const OwnershipTiming& timing() const { return t_; }
 
  private:
@@ -181,6 +210,7 @@ class OwnershipCore {
   void fence(const std::string& why, Effects& fx);
   void drive(int64_t now, Effects& fx);
   void apply(const ev::View& v, Effects& fx);
+  void maybe_hand_off(int64_t now, Effects& fx);
 
   const std::string id_;
   const OwnershipTiming t_;
@@ -197,6 +227,9 @@ class OwnershipCore {
   int64_t register_retry_at_ = 0;
   uint64_t fences_ = 0;
   uint64_t writer_fences_ = 0;
+  uint64_t handoffs_ = 0;
+  int64_t handoff_retry_at_ = 0;
+  std::map<std::string, int64_t> node_seen_since_;  // registered node -> first seen (monotonic)
 
   ev::View view_;
   std::map<std::string, int64_t> ownerless_since_;

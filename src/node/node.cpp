@@ -279,10 +279,10 @@ Result<std::shared_ptr<log::StreamLog>> Node::align_with_remote(const std::strin
     takeover_dropped_ += local_next > remote_next ? local_next - remote_next : 0;
     STRATA_TRY(registry_->remove(name));
     lo.first_offset = remote_next;
-    STRATA_ASSIGN_OR_RETURN(log,
-                            registry_->create(name, lo, [&](FileSystem& fs, const std::string& dir) {
-                              return write_settings_file(fs, dir, settings);
-                            }));
+    STRATA_ASSIGN_OR_RETURN(
+        log, registry_->create(name, lo, [&](FileSystem& fs, const std::string& dir) {
+          return write_settings_file(fs, dir, settings);
+        }));
     seed_writers(name, *log, keys, st->manifest);
     return log;
   }
@@ -422,6 +422,51 @@ void Node::release_stream(const std::string& name) {
       spdlog::warn("node: stream {}: closing its log: {}", name, s.to_string());
     }
   }
+}
+
+Status Node::hand_off_stream(const std::string& name, std::chrono::milliseconds timeout,
+                             const std::function<void()>& hidden) {
+  StreamEntry e;
+  {
+    std::lock_guard l(mu_);
+    auto it = streams_.find(name);
+    if (it == streams_.end()) {
+      return Error(Errc::not_found, fmt::format("stream {} is not open on this node", name));
+    }
+    e = it->second;
+    streams_.erase(it);
+  }
+  if (hidden) hidden();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  Status st;
+  while (e.uploader) {
+    const uint64_t target = e.log->committed_next();
+    auto p = std::make_shared<std::promise<Status>>();
+    auto f = p->get_future();
+    e.uploader->await_persisted(
+        target, [p](Status s) { p->set_value(std::move(s)); }, /*urgent=*/true);
+    e.uploader->force_cut();
+    if (f.wait_until(deadline) != std::future_status::ready) {
+      st = Error(Errc::timeout,
+                 fmt::format("offsets below {} not persisted within {} ms (remote next {})", target,
+                             timeout.count(), e.uploader->persisted_next()));
+      break;
+    }
+    st = f.get();
+    // Nothing committed since: all of it is persisted.
+    if (!st.ok() || e.log->committed_next() == target) break;
+  }
+  if (!st.ok()) {
+    std::lock_guard l(mu_);
+    if (!closed_ && !streams_.count(name)) streams_[name] = e;
+    return std::move(st).error().with_context("handing stream " + name + " over");
+  }
+  if (e.hooks) e.hooks->detach();
+  if (e.uploader) e.uploader->close();
+  if (Status s = e.log->close(); !s.ok()) {
+    spdlog::warn("node: stream {}: closing its log: {}", name, s.to_string());
+  }
+  return Status::OK();
 }
 
 Result<std::shared_ptr<log::StreamLog>> Node::create_stream(const std::string& name,

@@ -170,6 +170,15 @@ class Node {
   // epoch fences their catalog writes), its log closed (in-flight appends
   // end first). Nothing on disk is removed. No-op if not open.
   void release_stream(const std::string& name);
+  // Hands `name` over to another node (cluster rebalancing) without losing
+  // anything committed, whatever its confirm mode: hides it (stream()
+  // answers not_found, so nothing new is served), calls `hidden` (the
+  // server stops its appends and waits for those in flight), persists
+  // everything committed — again until a persist finds nothing newer — and
+  // closes it. If that does not finish within `timeout` the stream is put
+  // back, served as before, and the error returned; not_found if not open.
+  Status hand_off_stream(const std::string& name, std::chrono::milliseconds timeout,
+                         const std::function<void()>& hidden);
 
   // Stops every uploader (in-flight tasks are abandoned, never waited for
   // beyond the pool's grace), closes the logs and the catalog. Idempotent.

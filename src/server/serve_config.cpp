@@ -104,7 +104,8 @@ Status load_users(const json& u, std::vector<User>* out) {
 
 Status load_cluster_section(const json& s, ClusterSettings* out) {
   if (!s.is_object()) return bad("cluster", "not an object");
-  static const char* kKnown[] = {"enabled", "node_id", "lease_ttl_ms", "acquire_grace_ms"};
+  static const char* kKnown[] = {"enabled",          "node_id",   "lease_ttl_ms",
+                                 "acquire_grace_ms", "rebalance", "rebalance_after_ms"};
   for (auto it = s.begin(); it != s.end(); ++it) {
     bool known = false;
     for (const char* k : kKnown) known = known || it.key() == k;
@@ -131,6 +132,19 @@ Status load_cluster_section(const json& s, ClusterSettings* out) {
     return st;
   }
   out->acquire_grace_ms = int64_t(v);
+  if (s.contains("rebalance")) {
+    if (!s["rebalance"].is_boolean()) {
+      return bad("cluster.rebalance",
+                 fmt::format("{} is not true or false", s["rebalance"].dump()));
+    }
+    out->rebalance = s["rebalance"].get<bool>();
+  }
+  v = uint64_t(out->rebalance_after_ms);
+  if (auto st = get_uint(s, "rebalance_after_ms", "cluster.rebalance_after_ms", 0, 86'400'000, &v);
+      !st.ok()) {
+    return st;
+  }
+  out->rebalance_after_ms = int64_t(v);
   return Status::OK();
 }
 
@@ -144,6 +158,7 @@ cluster::OwnershipConfig ownership_config(const ClusterSettings& c, const node::
   o.ns = n.catalog_etcd.ns;
   o.timing.lease_ttl_ms = c.lease_ttl_ms;
   o.timing.acquire_grace_ms = c.acquire_grace_ms;
+  o.timing.rebalance_after_ms = c.rebalance ? c.rebalance_after_ms : -1;
   return o;
 }
 

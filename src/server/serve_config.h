@@ -11,7 +11,8 @@
 //                 "consumer_update_timeout_ms": 60000 },
 //     "users": [ { "name": "guest", "password": "guest" } ]     default: guest/guest
 //     "cluster": { "enabled": false, "node_id": "n1",
-//                  "lease_ttl_ms": 5000, "acquire_grace_ms": 0 }    0: the TTL
+//                  "lease_ttl_ms": 5000, "acquire_grace_ms": 0,     0: the TTL
+//                  "rebalance": true, "rebalance_after_ms": 0 }     0: twice the TTL
 //   }
 //
 // A cluster node (docs/ARCHITECTURE.md, "Stream ownership") needs the etcd
@@ -65,6 +66,11 @@ struct ClusterSettings {
   // How long a stream stays ownerless before any node (not only its
   // placement's first choice) takes it; 0: the lease TTL.
   int64_t acquire_grace_ms = 0;
+  // Hand served streams over to their placement's first choice once that
+  // node has been registered for rebalance_after_ms (0: twice the TTL), so
+  // a node that joins takes its share (cluster/ownership_core.h).
+  bool rebalance = true;
+  int64_t rebalance_after_ms = 0;
 };
 
 struct ServeConfig {

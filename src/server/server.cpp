@@ -62,6 +62,7 @@ Result<std::unique_ptr<Server>> Server::start(ServeConfig cfg) {
     auto oc = ownership_config(s->cfg_.cluster, s->cfg_.node,
                                fmt::format("{}:{}", s->advertised_host(), s->advertised_port()));
     oc.on_release = [srv = s.get()](const std::string& name) { srv->stream_lost(name); };
+    oc.on_handoff = [srv = s.get()](const std::string& name) { srv->stream_handing_off(name); };
     // A deletion another node asked for, of a stream served here.
     oc.on_remove = [srv = s.get()](const std::string& name) { return srv->delete_stream(name); };
     // Consumer offsets follow the stream: kept in etcd, not under tracking/.
@@ -210,6 +211,24 @@ void Server::stream_lost(const std::string& name) {
   // The same as a deletion for this node's clients: publishers and
   // consumers dropped with a MetadataUpdate; stored offsets stay.
   stream_deleted(name);
+}
+
+void Server::stream_handing_off(const std::string& name) {
+  std::shared_ptr<ServedStream> s;
+  {
+    std::lock_guard l(mu_);
+    auto it = streams_.find(name);
+    if (it == streams_.end()) return;
+    s = it->second;
+    streams_.erase(it);
+  }
+  s->retire();
+  // What is appended before the node persists the stream is handed over
+  // with it; nothing may be appended after.
+  if (!s->appender().wait_idle(std::chrono::seconds(10))) {
+    spdlog::warn("serve: stream {}: appends still running 10 s into its hand-over", name);
+  }
+  for (auto& c : s->watchers()) c->stream_gone(name);
 }
 
 void Server::stream_deleted(const std::string& name) {

@@ -110,6 +110,10 @@ class Server {
   // This node lost `name` (cluster): retire it and tell its publishers and
   // consumers (MetadataUpdate), so they re-query Metadata.
   void stream_lost(const std::string& name);
+  // A stream this node hands over to another (cluster rebalancing): its
+  // publishers and consumers are dropped with a MetadataUpdate and the
+  // appends in flight end before this returns (blocking, at most 10 s).
+  void stream_handing_off(const std::string& name);
 
   // What a replica subscription of `name` needs (server_replicas.cpp):
   // not_found unless this node is in a cluster and another node serves

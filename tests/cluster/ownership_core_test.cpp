@@ -53,8 +53,9 @@ ev::View view(int64_t rev, std::vector<std::string> nodes, std::vector<std::stri
 }
 
 // A core of node "a" brought to live with lease 7 at time 0.
-OwnershipCore live_core(const std::string& id = "a", int64_t lease = 7) {
-  OwnershipCore c(id, timing());
+OwnershipCore live_core(const std::string& id = "a", int64_t lease = 7,
+                        OwnershipTiming t = timing()) {
+  OwnershipCore c(id, t);
   auto fx = c.start(0);
   EXPECT_TRUE(fx.grant_lease);
   fx = c.on(ev::LeaseGranted{lease}, 0);
@@ -72,6 +73,7 @@ TEST(OwnershipTiming, DefaultsDeriveFromTheTtl) {
   EXPECT_EQ(r.keepalive_interval_ms, 2000);
   EXPECT_EQ(r.safety_margin_ms, 1200);
   EXPECT_EQ(r.acquire_grace_ms, 6000);
+  EXPECT_EQ(r.rebalance_after_ms, 12000);
 }
 
 TEST(Rendezvous, IsStableSpreadsAndMovesOnlyTheLostNodesStreams) {
@@ -354,6 +356,142 @@ TEST(OwnershipCore, AnOwnerlessStreamIsTakenAtOnceByTheNodeThatAskedToDeleteIt) 
   EXPECT_EQ(fx.remove, std::vector<std::string>{s});
 }
 
+// Ticks every 250 ms from `from` to `to`, answering every keepalive at
+// once; returns every stream handed over meanwhile.
+std::vector<std::string> live_until(OwnershipCore& c, int64_t from, int64_t to) {
+  std::vector<std::string> handed;
+  for (int64_t t = from; t <= to; t += 250) {
+    auto fx = c.on(ev::Tick{}, t);
+    EXPECT_FALSE(fx.fenced) << fx.why;
+    handed.insert(handed.end(), fx.handoff.begin(), fx.handoff.end());
+    if (fx.keepalive) {
+      fx = c.on(ev::KeepaliveDone{*fx.keepalive, true, false, ""}, t);
+      handed.insert(handed.end(), fx.handoff.begin(), fx.handoff.end());
+    }
+  }
+  return handed;
+}
+
+// "a" serves x and y, whose first choice among {a, b} is b, and z, its own.
+struct Rebalance {
+  explicit Rebalance(OwnershipTiming t = timing()) : c(live_core("a", 7, t)) {}
+  std::vector<std::string> nodes{"a", "b"};
+  std::string x = stream_first_for("b", nodes), y = stream_first_for("b", nodes, 1),
+              z = stream_first_for("a", nodes);
+  OwnershipCore c;
+  int64_t now = 0;
+
+  void setup() {
+    for (const auto& s : {x, y, z}) {
+      auto fx = c.on(view(1, {"a"}, {x, y, z}), now);
+      if (has(fx.acquire, s) || c.streams().count(s)) {
+        c.on(ev::AcquireDone{s, 7, true, 2, ""}, now);
+        c.on(ev::OpenDone{s, 7, true, ""}, now);
+      }
+    }
+    ASSERT_TRUE(c.serving(x) && c.serving(y) && c.serving(z));
+    // b registers at 1000.
+    std::map<std::string, OwnerRecord> owners{{x, {"a", 7}}, {y, {"a", 7}}, {z, {"a", 7}}};
+    live_until(c, 0, 750);
+    auto fx = c.on(view(3, nodes, {x, y, z}, owners), 1000);
+    EXPECT_TRUE(fx.handoff.empty());
+    if (fx.keepalive) c.on(ev::KeepaliveDone{*fx.keepalive, true, false, ""}, 1000);
+    now = 1000;
+  }
+};
+
+TEST(OwnershipCore, StreamsAreHandedOneAtATimeToAFirstChoiceRegisteredLongEnough) {
+  Rebalance r;
+  r.setup();
+  auto& c = r.c;
+  // Not before b has been registered for 2 x TTL (6 s).
+  EXPECT_TRUE(live_until(c, 1250, 6750).empty());
+  auto handed = live_until(c, 7000, 7000);
+  ASSERT_EQ(handed.size(), 1u);
+  const std::string first = handed[0];
+  EXPECT_TRUE(first == r.x || first == r.y);
+  EXPECT_EQ(c.streams().at(first), State::handing_off);
+  EXPECT_FALSE(c.serving(first)) << "a stream being handed over takes no writes";
+  // One at a time.
+  EXPECT_TRUE(live_until(c, 7250, 9000).empty());
+  auto fx = c.on(ev::HandoffDone{first, 7, true, true, ""}, 9000);
+  EXPECT_FALSE(c.streams().count(first));
+  EXPECT_EQ(c.handoffs(), 1u);
+  // Then, at once, the other; z, whose first choice is a, stays.
+  handed = fx.handoff;
+  ASSERT_EQ(handed.size(), 1u);
+  EXPECT_EQ(handed[0], first == r.x ? r.y : r.x);
+  c.on(ev::HandoffDone{handed[0], 7, true, true, ""}, 9300);
+  EXPECT_TRUE(live_until(c, 9500, 30000).empty());
+  EXPECT_TRUE(c.serving(r.z));
+  EXPECT_EQ(c.handoffs(), 2u);
+}
+
+TEST(OwnershipCore, AFailedHandoffKeepsServingOrOpensAgainAndIsRetriedLater) {
+  Rebalance r;
+  r.setup();
+  auto& c = r.c;
+  auto handed = live_until(c, 1250, 7000);
+  ASSERT_EQ(handed.size(), 1u);
+  // Failed before closing (the persist did not finish): served again.
+  auto fx = c.on(ev::HandoffDone{handed[0], 7, false, false, "timeout"}, 7100);
+  EXPECT_TRUE(c.serving(handed[0]));
+  EXPECT_TRUE(fx.open.empty());
+  // Not tried again for rebalance_after_ms.
+  EXPECT_TRUE(live_until(c, 7250, 13000).empty());
+  handed = live_until(c, 13250, 13250);
+  ASSERT_EQ(handed.size(), 1u);
+  // Closed, but the owner key could not be deleted: opened again.
+  fx = c.on(ev::HandoffDone{handed[0], 7, false, true, "etcd down"}, 13300);
+  EXPECT_EQ(fx.open, std::vector<std::string>{handed[0]});
+  EXPECT_EQ(c.streams().at(handed[0]), State::opening);
+  EXPECT_EQ(c.handoffs(), 0u);
+  // A result under an old lease, or for a stream not being handed over, is ignored.
+  fx = c.on(ev::HandoffDone{handed[0], 6, true, true, ""}, 13400);
+  EXPECT_EQ(c.streams().at(handed[0]), State::opening);
+}
+
+// The owner key's deletion may reach the core (through the watch) before
+// the hand-off's own result: the stream is dropped then, and the hand-off
+// still counted once.
+TEST(OwnershipCore, AHandoffSeenFirstInTheViewIsCountedOnce) {
+  Rebalance r;
+  r.setup();
+  auto& c = r.c;
+  auto handed = live_until(c, 1250, 7000);
+  ASSERT_EQ(handed.size(), 1u);
+  const std::string other = handed[0] == r.x ? r.y : r.x;
+  std::map<std::string, OwnerRecord> owners{{other, {"a", 7}}, {r.z, {"a", 7}}};
+  c.on(view(9, r.nodes, {r.x, r.y, r.z}, owners), 7100);
+  EXPECT_FALSE(c.streams().count(handed[0]));
+  c.on(ev::HandoffDone{handed[0], 7, true, true, ""}, 7200);
+  EXPECT_EQ(c.handoffs(), 1u);
+}
+
+TEST(OwnershipCore, NoHandoffWhenDisabledOrForAStreamBeingDeleted) {
+  OwnershipTiming t = timing();
+  t.rebalance_after_ms = -1;
+  Rebalance r(t);
+  r.setup();
+  EXPECT_TRUE(live_until(r.c, 1250, 30000).empty());
+
+  Rebalance d;
+  d.setup();
+  std::map<std::string, OwnerRecord> owners{{d.x, {"a", 7}}, {d.y, {"a", 7}}, {d.z, {"a", 7}}};
+  auto v = view(4, d.nodes, {d.x, d.y, d.z}, owners);
+  v.deletions[d.x] = "b";
+  v.deletions[d.y] = "b";
+  auto fx = d.c.on(v, 1100);
+  EXPECT_TRUE(fx.handoff.empty());
+  EXPECT_EQ(fx.remove.size(), 2u);
+  // Deleted, not handed over (no on_remove answer here: they stay removing).
+  for (int64_t t2 = 1250; t2 <= 30000; t2 += 250) {
+    fx = d.c.on(ev::Tick{}, t2);
+    EXPECT_TRUE(fx.handoff.empty());
+    if (fx.keepalive) d.c.on(ev::KeepaliveDone{*fx.keepalive, true, false, ""}, t2);
+  }
+}
+
 TEST(OwnershipCore, StopClosesEverythingAndRevokes) {
   auto c = live_core();
   own(c, "x", 0);
@@ -378,7 +516,7 @@ TEST(OwnershipCore, SimulationNeverServesPastItsLease) {
     int64_t next_lease = 1;
     std::vector<int64_t> granted;
     std::vector<int64_t> pending_keepalive, pending_register;
-    std::vector<std::pair<std::string, int64_t>> pending_acquire, pending_open;
+    std::vector<std::pair<std::string, int64_t>> pending_acquire, pending_open, pending_handoff;
     std::set<std::string> open_streams;  // what the shell would have open
     auto run = [&](const Effects& fx) {
       for (const auto& s : fx.close) open_streams.erase(s);
@@ -390,6 +528,7 @@ TEST(OwnershipCore, SimulationNeverServesPastItsLease) {
         ASSERT_EQ(c.lease() != 0, true);
         pending_open.push_back({s, c.lease()});
       }
+      for (const auto& s : fx.handoff) pending_handoff.push_back({s, c.lease()});
     };
     run(c.start(now));
     for (int step = 0; step < 200; ++step) {
@@ -397,7 +536,7 @@ TEST(OwnershipCore, SimulationNeverServesPastItsLease) {
                  ? std::uniform_int_distribution<int64_t>(0, 4000)(rng)
                  : std::uniform_int_distribution<int64_t>(0, 300)(rng);
       Event e = ev::Tick{};
-      int pick = int(rng() % 7);
+      int pick = int(rng() % 8);
       if (pick == 0 && !granted.empty()) {
         granted.pop_back();
         if (rng() % 4 == 0) {
@@ -431,6 +570,14 @@ TEST(OwnershipCore, SimulationNeverServesPastItsLease) {
         std::map<std::string, OwnerRecord> owners;
         if (rng() % 3 == 0) owners["s1"] = {rng() % 2 ? "a" : "b", c.lease()};
         e = view(step, nodes, {"s1", "s2", "s3"}, owners);
+      } else if (pick == 7 && !pending_handoff.empty()) {
+        auto [s, l] = pending_handoff.front();
+        pending_handoff.erase(pending_handoff.begin());
+        // The shell closes the stream unless the persist failed first.
+        const int r = int(rng() % 3);
+        const bool closed = r != 2;
+        if (closed) open_streams.erase(s);
+        e = ev::HandoffDone{s, l, r == 0, closed, r == 0 ? "" : "err"};
       } else if (pick == 6 && !open_streams.empty() && rng() % 2 == 0) {
         // An open stream's uploader was fenced (a stale takeover elsewhere).
         e = ev::WriterFenced{*open_streams.begin(), c.lease(), "fenced"};

@@ -11,7 +11,6 @@
 //   - `offset N`, `timestamp`, `last` and `next` resolved on a replica as on
 //     the owner;
 //   - Metadata names the owner as leader and the other nodes as replicas.
-#include <curl/curl.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -19,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "support/numbered_stream.h"
 #include "support/serve_cluster.h"
 #include "support/temp_dir.h"
 
@@ -27,46 +27,10 @@ namespace {
 
 using namespace proto;
 using json = nlohmann::json;
-using Clock = std::chrono::steady_clock;
 
 constexpr int kNodes = 3;
 constexpr int64_t kTtlMs = 2000;
 constexpr uint8_t kSub = 7;
-
-// Message ids start at 1 and one publisher writes each stream, so the
-// message at offset o has id o + 1.
-std::string body_of(uint64_t id) {
-  return "m-" + std::to_string(id);
-}
-
-size_t collect(char* data, size_t size, size_t n, void* user) {
-  static_cast<std::string*>(user)->append(data, size * n);
-  return size * n;
-}
-
-// GET url; the body, or "" on any failure.
-std::string http_get(const std::string& url) {
-  CURL* h = curl_easy_init();
-  std::string body;
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 2000L);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
-  CURLcode rc = curl_easy_perform(h);
-  curl_easy_cleanup(h);
-  return rc == CURLE_OK ? body : std::string();
-}
-
-// What one subscription received: each message id with its offset, in
-// arrival order, and the first chunk's id.
-struct Received {
-  std::vector<std::pair<uint64_t, uint64_t>> records;  // (offset, id)
-  std::optional<uint64_t> first_chunk;
-  std::map<uint64_t, int> count;  // id -> deliveries
-  bool metadata_update = false;
-};
 
 class ReplicaReadTest : public ::testing::Test {
  protected:
@@ -89,15 +53,8 @@ class ReplicaReadTest : public ::testing::Test {
 
   // Node i's "server" status section; null if it does not answer.
   json server_status(int i) {
-    std::string out = cluster_->node(i).process().stdout_text();
-    const std::string mark = "strata serve: http on ";
-    auto at = out.find(mark);
-    if (at == std::string::npos) return nullptr;
-    std::string addr = out.substr(at + mark.size(), out.find('\n', at) - at - mark.size());
-    auto body = http_get("http://" + addr + "/status");
-    auto j = json::parse(body, nullptr, false);
-    if (j.is_discarded() || !j.contains("server")) return nullptr;
-    return j["server"];
+    json j = node_status(*cluster_, i);
+    return j.is_object() && j.contains("server") ? j["server"] : json();
   }
 
   std::optional<MetadataResponse> metadata(int i, const std::string& stream) {
@@ -121,113 +78,18 @@ class ReplicaReadTest : public ::testing::Test {
     return l;
   }
 
-  bool declare_publisher(StreamClient& c, const std::string& stream) {
-    return eventually(20s, [&] {
-      if (!c.send(DeclarePublisherRequest{c.corr(), 1, "", stream}).ok()) return false;
-      auto r = c.expect<DeclarePublisherResponse>();
-      return r.ok() && r->code == ResponseCode::ok;
-    });
-  }
-
-  // Publishes ids [*next, *next + count) in frames of 10 and waits for every
-  // confirm; false on an error.
-  bool publish(StreamClient& c, uint64_t* next, uint64_t count, std::set<uint64_t>* confirmed) {
-    Bytes storage;
-    const uint64_t end = *next + count;
-    uint64_t sent_upto = *next;
-    int in_flight = 0;
-    while (sent_upto < end || in_flight > 0) {
-      while (in_flight < 4 && sent_upto < end) {
-        std::vector<std::string> bodies;
-        for (uint64_t id = sent_upto; id < sent_upto + 10; ++id) bodies.push_back(body_of(id));
-        if (!c.send(make_publish(1, sent_upto, bodies, &storage)).ok()) return false;
-        sent_upto += 10;
-        *next = sent_upto;
-        in_flight += 1;
-      }
-      auto f = c.read(20s);
-      if (!f.ok()) return false;
-      if (auto* conf = std::get_if<PublishConfirm>(&*f)) {
-        for (uint64_t id : conf->publishing_ids) confirmed->insert(id);
-        in_flight -= int((conf->publishing_ids.size() + 9) / 10);
-      } else if (std::holds_alternative<PublishError>(*f) ||
-                 std::holds_alternative<MetadataUpdate>(*f)) {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  // Publishes `count` messages on the stream's current leader (asking node
-  // `ask`), from *next on.
   bool publish_on_leader(int ask, const std::string& stream, uint64_t* next, uint64_t count,
                          std::set<uint64_t>* confirmed) {
-    int l = leader(ask, stream);
-    if (l < 0) return false;
-    StreamClient c = client(l);
-    return declare_publisher(c, stream) && publish(c, next, count, confirmed);
+    return test::publish_on_leader(*cluster_, ask, stream, next, count, confirmed);
   }
 
   StreamClient subscribe(int i, const std::string& stream, OffsetSpec spec) {
-    StreamClient c = client(i);
-    EXPECT_TRUE(c.send(SubscribeRequest{c.corr(), kSub, stream, spec, 10, {}}).ok());
-    auto r = c.expect<SubscribeResponse>(10s);
-    EXPECT_TRUE(r.ok() && r->code == ResponseCode::ok)
-        << (r.ok() ? std::string(response_code_name(r->code)) : r.error().to_string());
-    return c;
+    return subscribe_numbered(*cluster_, i, stream, spec, kSub);
   }
 
-  // Reads deliveries (one credit back per chunk) until `done(got)` or the
-  // timeout; records every message and checks offsets only grow.
-  template <class Done>
-  void read_until(StreamClient& c, Received* got, std::chrono::milliseconds timeout, Done done) {
-    auto deadline = Clock::now() + timeout;
-    while (!done(*got) && Clock::now() < deadline) {
-      auto f = c.read(5s);
-      if (!f.ok()) {
-        if (f.error().code == Errc::timeout) continue;
-        ADD_FAILURE() << f.error().to_string();
-        return;
-      }
-      if (std::holds_alternative<MetadataUpdate>(*f)) {
-        got->metadata_update = true;
-        return;
-      }
-      auto* d = std::get_if<DeliverFrame>(&*f);
-      if (!d) continue;
-      auto recs = chunk_records(*d);
-      ASSERT_TRUE(recs.ok()) << recs.error().to_string();
-      auto h = decode_osiris_header(d->chunk);
-      ASSERT_TRUE(h.ok());
-      if (!got->first_chunk) got->first_chunk = h->chunk_id;
-      for (size_t k = 0; k < recs->size(); ++k) {
-        uint64_t offset = h->chunk_id + k;
-        uint64_t id = std::stoull((*recs)[k].substr(2));
-        EXPECT_EQ(id, offset + 1) << "message at offset " << offset;
-        if (!got->records.empty()) {
-          EXPECT_GT(offset, got->records.back().first) << "offsets must only grow";
-        }
-        got->records.emplace_back(offset, id);
-        got->count[id] += 1;
-      }
-      ASSERT_TRUE(c.send(CreditRequest{kSub, 1}).ok());
-    }
-  }
-
-  static bool has_all(const Received& got, const std::set<uint64_t>& want) {
-    for (uint64_t id : want) {
-      if (!got.count.count(id)) return false;
-    }
-    return true;
-  }
-
-  static void expect_exactly_once(const Received& got, const std::set<uint64_t>& confirmed) {
-    size_t missing = 0;
-    for (uint64_t id : confirmed) missing += got.count.count(id) ? 0 : 1;
-    EXPECT_EQ(missing, 0u) << "of " << confirmed.size() << " confirmed messages";
-    for (const auto& [id, n] : got.count) {
-      EXPECT_EQ(n, 1) << "message " << id << " delivered " << n << "x";
-    }
+  void read_until(StreamClient& c, Received* got, std::chrono::milliseconds timeout,
+                  const std::function<bool(const Received&)>& done) {
+    read_numbered_until(c, kSub, got, timeout, done);
   }
 
   TempDir dir_;

@@ -20,6 +20,7 @@
 #include <map>
 #include <set>
 
+#include "support/numbered_stream.h"
 #include "support/temp_dir.h"
 
 namespace strata::test {
@@ -30,10 +31,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kNodes = 3;
 constexpr int64_t kTtlMs = 2000;
-
-std::string body_of(uint64_t id) {
-  return "m-" + std::to_string(id);
-}
 
 class ServeClusterTest : public ::testing::Test {
  protected:
@@ -48,45 +45,6 @@ class ServeClusterTest : public ::testing::Test {
     EXPECT_TRUE(c.ok()) << c.error().to_string();
     if (!c.ok()) return {};
     return std::move(*c);
-  }
-
-  // Declares publisher 1 on a leader that may still be opening the stream.
-  bool declare_publisher(StreamClient& c, const std::string& stream) {
-    return eventually(20s, [&] {
-      if (!c.send(DeclarePublisherRequest{c.corr(), 1, "", stream}).ok()) return false;
-      auto r = c.expect<DeclarePublisherResponse>();
-      return r.ok() && r->code == ResponseCode::ok;
-    });
-  }
-
-  // Publishes ids [*next, *next + count) in frames of 10, up to 4 frames in
-  // flight, recording confirms; false on a publish error or a missing
-  // confirm.
-  bool publish(StreamClient& c, uint64_t* next, uint64_t count, std::set<uint64_t>* confirmed) {
-    Bytes storage;
-    const uint64_t end = *next + count;
-    uint64_t sent_upto = *next;
-    int in_flight = 0;
-    while (sent_upto < end || in_flight > 0) {
-      while (in_flight < 4 && sent_upto < end) {
-        std::vector<std::string> bodies;
-        for (uint64_t id = sent_upto; id < sent_upto + 10; ++id) bodies.push_back(body_of(id));
-        if (!c.send(make_publish(1, sent_upto, bodies, &storage)).ok()) return false;
-        sent_upto += 10;
-        *next = sent_upto;
-        in_flight += 1;
-      }
-      auto f = c.read(20s);
-      if (!f.ok()) return false;
-      if (auto* conf = std::get_if<PublishConfirm>(&*f)) {
-        for (uint64_t id : conf->publishing_ids) confirmed->insert(id);
-        in_flight -= int((conf->publishing_ids.size() + 9) / 10);
-      } else if (std::holds_alternative<PublishError>(*f) ||
-                 std::holds_alternative<MetadataUpdate>(*f)) {
-        return false;
-      }
-    }
-    return true;
   }
 
   // Reads the stream from `first` on node i until every id of `want` has
@@ -181,13 +139,13 @@ TEST_F(ServeClusterTest, KillLeaderUnderLoadLosesNoConfirmedMessage) {
   {
     StreamClient c = client(leader);
     ASSERT_TRUE(declare_publisher(c, stream));
-    ASSERT_TRUE(publish(c, &next, 300, &confirmed));
+    ASSERT_TRUE(publish_numbered(c, &next, 300, &confirmed));
     // Under load: frames in flight when the leader dies; they may or may
     // not be stored, but never confirmed here.
     Bytes storage;
     for (int f = 0; f < 4; ++f) {
       std::vector<std::string> bodies;
-      for (uint64_t id = next; id < next + 10; ++id) bodies.push_back(body_of(id));
+      for (uint64_t id = next; id < next + 10; ++id) bodies.push_back(numbered_body(id));
       ASSERT_TRUE(c.send(make_publish(1, next, bodies, &storage)).ok());
       next += 10;
     }
@@ -204,7 +162,7 @@ TEST_F(ServeClusterTest, KillLeaderUnderLoadLosesNoConfirmedMessage) {
 
     StreamClient c2 = client(new_leader);
     ASSERT_TRUE(declare_publisher(c2, stream));
-    ASSERT_TRUE(publish(c2, &next, 100, &confirmed));
+    ASSERT_TRUE(publish_numbered(c2, &next, 100, &confirmed));
     EXPECT_EQ(confirmed.size(), 400u);
     auto seen = consume(new_leader, stream, confirmed);
     expect_exactly_once(seen, confirmed);
@@ -281,7 +239,7 @@ TEST_F(ServeClusterTest, FrozenLeaderStopsServingAndTheNewLeaderKeepsServing) {
   uint64_t next = 1;
   StreamClient old = client(leader);
   ASSERT_TRUE(declare_publisher(old, stream));
-  ASSERT_TRUE(publish(old, &next, 100, &confirmed));
+  ASSERT_TRUE(publish_numbered(old, &next, 100, &confirmed));
 
   cluster_->freeze(leader);
   int ask = (leader + 1) % kNodes;
@@ -313,7 +271,7 @@ TEST_F(ServeClusterTest, FrozenLeaderStopsServingAndTheNewLeaderKeepsServing) {
 
   StreamClient c2 = client(new_leader);
   ASSERT_TRUE(declare_publisher(c2, stream));
-  ASSERT_TRUE(publish(c2, &next, 100, &confirmed));
+  ASSERT_TRUE(publish_numbered(c2, &next, 100, &confirmed));
   auto seen = consume(new_leader, stream, confirmed);
   expect_exactly_once(seen, confirmed);
 

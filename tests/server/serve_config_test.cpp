@@ -114,6 +114,21 @@ TEST(ServeConfig, Cluster) {
   EXPECT_EQ(oc.ns, "ns1");
   EXPECT_EQ(oc.advertise, "h:1");
   EXPECT_EQ(oc.timing.lease_ttl_ms, 2000);
+  EXPECT_EQ(oc.timing.rebalance_after_ms, 0) << "the core's default: twice the TTL";
+
+  // Hand-over: after a set time, or never.
+  c = load_serve_config(
+      json{{"catalog", etcd_catalog()},
+           {"cluster", {{"enabled", true}, {"node_id", "a"}, {"rebalance_after_ms", 30000}}}},
+      f, no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(ownership_config(c->cluster, c->node, "h:1").timing.rebalance_after_ms, 30000);
+  c = load_serve_config(
+      json{{"catalog", etcd_catalog()},
+           {"cluster", {{"enabled", true}, {"node_id", "a"}, {"rebalance", false}}}},
+      f, no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_LT(ownership_config(c->cluster, c->node, "h:1").timing.rebalance_after_ms, 0);
 
   struct Case {
     json doc;
@@ -129,6 +144,8 @@ TEST(ServeConfig, Cluster) {
        "cluster.lease_ttl_ms"},
       {json{{"cluster", {{"lease_ttl_ms", 10}}}}, "cluster.lease_ttl_ms"},
       {json{{"cluster", {{"enabled", "yes"}}}}, "cluster.enabled"},
+      {json{{"cluster", {{"rebalance", 1}}}}, "cluster.rebalance"},
+      {json{{"cluster", {{"rebalance_after_ms", -5}}}}, "cluster.rebalance_after_ms"},
       {json{{"cluster", {{"typo", 1}}}}, "cluster.typo"},
       {json{{"cluster", 3}}, "cluster"},
   };

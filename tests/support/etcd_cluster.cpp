@@ -1,37 +1,14 @@
 #include "support/etcd_cluster.h"
 
-#include <curl/curl.h>
 #include <signal.h>
 
 #include <filesystem>
 #include <set>
 #include <thread>
 
+#include "support/http_get.h"
+
 namespace strata::test {
-
-namespace {
-
-size_t collect(char* data, size_t size, size_t n, void* user) {
-  static_cast<std::string*>(user)->append(data, size * n);
-  return size * n;
-}
-
-// GET url; the body, or "" on any failure.
-std::string http_get(const std::string& url) {
-  CURL* h = curl_easy_init();
-  std::string body;
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
-  CURLcode rc = curl_easy_perform(h);
-  curl_easy_cleanup(h);
-  return rc == CURLE_OK ? body : std::string();
-}
-
-}  // namespace
 
 std::unique_ptr<EtcdCluster> EtcdCluster::start(const std::string& dir, int members,
                                                 std::string* error) {
@@ -165,7 +142,8 @@ bool EtcdCluster::wait_healthy(int i, std::chrono::milliseconds timeout) {
   const std::string url = endpoint(i) + "/health";
   while (std::chrono::steady_clock::now() < deadline) {
     if (!members_[size_t(i)].proc.running()) return false;
-    if (http_get(url).find("\"true\"") != std::string::npos) return true;
+    if (http_get(url, std::chrono::milliseconds(1000)).find("\"true\"") != std::string::npos)
+      return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;
