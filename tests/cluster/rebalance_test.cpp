@@ -93,7 +93,10 @@ TEST(RebalanceTest, AJoiningNodeTakesItsStreamsAndNothingConfirmedIsLost) {
   EXPECT_EQ(handoffs, to_n2.size());
   if (HasFailure()) {
     for (int i = 0; i < 3; ++i) {
-      std::cout << "--- node " << i << "\n" << node_status(*cluster, i).dump() << "\n"
+      json st = node_status(*cluster, i);
+      std::cout << "--- node " << i << "\n"
+                << (st.is_object() && st.contains("cluster") ? st["cluster"].dump() : "no status")
+                << "\n"
                 << cluster->logs(i);
     }
   }
