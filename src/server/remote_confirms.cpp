@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace strata::server {
 
 RemoteConfirms::RemoteConfirms(int64_t timeout_ms, size_t max_waits)
@@ -18,12 +20,13 @@ std::optional<uint64_t> RemoteConfirms::add(uint64_t group, uint64_t through, bo
   return maybe_wait();
 }
 
-std::optional<uint64_t> RemoteConfirms::on_wait(uint64_t through, const Status& s, int64_t) {
+std::optional<uint64_t> RemoteConfirms::on_wait(uint64_t through, const Status& s, int64_t,
+                                                uint64_t persisted_next) {
   if (auto it = waits_.find(through); it != waits_.end()) {
     if (--it->second == 0) waits_.erase(it);
   }
   if (s.ok()) {
-    persisted_ = std::max(persisted_, through);
+    persisted_ = std::max({persisted_, through, persisted_next});
     for (Group& g : groups_) {
       if (!g.result && g.through <= persisted_) g.result = Status::OK();
     }

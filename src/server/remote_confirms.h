@@ -39,9 +39,12 @@ class RemoteConfirms {
   // batch failed or was empty): released in its turn without waiting.
   // Returns the offset to wait for when a new wait must start.
   std::optional<uint64_t> add(uint64_t group, uint64_t through, bool needs_wait, int64_t now_ms);
-  // The wait for `through` ended with `s`. Returns the offset of a new wait
-  // to start, if one is needed.
-  std::optional<uint64_t> on_wait(uint64_t through, const Status& s, int64_t now_ms);
+  // The wait for `through` ended with `s`; `persisted_next` (ok only) is
+  // where the persisted manifest ends now, which is often past `through`:
+  // every group below it is released too, not one cut later when its own
+  // wait would end. Returns the offset of a new wait to start, if needed.
+  std::optional<uint64_t> on_wait(uint64_t through, const Status& s, int64_t now_ms,
+                                  uint64_t persisted_next = 0);
   // Groups that can be released now, in order: resolved, or past their
   // deadline at `now_ms`.
   std::vector<Release> take_ready(int64_t now_ms);

@@ -286,7 +286,12 @@ void StreamAppender::start_wait(uint64_t through) {
   // unless its event loop has ended; the deadline covers that.
   opts_.uploader->await_remote(through, [self = shared_from_this(), through](Status s) {
     asio::post(self->strand_, [self, through, s = std::move(s)] {
-      if (auto w = self->remote_.on_wait(through, s, steady_ms())) self->start_wait(*w);
+      // The persist that answered may cover groups added after this wait
+      // started: they go now too.
+      const uint64_t persisted = s.ok() ? self->opts_.uploader->persisted_next() : 0;
+      if (auto w = self->remote_.on_wait(through, s, steady_ms(), persisted)) {
+        self->start_wait(*w);
+      }
       self->release_remote();
     });
   });

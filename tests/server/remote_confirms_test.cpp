@@ -47,6 +47,25 @@ TEST(ServerRemoteConfirms, WaitsAreCoalescedAndOnePersistReleasesEveryGroupBelow
   EXPECT_EQ(rc.pending(), 0u);
 }
 
+// A persist usually covers more than the wait that reported it: groups
+// whose own wait was never started (the bound) go with it, not one persist
+// later.
+TEST(ServerRemoteConfirms, AWaitReleasesEverythingThePersistedEndCovers) {
+  RemoteConfirms rc(1000, /*max_waits=*/1);
+  EXPECT_EQ(rc.add(1, 10, true, 0), std::optional<uint64_t>(10));
+  EXPECT_FALSE(rc.add(2, 20, true, 1).has_value());
+  EXPECT_FALSE(rc.add(3, 30, true, 2).has_value());
+  EXPECT_FALSE(rc.add(4, 40, true, 3).has_value());
+  // The manifest now ends at 35: groups 1-3 are persisted.
+  EXPECT_EQ(rc.on_wait(10, Status::OK(), 4, 35), std::optional<uint64_t>(40));
+  EXPECT_EQ(ids(rc.take_ready(4)), (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(rc.persisted_through(), 35u);
+  // A group at or below it needs no wait at all.
+  EXPECT_FALSE(rc.add(5, 33, true, 5).has_value());
+  rc.on_wait(40, Status::OK(), 6, 40);
+  EXPECT_EQ(ids(rc.take_ready(6)), (std::vector<uint64_t>{4, 5}));
+}
+
 TEST(ServerRemoteConfirms, ReleasesStayInAddOrderEvenWhenALaterGroupResolvesFirst) {
   RemoteConfirms rc(1000);
   rc.add(1, 10, true, 0);
