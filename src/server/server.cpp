@@ -214,24 +214,16 @@ void Server::stream_lost(const std::string& name) {
 }
 
 void Server::stream_handing_off(const std::string& name) {
-  std::shared_ptr<ServedStream> s;
-  {
-    std::lock_guard l(mu_);
-    auto it = streams_.find(name);
-    if (it == streams_.end()) return;
-    s = it->second;
-    streams_.erase(it);
-  }
-  s->retire();
   // What is appended before the node persists the stream is handed over
   // with it; nothing may be appended after.
-  if (!s->appender().wait_idle(std::chrono::seconds(10))) {
-    spdlog::warn("serve: stream {}: appends still running 10 s into its hand-over", name);
-  }
-  for (auto& c : s->watchers()) c->stream_gone(name);
+  retire_served(name, /*drain=*/true);
 }
 
 void Server::stream_deleted(const std::string& name) {
+  retire_served(name, /*drain=*/false);
+}
+
+void Server::retire_served(const std::string& name, bool drain) {
   std::shared_ptr<ServedStream> s;
   {
     std::lock_guard l(mu_);
@@ -241,6 +233,9 @@ void Server::stream_deleted(const std::string& name) {
     streams_.erase(it);
   }
   s->retire();
+  if (drain && !s->appender().wait_idle(std::chrono::seconds(10))) {
+    spdlog::warn("serve: stream {}: appends still running 10 s after it was retired", name);
+  }
   for (auto& c : s->watchers()) c->stream_gone(name);
 }
 

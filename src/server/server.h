@@ -132,6 +132,10 @@ class Server {
   nlohmann::json status_json() const;
 
  private:
+  // Drops the served stream (appender stopped, clients told with a
+  // MetadataUpdate); with `drain`, first waits (at most 10 s) for the
+  // appends in flight.
+  void retire_served(const std::string& name, bool drain);
   explicit Server(ServeConfig cfg);
   void accept();
   // Under sac_mu_: sends `effects` and arms sac_timer_ for the groups' next

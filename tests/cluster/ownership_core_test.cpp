@@ -398,6 +398,14 @@ struct Rebalance {
     if (fx.keepalive) c.on(ev::KeepaliveDone{*fx.keepalive, true, false, ""}, 1000);
     now = 1000;
   }
+
+  // setup(), then time goes on until the first hand-off: its stream.
+  std::string first_handoff() {
+    setup();
+    auto handed = live_until(c, 1250, 7000);
+    EXPECT_EQ(handed.size(), 1u);
+    return handed.empty() ? std::string() : handed[0];
+  }
 };
 
 TEST(OwnershipCore, StreamsAreHandedOneAtATimeToAFirstChoiceRegisteredLongEnough) {
@@ -429,10 +437,9 @@ TEST(OwnershipCore, StreamsAreHandedOneAtATimeToAFirstChoiceRegisteredLongEnough
 
 TEST(OwnershipCore, AFailedHandoffKeepsServingOrOpensAgainAndIsRetriedLater) {
   Rebalance r;
-  r.setup();
+  std::vector<std::string> handed{r.first_handoff()};
+  ASSERT_FALSE(handed[0].empty());
   auto& c = r.c;
-  auto handed = live_until(c, 1250, 7000);
-  ASSERT_EQ(handed.size(), 1u);
   // Failed before closing (the persist did not finish): served again.
   auto fx = c.on(ev::HandoffDone{handed[0], 7, false, false, "timeout"}, 7100);
   EXPECT_TRUE(c.serving(handed[0]));
@@ -456,10 +463,9 @@ TEST(OwnershipCore, AFailedHandoffKeepsServingOrOpensAgainAndIsRetriedLater) {
 // still counted once.
 TEST(OwnershipCore, AHandoffSeenFirstInTheViewIsCountedOnce) {
   Rebalance r;
-  r.setup();
+  std::vector<std::string> handed{r.first_handoff()};
+  ASSERT_FALSE(handed[0].empty());
   auto& c = r.c;
-  auto handed = live_until(c, 1250, 7000);
-  ASSERT_EQ(handed.size(), 1u);
   const std::string other = handed[0] == r.x ? r.y : r.x;
   std::map<std::string, OwnerRecord> owners{{other, {"a", 7}}, {r.z, {"a", 7}}};
   c.on(view(9, r.nodes, {r.x, r.y, r.z}, owners), 7100);
