@@ -514,7 +514,17 @@ Result<std::unique_ptr<tier::StreamReader>> Node::open_reader(const std::string&
                                                               const log::OffsetSpec& spec,
                                                               tier::StreamReaderOptions opts) {
   STRATA_ASSIGN_OR_RETURN(auto log, stream(name));
-  return tier::StreamReader::open(std::move(log), tier_context(name), spec, opts);
+  auto r = tier::StreamReader::open(log, tier_context(name), spec, opts);
+  // Just opened (a takeover, a hand-over, a restart): its uploader may still
+  // be loading the persisted manifest that remote offsets need. A reader
+  // asked for them then waits for it (at most 5 s) instead of failing.
+  for (int i = 0; i < 200 && !r.ok() && r.code() == Errc::unavailable; ++i) {
+    auto up = uploader(name);
+    if (!up || up->state() != tier::UploaderState::starting) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    r = tier::StreamReader::open(log, tier_context(name), spec, opts);
+  }
+  return r;
 }
 
 Result<std::shared_ptr<log::StreamLog>> Node::stream(const std::string& name) {

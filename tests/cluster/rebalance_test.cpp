@@ -35,7 +35,7 @@ TEST(RebalanceTest, AJoiningNodeTakesItsStreamsAndNothingConfirmedIsLost) {
   auto cluster = ServeCluster::start(dir.path(), o, &err);
   ASSERT_NE(cluster, nullptr) << err;
   // n2 leaves (a graceful stop revokes its lease at once).
-  ASSERT_EQ(cluster->stop(2), 0);
+  ASSERT_EQ(cluster->stop(2), 0) << cluster->logs(2);
 
   // Streams whose first choice among all three is n2, and others.
   const std::vector<std::string> ids{"n0", "n1", "n2"};
@@ -79,6 +79,7 @@ TEST(RebalanceTest, AJoiningNodeTakesItsStreamsAndNothingConfirmedIsLost) {
     Received got;
     read_numbered_until(c, kSub, &got, 60s,
                         [&](const Received& g) { return has_all(g, confirmed[s]); });
+    EXPECT_FALSE(got.metadata_update) << "the subscription on node " << l << " was ended";
     expect_exactly_once(got, confirmed[s]);
     EXPECT_EQ(confirmed[s].size(), 400u);
   }
@@ -97,7 +98,7 @@ TEST(RebalanceTest, AJoiningNodeTakesItsStreamsAndNothingConfirmedIsLost) {
       std::cout << "--- node " << i << "\n"
                 << (st.is_object() && st.contains("cluster") ? st["cluster"].dump() : "no status")
                 << "\n"
-                << cluster->logs(i);
+                << cluster->logs(i) << cluster->node(i).process().stdout_text();
     }
   }
 }

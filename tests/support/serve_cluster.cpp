@@ -96,7 +96,20 @@ std::optional<int> ServeCluster::stop(int i, std::chrono::milliseconds timeout) 
   auto& n = nodes_[size_t(i)];
   set_state(i, State::down);
   n.process().kill(SIGCONT);
-  return n.stop(timeout);
+  auto st = n.stop(timeout);
+  if (!st) {
+    // A stop that hangs is a bug: keep every thread's stack for the
+    // failure message (logs(i)), then kill it.
+    if (have_program("gdb")) {
+      hang_stacks_ = run({"gdb", "-batch", "-ex", "thread apply all bt", "-p",
+                          std::to_string(n.process().pid())},
+                         {}, std::chrono::seconds(60))
+                         .output;
+    }
+    n.process().kill(SIGKILL);
+    n.process().wait(std::chrono::seconds(10));
+  }
+  return st;
 }
 
 bool ServeCluster::restart(int i, std::string* error) {
@@ -110,6 +123,8 @@ bool ServeCluster::restart(int i, std::string* error) {
 std::string ServeCluster::logs(int i) {
   std::string err = nodes_[size_t(i)].process().stderr_text();
   if (err.size() > 4000) err = "..." + err.substr(err.size() - 4000);
+  if (!hang_stacks_.empty())
+    err += "\n--- stacks of the last node whose stop hung:\n" + hang_stacks_;
   return err;
 }
 

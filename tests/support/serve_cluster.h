@@ -71,11 +71,14 @@ class ServeCluster {
   void kill(int i);    // SIGKILL and reap
   void freeze(int i);  // SIGSTOP
   void thaw(int i);    // SIGCONT
-  // SIGTERM (after a SIGCONT) and wait; the exit status.
+  // SIGTERM (after a SIGCONT) and wait; the exit status. A node that does
+  // not exit in time has its threads' stacks taken (gdb, for logs()) and is
+  // killed.
   std::optional<int> stop(int i, std::chrono::milliseconds timeout = std::chrono::seconds(20));
   // Starts a node that is not running (killed or stopped) again on its data
   // directory and configuration; false with *error if it does not listen.
   bool restart(int i, std::string* error);
+  // Node i's stderr (the last 4000 bytes), and the stacks of a hung stop.
   std::string logs(int i);
 
   // --- etcd ---
@@ -133,6 +136,7 @@ class ServeCluster {
 
   mutable std::mutex mu_;  // nodes_[i] reassigned at a restart; states_
   std::vector<State> states_;
+  std::string hang_stacks_;
 };
 
 }  // namespace strata::test
