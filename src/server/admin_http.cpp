@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <atomic>
 #include <charconv>
+#include <chrono>
+#include <memory>
+#include <thread>
 
 namespace strata::server {
 
@@ -59,8 +63,21 @@ Result<std::unique_ptr<AdminHttp>> AdminHttp::start(const std::string& listen,
                                        listen));
   }
   a->port_ = port;
-  a->thread_ = std::thread([impl = a->impl_.get()] { impl->svr.listen_after_bind(); });
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  a->thread_ = std::thread([impl = a->impl_.get(), ended] {
+    impl->svr.listen_after_bind();
+    ended->store(true);
+  });
   // Bound already: connections wait in the backlog until the thread accepts.
+  // But httplib's stop() only stops a server whose listen loop runs: a stop
+  // before the thread got there (a SIGTERM right after start, on a loaded
+  // machine) was lost and the join hung. So return once it runs (or ended).
+  while (!svr.is_running() && !ended->load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (ended->load()) {
+    return Error(Errc::io, fmt::format("http: the listener on {} stopped at once", listen));
+  }
   return a;
 }
 

@@ -4,7 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "common/fs.h"
 #include "node/node.h"
@@ -251,6 +256,35 @@ TEST(NodeCli, StatusListsPendingDeletions) {
   EXPECT_TRUE(contains(r.output, "deleting gone: blocked")) << r.output;
   (*http)->stop();
   ASSERT_OK((*n)->close());
+}
+
+// A stop right after start (a SIGTERM as `strata serve` comes up) stops
+// the endpoint: httplib ignores a stop before its listen loop runs, so
+// start returns only once it does — before, the join in stop() hung.
+TEST(NodeCli, AnAdminEndpointStoppedRightAfterStartStops) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  int rounds = 0;
+  std::thread t([&] {
+    for (; rounds < 300; ++rounds) {
+      auto http = server::AdminHttp::start("127.0.0.1:0", {[] { return ""; }, [] { return ""; }});
+      if (!http.ok()) break;
+      (*http)->stop();
+    }
+    std::lock_guard l(mu);
+    done = true;
+    cv.notify_all();
+  });
+  std::unique_lock l(mu);
+  if (!cv.wait_for(l, std::chrono::seconds(60), [&] { return done; })) {
+    // The stop hung: nothing can unblock the thread, so end here.
+    std::fprintf(stderr, "AdminHttp::stop hung in round %d\n", rounds);
+    std::_Exit(1);
+  }
+  l.unlock();
+  t.join();
+  EXPECT_EQ(rounds, 300);
 }
 
 // `strata stream create` with the stream arguments as flags, then `strata
