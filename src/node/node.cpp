@@ -433,13 +433,19 @@ Status Node::hand_off_stream(const std::string& name, std::chrono::milliseconds 
     if (it == streams_.end()) {
       return Error(Errc::not_found, fmt::format("stream {} is not open on this node", name));
     }
+    if (!it->second.uploader) {
+      return Error(Errc::unsupported,
+                   fmt::format("stream {} is not tiered: nothing would carry its data to another "
+                               "node, so it is not handed over",
+                               name));
+    }
     e = it->second;
     streams_.erase(it);
   }
   if (hidden) hidden();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   Status st;
-  while (e.uploader) {
+  for (;;) {
     const uint64_t target = e.log->committed_next();
     auto p = std::make_shared<std::promise<Status>>();
     auto f = p->get_future();

@@ -229,6 +229,13 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
                              "\"{}\"",
                              cfg.node.catalog_backend));
     }
+    // Another node recovers a stream from the bucket alone (a takeover, a
+    // hand-over): without tiering there would be nothing to recover.
+    if (!cfg.node.tiering.enabled) {
+      return bad("cluster.enabled",
+                 "a cluster needs tiering (tiering.enabled true): streams "
+                 "move between nodes through the object store");
+    }
     if (auto st = cluster::validate(ownership_config(cfg.cluster, cfg.node, "")); !st.ok()) {
       return Error(Errc::invalid_argument, "serve config: " + st.error().message);
     }
