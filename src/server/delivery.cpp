@@ -229,6 +229,7 @@ void Delivery::stop() {
   if (stopped_) return;
   stopped_ = true;
   queue_.clear();
+  queued_chunks_ = 0;
   if (listener_ != 0) log_->unsubscribe(listener_);
   listener_ = 0;
 }
@@ -279,19 +280,32 @@ void Delivery::arm_limit_wait(uint64_t next_offset) {
 
 void Delivery::pump() {
   if (stopped_) return;
-  if (!sending_ && !queue_.empty()) send_next();
+  // Frames go out within the credit: a frame of k chunks takes k.
+  if (!sending_ && !queue_.empty() && credit_ >= queue_.front()->chunks) send_next();
   if (queue_.empty() && !sending_ && pending_error_) {
     Error e = std::move(*pending_error_);
     pending_error_.reset();
     return fail(e);
   }
-  if (!reading_ && !caught_up_ && !pending_error_ && queue_.empty() && credit_ > 0) start_read();
+  if (reading_ || caught_up_ || pending_error_) return;
+  if (credit_ > queued_chunks_) {
+    start_read(std::min(credit_ - queued_chunks_, opts_.batch_chunks));
+  } else if (queued_chunks_ == 0) {
+    // No credit left: read the next chunk ahead, so that the next credit is
+    // answered at once rather than after a read on the pool — a client
+    // that grants one credit per chunk it has processed (the JavaScript
+    // client's default) waits for each. At most one chunk is held so.
+    st_.read_ahead += 1;
+    start_read(1);
+  }
 }
 
 void Delivery::send_next() {
   sending_ = true;
   auto f = queue_.front();
   queue_.pop_front();
+  credit_ -= f->chunks;
+  queued_chunks_ -= f->chunks;
   std::weak_ptr<Delivery> weak = weak_from_this();
   Strand st = strand_;
   sink_->send(f, [weak, st, f](std::error_code ec) {
@@ -313,10 +327,9 @@ void Delivery::send_next() {
   });
 }
 
-void Delivery::start_read() {
+void Delivery::start_read(uint32_t n) {
   reading_ = true;
   st_.read_jobs += 1;
-  const uint32_t n = std::min(credit_, opts_.batch_chunks);
   auto src = src_;
   DeliveryOptions o = opts_;
   std::weak_ptr<Delivery> weak = weak_from_this();
@@ -330,7 +343,7 @@ void Delivery::start_read() {
         if (self->stopped_) return;
         if (out.end != TaskEnd::completed) return self->fail(out.error);
         ReadBatch& b = *out.value;
-        self->credit_ -= b.chunks;
+        self->queued_chunks_ += b.chunks;
         self->st_.skipped_chunks += b.skipped;
         self->st_.crc_computed += b.crc_computed;
         self->st_.sendfile_chunks += b.sendfile;

@@ -34,7 +34,10 @@
 // happens on the event loop. A caught-up delivery holds no thread: it
 // waits for the log's commit listener. Memory: at most one batch being
 // sent and one being read, each at most batch_bytes of in-memory bodies
-// plus one chunk, and never more chunks than the credit.
+// plus one chunk, and never more chunks than the credit — but for one
+// chunk read ahead when the credit is used up, so that the next credit is
+// answered without a read on the pool (clients granting one credit per
+// processed chunk wait for each). Credit is taken when a frame is sent.
 #pragma once
 
 #include <sys/sendfile.h>
@@ -138,6 +141,7 @@ struct DeliveryStats {
   uint64_t read_jobs = 0;
   uint64_t wakeups = 0;      // caught up, then woken by a commit
   uint64_t limit_waits = 0;  // stopped at the delivery limit, waiting for it to move
+  uint64_t read_ahead = 0;   // read jobs started with the credit used up (one chunk each)
 };
 
 class Delivery : public std::enable_shared_from_this<Delivery> {
@@ -173,7 +177,8 @@ class Delivery : public std::enable_shared_from_this<Delivery> {
  private:
   Delivery(Strand strand, TaskContext tasks, DeliveryOptions opts);
   void pump();
-  void start_read();
+  // Reads up to `n` chunks on the pool.
+  void start_read(uint32_t n);
   void send_next();
   void fail(const Error& e);
   void arm_wait(uint64_t next_offset);
@@ -191,6 +196,7 @@ class Delivery : public std::enable_shared_from_this<Delivery> {
   std::function<void(const Error&)> on_error_;
   std::deque<std::shared_ptr<const ChunkFrame>> queue_;
   uint32_t credit_ = 0;
+  uint32_t queued_chunks_ = 0;  // chunks in queue_, read but not yet sent
   bool reading_ = false;
   bool sending_ = false;
   bool stopped_ = false;

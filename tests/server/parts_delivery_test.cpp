@@ -317,8 +317,8 @@ TEST_F(DeliveryTest, CreditAndWakeUp) {
     EXPECT_EQ(w->chunk_id, chunks[size_t(i)].first.first_offset);
     EXPECT_GE(w->committed, w->chunk_id);
   }
-  // No fourth frame without credit: the delivery is idle (no read job, no
-  // frame in flight) and the socket holds nothing.
+  // No fourth frame without credit: no frame in flight (one chunk may be
+  // read ahead) and the socket holds nothing.
   on_strand([&] { EXPECT_EQ(d->credit(), 0u); });
   char probe;
   EXPECT_EQ(::recv(b_.native_handle(), &probe, 1, MSG_DONTWAIT), -1);
@@ -480,6 +480,44 @@ TEST_F(DeliveryTest, ASubscriptionAtTheLimitWaitsForIt) {
   ASSERT_TRUE(w);
   EXPECT_EQ(w->chunk_id, 15u);
   on_strand([&] { d->stop(); });
+}
+
+// With the credit used up, one chunk is read ahead: it is not sent (the
+// credit rules), and goes out as soon as one credit arrives. Never more
+// frames than credits reach the socket.
+TEST_F(DeliveryTest, OneChunkIsReadAheadWhenTheCreditIsUsedUp) {
+  append(5, 5, 50);
+  auto chunks = log_chunks();
+  ASSERT_EQ(chunks.size(), 5u);
+  for (int located = 0; located < 2; ++located) {
+    SCOPED_TRACE(located ? "located" : "memory");
+    DeliveryOptions o;
+    o.use_sendfile = located == 1;
+    o.sendfile_min_bytes = 0;
+    auto d = start(log::OffsetSpec::first(), o, 1);
+    auto w = read_frame(b_.native_handle());
+    ASSERT_TRUE(w);
+    EXPECT_EQ(w->chunk_id, chunks[0].first.first_offset);
+    DeliveryStats st;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    do {
+      on_strand([&] { st = d->stats(); });
+    } while (st.read_ahead == 0 && std::chrono::steady_clock::now() < deadline);
+    EXPECT_EQ(st.read_ahead, 1u);
+    EXPECT_FALSE(readable_within(b_.native_handle(), 200)) << "a chunk went out without credit";
+    for (size_t i = 1; i < chunks.size(); ++i) {
+      on_strand([&] { d->add_credit(1); });
+      w = read_frame(b_.native_handle());
+      ASSERT_TRUE(w);
+      EXPECT_EQ(w->chunk_id, chunks[i].first.first_offset);
+      EXPECT_EQ(w->data, chunks[i].second);
+      EXPECT_FALSE(readable_within(b_.native_handle(), 50)) << "more frames than credits";
+    }
+    on_strand([&] {
+      EXPECT_EQ(d->credit(), 0u);
+      d->stop();
+    });
+  }
 }
 
 // From an offset inside a chunk: the whole chunk is delivered (the client
