@@ -92,6 +92,10 @@ Status ClusterOffsets::flush(std::chrono::milliseconds timeout) {
 
 void ClusterOffsets::stream_removed(std::string_view stream) {
   std::lock_guard l(mu_);
+  for (auto it = revs_.lower_bound(Key(stream, ""));
+       it != revs_.end() && it->first.first == stream;) {
+    it = revs_.erase(it);
+  }
   for (auto it = slots_.lower_bound(Key(stream, ""));
        it != slots_.end() && it->first.first == stream;) {
     if (it->second.in_flight) {
@@ -135,16 +139,56 @@ void ClusterOffsets::run() {
     const uint64_t value = next->second.value, version = next->second.version;
     next->second.in_flight = true;
     cursor = k;
+    std::optional<int64_t> rev;
+    if (auto known = revs_.find(k); known != revs_.end()) rev = known->second;
     l.unlock();
-    etcd::TxnRequest t;
-    t.compare.push_back(etcd::Compare::revision(catalog::etcd_entry_key(opts_.ns, k.first),
-                                                etcd::CompareTarget::create_revision,
-                                                etcd::CompareOp::greater, 0));
-    t.success.push_back(etcd::PutOp{key_of(k), std::to_string(value), 0});
-    auto r = client_->txn(t);
+    const std::string key = key_of(k);
+    const std::string entry = catalog::etcd_entry_key(opts_.ns, k.first);
+    // The write applies only over the key's revision as last seen, so an
+    // attempt etcd applies late (one retried across a leader election can
+    // land after a later write: etcd_client_test saw it) finds the key moved
+    // on and changes nothing — an offset never goes back that way. First
+    // write of a key here: its revision is read first.
+    Result<etcd::TxnResponse> r = Error(Errc::internal, "not sent");
+    if (!rev) {
+      auto got = client_->range(key);
+      if (got.ok()) {
+        rev = got->kvs.empty() ? 0 : got->kvs[0].mod_revision;
+      } else {
+        r = std::move(got).error();
+      }
+    }
+    if (rev) {
+      etcd::TxnRequest t;
+      t.compare.push_back(etcd::Compare::revision(entry, etcd::CompareTarget::create_revision,
+                                                  etcd::CompareOp::greater, 0));
+      t.compare.push_back(etcd::Compare::revision(key, etcd::CompareTarget::mod_revision,
+                                                  etcd::CompareOp::equal, *rev));
+      t.success.push_back(etcd::PutOp{key, std::to_string(value), 0});
+      t.failure.push_back(etcd::RangeOp{entry, ""});
+      t.failure.push_back(etcd::RangeOp{key, ""});
+      r = client_->txn(t);
+    }
     l.lock();
+    bool moved_on = false;
+    if (r.ok()) {
+      if (r->succeeded) {
+        revs_[k] = r->revision;
+      } else if (r->ranges.size() == 2 && !r->ranges[0].kvs.empty()) {
+        // Written meanwhile (another node, or a late attempt of ours):
+        // write over its revision, at once.
+        revs_[k] = r->ranges[1].kvs.empty() ? 0 : r->ranges[1].kvs[0].mod_revision;
+        moved_on = true;
+        stats_.conflicts += 1;
+      } else {
+        revs_.erase(k);
+      }
+    } else {
+      // What etcd holds now is unknown: read it before the next write.
+      revs_.erase(k);
+    }
     auto it = slots_.find(k);
-    if (it != slots_.end()) {
+    if (it != slots_.end() && !moved_on) {
       Slot& s = it->second;
       s.in_flight = false;
       if (r.ok()) {
@@ -160,8 +204,10 @@ void ClusterOffsets::run() {
         if (s.written >= s.version) slots_.erase(it);
       } else {
         stats_.write_failures += 1;
-        spdlog::warn("cluster offsets: writing {}: {}; retrying", key_of(k), r.error().to_string());
+        spdlog::warn("cluster offsets: writing {}: {}; retrying", key, r.error().to_string());
       }
+    } else if (it != slots_.end()) {
+      it->second.in_flight = false;
     }
     cv_.notify_all();
     if (!r.ok() && !stopping_) cv_.wait_for(l, opts_.retry, [&] { return stopping_; });

@@ -9,9 +9,13 @@
 // at most one write per key is in flight and stores that arrive meanwhile
 // coalesce into the next write: the latest wins, a consumer storing after
 // every message costs one etcd write per round trip, not per store. A
-// write is a txn `If create_revision(<ns>/streams/<stream>) > 0 Then put`,
-// so no offset is left for a stream deleted meanwhile. A failed write is
-// retried after `retry` with the value current then.
+// write is a txn `If create_revision(<ns>/streams/<stream>) > 0 and
+// mod_revision(key) == <as last seen> Then put`: no offset is left for a
+// stream deleted meanwhile, and an attempt etcd applies late (retried
+// across a leader election) cannot overwrite a newer value. A key written
+// meanwhile by another node is written again over its new revision (the
+// latest store wins, as before). A failed write is retried after `retry`
+// with the value current then.
 //
 // Reading. query() answers this node's newest value if it is not written
 // yet, else reads the key (a linearizable etcd read): so any node answers
@@ -53,6 +57,7 @@ struct ClusterOffsetsStats {
   uint64_t writes = 0;          // etcd writes that succeeded
   uint64_t write_failures = 0;  // retried
   uint64_t dropped = 0;         // values of streams that no longer exist
+  uint64_t conflicts = 0;       // the key moved on since last seen: written again over it
 };
 
 class ClusterOffsets {
@@ -102,6 +107,9 @@ class ClusterOffsets {
   mutable std::mutex mu_;
   std::condition_variable cv_;  // a store, a write ended, stopping
   std::map<Key, Slot> slots_;
+  // Each key's mod_revision as this node last saw it (its own write's, or
+  // a conflict's): writes compare it.
+  std::map<Key, int64_t> revs_;
   bool stopping_ = false;
   bool closed_ = false;
   ClusterOffsetsStats stats_;

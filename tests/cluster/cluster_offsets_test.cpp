@@ -67,6 +67,33 @@ TEST_F(ClusterOffsetsTest, TheLatestStoreWinsAndEveryNodeReadsIt) {
   EXPECT_EQ(a_->query("s", "other/ref").value(), std::optional<uint64_t>(3));
 }
 
+// A write applies only over the key's revision as last seen: a late
+// attempt (what a put retried across an etcd leader election can be) does
+// not overwrite a newer value, and a key another node wrote meanwhile is
+// written again over its new revision — the latest store wins.
+TEST_F(ClusterOffsetsTest, WritesCompareTheRevisionLastSeen) {
+  ASSERT_OK(catalog_->create("s", 1));
+  ASSERT_OK(a_->store("s", "app", 100));
+  ASSERT_OK(a_->flush(10s));
+  // Node b writes the key: a's revision is stale now.
+  ASSERT_OK(b_->store("s", "app", 500));
+  ASSERT_OK(b_->flush(10s));
+  ASSERT_OK(a_->store("s", "app", 200));
+  ASSERT_OK(a_->flush(10s));
+  EXPECT_EQ(b_->query("s", "app").value(), std::optional<uint64_t>(200));
+  EXPECT_EQ(a_->stats().conflicts, 1u);
+  // A late attempt of a's first write — the same txn: the key did not
+  // exist then (mod_revision 0) — changes nothing.
+  etcd::TxnRequest late;
+  late.compare.push_back(etcd::Compare::revision(
+      "co/offsets/s/app", etcd::CompareTarget::mod_revision, etcd::CompareOp::equal, 0));
+  late.success.push_back(etcd::PutOp{"co/offsets/s/app", "100", 0});
+  auto r = client_->txn(late);
+  ASSERT_OK(r);
+  EXPECT_FALSE(r->succeeded);
+  EXPECT_EQ(b_->query("s", "app").value(), std::optional<uint64_t>(200));
+}
+
 TEST_F(ClusterOffsetsTest, OffsetsGoWithTheStreamAndNeverOutliveIt) {
   // No stream: the write's existence compare fails, the value is dropped.
   ASSERT_OK(a_->store("ghost", "app", 9));
