@@ -408,6 +408,14 @@ bool readable_within(int fd, int ms) {
   return ::poll(&p, 1, ms) == 1;
 }
 
+// The located path (every local chunk by sendfile) or the in-memory one.
+DeliveryOptions path_options(int located) {
+  DeliveryOptions o;
+  o.use_sendfile = located == 1;
+  o.sendfile_min_bytes = 0;
+  return o;
+}
+
 // A limit (confirm = remote: the persisted end) holds back the chunks at
 // and above it, whatever the credit and the log hold, on both paths; the
 // delivery goes on when it moves, and ends with the wait's error.
@@ -419,10 +427,7 @@ TEST_F(DeliveryTest, ALimitHoldsBackChunksUntilItMoves) {
     SCOPED_TRACE(located ? "located" : "memory");
     auto limit = std::make_shared<ManualLimit>();
     limit->set(chunks[4].first.first_offset);
-    DeliveryOptions o;
-    o.use_sendfile = located == 1;
-    o.sendfile_min_bytes = 0;
-    auto d = start(log::OffsetSpec::first(), o, 100, limit);
+    auto d = start(log::OffsetSpec::first(), path_options(located), 100, limit);
     for (size_t i = 0; i < 4; ++i) {
       auto w = read_frame(b_.native_handle());
       ASSERT_TRUE(w);
@@ -491,10 +496,7 @@ TEST_F(DeliveryTest, OneChunkIsReadAheadWhenTheCreditIsUsedUp) {
   ASSERT_EQ(chunks.size(), 5u);
   for (int located = 0; located < 2; ++located) {
     SCOPED_TRACE(located ? "located" : "memory");
-    DeliveryOptions o;
-    o.use_sendfile = located == 1;
-    o.sendfile_min_bytes = 0;
-    auto d = start(log::OffsetSpec::first(), o, 1);
+    auto d = start(log::OffsetSpec::first(), path_options(located), 1);
     auto w = read_frame(b_.native_handle());
     ASSERT_TRUE(w);
     EXPECT_EQ(w->chunk_id, chunks[0].first.first_offset);
