@@ -439,9 +439,24 @@ Status Node::hand_off_stream(const std::string& name, std::chrono::milliseconds 
                                "node, so it is not handed over",
                                name));
     }
+    if (closed_) return Error(Errc::closed, "node closed");
     e = it->second;
+    handing_off_[name] = e;
     streams_.erase(it);
   }
+  // Ends the hand-over: the stream closed here unless it was put back.
+  auto finish = [&](bool close_it) {
+    if (close_it) {
+      if (e.hooks) e.hooks->detach();
+      e.uploader->close();
+      if (Status s = e.log->close(); !s.ok()) {
+        spdlog::warn("node: stream {}: closing its log: {}", name, s.to_string());
+      }
+    }
+    std::lock_guard l(mu_);
+    handing_off_.erase(name);
+    handoff_cv_.notify_all();
+  };
   if (hidden) hidden();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   Status st;
@@ -463,15 +478,18 @@ Status Node::hand_off_stream(const std::string& name, std::chrono::milliseconds 
     if (!st.ok() || e.log->committed_next() == target) break;
   }
   if (!st.ok()) {
-    std::lock_guard l(mu_);
-    if (!closed_ && !streams_.count(name)) streams_[name] = e;
+    bool put_back = false;
+    {
+      std::lock_guard l(mu_);
+      if (!closed_ && !streams_.count(name)) {
+        streams_[name] = e;
+        put_back = true;
+      }
+    }
+    finish(!put_back);
     return std::move(st).error().with_context("handing stream " + name + " over");
   }
-  if (e.hooks) e.hooks->detach();
-  if (e.uploader) e.uploader->close();
-  if (Status s = e.log->close(); !s.ok()) {
-    spdlog::warn("node: stream {}: closing its log: {}", name, s.to_string());
-  }
+  finish(true);
   return Status::OK();
 }
 
@@ -589,16 +607,27 @@ Status Node::flush(const std::string& name, std::chrono::milliseconds timeout) {
 }
 
 Status Node::close() {
-  std::map<std::string, StreamEntry> streams;
+  std::map<std::string, StreamEntry> streams, handing_off;
   {
     std::lock_guard l(mu_);
     if (closed_) return Status::OK();
     closed_ = true;
     streams.swap(streams_);
+    handing_off = handing_off_;
   }
   for (auto& [name, e] : streams) {
     if (e.hooks) e.hooks->detach();
     if (e.uploader) e.uploader->close();
+  }
+  // A hand-over in progress waits on its uploader: closed, the wait ends at
+  // once and the hand-over closes its stream; wait for that, so that none
+  // runs on past the node.
+  for (auto& [name, e] : handing_off) e.uploader->close();
+  {
+    std::unique_lock l(mu_);
+    if (!handoff_cv_.wait_for(l, std::chrono::seconds(30), [&] { return handing_off_.empty(); })) {
+      spdlog::warn("node: {} stream hand-over(s) still running at close", handing_off_.size());
+    }
   }
   // In-flight tasks: given the pool's grace to finish, then abandoned. Only
   // then the event loop stops (their outcomes are dropped), then the logs

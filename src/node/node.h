@@ -271,6 +271,10 @@ class Node {
 
   mutable std::mutex mu_;
   std::map<std::string, StreamEntry> streams_;
+  // Streams being handed over (hand_off_stream): hidden from streams_, but
+  // close() still stops their uploaders and waits for the hand-over to end.
+  std::map<std::string, StreamEntry> handing_off_;
+  std::condition_variable handoff_cv_;  // a hand-over ended
   std::map<std::string, Deletion> deletions_;
   std::deque<std::string> deletion_queue_;  // markers found at open, run one at a time
   std::string background_;                  // the stream whose queued run is in progress

@@ -56,6 +56,30 @@ TEST(Node, CreateUploadFlushAndStatus) {
   ASSERT_OK(n->close());
 }
 
+// A hand-over (cluster rebalancing) hides the stream before anything else,
+// persists everything committed — also what is appended while it runs —
+// and closes it; a stream that is not open is refused.
+TEST(Node, HandOffPersistsEverythingCommittedThenClosesTheStream) {
+  TempDir tmp;
+  auto n = open_node(tmp.path());
+  ASSERT_TRUE(n);
+  auto log = n->create_stream("s1");
+  ASSERT_OK(log);
+  uint64_t next = append_values(**log, 100);
+  bool hidden_first = false;
+  ASSERT_OK(n->hand_off_stream("s1", std::chrono::seconds(30), [&] {
+    hidden_first = !n->stream("s1").ok();
+    // An append still in flight when the server stopped taking new ones.
+    next = append_values(**log, 20);
+  }));
+  EXPECT_TRUE(hidden_first) << "the stream was still served when the hand-over began";
+  EXPECT_FALSE(n->stream("s1").ok());
+  expect_all(read_remote(n->store(), n->catalog(), "t", "s1"), next);
+  EXPECT_EQ(next, 1200u);
+  EXPECT_EQ(n->hand_off_stream("s1", std::chrono::seconds(1), nullptr).code(), Errc::not_found);
+  ASSERT_OK(n->close());
+}
+
 TEST(Node, RestartContinuesWithNoGapAndNoDuplicate) {
   TempDir tmp;
   uint64_t next = 0;
