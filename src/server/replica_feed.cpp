@@ -192,16 +192,7 @@ void ReplicaFeed::read_remote() {
           src->keys = std::move(k).value();
         }
         if (src->start) {
-          tier::RemoteReaderDeps d;
-          d.store = ctx.store;
-          d.pool = ctx.pool;
-          d.groups = ctx.cache->groups().fetcher(*ctx.store, *src->keys);
-          d.range_bytes = std::max<uint64_t>(ro.range_bytes, 1);
-          d.verify_crc = ro.verify_crc;
-          d.prefetch.budget_bytes = ro.prefetch_bytes;
-          d.prefetch.max_in_flight = std::max<uint32_t>(ro.max_ranges_in_flight, 1);
-          d.prefetch.deadline = ro.request_deadline;
-          d.prefetch.transient_retries = ro.transient_retries;
+          auto d = tier::remote_reader_deps(ctx, ro, *src->keys);
           auto r = tier::RemoteReader::open(std::move(d), *src->keys, src->manifest, *src->start);
           if (!r.ok()) {
             b.error = r.error();

@@ -43,21 +43,6 @@ class StreamReader::Impl {
 
 namespace {
 
-RemoteReaderDeps deps_for(const TierContext& ctx, const StreamReaderOptions& o,
-                          const ObjectKeys& keys) {
-  RemoteReaderDeps d;
-  d.store = ctx.store;
-  d.pool = ctx.pool;
-  d.groups = ctx.cache->groups().fetcher(*ctx.store, keys);
-  d.range_bytes = std::max<uint64_t>(o.range_bytes, 1);
-  d.verify_crc = o.verify_crc;
-  d.prefetch.budget_bytes = o.prefetch_bytes;
-  d.prefetch.max_in_flight = std::max<uint32_t>(o.max_ranges_in_flight, 1);
-  d.prefetch.deadline = o.request_deadline;
-  d.prefetch.transient_retries = o.transient_retries;
-  return d;
-}
-
 // Whether `spec` may ask for data older than the local log.
 bool reaches_below(const log::OffsetSpec& spec, const log::LocalRange& local) {
   if (local.first_offset == 0) return false;
@@ -76,6 +61,21 @@ bool reaches_below(const log::OffsetSpec& spec, const log::LocalRange& local) {
 }
 
 }  // namespace
+
+RemoteReaderDeps remote_reader_deps(const TierContext& ctx, const StreamReaderOptions& o,
+                                    const ObjectKeys& keys) {
+  RemoteReaderDeps d;
+  d.store = ctx.store;
+  d.pool = ctx.pool;
+  d.groups = ctx.cache->groups().fetcher(*ctx.store, keys);
+  d.range_bytes = std::max<uint64_t>(o.range_bytes, 1);
+  d.verify_crc = o.verify_crc;
+  d.prefetch.budget_bytes = o.prefetch_bytes;
+  d.prefetch.max_in_flight = std::max<uint32_t>(o.max_ranges_in_flight, 1);
+  d.prefetch.deadline = o.request_deadline;
+  d.prefetch.transient_retries = o.transient_retries;
+  return d;
+}
 
 Result<CachedManifest> StreamReader::Impl::manifest() const {
   auto m = ctx.cache->get(ctx.stream);
@@ -97,7 +97,8 @@ Error StreamReader::Impl::annotate(const Error& e) const {
 // `local_first` (the local log answers it).
 Result<bool> StreamReader::Impl::open_remote(std::shared_ptr<const Manifest> m,
                                              const RemoteStart& rs, uint64_t local_first) {
-  STRATA_ASSIGN_OR_RETURN(auto r, RemoteReader::open(deps_for(ctx, opts, *keys), *keys, m, rs));
+  STRATA_ASSIGN_OR_RETURN(auto r,
+                          RemoteReader::open(remote_reader_deps(ctx, opts, *keys), *keys, m, rs));
   st.group_reads += r->group_reads();
   if (r->cursor() >= local_first) return false;
   remote = std::move(r);
@@ -176,9 +177,9 @@ Status StreamReader::Impl::switch_to_remote() {
                              "[{}, {})",
                              ctx.stream, cursor, m.first_offset, m.next_offset));
   }
-  STRATA_ASSIGN_OR_RETURN(auto r,
-                          RemoteReader::open(deps_for(ctx, opts, *keys), *keys, cm.manifest,
-                                             RemoteStart{RemoteStart::Kind::offset, cursor, 0}));
+  STRATA_ASSIGN_OR_RETURN(
+      auto r, RemoteReader::open(remote_reader_deps(ctx, opts, *keys), *keys, cm.manifest,
+                                 RemoteStart{RemoteStart::Kind::offset, cursor, 0}));
   if (r->cursor() != cursor) {
     return Error(Errc::internal,
                  fmt::format("stream {}: offset {} is a chunk boundary locally but the remote "

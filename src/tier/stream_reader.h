@@ -46,6 +46,7 @@
 #include "objstore/object_store.h"
 #include "tier/manifest_cache.h"
 #include "tier/object_keys.h"
+#include "tier/remote_reader.h"
 
 namespace strata::tier {
 
@@ -99,6 +100,11 @@ struct StreamReaderStats {
   uint64_t peak_buffered_bytes = 0;  // never above prefetch_bytes + one chunk
   uint64_t tier_switches = 0;
 };
+
+// What a RemoteReader of this stream reads through, under these options
+// (the node's store, pool and group cache). Also the replica feed's.
+RemoteReaderDeps remote_reader_deps(const TierContext& ctx, const StreamReaderOptions& o,
+                                    const ObjectKeys& keys);
 
 class StreamReader {
  public:
