@@ -30,6 +30,11 @@ void run_serve(const ServeCliFlags& f, Context& ctx) {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  // A peer that closes while a Deliver body goes out by sendfile(2) makes
+  // the kernel raise SIGPIPE (sendfile has no MSG_NOSIGNAL, unlike the
+  // sends Asio makes), whose default action ends the process: the write
+  // must fail with EPIPE instead and end only that connection.
+  ::signal(SIGPIPE, SIG_IGN);
 
   std::string http_listen = cfg->node.http_listen;
   auto srv = server::Server::start(std::move(cfg).value());

@@ -16,5 +16,8 @@ namespace strata {
 // equal to zlib's crc32(crc, data, size).
 uint32_t crc32_zlib(BytesView data, uint32_t crc = 0);
 uint32_t crc32_zlib(const void* data, size_t n, uint32_t crc = 0);
+// The CRC of a + b from crc32_zlib(a), crc32_zlib(b) and b's length, without
+// reading either (zlib's crc32_combine: O(log len_b)).
+uint32_t crc32_zlib_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 
 }  // namespace strata

@@ -157,6 +157,18 @@ std::optional<EntryProblem> count_entries(BytesView data, EntryCounts* counts) {
   return std::nullopt;
 }
 
+bool only_simple_entries(BytesView data) {
+  size_t pos = 0;
+  while (pos < data.size()) {
+    if (data.size() - pos < kEntryHeaderSize) return false;
+    const uint32_t w = get_be32(u8(data.data() + pos));
+    if (w & kSubBatchFlag) return false;
+    if (w > data.size() - pos - kEntryHeaderSize) return false;
+    pos += kEntryHeaderSize + w;
+  }
+  return true;
+}
+
 Status check_counts(const ChunkHeader& h, const EntryCounts& n, const std::string& where) {
   if (n.entries != h.num_entries || n.records != h.num_records) {
     return Error(Errc::corrupt,

@@ -83,6 +83,11 @@ std::optional<EntryProblem> decode_sub_batch(const Entry& e, std::deque<std::str
 // Every entry of a data section, checked as read_entry does; counts them.
 std::optional<EntryProblem> count_entries(BytesView data, EntryCounts* counts);
 
+// Whether a data section is simple entries only, framed to its end (a
+// hop per entry; the records are not read). False at the first sub-batch
+// or at framing that runs past the end.
+bool only_simple_entries(BytesView data);
+
 // The header's num_entries and num_records against counted entries.
 Status check_counts(const ChunkHeader& h, const EntryCounts& n, const std::string& where);
 

@@ -212,6 +212,7 @@ void Connection::send(std::shared_ptr<const ChunkFrame> frame,
     if (self->closed_) return done(asio::error::operation_aborted);
     self->out_bytes_ += frame->wire_size();
     self->server_.counters().chunks_out += frame->chunks;
+    self->server_.counters().chunks_joined += frame->joined;
     self->server_.counters().bytes_out += frame->wire_size();
     self->out_q_.push_back(OutItem{Bytes(), std::move(frame), std::move(done)});
     if (!self->write_active_) self->write_more();
@@ -758,6 +759,7 @@ bool Connection::subscribe_replica(const SubscribeRequest& r) {
   }
   auto env = server_.replica_env(r.stream);
   if (!env.ok()) return false;
+  env->coalesce_bytes = coalesce_limit();
   auto sub = std::make_shared<Subscription>();
   sub->id = r.subscription_id;
   sub->stream = r.stream;
@@ -785,6 +787,16 @@ bool Connection::subscribe_replica(const SubscribeRequest& r) {
   return true;
 }
 
+uint64_t Connection::coalesce_limit() const {
+  // A joined chunk stays within the frame size both sides agreed on.
+  uint64_t limit = server_.config().server.coalesce_bytes;
+  if (frame_max_ > 0) {
+    const uint64_t fixed = proto::deliver_head_size(deliver_version_);
+    limit = std::min<uint64_t>(limit, frame_max_ > fixed ? frame_max_ - fixed : 0);
+  }
+  return limit;
+}
+
 void Connection::start_delivery(const SubPtr& sub, const log::OffsetSpec& spec) {
   Server* srv = &server_;
   std::string name = sub->stream;
@@ -807,6 +819,7 @@ void Connection::start_delivery(const SubPtr& sub, const log::OffsetSpec& spec) 
         DeliveryOptions opts;
         opts.subscription_id = sub->id;
         opts.version = self->deliver_version_;
+        opts.coalesce_bytes = self->coalesce_limit();
         std::weak_ptr<Connection> weak = self;
         uint8_t id = sub->id;
         std::string stream = sub->stream;

@@ -144,6 +144,9 @@ class Connection : public PublishSink,
   void on(const proto::CreateSuperStreamRequest& r);
   void on(const proto::DeleteSuperStreamRequest& r);
 
+  // The data bytes a joined wire chunk may hold (server.coalesce_bytes within
+  // the agreed frame size).
+  uint64_t coalesce_limit() const;
   void start_delivery(const SubPtr& s, const log::OffsetSpec& spec);
   // Subscribe on a stream another node owns (replica_feed.h); false when
   // this node cannot serve it as a replica.

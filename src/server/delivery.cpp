@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/crc32.h"
+#include "log/entries.h"
 #include "proto/commands.h"
 
 namespace strata::server {
@@ -23,9 +24,19 @@ std::optional<uint32_t> stored_wire_crc(const log::ChunkHeader& h) {
   return std::nullopt;
 }
 
+// The last Deliver of the batch's last frame while it may take more chunks
+// (DeliveryOptions::coalesce_bytes).
+struct OpenDeliver {
+  size_t at = 0;  // where its head starts in the frame's bytes
+  proto::OsirisChunkHeader header;
+  uint64_t committed_id = 0;
+};
+
 struct ReadBatch {
   std::vector<std::shared_ptr<ChunkFrame>> frames;
-  uint32_t chunks = 0;  // in frames (a frame may hold several)
+  uint32_t chunks = 0;  // Deliver frames in frames (a frame may hold several)
+  uint64_t coalesced = 0;
+  std::optional<OpenDeliver> open;
   uint64_t skipped = 0;
   uint64_t crc_computed = 0;
   uint64_t sendfile = 0;
@@ -52,6 +63,25 @@ proto::OsirisChunkHeader osiris_header_for(const log::ChunkHeader& h, uint32_t c
   return o;
 }
 
+bool joinable(const proto::OsirisChunkHeader& open, const log::ChunkHeader& next, uint64_t limit) {
+  return next.num_records == next.num_entries && open.epoch == next.epoch &&
+         open.chunk_id + open.num_records == next.first_offset &&
+         open.num_entries + uint32_t(next.num_entries) <= 0xFFFF &&
+         open.num_records <= 0xFFFFFFFFu - next.num_records &&
+         uint64_t(open.data_len) + next.data_len <= limit;
+}
+
+bool only_simple_chunk(const log::ChunkHeader& h, BytesView data) {
+  return h.num_records == h.num_entries && log::only_simple_entries(data);
+}
+
+void join_into(proto::OsirisChunkHeader* open, const log::ChunkHeader& next, uint32_t crc) {
+  open->num_entries = uint16_t(open->num_entries + next.num_entries);
+  open->num_records += next.num_records;
+  open->crc = crc32_zlib_combine(open->crc, crc, next.data_len);
+  open->data_len += next.data_len;
+}
+
 // What read jobs share with the delivery: the reader (used by one job at a
 // time) and what the commit listener updates.
 struct Delivery::Source {
@@ -59,21 +89,45 @@ struct Delivery::Source {
   std::shared_ptr<DeliveryLimit> limit;
   std::atomic<uint64_t> committed_chunk_id{0};
   std::atomic<bool> waiting{false};
+  // A chunk read when the batch had its Delivers already, to see whether it
+  // joined the last one; it did not, so the next read job starts with it.
+  // (Its bytes stay valid: the reader is not called before it is used.)
+  std::optional<tier::TieredChunk> carry;
 };
 
 namespace {
 
+bool goes_by_sendfile(const tier::TieredChunk& c, const DeliveryOptions& o) {
+  return c.file && c.file->native_handle() >= 0 && stored_wire_crc(c.header) &&
+         c.header.data_len >= o.sendfile_min_bytes;
+}
+
+// Whether `c` may go into the batch's open Deliver, by its header: in
+// memory, and joinable() — the next offset (a chunk not delivered in
+// between, e.g. of another type, would shift every offset after it), one
+// epoch, within the entry count and the size, and no sub-batch (as many
+// records as entries; add_frame checks the entries themselves). Only chunks
+// of simple entries are joined: the JavaScript client 1.0.0 reads a chunk
+// whose first entry is simple as simple entries only, and one whose first is
+// a sub-batch as that one sub-batch.
+bool joins_open(const tier::TieredChunk& c, const ReadBatch& b, const DeliveryOptions& o) {
+  return b.open && !goes_by_sendfile(c, o) && joinable(b.open->header, c.header, o.coalesce_bytes);
+}
+
 // Adds one chunk to the batch: a frame of its own when its body goes by
-// sendfile, else (head and body in memory, the body copied once) appended to
-// the batch's last frame when that one is in memory too and has room.
-Status add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uint64_t committed,
-                 ReadBatch* b, uint64_t* mem) {
+// sendfile, else (head and body in memory, the body copied once) joined to
+// the open Deliver, or appended to the batch's last frame when that one is
+// in memory too and has room. False (nothing added): the chunk did not join
+// after all and the batch has max_chunks Delivers; the caller carries it.
+Result<bool> add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uint64_t committed,
+                       uint32_t max_chunks, ReadBatch* b, uint64_t* mem) {
   const size_t head = proto::deliver_head_size(o.version);
   const uint64_t data_pos = c.position + log::kChunkHeaderSize;
   std::optional<uint32_t> crc = stored_wire_crc(c.header);
-  const int fd = c.file ? c.file->native_handle() : -1;
   const uint64_t committed_id = std::max(committed, c.header.first_offset);
-  if (c.file && fd >= 0 && crc && c.header.data_len >= o.sendfile_min_bytes) {
+  if (goes_by_sendfile(c, o)) {
+    const int fd = c.file->native_handle();
+    b->open.reset();
     auto f = std::make_shared<ChunkFrame>();
     f->chunk_id = c.header.first_offset;
     f->num_records = c.header.num_records;
@@ -87,11 +141,15 @@ Status add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uint64_t 
     // loop's sendfile finds it there instead of waiting for the disk.
     ::readahead(fd, off64_t(data_pos), c.header.data_len);
     b->frames.push_back(std::move(f));
-    return Status::OK();
+    return true;
   }
-  const uint64_t size = head + c.header.data_len;
   ChunkFrame* f = b->frames.empty() ? nullptr : b->frames.back().get();
-  if (!f || f->file || f->bytes.size() + size > std::max<uint64_t>(o.batch_bytes, size)) {
+  // Into the open Deliver (always the last frame's last): its entries run
+  // on into this chunk's.
+  bool join = joins_open(c, *b, o);
+  uint64_t size = (join ? 0 : head) + c.header.data_len;
+  if (!join &&
+      (!f || f->file || f->bytes.size() + size > std::max<uint64_t>(o.batch_bytes, size))) {
     auto nf = std::make_shared<ChunkFrame>();
     nf->chunk_id = c.header.first_offset;
     nf->chunks = 0;
@@ -100,7 +158,7 @@ Status add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uint64_t 
   }
   const size_t at = f->bytes.size();
   f->bytes.resize(at + size);
-  char* body = f->bytes.data() + at + head;
+  char* body = f->bytes.data() + at + (join ? 0 : head);
   if (c.file) {
     Status s = read_exact(*c.file, data_pos, body, c.header.data_len);
     if (!s.ok()) {
@@ -108,31 +166,73 @@ Status add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uint64_t 
       // the error.
       f->bytes.resize(at);
       if (f->chunks == 0) b->frames.pop_back();
-      return s;
+      return s.error();
     }
   } else {
     BytesView d = c.data();
     std::memcpy(body, d.data(), d.size());
   }
+  // Its entries are looked at only when it joins or may take joins.
+  const bool simple = (join || c.header.data_len < o.coalesce_bytes) &&
+                      only_simple_chunk(c.header, BytesView(body, c.header.data_len));
+  if (join && !simple) {
+    // A sub-batch after all (one record): this chunk goes out on its own.
+    if (b->chunks >= max_chunks) {
+      f->bytes.resize(at);
+      return false;
+    }
+    join = false;
+    size = head + c.header.data_len;
+    f->bytes.resize(at + size);
+    std::memmove(f->bytes.data() + at + head, f->bytes.data() + at, c.header.data_len);
+    body = f->bytes.data() + at + head;
+  }
   if (!crc) {
     crc = crc32_zlib(BytesView(body, c.header.data_len));
     b->crc_computed += 1;
   }
-  Bytes h;
-  proto::encode_deliver_head(o.version, o.subscription_id, committed_id,
-                             osiris_header_for(c.header, *crc), &h);
-  std::memcpy(f->bytes.data() + at, h.data(), head);
   f->num_records += c.header.num_records;
+  *mem += size;
+  Bytes h;
+  if (join) {
+    // One chunk of both: the first's id, timestamp and epoch, the counts
+    // and lengths added, the CRC of the joined data from the two CRCs.
+    OpenDeliver& d = *b->open;
+    join_into(&d.header, c.header, *crc);
+    proto::encode_deliver_head(o.version, o.subscription_id, d.committed_id, d.header, &h);
+    std::memcpy(f->bytes.data() + d.at, h.data(), head);
+    b->coalesced += 1;
+    f->joined += 1;
+    return true;
+  }
+  const proto::OsirisChunkHeader oh = osiris_header_for(c.header, *crc);
+  proto::encode_deliver_head(o.version, o.subscription_id, committed_id, oh, &h);
+  std::memcpy(f->bytes.data() + at, h.data(), head);
   f->chunks += 1;
   b->chunks += 1;
-  *mem += size;
-  return Status::OK();
+  b->open.reset();
+  if (simple && c.header.data_len < o.coalesce_bytes) b->open = OpenDeliver{at, oh, committed_id};
+  return true;
 }
 
 ReadBatch read_batch(Delivery::Source& src, const DeliveryOptions& o, uint32_t max_chunks) {
   ReadBatch b;
   uint64_t mem = 0;
-  while (b.chunks < max_chunks && mem < o.batch_bytes) {
+  if (src.carry) {
+    // Read by the job before, at or below the limit then; a fresh batch
+    // takes it as its first Deliver.
+    tier::TieredChunk c = std::move(*src.carry);
+    src.carry.reset();
+    auto added = add_frame(c, o, src.committed_chunk_id.load(std::memory_order_relaxed), max_chunks,
+                           &b, &mem);
+    if (!added.ok()) {
+      b.error = std::move(added).error();
+      return b;
+    }
+  }
+  // With its Delivers complete the batch still takes chunks that join the
+  // last one.
+  while ((b.chunks < max_chunks || b.open) && mem < o.batch_bytes) {
     // The limit is a chunk boundary (a persisted manifest ends after a
     // whole chunk), so the reader's position — a chunk's first offset, or
     // the requested offset inside the first chunk — is at or above it only
@@ -162,9 +262,18 @@ ReadBatch read_batch(Delivery::Source& src, const DeliveryOptions& o, uint32_t m
       b.skipped += 1;
       continue;
     }
-    Status s = add_frame(c, o, src.committed_chunk_id.load(std::memory_order_relaxed), &b, &mem);
-    if (!s.ok()) {
-      b.error = s.error();
+    if (b.chunks >= max_chunks && !joins_open(c, b, o)) {
+      src.carry = c;
+      break;
+    }
+    auto added = add_frame(c, o, src.committed_chunk_id.load(std::memory_order_relaxed), max_chunks,
+                           &b, &mem);
+    if (!added.ok()) {
+      b.error = std::move(added).error();
+      break;
+    }
+    if (!*added) {
+      src.carry = c;
       break;
     }
   }
@@ -345,6 +454,7 @@ void Delivery::start_read(uint32_t n) {
         ReadBatch& b = *out.value;
         self->queued_chunks_ += b.chunks;
         self->st_.skipped_chunks += b.skipped;
+        self->st_.coalesced_chunks += b.coalesced;
         self->st_.crc_computed += b.crc_computed;
         self->st_.sendfile_chunks += b.sendfile;
         self->st_.memory_chunks += b.chunks - b.sendfile;

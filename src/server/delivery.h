@@ -11,7 +11,8 @@
 // size 0: our trailer and chunk types other than user are never sent) with
 // the chunk's wire CRC (zlib CRC32 of the entries). Like RabbitMQ, a chunk is
 // delivered whole: records before the subscription's offset in the first
-// chunk are skipped by the client.
+// chunk are skipped by the client. A wire chunk may be several stored
+// chunks joined (DeliveryOptions::coalesce_bytes).
 //
 // What is copied (docs/ARCHITECTURE.md, "Delivering chunks"):
 //  - local chunks whose wire CRC is stored and whose data section is at
@@ -23,6 +24,9 @@
 //    of the head, the sendfile and a strand round trip, more than copying
 //    a small body
 //    (docs/BENCHMARKS.md, "Stream protocol: strata vs RabbitMQ");
+//  - with coalesce_bytes set, consecutive in-memory chunks (one epoch,
+//    offsets running on) go out as one chunk: entries unchanged, counts
+//    added, the CRC combined from theirs (common/crc32.h);
 //  - local chunks without a stored wire CRC (older chunk versions), and any
 //    local chunk when the file has no descriptor, are read once into the
 //    frame and the CRC computed over that copy;
@@ -85,6 +89,7 @@ struct ChunkFrame {
   uint64_t chunk_id = 0;  // of the first chunk
   uint32_t num_records = 0;
   uint32_t chunks = 1;
+  uint32_t joined = 0;  // stored chunks that went out inside an earlier one of its Delivers
 
   uint64_t wire_size() const { return bytes.size() + (file ? file->length : 0); }
 };
@@ -92,6 +97,20 @@ struct ChunkFrame {
 // The osiris header a chunk goes out with: our header's fields, `crc` as
 // the data CRC, trailer_len 0 and bloom size 0 (proto/osiris_chunk.h).
 proto::OsirisChunkHeader osiris_header_for(const log::ChunkHeader& h, uint32_t crc);
+
+// Joining stored chunks into one wire chunk (DeliveryOptions::coalesce_bytes;
+// docs/FORMATS.md "Deliver frames from chunks"). Whether a chunk with header
+// `next` may follow the wire chunk `open` — itself only chunks of simple
+// entries — within `limit` data bytes: the same epoch, the next offset, at
+// most 65535 entries, and as many records as entries (the caller checks the
+// entries themselves with only_simple_chunk).
+bool joinable(const proto::OsirisChunkHeader& open, const log::ChunkHeader& next, uint64_t limit);
+// Whether a chunk's data is simple entries only (no sub-batch, even of one
+// record): the only chunks joined, as `open` or as `next`.
+bool only_simple_chunk(const log::ChunkHeader& h, BytesView data);
+// `open` extended by that chunk, whose data has zlib CRC `crc`: counts and
+// length added, the CRC combined.
+void join_into(proto::OsirisChunkHeader* open, const log::ChunkHeader& next, uint32_t crc);
 
 // How a connection writes frames: in order with its other frames (e.g. a
 // write queue that calls async_write_frame below). The delivery calls send()
@@ -110,6 +129,8 @@ class FrameSink {
 // non-blocking mode, waiting for writability with async_wait when the
 // socket's buffer is full. `done` gets the first error, or success once
 // every byte is handed to the kernel. The frame stays alive until then.
+// sendfile(2) raises SIGPIPE when the peer has gone: the process must ignore
+// that signal (`strata serve` does, src/cli/cmd_serve.cpp).
 template <class Socket>
 void async_write_frame(Socket& sock, std::shared_ptr<const ChunkFrame> frame,
                        std::function<void(std::error_code)> done);
@@ -122,6 +143,13 @@ struct DeliveryOptions {
   // ... if the data section has at least this many bytes; smaller chunks
   // are read into memory and share one write.
   uint64_t sendfile_min_bytes = 64 << 10;
+  // Consecutive chunks read together (of one epoch, at most 65535 entries
+  // in all) are delivered as one chunk of up to this many data bytes
+  // (0: every chunk as stored). Clients pay per chunk (a credit, a
+  // callback, a log line); a stream written by small publishes would
+  // otherwise reach them as many small chunks. The server's default is
+  // ServerSettings::coalesce_bytes (server/serve_config.h).
+  uint64_t coalesce_bytes = 0;
   uint32_t batch_chunks = 32;         // chunks one read job prepares, at most
   uint64_t batch_bytes = 1ull << 20;  // in-memory bodies one read job prepares
   // (also the most one ChunkFrame of several chunks holds)
@@ -134,10 +162,11 @@ struct DeliveryStats {
   uint64_t records = 0;  // records in them
   uint64_t bytes = 0;    // frame bytes written
   // Frames prepared (counted when read, before they are written):
-  uint64_t sendfile_chunks = 0;  // bodies to send from the segment file
-  uint64_t memory_chunks = 0;    // bodies in memory
-  uint64_t crc_computed = 0;     // chunks whose wire CRC was computed at delivery
-  uint64_t skipped_chunks = 0;   // non-user chunks not delivered
+  uint64_t sendfile_chunks = 0;   // bodies to send from the segment file
+  uint64_t memory_chunks = 0;     // bodies in memory
+  uint64_t crc_computed = 0;      // chunks whose wire CRC was computed at delivery
+  uint64_t skipped_chunks = 0;    // non-user chunks not delivered
+  uint64_t coalesced_chunks = 0;  // stored chunks delivered inside the previous one
   uint64_t read_jobs = 0;
   uint64_t wakeups = 0;      // caught up, then woken by a commit
   uint64_t limit_waits = 0;  // stopped at the delivery limit, waiting for it to move

@@ -37,17 +37,46 @@ struct RemoteBatch {
 // One remote chunk as a Deliver frame: the head for this subscription, then
 // the chunk's data, copied once out of the reader's buffer (which its next
 // call reuses).
-std::shared_ptr<ChunkFrame> frame_for(const tier::RemoteChunk& c, uint16_t version,
-                                      uint8_t sub_id) {
+std::shared_ptr<ChunkFrame> frame_for(const log::ChunkHeader& h, BytesView data, uint32_t crc,
+                                      uint16_t version, uint8_t sub_id) {
   auto f = std::make_shared<ChunkFrame>();
-  f->chunk_id = c.header.first_offset;
-  f->num_records = c.header.num_records;
-  BytesView data = c.bytes.substr(log::kChunkHeaderSize, c.header.data_len);
-  uint32_t crc = c.header.wire_crc_known() ? c.header.wire_crc : crc32_zlib(data);
-  proto::encode_deliver_head(version, sub_id, c.header.first_offset,
-                             osiris_header_for(c.header, crc), &f->bytes);
+  f->chunk_id = h.first_offset;
+  f->num_records = h.num_records;
+  proto::encode_deliver_head(version, sub_id, h.first_offset, osiris_header_for(h, crc), &f->bytes);
   f->bytes.append(data.data(), data.size());
   return f;
+}
+
+// Adds one remote chunk to the batch: joined to the last frame when it may
+// be (delivery.h joinable: consecutive small chunks go out as one, as from
+// the owner), else as a frame of its own — unless the batch has max_chunks
+// frames already: false, nothing added. `open`: the last frame's header
+// while more may join it.
+bool add_remote(const log::ChunkHeader& h, BytesView data, uint64_t limit, uint32_t max_chunks,
+                uint16_t version, uint8_t sub_id, RemoteBatch* b,
+                std::optional<proto::OsirisChunkHeader>* open, uint64_t* mem) {
+  const uint32_t crc = h.wire_crc_known() ? h.wire_crc : crc32_zlib(data);
+  const bool join_ok = *open && joinable(**open, h, limit);
+  // Its entries are looked at only when it may join or take joins.
+  const bool simple = (join_ok || h.data_len < limit) && only_simple_chunk(h, data);
+  if (join_ok && simple) {
+    ChunkFrame& f = *b->frames.back();
+    join_into(&**open, h, crc);
+    Bytes head;
+    proto::encode_deliver_head(version, sub_id, (*open)->chunk_id, **open, &head);
+    std::memcpy(f.bytes.data(), head.data(), head.size());
+    f.bytes.append(data.data(), data.size());
+    f.num_records += h.num_records;
+    f.joined += 1;
+    *mem += data.size();
+    return true;
+  }
+  if (b->frames.size() >= max_chunks) return false;
+  b->frames.push_back(frame_for(h, data, crc, version, sub_id));
+  *mem += b->frames.back()->bytes.size();
+  open->reset();
+  if (simple && h.data_len < limit) *open = osiris_header_for(h, crc);
+  return true;
 }
 
 }  // namespace
@@ -61,6 +90,14 @@ struct ReplicaFeed::Source {
   std::shared_ptr<const tier::Manifest> manifest;  // the snapshot to open or refresh with
   std::optional<tier::RemoteStart> start;          // open a reader there first
   bool refresh = false;                            // continue in `manifest`
+  // A chunk read by the job before that did not join its last frame (a
+  // copy: the reader may be refreshed in between); the next job starts
+  // with it.
+  struct Carried {
+    log::ChunkHeader header;
+    Bytes data;
+  };
+  std::optional<Carried> carry;
 };
 
 ReplicaFeed::ReplicaFeed(ReplicaEnv env, proto::OffsetSpec spec, Strand strand, TaskContext tasks)
@@ -178,9 +215,10 @@ void ReplicaFeed::read_remote() {
   uint32_t max_chunks = std::min(credit_, kBatchChunks);
   uint16_t version = version_;
   uint8_t sub_id = sub_id_;
+  const uint64_t limit = env_.coalesce_bytes;
   run_task<RemoteBatch>(
       tasks_, strand_, env_.read_deadline, "replica: remote read of " + env_.stream,
-      [src, ctx, ro, load, max_chunks, version, sub_id]() -> RemoteBatch {
+      [src, ctx, ro, load, max_chunks, version, sub_id, limit]() -> RemoteBatch {
         RemoteBatch b;
         std::lock_guard l(src->mu);
         if (!src->keys) {
@@ -200,13 +238,21 @@ void ReplicaFeed::read_remote() {
           }
           src->reader = std::move(r).value();
           src->start.reset();
+          src->carry.reset();
         } else if (src->refresh) {
           src->reader->refresh(src->manifest);
           src->refresh = false;
         }
         uint64_t mem = 0;
-        uint32_t n = 0;
-        while (n < max_chunks && mem < kBatchBytes) {
+        std::optional<proto::OsirisChunkHeader> open;
+        if (src->carry) {
+          add_remote(src->carry->header, src->carry->data, limit, max_chunks, version, sub_id, &b,
+                     &open, &mem);
+          src->carry.reset();
+        }
+        // With its frames complete the batch still takes chunks that join
+        // the last one.
+        while ((b.frames.size() < max_chunks || open) && mem < kBatchBytes) {
           auto c = src->reader->next(UINT64_MAX);
           if (!c.ok()) {
             b.error = c.error();
@@ -223,10 +269,13 @@ void ReplicaFeed::read_remote() {
             }
             break;
           }
-          if ((*c)->header.type != log::ChunkType::user) continue;
-          b.frames.push_back(frame_for(**c, version, sub_id));
-          mem += b.frames.back()->bytes.size();
-          n += 1;
+          const log::ChunkHeader& h = (*c)->header;
+          if (h.type != log::ChunkType::user) continue;
+          const BytesView data = (*c)->bytes.substr(log::kChunkHeaderSize, h.data_len);
+          if (!add_remote(h, data, limit, max_chunks, version, sub_id, &b, &open, &mem)) {
+            src->carry = Source::Carried{h, Bytes(data)};
+            break;
+          }
         }
         return b;
       },

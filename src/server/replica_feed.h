@@ -62,6 +62,9 @@ struct ReplicaEnv {
   std::chrono::milliseconds reconnect_limit{15'000};
   std::chrono::milliseconds owner_check{250};  // how often the view is compared
   std::chrono::milliseconds read_deadline{std::chrono::minutes(15)};
+  // Consecutive small remote chunks go out as one of up to this many data
+  // bytes (delivery.h joinable; 0: as stored).
+  uint64_t coalesce_bytes = 0;
   // Counted as they happen (the server's metrics); may be null.
   std::atomic<uint64_t>* remote_chunks = nullptr;
   std::atomic<uint64_t>* forwarded_chunks = nullptr;

@@ -38,8 +38,9 @@ Status get_string(const json& section, const std::string& key, const std::string
 Status load_server_section(const json& s, ServerSettings* out) {
   if (!s.is_object()) return bad("server", "not an object");
   static const char* kKnown[] = {
-      "listen",      "advertised_host", "advertised_port", "frame_max",
-      "heartbeat_s", "threads",         "max_connections", "consumer_update_timeout_ms"};
+      "listen",        "advertised_host", "advertised_port", "frame_max",
+      "heartbeat_s",   "threads",         "max_connections", "consumer_update_timeout_ms",
+      "coalesce_bytes"};
   for (auto it = s.begin(); it != s.end(); ++it) {
     bool known = false;
     for (const char* k : kKnown) known = known || it.key() == k;
@@ -83,6 +84,13 @@ Status load_server_section(const json& s, ServerSettings* out) {
     return st;
   }
   out->consumer_update_timeout_ms = uint32_t(v);
+  // Past 64 MiB one joined chunk would be a frame no client accepts.
+  v = out->coalesce_bytes;
+  if (auto st = get_uint(s, "coalesce_bytes", "server.coalesce_bytes", 0, 64u << 20, &v);
+      !st.ok()) {
+    return st;
+  }
+  out->coalesce_bytes = uint32_t(v);
   return Status::OK();
 }
 

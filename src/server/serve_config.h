@@ -8,7 +8,8 @@
 //                 "advertised_host": "", "advertised_port": 0,   "" / 0: the listener's
 //                 "frame_max": 1048576, "heartbeat_s": 60, "threads": 2,
 //                 "max_connections": 1024,
-//                 "consumer_update_timeout_ms": 60000 },
+//                 "consumer_update_timeout_ms": 60000,
+//                 "coalesce_bytes": 262144 },                  0: chunks as stored
 //     "users": [ { "name": "guest", "password": "guest" } ]     default: guest/guest
 //     "cluster": { "enabled": false, "node_id": "n1",
 //                  "lease_ttl_ms": 5000, "acquire_grace_ms": 0,     0: the TTL
@@ -53,6 +54,9 @@ struct ServerSettings {
   // before it is failed and its connection closed (RabbitMQ's
   // `rabbitmq_stream.request_timeout`, 60 s by default).
   uint32_t consumer_update_timeout_ms = 60'000;
+  // Consecutive stored chunks a delivery reads together go out as one
+  // chunk of up to this many data bytes (server/delivery.h; 0: as stored).
+  uint32_t coalesce_bytes = 256u << 10;
   std::vector<User> users{{"guest", "guest"}};
 };
 

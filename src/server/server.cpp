@@ -370,8 +370,11 @@ std::string Server::metrics_text() const {
             double(counters_.messages_in.load()));
   w.counter("strata_server_messages_confirmed_total", "Publishing ids confirmed", {},
             double(counters_.messages_confirmed.load()));
-  w.counter("strata_server_chunks_out_total", "Chunks delivered", {},
+  w.counter("strata_server_chunks_out_total", "Chunks delivered (Deliver frames)", {},
             double(counters_.chunks_out.load()));
+  w.counter("strata_server_chunks_joined_total",
+            "Stored chunks delivered inside another chunk's Deliver (server.coalesce_bytes)", {},
+            double(counters_.chunks_joined.load()));
   w.counter("strata_server_bytes_out_total", "Bytes of Deliver frames", {},
             double(counters_.bytes_out.load()));
   w.counter("strata_server_replica_remote_chunks_total",
@@ -399,6 +402,7 @@ nlohmann::json Server::status_json() const {
       {"messages_in", counters_.messages_in.load()},
       {"messages_confirmed", counters_.messages_confirmed.load()},
       {"chunks_out", counters_.chunks_out.load()},
+      {"chunks_joined", counters_.chunks_joined.load()},
       {"replica_remote_chunks", counters_.replica_remote_chunks.load()},
       {"replica_forwarded_chunks", counters_.replica_forwarded_chunks.load()},
       {"replica_links", counters_.replica_links.load()},

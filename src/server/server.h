@@ -47,6 +47,7 @@ struct ServerCounters {
   std::atomic<uint64_t> messages_in{0};
   std::atomic<uint64_t> messages_confirmed{0};
   std::atomic<uint64_t> chunks_out{0};
+  std::atomic<uint64_t> chunks_joined{0};  // stored chunks sent inside another's Deliver
   std::atomic<uint64_t> bytes_out{0};
   std::atomic<uint64_t> protocol_errors{0};
   // Replica subscriptions (replica_feed.h): chunks read from the bucket and

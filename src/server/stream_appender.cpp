@@ -151,12 +151,19 @@ AppenderStats StreamAppender::stats() const {
 void StreamAppender::start_locked() {
   if (running_ || queue_.empty()) return;
   running_ = true;
-  auto items = std::make_shared<std::vector<Item>>(std::make_move_iterator(queue_.begin()),
-                                                   std::make_move_iterator(queue_.end()));
-  queue_.clear();
   auto self = shared_from_this();
   // run_task must start on the strand that receives its outcome.
-  asio::post(strand_, [self, items] {
+  asio::post(strand_, [self] {
+    // The queue is taken here, not when the drain was asked for: the frames
+    // parsed meanwhile (the rest of the socket read that started it) go
+    // into the same chunk, at no cost in latency.
+    auto items = std::make_shared<std::vector<Item>>();
+    {
+      std::lock_guard l(self->mu_);
+      items->assign(std::make_move_iterator(self->queue_.begin()),
+                    std::make_move_iterator(self->queue_.end()));
+      self->queue_.clear();
+    }
     auto log = self->log_;
     auto counted = std::make_shared<AppenderStats>();
     // Where this drain's appends end (every offset below is committed).

@@ -55,4 +55,27 @@ TEST(Crc32Zlib, EqualsZlibOnOneMibRandomAndExtends) {
   }
 }
 
+// The CRC of a joined chunk (server/delivery.cpp) comes from its parts'
+// CRCs: equal to the CRC over the joined bytes at every cut, including
+// empty parts.
+TEST(Crc32Zlib, CombineEqualsTheCrcOfTheJoinedBytes) {
+  Random rng(test::test_seed(13));
+  std::string buf(256 << 10, '\0');
+  for (auto& c : buf) c = char(rng.uniform(256));
+  const uint32_t whole = crc32_zlib(BytesView(buf));
+  for (size_t cut : {size_t(0), size_t(1), buf.size() - 1, buf.size()}) {
+    ASSERT_EQ(crc32_zlib_combine(crc32_zlib(buf.data(), cut),
+                                 crc32_zlib(buf.data() + cut, buf.size() - cut), buf.size() - cut),
+              whole)
+        << "cut " << cut;
+  }
+  for (int i = 0; i < test::scaled(50); ++i) {
+    size_t cut = rng.uniform(buf.size() + 1);
+    ASSERT_EQ(crc32_zlib_combine(crc32_zlib(buf.data(), cut),
+                                 crc32_zlib(buf.data() + cut, buf.size() - cut), buf.size() - cut),
+              whole)
+        << "cut " << cut;
+  }
+}
+
 }  // namespace strata

@@ -116,6 +116,19 @@ TEST(Entries, MalformedSubBatchesAreCorrupt) {
   }
 }
 
+// What a delivery checks before joining chunks (server/delivery.cpp): simple
+// entries framed to the end; a sub-batch anywhere, or framing that runs
+// past the end, is not.
+TEST(Entries, OnlySimpleEntries) {
+  EXPECT_TRUE(only_simple_entries(""));
+  EXPECT_TRUE(only_simple_entries(simple_entry("a") + simple_entry("") + simple_entry("bc")));
+  EXPECT_FALSE(only_simple_entries(simple_entry("a") + sub_batch(0, {"b"})));
+  EXPECT_FALSE(only_simple_entries(sub_batch(0, {"b"}) + simple_entry("a")));
+  const Bytes two = simple_entry("a") + simple_entry("bc");
+  EXPECT_FALSE(only_simple_entries(two.substr(0, two.size() - 1)));
+  EXPECT_FALSE(only_simple_entries(two + "xy"));
+}
+
 TEST(Entries, HeaderCountsMustMatch) {
   const Bytes data = simple_entry("a") + sub_batch(0, {"b", "c"});
   ChunkHeader h;

@@ -18,6 +18,7 @@
 #include "common/endian.h"
 #include "common/fault_fs.h"
 #include "common/fs.h"
+#include "log/log_entries_util.h"
 #include "log/log_files.h"
 #include "log/reader.h"
 #include "log/stream_log.h"
@@ -610,6 +611,156 @@ TEST_F(DeliveryTest, SmallChunksShareWritesLargeOnesGoBySendfile) {
   EXPECT_EQ(st[0].sendfile_chunks, 0u);
   EXPECT_EQ(st[1].sendfile_chunks, 4u);
   EXPECT_EQ(st[1].memory_chunks, 12u);
+}
+
+// coalesce_bytes: consecutive small chunks go out as one chunk — the first's
+// id and epoch, the entries back to back, the counts added, zlib's CRC of
+// the joined data — never past the byte bound, never joining a chunk that
+// goes by sendfile; credit counts the Delivers. The same bytes by both
+// paths, and with a credit of one per Deliver (the carried chunk).
+TEST_F(DeliveryTest, ConsecutiveSmallChunksGoOutAsOneChunk) {
+  append(6, 10, 50);    // ~0.6 KiB chunks
+  append(2, 10, 1500);  // ~15 KiB chunks: by sendfile on the located path
+  append(5, 10, 50);
+  auto chunks = log_chunks();
+  ASSERT_EQ(chunks.size(), 13u);
+  uint64_t small_max = 0;
+  uint64_t small_min = UINT64_MAX;
+  for (const auto& [h, data] : chunks) {
+    if (h.data_len > 8192) continue;
+    small_max = std::max<uint64_t>(small_max, h.data_len);
+    small_min = std::min<uint64_t>(small_min, h.data_len);
+  }
+  // Two small chunks always fit, three never do.
+  const uint64_t limit = 2 * small_max;
+  ASSERT_GT(3 * small_min, limit);
+  // Chunk indexes of each expected Deliver.
+  const std::vector<std::vector<size_t>> groups = {{0, 1}, {2, 3}, {4, 5},   {6},
+                                                   {7},    {8, 9}, {10, 11}, {12}};
+  std::vector<Bytes> runs[3];
+  for (int run = 0; run < 3; ++run) {
+    DeliveryOptions o;
+    o.use_sendfile = run != 0;
+    o.sendfile_min_bytes = 8 << 10;
+    o.coalesce_bytes = limit;
+    // Run 2 grants one credit per Deliver read, so every read job but the
+    // first starts with the chunk the one before read and did not join.
+    auto d = start(log::OffsetSpec::first(), o, uint16_t(run == 2 ? 1 : groups.size()));
+    for (size_t g = 0; g < groups.size(); ++g) {
+      auto w = read_frame(b_.native_handle());
+      ASSERT_TRUE(w) << "Deliver " << g;
+      const auto& first = chunks[groups[g].front()].first;
+      Bytes data;
+      uint32_t entries = 0;
+      uint32_t records = 0;
+      for (size_t i : groups[g]) {
+        data += chunks[i].second;
+        entries += chunks[i].first.num_entries;
+        records += chunks[i].first.num_records;
+      }
+      EXPECT_EQ(w->chunk_id, first.first_offset) << "Deliver " << g;
+      EXPECT_EQ(w->epoch, first.epoch);
+      EXPECT_EQ(w->entries, entries) << "Deliver " << g;
+      EXPECT_EQ(w->records, records) << "Deliver " << g;
+      EXPECT_EQ(w->data, data) << "Deliver " << g;
+      EXPECT_EQ(w->crc, uint32_t(::crc32(0, u8(w->data.data()), uInt(w->data.size()))));
+      runs[run].push_back(w->raw);
+      if (run == 2 && g + 1 < groups.size()) on_strand([&] { d->add_credit(1); });
+    }
+    DeliveryStats st;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    do {
+      on_strand([&] { st = d->stats(); });
+    } while (st.chunks < groups.size() && std::chrono::steady_clock::now() < deadline);
+    on_strand([&] {
+      EXPECT_EQ(d->credit(), 0u);
+      d->stop();
+    });
+    EXPECT_EQ(st.chunks, groups.size());
+    EXPECT_EQ(st.coalesced_chunks, chunks.size() - groups.size());
+    EXPECT_EQ(st.crc_computed, 0u);
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_EQ(runs[1], runs[2]);
+  std::lock_guard l(err_mu_);
+  EXPECT_TRUE(errors_.empty());
+}
+
+// Chunks holding a sub-batch are never joined, even one of a single record
+// (as many records as entries: only its entries tell): the JavaScript
+// client reads a chunk's entries as all of the first one's kind. With a
+// credit of one per Deliver the chunk found not to join is carried.
+TEST_F(DeliveryTest, ChunksWithSubBatchesAreNotJoined) {
+  auto entries = [&](const Bytes& data, uint16_t n, uint32_t recs) {
+    log::EntryBatch b;
+    b.entries = data;
+    b.num_entries = n;
+    b.num_records = recs;
+    ASSERT_TRUE(log_->append_entries(b).ok());
+  };
+  using log::test::simple_entry;
+  using log::test::sub_batch;
+  entries(simple_entry("a") + simple_entry("b"), 2, 2);         // 0
+  entries(simple_entry("c"), 1, 1);                             // 1: joins 0
+  entries(sub_batch(0, {"d"}), 1, 1);                           // 2: one record
+  entries(simple_entry("e"), 1, 1);                             // 3
+  entries(sub_batch(0, {"f", "g"}) + simple_entry("h"), 2, 3);  // 4
+  entries(simple_entry("i"), 1, 1);                             // 5
+  entries(simple_entry("j"), 1, 1);                             // 6: joins 5
+  auto chunks = log_chunks();
+  ASSERT_EQ(chunks.size(), 7u);
+  const std::vector<std::vector<size_t>> groups = {{0, 1}, {2}, {3}, {4}, {5, 6}};
+  for (int one_credit = 0; one_credit < 2; ++one_credit) {
+    DeliveryOptions o;
+    o.coalesce_bytes = 1 << 20;
+    auto d = start(log::OffsetSpec::first(), o, uint16_t(one_credit ? 1 : groups.size()));
+    for (size_t g = 0; g < groups.size(); ++g) {
+      auto w = read_frame(b_.native_handle());
+      ASSERT_TRUE(w) << "Deliver " << g;
+      Bytes data;
+      for (size_t i : groups[g]) data += chunks[i].second;
+      EXPECT_EQ(w->chunk_id, chunks[groups[g].front()].first.first_offset) << "Deliver " << g;
+      EXPECT_EQ(w->data, data) << "Deliver " << g;
+      EXPECT_EQ(w->crc, uint32_t(::crc32(0, u8(w->data.data()), uInt(w->data.size()))));
+      if (one_credit && g + 1 < groups.size()) on_strand([&] { d->add_credit(1); });
+    }
+    on_strand([&] { d->stop(); });
+  }
+  std::lock_guard l(err_mu_);
+  EXPECT_TRUE(errors_.empty());
+}
+
+// Chunks of two epochs (the log reopened by a new writer) are not joined:
+// a wire chunk has one epoch.
+TEST_F(DeliveryTest, ChunksOfDifferentEpochsAreNotJoined) {
+  append(2, 5, 40);
+  ASSERT_TRUE(log_->close().ok());
+  log::LogOptions lo;
+  lo.fsync = log::FsyncPolicy::never;
+  lo.max_segment_bytes = 64 << 10;
+  lo.epoch = 2;
+  auto l = log::StreamLog::open(dir_.sub("s"), lo);
+  ASSERT_TRUE(l.ok()) << l.error().message;
+  log_ = *l;
+  append(2, 5, 40);
+  auto chunks = log_chunks();
+  ASSERT_EQ(chunks.size(), 4u);
+  ASSERT_NE(chunks[1].first.epoch, chunks[2].first.epoch);
+  DeliveryOptions o;
+  o.coalesce_bytes = 1 << 20;
+  auto d = start(log::OffsetSpec::first(), o, 4);
+  for (size_t g = 0; g < 2; ++g) {
+    auto w = read_frame(b_.native_handle());
+    ASSERT_TRUE(w);
+    EXPECT_EQ(w->chunk_id, chunks[2 * g].first.first_offset);
+    EXPECT_EQ(w->epoch, chunks[2 * g].first.epoch);
+    EXPECT_EQ(w->data, chunks[2 * g].second + chunks[2 * g + 1].second);
+    EXPECT_EQ(w->crc, uint32_t(::crc32(0, u8(w->data.data()), uInt(w->data.size()))));
+  }
+  on_strand([&] {
+    EXPECT_EQ(d->credit(), 2u);
+    d->stop();
+  });
 }
 
 // Files without a descriptor (here the in-memory FaultFileSystem): the

@@ -277,7 +277,9 @@ TEST_F(ServeTest, PublishConfirmConsume) {
   publish_confirmed(c, 1, 1000, more);
   got = consume(r, 7, more.size());
   EXPECT_EQ(got, more);
-  // From an offset: the chunk holding it comes first.
+  // From an offset: the chunk holding it comes first (joined with the
+  // chunks after it: one Deliver may hold several stored chunks).
+  all.insert(all.end(), more.begin(), more.end());
   StreamClient r2 = open_client();
   ASSERT_TRUE(
       r2.send(SubscribeRequest{r2.corr(), 1, "orders", {OffsetType::offset, 525}, 10, {}}).ok());
@@ -288,6 +290,35 @@ TEST_F(ServeTest, PublishConfirmConsume) {
   EXPECT_LE(ids[0], 525u);
   EXPECT_GT(ids[0] + got.size(), 525u);
   EXPECT_EQ(got.back(), all[ids[0] + got.size() - 1]);
+}
+
+// A consumer that goes away while large chunks are on their way to it
+// (sendfile(2), which unlike send(2) cannot be told MSG_NOSIGNAL) must not
+// take the server down with SIGPIPE: it was killed by it before
+// cmd_serve.cpp ignored the signal.
+TEST_F(ServeTest, AConsumerClosingMidDeliveryLeavesTheServerRunning) {
+  StreamClient c = open_client();
+  create(c, "big");
+  declare(c, 1, "big");
+  // 100 messages of 2 000 B per publish: one ~200 KB chunk each, above
+  // sendfile_min_bytes.
+  for (int b = 0; b < 30; ++b) {
+    std::vector<std::string> bodies;
+    for (int i = 0; i < 100; ++i)
+      bodies.push_back(fmt::format("{:06}", b * 100 + i) + Bytes(2000, 'x'));
+    publish_confirmed(c, 1, uint64_t(b * 100), bodies);
+  }
+  for (int round = 0; round < 5; ++round) {
+    StreamClient r = open_client();
+    ASSERT_TRUE(r.send(SubscribeRequest{r.corr(), 1, "big", {OffsetType::first, 0}, 100, {}}).ok());
+    ASSERT_EQ(r.expect<SubscribeResponse>()->code, ResponseCode::ok);
+    ASSERT_TRUE(r.expect<DeliverFrame>().ok());
+    // r closes here with most of 6 MB unread: the server's next writes fail.
+  }
+  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(server_.process().running()) << server_.process().stderr_text();
+  StreamClient after = open_client();
+  create(after, "still-serving");
 }
 
 TEST_F(ServeTest, PublisherIdReuseAndUnknownPublisher) {
@@ -718,10 +749,18 @@ TEST_F(ServeTest, TieredStreamRetentionFromCreateArguments) {
   ASSERT_EQ(c.expect<SubscribeResponse>()->code, ResponseCode::ok);
   std::vector<uint64_t> ids;
   auto recs = consume(c, 2, 200, &ids);
-  ASSERT_GE(ids.size(), 2u);
+  ASSERT_GE(ids.size(), 1u);
   // Retention may have gone on since the stats were read.
   EXPECT_GE(int64_t(ids[0]), first);
-  EXPECT_EQ(ids[1], ids[0] + 100);
+  // Every batch is 100 records, so offset o holds record o % 100 of batch
+  // o / 100: the records from the first chunk on are exactly those.
+  EXPECT_EQ(ids[0] % 100, 0u);
+  ASSERT_GE(recs.size(), 200u);
+  for (size_t k = 0; k < recs.size(); ++k) {
+    const uint64_t o = ids[0] + k;
+    ASSERT_EQ(recs[k].substr(0, 13), fmt::format("{:06}-{:06}", o / 100, o % 100))
+        << "offset " << o;
+  }
 }
 
 }  // namespace

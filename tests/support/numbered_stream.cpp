@@ -92,6 +92,7 @@ void read_numbered_until(StreamClient& c, uint8_t sub, Received* got,
     auto h = decode_osiris_header(d->chunk);
     ASSERT_TRUE(h.ok());
     if (!got->first_chunk) got->first_chunk = h->chunk_id;
+    got->delivers += 1;
     for (size_t k = 0; k < recs->size(); ++k) {
       const uint64_t offset = h->chunk_id + k;
       const uint64_t id = std::stoull((*recs)[k].substr(2));

@@ -42,6 +42,7 @@ bool publish_on_leader(ServeCluster& cluster, int ask, const std::string& stream
 struct Received {
   std::vector<std::pair<uint64_t, uint64_t>> records;  // (offset, id)
   std::optional<uint64_t> first_chunk;
+  uint64_t delivers = 0;          // Deliver frames (a frame may hold several stored chunks)
   std::map<uint64_t, int> count;  // id -> deliveries
   bool metadata_update = false;
 };
