@@ -83,6 +83,26 @@ PY
 }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 hwm_kib() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
+# VmHWM counts file pages a process maps: strata's uploader maps the segment
+# spans it uploads (page cache, not memory of its own), RabbitMQ reads its
+# files. The private part, RssAnon, has no high-water mark: sampled 5 times a
+# second, its peak goes to OUT.
+sample_anon() {  # sample_anon PID OUT
+  local peak=0 v
+  while kill -0 "$1" 2>/dev/null; do
+    v=$(awk '/^RssAnon/ {print $2}' "/proc/$1/status" 2>/dev/null || true)
+    if [ -n "$v" ] && ((v > peak)); then
+      peak=$v
+      echo "$peak" >"$2"
+    fi
+    sleep 0.2
+  done
+}
+
+sample_anon "$rabbit_pid" "$work/rabbit.anon" &
+samplers="$!"
+sample_anon "$strata_pid" "$work/strata.anon" &
+samplers="$samplers $!"
 
 declare -A result
 # The servers of run R in the order they run: alternating, so neither always
@@ -158,6 +178,10 @@ for server in rabbitmq strata; do
   result["js|consumed_msg_s|$server"]=$(median consumed_msg_s "${files[@]}")
 done
 
+# shellcheck disable=SC2086
+kill $samplers 2>/dev/null || true
+rabbit_anon=$(cat "$work/rabbit.anon" 2>/dev/null || echo 0)
+strata_anon=$(cat "$work/strata.anon" 2>/dev/null || echo 0)
 rabbit_rss=$(rss_kib "$rabbit_pid"); rabbit_hwm=$(hwm_kib "$rabbit_pid")
 strata_rss=$(rss_kib "$strata_pid"); strata_hwm=$(hwm_kib "$strata_pid")
 
@@ -184,3 +208,5 @@ printf '| %-44s | %12s | %12s | %6s |\n' "server RSS at the end (MiB)" "$((rabbi
   "$(python3 -c "print(f'{$strata_rss/$rabbit_rss:.2f}')")"
 printf '| %-44s | %12s | %12s | %6s |\n' "server peak RSS (MiB)" "$((rabbit_hwm / 1024))" "$((strata_hwm / 1024))" \
   "$(python3 -c "print(f'{$strata_hwm/$rabbit_hwm:.2f}')")"
+printf '| %-44s | %12s | %12s | %6s |\n' "server peak private RSS, RssAnon (MiB)" "$((rabbit_anon / 1024))" \
+  "$((strata_anon / 1024))" "$(python3 -c "print(f'{$strata_anon/max($rabbit_anon,1):.2f}')")"

@@ -2,7 +2,10 @@
 // measurement through the independent JavaScript client
 // (tools/node_modules/rabbitmq-stream-js-client 1.0.0, unpatched).
 //   node bench/server/js_perf.mjs --port PORT [--messages N] [--size BYTES] [--stream NAME]
-// Prints one JSON line: published/confirmed and consumed msg/s.
+//                                 [--publish-only]
+// Prints one JSON line: published/confirmed and consumed msg/s. With
+// --publish-only the consume half is skipped and the stream kept (to look at
+// how the server chunked the client's publishes).
 //
 // RabbitMQ 3.10 does not know ExchangeCommandVersions (0x1b) and closes the
 // connection on it, while the client always sends it after Open. For servers
@@ -25,6 +28,7 @@ const port = Number(arg("port", "5552"));
 const messages = Number(arg("messages", "100000"));
 const size = Number(arg("size", "100"));
 const stream = arg("stream", `js-perf-${process.pid}`);
+const publishOnly = process.argv.includes("--publish-only");
 
 const original = Connection.prototype.exchangeCommandVersions;
 Connection.prototype.exchangeCommandVersions = async function () {
@@ -71,6 +75,12 @@ await Promise.all(pending);
 await publisher.flush();
 await confirmedPromise;
 const publishS = Number(process.hrtime.bigint() - t0) / 1e9;
+if (publishOnly) {
+  await publisher.close();
+  await client.close();
+  console.log(JSON.stringify({ server_version: serverVersion, messages, size, confirmed_msg_s: messages / publishS }));
+  process.exit(0);
+}
 
 // Consume everything from the start.
 let consumed = 0;
