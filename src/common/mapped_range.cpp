@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -49,6 +50,17 @@ Result<MappedRange> MappedRange::map(const std::string& path, uint64_t offset, u
   m.data_ = static_cast<const char*>(p) + (offset - aligned);
   m.len_ = size_t(length);
   return m;
+}
+
+void MappedRange::drop_before(uint64_t n) {
+  if (!base_) return;
+  static const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+  const uint64_t end =
+      uint64_t(data_ - static_cast<const char*>(base_)) + std::min<uint64_t>(n, len_);
+  const uint64_t whole = end - end % page;
+  // A read-only shared file map: MADV_DONTNEED only unmaps the pages, their
+  // contents stay in the page cache (and in the file).
+  if (whole > 0) ::madvise(base_, size_t(whole), MADV_DONTNEED);
 }
 
 MappedRange::MappedRange(MappedRange&& o) noexcept {

@@ -28,6 +28,13 @@ class MappedRange {
 
   BytesView view() const { return BytesView(data_, len_); }
 
+  // Drops the process's pages of the range's first n bytes (the whole pages
+  // among them) from its resident set: the next read of them faults them
+  // back from the page cache, so the view stays valid. A caller reading a
+  // large range front to back (a fragment upload) calls it behind itself
+  // so that the map never holds the whole range in its RSS.
+  void drop_before(uint64_t n);
+
  private:
   void* base_ = nullptr;  // what mmap returned (page aligned)
   size_t base_len_ = 0;

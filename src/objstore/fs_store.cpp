@@ -125,8 +125,9 @@ ObjectResult<uint32_t> FsObjectStore::read_trailer(Op op, std::string_view key, 
 }
 
 ObjectStatus FsObjectStore::put_once(const Located& loc, std::string_view key, BodyParts body,
-                                     std::optional<uint32_t> expected_crc, uint32_t* crc_out,
-                                     bool* dir_vanished) {
+                                     std::optional<uint32_t> expected_crc,
+                                     const std::function<void(uint64_t)>& progress,
+                                     uint32_t* crc_out, bool* dir_vanished) {
   *dir_vanished = false;
   if (auto s = create_dirs(fs_, loc.dir); !s.ok()) {
     // A concurrent remove() pruned a parent between our stat and mkdir.
@@ -162,11 +163,14 @@ ObjectStatus FsObjectStore::put_once(const Located& loc, std::string_view key, B
   // comes last), and checked against the caller's before anything is synced
   // or renamed, so a mismatch stores nothing.
   uint32_t crc = 0;
-  for (BytesView part : body) {
-    if (part.empty()) continue;
-    crc = crc32c::extend(crc, part.data(), part.size());
-    if (auto s = f->append(part); !s.ok()) return fail(s.error());
-  }
+  Status written = for_each_body_piece(
+      body,
+      [&](BytesView piece) {
+        crc = crc32c::extend(crc, piece.data(), piece.size());
+        return f->append(piece);
+      },
+      progress);
+  if (!written.ok()) return fail(written.error());
   if (expected_crc && *expected_crc != crc) {
     f.reset();
     if (auto s = fs_.remove(tmp); !s.ok()) {
@@ -195,7 +199,7 @@ ObjectResult<PutResult> FsObjectStore::put(std::string_view key, BodyParts body,
   for (int attempt = 1;; ++attempt) {
     bool vanished = false;
     uint32_t crc = 0;
-    ObjectStatus s = put_once(*loc, key, body, opts.crc32c, &crc, &vanished);
+    ObjectStatus s = put_once(*loc, key, body, opts.crc32c, opts.on_progress, &crc, &vanished);
     if (s.ok()) return PutResult{etag_of(crc), crc};
     if (!vanished || attempt == kPutAttempts) return std::move(s).error();
   }

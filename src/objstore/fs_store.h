@@ -65,7 +65,8 @@ class FsObjectStore final : public ObjectStore {
   ObjectResult<Located> locate(Op op, std::string_view key) const;
   ObjectResult<uint32_t> read_trailer(Op op, std::string_view key, File& f, uint64_t file_size);
   ObjectStatus put_once(const Located& loc, std::string_view key, BodyParts body,
-                        std::optional<uint32_t> expected_crc, uint32_t* crc_out,
+                        std::optional<uint32_t> expected_crc,
+                        const std::function<void(uint64_t)>& progress, uint32_t* crc_out,
                         bool* dir_vanished);
   void prune_empty_dirs(const std::string& dir);
 

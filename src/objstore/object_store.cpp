@@ -27,6 +27,21 @@ ObjectError length_zero(std::string_view key) {
 
 }  // namespace
 
+Status for_each_body_piece(BodyParts body, const std::function<Status(BytesView)>& fn,
+                           const std::function<void(uint64_t)>& progress) {
+  uint64_t done = 0;
+  for (BytesView part : body) {
+    for (size_t pos = 0; pos < part.size();) {
+      const size_t n = size_t(std::min<uint64_t>(kBodyStepBytes, part.size() - pos));
+      if (Status s = fn(part.substr(pos, n)); !s.ok()) return s;
+      pos += n;
+      done += n;
+      if (progress) progress(done);
+    }
+  }
+  return Status::OK();
+}
+
 ObjectResult<Bytes> ObjectStore::get(std::string_view key) {
   Bytes out;
   GetSink sink;

@@ -21,6 +21,8 @@ struct Exchange {
   // Upload cursor over the body parts.
   size_t part = 0;
   size_t part_pos = 0;
+  uint64_t sent = 0;      // body bytes handed to libcurl in this pass
+  uint64_t reported = 0;  // ... as last told on_body_progress
   // Download state.
   bool body_started = false;
   bool success_status = false;
@@ -111,6 +113,13 @@ size_t on_read(char* buf, size_t size, size_t n, void* user) {
       ex->part_pos = 0;
     }
   }
+  ex->sent += out;
+  const auto& progress = ex->req->on_body_progress;
+  if (progress && ex->sent > ex->reported &&
+      (ex->sent - ex->reported >= kBodyStepBytes || ex->part == parts.size())) {
+    ex->reported = ex->sent;
+    progress(ex->sent);
+  }
   return out;
 }
 
@@ -121,6 +130,8 @@ int on_seek(void* user, curl_off_t offset, int origin) {
   if (origin != SEEK_SET || offset != 0) return CURL_SEEKFUNC_CANTSEEK;
   ex->part = 0;
   ex->part_pos = 0;
+  ex->sent = 0;
+  ex->reported = 0;
   return CURL_SEEKFUNC_OK;
 }
 

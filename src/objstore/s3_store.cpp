@@ -183,7 +183,13 @@ ObjectResult<PutResult> S3ObjectStore::put(std::string_view key, BodyParts body,
   // some S3-compatible servers (s3rver) keep a cut-short upload as an
   // object — nothing that does not match may reach the server.
   uint32_t crc = 0;
-  for (BytesView part : body) crc = crc32c::extend(crc, part.data(), part.size());
+  (void)for_each_body_piece(
+      body,
+      [&crc](BytesView piece) {
+        crc = crc32c::extend(crc, piece.data(), piece.size());
+        return Status::OK();
+      },
+      opts.on_progress);
   if (opts.crc32c && *opts.crc32c != crc) {
     return make_error(Op::put, key, RetryClass::fatal,
                       fmt::format("checksum mismatch: body CRC32C {:08x}, caller said {:08x}; "
@@ -194,6 +200,7 @@ ObjectResult<PutResult> S3ObjectStore::put(std::string_view key, BodyParts body,
   req.method = "PUT";
   req.url = url_for(key);
   req.body = body;
+  req.on_body_progress = opts.on_progress;
   req.headers = {"Content-Type: " + opts.content_type, "x-amz-content-sha256: UNSIGNED-PAYLOAD",
                  "x-amz-checksum-crc32c: " + crc32c_base64(crc),
                  fmt::format("x-amz-meta-crc32c: {:08x}", crc)};

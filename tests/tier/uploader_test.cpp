@@ -6,7 +6,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <fstream>
 #include <future>
+#include <thread>
 
 #include "common/mapped_range.h"
 #include "log/stream_log.h"
@@ -371,6 +374,62 @@ TEST(Uploader, RemoteConfirmIsCutAndPersistedWithinTheShortBoundNotTheDebounce) 
   EXPECT_FALSE(u->status().core.fragments_cut > 5);
   EXPECT_LT(u->persisted_next(), next);
   u->close();
+}
+
+// The file pages in this process's resident set (kB), /proc/self/status.
+uint64_t rss_file_kib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("RssFile:", 0) == 0) return std::stoull(line.substr(8));
+  }
+  ADD_FAILURE() << "no RssFile in /proc/self/status";
+  return 0;
+}
+
+TEST(Uploader, PutFragmentKeepsAWindowOfTheFragmentResidentNotAllOfIt) {
+  Fixture fx;
+  TestLog l(fx.dir.sub("log"), fx.hooks, /*segment_bytes=*/16 << 20);
+  // ~48 MiB in three segments: 240 batches of 1 000 records of 200 B.
+  const uint64_t next = l.append(240, 1000);
+  auto t = LogTail::open(l.log, 0);
+  ASSERT_OK(t);
+  auto b = (*t)->read(UINT64_MAX);
+  ASSERT_OK(b);
+  FragmentAssembly a(AssemblyConfig{1ull << 30, 0, 0}, 0);
+  for (const CommittedChunk& c : b->chunks) ASSERT_OK(a.add(c, 0));
+  auto plan = a.cut();
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan->meta.next_offset, next);
+  ASSERT_GE(plan->spans.size(), 3u);
+  const uint64_t fragment_kib = plan->meta.size >> 10;
+  ASSERT_GT(fragment_kib, 40u << 10);
+  // The file pages resident while the verification and the store's passes
+  // run: sampled every millisecond beside the put. Mapped spans whose
+  // pages were all kept until the map went would add the whole fragment.
+  const uint64_t before = rss_file_kib();
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> peak{before};
+  std::thread sampler([&] {
+    while (!done.load()) {
+      peak.store(std::max(peak.load(), rss_file_kib()));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  auto put = put_fragment(*fx.real, fx.dir.sub("log"), *plan, 1, "t/whole-fragment");
+  done.store(true);
+  sampler.join();
+  ASSERT_TRUE(put.ok()) << put.error().message;
+  EXPECT_EQ(*put, fx.real->head("t/whole-fragment")->size);
+  EXPECT_LT(peak.load() - before, fragment_kib / 3)
+      << "RssFile rose from " << before << " to " << peak.load() << " kB during the PUT of a "
+      << fragment_kib << " kB fragment";
+  // And what was stored is the whole fragment, every chunk checked.
+  auto body = fx.real->get("t/whole-fragment");
+  ASSERT_OK(body);
+  auto f = decode_fragment(*body, "t/whole-fragment", true);
+  ASSERT_OK(f);
+  EXPECT_EQ(f->index.size(), b->chunks.size());
 }
 
 TEST(Uploader, LogTailWalksChunkHeadersAcrossSegmentsLikeTheReader) {
