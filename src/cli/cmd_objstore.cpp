@@ -6,11 +6,8 @@
 //   strata objstore put KEY FILE|-         store a file (or stdin)
 //   strata objstore rm KEY... | --prefix P remove keys (batched)
 //   strata objstore check                  credentials, bucket access, round trip
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -21,8 +18,10 @@
 #include <iterator>
 #include <sstream>
 
+#include "cli/cmd_log_demo.h"
 #include "cli/command.h"
 #include "common/crc32c.h"
+#include "common/mapped_range.h"
 #include "common/random.h"
 #include "objstore/config.h"
 #include "objstore/object_store.h"
@@ -64,12 +63,10 @@ Result<std::unique_ptr<ObjectStore>> open(const Flags& f) {
 }
 
 // The bytes to put: a file is mapped (no copy into fresh memory; the put
-// reads the page cache directly), stdin is read into memory.
+// reads the page cache, and drops the pages behind it), stdin is read into
+// memory.
 class Input {
  public:
-  ~Input() {
-    if (map_ != nullptr) ::munmap(map_, map_len_);
-  }
   Status open(const std::string& path) {
     if (path == "-") {
       std::stringstream ss;
@@ -78,32 +75,21 @@ class Input {
       view_ = owned_;
       return Status::OK();
     }
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Error(Errc::io, fmt::format("open {}: {}", path, std::strerror(errno)));
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      return Error(Errc::invalid_argument, path + " is not a regular file");
+    if (::stat(path.c_str(), &st) != 0) {
+      return Error(Errc::io, fmt::format("stat {}: {}", path, std::strerror(errno)));
     }
-    if (st.st_size > 0) {
-      map_len_ = size_t(st.st_size);
-      map_ = ::mmap(nullptr, map_len_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-      if (map_ == MAP_FAILED) {
-        map_ = nullptr;
-        int e = errno;
-        ::close(fd);
-        return Error(Errc::io, fmt::format("mmap {}: {}", path, std::strerror(e)));
-      }
-      view_ = BytesView(static_cast<const char*>(map_), map_len_);
-    }
-    ::close(fd);
+    if (!S_ISREG(st.st_mode)) return Error(Errc::invalid_argument, path + " is not a regular file");
+    STRATA_ASSIGN_OR_RETURN(map_, MappedRange::map(path, 0, uint64_t(st.st_size)));
+    view_ = map_.view();
     return Status::OK();
   }
   BytesView bytes() const { return view_; }
+  // The put is done with the first n bytes (in this pass).
+  void behind(uint64_t n) { map_.drop_before(n); }
 
  private:
-  void* map_ = nullptr;
-  size_t map_len_ = 0;
+  MappedRange map_;
   Bytes owned_;
   BytesView view_;
 };
@@ -182,7 +168,19 @@ void run_put(Context& ctx, const Flags& f, const std::string& key, const std::st
   if (!store.ok()) return ctx.fail(store.error());
   PutOptions opts;
   if (!content_type.empty()) opts.content_type = content_type;
+  // Each pass over the body (the checksum, then the write or send) shows.
+  Progress progress(!ctx.json);
+  int pass = 0;
+  uint64_t last = 0;
+  opts.on_progress = [&](uint64_t done) {
+    if (done <= last || pass == 0) pass += 1;
+    last = done;
+    input.behind(done);
+    progress.update(fmt::format("put {}: pass {}, {} of {}", key, pass, human_bytes(double(done)),
+                                human_bytes(double(data.size()))));
+  };
   auto r = (*store)->put(key, data, opts);
+  progress.done();
   if (!r.ok()) return ctx.fail(r.error());
   if (ctx.json) {
     ctx.print_json({{"key", key},
