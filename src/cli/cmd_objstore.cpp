@@ -131,6 +131,48 @@ void run_ls(Context& ctx, const Flags& f, const std::string& prefix, int max) {
   }
 }
 
+// A whole object into a file, streamed: it goes to OUT.part as it arrives
+// (memory stays at the store's pieces, not the object's size; progress on
+// stderr) and is renamed to OUT only once the store verified its CRC32C.
+void get_to_file(Context& ctx, ObjectStore& store, const std::string& key, const std::string& out) {
+  const std::string part = out + ".part";
+  std::ofstream o(part, std::ios::binary | std::ios::trunc);
+  if (!o) return ctx.fail(Error(Errc::io, "cannot write " + part));
+  Progress progress(!ctx.json);
+  uint64_t size = 0, got = 0;
+  GetSink sink;
+  sink.on_size = [&size](uint64_t n) {
+    size = n;
+    return Status::OK();
+  };
+  sink.on_piece = [&](BytesView piece) -> Status {
+    o.write(piece.data(), std::streamsize(piece.size()));
+    if (!o) return Error(Errc::io, "cannot write " + part);
+    got += piece.size();
+    progress.update(fmt::format("get {}: {} of {}", key, human_bytes(double(got)),
+                                size ? human_bytes(double(size)) : std::string("?")));
+    return Status::OK();
+  };
+  auto r = store.get_to(key, sink, GetLimits{store.max_get_bytes()});
+  progress.done();
+  o.close();
+  if (!r.ok() || !o) {
+    std::remove(part.c_str());
+    if (!r.ok()) return ctx.fail(r.error());
+    return ctx.fail(Error(Errc::io, "cannot write " + part));
+  }
+  if (std::rename(part.c_str(), out.c_str()) != 0) {
+    std::remove(part.c_str());
+    return ctx.fail(
+        Error(Errc::io, fmt::format("rename {} to {}: {}", part, out, std::strerror(errno))));
+  }
+  if (ctx.json) {
+    ctx.print_json({{"key", key}, {"bytes", *r}, {"file", out}});
+  } else {
+    std::cout << "wrote " << *r << " bytes of " << key << " to " << out << "\n";
+  }
+}
+
 void run_get(Context& ctx, const Flags& f, const std::string& key, const std::string& out,
              int64_t offset, int64_t length) {
   if (ctx.json && (out.empty() || out == "-")) {
@@ -138,6 +180,9 @@ void run_get(Context& ctx, const Flags& f, const std::string& key, const std::st
   }
   auto store = open(f);
   if (!store.ok()) return ctx.fail(store.error());
+  if (offset < 0 && length < 0 && !out.empty() && out != "-") {
+    return get_to_file(ctx, **store, key, out);
+  }
   auto data = (offset >= 0 || length >= 0)
                   ? (*store)->get_range(key, uint64_t(std::max<int64_t>(offset, 0)),
                                         length >= 0 ? uint64_t(length) : UINT64_MAX)
