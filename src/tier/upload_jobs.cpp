@@ -132,17 +132,15 @@ Result<uint64_t, TransferFailure> put_fragment(objstore::ObjectStore& store,
       return local_failure(m.error().code, fmt::format("fragment {}: reading segment span: {}", key,
                                                        m.error().message));
     }
-    // Verified in windows, each dropped from the RSS once read (the pages
+    // Verified in pieces, each dropped from the RSS once read (the pages
     // stay cached for the upload's pass).
     const BytesView v = m->view();
-    for (size_t pos = 0; pos < v.size();) {
-      const size_t n = size_t(std::min<uint64_t>(objstore::kBodyStepBytes, v.size() - pos));
-      if (Status s = enc->add_body(v.substr(pos, n)); !s.ok()) {
-        return local_failure(s.code(), fmt::format("fragment {} from {} [{}, {}): {}", key, path,
-                                                   span.start, span.end, s.error().message));
-      }
-      pos += n;
-      m->drop_before(pos);
+    Status s = objstore::for_each_body_piece(
+        objstore::BodyParts(&v, 1), [&](BytesView piece) { return enc->add_body(piece); },
+        [&m](uint64_t done) { m->drop_before(done); });
+    if (!s.ok()) {
+      return local_failure(s.code(), fmt::format("fragment {} from {} [{}, {}): {}", key, path,
+                                                 span.start, span.end, s.error().message));
     }
     parts.push_back(v);
     maps.push_back(std::move(m).value());
