@@ -131,6 +131,15 @@ void run_ls(Context& ctx, const Flags& f, const std::string& prefix, int max) {
   }
 }
 
+// What `get` says once the object is in `out`.
+void report_written(Context& ctx, const std::string& key, uint64_t bytes, const std::string& out) {
+  if (ctx.json) {
+    ctx.print_json({{"key", key}, {"bytes", bytes}, {"file", out}});
+  } else {
+    std::cout << "wrote " << bytes << " bytes of " << key << " to " << out << "\n";
+  }
+}
+
 // A whole object into a file, streamed: it goes to OUT.part as it arrives
 // (memory stays at the store's pieces, not the object's size; progress on
 // stderr) and is renamed to OUT only once the store verified its CRC32C.
@@ -166,11 +175,7 @@ void get_to_file(Context& ctx, ObjectStore& store, const std::string& key, const
     return ctx.fail(
         Error(Errc::io, fmt::format("rename {} to {}: {}", part, out, std::strerror(errno))));
   }
-  if (ctx.json) {
-    ctx.print_json({{"key", key}, {"bytes", *r}, {"file", out}});
-  } else {
-    std::cout << "wrote " << *r << " bytes of " << key << " to " << out << "\n";
-  }
+  report_written(ctx, key, *r, out);
 }
 
 void run_get(Context& ctx, const Flags& f, const std::string& key, const std::string& out,
@@ -197,11 +202,7 @@ void run_get(Context& ctx, const Flags& f, const std::string& key, const std::st
   o.write(data->data(), std::streamsize(data->size()));
   o.close();
   if (!o) return ctx.fail(Error(Errc::io, "cannot write " + out));
-  if (ctx.json) {
-    ctx.print_json({{"key", key}, {"bytes", data->size()}, {"file", out}});
-  } else {
-    std::cout << "wrote " << data->size() << " bytes of " << key << " to " << out << "\n";
-  }
+  report_written(ctx, key, data->size(), out);
 }
 
 void run_put(Context& ctx, const Flags& f, const std::string& key, const std::string& in,

@@ -28,9 +28,6 @@ constexpr uint32_t kPreTuneFrameMax = 1u << 20;
 constexpr uint64_t kUnconfirmedBudget = 16u << 20;
 constexpr std::chrono::milliseconds kStreamOpDeadline{120'000};
 constexpr size_t kReadChunk = 64u << 10;
-// How long a connection whose Close was answered waits for the client to
-// close its side, answering any further Close (see on(CloseRequest)).
-constexpr std::chrono::milliseconds kCloseLinger{2000};
 
 log::OffsetSpec to_log_spec(const proto::OffsetSpec& s) {
   switch (s.type) {
@@ -464,9 +461,9 @@ void Connection::on(const CloseRequest& r) {
   // answered both there only because its answer to Delete comes after the
   // publishers' connection closed. So the connection lingers: further
   // Close requests are answered, anything else ignored, and it closes when
-  // the client closes its side or after kCloseLinger.
+  // the client closes its side or after server.close_linger_ms.
   close_answered_ = true;
-  linger_timer_.expires_after(kCloseLinger);
+  linger_timer_.expires_after(std::chrono::milliseconds(server_.config().server.close_linger_ms));
   linger_timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
     if (ec || self->closed_) return;
     self->close_after_flush();

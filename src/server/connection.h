@@ -171,7 +171,7 @@ class Connection : public PublishSink,
   uint16_t deliver_version_ = 1;
   asio::steady_timer heartbeat_timer_;
   // The client's Close was answered: until it closes its side (or
-  // kCloseLinger passes) further Close requests are answered too, and
+  // server.close_linger_ms passes) further Close requests are answered too, and
   // every other frame is ignored.
   bool close_answered_ = false;
   asio::steady_timer linger_timer_;

@@ -75,6 +75,13 @@ bool only_simple_chunk(const log::ChunkHeader& h, BytesView data) {
   return h.num_records == h.num_entries && log::only_simple_entries(data);
 }
 
+JoinRole join_role(const log::ChunkHeader& h, BytesView data, bool joins, uint64_t limit) {
+  JoinRole r;
+  r.simple = (joins || h.data_len < limit) && only_simple_chunk(h, data);
+  r.takes_joins = r.simple && h.data_len < limit;
+  return r;
+}
+
 void join_into(proto::OsirisChunkHeader* open, const log::ChunkHeader& next, uint32_t crc) {
   open->num_entries = uint16_t(open->num_entries + next.num_entries);
   open->num_records += next.num_records;
@@ -172,10 +179,9 @@ Result<bool> add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uin
     BytesView d = c.data();
     std::memcpy(body, d.data(), d.size());
   }
-  // Its entries are looked at only when it joins or may take joins.
-  const bool simple = (join || c.header.data_len < o.coalesce_bytes) &&
-                      only_simple_chunk(c.header, BytesView(body, c.header.data_len));
-  if (join && !simple) {
+  const JoinRole role =
+      join_role(c.header, BytesView(body, c.header.data_len), join, o.coalesce_bytes);
+  if (join && !role.simple) {
     // A sub-batch after all (one record): this chunk goes out on its own.
     if (b->chunks >= max_chunks) {
       f->bytes.resize(at);
@@ -211,7 +217,7 @@ Result<bool> add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uin
   f->chunks += 1;
   b->chunks += 1;
   b->open.reset();
-  if (simple && c.header.data_len < o.coalesce_bytes) b->open = OpenDeliver{at, oh, committed_id};
+  if (role.takes_joins) b->open = OpenDeliver{at, oh, committed_id};
   return true;
 }
 

@@ -108,6 +108,17 @@ bool joinable(const proto::OsirisChunkHeader& open, const log::ChunkHeader& next
 // Whether a chunk's data is simple entries only (no sub-batch, even of one
 // record): the only chunks joined, as `open` or as `next`.
 bool only_simple_chunk(const log::ChunkHeader& h, BytesView data);
+// The join policy for one chunk that `joins` the open wire chunk by its
+// header (joinable) or not: `simple` — its data is simple entries, looked
+// at only when it joins or is under `limit` (a chunk that is neither goes
+// out as stored whatever it holds); a chunk that joins but is not simple
+// goes out on its own after all — and `takes_joins` — not joined, it opens
+// a wire chunk later chunks may join: simple and under `limit`.
+struct JoinRole {
+  bool simple = false;
+  bool takes_joins = false;
+};
+JoinRole join_role(const log::ChunkHeader& h, BytesView data, bool joins, uint64_t limit);
 // `open` extended by that chunk, whose data has zlib CRC `crc`: counts and
 // length added, the CRC combined.
 void join_into(proto::OsirisChunkHeader* open, const log::ChunkHeader& next, uint32_t crc);

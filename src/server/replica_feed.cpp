@@ -57,9 +57,8 @@ bool add_remote(const log::ChunkHeader& h, BytesView data, uint64_t limit, uint3
                 std::optional<proto::OsirisChunkHeader>* open, uint64_t* mem) {
   const uint32_t crc = h.wire_crc_known() ? h.wire_crc : crc32_zlib(data);
   const bool join_ok = *open && joinable(**open, h, limit);
-  // Its entries are looked at only when it may join or take joins.
-  const bool simple = (join_ok || h.data_len < limit) && only_simple_chunk(h, data);
-  if (join_ok && simple) {
+  const JoinRole role = join_role(h, data, join_ok, limit);
+  if (join_ok && role.simple) {
     ChunkFrame& f = *b->frames.back();
     join_into(&**open, h, crc);
     Bytes head;
@@ -75,7 +74,7 @@ bool add_remote(const log::ChunkHeader& h, BytesView data, uint64_t limit, uint3
   b->frames.push_back(frame_for(h, data, crc, version, sub_id));
   *mem += b->frames.back()->bytes.size();
   open->reset();
-  if (simple && h.data_len < limit) *open = osiris_header_for(h, crc);
+  if (role.takes_joins) *open = osiris_header_for(h, crc);
   return true;
 }
 

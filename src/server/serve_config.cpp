@@ -38,9 +38,9 @@ Status get_string(const json& section, const std::string& key, const std::string
 Status load_server_section(const json& s, ServerSettings* out) {
   if (!s.is_object()) return bad("server", "not an object");
   static const char* kKnown[] = {
-      "listen",        "advertised_host", "advertised_port", "frame_max",
-      "heartbeat_s",   "threads",         "max_connections", "consumer_update_timeout_ms",
-      "coalesce_bytes"};
+      "listen",         "advertised_host", "advertised_port", "frame_max",
+      "heartbeat_s",    "threads",         "max_connections", "consumer_update_timeout_ms",
+      "coalesce_bytes", "close_linger_ms"};
   for (auto it = s.begin(); it != s.end(); ++it) {
     bool known = false;
     for (const char* k : kKnown) known = known || it.key() == k;
@@ -91,6 +91,12 @@ Status load_server_section(const json& s, ServerSettings* out) {
     return st;
   }
   out->coalesce_bytes = uint32_t(v);
+  // A minute at most: a closing connection holds its socket and buffers.
+  v = out->close_linger_ms;
+  if (auto st = get_uint(s, "close_linger_ms", "server.close_linger_ms", 0, 60'000, &v); !st.ok()) {
+    return st;
+  }
+  out->close_linger_ms = uint32_t(v);
   return Status::OK();
 }
 

@@ -9,7 +9,8 @@
 //                 "frame_max": 1048576, "heartbeat_s": 60, "threads": 2,
 //                 "max_connections": 1024,
 //                 "consumer_update_timeout_ms": 60000,
-//                 "coalesce_bytes": 262144 },                  0: chunks as stored
+//                 "coalesce_bytes": 262144,                    0: chunks as stored
+//                 "close_linger_ms": 2000 },
 //     "users": [ { "name": "guest", "password": "guest" } ]     default: guest/guest
 //     "cluster": { "enabled": false, "node_id": "n1",
 //                  "lease_ttl_ms": 5000, "acquire_grace_ms": 0,     0: the TTL
@@ -57,6 +58,11 @@ struct ServerSettings {
   // Consecutive stored chunks a delivery reads together go out as one
   // chunk of up to this many data bytes (server/delivery.h; 0: as stored).
   uint32_t coalesce_bytes = 256u << 10;
+  // After answering a client's Close, how long the connection stays open
+  // to answer a repeated Close (server/connection.cpp, Connection::on
+  // CloseRequest) unless the client closes its side first; 0: closed as
+  // soon as the answer is sent.
+  uint32_t close_linger_ms = 2000;
   std::vector<User> users{{"guest", "guest"}};
 };
 

@@ -120,9 +120,10 @@ TEST(Chunk, WireCrcIsZlibCrcOfTheDataSection) {
 }
 
 // Version 2: a data byte flipped after the fact with data_crc (CRC32C)
-// recomputed, as a writer bug would leave it, passes verify_chunk_body but
-// fails verify_wire_crc, naming the place. Version 3 has one CRC: its body
-// check fails the same chunk, naming the wire CRC.
+// recomputed, as a writer bug would leave it, fails verify_wire_crc and so
+// verify_chunk_body (which scans, inspect and readers use), naming the
+// place. Version 3 has one CRC: its body check fails the same chunk, naming
+// the wire CRC.
 TEST(Chunk, WireCrcMismatchIsReported) {
   Bytes c = build_chunk({"hello", "world"}, 5, 1, 1);
   auto h = *decode_chunk_header(c, "t");
@@ -135,8 +136,16 @@ TEST(Chunk, WireCrcMismatchIsReported) {
   EXPECT_EQ(s.code(), Errc::corrupt);
   EXPECT_NE(s.error().message.find("seg position 24"), std::string::npos);
   EXPECT_NE(s.error().message.find("wire CRC32"), std::string::npos);
-  EXPECT_TRUE(verify_chunk_body(v2, body, "t").ok());
+  s = verify_chunk_body(v2, body, "seg position 24");
+  EXPECT_EQ(s.code(), Errc::corrupt);
+  EXPECT_NE(s.error().message.find("seg position 24"), std::string::npos);
+  EXPECT_NE(s.error().message.find("wire CRC32"), std::string::npos);
   EXPECT_EQ(verify_wire_crc(v2, BytesView(body).substr(0, 3), "t").code(), Errc::corrupt);
+  // With both CRCs right the version 2 body verifies.
+  body[6] ^= 1;
+  v2.data_crc = crc32c::value(body);
+  EXPECT_TRUE(verify_chunk_body(v2, body, "t").ok());
+  body[6] ^= 1;
 
   h.data_crc = zlib_crc(body);
   s = verify_chunk_body(h, body, "seg position 24");

@@ -791,5 +791,42 @@ TEST_F(DeliveryTest, NoDescriptorFallsBackToMemory) {
   });
 }
 
+// The join policy both delivery paths (local and replica) apply, on its own:
+// a chunk's entries decide only when it joins or is small enough to take
+// joins; a chunk at or over the limit takes none, whatever it holds.
+TEST(JoinRole, SimpleSmallChunksTakeJoinsSubBatchesAndLargeOnesDoNot) {
+  using log::test::simple_entry;
+  using log::test::sub_batch;
+  auto header = [](const Bytes& data, uint16_t entries, uint32_t records) {
+    log::ChunkHeader h;
+    h.num_entries = entries;
+    h.num_records = records;
+    h.data_len = uint32_t(data.size());
+    return h;
+  };
+  const Bytes simple = simple_entry("a") + simple_entry("b");
+  const Bytes one_sub = sub_batch(0, {"c"});
+  const log::ChunkHeader hs = header(simple, 2, 2), hb = header(one_sub, 1, 1);
+  const uint64_t big = simple.size() + 1, small = simple.size();
+
+  JoinRole r = join_role(hs, simple, false, big);
+  EXPECT_TRUE(r.simple);
+  EXPECT_TRUE(r.takes_joins);
+  // At the limit: not looked at, takes nothing; joining, it is looked at.
+  r = join_role(hs, simple, false, small);
+  EXPECT_FALSE(r.simple);
+  EXPECT_FALSE(r.takes_joins);
+  r = join_role(hs, simple, true, small);
+  EXPECT_TRUE(r.simple);
+  EXPECT_FALSE(r.takes_joins);
+  // A sub-batch of one record (as many records as entries) neither joins
+  // nor takes joins.
+  r = join_role(hb, one_sub, true, 1 << 20);
+  EXPECT_FALSE(r.simple);
+  EXPECT_FALSE(r.takes_joins);
+  r = join_role(hb, one_sub, false, 1 << 20);
+  EXPECT_FALSE(r.takes_joins);
+}
+
 }  // namespace
 }  // namespace strata::server

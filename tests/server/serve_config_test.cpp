@@ -21,20 +21,25 @@ TEST(ServeConfig, DefaultsAndFlags) {
   EXPECT_EQ(c->server.users[0].name, "guest");
   EXPECT_EQ(c->node.data_dir, "/tmp/x");
   EXPECT_EQ(c->server.coalesce_bytes, 256u << 10);
+  EXPECT_EQ(c->server.close_linger_ms, 2000u);
 
   f.listen = "127.0.0.1:0";
   f.advertised_host = "example.org";
   f.advertised_port = 15552;
-  c = load_serve_config(
-      json{{"server", {{"listen", "0.0.0.0:1"}, {"heartbeat_s", 5}, {"coalesce_bytes", 0}}},
-           {"users", {{{"name", "app"}, {"password", "pw"}}}}},
-      f, no_env());
+  c = load_serve_config(json{{"server",
+                              {{"listen", "0.0.0.0:1"},
+                               {"heartbeat_s", 5},
+                               {"coalesce_bytes", 0},
+                               {"close_linger_ms", 0}}},
+                             {"users", {{{"name", "app"}, {"password", "pw"}}}}},
+                        f, no_env());
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->server.listen, "127.0.0.1:0");
   EXPECT_EQ(c->server.advertised_host, "example.org");
   EXPECT_EQ(c->server.advertised_port, 15552u);
   EXPECT_EQ(c->server.heartbeat_s, 5u);
   EXPECT_EQ(c->server.coalesce_bytes, 0u);
+  EXPECT_EQ(c->server.close_linger_ms, 0u);
   ASSERT_EQ(c->server.users.size(), 1u);
   EXPECT_EQ(c->server.users[0].name, "app");
 }
@@ -51,6 +56,7 @@ TEST(ServeConfig, ErrorsNameTheSetting) {
       {json{{"server", {{"frame_max", 10}}}}, "server.frame_max"},
       {json{{"server", {{"typo", 1}}}}, "server.typo"},
       {json{{"server", {{"coalesce_bytes", 128 << 20}}}}, "server.coalesce_bytes"},
+      {json{{"server", {{"close_linger_ms", 60'001}}}}, "server.close_linger_ms"},
       {json{{"users", json::array()}}, "users"},
       {json{{"users", {{{"name", "a"}}}}}, "users[0]"},
       {json{{"tiering", {{"bogus", 1}}}}, "bogus"},

@@ -129,10 +129,12 @@ TEST_F(ServeTest, HandshakeAnswersVersionAndAdvertisedAddress) {
 
 // A client may send Close twice before the first answer arrives (the
 // JavaScript client 1.0.0 does after a stream deletion): both are answered,
-// and the server closes once the client closes its side (or after 2 s).
+// and the server closes once the client closes its side (or after
+// server.close_linger_ms, 2 s by default: a Close 300 ms after the first
+// answer is still answered).
 TEST_F(ServeTest, CloseSentTwiceIsAnsweredTwice) {
   StreamClient c = open_client();
-  const uint32_t first = c.corr(), second = c.corr();
+  const uint32_t first = c.corr(), second = c.corr(), third = c.corr();
   ASSERT_TRUE(c.send(CloseRequest{first, ResponseCode::ok, "bye"}).ok());
   ASSERT_TRUE(c.send(CloseRequest{second, ResponseCode::ok, "bye again"}).ok());
   auto r1 = c.expect<CloseResponse>();
@@ -142,7 +144,28 @@ TEST_F(ServeTest, CloseSentTwiceIsAnsweredTwice) {
   ASSERT_TRUE(r2.ok()) << r2.error().message;
   EXPECT_EQ(r2->correlation_id, second);
   EXPECT_EQ(r2->code, ResponseCode::ok);
+  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(c.send(CloseRequest{third, ResponseCode::ok, "still there?"}).ok());
+  auto r3 = c.expect<CloseResponse>();
+  ASSERT_TRUE(r3.ok()) << r3.error().message;
+  EXPECT_EQ(r3->correlation_id, third);
   EXPECT_TRUE(c.closed_by_server());
+}
+
+// server.close_linger_ms bounds how long an answered Close keeps the
+// connection: a client that never closes its side is closed by the server
+// well before the 2 s default would pass.
+TEST_F(ServeTest, CloseLingerIsConfigurable) {
+  ASSERT_EQ(server_.stop(), 0);
+  const std::string cfg = dir_.sub("linger.json");
+  std::ofstream(cfg) << R"({"server": {"close_linger_ms": 100}})";
+  server_ = ServeProcess::start(dir_.sub("data"), {"--config", cfg}, dir_.path());
+  ASSERT_GT(server_.port(), 0) << server_.process().stderr_text();
+  StreamClient c = open_client();
+  ASSERT_TRUE(c.send(CloseRequest{c.corr(), ResponseCode::ok, "bye"}).ok());
+  auto r = c.expect<CloseResponse>();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(c.closed_by_server(1500ms));
 }
 
 TEST_F(ServeTest, BadCredentialsRefusedAndClosed) {
