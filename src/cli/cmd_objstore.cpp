@@ -217,10 +217,8 @@ void run_put(Context& ctx, const Flags& f, const std::string& key, const std::st
   // Each pass over the body (the checksum, then the write or send) shows.
   Progress progress(!ctx.json);
   int pass = 0;
-  uint64_t last = 0;
   opts.on_progress = [&](uint64_t done) {
-    if (done <= last || pass == 0) pass += 1;
-    last = done;
+    if (done == 0) pass += 1;
     input.behind(done);
     progress.update(fmt::format("put {}: pass {}, {} of {}", key, pass, human_bytes(double(done)),
                                 human_bytes(double(data.size()))));

@@ -30,6 +30,7 @@ ObjectError length_zero(std::string_view key) {
 Status for_each_body_piece(BodyParts body, const std::function<Status(BytesView)>& fn,
                            const std::function<void(uint64_t)>& progress) {
   uint64_t done = 0;
+  if (progress) progress(0);
   for (BytesView part : body) {
     for (size_t pos = 0; pos < part.size();) {
       const size_t n = size_t(std::min<uint64_t>(kBodyStepBytes, part.size() - pos));

@@ -21,8 +21,9 @@ struct Exchange {
   // Upload cursor over the body parts.
   size_t part = 0;
   size_t part_pos = 0;
-  uint64_t sent = 0;      // body bytes handed to libcurl in this pass
-  uint64_t reported = 0;  // ... as last told on_body_progress
+  uint64_t sent = 0;           // body bytes handed to libcurl in this pass
+  uint64_t reported = 0;       // ... as last told on_body_progress
+  bool pass_reported = false;  // this pass's 0 was told
   // Download state.
   bool body_started = false;
   bool success_status = false;
@@ -102,6 +103,11 @@ size_t on_read(char* buf, size_t size, size_t n, void* user) {
   const size_t cap = size * n;
   size_t out = 0;
   BodyParts parts = ex->req->body;
+  const auto& progress = ex->req->on_body_progress;
+  if (progress && !ex->pass_reported) {
+    ex->pass_reported = true;
+    progress(0);
+  }
   while (out < cap && ex->part < parts.size()) {
     BytesView p = parts[ex->part];
     size_t take = std::min(cap - out, p.size() - ex->part_pos);
@@ -114,7 +120,6 @@ size_t on_read(char* buf, size_t size, size_t n, void* user) {
     }
   }
   ex->sent += out;
-  const auto& progress = ex->req->on_body_progress;
   if (progress && ex->sent > ex->reported &&
       (ex->sent - ex->reported >= kBodyStepBytes || ex->part == parts.size())) {
     ex->reported = ex->sent;
@@ -132,6 +137,7 @@ int on_seek(void* user, curl_off_t offset, int origin) {
   ex->part_pos = 0;
   ex->sent = 0;
   ex->reported = 0;
+  ex->pass_reported = false;
   return CURL_SEEKFUNC_OK;
 }
 

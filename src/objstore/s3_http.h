@@ -37,9 +37,9 @@ struct HttpRequest {
   std::string url;                   // scheme://host[:port]/canonical-path?canonical-query
   std::vector<std::string> headers;  // "Name: value", signed by libcurl
   BodyParts body;                    // PUT/POST payload
-  // Called as the payload goes out (PutOptions::on_progress): the bytes
-  // handed to libcurl so far, every kBodyStepBytes or so and at the end. A
-  // resend starts again from 0.
+  // Called as the payload goes out (PutOptions::on_progress): 0 as a send
+  // begins, then the bytes handed to libcurl so far, every kBodyStepBytes
+  // or so and at the end. A resend begins again with 0.
   std::function<void(uint64_t sent)> on_body_progress;
   // Streaming a 2xx answer (both optional). on_headers runs once the final
   // status line and headers are in, before any body byte (also when the

@@ -168,17 +168,12 @@ Result<uint64_t, TransferFailure> put_fragment(objstore::ObjectStore& store,
     starts.push_back(at);
     at += m.view().size();
   }
-  struct Behind {
-    size_t next = 0;    // the first map not wholly dropped in this pass
-    uint64_t last = 0;  // `done` as last reported
-  };
-  po.on_progress = [&maps, &starts, b = Behind{}](uint64_t done) mutable {
-    // Reports rise within a pass; one that does not starts a new pass.
-    if (done <= b.last) b.next = 0;
-    b.last = done;
-    for (; b.next < maps.size() && starts[b.next] < done; ++b.next) {
-      maps[b.next].drop_before(done - starts[b.next]);
-      if (starts[b.next] + maps[b.next].view().size() > done) break;
+  // The first map not wholly dropped in this pass (a pass begins with 0).
+  po.on_progress = [&maps, &starts, next = size_t(0)](uint64_t done) mutable {
+    if (done == 0) next = 0;
+    for (; next < maps.size() && starts[next] < done; ++next) {
+      maps[next].drop_before(done - starts[next]);
+      if (starts[next] + maps[next].view().size() > done) break;
     }
   };
   auto put = store.put(key, objstore::BodyParts(parts.data(), parts.size()), po);
