@@ -22,6 +22,15 @@ class ServeTest : public ::testing::Test {
     server_ = ServeProcess::start(dir_.sub("data"), {}, dir_.path());
     ASSERT_GT(server_.port(), 0) << server_.process().stderr_text();
   }
+  // Stops the server and starts it again on the same data with a config
+  // file holding `config` (JSON).
+  void restart_with_config(const std::string& name, const std::string& config) {
+    ASSERT_EQ(server_.stop(), 0);
+    const std::string cfg = dir_.sub(name);
+    std::ofstream(cfg) << config;
+    server_ = ServeProcess::start(dir_.sub("data"), {"--config", cfg}, dir_.path());
+    ASSERT_GT(server_.port(), 0) << server_.process().stderr_text();
+  }
   StreamClient open_client() {
     auto c = StreamClient::connect(server_.port());
     EXPECT_TRUE(c.ok()) << c.error().message;
@@ -156,11 +165,8 @@ TEST_F(ServeTest, CloseSentTwiceIsAnsweredTwice) {
 // connection: a client that never closes its side is closed by the server
 // well before the 2 s default would pass.
 TEST_F(ServeTest, CloseLingerIsConfigurable) {
-  ASSERT_EQ(server_.stop(), 0);
-  const std::string cfg = dir_.sub("linger.json");
-  std::ofstream(cfg) << R"({"server": {"close_linger_ms": 100}})";
-  server_ = ServeProcess::start(dir_.sub("data"), {"--config", cfg}, dir_.path());
-  ASSERT_GT(server_.port(), 0) << server_.process().stderr_text();
+  restart_with_config("linger.json", R"({"server": {"close_linger_ms": 100}})");
+  if (HasFatalFailure()) return;
   StreamClient c = open_client();
   ASSERT_TRUE(c.send(CloseRequest{c.corr(), ResponseCode::ok, "bye"}).ok());
   auto r = c.expect<CloseResponse>();
@@ -621,11 +627,8 @@ TEST_F(ServeTest, OffsetsStoredDuringDeletionLeaveNothingBehind) {
 // is closed (as RabbitMQ does when a request to the client times out) and
 // the next consumer is activated.
 TEST_F(ServeTest, SingleActiveConsumerThatNeverAnswersIsFailed) {
-  ASSERT_EQ(server_.stop(), 0);
-  const std::string cfg = dir_.sub("sac-timeout.json");
-  std::ofstream(cfg) << R"({"server": {"consumer_update_timeout_ms": 300}})";
-  server_ = ServeProcess::start(dir_.sub("data"), {"--config", cfg}, dir_.path());
-  ASSERT_GT(server_.port(), 0) << server_.process().stderr_text();
+  restart_with_config("sac-timeout.json", R"({"server": {"consumer_update_timeout_ms": 300}})");
+  if (HasFatalFailure()) return;
   StreamClient pub = open_client();
   create(pub, "sac-deaf");
   declare(pub, 1, "sac-deaf");
