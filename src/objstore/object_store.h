@@ -70,9 +70,10 @@ struct PutOptions {
   // send; a resent request is a new pass) leaves bytes behind: the body's
   // first `done` bytes are not read again in this pass. A pass begins with
   // a report of 0 (and only a pass's beginning reports 0), then reports
-  // rise every kBodyStepBytes or so up to the end of the pass. A caller whose body is
-  // mapped from files drops the pages behind (MappedRange::drop_before), so
-  // an upload keeps a window of a large body resident, not all of it.
+  // rise every kBodyStepBytes or so up to the end of the pass. A caller
+  // whose body is mapped from files drops the pages behind
+  // (MappedRange::drop_before), so an upload keeps a window of a large body
+  // resident, not all of it.
   std::function<void(uint64_t done)> on_progress;
 };
 
@@ -82,7 +83,8 @@ inline constexpr uint64_t kBodyStepBytes = 4ull << 20;
 
 // Calls fn on the body front to back in pieces of at most kBodyStepBytes
 // (a piece never spans two parts), and `progress` (if set) with 0 before the
-// first and after each with the bytes done so far. Stops at fn's first error and returns it.
+// first and after each with the bytes done so far. Stops at fn's first
+// error and returns it.
 Status for_each_body_piece(BodyParts body, const std::function<Status(BytesView)>& fn,
                            const std::function<void(uint64_t)>& progress);
 
