@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/crc32.h"
 #include "common/crc32c.h"
 #include "common/endian.h"
 #include "log/chunk.h"
@@ -114,9 +115,18 @@ Status FragmentEncoder::verify(BytesView piece) {
       }
       decoded_header_ = *h;
       body_crc_ = 0;
+      wire_crc_ = 0;
     } else {
       size_t take = size_t(std::min<uint64_t>(chunk_size - in_chunk_, piece.size()));
       body_crc_ = log::extend_body_crc(decoded_header_, body_crc_, piece.data(), take);
+      if (decoded_header_.version == log::kChunkVersionCrc32c) {
+        // The part of this piece inside the data section (not the trailer).
+        const uint64_t data_end = log::kChunkHeaderSize + uint64_t(decoded_header_.data_len);
+        if (in_chunk_ < data_end) {
+          const size_t n = size_t(std::min<uint64_t>(take, data_end - in_chunk_));
+          wire_crc_ = crc32_zlib(piece.data(), n, wire_crc_);
+        }
+      }
       piece.remove_prefix(take);
       in_chunk_ += take;
     }
@@ -127,6 +137,14 @@ Status FragmentEncoder::verify(BytesView piece) {
             fmt::format("fragment {} chunk {} at offset {}: chunk data CRC mismatch "
                         "(header {:#010x}, computed {:#010x})",
                         where, chunk_, rec.first_offset, decoded_header_.data_crc, body_crc_));
+      }
+      if (decoded_header_.version == log::kChunkVersionCrc32c &&
+          wire_crc_ != decoded_header_.wire_crc) {
+        return Error(
+            Errc::corrupt,
+            fmt::format("fragment {} chunk {} at offset {}: chunk wire CRC32 mismatch "
+                        "(header {:#010x}, computed {:#010x})",
+                        where, chunk_, rec.first_offset, decoded_header_.wire_crc, wire_crc_));
       }
       chunk_ += 1;
       in_chunk_ = 0;

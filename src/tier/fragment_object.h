@@ -96,6 +96,9 @@ class FragmentEncoder {
   Bytes chunk_header_;
   log::ChunkHeader decoded_header_;
   uint32_t body_crc_ = 0;
+  // Version 2 chunks: the zlib CRC of the data section so far, checked
+  // against the header's wire CRC as log::verify_chunk_body does.
+  uint32_t wire_crc_ = 0;
 };
 
 // Whole-object encoder for tests and small objects: body = all chunk bytes.

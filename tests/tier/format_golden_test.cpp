@@ -129,6 +129,27 @@ TEST(TierFormatGolden, FragmentOfVersion2ChunksStillDecodesAndVerifies) {
   Status s = enc2->add_body(rotten);
   EXPECT_EQ(s.code(), Errc::corrupt);
   EXPECT_NE(s.error().message.find("chunk data CRC mismatch"), std::string::npos) << s.to_string();
+
+  // The same byte with chunk 1's CRC32C (and so its header CRC) rewritten to
+  // match, as a writer bug would leave it: the stored wire CRC no longer
+  // fits the data, and the streaming check says so whatever the pieces.
+  const ChunkIndexRecord& rec1 = d->index[1];
+  auto h1 = log::decode_chunk_header(BytesView(rotten).substr(rec1.position), "rotten");
+  ASSERT_TRUE(h1.ok()) << h1.error().to_string();
+  h1->data_crc = crc32c::value(BytesView(rotten).substr(rec1.position + log::kChunkHeaderSize,
+                                                        h1->total_size() - log::kChunkHeaderSize));
+  log::encode_chunk_header(*h1, u8(rotten.data() + rec1.position));
+  for (size_t step : {size_t(29), rotten.size()}) {
+    auto enc3 = FragmentEncoder::make(f.meta, f.index, 9);
+    ASSERT_TRUE(enc3.ok());
+    Status s3;
+    for (size_t at = 0; at < rotten.size() && s3.ok(); at += step) {
+      s3 = enc3->add_body(BytesView(rotten).substr(at, step));
+    }
+    EXPECT_EQ(s3.code(), Errc::corrupt) << step;
+    EXPECT_NE(s3.error().message.find("chunk wire CRC32 mismatch"), std::string::npos)
+        << s3.to_string();
+  }
 }
 
 // A root whose first entry is a kind-1 group partly consumed by retention
