@@ -3,7 +3,9 @@
 //
 //   log_bench append [--dir D] [--reps N]   append throughput vs raw write
 //                                           (100 B / 1 KiB / 16 KiB records,
-//                                           fsync never and always)
+//                                           fsync never and always;
+//                                           --reserve-ahead B sets the log's
+//                                           LogOptions::reserve_ahead_bytes)
 //   log_bench read   [--dir D] [--reps N]   sequential read vs raw read of
 //                                           the same segment files
 //   log_bench rss    [--dir D] [--gib G]    peak RSS writing then reading G GiB
@@ -66,6 +68,9 @@ double process_cpu() {
 // on a machine shared with other work, wall time measures the load as much
 // as the writer, CPU time much less.
 double g_last_cpu = 0;
+// LogOptions::reserve_ahead_bytes of the appending log and of the peer that
+// reserves like it (--reserve-ahead; 0 compares with the log not reserving).
+uint64_t g_reserve_ahead = LogOptions{}.reserve_ahead_bytes;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -128,6 +133,7 @@ double run_log_append(const std::string& dir, const AppendCase& c,
   LogOptions o;
   o.create_if_missing = true;
   o.fsync = c.policy;
+  o.reserve_ahead_bytes = g_reserve_ahead;
   auto log = must(StreamLog::open(dir + "/s", o), "open");
   std::string rec(c.record_size, 'r');
   std::vector<BytesView> batch(c.batch, rec);
@@ -153,8 +159,11 @@ double run_log_append(const std::string& dir, const AppendCase& c,
 // background and syncs nothing on the append path (the goal is stated
 // against this one; the timed region ends with the last append, so it
 // includes the background seal of the first segment but not close()).
+// With `reserve` the peer also allocates its file's space ahead of its
+// writes as the log does (LogOptions::reserve_ahead_bytes, same rule): the
+// peer that isolates what the log adds beyond the file layout.
 double run_raw_append(const std::string& dir, const AppendCase& c, const std::vector<size_t>& sizes,
-                      bool segment_sync = true) {
+                      bool segment_sync = true, bool reserve = false) {
   reset_dir(dir);
   const uint64_t max_segment = LogOptions{}.max_segment_bytes;
   int seg = 0;
@@ -169,6 +178,7 @@ double run_raw_append(const std::string& dir, const AppendCase& c, const std::ve
   std::string buf(sizes.empty() ? 0 : sizes[0], 'r');
   uint64_t pos = kFileHeaderSize;
   uint64_t in_segment = 0;
+  uint64_t reserved = 0;
   const double c0 = process_cpu();
   auto t0 = Clk::now();
   if (::write(fd, header.data(), header.size()) != ssize_t(header.size())) die("raw write");
@@ -184,6 +194,14 @@ double run_raw_append(const std::string& dir, const AppendCase& c, const std::ve
       ::close(dfd);
       pos = kFileHeaderSize;
       in_segment = 0;
+      reserved = 0;
+    }
+    if (reserve && g_reserve_ahead > 0 && pos + s > reserved) {
+      const uint64_t end = pos + s;
+      const uint64_t ahead = std::min(g_reserve_ahead, end);
+      const uint64_t to = std::max(end, std::min(end + ahead, max_segment));
+      if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, off_t(pos), off_t(to - pos)) != 0) die("fallocate");
+      reserved = to;
     }
     if (::write(fd, buf.data(), s) != ssize_t(s)) die("raw write");
     if (c.policy != FsyncPolicy::never && ::fdatasync(fd) != 0) die("raw fdatasync");
@@ -212,7 +230,7 @@ json bench_append(const std::string& dir, int reps, const std::string& only) {
   std::printf("%-8s %-7s %8s %12s %12s %12s %8s\n", "fsync", "record", "batch", "log MB/s",
               "log rec/s", "raw MB/s", "ratio");
   for (const auto& c : cases) {
-    std::vector<double> tl, tr, tn, cl, cn;
+    std::vector<double> tl, tr, tn, tp, cl, cn;
     std::vector<size_t> sizes;
     auto log_run = [&] {
       tl.push_back(run_log_append(dir, c, &sizes));
@@ -230,6 +248,7 @@ json bench_append(const std::string& dir, int reps, const std::string& only) {
       if (c.policy == FsyncPolicy::never) {
         tn.push_back(run_raw_append(dir, c, sizes, false));
         cn.push_back(g_last_cpu);
+        tp.push_back(run_raw_append(dir, c, sizes, false, true));
       }
     }
     uint64_t batches = c.total_bytes / (c.record_size * c.batch);
@@ -240,14 +259,16 @@ json bench_append(const std::string& dir, int reps, const std::string& only) {
     // Ratio over the same bytes: raw time / log time.
     double ratio = mr / ml;
     double mn = tn.empty() ? 0 : median(tn);
+    double mp = tp.empty() ? 0 : median(tp);
     std::printf("%-8s %-7zu %8zu %12.1f %12.0f %12.1f %8.3f %s\n",
                 std::string(fsync_policy_name(c.policy)).c_str(), c.record_size, c.batch,
                 disk / ml / 1e6, batches * c.batch / ml, disk / mr / 1e6, ratio,
                 tn.empty() ? ""
                            : fmt::format("(raw without roll fsyncs {:.1f} MB/s, ratio {:.3f}; "
-                                         "CPU s raw {:.3f} / log {:.3f}, ratio {:.3f})",
+                                         "CPU s raw {:.3f} / log {:.3f}, ratio {:.3f}; "
+                                         "raw reserving like the log {:.1f} MB/s, ratio {:.3f})",
                                          disk / mn / 1e6, mn / ml, median(cn), median(cl),
-                                         median(cn) / median(cl))
+                                         median(cn) / median(cl), disk / mp / 1e6, mp / ml)
                                  .c_str());
     std::fflush(stdout);
     out.push_back({{"fsync", fsync_policy_name(c.policy)},
@@ -264,6 +285,8 @@ json bench_append(const std::string& dir, int reps, const std::string& only) {
                    {"ratio", ratio},
                    {"raw_unsynced_mb_per_s", tn.empty() ? 0.0 : disk / mn / 1e6},
                    {"ratio_vs_raw_unsynced", tn.empty() ? 0.0 : mn / ml},
+                   {"raw_reserving_mb_per_s", tp.empty() ? 0.0 : disk / mp / 1e6},
+                   {"ratio_vs_raw_reserving", tp.empty() ? 0.0 : mp / ml},
                    {"log_cpu_seconds_median", median(cl)},
                    {"raw_unsynced_cpu_seconds_median", cn.empty() ? 0.0 : median(cn)},
                    {"cpu_ratio_vs_raw_unsynced", cn.empty() ? 0.0 : median(cn) / median(cl)},
@@ -592,7 +615,7 @@ int main(int argc, char** argv) {
     std::fprintf(
         stderr,
         "usage: %s append|read|rss|streams|encode|overlap [--dir D] [--reps N] [--gib G] [--n N] "
-        "[--fsync never|always]\n",
+        "[--fsync never|always] [--reserve-ahead BYTES]\n",
         argv[0]);
     return 2;
   }
@@ -614,6 +637,8 @@ int main(int argc, char** argv) {
       n = std::stoi(v);
     else if (k == "--fsync")
       only_fsync = v;
+    else if (k == "--reserve-ahead")
+      g_reserve_ahead = std::stoull(v);
     else if (k == "--read-eighths")
       read_eighths = std::stoull(v);
     else

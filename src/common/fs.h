@@ -34,6 +34,15 @@ class File {
   virtual Status sync() = 0;
   virtual Status truncate(uint64_t size) = 0;
   virtual Result<uint64_t> size() = 0;
+  // Allocates disk space for [offset, offset + len) without changing the
+  // size, so later writes there skip the file system's block reservation
+  // per page (ext4's delayed allocation: ~25 % of a write into the page
+  // cache, docs/BENCHMARKS.md). Errc::unsupported where the file system (or
+  // this layer) cannot; the caller then just writes.
+  virtual Status reserve(uint64_t offset, uint64_t len);
+  // Frees space reserve() allocated past the end of the file (a no-op when
+  // there is none). Changes no byte of the file.
+  virtual Status release_reserved() { return Status::OK(); }
   // The operating system's descriptor, or -1 where there is none (the
   // in-memory FaultFileSystem): lets a server send file bytes to a socket
   // with sendfile(2) instead of copying them through user space.

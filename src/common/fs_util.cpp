@@ -7,6 +7,11 @@
 
 namespace strata {
 
+Status File::reserve(uint64_t, uint64_t) {
+  return Error(Errc::unsupported,
+               fmt::format("{}: this file layer does not reserve space", path()));
+}
+
 std::string path_join(const std::string& dir, const std::string& name) {
   if (dir.empty()) return name;
   if (dir.back() == '/') return dir + name;

@@ -76,6 +76,31 @@ class PosixFile final : public File {
     return Status::OK();
   }
 
+  Status reserve(uint64_t offset, uint64_t len) override {
+    // KEEP_SIZE: readers and recovery see the same end as without it.
+    while (::fallocate(fd_, FALLOC_FL_KEEP_SIZE, off_t(offset), off_t(len)) != 0) {
+      if (errno == EINTR) continue;
+      if (errno == EOPNOTSUPP || errno == ENOSYS) {
+        return Error(Errc::unsupported,
+                     fmt::format("fallocate {}: not supported by this file system", path()));
+      }
+      return os_error("fallocate", path(), errno);
+    }
+    return Status::OK();
+  }
+
+  Status release_reserved() override {
+    struct stat st;
+    if (::fstat(fd_, &st) != 0) return os_error("fstat", path(), errno);
+    // Allocated beyond the blocks the size needs: a truncate to the same
+    // size frees them (nothing to do, and no metadata change, otherwise).
+    const uint64_t blk = st.st_blksize > 0 ? uint64_t(st.st_blksize) : 4096;
+    const uint64_t needed = (uint64_t(st.st_size) + blk - 1) / blk * blk;
+    if (uint64_t(st.st_blocks) * 512 <= needed) return Status::OK();
+    if (::ftruncate(fd_, st.st_size) != 0) return os_error("ftruncate", path(), errno);
+    return Status::OK();
+  }
+
   Result<uint64_t> size() override {
     struct stat st;
     if (::fstat(fd_, &st) != 0) return os_error("fstat", path(), errno);

@@ -44,6 +44,16 @@ struct LogOptions {
   // (a segment always takes at least one chunk).
   uint64_t max_segment_bytes = 256ull << 20;
   uint64_t max_segment_chunks = 256000;
+  // FsyncPolicy::never: the active segment's disk space is allocated ahead
+  // of the writer (File::reserve, fallocate without changing the size) by as
+  // much as the segment already holds, up to this many bytes. A write into
+  // allocated space skips the file system's per-page block reservation,
+  // ~25 % of an append into the page cache (docs/BENCHMARKS.md). A slow
+  // stream reserves little; the unused rest is freed when the segment is
+  // sealed and at close(). 0: off. (`always` and `interval` do not reserve:
+  // their syncs then also convert the reserved extents, which cost more.)
+  uint64_t reserve_ahead_bytes = 4ull << 20;
+
   // Bound on one chunk's data section. A batch larger than this is refused;
   // coalesced batches are packed into chunks up to this size.
   uint64_t max_chunk_bytes = 8ull << 20;

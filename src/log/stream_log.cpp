@@ -296,6 +296,7 @@ Status StreamLog::Impl::close() {
   std::vector<std::shared_ptr<LogSegment>> all(segments_.begin(), segments_.end());
   l.unlock();
   if (!opts_.read_only && !failed && w_.file) {
+    if (w_.reserved_end > 0) release_reserved(*w_.file);
     // A clean close leaves everything durable, whatever the policy.
     s = w_.file->sync();
     if (s.ok()) s = w_.index->sync();

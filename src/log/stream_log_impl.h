@@ -138,6 +138,10 @@ class StreamLog::Impl {
     uint64_t next = 0;    // next offset to assign
     uint64_t pos = 0;     // end of the active segment as written
     uint64_t chunks = 0;  // chunks in the active segment as written
+    // The active segment's space is reserved up to here (reserve_ahead);
+    // `reserving` false once the file layer refused, until the next segment.
+    uint64_t reserved_end = 0;
+    bool reserving = true;
     int64_t last_ts = 0;  // chunk timestamps never go backwards
     Bytes seg_buf;        // chunks not yet written to the active segment
     Bytes idx_buf;        // their index records
@@ -154,6 +158,7 @@ class StreamLog::Impl {
     std::shared_ptr<File> file;   // the sealed segment
     std::shared_ptr<File> index;  // its index
     uint64_t successor_first = 0;
+    bool reserved = false;  // space was reserved past its end: free it first
     std::chrono::steady_clock::time_point sealed_at;
   };
 
@@ -173,6 +178,8 @@ class StreamLog::Impl {
   void publish_locked(const std::vector<WrittenChunk>& written);
   Status write_group(const std::vector<PendingAppend*>& group, std::vector<WrittenChunk>* out);
   Status flush_buffers();
+  // Reserves the active segment's space ahead of a write ending at `end`.
+  void reserve_ahead(uint64_t end);
   Status roll();
   void fail_stop_locked(const Error& e);
   void notify_commit(const std::vector<WrittenChunk>& chunks);
@@ -194,6 +201,9 @@ class StreamLog::Impl {
   Status seal_status();
   // close(): waits for the pending seals and the sealer thread.
   Status drain_seals();
+  // Frees the space reserve_ahead allocated past a segment's end; a failure
+  // only costs disk space, so it is logged (naming the file), not returned.
+  void release_reserved(File& f);
 
   // stream_log_read.cpp
   std::shared_ptr<LogSegment> find_segment_locked(uint64_t first_offset) const;

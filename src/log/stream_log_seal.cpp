@@ -44,6 +44,8 @@ Status StreamLog::Impl::settle_sync_mark(std::optional<uint64_t> mark) {
   for (const auto& seg : unsynced) {
     for (const std::string* p : {&seg->path, &seg->index_path}) {
       STRATA_ASSIGN_OR_RETURN(auto f, fs_.open(*p, OpenOptions::read_write()));
+      // The crash may have come before the seal freed the reserved space.
+      if (p == &seg->path) release_reserved(*f);
       STRATA_TRY(f->sync());
     }
   }
@@ -145,6 +147,7 @@ Status StreamLog::Impl::run_seal(const SealJob& job) {
   // Exactly one outcome whatever the file layer does: a throw becomes the
   // error that stops the log.
   try {
+    if (job.reserved) release_reserved(*job.file);
     Status s = job.file->sync();
     if (s.ok()) s = job.index->sync();
     // Syncs the directory too, so the successor's entry is durable as well.
@@ -156,6 +159,14 @@ Status StreamLog::Impl::run_seal(const SealJob& job) {
     return Error(Errc::internal, fmt::format("stream {}: background sync of sealed segment {} "
                                              "threw: {}",
                                              dir_, job.file->path(), e.what()));
+  }
+}
+
+void StreamLog::Impl::release_reserved(File& f) {
+  Status s = f.release_reserved();
+  if (!s.ok()) {
+    spdlog::warn("stream {}: space reserved past the end of {} stays allocated: {}", dir_, f.path(),
+                 s.error().to_string());
   }
 }
 

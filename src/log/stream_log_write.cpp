@@ -278,10 +278,37 @@ Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
   return Status::OK();
 }
 
+void StreamLog::Impl::reserve_ahead(uint64_t end) {
+  // Under `always` and `interval` every write is soon followed by a sync,
+  // which then also converts the reserved extents (measured ~10 % slower):
+  // only `never` appends are bound by the page cache write itself.
+  if (end <= w_.reserved_end || !w_.reserving || opts_.reserve_ahead_bytes == 0 ||
+      opts_.fsync != FsyncPolicy::never) {
+    return;
+  }
+  // As much again as the segment holds, capped, and not past the segment's
+  // bound: a stream that writes little reserves little.
+  const uint64_t ahead = std::min(opts_.reserve_ahead_bytes, end);
+  const uint64_t to = std::max(end, std::min(end + ahead, opts_.max_segment_bytes));
+  const uint64_t from = std::max(w_.reserved_end, end - w_.seg_buf.size());
+  Status s = w_.file->reserve(from, to - from);
+  if (s.ok()) {
+    w_.reserved_end = to;
+    return;
+  }
+  // Only a cost: writes work without it. Said once per segment.
+  w_.reserving = false;
+  if (s.code() != Errc::unsupported) {
+    spdlog::warn("stream {}: cannot reserve space ahead of the writer, writing without: {}", dir_,
+                 s.error().to_string());
+  }
+}
+
 Status StreamLog::Impl::flush_buffers() {
   // Segment bytes first: an index record never describes bytes that were
   // not handed to the file before it (recovery copes either way).
   if (!w_.seg_buf.empty()) {
+    reserve_ahead(w_.pos);
     STRATA_TRY(w_.file->append(w_.seg_buf));
     w_.seg_buf.clear();
   }
@@ -307,12 +334,13 @@ Status StreamLog::Impl::roll() {
   } else {
     // Seal: the old segment and its index become durable before the new
     // segment exists. Recovery relies on it.
+    if (w_.reserved_end > 0) release_reserved(*w_.file);
     STRATA_TRY(w_.file->sync());
     STRATA_TRY(w_.index->sync());
     STRATA_TRY(create_segment_files(fs_, dir_, first));
     STRATA_TRY(fs_.sync_dir(dir_));
   }
-  SealJob sealed{w_.file, w_.index, first, std::chrono::steady_clock::now()};
+  SealJob sealed{w_.file, w_.index, first, w_.reserved_end > 0, std::chrono::steady_clock::now()};
   auto seg = std::make_shared<LogSegment>(path_join(dir_, segment_file_name(first)),
                                           path_join(dir_, index_file_name(first)));
   STRATA_ASSIGN_OR_RETURN(auto f, fs_.open(seg->path, OpenOptions::read_write()));
@@ -345,6 +373,8 @@ Status StreamLog::Impl::roll() {
   spdlog::debug("stream {}: rolled to segment {}", dir_, seg->path);
   w_.pos = kFileHeaderSize;
   w_.chunks = 0;
+  w_.reserved_end = 0;
+  w_.reserving = true;
   w_.last_sync = std::chrono::steady_clock::now();
   w_.rolled = true;
   return Status::OK();

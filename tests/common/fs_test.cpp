@@ -2,6 +2,7 @@
 #include "common/fs.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "support/temp_dir.h"
 
@@ -27,6 +28,36 @@ TEST(PosixFs, WriteReadAppendTruncate) {
   Status s = read_exact(**f, 3, buf, 10);
   EXPECT_EQ(s.code(), Errc::corrupt);
   EXPECT_NE(s.error().message.find("short read at position 3"), std::string::npos);
+}
+
+uint64_t allocated_bytes(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return uint64_t(st.st_blocks) * 512;
+}
+
+TEST(PosixFs, ReserveKeepsTheSizeAndReleaseFreesOnlyTheReservedSpace) {
+  test::TempDir dir;
+  auto& fs = posix_fs();
+  const std::string p = dir.sub("seg");
+  auto f = *fs.open(p, OpenOptions::create_new());
+  const std::string data(10000, 'd');
+  ASSERT_TRUE(f->append(data).ok());
+  const uint64_t before = allocated_bytes(p);
+  // Nothing reserved yet: a release changes nothing.
+  ASSERT_TRUE(f->release_reserved().ok());
+  EXPECT_EQ(allocated_bytes(p), before);
+  Status s = f->reserve(data.size(), 8 << 20);
+  if (s.code() == Errc::unsupported) GTEST_SKIP() << s.error().message;
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  // Allocated, but the size (what readers and recovery see) is unchanged.
+  EXPECT_GE(allocated_bytes(p), uint64_t(8 << 20));
+  EXPECT_EQ(*f->size(), data.size());
+  // Appends land after the data, inside the reservation.
+  ASSERT_TRUE(f->append("tail").ok());
+  ASSERT_TRUE(f->release_reserved().ok());
+  EXPECT_LE(allocated_bytes(p), uint64_t(64 << 10));
+  EXPECT_EQ(*read_file(fs, p), data + "tail");
 }
 
 TEST(PosixFs, AtomicWriteListAndRemoveAll) {

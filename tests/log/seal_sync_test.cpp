@@ -6,6 +6,9 @@
 // torn by a power loss from a corrupt one.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <future>
 #include <thread>
@@ -307,6 +310,142 @@ TEST(LogSealSync, AMalformedMarkIsANamedError) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Errc::corrupt);
   EXPECT_NE(r.error().to_string().find(kSyncMarkName), std::string::npos);
+}
+
+uint64_t allocated_bytes(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return uint64_t(st.st_blocks) * 512;
+}
+
+uint64_t file_size(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return uint64_t(st.st_size);
+}
+
+// Space reserved past the end of `path`, give or take a file system block.
+int64_t reserved_past_end(const std::string& path) {
+  return int64_t(allocated_bytes(path)) - int64_t(file_size(path));
+}
+
+bool fs_reserves(const std::string& dir) {
+  auto f = *posix_fs().open(path_join(dir, "probe"), OpenOptions::create_new());
+  return f->reserve(0, 4096).ok();
+}
+
+// Records of 16 KiB, 4 to a batch: one 64 KiB chunk per append.
+std::string big_record(uint64_t offset) {
+  return std::string(16384, char('a' + offset % 26)) + std::to_string(offset);
+}
+
+Status append_big(StreamLog& log) {
+  const uint64_t first = log.committed_next();
+  std::vector<std::string> recs;
+  for (uint64_t i = 0; i < 4; ++i) recs.push_back(big_record(first + i));
+  auto r = log.append(test::views(recs));
+  if (!r.ok()) return std::move(r).error();
+  return Status::OK();
+}
+
+void expect_big_records(StreamLog& log, uint64_t next) {
+  auto rb = test::read_all(log);
+  ASSERT_OK(rb.status);
+  ASSERT_EQ(rb.records.size(), next);
+  for (size_t i = 0; i < rb.records.size(); ++i) {
+    ASSERT_EQ(rb.records[i].second, big_record(i)) << "offset " << i;
+  }
+}
+
+TEST(LogReserve, NeverReservesAheadAndFreesTheRestAtSealAndClose) {
+  strata::test::TempDir tmp;
+  if (!fs_reserves(tmp.path())) GTEST_SKIP() << "this file system does not reserve space";
+  const std::string dir = tmp.sub("s");
+  LogOptions o = never_opts(posix_fs());
+  o.max_segment_chunks = 1000;
+  o.max_segment_bytes = 2 << 20;
+  const std::string seg0 = path_join(dir, segment_file_name(0));
+  auto log = *StreamLog::open(dir, o);
+  // A write past the reserved end reserves as much again as the segment
+  // holds (the chunks of 7 appends end at ~448 KiB: reserved to ~896 KiB),
+  // invisible in the size.
+  for (int i = 0; i < 7; ++i) ASSERT_OK(append_big(*log));
+  EXPECT_EQ(file_size(seg0), log->segments().back().size_bytes);
+  EXPECT_GE(reserved_past_end(seg0), 384 << 10);
+  // Never past the segment's bound.
+  while (log->segments().size() < 2) {
+    ASSERT_OK(append_big(*log));
+    EXPECT_LE(allocated_bytes(seg0), uint64_t(2 << 20) + (64 << 10));
+  }
+  // The background seal freed what segment 0 did not use.
+  ASSERT_TRUE(eventually([&] { return log->seal_syncs().completed == 1; }));
+  EXPECT_LT(reserved_past_end(seg0), 64 << 10);
+  // The new segment holds one chunk; 6 more end at ~448 KiB as above.
+  for (int i = 0; i < 6; ++i) ASSERT_OK(append_big(*log));
+  const std::string active = log->segments().back().file;
+  EXPECT_GE(reserved_past_end(active), 384 << 10);
+  const uint64_t next = log->committed_next();
+  ASSERT_OK(log->close());
+  EXPECT_LT(reserved_past_end(active), 64 << 10);
+  auto again = *StreamLog::open(dir, o);
+  expect_big_records(*again, next);
+}
+
+TEST(LogReserve, AlwaysAndAZeroReserveWriteWithoutReserving) {
+  strata::test::TempDir tmp;
+  if (!fs_reserves(tmp.path())) GTEST_SKIP() << "this file system does not reserve space";
+  for (bool always : {true, false}) {
+    SCOPED_TRACE(always ? "always" : "never, reserve_ahead_bytes 0");
+    const std::string dir = tmp.sub(always ? "always" : "zero");
+    LogOptions o = never_opts(posix_fs());
+    if (always) {
+      o.fsync = FsyncPolicy::always;
+    } else {
+      o.reserve_ahead_bytes = 0;
+    }
+    auto log = *StreamLog::open(dir, o);
+    for (int i = 0; i < 8; ++i) ASSERT_OK(append_big(*log));
+    EXPECT_LT(reserved_past_end(path_join(dir, segment_file_name(0))), 64 << 10);
+    expect_big_records(*log, log->committed_next());
+  }
+}
+
+// The crash came between a write into reserved space and the seal: the
+// reopened log recovers every record, writes on in the reserved space, and
+// frees it when it seals the segment.
+TEST(LogReserve, ReservedSpaceLeftByACrashIsUsedThenFreed) {
+  strata::test::TempDir tmp;
+  if (!fs_reserves(tmp.path())) GTEST_SKIP() << "this file system does not reserve space";
+  const std::string dir = tmp.sub("s");
+  LogOptions o = never_opts(posix_fs());
+  o.max_segment_chunks = 1000;
+  o.max_segment_bytes = 2 << 20;
+  const std::string seg0 = path_join(dir, segment_file_name(0));
+  // A child process appends and exits without closing the log: the files
+  // stay as a kill -9 leaves them (the page cache holds every write).
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto log = StreamLog::open(dir, o);
+    if (!log.ok()) ::_exit(1);
+    for (int i = 0; i < 7; ++i) {
+      if (!append_big(**log).ok()) ::_exit(2);
+    }
+    ::_exit(0);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << wstatus;
+  ASSERT_GE(reserved_past_end(seg0), 384 << 10);
+  auto log = *StreamLog::open(dir, o);
+  expect_big_records(*log, 28);
+  while (log->segments().size() < 2) ASSERT_OK(append_big(*log));
+  ASSERT_TRUE(eventually([&] { return log->seal_syncs().completed == 1; }));
+  EXPECT_LT(reserved_past_end(seg0), 64 << 10);
+  const uint64_t next = log->committed_next();
+  ASSERT_OK(log->close());
+  auto again = *StreamLog::open(dir, o);
+  expect_big_records(*again, next);
 }
 
 }  // namespace
