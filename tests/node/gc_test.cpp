@@ -329,6 +329,19 @@ TEST_F(NodeS3, GcInALoopBesideAnUploadingNodeKeepsEveryReferencedObject) {
   GcTotals totals;
   {
     Uploading up(**log, std::max(strata::test::scaled(500), 300));
+    // s3rver removes a directory a delete leaves empty, racing a PUT that
+    // has just created it (the server dies with ENOENT). Before the first
+    // upload the planted orphan is alone in the stream's data directory, so
+    // gc starts once an uploaded fragment (which gc keeps) is beside it.
+    const std::string data_dir = keys("live").stream_prefix() + "data/";
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    for (;;) {
+      auto page = direct_->list(objstore::ListRequest{data_dir, "", 10});
+      ASSERT_TRUE(page.ok()) << page.error().to_string();
+      if (page->objects.size() >= 2) break;
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "no fragment uploaded in 30 s";
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     auto catalog = tier::CatalogSource::live(n->catalog());
     while (!up.done || totals.runs < 4) {
       tier::GcOptions o;

@@ -212,6 +212,14 @@ class NodeS3 : public ::testing::Test {
     direct_ = std::move(s).value();
   }
 
+  // A failure with the server gone is usually the server's own: say so,
+  // with what it printed.
+  void TearDown() override {
+    if (HasFailure() && server_ && !server_->running()) {
+      ADD_FAILURE() << "s3rver exited during the test; its output:\n" << server_->logs();
+    }
+  }
+
   // small_node_doc with an S3 object store at `endpoint` (path-style).
   static json s3_doc(const std::string& endpoint, const S3Timeouts& t = {}) {
     json doc = small_node_doc();
