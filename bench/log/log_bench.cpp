@@ -339,9 +339,10 @@ json bench_encode(int reps) {
 
 // ------------------------------------------------------------------ overlap
 
-// The 100 B case of `append --fsync never` misses 0.85 because each chunk
-// is copied and checksummed on the appending thread before its write(2).
-// This measures the way out that would keep the format: copy the records,
+// Against a raw writer that reserves its space as the log does, 100 B
+// appends reach ~0.7 because each chunk is copied and checksummed on the
+// appending thread before its write(2) (docs/BENCHMARKS.md). This measures
+// the way out that would keep the format: copy the records,
 // hand the CRC to a second thread while the body is written, then pwrite
 // the 48-byte header. Per ~256 KiB chunk of 100 B records, into a file in
 // `dir`, alternating: (a) inline, ChunkBuilder then one write; (b) the CRC
