@@ -357,13 +357,19 @@ void expect_big_records(StreamLog& log, uint64_t next) {
   }
 }
 
+// `never` on the real file system, segments of at most 2 MiB.
+LogOptions reserving_opts() {
+  LogOptions o = never_opts(posix_fs());
+  o.max_segment_chunks = 1000;
+  o.max_segment_bytes = 2 << 20;
+  return o;
+}
+
 TEST(LogReserve, NeverReservesAheadAndFreesTheRestAtSealAndClose) {
   strata::test::TempDir tmp;
   if (!fs_reserves(tmp.path())) GTEST_SKIP() << "this file system does not reserve space";
   const std::string dir = tmp.sub("s");
-  LogOptions o = never_opts(posix_fs());
-  o.max_segment_chunks = 1000;
-  o.max_segment_bytes = 2 << 20;
+  const LogOptions o = reserving_opts();
   const std::string seg0 = path_join(dir, segment_file_name(0));
   auto log = *StreamLog::open(dir, o);
   // A write past the reserved end reserves as much again as the segment
@@ -417,9 +423,7 @@ TEST(LogReserve, ReservedSpaceLeftByACrashIsUsedThenFreed) {
   strata::test::TempDir tmp;
   if (!fs_reserves(tmp.path())) GTEST_SKIP() << "this file system does not reserve space";
   const std::string dir = tmp.sub("s");
-  LogOptions o = never_opts(posix_fs());
-  o.max_segment_chunks = 1000;
-  o.max_segment_bytes = 2 << 20;
+  const LogOptions o = reserving_opts();
   const std::string seg0 = path_join(dir, segment_file_name(0));
   // A child process appends and exits without closing the log: the files
   // stay as a kill -9 leaves them (the page cache holds every write).
