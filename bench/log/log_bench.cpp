@@ -197,9 +197,7 @@ double run_raw_append(const std::string& dir, const AppendCase& c, const std::ve
       reserved = 0;
     }
     if (reserve && g_reserve_ahead > 0 && pos + s > reserved) {
-      const uint64_t end = pos + s;
-      const uint64_t ahead = std::min(g_reserve_ahead, end);
-      const uint64_t to = std::max(end, std::min(end + ahead, max_segment));
+      const uint64_t to = reserve_ahead_to(pos + s, g_reserve_ahead, max_segment);
       if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, off_t(pos), off_t(to - pos)) != 0) die("fallocate");
       reserved = to;
     }

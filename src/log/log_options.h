@@ -1,6 +1,7 @@
 // Configuration of one stream log.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -29,6 +30,14 @@ struct RetentionOptions {
   // Delete the oldest segments whose newest chunk is older than this (ms).
   std::optional<int64_t> max_age_ms;
 };
+
+// Where FsyncPolicy::never reserves a segment's space to, once a write ends
+// at `end` past what is reserved: as much again as the segment holds, at
+// most `reserve_ahead` (LogOptions::reserve_ahead_bytes), not past
+// `max_segment` unless the write itself is.
+inline uint64_t reserve_ahead_to(uint64_t end, uint64_t reserve_ahead, uint64_t max_segment) {
+  return std::max(end, std::min(end + std::min(reserve_ahead, end), max_segment));
+}
 
 struct LogOptions {
   FileSystem* fs = nullptr;  // nullptr: posix_fs()

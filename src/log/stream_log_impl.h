@@ -158,7 +158,6 @@ class StreamLog::Impl {
     std::shared_ptr<File> file;   // the sealed segment
     std::shared_ptr<File> index;  // its index
     uint64_t successor_first = 0;
-    bool reserved = false;  // space was reserved past its end: free it first
     std::chrono::steady_clock::time_point sealed_at;
   };
 

@@ -147,7 +147,8 @@ Status StreamLog::Impl::run_seal(const SealJob& job) {
   // Exactly one outcome whatever the file layer does: a throw becomes the
   // error that stops the log.
   try {
-    if (job.reserved) release_reserved(*job.file);
+    // A no-op when nothing was reserved past the end.
+    release_reserved(*job.file);
     Status s = job.file->sync();
     if (s.ok()) s = job.index->sync();
     // Syncs the directory too, so the successor's entry is durable as well.

@@ -286,10 +286,8 @@ void StreamLog::Impl::reserve_ahead(uint64_t end) {
       opts_.fsync != FsyncPolicy::never) {
     return;
   }
-  // As much again as the segment holds, capped, and not past the segment's
-  // bound: a stream that writes little reserves little.
-  const uint64_t ahead = std::min(opts_.reserve_ahead_bytes, end);
-  const uint64_t to = std::max(end, std::min(end + ahead, opts_.max_segment_bytes));
+  // A stream that writes little reserves little.
+  const uint64_t to = reserve_ahead_to(end, opts_.reserve_ahead_bytes, opts_.max_segment_bytes);
   const uint64_t from = std::max(w_.reserved_end, end - w_.seg_buf.size());
   Status s = w_.file->reserve(from, to - from);
   if (s.ok()) {
@@ -334,13 +332,12 @@ Status StreamLog::Impl::roll() {
   } else {
     // Seal: the old segment and its index become durable before the new
     // segment exists. Recovery relies on it.
-    if (w_.reserved_end > 0) release_reserved(*w_.file);
     STRATA_TRY(w_.file->sync());
     STRATA_TRY(w_.index->sync());
     STRATA_TRY(create_segment_files(fs_, dir_, first));
     STRATA_TRY(fs_.sync_dir(dir_));
   }
-  SealJob sealed{w_.file, w_.index, first, w_.reserved_end > 0, std::chrono::steady_clock::now()};
+  SealJob sealed{w_.file, w_.index, first, std::chrono::steady_clock::now()};
   auto seg = std::make_shared<LogSegment>(path_join(dir_, segment_file_name(first)),
                                           path_join(dir_, index_file_name(first)));
   STRATA_ASSIGN_OR_RETURN(auto f, fs_.open(seg->path, OpenOptions::read_write()));

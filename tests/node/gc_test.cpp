@@ -334,14 +334,13 @@ TEST_F(NodeS3, GcInALoopBesideAnUploadingNodeKeepsEveryReferencedObject) {
     // upload the planted orphan is alone in the stream's data directory, so
     // gc starts once an uploaded fragment (which gc keeps) is beside it.
     const std::string data_dir = keys("live").stream_prefix() + "data/";
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    for (;;) {
-      auto page = direct_->list(objstore::ListRequest{data_dir, "", 10});
-      ASSERT_TRUE(page.ok()) << page.error().to_string();
-      if (page->objects.size() >= 2) break;
-      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "no fragment uploaded in 30 s";
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    ASSERT_TRUE(wait_until(
+        [&] {
+          auto page = direct_->list(objstore::ListRequest{data_dir, "", 10});
+          return page.ok() && page->objects.size() >= 2;
+        },
+        std::chrono::seconds(30)))
+        << "no fragment uploaded in 30 s";
     auto catalog = tier::CatalogSource::live(n->catalog());
     while (!up.done || totals.runs < 4) {
       tier::GcOptions o;
