@@ -1,6 +1,20 @@
 #include "common/result.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace strata {
+
+namespace detail {
+
+void result_misuse(const char* what, std::string_view detail) {
+  std::fprintf(stderr, "strata: %s%s%.*s\n", what, detail.empty() ? "" : ": ", int(detail.size()),
+               detail.data());
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace detail
 
 std::string_view errc_name(Errc c) {
   switch (c) {

@@ -4,7 +4,6 @@
 // (file, position, key, operation), so it can be shown to an operator as is.
 #pragma once
 
-#include <cassert>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -42,6 +41,15 @@ enum class Errc {
 
 std::string_view errc_name(Errc c);
 
+namespace detail {
+// A Result or Status used against its state (value() of an error, error()
+// of a value): a bug in the caller. It stops the process with what was
+// asked and, for value(), the error that was there instead — in every
+// build type, since a plain assert would let a release build read the
+// wrong member of the variant.
+[[noreturn]] void result_misuse(const char* what, std::string_view detail);
+}  // namespace detail
+
 struct Error {
   Errc code = Errc::internal;
   std::string message;
@@ -71,15 +79,15 @@ class [[nodiscard]] Result {
   explicit operator bool() const { return ok(); }
 
   T& value() & {
-    assert(ok());
+    check_value();
     return std::get<0>(v_);
   }
   const T& value() const& {
-    assert(ok());
+    check_value();
     return std::get<0>(v_);
   }
   T&& value() && {
-    assert(ok());
+    check_value();
     return std::get<0>(std::move(v_));
   }
   T& operator*() & { return value(); }
@@ -89,11 +97,13 @@ class [[nodiscard]] Result {
   const T* operator->() const { return &value(); }
 
   const E& error() const& {
-    assert(!ok());
+    if (ok()) [[unlikely]]
+      detail::result_misuse("Result::error() of a value", "");
     return std::get<1>(v_);
   }
   E&& error() && {
-    assert(!ok());
+    if (ok()) [[unlikely]]
+      detail::result_misuse("Result::error() of a value", "");
     return std::get<1>(std::move(v_));
   }
   Errc code() const {
@@ -106,6 +116,12 @@ class [[nodiscard]] Result {
   }
 
  private:
+  void check_value() const {
+    if (ok()) [[likely]]
+      return;
+    detail::result_misuse("Result::value() of an error", std::get<1>(v_).to_string());
+  }
+
   std::variant<T, E> v_;
 };
 
@@ -120,11 +136,13 @@ class [[nodiscard]] BasicStatus {
   bool ok() const { return !failed_; }
   explicit operator bool() const { return ok(); }
   const E& error() const& {
-    assert(failed_);
+    if (!failed_) [[unlikely]]
+      detail::result_misuse("Status::error() of OK", "");
     return err_;
   }
   E&& error() && {
-    assert(failed_);
+    if (!failed_) [[unlikely]]
+      detail::result_misuse("Status::error() of OK", "");
     return std::move(err_);
   }
   Errc code() const {

@@ -47,4 +47,22 @@ TEST(Result, EveryCodeHasAName) {
   }
 }
 
+// Misuse stops the process with a message in every build type (not a plain
+// assert, which a release build compiles out and then reads the wrong
+// member of the variant).
+TEST(ResultDeathTest, ValueOfAnErrorStopsWithTheError) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  Result<int> r = Error(Errc::not_found, "stream s1 is missing");
+  EXPECT_DEATH((void)r.value(), "Result::value\\(\\) of an error: not_found: stream s1 is missing");
+  EXPECT_DEATH((void)*r, "Result::value\\(\\) of an error");
+}
+
+TEST(ResultDeathTest, ErrorOfAValueStops) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  Result<int> r = 7;
+  EXPECT_DEATH((void)r.error(), "Result::error\\(\\) of a value");
+  Status ok = Status::OK();
+  EXPECT_DEATH((void)ok.error(), "Status::error\\(\\) of OK");
+}
+
 }  // namespace strata
