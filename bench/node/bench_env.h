@@ -15,6 +15,7 @@
 
 #include "node/node.h"
 #include "objstore/config.h"
+#include "tier/uploader.h"
 #include "support/s3rver.h"
 
 namespace strata::bench {

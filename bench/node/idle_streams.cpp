@@ -70,7 +70,7 @@ json run_idle_streams(const Args& args, const std::string& base) {
 
   const uint64_t rss_n = rss_bytes();
   const int threads_n = thread_count(), fds_n = open_fds();
-  const auto pool = n->pool_stats();
+  const auto pool = n->runtime().pool_stats();
 
   const double cpu0 = process_cpu_seconds();
   auto w0 = Clk::now();

@@ -22,6 +22,7 @@
 #include "tier/fragment_object.h"
 #include "tier/object_keys.h"
 #include "tier/remote_audit.h"
+#include "tier/uploader.h"
 
 namespace strata::cli {
 namespace {

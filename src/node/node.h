@@ -23,42 +23,52 @@
 // stream at a time, so that a node with many pending deletions still opens
 // at once (status lists them under "deletions").
 //
+// No lock is held across I/O. Opening a stream (a creation, a takeover,
+// the open at start) reads the catalog, the object store and perhaps a
+// large part of the remote tier; meanwhile the stream is *being opened* — a
+// state of its own in the table (node/stream_table.h) — so lookups of every
+// other stream, and of this one, answer at once: an opening stream answers
+// Errc::unavailable, and a second open of it waits for the first.
+//
+// What a consumer of a node (the protocol server) uses of a stream goes
+// through StreamHandle (node/stream_handle.h) and RemoteStream
+// (node/remote_stream.h): appends, readers across both tiers, remote
+// durability, commits — not the log, the uploader or the tier directly.
+//
 // Thread safety: every method may be called from any thread.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "catalog/catalog.h"
 #include "common/blocking_pool.h"
-#include "common/file_lock.h"
-#include "common/task.h"
-#include "log/registry.h"
+#include "log/offset_spec.h"
 #include "log/stream_log.h"
 #include "node/node_config.h"
-#include "node/stream_deletion.h"
-#include "node/stream_gate.h"
+#include "node/runtime.h"
+#include "node/stream_handle.h"
 #include "node/stream_settings.h"
 #include "objstore/object_store.h"
-#include "tier/governor.h"
-#include "tier/manifest.h"
 #include "tier/manifest_cache.h"
-#include "tier/object_keys.h"
 #include "tier/stream_reader.h"
-#include "tier/tiering_hooks.h"
-#include "tier/uploader.h"
+
+namespace strata::tier {
+class Uploader;
+}
 
 namespace strata::node {
+
+class RemoteStream;
+
+// The runtime a node starts for itself from its configuration (threads.io,
+// threads.blocking); `strata serve` starts the same for the whole process.
+RuntimeOptions runtime_options(const NodeConfig& cfg);
 
 // How a cluster owner acquires a stream (Node::acquire_stream).
 struct AcquireOptions {
@@ -80,7 +90,11 @@ class Node {
   // settings. Errors name the setting or component that failed; a stream
   // whose settings file cannot be read fails the open, naming the file (no
   // stream runs with retention it was not created with).
-  static Result<std::unique_ptr<Node>> open(NodeConfig cfg);
+  // `runtime`: the process's event loop and pool, when the caller (`strata
+  // serve`) runs more on it than the node; null: the node starts its own
+  // from cfg.io_threads / cfg.blocking_threads. Either way close() stops it.
+  static Result<std::unique_ptr<Node>> open(NodeConfig cfg,
+                                            std::shared_ptr<Runtime> runtime = nullptr);
   ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
@@ -96,8 +110,14 @@ class Node {
   // What an open stream was created with, and what it runs with.
   Result<StreamSettings> stream_settings(const std::string& name) const;
   Result<EffectiveSettings> effective_settings(const std::string& name) const;
-  // An open stream; not_found if absent (or being deleted).
+  // An open stream; not_found if absent (or being deleted), unavailable
+  // while it is being opened.
   Result<std::shared_ptr<log::StreamLog>> stream(const std::string& name);
+  // The front door to an open stream (same errors as stream()).
+  Result<std::shared_ptr<StreamHandle>> handle(const std::string& name);
+  // Reading a stream another node owns straight from the remote tier
+  // (replicas): not_found when tiering is disabled.
+  Result<std::shared_ptr<RemoteStream>> remote_stream(const std::string& name);
   std::vector<std::string> streams() const;
   // The stream's uploader (null when tiering is disabled). It may be held
   // past the node's close or destruction: it shares ownership of the event
@@ -107,7 +127,8 @@ class Node {
 
   // A reader of the stream over both tiers (tier/stream_reader.h): remote
   // fragments below the local log, then local segments. It may outlive the
-  // node's close (its remote reads then fail, they never hang).
+  // node's close (its remote reads then fail, they never hang). The same as
+  // handle(name)->open_reader(spec, opts).
   Result<std::unique_ptr<tier::StreamReader>> open_reader(const std::string& name,
                                                           const log::OffsetSpec& spec,
                                                           tier::StreamReaderOptions opts = {});
@@ -157,7 +178,9 @@ class Node {
   // next offset unless it ends exactly there (another owner may have
   // written past our old tail; our unuploaded tail is dropped, see
   // docs/ARCHITECTURE.md, "Stream ownership"), start the uploader. Returns
-  // the open log if already open. Errors: what failed; nothing is left open.
+  // the open log if already open; while another call opens it, waits for
+  // that one. Errors: what failed (nothing is left open); closed when the
+  // stream was released or the node closed while it was being opened.
   Result<std::shared_ptr<log::StreamLog>> acquire_stream(const std::string& name,
                                                          const AcquireOptions& opts = {});
   // A cluster's create: only the catalog entry, with `settings` (invalid
@@ -168,7 +191,8 @@ class Node {
   // Stops writing and uploading `name` at once: no longer listed nor
   // writable, its uploader closed (in-flight requests are ignored; the
   // epoch fences their catalog writes), its log closed (in-flight appends
-  // end first). Nothing on disk is removed. No-op if not open.
+  // end first). Nothing on disk is removed. No-op if not open; a stream
+  // being opened is closed as soon as its open ends.
   void release_stream(const std::string& name);
   // Hands `name` over to another node (cluster rebalancing) without losing
   // anything committed, whatever its confirm mode: hides it (stream()
@@ -181,108 +205,23 @@ class Node {
                          const std::function<void()>& hidden);
 
   // Stops every uploader (in-flight tasks are abandoned, never waited for
-  // beyond the pool's grace), closes the logs and the catalog. Idempotent.
+  // beyond the pool's grace), closes the logs and the catalog, and stops
+  // the runtime. Opens in progress end first (their streams are closed).
+  // Idempotent.
   Status close();
 
-  const NodeConfig& config() const { return cfg_; }
-  objstore::ObjectStore& store() { return *store_; }
-  catalog::Catalog& catalog() { return *catalog_; }
-  tier::ManifestCache& cache() { return *cache_; }
-  BlockingPoolStats pool_stats() const { return pool_->stats(); }
+  const NodeConfig& config() const;
+  objstore::ObjectStore& store();
+  catalog::Catalog& catalog();
+  tier::ManifestCache& cache();
+  // The process's event loop and blocking pool (node/runtime.h): the
+  // node's own, or the one it was opened on.
+  Runtime& runtime();
 
  private:
-  struct StreamEntry {
-    std::shared_ptr<log::StreamLog> log;
-    std::shared_ptr<tier::TieringHooks> hooks;
-    std::shared_ptr<tier::Uploader> uploader;
-    // What the uploader reaches the object store and catalog through, so
-    // that a deletion can wait until its last request has ended.
-    std::shared_ptr<StreamGate> gate;
-    StreamSettings settings;
-    EffectiveSettings effective;
-  };
-  // One attempt at a stream's deletion: its preparation (marker, stopping
-  // the writer) and its run. Callers of delete_stream wait for `ended`.
-  struct DeletionAttempt {
-    bool ended = false;
-    Status status;
-    std::shared_ptr<StreamDeletion> run;
-  };
-  // A pending deletion: from its first request (or its marker found at
-  // open) until its marker is removed.
-  struct Deletion {
-    int64_t requested_at_ms = 0;
-    std::shared_ptr<StreamGate> gate;          // of the stopped uploader, until it is idle
-    std::shared_ptr<DeletionAttempt> attempt;  // in progress; null when idle
-    std::string blocked;  // an unreadable marker: nothing runs until an operator acts
-    uint64_t runs = 0;
-    std::string last_error;     // of the last attempt that failed
-    DeletionProgress progress;  // of the last run
-  };
-  explicit Node(NodeConfig cfg);
-  Status start();
-  // `create`: a new stream with `settings`; else the stream on disk with
-  // the settings of its file, unless `settings_given` (a cluster owner's,
-  // from the catalog: they replace the file's). `owned` (non-null): a cluster owner's
-  // takeover (no local log: one is created; the remote tier must be
-  // readable; bumps guarded by its owner key).
-  Result<std::shared_ptr<log::StreamLog>> open_stream_locked(const std::string& name, bool create,
-                                                             const StreamSettings& settings = {},
-                                                             const AcquireOptions* owned = nullptr,
-                                                             bool settings_given = false);
-  tier::UploaderOptions uploader_options(const std::string& name,
-                                         const EffectiveSettings& eff) const;
-  Status prepare_deletion(const std::string& name, StreamEntry e, int64_t requested_at_ms);
-  Status await_gate(const std::string& name, const std::shared_ptr<StreamGate>& gate);
-  void start_run_locked(const std::string& name, Deletion& d,
-                        const std::shared_ptr<DeletionAttempt>& a);
-  void end_attempt(const std::string& name, const std::shared_ptr<DeletionAttempt>& a, Status s);
-  void end_attempt_locked(const std::string& name, const std::shared_ptr<DeletionAttempt>& a,
-                          Status s);
-  void start_background_locked();
-  Result<DeletionTargets> deletion_targets(const std::string& name) const;
-  Status scan_deletions();
-  void seed_writers(const std::string& name, log::StreamLog& log, const tier::ObjectKeys& keys,
-                    const tier::Manifest& manifest);
-  Result<std::shared_ptr<log::StreamLog>> align_with_remote(const std::string& name,
-                                                            std::shared_ptr<log::StreamLog> log,
-                                                            log::LogOptions lo,
-                                                            const StreamSettings& settings,
-                                                            bool exact = false);
-
-  const NodeConfig cfg_;
-  std::shared_ptr<objstore::ObjectStore> store_;
-  std::shared_ptr<catalog::Catalog> catalog_;
-  FileLock dir_lock_;
-  std::shared_ptr<log::StreamRegistry> registry_;
-  std::shared_ptr<tier::ManifestCache> cache_;
-
-  // An io_context whose shutdown (destroying every handler still queued)
-  // close() may call: handlers own uploaders, which own the io_context.
-  struct EventLoop : asio::io_context {
-    using asio::io_context::shutdown;
-  };
-  std::shared_ptr<EventLoop> io_ = std::make_shared<EventLoop>();
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
-  std::vector<std::thread> io_threads_;
-  std::shared_ptr<BlockingPool> pool_;
-  std::shared_ptr<IoLifetime> lifetime_;
-  std::shared_ptr<tier::Governor> governor_;
-
-  mutable std::mutex mu_;
-  std::map<std::string, StreamEntry> streams_;
-  // Streams being handed over (hand_off_stream): hidden from streams_, but
-  // close() still stops their uploaders and waits for the hand-over to end.
-  std::map<std::string, StreamEntry> handing_off_;
-  std::condition_variable handoff_cv_;  // a hand-over ended
-  std::map<std::string, Deletion> deletions_;
-  std::deque<std::string> deletion_queue_;  // markers found at open, run one at a time
-  std::string background_;                  // the stream whose queued run is in progress
-  std::condition_variable deletions_cv_;    // an attempt ended
-  bool closed_ = false;
-  int64_t started_ms_ = 0;
-  std::atomic<uint64_t> local_resets_{0};      // local logs restarted after the remote tier
-  std::atomic<uint64_t> takeover_dropped_{0};  // unuploaded offsets dropped at takeovers
+  class Impl;  // node_impl.h, which lists the files its steps live in
+  explicit Node(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace strata::node

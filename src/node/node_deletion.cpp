@@ -7,7 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "node/deletion_marker.h"
-#include "node/node.h"
+#include "node/node_impl.h"
 #include "tier/object_keys.h"
 
 namespace strata::node {
@@ -33,24 +33,24 @@ int64_t gate_wait_ms(const NodeConfig& c) {
 
 }  // namespace
 
-Result<DeletionTargets> Node::deletion_targets(const std::string& name) const {
-  STRATA_ASSIGN_OR_RETURN(auto keys, tier::ObjectKeys::make(cfg_.tiering.key_prefix, name));
+Result<DeletionTargets> Node::Impl::deletion_targets(const std::string& name) const {
+  STRATA_ASSIGN_OR_RETURN(auto keys, tier::ObjectKeys::make(cfg.tiering.key_prefix, name));
   DeletionTargets t;
   t.stream = name;
   t.key_prefix = keys.stream_prefix();
-  t.list_page_keys = cfg_.deletion.list_page_keys;
-  t.store = store_;
-  t.catalog = catalog_;
-  t.registry = registry_;
-  t.cache = cache_;
+  t.list_page_keys = cfg.deletion.list_page_keys;
+  t.store = store;
+  t.catalog = catalog;
+  t.registry = registry;
+  t.cache = cache;
   t.fs = &posix_fs();
-  t.marker_dir = deletions_dir(cfg_);
+  t.marker_dir = deletions_dir(cfg);
   return t;
 }
 
-Status Node::scan_deletions() {
-  STRATA_ASSIGN_OR_RETURN(auto markers, scan_deletion_markers(posix_fs(), deletions_dir(cfg_)));
-  std::lock_guard l(mu_);
+Status Node::Impl::scan_deletions() {
+  STRATA_ASSIGN_OR_RETURN(auto markers, scan_deletion_markers(posix_fs(), deletions_dir(cfg)));
+  std::lock_guard l(mu);
   for (auto& m : markers) {
     Deletion d;
     d.requested_at_ms = m.requested_at_ms;
@@ -59,7 +59,7 @@ Status Node::scan_deletions() {
       if (Status s = log::StreamRegistry::validate_name(m.stream); !s.ok()) {
         d.blocked =
             fmt::format("deletion marker {}: {}",
-                        deletion_marker_path(deletions_dir(cfg_), m.stream), s.error().message);
+                        deletion_marker_path(deletions_dir(cfg), m.stream), s.error().message);
       }
     }
     if (!d.blocked.empty()) {
@@ -68,26 +68,28 @@ Status Node::scan_deletions() {
       spdlog::error("node: {}; the deletion of {} waits until the marker is fixed or removed",
                     d.blocked, m.stream);
     } else {
-      deletion_queue_.push_back(m.stream);
+      deletion_queue.push_back(m.stream);
     }
-    deletions_[m.stream] = std::move(d);
+    deletions[m.stream] = std::move(d);
   }
   return Status::OK();
 }
 
-std::vector<std::string> Node::pending_deletions() const {
-  std::lock_guard l(mu_);
+std::vector<std::string> Node::Impl::pending_deletions() const {
+  std::lock_guard l(mu);
   std::vector<std::string> out;
-  for (const auto& [name, d] : deletions_) out.push_back(name);
+  for (const auto& [name, d] : deletions) out.push_back(name);
   return out;
 }
 
-Status Node::delete_stream(const std::string& name) {
-  std::unique_lock l(mu_);
-  if (closed_) return Error(Errc::closed, "node is closed");
+Status Node::Impl::delete_stream(const std::string& name) {
+  std::unique_lock l(mu);
+  // An open in progress ends first: what it opens is then deleted.
+  table_cv.wait(l, [&] { return closed || table.state(name) != StreamTable::State::opening; });
+  if (closed) return Error(Errc::closed, "node is closed");
   std::shared_ptr<DeletionAttempt> a;
-  auto dit = deletions_.find(name);
-  if (dit != deletions_.end()) {
+  auto dit = deletions.find(name);
+  if (dit != deletions.end()) {
     Deletion& d = dit->second;
     if (!d.blocked.empty()) return Error(Errc::fatal, d.blocked);
     if (d.attempt) {
@@ -106,48 +108,47 @@ Status Node::delete_stream(const std::string& name) {
           return a->status;
         }
       }
-      auto again = deletions_.find(name);
-      if (!a->ended && again != deletions_.end()) start_run_locked(name, again->second, a);
+      auto again = deletions.find(name);
+      if (!a->ended && again != deletions.end()) start_run_locked(name, again->second, a);
     }
   } else {
-    auto it = streams_.find(name);
-    if (it == streams_.end()) {
+    std::optional<StreamEntry> e = table.release(name);
+    if (!e) {
       return Error(Errc::not_found, fmt::format("stream {} does not exist on this node", name));
     }
-    StreamEntry e = it->second;
-    streams_.erase(it);
     a = std::make_shared<DeletionAttempt>();
-    Deletion& d = deletions_[name];
+    Deletion& d = deletions[name];
     d.requested_at_ms = system_clock().now_ms();
-    d.gate = e.gate;
+    d.gate = e->gate;
     d.attempt = a;
     const int64_t requested = d.requested_at_ms;
     l.unlock();
-    Status s = prepare_deletion(name, e, requested);
+    Status s = prepare_deletion(name, *e, requested);
     l.lock();
     if (!s.ok()) {
       end_attempt_locked(name, a, s);
       return a->status;
     }
-    auto d2 = deletions_.find(name);
-    if (!a->ended && d2 != deletions_.end()) start_run_locked(name, d2->second, a);
+    auto d2 = deletions.find(name);
+    if (!a->ended && d2 != deletions.end()) start_run_locked(name, d2->second, a);
   }
-  deletions_cv_.wait(l, [&] { return a->ended; });
+  deletions_cv.wait(l, [&] { return a->ended; });
   return a->status;
 }
 
 // Marker first: until it is durable nothing has been destroyed, and a
 // failure gives the stream back as it was. From the marker on, the deletion
 // is certain to finish (here, or at a later open).
-Status Node::prepare_deletion(const std::string& name, StreamEntry e, int64_t requested_at_ms) {
+Status Node::Impl::prepare_deletion(const std::string& name, StreamEntry e,
+                                    int64_t requested_at_ms) {
   DeletionMarker m;
   m.stream = name;
   m.requested_at_ms = requested_at_ms;
-  if (Status s = write_deletion_marker(posix_fs(), deletions_dir(cfg_), m); !s.ok()) {
-    std::lock_guard l(mu_);
-    if (!closed_) {
-      deletions_.erase(name);
-      streams_[name] = e;
+  if (Status s = write_deletion_marker(posix_fs(), deletions_dir(cfg), m); !s.ok()) {
+    std::lock_guard l(mu);
+    if (!closed) {
+      deletions.erase(name);
+      table.put_back(name, e);
     }
     return std::move(s).error().with_context(
         fmt::format("deleting stream {} (nothing was deleted)", name));
@@ -164,31 +165,31 @@ Status Node::prepare_deletion(const std::string& name, StreamEntry e, int64_t re
     // the deletion would keep.
     spdlog::warn("node: deleting stream {}: closing its log: {}", name, s.to_string());
   }
-  cache_->erase(name);
+  cache->erase(name);
   if (e.gate) return await_gate(name, e.gate);
   return Status::OK();
 }
 
 // Requests the stopped uploader had started may still be running: none may
 // land after the listing that decides what is left to remove.
-Status Node::await_gate(const std::string& name, const std::shared_ptr<StreamGate>& gate) {
-  const int64_t ms = gate_wait_ms(cfg_);
+Status Node::Impl::await_gate(const std::string& name, const std::shared_ptr<StreamGate>& gate) {
+  const int64_t ms = gate_wait_ms(cfg);
   if (!gate->wait_idle(std::chrono::milliseconds(ms))) {
     return Error(Errc::timeout,
                  fmt::format("deleting stream {}: {} request(s) of its stopped uploader still "
                              "running after {} ms; the deletion stays pending",
                              name, gate->in_flight(), ms));
   }
-  std::lock_guard l(mu_);
-  if (auto it = deletions_.find(name); it != deletions_.end() && it->second.gate == gate) {
+  std::lock_guard l(mu);
+  if (auto it = deletions.find(name); it != deletions.end() && it->second.gate == gate) {
     it->second.gate.reset();
   }
   return Status::OK();
 }
 
-void Node::start_run_locked(const std::string& name, Deletion& d,
-                            const std::shared_ptr<DeletionAttempt>& a) {
-  if (closed_) {
+void Node::Impl::start_run_locked(const std::string& name, Deletion& d,
+                                  const std::shared_ptr<DeletionAttempt>& a) {
+  if (closed) {
     end_attempt_locked(name, a, Error(Errc::closed, "node is closed"));
     return;
   }
@@ -199,39 +200,39 @@ void Node::start_run_locked(const std::string& name, Deletion& d,
   }
   d.runs += 1;
   DeletionRunOptions o;
-  o.core = cfg_.deletion.core;
-  o.step_deadline_ms = 4 * cfg_.tiering.request_timeout_ms;
-  a->run = StreamDeletion::start(io_, TaskContext{pool_.get(), lifetime_}, std::move(t).value(), o,
+  o.core = cfg.deletion.core;
+  o.step_deadline_ms = 4 * cfg.tiering.request_timeout_ms;
+  a->run = StreamDeletion::start(runtime->io_shared(), runtime->tasks(), std::move(t).value(), o,
                                  [this, name, a](Status s) { end_attempt(name, a, std::move(s)); });
 }
 
-void Node::end_attempt(const std::string& name, const std::shared_ptr<DeletionAttempt>& a,
-                       Status s) {
+void Node::Impl::end_attempt(const std::string& name, const std::shared_ptr<DeletionAttempt>& a,
+                             Status s) {
   if (s.ok()) {
     spdlog::info("node: stream {} deleted", name);
   } else {
     spdlog::error("node: deleting stream {}: {}; the deletion stays pending", name, s.to_string());
   }
-  std::lock_guard l(mu_);
+  std::lock_guard l(mu);
   end_attempt_locked(name, a, std::move(s));
-  if (background_ == name) {
-    background_.clear();
+  if (background == name) {
+    background.clear();
     start_background_locked();
   }
 }
 
-void Node::end_attempt_locked(const std::string& name, const std::shared_ptr<DeletionAttempt>& a,
-                              Status s) {
+void Node::Impl::end_attempt_locked(const std::string& name,
+                                    const std::shared_ptr<DeletionAttempt>& a, Status s) {
   if (a->ended) return;
   a->ended = true;
   bool pending = false;
-  auto it = deletions_.find(name);
-  if (it != deletions_.end() && it->second.attempt == a) {
+  auto it = deletions.find(name);
+  if (it != deletions.end() && it->second.attempt == a) {
     Deletion& d = it->second;
     if (a->run) d.progress = a->run->progress();
     d.attempt.reset();
     if (s.ok()) {
-      deletions_.erase(it);
+      deletions.erase(it);
     } else {
       d.last_error = s.error().message;
       pending = true;
@@ -243,44 +244,64 @@ void Node::end_attempt_locked(const std::string& name, const std::shared_ptr<Del
                             "this stream or when the node next opens");
   }
   a->status = std::move(s);
-  deletions_cv_.notify_all();
+  deletions_cv.notify_all();
 }
 
-void Node::start_background_locked() {
-  while (background_.empty() && !closed_ && !deletion_queue_.empty()) {
-    std::string name = deletion_queue_.front();
-    deletion_queue_.pop_front();
-    auto it = deletions_.find(name);
+void Node::Impl::start_background_locked() {
+  while (background.empty() && !closed && !deletion_queue.empty()) {
+    std::string name = deletion_queue.front();
+    deletion_queue.pop_front();
+    auto it = deletions.find(name);
     // Finished or taken over by a delete_stream meanwhile, or blocked.
-    if (it == deletions_.end() || it->second.attempt || !it->second.blocked.empty()) continue;
+    if (it == deletions.end() || it->second.attempt || !it->second.blocked.empty()) continue;
     auto a = std::make_shared<DeletionAttempt>();
     it->second.attempt = a;
-    background_ = name;
+    background = name;
     start_run_locked(name, it->second, a);
-    if (a->ended) background_.clear();
+    if (a->ended) background.clear();
   }
 }
 
-Status Node::await_deletions(std::chrono::milliseconds timeout) {
-  std::unique_lock l(mu_);
+Status Node::Impl::await_deletions(std::chrono::milliseconds timeout) {
+  std::unique_lock l(mu);
   auto idle = [&] {
-    if (!deletion_queue_.empty() || !background_.empty()) return false;
-    for (const auto& [name, d] : deletions_) {
+    if (!deletion_queue.empty() || !background.empty()) return false;
+    for (const auto& [name, d] : deletions) {
       if (d.attempt) return false;
     }
     return true;
   };
-  if (!deletions_cv_.wait_for(l, timeout, idle)) {
+  if (!deletions_cv.wait_for(l, timeout, idle)) {
     return Error(Errc::timeout, fmt::format("{} deletion(s) still pending after {} ms",
-                                            deletions_.size(), timeout.count()));
+                                            deletions.size(), timeout.count()));
   }
-  for (const auto& [name, d] : deletions_) {
+  for (const auto& [name, d] : deletions) {
     std::string why = d.blocked.empty() ? d.last_error : d.blocked;
     return Error(d.blocked.empty() ? Errc::unavailable : Errc::fatal,
                  fmt::format("the deletion of stream {} is pending: {}", name,
                              why.empty() ? "not run yet" : why));
   }
   return Status::OK();
+}
+
+// Deletion runs whose end was never reported (their last event was dropped
+// with the event loop): their callers learn it here. Their markers stay;
+// the next open finishes them.
+void Node::Impl::end_deletions_at_close() {
+  {
+    std::lock_guard l(mu);
+    for (auto& [name, d] : deletions) {
+      if (!d.attempt || d.attempt->ended) continue;
+      d.attempt->ended = true;
+      d.attempt->status = Error(Errc::closed, fmt::format("the node closed before the deletion of "
+                                                          "stream {} finished",
+                                                          name));
+      d.attempt.reset();
+    }
+    deletion_queue.clear();
+    background.clear();
+  }
+  deletions_cv.notify_all();
 }
 
 }  // namespace strata::node

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "node/node.h"
+#include "node/node_impl.h"
 #include "objstore/metered_store.h"
 
 namespace strata::node {
@@ -103,10 +103,10 @@ json deletion_json(const std::string& state, int64_t requested_at_ms, uint64_t r
 
 }  // namespace
 
-json Node::deletions_json() const {
-  std::lock_guard l(mu_);
+json Node::Impl::deletions_json() const {
+  std::lock_guard l(mu);
   json out = json::object();
-  for (const auto& [name, d] : deletions_) {
+  for (const auto& [name, d] : deletions) {
     std::string state;
     DeletionProgress p = d.progress;
     std::string err = d.last_error;
@@ -119,8 +119,8 @@ json Node::deletions_json() const {
       if (!p.last_error.empty()) err = p.last_error;
     } else if (d.attempt) {
       state = "stopping_writer";
-    } else if (std::find(deletion_queue_.begin(), deletion_queue_.end(), name) !=
-               deletion_queue_.end()) {
+    } else if (std::find(deletion_queue.begin(), deletion_queue.end(), name) !=
+               deletion_queue.end()) {
       state = "queued";
     } else {
       state = "failed";
@@ -130,12 +130,12 @@ json Node::deletions_json() const {
   return out;
 }
 
-json Node::status_json() const {
+json Node::Impl::status_json() const {
   int64_t now = system_clock().now_ms();
   std::map<std::string, StreamEntry> streams;
   {
-    std::lock_guard l(mu_);
-    streams = streams_;
+    std::lock_guard l(mu);
+    streams = table.open_entries();
   }
   json js = json::object();
   for (const auto& [name, e] : streams) {
@@ -151,18 +151,18 @@ json Node::status_json() const {
     if (e.uploader) s["tiering"] = uploader_json(e.uploader->status(), now);
     js[name] = s;
   }
-  auto g = governor_ ? governor_->stats() : tier::GovernorStats{};
-  auto p = pool_ ? pool_->stats() : BlockingPoolStats{};
-  auto c = cache_ ? cache_->stats() : tier::ManifestCacheStats{};
-  auto gc = cache_ ? cache_->groups().stats() : tier::GroupCacheStats{};
+  auto g = governor ? governor->stats() : tier::GovernorStats{};
+  auto p = runtime ? runtime->pool_stats() : BlockingPoolStats{};
+  auto c = cache ? cache->stats() : tier::ManifestCacheStats{};
+  auto gc = cache ? cache->groups().stats() : tier::GroupCacheStats{};
   return {
       {"node",
-       {{"data_dir", cfg_.data_dir},
-        {"object_store", store_ ? store_->describe() : ""},
-        {"catalog", catalog_ ? catalog_->describe() : ""},
-        {"uptime_s", double(now - started_ms_) / 1000.0},
-        {"local_resets", local_resets_.load()},
-        {"takeover_dropped_offsets", takeover_dropped_.load()},
+       {{"data_dir", cfg.data_dir},
+        {"object_store", store ? store->describe() : ""},
+        {"catalog", catalog ? catalog->describe() : ""},
+        {"uptime_s", double(now - started_ms) / 1000.0},
+        {"local_resets", local_resets.load()},
+        {"takeover_dropped_offsets", takeover_dropped.load()},
         {"threads", thread_count()},
         {"rss_bytes", rss_bytes()},
         {"governor",
@@ -193,13 +193,13 @@ json Node::status_json() const {
   };
 }
 
-std::string Node::metrics_text() const {
+std::string Node::Impl::metrics_text() const {
   int64_t now = system_clock().now_ms();
   PromWriter w;
   std::map<std::string, StreamEntry> streams;
   {
-    std::lock_guard l(mu_);
-    streams = streams_;
+    std::lock_guard l(mu);
+    streams = table.open_entries();
   }
   for (const auto& [name, e] : streams) {
     Labels l = {{"stream", name}};
@@ -263,8 +263,8 @@ std::string Node::metrics_text() const {
                 "Time from a fragment's first chunk to the persist that covers it.", l,
                 u.time_to_remote);
   }
-  if (governor_) {
-    auto g = governor_->stats();
+  if (governor) {
+    auto g = governor->stats();
     w.gauge("strata_governor_queued", "Transfers waiting for the governor.", {}, double(g.queued));
     w.gauge("strata_governor_in_flight", "Transfers holding a governor permit.", {},
             double(g.in_flight));
@@ -273,8 +273,8 @@ std::string Node::metrics_text() const {
     w.counter("strata_governor_throttle_waits_total", "Times the head transfer waited for tokens.",
               {}, double(g.throttle_waits));
   }
-  if (cache_) {
-    auto gc = cache_->groups().stats();
+  if (cache) {
+    auto gc = cache->groups().stats();
     w.gauge("strata_group_cache_bytes", "Bytes of group objects cached for readers.", {},
             double(gc.bytes));
     w.counter("strata_group_cache_hits_total", "Group reads answered from the cache.", {},
@@ -282,13 +282,13 @@ std::string Node::metrics_text() const {
     w.counter("strata_group_cache_misses_total", "Group reads that went to the object store.", {},
               double(gc.misses));
   }
-  if (pool_) {
-    auto p = pool_->stats();
+  if (runtime) {
+    auto p = runtime->pool_stats();
     w.gauge("strata_pool_threads", "Blocking pool threads.", {}, double(p.threads));
     w.gauge("strata_pool_abandoned", "Jobs past their deadline still running.", {},
             double(p.abandoned));
   }
-  if (auto* m = dynamic_cast<objstore::MeteredStore*>(store_.get())) {
+  if (auto* m = dynamic_cast<objstore::MeteredStore*>(store.get())) {
     for (auto op : {objstore::Op::put, objstore::Op::get, objstore::Op::get_range,
                     objstore::Op::head, objstore::Op::remove, objstore::Op::remove_many,
                     objstore::Op::list, objstore::Op::check}) {

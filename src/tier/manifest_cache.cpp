@@ -24,6 +24,7 @@ Status ManifestCache::sync(std::string_view stream, CachedManifest m) {
   it->second.m = std::move(m);
   it->second.stale = false;
   st_.syncs += 1;
+  available_.notify_all();
   return Status::OK();
 }
 
@@ -69,6 +70,15 @@ void ManifestCache::erase(std::string_view stream) {
   std::lock_guard l(mu_);
   auto it = entries_.find(stream);
   if (it != entries_.end()) entries_.erase(it);
+}
+
+bool ManifestCache::await_available(std::string_view stream,
+                                    std::chrono::milliseconds timeout) const {
+  std::unique_lock l(mu_);
+  return available_.wait_for(l, timeout, [&] {
+    auto it = entries_.find(stream);
+    return it != entries_.end() && !it->second.stale;
+  });
 }
 
 Result<CachedManifest> ManifestCache::get(std::string_view stream) const {

@@ -16,6 +16,8 @@
 // Thread safety: any thread; readers get immutable snapshots.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -64,6 +66,9 @@ class ManifestCache {
 
   // The cached manifest; unavailable when missing or stale.
   Result<CachedManifest> get(std::string_view stream) const;
+  // Waits until get(stream) would answer (a sync installed it), at most
+  // `timeout`; whether it does.
+  bool await_available(std::string_view stream, std::chrono::milliseconds timeout) const;
   std::vector<std::string> streams() const;
   ManifestCacheStats stats() const;
   GroupCache& groups() { return groups_; }
@@ -74,6 +79,7 @@ class ManifestCache {
     bool stale = false;
   };
   mutable std::mutex mu_;
+  mutable std::condition_variable available_;  // a sync installed an entry
   std::map<std::string, Entry, std::less<>> entries_;
   ManifestCacheStats st_;
   GroupCache groups_;

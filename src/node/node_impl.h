@@ -1,0 +1,157 @@
+// Private to the node (node/*.cpp): the state behind node/node.h and the
+// steps that change it, by file:
+//   node.cpp            opening and closing the node; lookups; flush
+//   stream_open.cpp     opening a stream (OpenMode): its settings, its log,
+//                       alignment with the remote tier, its uploader
+//   node_ownership.cpp  acquire / release / hand-over for cluster/ownership
+//   node_deletion.cpp   the deletion queue: markers, runs, their waiters
+//   node_status.cpp     /status and /metrics
+// One mutex (mu) guards the stream table, the deletions and `closed_`; it
+// is never held across I/O or a wait on anything but its own condition
+// variables.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <variant>
+
+#include "common/file_lock.h"
+#include "log/registry.h"
+#include "node/node.h"
+#include "node/stream_deletion.h"
+#include "node/stream_table.h"
+#include "tier/governor.h"
+#include "tier/manifest.h"
+#include "tier/object_keys.h"
+
+namespace strata::node {
+
+// How a stream is opened (stream_open.cpp).
+struct OpenExisting {};  // the stream on disk, with the settings of its file
+struct CreateNew {       // a new stream with these settings
+  StreamSettings settings;
+};
+struct TakeOver {  // a cluster owner's: its log created if absent, exact alignment
+  // The settings kept in the catalog beside the stream (they replace the
+  // file's); unset: the catalog keeps none, the file's apply.
+  std::optional<StreamSettings> kept;
+  AcquireOptions acquire;
+};
+using OpenMode = std::variant<OpenExisting, CreateNew, TakeOver>;
+
+class Node::Impl {
+ public:
+  explicit Impl(NodeConfig cfg) : cfg(std::move(cfg)) {}
+
+  // ---- node.cpp ----
+  Status start(std::shared_ptr<Runtime> rt);
+  Status close();
+  // The entry of an open stream, or why there is none (not_found, naming a
+  // pending deletion; unavailable while it is being opened). mu held.
+  Result<StreamEntry> lookup_locked(const std::string& name) const;
+  Result<StreamEntry> lookup(const std::string& name) const;
+  tier::TierContext tier_context(const std::string& name, bool tiered) const;
+  std::shared_ptr<StreamHandle> handle_for(const std::string& name, const StreamEntry& e) const;
+
+  // ---- stream_open.cpp ----
+  Result<std::shared_ptr<log::StreamLog>> open_stream(const std::string& name,
+                                                      const OpenMode& mode);
+
+  // ---- node_ownership.cpp ----
+  Result<std::shared_ptr<log::StreamLog>> acquire(const std::string& name,
+                                                  const AcquireOptions& opts);
+  Status hand_off(const std::string& name, std::chrono::milliseconds timeout,
+                  const std::function<void()>& hidden);
+
+  // ---- node_deletion.cpp ----
+  Status delete_stream(const std::string& name);
+  Status await_deletions(std::chrono::milliseconds timeout);
+  std::vector<std::string> pending_deletions() const;
+  nlohmann::json deletions_json() const;
+  Status scan_deletions();
+  void start_background_locked();
+
+  // ---- node_status.cpp ----
+  nlohmann::json status_json() const;
+  std::string metrics_text() const;
+
+  const NodeConfig cfg;
+  std::shared_ptr<Runtime> runtime;
+  std::shared_ptr<objstore::ObjectStore> store;
+  std::shared_ptr<catalog::Catalog> catalog;
+  FileLock dir_lock;
+  std::shared_ptr<log::StreamRegistry> registry;
+  std::shared_ptr<tier::ManifestCache> cache;
+  std::shared_ptr<tier::Governor> governor;
+  int64_t started_ms = 0;
+  std::atomic<uint64_t> local_resets{0};      // local logs restarted after the remote tier
+  std::atomic<uint64_t> takeover_dropped{0};  // unuploaded offsets dropped at takeovers
+
+  // One attempt at a stream's deletion: its preparation (marker, stopping
+  // the writer) and its run. Callers of delete_stream wait for `ended`.
+  struct DeletionAttempt {
+    bool ended = false;
+    Status status;
+    std::shared_ptr<StreamDeletion> run;
+  };
+  // A pending deletion: from its first request (or its marker found at
+  // open) until its marker is removed.
+  struct Deletion {
+    int64_t requested_at_ms = 0;
+    std::shared_ptr<StreamGate> gate;          // of the stopped uploader, until it is idle
+    std::shared_ptr<DeletionAttempt> attempt;  // in progress; null when idle
+    std::string blocked;  // an unreadable marker: nothing runs until an operator acts
+    uint64_t runs = 0;
+    std::string last_error;     // of the last attempt that failed
+    DeletionProgress progress;  // of the last run
+  };
+
+  // ---- stream_open.cpp ----
+  // Everything an open does outside the lock: the entry, not yet published.
+  Result<StreamEntry> build_entry(const std::string& name, const OpenMode& mode);
+  Result<StreamSettings> settings_for(const std::string& name, const OpenMode& mode);
+  Status start_uploader(const std::string& name, const OpenMode& mode, StreamEntry& e);
+  Result<std::shared_ptr<log::StreamLog>> align_with_remote(const std::string& name,
+                                                            std::shared_ptr<log::StreamLog> log,
+                                                            log::LogOptions lo,
+                                                            const StreamSettings& settings,
+                                                            bool exact);
+  Result<std::shared_ptr<log::StreamLog>> restart_after_remote(const std::string& name,
+                                                               log::LogOptions lo,
+                                                               const StreamSettings& settings,
+                                                               uint64_t remote_next);
+  void seed_writers(const std::string& name, log::StreamLog& log, const tier::ObjectKeys& keys,
+                    const tier::Manifest& manifest);
+  tier::UploaderOptions uploader_options(const std::string& name,
+                                         const EffectiveSettings& eff) const;
+
+  // ---- node_deletion.cpp ----
+  Status prepare_deletion(const std::string& name, StreamEntry e, int64_t requested_at_ms);
+  Status await_gate(const std::string& name, const std::shared_ptr<StreamGate>& gate);
+  void start_run_locked(const std::string& name, Deletion& d,
+                        const std::shared_ptr<DeletionAttempt>& a);
+  void end_attempt(const std::string& name, const std::shared_ptr<DeletionAttempt>& a, Status s);
+  void end_attempt_locked(const std::string& name, const std::shared_ptr<DeletionAttempt>& a,
+                          Status s);
+  Result<DeletionTargets> deletion_targets(const std::string& name) const;
+  void end_deletions_at_close();
+  // Why `name` cannot be opened now; OK when no deletion is pending. mu held.
+  Status deletion_blocks_open(const std::string& name, bool create) const;
+
+  mutable std::mutex mu;
+  // An open or a hand-over ended (opening / handing-off slots changed).
+  std::condition_variable table_cv;
+  StreamTable table;
+  std::map<std::string, Deletion> deletions;
+  std::deque<std::string> deletion_queue;  // markers found at open, run one at a time
+  std::string background;                  // the stream whose queued run is in progress
+  std::condition_variable deletions_cv;    // an attempt ended
+  bool closed = false;
+};
+
+}  // namespace strata::node

@@ -1,0 +1,154 @@
+// Node: what cluster ownership (cluster/ownership.h) asks of a node —
+// acquiring a stream (fence, settings from the catalog, open with exact
+// alignment), creating one in the catalog only, releasing one, and handing
+// one over without losing anything committed.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <future>
+
+#include "node/node_impl.h"
+#include "node/node_limits.h"
+
+namespace strata::node {
+
+namespace {
+
+using json = nlohmann::json;
+
+// Fence first: once the epoch is raised no older owner's persist can land,
+// so the remote next offset the open reads is final. Guarded by the owner
+// key: a node that no longer owns the stream cannot raise it.
+Status fence_older_writers(catalog::Catalog& catalog, const std::string& name,
+                           const AcquireOptions& opts) {
+  for (int attempt = 0;; ++attempt) {
+    auto e = catalog.get(name);
+    if (!e.ok() && e.code() == Errc::not_found) return Status::OK();
+    if (!e.ok()) return std::move(e).error().with_context("taking over " + name);
+    auto b = opts.owner ? catalog.bump_epoch_if_owner(name, e->revision, 0, *opts.owner)
+                        : catalog.bump_epoch(name, e->revision, 0);
+    if (!b.ok()) return std::move(b).error().with_context("taking over " + name);
+    if (b->outcome == catalog::PutOutcome::ok || b->outcome == catalog::PutOutcome::not_found) {
+      return Status::OK();
+    }
+    if (b->outcome == catalog::PutOutcome::fenced) {
+      return Error(Errc::conflict,
+                   fmt::format("taking over {}: its owner key {} no longer names this node on "
+                               "lease {}; not raising the epoch (now {})",
+                               name, opts.owner->key, opts.owner->lease, b->epoch));
+    }
+    if (attempt + 1 >= kTakeoverAttempts) {
+      return Error(Errc::conflict,
+                   fmt::format("taking over {}: its catalog entry kept changing", name));
+    }
+  }
+}
+
+// The settings the stream was created with, wherever it runs: those kept
+// in the catalog; nullopt when the catalog keeps none for it.
+Result<std::optional<StreamSettings>> kept_settings(catalog::Catalog& catalog,
+                                                    const std::string& name) {
+  auto kept = catalog.settings(name);
+  if (!kept.ok() && kept.code() == Errc::unsupported) return std::optional<StreamSettings>();
+  if (!kept.ok()) return std::move(kept).error().with_context("reading the settings of " + name);
+  if (!kept->has_value()) return std::optional<StreamSettings>();
+  auto j = json::parse(**kept, nullptr, false);
+  auto parsed = j.is_discarded() ? Result<StreamSettings>(Error(Errc::corrupt, "not JSON"))
+                                 : settings_from_json(j);
+  if (!parsed.ok()) {
+    return Error(Errc::corrupt,
+                 fmt::format("stream {}: the settings kept in catalog {} are unreadable: {}", name,
+                             catalog.describe(), parsed.error().message));
+  }
+  return std::optional<StreamSettings>(*parsed);
+}
+
+}  // namespace
+
+Result<std::shared_ptr<log::StreamLog>> Node::Impl::acquire(const std::string& name,
+                                                            const AcquireOptions& opts) {
+  {
+    std::lock_guard l(mu);
+    if (const StreamEntry* e = table.find(name)) return e->log;
+  }
+  STRATA_TRY(fence_older_writers(*catalog, name, opts));
+  STRATA_ASSIGN_OR_RETURN(auto kept, kept_settings(*catalog, name));
+  return open_stream(name, TakeOver{std::move(kept), opts});
+}
+
+Status Node::create_catalog_stream(const std::string& name, const StreamSettings& settings) {
+  STRATA_TRY(validate_settings(impl_->cfg, settings));
+  // Stored even when empty, so that every owner takes them from the
+  // catalog, never from a settings file left on its disk.
+  auto e = impl_->catalog->create_with_settings(name, 1, settings_to_json(settings).dump());
+  if (!e.ok()) return std::move(e).error();
+  return Status::OK();
+}
+
+void Node::release_stream(const std::string& name) {
+  std::optional<StreamEntry> e;
+  {
+    std::lock_guard l(impl_->mu);
+    e = impl_->table.release(name);
+  }
+  if (e) e->close(name);
+}
+
+Status Node::Impl::hand_off(const std::string& name, std::chrono::milliseconds timeout,
+                            const std::function<void()>& hidden) {
+  StreamEntry e;
+  {
+    std::lock_guard l(mu);
+    const StreamEntry* found = table.find(name);
+    if (!found) {
+      return Error(Errc::not_found, fmt::format("stream {} is not open on this node", name));
+    }
+    if (!found->uploader) {
+      return Error(Errc::unsupported,
+                   fmt::format("stream {} is not tiered: nothing would carry its data to another "
+                               "node, so it is not handed over",
+                               name));
+    }
+    if (closed) return Error(Errc::closed, "node closed");
+    e = table.begin_handoff(name);
+  }
+  if (hidden) hidden();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  Status st;
+  for (;;) {
+    const uint64_t target = e.log->committed_next();
+    auto p = std::make_shared<std::promise<Status>>();
+    auto f = p->get_future();
+    e.uploader->await_persisted(
+        target, [p](Status s) { p->set_value(std::move(s)); }, /*urgent=*/true);
+    e.uploader->force_cut();
+    if (f.wait_until(deadline) != std::future_status::ready) {
+      st = Error(Errc::timeout,
+                 fmt::format("offsets below {} not persisted within {} ms (remote next {})", target,
+                             timeout.count(), e.uploader->persisted_next()));
+      break;
+    }
+    st = f.get();
+    // Nothing committed since: all of it is persisted.
+    if (!st.ok() || e.log->committed_next() == target) break;
+  }
+  // Put back (served as before) when the hand-over failed and the node is
+  // still open; else closed here, before the slot goes: the node's close
+  // waits for it.
+  bool put_back = false;
+  {
+    std::lock_guard l(mu);
+    put_back = !st.ok() && !closed;
+    if (put_back) table.cancel_handoff(name);
+  }
+  if (!put_back) {
+    e.close(name);
+    std::lock_guard l(mu);
+    table.end_handoff(name);
+  }
+  table_cv.notify_all();
+  if (!st.ok()) return std::move(st).error().with_context("handing stream " + name + " over");
+  return Status::OK();
+}
+
+}  // namespace strata::node

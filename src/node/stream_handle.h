@@ -1,0 +1,91 @@
+// StreamHandle: the front door to one open stream of a node, for whoever
+// serves it (the protocol server): appends, readers over both tiers, the
+// commits to follow, and remote durability. It hides how the stream is made
+// — its local log, its uploader, the node's manifest cache — so that a
+// server never reaches into log/ or tier/ shells itself.
+//
+// A handle stays usable after its stream is released or the node closes:
+// appends then fail with Errc::closed, remote waits end with the
+// uploader's final error, readers fail (never hang).
+//
+// Thread safety: every method may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "log/hooks.h"
+#include "log/offset_spec.h"
+#include "log/stream_log.h"
+#include "node/stream_settings.h"
+#include "tier/stream_reader.h"
+
+namespace strata::tier {
+class Uploader;
+}
+
+namespace strata::node {
+
+class StreamHandle {
+ public:
+  // `uploader` null: not tiered (remote waits fail with unavailable).
+  StreamHandle(std::string name, EffectiveSettings effective, std::shared_ptr<log::StreamLog> log,
+               std::shared_ptr<tier::Uploader> uploader, tier::TierContext tier);
+  ~StreamHandle();
+
+  const std::string& name() const { return name_; }
+  const EffectiveSettings& effective() const { return effective_; }
+  ConfirmMode confirm() const { return effective_.confirm; }
+  bool tiered() const { return uploader_ != nullptr; }
+
+  // ---- appending (log/stream_log.h, append_entries) ----
+  Result<log::AppendResult> append(const log::EntryBatch& batch);
+  std::optional<uint64_t> writer_sequence(std::string_view ref) const;
+  // Where the log stands; for messages that name the stream's files.
+  uint64_t committed_next() const;
+  const std::string& dir() const;
+
+  // ---- commits ----
+  // Called for each committed chunk, in offset order, on the writer's
+  // thread (log/hooks.h: quick, must not block). Returns an id for
+  // unsubscribe.
+  uint64_t subscribe(std::function<void(const log::CommittedChunk&)> listener);
+  void unsubscribe(uint64_t id);
+  // First offset of the last committed chunk; nullopt when the log is empty.
+  std::optional<uint64_t> last_chunk_id();
+  // The oldest offset over both tiers: the persisted remote tier's first
+  // when it holds data below the local log, else the local first offset.
+  uint64_t first_offset() const;
+
+  // ---- remote durability (tiered streams) ----
+  // The persisted manifest's next offset: everything below it survives the
+  // loss of this node's disk.
+  uint64_t persisted_next() const;
+  // Calls `done` once offsets below `offset` are persisted remotely, hurrying
+  // the fragment cut while it waits (tier/uploader.h, await_remote); with
+  // the uploader's error if it stops first; unavailable when not tiered.
+  // `done` may run on any thread, before this returns.
+  void await_remote(uint64_t offset, std::function<void(Status)> done);
+
+  // ---- reading ----
+  // A reader over both tiers. Just after the stream was opened (a takeover,
+  // a restart) its uploader may still be loading the persisted manifest
+  // that remote offsets need: a reader that needs them waits for it (at
+  // most node_limits.h, kReaderAwaitsManifest) instead of failing.
+  Result<std::unique_ptr<tier::StreamReader>> open_reader(const log::OffsetSpec& spec,
+                                                          tier::StreamReaderOptions opts = {});
+
+ private:
+  const std::string name_;
+  const EffectiveSettings effective_;
+  const std::shared_ptr<log::StreamLog> log_;
+  const std::shared_ptr<tier::Uploader> uploader_;
+  const tier::TierContext tier_;
+};
+
+}  // namespace strata::node

@@ -1,0 +1,313 @@
+// Node: opening a stream (node_impl.h, OpenMode). The table marks it
+// `opening` under the lock; everything that does I/O — reading its
+// settings, opening or creating its log, aligning it with the remote tier
+// (a catalog read, a root GET, reading publishers' sequences from up to
+// kWriterRecoveryBytes of fragments), starting its uploader — runs outside
+// it; then the entry is published, or closed if the stream was released or
+// the node closed meanwhile.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "catalog/owner_guarded_catalog.h"
+#include "common/overloaded.h"
+#include "node/node_impl.h"
+#include "node/node_limits.h"
+#include "node/stream_settings_file.h"
+#include "tier/upload_jobs.h"
+#include "tier/writer_recovery.h"
+
+namespace strata::node {
+
+namespace {
+
+bool creates(const OpenMode& m) {
+  return std::holds_alternative<CreateNew>(m);
+}
+
+const TakeOver* take_over(const OpenMode& m) {
+  return std::get_if<TakeOver>(&m);
+}
+
+// Valid when created; the node's configuration may have changed since
+// (tiering turned off): what cannot apply any more is ignored, and said.
+void warn_if_inapplicable(const NodeConfig& cfg, const std::string& name,
+                          const StreamSettings& s) {
+  if (Status v = validate_settings(cfg, s); !v.ok()) {
+    spdlog::warn("node: stream {}: {}; ignored under this node's configuration", name,
+                 v.error().message);
+  }
+}
+
+}  // namespace
+
+Status Node::Impl::deletion_blocks_open(const std::string& name, bool create) const {
+  auto d = deletions.find(name);
+  if (d == deletions.end()) return Status::OK();
+  std::string why = d->second.blocked.empty() ? d->second.last_error : d->second.blocked;
+  return Error(create ? Errc::unavailable : Errc::not_found,
+               fmt::format("stream {} is being deleted{}{}", name,
+                           create ? "; create it again once its deletion has finished" : "",
+                           why.empty() ? "" : " (last error: " + why + ")"));
+}
+
+Result<std::shared_ptr<log::StreamLog>> Node::Impl::open_stream(const std::string& name,
+                                                                const OpenMode& mode) {
+  const bool create = creates(mode);
+  {
+    std::unique_lock l(mu);
+    for (;;) {
+      if (closed) return Error(Errc::closed, "node is closed");
+      STRATA_TRY(deletion_blocks_open(name, create));
+      const StreamTable::State st = table.state(name);
+      if (st == StreamTable::State::absent) break;
+      if (create) return Error(Errc::already_exists, fmt::format("stream {} exists", name));
+      if (st == StreamTable::State::open) return table.find(name)->log;
+      // Being opened (or handed over) by another call: its outcome decides.
+      table_cv.wait(l);
+    }
+    table.begin_open(name);
+  }
+  auto built = build_entry(name, mode);
+  bool publish = false;
+  {
+    std::lock_guard l(mu);
+    publish = built.ok() && !closed && !table.release_requested(name);
+    if (publish) {
+      table.finish_open(name, *built);
+    } else if (!built.ok()) {
+      table.abort_open(name);
+    }
+  }
+  // Released, or the node closed, meanwhile: closed before the slot goes,
+  // since the node's close waits for it.
+  if (built.ok() && !publish) {
+    built->close(name);
+    std::lock_guard l(mu);
+    table.abort_open(name);
+  }
+  table_cv.notify_all();
+  if (!built.ok()) return std::move(built).error();
+  if (!publish) {
+    return Error(Errc::closed, fmt::format("stream {} was released (or the node closed) while it "
+                                           "was being opened",
+                                           name));
+  }
+  return built->log;
+}
+
+Result<StreamSettings> Node::Impl::settings_for(const std::string& name, const OpenMode& mode) {
+  FileSystem& fs = registry->fs();
+  const std::string dir = path_join(registry->data_dir(), name);
+  // A directory without the file runs with the node's configuration.
+  auto from_file = [&]() -> Result<StreamSettings> {
+    STRATA_ASSIGN_OR_RETURN(StreamSettings s, read_settings_file(fs, dir));
+    warn_if_inapplicable(cfg, name, s);
+    return s;
+  };
+  return std::visit(
+      Overloaded{
+          [&](const CreateNew& c) -> Result<StreamSettings> {
+            STRATA_TRY(validate_settings(cfg, c.settings));
+            return c.settings;
+          },
+          [&](const OpenExisting&) -> Result<StreamSettings> { return from_file(); },
+          [&](const TakeOver& t) -> Result<StreamSettings> {
+            if (!t.kept) return from_file();
+            warn_if_inapplicable(cfg, name, *t.kept);
+            // A local log left from an earlier ownership carries the
+            // settings the catalog holds, so local tools read what the
+            // stream runs with.
+            if (exists(fs, dir)) {
+              auto cur = read_settings_file(fs, dir);
+              if (!cur.ok() || *cur != *t.kept) STRATA_TRY(write_settings_file(fs, dir, *t.kept));
+            }
+            return *t.kept;
+          },
+      },
+      mode);
+}
+
+Result<StreamEntry> Node::Impl::build_entry(const std::string& name, const OpenMode& mode) {
+  StreamEntry e;
+  STRATA_ASSIGN_OR_RETURN(e.settings, settings_for(name, mode));
+  e.effective = node::effective_settings(cfg, e.settings);
+  log::LogOptions lo = cfg.log_options();
+  lo.max_segment_bytes = e.effective.segment_bytes;
+  lo.retention = e.effective.local_retention;
+  if (e.effective.tiering) {
+    STRATA_TRY(tier::validate_stream_name(name));
+    e.hooks = std::make_shared<tier::TieringHooks>();
+    lo.hooks = e.hooks;
+  }
+  auto with_settings = [&](FileSystem& fs, const std::string& dir) {
+    return write_settings_file(fs, dir, e.settings);
+  };
+  auto log = creates(mode) ? registry->create(name, lo, with_settings)
+                           : registry->open_stream(name, lo);
+  // A cluster owner taking over a stream it holds no local log of (a fresh
+  // disk) creates one; align_with_remote starts it after the remote tier.
+  if (take_over(mode) && !log.ok() && log.code() == Errc::not_found) {
+    log = registry->create(name, lo, with_settings);
+  }
+  if (!log.ok()) return log.error();
+  e.log = *log;
+  if (!e.effective.tiering) return e;
+  auto aligned = align_with_remote(name, e.log, lo, e.settings, take_over(mode) != nullptr);
+  if (!aligned.ok()) {
+    (void)e.log->close();
+    return aligned.error();
+  }
+  e.log = *aligned;
+  if (Status s = start_uploader(name, mode, e); !s.ok()) {
+    (void)e.log->close();
+    return s.error();
+  }
+  return e;
+}
+
+tier::UploaderOptions Node::Impl::uploader_options(const std::string& name,
+                                                   const EffectiveSettings& eff) const {
+  const TieringSettings& t = cfg.tiering;
+  tier::UploaderOptions o;
+  o.stream = name;
+  o.key_prefix = t.key_prefix;
+  o.assembly.target_size = eff.fragment_target_bytes;
+  o.assembly.max_age_ms = eff.fragment_max_age_ms;
+  o.assembly.hurry_max_age_ms = t.remote_confirm_cut_ms;
+  o.persist_threshold = t.persist_threshold;
+  o.persist_interval_ms = t.persist_interval_ms;
+  o.request_timeout_ms = t.request_timeout_ms;
+  o.delete_grace_ms = t.delete_grace_ms;
+  o.retention = eff.remote_retention;
+  return o;
+}
+
+Status Node::Impl::start_uploader(const std::string& name, const OpenMode& mode, StreamEntry& e) {
+  const TakeOver* owned = take_over(mode);
+  e.gate = std::make_shared<StreamGate>(name);
+  tier::UploaderEnv env;
+  env.io = runtime->io_shared();
+  env.tasks = runtime->tasks();
+  env.governor = governor;
+  env.store = std::make_shared<GatedStore>(store, e.gate);
+  std::shared_ptr<catalog::Catalog> cat = catalog;
+  if (owned && owned->acquire.owner) {
+    cat = std::make_shared<catalog::OwnerGuardedCatalog>(catalog, *owned->acquire.owner);
+  }
+  env.catalog = std::make_shared<GatedCatalog>(cat, e.gate);
+  env.cache = cache;
+  env.clock = &system_clock();
+  tier::UploaderOptions uo = uploader_options(name, e.effective);
+  if (owned && owned->acquire.on_fenced) {
+    uo.on_stopped = [name, cb = owned->acquire.on_fenced](tier::UploaderState st,
+                                                          const std::string& why) {
+      if (st == tier::UploaderState::fenced) cb(name, why);
+    };
+  }
+  auto u = tier::Uploader::start(env, std::move(uo), e.log);
+  if (!u.ok()) return std::move(u).error().with_context("starting the uploader of " + name);
+  e.uploader = *u;
+  e.hooks->attach(e.uploader);
+  return Status::OK();
+}
+
+// The remote tier may hold offsets the local log does not (its disk was
+// lost, or restored from an older copy): appends must never reuse them, so
+// the local log restarts after what the remote tier holds. Everything the
+// local log held is below that point and already remote. If the persisted
+// state cannot be read now, the uploader finds out at its start and stalls
+// rather than upload over it (tier/uploader.h, "remote ahead").
+Result<std::shared_ptr<log::StreamLog>> Node::Impl::align_with_remote(
+    const std::string& name, std::shared_ptr<log::StreamLog> log, log::LogOptions lo,
+    const StreamSettings& settings, bool exact) {
+  STRATA_ASSIGN_OR_RETURN(auto keys, tier::ObjectKeys::make(cfg.tiering.key_prefix, name));
+  auto st = tier::load_stream_state(*catalog, *store, *cache, keys, /*take_over=*/false);
+  // A cluster owner must know where the remote tier ends before it writes.
+  if (!st.ok() && exact) {
+    return Error(st.error()).with_context("reading the persisted state of " + name);
+  }
+  if (!st.ok()) {
+    spdlog::warn(
+        "node: stream {}: cannot read its persisted state now ({}); the uploader will retry", name,
+        st.error().to_string());
+    return log;
+  }
+  const uint64_t remote_next = st->manifest.next_offset;
+  const uint64_t local_next = log->committed_next();
+  if (exact && st->has_root && remote_next != local_next) {
+    // Taking a stream over: offsets at or above the remote next offset may
+    // have been written by another owner since this log last wrote; ours
+    // there were never uploaded and are dropped (the takeover's loss).
+    spdlog::warn(
+        "node: stream {}: taking it over; the local log ends at {}, the remote tier at {}: the "
+        "local log restarts at {}{}",
+        name, local_next, remote_next, remote_next,
+        local_next > remote_next
+            ? fmt::format(" ({} unuploaded offsets dropped)", local_next - remote_next)
+            : "");
+    takeover_dropped += local_next > remote_next ? local_next - remote_next : 0;
+  } else if (!st->has_root || remote_next < local_next) {
+    return log;
+  } else if (remote_next == local_next) {
+    // A log that restarted after the remote tier and has not been written
+    // since (a restart right after a takeover) has no writers of its own.
+    seed_writers(name, *log, keys, st->manifest);
+    return log;
+  } else {
+    spdlog::error(
+        "node: stream {}: the local log ends at offset {} but the remote tier holds offsets up "
+        "to {} (local data lost or restored from an older copy); the local log restarts at {} so "
+        "that new records never reuse offsets the remote tier holds",
+        name, local_next, remote_next, remote_next);
+  }
+  STRATA_ASSIGN_OR_RETURN(log, restart_after_remote(name, lo, settings, remote_next));
+  seed_writers(name, *log, keys, st->manifest);
+  return log;
+}
+
+// The local log starts again, empty, at the remote tier's next offset; the
+// new directory carries the stream's settings like the first did.
+Result<std::shared_ptr<log::StreamLog>> Node::Impl::restart_after_remote(
+    const std::string& name, log::LogOptions lo, const StreamSettings& settings,
+    uint64_t remote_next) {
+  local_resets += 1;
+  STRATA_TRY(registry->remove(name));
+  lo.first_offset = remote_next;
+  return registry->create(name, lo, [&](FileSystem& fs, const std::string& dir) {
+    return write_settings_file(fs, dir, settings);
+  });
+}
+
+// A log started after the remote tier takes the publishers' sequences from
+// it, so a publisher resending its unconfirmed messages to this node (after
+// a takeover) has those already stored deduplicated. Reading is bounded
+// (kWriterRecoveryBytes); a failure is logged, not fatal: the stream
+// serves, and only a resend of messages stored before it could be
+// duplicated.
+void Node::Impl::seed_writers(const std::string& name, log::StreamLog& log,
+                              const tier::ObjectKeys& keys, const tier::Manifest& manifest) {
+  if (manifest.empty() || log.committed_next() != log.first_offset()) return;
+  tier::RemoteReaderDeps deps;
+  deps.store = store;
+  deps.pool = runtime->pool();
+  deps.groups = cache->groups().fetcher(*store, keys);
+  auto got = tier::remote_writer_sequences(
+      deps, keys, std::make_shared<const tier::Manifest>(manifest), kWriterRecoveryBytes);
+  if (!got.ok()) {
+    spdlog::warn(
+        "node: stream {}: cannot read its publishers' sequences from the remote tier "
+        "({}); deduplication starts empty",
+        name, got.error().to_string());
+    return;
+  }
+  if (got->writers.empty()) return;
+  if (log.seed_writer_sequences(got->writers)) {
+    spdlog::info(
+        "node: stream {}: {} publisher sequence(s) taken from the remote tier ({} "
+        "fragment(s) read{})",
+        name, got->writers.size(), got->fragments_read,
+        got->from_snapshot ? "" : ", no snapshot within the budget: deltas only");
+  }
+}
+
+}  // namespace strata::node
