@@ -34,6 +34,10 @@ const std::string& StreamHandle::dir() const {
   return log_->dir();
 }
 
+uint64_t StreamHandle::max_chunk_bytes() const {
+  return log_->options().max_chunk_bytes;
+}
+
 uint64_t StreamHandle::subscribe(std::function<void(const log::CommittedChunk&)> listener) {
   return log_->subscribe(std::move(listener));
 }

@@ -49,6 +49,8 @@ class StreamHandle {
   // Where the log stands; for messages that name the stream's files.
   uint64_t committed_next() const;
   const std::string& dir() const;
+  // The largest chunk an append may make (log/log_options.h).
+  uint64_t max_chunk_bytes() const;
 
   // ---- commits ----
   // Called for each committed chunk, in offset order, on the writer's

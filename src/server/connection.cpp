@@ -588,22 +588,9 @@ void Connection::on(const StreamStatsRequest& r) {
   if (!s.ok()) {
     resp.code = missing_stream_code(r.stream);
   } else {
-    auto& log = *(*s)->log();
     int64_t last = (*s)->last_chunk_id();
-    int64_t first = -1;
-    if (last >= 0) {
-      // The oldest offset over both tiers: the remote tier's first if it
-      // holds data below the local log.
-      first = int64_t(log.first_offset());
-      auto ctx = server_.node().tier_context(r.stream);
-      if (ctx.cache) {
-        auto m = ctx.cache->get(r.stream);
-        if (m.ok() && m->manifest && !m->manifest->empty() &&
-            m->manifest->first_offset < uint64_t(first)) {
-          first = int64_t(m->manifest->first_offset);
-        }
-      }
-    }
+    // The oldest offset over both tiers.
+    int64_t first = last >= 0 ? int64_t((*s)->stream()->first_offset()) : -1;
     resp.stats = {{"first_chunk_id", first}, {"committed_chunk_id", last}, {"last_chunk_id", last}};
   }
   send_message(resp);
@@ -795,13 +782,14 @@ uint64_t Connection::coalesce_limit() const {
 }
 
 void Connection::start_delivery(const SubPtr& sub, const log::OffsetSpec& spec) {
-  Server* srv = &server_;
   std::string name = sub->stream;
   uint64_t gen = sub->generation;
   using ReaderResult = Result<std::unique_ptr<tier::StreamReader>>;
   run_task<ReaderResult>(
       server_.tasks(), strand_, kStreamOpDeadline, "open reader of " + name,
-      [srv, name, spec]() -> ReaderResult { return srv->node().open_reader(name, spec); },
+      [stream = sub->served->stream(), spec]() -> ReaderResult {
+        return stream->open_reader(spec);
+      },
       [self = shared_from_this(), sub, gen](TaskOutcome<ReaderResult> out) {
         if (self->closed_ || sub->closed || sub->generation != gen) return;
         if (out.end != TaskEnd::completed || !out.value->ok()) {
@@ -821,7 +809,7 @@ void Connection::start_delivery(const SubPtr& sub, const log::OffsetSpec& spec) 
         uint8_t id = sub->id;
         std::string stream = sub->stream;
         sub->delivery = Delivery::start(
-            std::move(*out.value).value(), sub->served->log(), self, self->strand_,
+            std::move(*out.value).value(), sub->served->stream(), self, self->strand_,
             self->server_.tasks(), opts, uint16_t(std::min<uint32_t>(sub->credit, 65535)),
             [weak, id, stream](const Error& e) {
               spdlog::warn("subscription {} on {}: delivery stopped: {}", id, stream,

@@ -29,6 +29,7 @@
 #include "server/handshake.h"
 #include "server/replica_feed.h"
 #include "server/sac_group.h"
+#include "server/served_stream.h"
 #include "server/stream_appender.h"
 
 namespace strata::tier {
@@ -42,6 +43,7 @@ class ServedStream;
 
 class Connection : public PublishSink,
                    public FrameSink,
+                   public StreamWatcher,
                    public std::enable_shared_from_this<Connection> {
  public:
   Connection(Server& server, Strand strand, asio::ip::tcp::socket socket, uint64_t id);
@@ -54,7 +56,7 @@ class Connection : public PublishSink,
                    uint64_t bytes) override;
   // The stream was deleted: MetadataUpdate, and its publishers and
   // subscriptions dropped. Any thread.
-  void stream_gone(const std::string& stream);
+  void stream_gone(const std::string& stream) override;
   uint64_t id() const { return id_; }
   // FrameSink: a Deliver frame, written in order with the other frames.
   void send(std::shared_ptr<const ChunkFrame> frame,

@@ -291,11 +291,11 @@ Delivery::Delivery(Strand strand, TaskContext tasks, DeliveryOptions opts)
     : strand_(std::move(strand)), tasks_(std::move(tasks)), opts_(opts) {}
 
 Delivery::~Delivery() {
-  if (listener_ != 0 && log_) log_->unsubscribe(listener_);
+  if (listener_ != 0 && stream_) stream_->unsubscribe(listener_);
 }
 
 std::shared_ptr<Delivery> Delivery::start(std::unique_ptr<tier::StreamReader> reader,
-                                          std::shared_ptr<log::StreamLog> log,
+                                          std::shared_ptr<node::StreamHandle> stream,
                                           std::shared_ptr<FrameSink> sink, Strand strand,
                                           TaskContext tasks, DeliveryOptions opts,
                                           uint16_t initial_credit,
@@ -308,16 +308,16 @@ std::shared_ptr<Delivery> Delivery::start(std::unique_ptr<tier::StreamReader> re
   d->src_->limit = limit;
   d->limit_ = std::move(limit);
   d->sink_ = std::move(sink);
-  d->log_ = std::move(log);
+  d->stream_ = std::move(stream);
   d->on_error_ = std::move(on_error);
   d->credit_ = initial_credit;
-  // The listener runs on the log's writer thread: it only flips a flag and,
+  // The listener runs on the stream's writer thread: it only flips a flag and,
   // when the delivery was waiting, posts a wake-up to the strand.
   std::weak_ptr<Delivery> weak = d;
   std::weak_ptr<Source> wsrc = d->src_;
   Strand st = d->strand_;
   std::shared_ptr<IoLifetime> lifetime = d->tasks_.lifetime;
-  d->listener_ = d->log_->subscribe([weak, wsrc, st, lifetime](const log::CommittedChunk& c) {
+  d->listener_ = d->stream_->subscribe([weak, wsrc, st, lifetime](const log::CommittedChunk& c) {
     auto src = wsrc.lock();
     if (!src) return;
     uint64_t prev = src->committed_chunk_id.load(std::memory_order_relaxed);
@@ -345,7 +345,7 @@ void Delivery::stop() {
   stopped_ = true;
   queue_.clear();
   queued_chunks_ = 0;
-  if (listener_ != 0) log_->unsubscribe(listener_);
+  if (listener_ != 0) stream_->unsubscribe(listener_);
   listener_ = 0;
 }
 
@@ -367,7 +367,7 @@ void Delivery::arm_wait(uint64_t next_offset) {
   src_->waiting.store(true);
   // A commit between the read and the store above found `waiting` false:
   // look again, so no wake-up is lost.
-  if (log_->committed_next() > next_offset && src_->waiting.exchange(false)) caught_up_ = false;
+  if (stream_->committed_next() > next_offset && src_->waiting.exchange(false)) caught_up_ = false;
 }
 
 void Delivery::arm_limit_wait(uint64_t next_offset) {

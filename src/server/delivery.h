@@ -64,7 +64,7 @@
 #include "common/result.h"
 #include "common/task.h"
 #include "log/chunk.h"
-#include "log/stream_log.h"
+#include "node/stream_handle.h"
 #include "proto/osiris_chunk.h"
 #include "server/delivery_limit.h"
 #include "tier/stream_reader.h"
@@ -188,13 +188,13 @@ class Delivery : public std::enable_shared_from_this<Delivery> {
  public:
   // Starts delivering from `reader` (opened by the connection at the
   // subscription's offset spec, e.g. Node::open_reader) to `sink`.
-  // `log` is the stream's local log: its commit listener wakes a caught-up
-  // delivery. `limit` (null: none) holds back chunks at or above its end
+  // `stream` is the stream being read: its commit listener wakes a
+  // caught-up delivery. `limit` (null: none) holds back chunks at or above its end
   // until it moves past them (delivery_limit.h). `on_error` runs once, on
   // the strand, when the delivery stops because a read or a write failed
   // or the limit can no longer move (not after stop()).
   static std::shared_ptr<Delivery> start(std::unique_ptr<tier::StreamReader> reader,
-                                         std::shared_ptr<log::StreamLog> log,
+                                         std::shared_ptr<node::StreamHandle> stream,
                                          std::shared_ptr<FrameSink> sink, Strand strand,
                                          TaskContext tasks, DeliveryOptions opts,
                                          uint16_t initial_credit,
@@ -230,7 +230,7 @@ class Delivery : public std::enable_shared_from_this<Delivery> {
   DeliveryOptions opts_;
   std::shared_ptr<Source> src_;
   std::shared_ptr<FrameSink> sink_;
-  std::shared_ptr<log::StreamLog> log_;
+  std::shared_ptr<node::StreamHandle> stream_;
   std::shared_ptr<DeliveryLimit> limit_;
   uint64_t listener_ = 0;
   std::function<void(const Error&)> on_error_;

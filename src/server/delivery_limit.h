@@ -15,10 +15,7 @@
 #include <memory>
 
 #include "common/result.h"
-
-namespace strata::tier {
-class Uploader;
-}
+#include "node/stream_handle.h"
 
 namespace strata::server {
 
@@ -33,7 +30,8 @@ class DeliveryLimit {
   virtual void await_beyond(uint64_t offset, std::function<void(Status)> done) = 0;
 };
 
-// The persisted manifest's end as the stream's uploader knows it.
-std::shared_ptr<DeliveryLimit> persisted_limit(std::shared_ptr<tier::Uploader> uploader);
+// The persisted manifest's end as the stream's uploader knows it; null when
+// the stream is not tiered.
+std::shared_ptr<DeliveryLimit> persisted_limit(std::shared_ptr<node::StreamHandle> stream);
 
 }  // namespace strata::server

@@ -10,7 +10,6 @@
 
 #include "common/crc32.h"
 #include "proto/commands.h"
-#include "tier/remote_reader.h"
 
 namespace strata::server {
 
@@ -81,10 +80,10 @@ bool add_remote(const log::ChunkHeader& h, BytesView data, uint64_t limit, uint3
 }  // namespace
 
 // What read jobs share with the feed: the remote reader (one job at a time)
-// and the keys it reads under.
+// and the stream it reads (which the reader must not outlive).
 struct ReplicaFeed::Source {
   std::mutex mu;
-  std::optional<tier::ObjectKeys> keys;
+  std::shared_ptr<node::RemoteStream> remote;
   std::unique_ptr<tier::RemoteReader> reader;
   std::shared_ptr<const tier::Manifest> manifest;  // the snapshot to open or refresh with
   std::optional<tier::RemoteStart> start;          // open a reader there first
@@ -120,6 +119,7 @@ std::shared_ptr<ReplicaFeed> ReplicaFeed::start(ReplicaEnv env, proto::OffsetSpe
   f->credit_ = initial_credit;
   f->on_end_ = std::move(on_end);
   f->src_ = std::make_shared<Source>();
+  f->src_->remote = f->env_.remote;
   f->open();
   return f;
 }
@@ -148,11 +148,14 @@ void ReplicaFeed::end(const Error& e) {
 }
 
 void ReplicaFeed::open() {
-  auto load = env_.load_manifest;
+  auto remote = env_.remote;
   using R = Result<tier::CachedManifest>;
   run_task<R>(
       tasks_, strand_, kLoadDeadline, "replica: manifest of " + env_.stream,
-      [load]() -> R { return load(); },
+      [remote]() -> R {
+        if (!remote) return Error(Errc::not_found, "tiering is disabled on this node");
+        return remote->load_manifest();
+      },
       [self = shared_from_this()](TaskOutcome<R> out) {
         if (self->stopped_) return;
         std::optional<tier::CachedManifest> m;
@@ -208,29 +211,18 @@ void ReplicaFeed::pump() {
 void ReplicaFeed::read_remote() {
   reading_ = true;
   auto src = src_;
-  tier::TierContext ctx = env_.tier;
   tier::StreamReaderOptions ro = env_.reader;
-  auto load = env_.load_manifest;
   uint32_t max_chunks = std::min(credit_, kBatchChunks);
   uint16_t version = version_;
   uint8_t sub_id = sub_id_;
   const uint64_t limit = env_.coalesce_bytes;
   run_task<RemoteBatch>(
       tasks_, strand_, env_.read_deadline, "replica: remote read of " + env_.stream,
-      [src, ctx, ro, load, max_chunks, version, sub_id, limit]() -> RemoteBatch {
+      [src, ro, max_chunks, version, sub_id, limit]() -> RemoteBatch {
         RemoteBatch b;
         std::lock_guard l(src->mu);
-        if (!src->keys) {
-          auto k = tier::ObjectKeys::make(ctx.key_prefix, ctx.stream);
-          if (!k.ok()) {
-            b.error = k.error();
-            return b;
-          }
-          src->keys = std::move(k).value();
-        }
         if (src->start) {
-          auto d = tier::remote_reader_deps(ctx, ro, *src->keys);
-          auto r = tier::RemoteReader::open(std::move(d), *src->keys, src->manifest, *src->start);
+          auto r = src->remote->open_reader(src->manifest, *src->start, ro);
           if (!r.ok()) {
             b.error = r.error();
             return b;
@@ -261,7 +253,7 @@ void ReplicaFeed::read_remote() {
             b.exhausted = true;
             b.cursor = src->reader->cursor();
             // The uploader may have persisted more since the snapshot.
-            auto m = load();
+            auto m = src->remote->load_manifest();
             if (m.ok()) {
               b.newer = *m;
               if (m->manifest && m->manifest->next_offset > b.cursor) src->manifest = m->manifest;

@@ -32,11 +32,10 @@
 #include <string>
 
 #include "common/task.h"
+#include "node/remote_stream.h"
 #include "server/delivery.h"
 #include "server/owner_link.h"
 #include "server/replica_core.h"
-#include "tier/manifest_cache.h"
-#include "tier/stream_reader.h"
 
 namespace strata::server {
 
@@ -51,11 +50,10 @@ struct OwnerLookup {
 
 struct ReplicaEnv {
   std::string stream;
-  // The stream's persisted manifest (blocking; run on the pool); not_found
-  // when it has none yet.
-  std::function<Result<tier::CachedManifest>()> load_manifest;
-  // Bucket, group cache, key prefix and pool for remote reads.
-  tier::TierContext tier;
+  // The stream's remote tier, read without owning the stream: its
+  // persisted manifest (not_found when it has none yet) and readers of it.
+  // Null when tiering is disabled on this node (the feed only forwards).
+  std::shared_ptr<node::RemoteStream> remote;
   tier::StreamReaderOptions reader;
   std::function<OwnerLookup()> owner;
   std::string user, password;  // what this node logs in to the owner as

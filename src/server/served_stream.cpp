@@ -1,32 +1,19 @@
 #include "server/served_stream.h"
 
-#include "log/offset_spec.h"
-
 namespace strata::server {
 
-ServedStream::ServedStream(std::string name, std::shared_ptr<log::StreamLog> log,
+ServedStream::ServedStream(std::shared_ptr<node::StreamHandle> stream,
                            std::shared_ptr<StreamAppender> appender,
                            std::shared_ptr<DeliveryLimit> limit)
-    : name_(std::move(name)),
-      log_(std::move(log)),
-      appender_(std::move(appender)),
-      limit_(std::move(limit)) {
+    : stream_(std::move(stream)), appender_(std::move(appender)), limit_(std::move(limit)) {
   // Subscribe before reading the current end, so no commit falls between.
-  listener_ =
-      log_->subscribe([this](const log::CommittedChunk& c) { on_commit(c.header.first_offset); });
-  if (log_->committed_next() > 0) {
-    auto r = log_->resolve(log::OffsetSpec::last());
-    if (r.ok() && !r->claim) {
-      int64_t id = int64_t(r->chunk_first_offset);
-      int64_t cur = last_chunk_id_.load();
-      while (cur < id && !last_chunk_id_.compare_exchange_weak(cur, id)) {
-      }
-    }
-  }
+  listener_ = stream_->subscribe(
+      [this](const log::CommittedChunk& c) { on_commit(c.header.first_offset); });
+  if (auto last = stream_->last_chunk_id()) on_commit(*last);
 }
 
 ServedStream::~ServedStream() {
-  log_->unsubscribe(listener_);
+  stream_->unsubscribe(listener_);
 }
 
 void ServedStream::on_commit(uint64_t first_offset) {
@@ -36,7 +23,7 @@ void ServedStream::on_commit(uint64_t first_offset) {
   }
 }
 
-void ServedStream::watch(const std::shared_ptr<Connection>& c) {
+void ServedStream::watch(const std::shared_ptr<StreamWatcher>& w) {
   std::lock_guard l(mu_);
   for (auto it = watchers_.begin(); it != watchers_.end();) {
     auto p = it->lock();
@@ -44,15 +31,15 @@ void ServedStream::watch(const std::shared_ptr<Connection>& c) {
       it = watchers_.erase(it);
       continue;
     }
-    if (p == c) return;
+    if (p == w) return;
     ++it;
   }
-  watchers_.push_back(c);
+  watchers_.push_back(w);
 }
 
-std::vector<std::shared_ptr<Connection>> ServedStream::watchers() {
+std::vector<std::shared_ptr<StreamWatcher>> ServedStream::watchers() {
   std::lock_guard l(mu_);
-  std::vector<std::shared_ptr<Connection>> out;
+  std::vector<std::shared_ptr<StreamWatcher>> out;
   for (auto& w : watchers_) {
     if (auto p = w.lock()) out.push_back(std::move(p));
   }

@@ -20,7 +20,13 @@ Result<std::unique_ptr<Server>> Server::start(ServeConfig cfg) {
   auto hp = parse_host_port("listen", cfg.server.listen);
   if (!hp.ok()) return std::move(hp).error();
   std::unique_ptr<Server> s(new Server(std::move(cfg)));
-  auto node = node::Node::open(s->cfg_.node);
+  // One event loop and one blocking pool for the whole process
+  // (node/runtime.h): connections, appends and readers run on the node's.
+  node::RuntimeOptions ro = node::runtime_options(s->cfg_.node);
+  ro.io_threads = std::max(ro.io_threads, s->cfg_.server.threads);
+  s->runtime_ = node::Runtime::start(ro);
+  s->sac_timer_.emplace(s->io());
+  auto node = node::Node::open(s->cfg_.node, s->runtime_);
   if (!node.ok()) return std::move(node).error().with_context("serve: opening the node");
   s->node_ = std::move(node).value();
   auto offsets = OffsetStore::open(path_join(s->cfg_.node.data_dir, "tracking"));
@@ -37,7 +43,7 @@ Result<std::unique_ptr<Server>> Server::start(ServeConfig cfg) {
                  fmt::format("serve: listen address '{}' is not an IP address", hp->first));
   }
   asio::ip::tcp::endpoint ep(addr, hp->second);
-  auto acc = std::make_unique<asio::ip::tcp::acceptor>(s->io_);
+  auto acc = std::make_unique<asio::ip::tcp::acceptor>(s->io());
   acc->open(ep.protocol(), ec);
   if (!ec) acc->set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acc->bind(ep, ec);
@@ -73,16 +79,7 @@ Result<std::unique_ptr<Server>> Server::start(ServeConfig cfg) {
     if (!own.ok()) return std::move(own).error().with_context("serve: cluster");
     s->ownership_ = std::move(own).value();
   }
-  // Blocking work of every connection: appends wait for fsync, readers for
-  // the object store; a handful of threads, more only for hung jobs.
-  BlockingPoolOptions po;
-  po.threads = std::max<size_t>(4, s->cfg_.node.blocking_threads);
-  s->pool_ = std::make_shared<BlockingPool>(po);
-  s->work_.emplace(asio::make_work_guard(s->io_));
   s->accept();
-  for (uint32_t i = 0; i < s->cfg_.server.threads; ++i) {
-    s->threads_.emplace_back([io = &s->io_] { io->run(); });
-  }
   return s;
 }
 
@@ -102,7 +99,7 @@ uint32_t Server::advertised_port() const {
 }
 
 void Server::accept() {
-  Strand strand = asio::make_strand(io_);
+  Strand strand = asio::make_strand(io());
   acceptor_->async_accept(
       strand, [this, strand](const std::error_code& ec, asio::ip::tcp::socket sock) {
         if (ec) {
@@ -165,13 +162,13 @@ void Server::sac_apply(const std::vector<SacEffect>& effects) {
   if (next == sac_armed_) return;
   sac_armed_ = next;
   if (!next) {
-    sac_timer_.cancel();
+    sac_timer_->cancel();
     return;
   }
   // Re-arming cancels the previous wait (its handler sees operation_aborted);
   // a handler already due runs anyway and expires only what is due.
-  sac_timer_.expires_at(*next);
-  sac_timer_.async_wait([this](const std::error_code& ec) {
+  sac_timer_->expires_at(*next);
+  sac_timer_->async_wait([this](const std::error_code& ec) {
     if (!ec) on_sac_timer();
   });
 }
@@ -180,21 +177,15 @@ Result<std::shared_ptr<ServedStream>> Server::served(const std::string& name) {
   std::lock_guard l(mu_);
   auto it = streams_.find(name);
   if (it != streams_.end() && !it->second->retired()) return it->second;
-  auto log = node_->stream(name);
-  if (!log.ok()) return std::move(log).error();
-  // The confirm mode comes from here only: the stream's setting, else the
-  // node's default (node/stream_settings.h).
-  auto eff = node_->effective_settings(name);
-  if (!eff.ok()) return std::move(eff).error();
+  STRATA_ASSIGN_OR_RETURN(auto stream, node_->handle(name));
   AppenderOptions ao;
-  ao.confirm = eff->confirm;
-  ao.uploader = node_->uploader(name);
   ao.remote_timeout_ms = node_->config().tiering.remote_confirm_timeout_ms;
-  // Consumers of a remote-confirmed stream read only what is persisted.
-  auto limit = eff->confirm == node::ConfirmMode::remote ? persisted_limit(ao.uploader) : nullptr;
-  auto appender = std::make_shared<StreamAppender>(*log, io_, tasks(), std::move(ao));
-  auto s = std::make_shared<ServedStream>(name, std::move(log).value(), std::move(appender),
-                                          std::move(limit));
+  // Consumers of a remote-confirmed stream read only what is persisted. The
+  // confirm mode comes from the handle only: the stream's setting, else the
+  // node's default (node/stream_settings.h).
+  auto limit = stream->confirm() == node::ConfirmMode::remote ? persisted_limit(stream) : nullptr;
+  auto appender = std::make_shared<StreamAppender>(stream, io(), tasks(), std::move(ao));
+  auto s = std::make_shared<ServedStream>(std::move(stream), std::move(appender), std::move(limit));
   streams_[name] = s;
   return s;
 }
@@ -306,7 +297,7 @@ Status Server::stop() {
     for (auto& [n, s] : streams_) streams.push_back(s);
   }
   if (acceptor_) {
-    asio::post(io_, [this] {
+    asio::post(io(), [this] {
       std::error_code ec;
       acceptor_->close(ec);
     });
@@ -329,14 +320,16 @@ Status Server::stop() {
   for (auto& s : streams) s->retire();
   {
     std::lock_guard sl(sac_mu_);
-    sac_timer_.cancel();
+    if (sac_timer_) sac_timer_->cancel();
   }
-  work_.reset();
-  io_.stop();
-  for (auto& t : threads_) t.join();
-  threads_.clear();
-  lifetime_->end();
-  if (pool_) pool_->stop();
+  if (cluster_offsets_) cluster_offsets_->close();
+  // Revokes the lease: other nodes take this node's streams over at once.
+  if (ownership_) ownership_->stop();
+  // Closes the uploaders (on the runtime, still running), then stops the
+  // runtime: in-flight tasks given the pool's grace, the event loop's
+  // threads joined, what connections left queued run out or dropped.
+  if (node_) stop_status_ = node_->close();
+  if (runtime_) runtime_->stop();
   {
     std::lock_guard l(mu_);
     streams_.clear();
@@ -349,10 +342,6 @@ Status Server::stop() {
       spdlog::error("serve: closing the offset store: {}", st.error().to_string());
     }
   }
-  if (cluster_offsets_) cluster_offsets_->close();
-  // Revokes the lease: other nodes take this node's streams over at once.
-  if (ownership_) ownership_->stop();
-  if (node_) stop_status_ = node_->close();
   return stop_status_;
 }
 

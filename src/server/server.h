@@ -79,8 +79,8 @@ class Server {
 
   node::Node& node() { return *node_; }
   const ServeConfig& config() const { return cfg_; }
-  asio::io_context& io() { return io_; }
-  TaskContext tasks() { return TaskContext{pool_.get(), lifetime_}; }
+  asio::io_context& io() { return runtime_->io(); }
+  TaskContext tasks() { return runtime_->tasks(); }
   ServerCounters& counters() { return counters_; }
 
   // The stream's shared state, opened on first use; not_found if absent.
@@ -146,17 +146,15 @@ class Server {
   Status create_cluster_stream(const std::string& name, const node::StreamSettings& settings);
 
   const ServeConfig cfg_;
+  // Declared first: destroyed last, after everything holding its strands
+  // and timers.
+  std::shared_ptr<node::Runtime> runtime_;
   std::unique_ptr<node::Node> node_;
   std::unique_ptr<OffsetStore> offsets_;
   std::unique_ptr<ClusterOffsets> cluster_offsets_;
   std::unique_ptr<SuperStreams> supers_;
   std::unique_ptr<cluster::Ownership> ownership_;
-  asio::io_context io_;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
-  std::vector<std::thread> threads_;
-  std::shared_ptr<BlockingPool> pool_;
-  std::shared_ptr<IoLifetime> lifetime_ = std::make_shared<IoLifetime>();
   std::string host_;
   uint16_t port_ = 0;
   ServerCounters counters_;
@@ -169,7 +167,7 @@ class Server {
   std::mutex sac_mu_;  // taken before mu_, never after
   SacGroups sac_;
   // Fires at sac_'s next answer deadline; used under sac_mu_ only.
-  asio::steady_timer sac_timer_{io_};
+  std::optional<asio::steady_timer> sac_timer_;
   std::optional<SacTime> sac_armed_;  // the deadline it is armed for
   bool stopping_ = false;
   bool stopped_ = false;

@@ -7,7 +7,6 @@
 #include <algorithm>
 
 #include "server/server.h"
-#include "tier/upload_jobs.h"
 
 namespace strata::server {
 
@@ -17,13 +16,9 @@ Result<ReplicaEnv> Server::replica_env(const std::string& name) {
   }
   ReplicaEnv env;
   env.stream = name;
-  node::Node* node = node_.get();
-  const bool tiered = node->config().tiering.enabled;
-  if (tiered) env.tier = node->tier_context(name);
-  env.load_manifest = [node, name, tiered]() -> Result<tier::CachedManifest> {
-    if (!tiered) return Error(Errc::not_found, "tiering is disabled on this node");
-    return tier::load_persisted_manifest(node->catalog(), node->store(), name);
-  };
+  if (node_->config().tiering.enabled) {
+    STRATA_ASSIGN_OR_RETURN(env.remote, node_->remote_stream(name));
+  }
   cluster::Ownership* own = ownership_.get();
   env.owner = [own, name]() {
     OwnerLookup o;

@@ -36,9 +36,9 @@ ResponseCode code_for(const Error& e) {
 }
 }  // namespace
 
-StreamAppender::StreamAppender(std::shared_ptr<log::StreamLog> log, asio::io_context& io,
+StreamAppender::StreamAppender(std::shared_ptr<node::StreamHandle> stream, asio::io_context& io,
                                TaskContext tasks, AppenderOptions opts)
-    : log_(std::move(log)),
+    : stream_(std::move(stream)),
       strand_(asio::make_strand(io)),
       tasks_(std::move(tasks)),
       opts_(std::move(opts)),
@@ -60,7 +60,7 @@ void StreamAppender::submit(std::weak_ptr<PublishSink> sink, uint8_t publisher_i
       if (it != seqs_.end()) {
         last = it->second;
       } else {
-        last = log_->writer_sequence(ref);
+        last = stream_->writer_sequence(ref);
       }
     }
     Item cur;
@@ -108,7 +108,7 @@ void StreamAppender::submit(std::weak_ptr<PublishSink> sink, uint8_t publisher_i
 std::optional<uint64_t> StreamAppender::sequence(const std::string& ref) {
   std::lock_guard l(mu_);
   auto it = seqs_.find(ref);
-  if (it == seqs_.end()) return log_->writer_sequence(ref);
+  if (it == seqs_.end()) return stream_->writer_sequence(ref);
   return it->second;
 }
 
@@ -127,7 +127,7 @@ void StreamAppender::stop(ResponseCode code) {
     if (!running_) idle_cv_.notify_all();
   }
   notify(failed);
-  if (opts_.confirm == node::ConfirmMode::remote) {
+  if (stream_->confirm() == node::ConfirmMode::remote) {
     // What waits to be remote is answered now: nothing after a stop may be
     // confirmed.
     asio::post(strand_, [self = shared_from_this()] {
@@ -164,20 +164,20 @@ void StreamAppender::start_locked() {
                     std::make_move_iterator(self->queue_.end()));
       self->queue_.clear();
     }
-    auto log = self->log_;
+    auto stream = self->stream_;
     auto counted = std::make_shared<AppenderStats>();
     // Where this drain's appends end (every offset below is committed).
     auto through = std::make_shared<std::atomic<uint64_t>>(0);
     run_task<bool>(
-        self->tasks_, self->strand_, kDrainDeadline, "append to " + log->dir(),
-        [log, items, counted, through] {
-          append_all(*log, *items, counted.get());
-          through->store(log->committed_next());
+        self->tasks_, self->strand_, kDrainDeadline, "append to " + stream->dir(),
+        [stream, items, counted, through] {
+          append_all(*stream, *items, counted.get());
+          through->store(stream->committed_next());
           return true;
         },
         [self, items, counted, through](TaskOutcome<bool> out) {
           if (out.end != TaskEnd::completed) {
-            spdlog::error("stream {}: {}; stopping its appender", self->log_->dir(),
+            spdlog::error("stream {}: {}; stopping its appender", self->stream_->dir(),
                           out.error.to_string());
             for (auto& it : *items) it.code = ResponseCode::internal_error;
             self->stop(ResponseCode::internal_error);
@@ -193,9 +193,9 @@ void StreamAppender::start_locked() {
   });
 }
 
-void StreamAppender::append_all(log::StreamLog& log, std::vector<Item>& items,
+void StreamAppender::append_all(node::StreamHandle& stream, std::vector<Item>& items,
                                 AppenderStats* stats) {
-  const uint64_t max_bytes = log.options().max_chunk_bytes;
+  const uint64_t max_bytes = stream.max_chunk_bytes();
   Bytes merged;
   size_t i = 0;
   while (i < items.size()) {
@@ -229,12 +229,12 @@ void StreamAppender::append_all(log::StreamLog& log, std::vector<Item>& items,
       b.num_records += items[k].num_records;
       b.writer_seq = std::max(b.writer_seq, items[k].max_seq);
     }
-    auto st = log.append_entries(b);
+    auto st = stream.append(b);
     stats->appends += 1;
     if (st.ok()) {
       stats->messages += b.num_entries;
     } else {
-      spdlog::warn("stream {}: append failed: {}", log.dir(), st.error().to_string());
+      spdlog::warn("stream {}: append failed: {}", stream.dir(), st.error().to_string());
       for (size_t k = i; k < j; ++k) {
         items[k].code = code_for(st.error());
         stats->failed += 1;
@@ -245,7 +245,7 @@ void StreamAppender::append_all(log::StreamLog& log, std::vector<Item>& items,
 }
 
 void StreamAppender::finish(std::vector<Item> items, uint64_t through) {
-  if (opts_.confirm == node::ConfirmMode::remote) {
+  if (stream_->confirm() == node::ConfirmMode::remote) {
     hold_remote(std::move(items), through);
   } else {
     notify(items);
@@ -264,11 +264,11 @@ void StreamAppender::hold_remote(std::vector<Item> items, uint64_t through) {
   bool needs_wait = false;
   for (const Item& it : items)
     needs_wait = needs_wait || (it.code == ResponseCode::ok && !it.ids.empty());
-  if (needs_wait && !opts_.uploader) {
+  if (needs_wait && !stream_->tiered()) {
     spdlog::error(
         "stream {}: confirm = remote but the stream has no uploader (tiering disabled); "
         "failing the batches",
-        log_->dir());
+        stream_->dir());
     for (Item& it : items) {
       if (it.code == ResponseCode::ok) it.code = ResponseCode::stream_not_available;
     }
@@ -291,11 +291,11 @@ void StreamAppender::start_wait(uint64_t through) {
   }
   // The uploader answers exactly once (persisted, or why it stopped) —
   // unless its event loop has ended; the deadline covers that.
-  opts_.uploader->await_remote(through, [self = shared_from_this(), through](Status s) {
+  stream_->await_remote(through, [self = shared_from_this(), through](Status s) {
     asio::post(self->strand_, [self, through, s = std::move(s)] {
       // The persist that answered may cover groups added after this wait
       // started: they go now too.
-      const uint64_t persisted = s.ok() ? self->opts_.uploader->persisted_next() : 0;
+      const uint64_t persisted = s.ok() ? self->stream_->persisted_next() : 0;
       if (auto w = self->remote_.on_wait(through, s, steady_ms(), persisted)) {
         self->start_wait(*w);
       }
@@ -315,7 +315,7 @@ void StreamAppender::release_remote() {
       spdlog::warn(
           "stream {}: confirm = remote: {}; answering the publishes with "
           "stream_not_available",
-          log_->dir(), r.status.error().to_string());
+          stream_->dir(), r.status.error().to_string());
       for (Item& it : items) {
         if (it.code != ResponseCode::ok) continue;
         it.code = ResponseCode::stream_not_available;

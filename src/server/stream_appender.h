@@ -39,11 +39,9 @@
 #include <vector>
 
 #include "common/task.h"
-#include "log/stream_log.h"
-#include "node/node_config.h"
+#include "node/stream_handle.h"
 #include "proto/commands.h"
 #include "server/remote_confirms.h"
-#include "tier/uploader.h"
 
 namespace strata::server {
 
@@ -70,16 +68,15 @@ struct AppenderStats {
 };
 
 struct AppenderOptions {
-  node::ConfirmMode confirm = node::ConfirmMode::local;
-  // Required for ConfirmMode::remote (without one every batch fails).
-  std::shared_ptr<tier::Uploader> uploader;
   int64_t remote_timeout_ms = 30'000;
 };
 
 class StreamAppender : public std::enable_shared_from_this<StreamAppender> {
  public:
-  StreamAppender(std::shared_ptr<log::StreamLog> log, asio::io_context& io, TaskContext tasks,
-                 AppenderOptions opts = {});
+  // The confirm mode is the stream's (node::StreamHandle::confirm); a
+  // stream with `remote` that is not tiered fails every batch.
+  StreamAppender(std::shared_ptr<node::StreamHandle> stream, asio::io_context& io,
+                 TaskContext tasks, AppenderOptions opts = {});
 
   // Queues one Publish frame's messages of one publisher. `ref` empty: no
   // deduplication.
@@ -94,7 +91,7 @@ class StreamAppender : public std::enable_shared_from_this<StreamAppender> {
   // the timeout passes).
   bool wait_idle(std::chrono::milliseconds timeout);
   AppenderStats stats() const;
-  node::ConfirmMode confirm() const { return opts_.confirm; }
+  node::ConfirmMode confirm() const { return stream_->confirm(); }
 
  private:
   struct Item {
@@ -110,7 +107,8 @@ class StreamAppender : public std::enable_shared_from_this<StreamAppender> {
     proto::ResponseCode code = proto::ResponseCode::ok;
   };
   void start_locked();
-  static void append_all(log::StreamLog& log, std::vector<Item>& items, AppenderStats* stats);
+  static void append_all(node::StreamHandle& stream, std::vector<Item>& items,
+                         AppenderStats* stats);
   void finish(std::vector<Item> items, uint64_t through);
   static void notify(std::vector<Item>& items);
   // confirm = remote, on strand_: a drain waits to be remote.
@@ -119,7 +117,7 @@ class StreamAppender : public std::enable_shared_from_this<StreamAppender> {
   void release_remote();
   void arm_remote_timer();
 
-  std::shared_ptr<log::StreamLog> log_;
+  const std::shared_ptr<node::StreamHandle> stream_;
   Strand strand_;
   TaskContext tasks_;
   const AppenderOptions opts_;

@@ -152,7 +152,10 @@ class DeliveryTest : public ::testing::Test {
 
   std::shared_ptr<Delivery> start(const log::OffsetSpec& spec, DeliveryOptions o, uint16_t credit,
                                   std::shared_ptr<DeliveryLimit> limit = nullptr) {
-    auto r = tier::StreamReader::open(log_, tier::TierContext{}, spec);
+    // The handle a node would give: the log alone, not tiered.
+    auto stream = std::make_shared<node::StreamHandle>("s", node::EffectiveSettings{}, log_,
+                                                       nullptr, tier::TierContext{});
+    auto r = stream->open_reader(spec);
     EXPECT_TRUE(r.ok()) << r.error().message;
     std::shared_ptr<Delivery> d;
     std::mutex mu;
@@ -160,7 +163,7 @@ class DeliveryTest : public ::testing::Test {
     bool done = false;
     asio::post(strand_, [&] {
       d = Delivery::start(
-          std::move(*r), log_, std::make_shared<SocketSink>(a_), strand_,
+          std::move(*r), stream, std::make_shared<SocketSink>(a_), strand_,
           TaskContext{pool_.get(), lifetime_}, o, credit,
           [this](const Error& e) {
             std::lock_guard l(err_mu_);
