@@ -534,10 +534,14 @@ void Connection::on(const MetadataRequest& r) {
   for (const auto& s : r.streams) {
     StreamMetadata m;
     m.stream = s;
-    if (server_.node().stream(s).ok()) {
+    auto st = server_.node().stream(s);
+    if (st.ok()) {
       m.leader_reference = 0;
     } else {
-      m.code = ResponseCode::stream_does_not_exist;
+      // Being opened (node/stream_table.h): there in a moment, as a stream
+      // is during a takeover in a cluster.
+      m.code = st.code() == Errc::unavailable ? ResponseCode::stream_not_available
+                                              : ResponseCode::stream_does_not_exist;
       m.leader_reference = 0xffff;
     }
     resp.streams.push_back(std::move(m));
