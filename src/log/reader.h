@@ -52,8 +52,6 @@ struct ChunkLocation {
   std::shared_ptr<File> file;  // the segment file, open while this is held
   uint64_t segment_first_offset = 0;
   uint64_t position = 0;  // file position of the chunk header in its segment
-
-  uint64_t data_position() const { return position + kChunkHeaderSize; }
 };
 
 struct Record {

@@ -80,7 +80,6 @@ class WireWriter {
   void null_string() { u16(0xffff); }
   void nullable_string(const std::optional<BytesView>& s);
   void bytes(BytesView b);
-  void null_bytes() { u32(0xffffffffu); }
   void raw(BytesView b) { out_->append(b.data(), b.size()); }
   void count(size_t n) { u32(uint32_t(n)); }
   void properties(const Properties& p);

@@ -75,7 +75,6 @@ class FragmentEncoder {
   Result<Bytes> finish();
 
   uint64_t object_size() const { return fragment_object_size(meta_.size, meta_.chunk_count); }
-  uint64_t body_bytes_fed() const { return fed_; }
 
  private:
   FragmentEncoder() = default;
