@@ -1,18 +1,21 @@
 // The extension points of the local log (osiris_log_hooks in the original).
 // The remote tier plugs in here; the log knows nothing of object storage.
 //
+// Data below the local log is not the log's business: the reader across
+// tiers (tier/stream_reader.h) decides what a spec below it reads before it
+// opens a local reader, and the log answers such a spec with its oldest
+// chunk.
+//
 // Contract for every callback: it runs on a log thread (the writer's, or the
-// caller of apply_retention/resolve), must be quick (queue work, don't do
+// caller of apply_retention), must be quick (queue work, don't do
 // it), must not call back into the same StreamLog's append/close, and must
 // not throw.
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 
 #include "log/chunk.h"
-#include "log/offset_spec.h"
 
 namespace strata::log {
 
@@ -39,21 +42,6 @@ struct CommittedChunk {
   uint64_t size = 0;                  // header + data + trailer bytes
 };
 
-// The local log's extent, given to the offset-resolution hook.
-struct LocalRange {
-  uint64_t first_offset = 0;        // oldest offset on local disk
-  int64_t first_timestamp_ms = -1;  // timestamp of the oldest local chunk (-1 if empty)
-  uint64_t next_offset = 0;         // committed next offset
-};
-
-// A hook's answer to "this spec asks for data older than the local log":
-// the hook's owner serves reads starting at `offset` (for example from
-// object storage); the caller reads there and comes back to the local log
-// at LocalRange::first_offset or later.
-struct BelowLocalClaim {
-  uint64_t offset = 0;
-};
-
 class LogHooks {
  public:
   virtual ~LogHooks() = default;
@@ -68,17 +56,6 @@ class LogHooks {
   virtual bool may_delete_segment(const SegmentInfo& segment) {
     (void)segment;
     return true;
-  }
-
-  // Consulted when a spec asks for data below the local log: `first`
-  // always, `offset:N` with N < local.first_offset, `timestamp:T` with T
-  // older than the first local chunk. Returning a claim routes the reader
-  // to the hook's owner; nullopt lets the log answer with its oldest chunk.
-  virtual std::optional<BelowLocalClaim> resolve_below_local(const OffsetSpec& spec,
-                                                             const LocalRange& local) {
-    (void)spec;
-    (void)local;
-    return std::nullopt;
   }
 };
 

@@ -41,20 +41,15 @@ Plan lookup(std::span<const SegmentBounds> segments, size_t i, Plan::Lookup how)
   return p;
 }
 
-// Below the local log: the hooks may claim it; otherwise the oldest chunk.
-Plan below(std::span<const SegmentBounds> segments, const LocalRange& range,
-           const OffsetSpec& spec) {
-  Plan p;
-  p.kind = Plan::Kind::below_local;
-  p.range = range;
-  Resolution& oldest = p.resolution;
-  oldest.segment_first_offset = segments.front().first_offset;
-  oldest.position = kFileHeaderSize;
-  oldest.chunk_first_offset = oldest.start_offset = segments.front().first_offset;
-  if (spec.kind == OffsetSpec::Kind::offset) {
-    oldest.start_offset = std::max(oldest.start_offset, spec.offset());
-  }
-  return p;
+// Below the local log (or `first`): the oldest chunk.
+Plan oldest(std::span<const SegmentBounds> segments, const OffsetSpec& spec) {
+  Resolution r;
+  r.segment_first_offset = segments.front().first_offset;
+  r.position = kFileHeaderSize;
+  r.chunk_first_offset = r.start_offset = segments.front().first_offset;
+  if (spec.kind == OffsetSpec::Kind::offset)
+    r.start_offset = std::max(r.start_offset, spec.offset());
+  return done(r);
 }
 
 }  // namespace
@@ -71,7 +66,7 @@ ResolutionPlan plan_resolution(std::span<const SegmentBounds> segments, uint64_t
     case K::next:
       return done(at_end);
     case K::first:
-      return below(segments, range, spec);
+      return oldest(segments, spec);
     case K::last:
       for (size_t i = segments.size(); i-- > 0;) {
         if (segments[i].chunks > 0) return lookup(segments, i, Plan::Lookup::last);
@@ -79,7 +74,7 @@ ResolutionPlan plan_resolution(std::span<const SegmentBounds> segments, uint64_t
       return done(at_end);
     case K::offset: {
       if (spec.offset() >= committed) return done(at_end);
-      if (spec.offset() < range.first_offset) return below(segments, range, spec);
+      if (spec.offset() < range.first_offset) return oldest(segments, spec);
       // The last segment starting at or before the offset (segments are contiguous).
       auto it =
           std::upper_bound(segments.begin(), segments.end(), spec.offset(),
@@ -90,7 +85,7 @@ ResolutionPlan plan_resolution(std::span<const SegmentBounds> segments, uint64_t
     }
     case K::timestamp:
       if (committed == range.first_offset) return done(at_end);
-      if (spec.value < range.first_timestamp_ms) return below(segments, range, spec);
+      if (spec.value < range.first_timestamp_ms) return oldest(segments, spec);
       for (size_t i = 0; i < segments.size(); ++i) {
         if (segments[i].chunks > 0 && segments[i].last_timestamp_ms >= spec.value) {
           return lookup(segments, i, Plan::Lookup::timestamp);

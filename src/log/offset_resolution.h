@@ -1,18 +1,20 @@
 // Offset resolution: where a reader opened at an offset spec starts. The
 // rules (docs/FORMATS.md, "Offset specs") as pure functions over a snapshot
-// of the segment list; StreamLog::resolve takes the snapshot under its lock,
-// asks the hooks about specs below the local log, and performs the one
-// index lookup a plan may call for.
+// of the segment list; StreamLog::resolve takes the snapshot under its lock
+// and performs the one index lookup a plan may call for.
 //
-//  first       the oldest local chunk, unless a hook claims `first`;
+//  first       the oldest local chunk;
 //  last        the last committed chunk (the committed end if the log is empty);
 //  next        the committed end;
 //  offset N    N >= committed next: the committed end; N below the local
-//              first offset: a hook's claim, else the oldest chunk;
-//              otherwise the chunk holding N (records before N skipped);
+//              first offset: the oldest chunk; otherwise the chunk holding
+//              N (records before N skipped);
 //  timestamp T the first chunk with timestamp >= T; the committed end if
-//              none; T older than the first local chunk: a hook's claim,
-//              else the oldest chunk.
+//              none; T older than the first local chunk: the oldest chunk.
+//
+// The local log knows nothing older than its oldest chunk: whether a spec
+// reaches the remote tier below it is decided once, by the reader across
+// tiers (tier/stream_reader.h), before it opens a local reader.
 #pragma once
 
 #include <cstdint>
@@ -21,17 +23,20 @@
 #include <string>
 
 #include "common/result.h"
-#include "log/hooks.h"
 #include "log/log_files.h"
 #include "log/offset_spec.h"
 
 namespace strata::log {
 
+// The local log's extent.
+struct LocalRange {
+  uint64_t first_offset = 0;        // oldest offset on local disk
+  int64_t first_timestamp_ms = -1;  // timestamp of the oldest local chunk (-1 if empty)
+  uint64_t next_offset = 0;         // committed next offset
+};
+
 // Where a spec resolves to.
 struct Resolution {
-  // A hook claimed the spec (LogHooks::resolve_below_local): read from
-  // claim.offset through the hook's owner; the fields below are unset.
-  std::optional<BelowLocalClaim> claim;
   uint64_t segment_first_offset = 0;  // segment of the first chunk to read
   uint64_t position = 0;              // its file position (the committed end for `next`)
   uint64_t chunk_first_offset = 0;    // first offset of that chunk (== committed next at the end)
@@ -55,9 +60,8 @@ LocalRange local_range_of(std::span<const SegmentBounds> segments, uint64_t comm
 
 struct ResolutionPlan {
   enum class Kind {
-    done,         // `resolution` is the answer
-    below_local,  // ask the hooks about `range`; unclaimed, `resolution` (the oldest chunk)
-    lookup,       // look up a chunk in segments[segment]'s first `chunks` index records
+    done,    // `resolution` is the answer
+    lookup,  // look up a chunk in segments[segment]'s first `chunks` index records
   };
   enum class Lookup {
     last,       // the last of them
@@ -65,8 +69,7 @@ struct ResolutionPlan {
     timestamp,  // the first with timestamp >= spec.value
   };
   Kind kind = Kind::done;
-  Resolution resolution;  // done, below_local
-  LocalRange range;       // below_local
+  Resolution resolution;  // done
   Lookup lookup = Lookup::last;
   size_t segment = 0;
   uint64_t chunks = 0;

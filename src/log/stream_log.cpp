@@ -151,18 +151,11 @@ Result<std::unique_ptr<Reader>> StreamLog::open_reader(const OffsetSpec& spec) {
 Result<std::unique_ptr<Reader>> StreamLog::open_reader(const OffsetSpec& spec,
                                                        const ReaderOptions& ro) {
   STRATA_ASSIGN_OR_RETURN(Resolution r, resolve(spec));
-  if (r.claim) {
-    return Error(Errc::out_of_range,
-                 fmt::format("stream {}: {} is below the local log (first offset {}); a hook "
-                             "claimed it at offset {}",
-                             dir(), to_string(spec), first_offset(), r.claim->offset));
-  }
   return open_reader_at(r, ro);
 }
 
 Result<std::unique_ptr<Reader>> StreamLog::open_reader_at(const Resolution& r,
                                                           const ReaderOptions& ro) {
-  if (r.claim) return Error(Errc::invalid_argument, "open_reader_at with a claimed resolution");
   STRATA_ASSIGN_OR_RETURN(Impl::ReadStart start, impl_->read_start(r));
   return std::unique_ptr<Reader>(
       new Reader(shared_from_this(), std::move(start.segment), std::move(start.file), r, ro));

@@ -156,15 +156,13 @@ class StreamLog : public std::enable_shared_from_this<StreamLog> {
   bool read_only() const;
 
   // Where a reader opened at `spec` starts: the rules of offset_resolution.h
-  // over the committed segments, with the hooks asked about specs below the
-  // local log.
+  // over the committed segments (a spec below the local log resolves to its
+  // oldest chunk).
   Result<Resolution> resolve(const OffsetSpec& spec);
-  // Opens a reader at a spec. A hook's claim is returned as Errc::out_of_range
-  // naming the claimed offset (callers that route claims use resolve() and
-  // open_reader_at()).
+  // Opens a reader at a spec.
   Result<std::unique_ptr<Reader>> open_reader(const OffsetSpec& spec, const ReaderOptions& ro);
   Result<std::unique_ptr<Reader>> open_reader(const OffsetSpec& spec);
-  // Opens a reader at a local resolution (claim unset).
+  // Opens a reader at a resolution of this log.
   Result<std::unique_ptr<Reader>> open_reader_at(const Resolution& r, const ReaderOptions& ro);
 
   // Blocks until committed_next() > offset, the timeout passes, or the log

@@ -58,21 +58,7 @@ Result<Resolution> StreamLog::Impl::resolve(const OffsetSpec& spec) {
   std::shared_ptr<LogSegment> seg;
   if (plan.kind == ResolutionPlan::Kind::lookup) seg = segments_[plan.segment];
   l.unlock();
-  switch (plan.kind) {
-    case ResolutionPlan::Kind::done:
-      return plan.resolution;
-    case ResolutionPlan::Kind::below_local:
-      if (opts_.hooks) {
-        if (auto claim = opts_.hooks->resolve_below_local(spec, plan.range)) {
-          Resolution r;
-          r.claim = *claim;
-          return r;
-        }
-      }
-      return plan.resolution;
-    case ResolutionPlan::Kind::lookup:
-      break;
-  }
+  if (plan.kind == ResolutionPlan::Kind::done) return plan.resolution;
   STRATA_ASSIGN_OR_RETURN(std::optional<IndexRecord> found, lookup(plan, seg, spec));
   return resolve_at_record(plan, snapshot[plan.segment], spec, found, seg->index_path);
 }

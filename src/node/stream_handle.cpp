@@ -49,7 +49,7 @@ void StreamHandle::unsubscribe(uint64_t id) {
 std::optional<uint64_t> StreamHandle::last_chunk_id() {
   if (log_->committed_next() == 0) return std::nullopt;
   auto r = log_->resolve(log::OffsetSpec::last());
-  if (!r.ok() || r->claim) return std::nullopt;
+  if (!r.ok()) return std::nullopt;
   return r->chunk_first_offset;
 }
 

@@ -273,10 +273,6 @@ Result<std::unique_ptr<LogTail>> LogTail::open(std::shared_ptr<log::StreamLog> l
                              offset, range.first_offset, range.next_offset));
   }
   STRATA_ASSIGN_OR_RETURN(log::Resolution r, log->resolve(log::OffsetSpec::at_offset(offset)));
-  if (r.claim) {
-    return Error(Errc::out_of_range,
-                 fmt::format("log {}: offset {} is not on local disk", log->dir(), offset));
-  }
   if (r.chunk_first_offset != offset) {
     return Error(Errc::corrupt,
                  fmt::format("log {}: offset {} is not the first offset of a chunk (the chunk "

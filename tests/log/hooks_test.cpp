@@ -13,23 +13,11 @@ struct FakeTier : LogHooks {
   std::vector<CommittedChunk> committed;
   std::vector<SegmentInfo> asked;
   std::optional<uint64_t> keep_from;  // veto deleting segments at/after this first offset
-  std::vector<OffsetSpec> specs;
-  std::optional<uint64_t> remote_first;  // claims specs below local if set
 
   void on_commit(const CommittedChunk& c) override { committed.push_back(c); }
   bool may_delete_segment(const SegmentInfo& s) override {
     asked.push_back(s);
     return !keep_from || s.first_offset < *keep_from;
-  }
-  std::optional<BelowLocalClaim> resolve_below_local(const OffsetSpec& spec,
-                                                     const LocalRange& local) override {
-    specs.push_back(spec);
-    if (!remote_first) return std::nullopt;
-    if (spec.kind == OffsetSpec::Kind::offset) {
-      return BelowLocalClaim{std::max(spec.offset(), *remote_first)};
-    }
-    (void)local;
-    return BelowLocalClaim{*remote_first};
   }
 };
 
@@ -128,40 +116,31 @@ TEST_F(LogHookPoints, RetentionVetoKeepsSegmentAndEverythingNewer) {
   EXPECT_EQ(log->first_offset(), 9u);
 }
 
-TEST_F(LogHookPoints, SpecsBelowLocalAreOfferedToTheHook) {
+// Below the local log the log knows nothing older than its oldest chunk
+// (the reader across tiers decides what lies below, tier/stream_reader.h):
+// `first`, offsets and timestamps below it start at the oldest chunk.
+TEST_F(LogHookPoints, SpecsBelowTheLocalLogStartAtItsOldestChunk) {
   LogOptions o = opts();
   o.retention.max_bytes = 1;
   auto log = *StreamLog::open("/s", o);
   for (int i = 0; i < 7; ++i) ASSERT_TRUE(log->append({"v"}).ok());
   ASSERT_TRUE(log->apply_retention().ok());
   ASSERT_EQ(log->first_offset(), 6u);
-  // Without a claim: the oldest local chunk.
-  auto r = log->resolve(OffsetSpec::at_offset(2));
-  ASSERT_TRUE(r.ok());
-  EXPECT_FALSE(r->claim);
-  EXPECT_EQ(r->chunk_first_offset, 6u);
-  ASSERT_EQ(tier->specs.size(), 1u);
-  // The tier has [0, 6) remotely: it claims.
-  tier->remote_first = 0;
-  r = log->resolve(OffsetSpec::at_offset(2));
-  ASSERT_TRUE(r.ok() && r->claim);
-  EXPECT_EQ(r->claim->offset, 2u);
-  r = log->resolve(OffsetSpec::first());
-  ASSERT_TRUE(r.ok() && r->claim);
-  EXPECT_EQ(r->claim->offset, 0u);
-  r = log->resolve(OffsetSpec::at_timestamp(0));
-  ASSERT_TRUE(r.ok() && r->claim);
-  // Offsets the local log has are never offered.
-  size_t asked = tier->specs.size();
-  r = log->resolve(OffsetSpec::at_offset(6));
-  ASSERT_TRUE(r.ok());
-  EXPECT_FALSE(r->claim);
-  EXPECT_EQ(tier->specs.size(), asked);
-  // open_reader reports a claim as a clear error instead of reading.
-  auto reader = log->open_reader(OffsetSpec::at_offset(1));
-  ASSERT_FALSE(reader.ok());
-  EXPECT_EQ(reader.code(), Errc::out_of_range);
-  EXPECT_NE(reader.error().message.find("claimed"), std::string::npos);
+  for (const OffsetSpec& spec :
+       {OffsetSpec::at_offset(2), OffsetSpec::first(), OffsetSpec::at_timestamp(0)}) {
+    SCOPED_TRACE(to_string(spec));
+    auto r = log->resolve(spec);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_EQ(r->segment_first_offset, 6u);
+    EXPECT_EQ(r->chunk_first_offset, 6u);
+    EXPECT_EQ(r->start_offset, 6u);
+    auto reader = log->open_reader(spec);
+    ASSERT_TRUE(reader.ok()) << reader.error().to_string();
+    EXPECT_EQ((*reader)->next_offset(), 6u);
+    auto c = (*reader)->next_chunk();
+    ASSERT_TRUE(c.ok() && *c);
+    EXPECT_EQ((*c)->header.first_offset, 6u);
+  }
 }
 
 }  // namespace

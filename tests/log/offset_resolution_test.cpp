@@ -28,11 +28,10 @@ void expect_at_end(const ResolutionPlan& p, uint64_t committed) {
   EXPECT_EQ(p.resolution.start_offset, committed);
 }
 
-void expect_below(const ResolutionPlan& p, uint64_t start) {
-  ASSERT_EQ(p.kind, Kind::below_local);
-  EXPECT_EQ(p.range.first_offset, 10u);
-  EXPECT_EQ(p.range.first_timestamp_ms, 100);
-  EXPECT_EQ(p.range.next_offset, 30u);
+// Below the local log: its oldest chunk (the remote tier is not the log's
+// business, tier/stream_reader.h).
+void expect_oldest(const ResolutionPlan& p, uint64_t start) {
+  ASSERT_EQ(p.kind, Kind::done);
   EXPECT_EQ(p.resolution.segment_first_offset, 10u);
   EXPECT_EQ(p.resolution.position, kFileHeaderSize);
   EXPECT_EQ(p.resolution.chunk_first_offset, 10u);
@@ -50,8 +49,8 @@ TEST(OffsetResolution, NextIsTheCommittedEnd) {
   expect_at_end(plan_resolution(kLog, 30, OffsetSpec::next()), 30);
 }
 
-TEST(OffsetResolution, FirstIsOfferedToTheHooksWithTheOldestChunkAsFallback) {
-  expect_below(plan_resolution(kLog, 30, OffsetSpec::first()), 10);
+TEST(OffsetResolution, FirstIsTheOldestChunk) {
+  expect_oldest(plan_resolution(kLog, 30, OffsetSpec::first()), 10);
 }
 
 TEST(OffsetResolution, LastIsTheLastChunkOfTheNewestNonEmptySegment) {
@@ -65,7 +64,7 @@ TEST(OffsetResolution, LastIsTheLastChunkOfTheNewestNonEmptySegment) {
 TEST(OffsetResolution, OffsetsAtTheEndBelowAndInside) {
   expect_at_end(plan_resolution(kLog, 30, OffsetSpec::at_offset(30)), 30);
   expect_at_end(plan_resolution(kLog, 30, OffsetSpec::at_offset(UINT64_MAX)), 30);
-  expect_below(plan_resolution(kLog, 30, OffsetSpec::at_offset(3)), 10);
+  expect_oldest(plan_resolution(kLog, 30, OffsetSpec::at_offset(3)), 10);
   expect_lookup(plan_resolution(kLog, 30, OffsetSpec::at_offset(10)), 0, Lookup::offset);
   expect_lookup(plan_resolution(kLog, 30, OffsetSpec::at_offset(19)), 0, Lookup::offset);
   expect_lookup(plan_resolution(kLog, 30, OffsetSpec::at_offset(20)), 1, Lookup::offset);
@@ -73,7 +72,7 @@ TEST(OffsetResolution, OffsetsAtTheEndBelowAndInside) {
 }
 
 TEST(OffsetResolution, Timestamps) {
-  expect_below(plan_resolution(kLog, 30, OffsetSpec::at_timestamp(99)), 10);
+  expect_oldest(plan_resolution(kLog, 30, OffsetSpec::at_timestamp(99)), 10);
   expect_lookup(plan_resolution(kLog, 30, OffsetSpec::at_timestamp(100)), 0, Lookup::timestamp);
   expect_lookup(plan_resolution(kLog, 30, OffsetSpec::at_timestamp(200)), 0, Lookup::timestamp);
   expect_lookup(plan_resolution(kLog, 30, OffsetSpec::at_timestamp(201)), 1, Lookup::timestamp);
