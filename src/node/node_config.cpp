@@ -5,7 +5,9 @@
 #include <set>
 
 #include "catalog/etcd_catalog.h"
+#include "common/assert.h"
 #include "common/fs.h"
+#include "common/json_config.h"
 #include "etcd/etcd_client.h"
 #include "tier/object_keys.h"
 
@@ -16,101 +18,10 @@ using json = nlohmann::json;
 namespace {
 
 Error bad(const std::string& path, const json& v, std::string_view why) {
-  return Error(Errc::invalid_argument, fmt::format("setting {} = {}: {}", path, v.dump(), why));
+  return JsonSection::bad(path, v, why);
 }
 
-// One object of the document (a copy: configuration documents are small),
-// read field by field; every key read is remembered so that the rest can
-// be reported as unknown.
-class Section {
- public:
-  Section(json doc, std::string path) : path_(std::move(path)), doc_(std::move(doc)) {
-    if (!doc_.is_null()) obj_ = &doc_;
-  }
-  Section(const Section&) = delete;
-  Section(Section&& o) noexcept
-      : path_(std::move(o.path_)), doc_(std::move(o.doc_)), seen_(std::move(o.seen_)) {
-    if (!doc_.is_null()) obj_ = &doc_;
-  }
-  Status check_object() const {
-    if (obj_ && !obj_->is_object()) return bad(path_, *obj_, "must be a JSON object");
-    return Status::OK();
-  }
-  std::string key(std::string_view k) const {
-    return path_.empty() ? std::string(k) : path_ + "." + std::string(k);
-  }
-  const json* get(std::string_view k) {
-    seen_.insert(std::string(k));
-    if (!obj_) return nullptr;
-    auto it = obj_->find(std::string(k));
-    if (it == obj_->end() || it->is_null()) return nullptr;
-    return &*it;
-  }
-  Section sub(std::string_view k) {
-    const json* v = get(k);
-    return Section(v ? *v : json(nullptr), key(k));
-  }
-  // A positive integer (or >= 0 when allow_zero).
-  template <class T>
-  Status integer(std::string_view k, T* out, bool allow_zero = false) {
-    const json* v = get(k);
-    if (!v) return Status::OK();
-    if (!v->is_number_integer()) return bad(key(k), *v, "must be an integer");
-    if (v->is_number_unsigned()) {
-      uint64_t u = v->get<uint64_t>();
-      if (u == 0 && !allow_zero) return bad(key(k), *v, "must be greater than 0");
-      if (u > uint64_t(std::numeric_limits<T>::max())) return bad(key(k), *v, "is too large");
-      *out = T(u);
-      return Status::OK();
-    }
-    int64_t i = v->get<int64_t>();
-    if (i < 0) return bad(key(k), *v, "must not be negative");
-    if (i == 0 && !allow_zero) return bad(key(k), *v, "must be greater than 0");
-    *out = T(i);
-    return Status::OK();
-  }
-  template <class T>
-  Status optional_integer(std::string_view k, std::optional<T>* out) {
-    T x{};
-    const json* v = get(k);
-    if (!v) return Status::OK();
-    STRATA_TRY(integer(k, &x));
-    *out = x;
-    return Status::OK();
-  }
-  Status boolean(std::string_view k, bool* out) {
-    const json* v = get(k);
-    if (!v) return Status::OK();
-    if (!v->is_boolean()) return bad(key(k), *v, "must be true or false");
-    *out = v->get<bool>();
-    return Status::OK();
-  }
-  Status string(std::string_view k, std::string* out) {
-    const json* v = get(k);
-    if (!v) return Status::OK();
-    if (!v->is_string()) return bad(key(k), *v, "must be a string");
-    *out = v->get<std::string>();
-    return Status::OK();
-  }
-  // Every key of the object must have been read.
-  Status no_unknown() const {
-    if (!obj_ || !obj_->is_object()) return Status::OK();
-    for (auto it = obj_->begin(); it != obj_->end(); ++it) {
-      if (!seen_.count(it.key())) {
-        return Error(Errc::invalid_argument, fmt::format("unknown setting {}", key(it.key())));
-      }
-    }
-    return Status::OK();
-  }
-
- private:
-  std::string path_;
-  json doc_;
-  const json* obj_ = nullptr;
-  std::set<std::string> seen_;
-};
-
-Status read_retention(Section s, std::optional<uint64_t>* max_bytes,
+Status read_retention(JsonSection s, std::optional<uint64_t>* max_bytes,
                       std::optional<int64_t>* max_age_ms) {
   STRATA_TRY(s.check_object());
   STRATA_TRY(s.optional_integer("max_bytes", max_bytes));
@@ -118,7 +29,7 @@ Status read_retention(Section s, std::optional<uint64_t>* max_bytes,
   return s.no_unknown();
 }
 
-Status read_etcd_catalog(Section& s, EtcdCatalogSettings& e) {
+Status read_etcd_catalog(JsonSection& s, EtcdCatalogSettings& e) {
   const json* eps = s.get("endpoints");
   if (!eps) return bad("catalog.endpoints", json(nullptr), "is required with backend \"etcd\"");
   if (!eps->is_array() || eps->empty()) {
@@ -140,7 +51,7 @@ Status read_etcd_catalog(Section& s, EtcdCatalogSettings& e) {
   return Status::OK();
 }
 
-Status read_log(Section s, NodeConfig& c) {
+Status read_log(JsonSection s, NodeConfig& c) {
   STRATA_TRY(s.check_object());
   std::string fsync;
   STRATA_TRY(s.string("fsync", &fsync));
@@ -159,7 +70,7 @@ Status read_log(Section s, NodeConfig& c) {
   return s.no_unknown();
 }
 
-Status read_tiering(Section s, TieringSettings& t) {
+Status read_tiering(JsonSection s, TieringSettings& t) {
   STRATA_TRY(s.check_object());
   STRATA_TRY(s.boolean("enabled", &t.enabled));
   STRATA_TRY(s.string("key_prefix", &t.key_prefix));
@@ -192,7 +103,7 @@ Status read_tiering(Section s, TieringSettings& t) {
   return s.no_unknown();
 }
 
-Status read_governor(Section s, tier::GovernorConfig& g) {
+Status read_governor(JsonSection s, tier::GovernorConfig& g) {
   STRATA_TRY(s.check_object());
   uint64_t rate = 0;
   STRATA_TRY(s.integer("max_bytes_per_sec", &rate, /*allow_zero=*/true));  // 0: unlimited
@@ -224,11 +135,16 @@ log::LogOptions NodeConfig::log_options() const {
   return o;
 }
 
-Result<NodeConfig> load_node_config(const json& doc, const std::string& data_dir,
+namespace {
+
+// The reader itself; `read` (if set) collects every setting path it asks
+// for, which is what node_config_settings() lists.
+Result<NodeConfig> read_node_config(const json& doc, const std::string& data_dir,
                                     const objstore::EnvLookup& env,
-                                    const std::vector<objstore::ConfigOverride>& objstore_flags) {
+                                    const std::vector<objstore::ConfigOverride>& objstore_flags,
+                                    SettingsRead* read) {
   NodeConfig c;
-  Section top(doc, "");
+  JsonSection top(doc, "", read);
   STRATA_TRY(top.check_object());
   STRATA_TRY(top.string("data_dir", &c.data_dir));
   if (!data_dir.empty()) c.data_dir = data_dir;
@@ -256,7 +172,7 @@ Result<NodeConfig> load_node_config(const json& doc, const std::string& data_dir
   if (!oc.ok()) return std::move(oc).error();
   c.objstore = std::move(oc).value();
 
-  Section cat = top.sub("catalog");
+  JsonSection cat = top.sub("catalog");
   STRATA_TRY(cat.check_object());
   STRATA_TRY(cat.string("backend", &c.catalog_backend));
   if (c.catalog_backend == "embedded") {
@@ -272,7 +188,7 @@ Result<NodeConfig> load_node_config(const json& doc, const std::string& data_dir
   STRATA_TRY(read_tiering(top.sub("tiering"), c.tiering));
   STRATA_TRY(read_governor(top.sub("governor"), c.governor));
 
-  Section th = top.sub("threads");
+  JsonSection th = top.sub("threads");
   STRATA_TRY(th.check_object());
   STRATA_TRY(th.integer("io", &c.io_threads));
   STRATA_TRY(th.integer("blocking", &c.blocking_threads));
@@ -282,7 +198,7 @@ Result<NodeConfig> load_node_config(const json& doc, const std::string& data_dir
     return bad("threads.blocking", c.blocking_threads, "must be at most 1024");
   }
 
-  Section http = top.sub("http");
+  JsonSection http = top.sub("http");
   STRATA_TRY(http.check_object());
   STRATA_TRY(http.string("listen", &c.http_listen));
   STRATA_TRY(http.no_unknown());
@@ -291,19 +207,35 @@ Result<NodeConfig> load_node_config(const json& doc, const std::string& data_dir
   return c;
 }
 
+}  // namespace
+
+Result<NodeConfig> load_node_config(const json& doc, const std::string& data_dir,
+                                    const objstore::EnvLookup& env,
+                                    const std::vector<objstore::ConfigOverride>& objstore_flags) {
+  return read_node_config(doc, data_dir, env, objstore_flags, nullptr);
+}
+
+SettingsRead node_config_settings() {
+  SettingsRead read;
+  // Two documents, because the catalog's settings depend on its backend;
+  // every other key is read whether present or not.
+  const json embedded = {{"data_dir", "/"}};
+  const json etcd = {{"data_dir", "/"},
+                     {"catalog", {{"backend", "etcd"}, {"endpoints", {"http://127.0.0.1:2379"}}}}};
+  for (const json& doc : {embedded, etcd}) {
+    auto c = read_node_config(doc, "", objstore::EnvLookup(), {}, &read);
+    STRATA_ASSERT(c.ok(), "the node's reader refuses a document of defaults");
+  }
+  for (const auto& p : objstore::config_settings()) read.insert(p);
+  return read;
+}
+
 Result<NodeConfig> load_node_config_file(const std::string& path, const std::string& data_dir,
                                          const objstore::EnvLookup& env,
                                          const std::vector<objstore::ConfigOverride>& flags) {
-  json doc;
-  if (!path.empty()) {
-    auto text = read_file(posix_fs(), path);
-    if (!text.ok()) return std::move(text).error().with_context("reading config file " + path);
-    doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded()) {
-      return Error(Errc::invalid_argument, "config file " + path + ": not valid JSON");
-    }
-  }
-  auto c = load_node_config(doc, data_dir, env, flags);
+  auto doc = read_json_config_file(path);
+  if (!doc.ok()) return std::move(doc).error();
+  auto c = load_node_config(*doc, data_dir, env, flags);
   if (!c.ok()) return std::move(c).error().with_context(path.empty() ? "config" : path);
   return c;
 }

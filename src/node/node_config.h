@@ -1,5 +1,5 @@
-// Configuration of a node: one JSON document (docs/FORMATS.md, "Node
-// configuration"), every setting optional, flags on top. Validation names
+// Configuration of a node: one JSON document (docs/CONFIGURATION.md, "The
+// node's configuration file"), every setting optional, flags on top. Validation names
 // the offending setting by its JSON path ("tiering.fragment_target_bytes")
 // and value; unknown settings are errors (a typo must not silently fall
 // back to a default).
@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "common/json_config.h"
 #include "common/result.h"
 #include "log/log_options.h"
 #include "node/deletion_core.h"
@@ -40,7 +41,7 @@
 
 namespace strata::node {
 
-// When a publish is confirmed (docs/FORMATS.md, "Confirms"): `local` once
+// When a publish is confirmed (docs/CONFIGURATION.md, "Confirm modes"): `local` once
 // it is committed to the local log; `remote` once, in addition, a persisted
 // manifest covers it (it survives the loss of the node's disk).
 enum class ConfirmMode : uint8_t { local, remote };
@@ -123,6 +124,11 @@ struct NodeConfig {
 Result<NodeConfig> load_node_config(
     const nlohmann::json& document, const std::string& data_dir, const objstore::EnvLookup& env,
     const std::vector<objstore::ConfigOverride>& objstore_flags = {});
+// Every setting path load_node_config accepts, as the reader asks for
+// them (for either catalog backend), the object store's under "objstore.",
+// and the sections holding them ("tiering", "tiering.retention", ...).
+// docs/CONFIGURATION.md documents each (tests/docs checks it).
+SettingsRead node_config_settings();
 // Reads the JSON file (empty path: no file) and calls load_node_config.
 Result<NodeConfig> load_node_config_file(
     const std::string& path, const std::string& data_dir, const objstore::EnvLookup& env,

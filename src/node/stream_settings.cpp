@@ -47,6 +47,52 @@ Status read_int(const json& j, std::string_view name, std::optional<T>* out) {
   return Status::OK();
 }
 
+// One field of the settings file and how it is read: settings_from_json
+// reads by this table, stream_settings_fields() lists it.
+struct SettingsField {
+  const char* name;
+  Status (*read)(const json& v, std::string_view name, StreamSettings& s);
+};
+
+constexpr SettingsField kFields[] = {
+    {"max_bytes", [](const json& v, std::string_view k,
+                     StreamSettings& s) { return read_int(v, k, &s.max_bytes); }},
+    {"max_age_ms", [](const json& v, std::string_view k,
+                      StreamSettings& s) { return read_int(v, k, &s.max_age_ms); }},
+    {"segment_bytes", [](const json& v, std::string_view k,
+                         StreamSettings& s) { return read_int(v, k, &s.segment_bytes); }},
+    {"tiering",
+     [](const json& v, std::string_view k, StreamSettings& s) -> Status {
+       if (!v.is_boolean()) return corrupt_field(k, v, "not true or false");
+       s.tiering = v.get<bool>();
+       return Status::OK();
+     }},
+    {"fragment_target_bytes",
+     [](const json& v, std::string_view k, StreamSettings& s) {
+       return read_int(v, k, &s.fragment_target_bytes);
+     }},
+    {"fragment_max_age_ms",
+     [](const json& v, std::string_view k, StreamSettings& s) {
+       return read_int(v, k, &s.fragment_max_age_ms);
+     }},
+    {"local_max_bytes", [](const json& v, std::string_view k,
+                           StreamSettings& s) { return read_int(v, k, &s.local_max_bytes); }},
+    {"confirm",
+     [](const json& v, std::string_view k, StreamSettings& s) -> Status {
+       auto m = v.is_string() ? parse_confirm_mode(v.get<std::string>()) : std::nullopt;
+       if (!m) return corrupt_field(k, v, "not \"local\" or \"remote\"");
+       s.confirm = *m;
+       return Status::OK();
+     }},
+};
+
+const SettingsField* find_field(std::string_view name) {
+  for (const auto& f : kFields) {
+    if (name == f.name) return &f;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 Status validate_settings(const NodeConfig& cfg, const StreamSettings& s) {
@@ -77,9 +123,10 @@ Status validate_settings(const NodeConfig& cfg, const StreamSettings& s) {
       return bad("local_max_bytes", fmt::format("{}; max_bytes bounds a local stream", why));
     }
     if (s.confirm.value_or(cfg.tiering.confirm) == ConfirmMode::remote) {
-      return bad("confirm",
-                 fmt::format("remote confirms need the remote tier and {}{}", why,
-                             s.confirm ? "" : " (the node's default is remote: set confirm = local)"));
+      return bad(
+          "confirm",
+          fmt::format("remote confirms need the remote tier and {}{}", why,
+                      s.confirm ? "" : " (the node's default is remote: set confirm = local)"));
     }
   }
   return Status::OK();
@@ -128,33 +175,18 @@ Result<StreamSettings> settings_from_json(const json& j) {
   if (!j.is_object()) return Error(Errc::corrupt, "settings: not a JSON object");
   StreamSettings s;
   for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& k = it.key();
-    const json& v = it.value();
-    if (k == "max_bytes") {
-      STRATA_TRY(read_int(v, k, &s.max_bytes));
-    } else if (k == "max_age_ms") {
-      STRATA_TRY(read_int(v, k, &s.max_age_ms));
-    } else if (k == "segment_bytes") {
-      STRATA_TRY(read_int(v, k, &s.segment_bytes));
-    } else if (k == "tiering") {
-      if (!v.is_boolean()) return corrupt_field(k, v, "not true or false");
-      s.tiering = v.get<bool>();
-    } else if (k == "fragment_target_bytes") {
-      STRATA_TRY(read_int(v, k, &s.fragment_target_bytes));
-    } else if (k == "fragment_max_age_ms") {
-      STRATA_TRY(read_int(v, k, &s.fragment_max_age_ms));
-    } else if (k == "local_max_bytes") {
-      STRATA_TRY(read_int(v, k, &s.local_max_bytes));
-    } else if (k == "confirm") {
-      auto m = v.is_string() ? parse_confirm_mode(v.get<std::string>()) : std::nullopt;
-      if (!m) return corrupt_field(k, v, "not \"local\" or \"remote\"");
-      s.confirm = *m;
-    } else {
-      // A setting this version does not know would be silently ignored.
-      return corrupt_field(k, v, "unknown setting");
-    }
+    const SettingsField* f = find_field(it.key());
+    // A setting this version does not know would be silently ignored.
+    if (!f) return corrupt_field(it.key(), it.value(), "unknown setting");
+    STRATA_TRY(f->read(it.value(), it.key(), s));
   }
   return s;
+}
+
+std::vector<std::string> stream_settings_fields() {
+  std::vector<std::string> out;
+  for (const auto& f : kFields) out.emplace_back(f.name);
+  return out;
 }
 
 json effective_to_json(const EffectiveSettings& e) {

@@ -3,7 +3,7 @@
 // node's configuration, and the settings a stream actually runs with. Pure:
 // no I/O (the file they are kept in: node/stream_settings_file.h).
 //
-// Rules (docs/FORMATS.md, "Stream settings"):
+// Rules (docs/CONFIGURATION.md, "Per-stream settings"):
 //  - an unset field means "the node's configuration", read at every open,
 //    so a node's defaults still reach streams created before they changed;
 //  - max_bytes / max_age_ms are the retention of the whole stream (RabbitMQ's
@@ -25,6 +25,8 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "log/log_options.h"
@@ -55,7 +57,7 @@ struct EffectiveSettings {
   uint64_t segment_bytes = 0;
   log::RetentionOptions local_retention;
   bool tiering = false;
-  // When a publish is confirmed (docs/FORMATS.md, "Confirms"); remote only
+  // When a publish is confirmed (docs/CONFIGURATION.md, "Confirm modes"); remote only
   // on a tiered stream.
   ConfirmMode confirm = ConfirmMode::local;
   // Meaningful only when tiering.
@@ -76,6 +78,9 @@ EffectiveSettings effective_settings(const NodeConfig& cfg, const StreamSettings
 // wrong types (Errc::corrupt naming the field).
 nlohmann::json settings_to_json(const StreamSettings& s);
 Result<StreamSettings> settings_from_json(const nlohmann::json& j);
+// The names settings_from_json accepts, from the table it reads by
+// (docs/CONFIGURATION.md documents each; tests/docs checks it).
+std::vector<std::string> stream_settings_fields();
 
 // For /status and `strata stream info`: every effective value (null for
 // "no limit").

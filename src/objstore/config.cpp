@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <map>
 
+#include "common/assert.h"
+#include "common/json_config.h"
 #include "objstore/fs_store.h"
 #include "objstore/s3_store.h"
 
@@ -97,15 +99,10 @@ Status set_from_text(Values& vals, Origins& origins, const std::string& path,
   return Status::OK();
 }
 
-Status set_from_json(Values& vals, Origins& origins, const std::string& path, const json& j) {
-  const std::string origin = "objstore." + path;
-  const Field* f = find_field(path);
-  if (!f) {
-    return Error(Errc::invalid_argument,
-                 fmt::format("config file: unknown object store setting '{}'", origin));
-  }
+Status set_from_json(Values& vals, Origins& origins, const Field& f, const json& j) {
+  const std::string origin = "objstore." + std::string(f.path);
   Value v;
-  switch (f->kind) {
+  switch (f.kind) {
     case Kind::string:
       if (!j.is_string()) {
         return Error(Errc::invalid_argument,
@@ -128,19 +125,43 @@ Status set_from_json(Values& vals, Origins& origins, const std::string& path, co
       v.b = j.get<bool>();
       break;
   }
-  vals[path] = std::move(v);
-  origins[path] = origin;
+  vals[f.path] = std::move(v);
+  origins[f.path] = origin;
   return Status::OK();
 }
 
-Status walk_json(Values& vals, Origins& origins, const json& obj, const std::string& prefix) {
-  for (auto it = obj.begin(); it != obj.end(); ++it) {
-    std::string path = prefix.empty() ? it.key() : prefix + "." + it.key();
-    if (it->is_object() && (path == "fs" || path == "s3")) {
-      STRATA_TRY(walk_json(vals, origins, *it, path));
-    } else {
-      STRATA_TRY(set_from_json(vals, origins, path, *it));
+Error unknown_in_file(const std::string& path) {
+  return Error(Errc::invalid_argument,
+               fmt::format("config file: unknown object store setting '{}'", path));
+}
+
+// The config file's "objstore" section (null: absent), read as kFields
+// says: the table decides what is read, any other key of the section (or
+// of its "fs" and "s3" objects) is unknown. `read` (if set) collects the
+// path of every setting asked for.
+Status read_file_section(const json& section, Values& vals, Origins& origins, SettingsRead* read) {
+  JsonSection top(section, "objstore", read);
+  std::map<std::string, JsonSection> nested;  // "fs", "s3"
+  for (const Field& f : kFields) {
+    const std::string_view path = f.path;
+    const size_t dot = path.find('.');
+    JsonSection* s = &top;
+    if (dot != std::string_view::npos) {
+      const std::string name(path.substr(0, dot));
+      auto it = nested.find(name);
+      if (it == nested.end()) {
+        const json* v = top.find(name);
+        if (v && !v->is_object()) return unknown_in_file(top.key(name));
+        it = nested.emplace(name, JsonSection(v ? *v : json(nullptr), top.key(name), read)).first;
+      }
+      s = &it->second;
     }
+    const json* v = s->find(dot == std::string_view::npos ? path : path.substr(dot + 1));
+    if (v) STRATA_TRY(set_from_json(vals, origins, f, *v));
+  }
+  if (auto k = top.first_unknown()) return unknown_in_file(*k);
+  for (const auto& [name, s] : nested) {
+    if (auto k = s.first_unknown()) return unknown_in_file(*k);
   }
   return Status::OK();
 }
@@ -200,7 +221,7 @@ Status collect_settings(const json& document, const EnvLookup& env,
         return Error(Errc::invalid_argument,
                      fmt::format("objstore = {}: expected an object", it->dump()));
       }
-      STRATA_TRY(walk_json(vals, origins, *it, ""));
+      STRATA_TRY(read_file_section(*it, vals, origins, nullptr));
     }
   }
   // 3. Overrides (command-line flags).
@@ -342,18 +363,21 @@ Result<ObjectStoreConfig> load_config(const json& document, const EnvLookup& env
   return c;
 }
 
+SettingsRead config_settings() {
+  SettingsRead read;
+  Values vals;
+  Origins origins;
+  // An absent section: every setting is asked for, none is there.
+  Status st = read_file_section(json(nullptr), vals, origins, &read);
+  STRATA_ASSERT(st.ok(), "the object store's reader refuses an absent section");
+  return read;
+}
+
 Result<ObjectStoreConfig> load_config_file(const std::string& path, const EnvLookup& env,
                                            const std::vector<ConfigOverride>& overrides) {
-  json doc;
-  if (!path.empty()) {
-    auto text = read_file(posix_fs(), path);
-    if (!text.ok()) return std::move(text).error().with_context("reading config file " + path);
-    doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded()) {
-      return Error(Errc::invalid_argument, "config file " + path + ": not valid JSON");
-    }
-  }
-  auto c = load_config(doc, env, overrides);
+  auto doc = read_json_config_file(path);
+  if (!doc.ok()) return std::move(doc).error();
+  auto c = load_config(*doc, env, overrides);
   if (!c.ok()) return std::move(c).error().with_context(path.empty() ? "config" : path);
   return c;
 }

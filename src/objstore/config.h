@@ -5,7 +5,7 @@
 //   overrides (flags)  >  config file  >  environment  >  defaults.
 // Every validation error names the offending key (as a JSON path such as
 // "objstore.s3.max_connections", or the environment variable) and value.
-// The format is documented in docs/FORMATS.md.
+// Every setting is documented in docs/CONFIGURATION.md, "Object store".
 #pragma once
 
 #include <functional>
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/fs.h"
+#include "common/json_config.h"
 #include "common/result.h"
 #include "objstore/object_store.h"
 
@@ -87,6 +88,11 @@ struct ConfigOverride {
 // overrides, and validates it.
 Result<ObjectStoreConfig> load_config(const nlohmann::json& document, const EnvLookup& env,
                                       const std::vector<ConfigOverride>& overrides = {});
+
+// Every setting path of the file's "objstore" section the loader accepts
+// ("objstore.s3.bucket", ...; with "objstore.fs" and "objstore.s3", the
+// objects holding them): the table the loader reads the section by.
+SettingsRead config_settings();
 
 // Reads and parses a JSON config file, then load_config. An empty path means
 // "no file".
