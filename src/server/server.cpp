@@ -3,83 +3,217 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-#include <asio/ip/address.hpp>
+#include <mutex>
 
 #include "common/fs.h"
 #include "common/metrics.h"
-#include "server/connection.h"
+#include "node/node.h"
+#include "server/connection_registry.h"
+#include "server/listener.h"
+#include "server/served_streams.h"
+#include "server/server_limits.h"
+#include "server/stream_ops.h"
+#include "server/tracked_offsets.h"
 
 namespace strata::server {
 
-Server::Server(ServeConfig cfg)
-    : cfg_(std::move(cfg)),
-      sac_(std::chrono::milliseconds(cfg_.server.consumer_update_timeout_ms)) {}
+// Members in the order they are made; destroyed the other way round, so
+// that whatever holds strands or timers of the runtime goes before it.
+struct Server::Impl {
+  explicit Impl(ServeConfig c) : cfg(std::move(c)), registry(cfg.server.max_connections) {}
 
-Result<std::unique_ptr<Server>> Server::start(ServeConfig cfg) {
-  auto hp = parse_host_port("listen", cfg.server.listen);
-  if (!hp.ok()) return std::move(hp).error();
-  std::unique_ptr<Server> s(new Server(std::move(cfg)));
+  Status start();
+  Status open_state();
+  Status join_cluster();
+  void on_accept(asio::ip::tcp::socket socket, Strand strand);
+  Status stop();
+  std::string advertised_host() const;
+  uint32_t advertised_port() const;
+
+  const ServeConfig cfg;
+  ServerCounters counters;
+  std::shared_ptr<node::Runtime> runtime;
+  std::unique_ptr<node::Node> node;
+  std::unique_ptr<OffsetStore> offsets;
+  std::unique_ptr<SuperStreams> supers;
+  std::unique_ptr<ServedStreams> served;
+  std::unique_ptr<StreamOps> ops;
+  std::unique_ptr<ClusterOffsets> cluster_offsets;
+  std::unique_ptr<cluster::Ownership> ownership;
+  std::unique_ptr<TrackedOffsets> tracked;
+  std::unique_ptr<SacCoordinator> sac;
+  ConnectionRegistry registry;
+  std::unique_ptr<Listener> listener;
+  ConnectionEnv env;
+
+  std::mutex stop_mu;
+  bool stopped = false;
+  Status stop_status;
+};
+
+Status Server::Impl::start() {
   // One event loop and one blocking pool for the whole process
   // (node/runtime.h): connections, appends and readers run on the node's.
-  node::RuntimeOptions ro = node::runtime_options(s->cfg_.node);
-  ro.io_threads = std::max(ro.io_threads, s->cfg_.server.threads);
-  s->runtime_ = node::Runtime::start(ro);
-  s->sac_timer_.emplace(s->io());
-  auto node = node::Node::open(s->cfg_.node, s->runtime_);
-  if (!node.ok()) return std::move(node).error().with_context("serve: opening the node");
-  s->node_ = std::move(node).value();
-  auto offsets = OffsetStore::open(path_join(s->cfg_.node.data_dir, "tracking"));
-  if (!offsets.ok()) return std::move(offsets).error().with_context("serve: offset tracking");
-  s->offsets_ = std::move(offsets).value();
-  auto supers = SuperStreams::open(path_join(s->cfg_.node.data_dir, "super_streams"));
-  if (!supers.ok()) return std::move(supers).error().with_context("serve: super streams");
-  s->supers_ = std::move(supers).value();
+  node::RuntimeOptions ro = node::runtime_options(cfg.node);
+  ro.io_threads = std::max(ro.io_threads, cfg.server.threads);
+  runtime = node::Runtime::start(ro);
+  STRATA_TRY(open_state());
+  STRATA_ASSIGN_OR_RETURN(listener, Listener::open(runtime->io(), cfg.server.listen));
+  StreamOpsDeps d;
+  d.node = node.get();
+  d.served = served.get();
+  d.supers = supers.get();
+  d.offsets = offsets.get();
+  d.lease_ttl_ms = cfg.cluster.lease_ttl_ms;
+  d.advertised = Advertised{advertised_host(), advertised_port()};
+  ops = std::make_unique<StreamOps>(std::move(d));
+  // After the bind: the address a cluster node registers is the one
+  // clients reach.
+  if (cfg.cluster.enabled) STRATA_TRY(join_cluster());
+  tracked = std::make_unique<TrackedOffsets>(*node, *served, *offsets, cluster_offsets.get());
+  sac = std::make_unique<SacCoordinator>(
+      runtime->io(), std::chrono::milliseconds(cfg.server.consumer_update_timeout_ms),
+      [this](const SacEffect& e) {
+        // Posted under the coordinator's lock, so each connection gets its
+        // effects in the order the groups produced them.
+        if (auto c = registry.find(e.consumer.connection)) c->sac_effect(e);
+      });
+  env.settings = &cfg.server;
+  env.advertised = Advertised{advertised_host(), advertised_port()};
+  env.counters = &counters;
+  env.tasks = runtime->tasks();
+  env.streams = served.get();
+  env.replicas = served.get();
+  env.admin = ops.get();
+  env.offsets = tracked.get();
+  env.sac = sac.get();
+  env.on_closed = [this](uint64_t id) {
+    if (registry.remove(id)) counters.connections_open -= 1;
+  };
+  listener->start([this](asio::ip::tcp::socket s, Strand strand) {
+    on_accept(std::move(s), std::move(strand));
+  });
+  return Status::OK();
+}
 
-  std::error_code ec;
-  auto addr = asio::ip::make_address(hp->first, ec);
-  if (ec) {
-    return Error(Errc::invalid_argument,
-                 fmt::format("serve: listen address '{}' is not an IP address", hp->first));
+// The node and what the server keeps beside it in the data directory.
+Status Server::Impl::open_state() {
+  auto n = node::Node::open(cfg.node, runtime);
+  if (!n.ok()) return std::move(n).error().with_context("serve: opening the node");
+  node = std::move(n).value();
+  auto o = OffsetStore::open(path_join(cfg.node.data_dir, "tracking"));
+  if (!o.ok()) return std::move(o).error().with_context("serve: offset tracking");
+  offsets = std::move(o).value();
+  auto s = SuperStreams::open(path_join(cfg.node.data_dir, "super_streams"));
+  if (!s.ok()) return std::move(s).error().with_context("serve: super streams");
+  supers = std::move(s).value();
+  served = std::make_unique<ServedStreams>(*node, *supers, cfg, counters);
+  return Status::OK();
+}
+
+Status Server::Impl::join_cluster() {
+  const auto& e = cfg.node.catalog_etcd;
+  etcd::ClientOptions o;
+  o.endpoints = e.endpoints;
+  o.request_timeout = std::chrono::milliseconds(e.request_timeout_ms);
+  o.attempt_timeout = std::chrono::milliseconds(e.attempt_timeout_ms);
+  auto client = etcd::EtcdClient::open(o);
+  if (!client.ok()) return std::move(client).error().with_context("serve: cluster: etcd client");
+  std::shared_ptr<etcd::EtcdClient> shared(std::move(client).value());
+  auto oc = ownership_config(cfg.cluster, cfg.node,
+                             fmt::format("{}:{}", advertised_host(), advertised_port()));
+  oc.on_release = [this](const std::string& name) {
+    spdlog::info("serve: stream {}: no longer served here (ownership lost)", name);
+    // The same as a deletion for this node's clients: publishers and
+    // consumers dropped with a MetadataUpdate; stored offsets stay.
+    served->retire(name, /*drain=*/false);
+  };
+  // What is appended before the node persists the stream is handed over
+  // with it; nothing may be appended after.
+  oc.on_handoff = [this](const std::string& name) { served->retire(name, /*drain=*/true); };
+  // A deletion another node asked for, of a stream served here.
+  oc.on_remove = [this](const std::string& name) { return ops->delete_stream(name); };
+  // Consumer offsets follow the stream: kept in etcd, not under tracking/.
+  ClusterOffsetsOptions co;
+  co.ns = e.ns;
+  cluster_offsets = ClusterOffsets::start(shared, co);
+  auto own = cluster::Ownership::start(std::move(oc), shared, node.get());
+  if (!own.ok()) return std::move(own).error().with_context("serve: cluster");
+  ownership = std::move(own).value();
+  served->attach_cluster(ownership.get());
+  ops->attach_cluster(ownership.get(), cluster_offsets.get());
+  return Status::OK();
+}
+
+void Server::Impl::on_accept(asio::ip::tcp::socket socket, Strand strand) {
+  auto id = registry.reserve();
+  if (!id) return;  // full or stopping: the socket closes as it goes
+  auto c = Connection::make(env, *id, std::move(strand), std::move(socket));
+  registry.add(c);
+  counters.connections_accepted += 1;
+  counters.connections_open += 1;
+  c->start();
+}
+
+std::string Server::Impl::advertised_host() const {
+  if (!cfg.server.advertised_host.empty()) return cfg.server.advertised_host;
+  const std::string& host = listener ? listener->host() : "";
+  // A wildcard listener is no address to connect to.
+  if (host == "0.0.0.0" || host == "::") return "localhost";
+  return host;
+}
+
+uint32_t Server::Impl::advertised_port() const {
+  if (cfg.server.advertised_port != 0) return cfg.server.advertised_port;
+  return listener ? listener->port() : 0;
+}
+
+Status Server::Impl::stop() {
+  std::lock_guard sl(stop_mu);
+  if (stopped) return stop_status;
+  stopped = true;
+  auto conns = registry.stop_accepting();
+  auto streams = served ? served->all() : std::vector<std::shared_ptr<ServedStream>>{};
+  if (listener) listener->close();
+  // What was handed to the log is appended and confirmed before the
+  // connections go.
+  for (auto& s : streams) {
+    if (!s->appender().wait_idle(kShutdownDrainWait)) {
+      spdlog::warn("serve: stream {}: appends still running at shutdown", s->name());
+    }
   }
-  asio::ip::tcp::endpoint ep(addr, hp->second);
-  auto acc = std::make_unique<asio::ip::tcp::acceptor>(s->io());
-  acc->open(ep.protocol(), ec);
-  if (!ec) acc->set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acc->bind(ep, ec);
-  if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return Error(Errc::io, fmt::format("serve: cannot listen on {}: {}", s->cfg_.server.listen,
-                                       ec.message()));
+  for (auto& c : conns) c->shutdown();
+  conns.clear();
+  // Let the last confirms and the connections' closes go out.
+  registry.await_empty(kShutdownCloseWait);
+  for (auto& s : streams) s->retire();
+  if (sac) sac->stop();
+  if (cluster_offsets) cluster_offsets->close();
+  // Revokes the lease: other nodes take this node's streams over at once.
+  if (ownership) ownership->stop();
+  // Closes the uploaders (on the runtime, still running), then stops the
+  // runtime: in-flight tasks given the pool's grace, the event loop's
+  // threads joined, what connections left queued run out or dropped.
+  if (node) stop_status = node->close();
+  if (runtime) runtime->stop();
+  streams.clear();
+  if (served) served->clear();
+  if (offsets) {
+    if (auto st = offsets->close(); !st.ok()) {
+      spdlog::error("serve: closing the offset store: {}", st.error().to_string());
+    }
   }
-  s->acceptor_ = std::move(acc);
-  s->host_ = hp->first;
-  s->port_ = s->acceptor_->local_endpoint().port();
-  // After the bind: the address it registers is the one clients reach.
-  if (s->cfg_.cluster.enabled) {
-    const auto& e = s->cfg_.node.catalog_etcd;
-    etcd::ClientOptions o;
-    o.endpoints = e.endpoints;
-    o.request_timeout = std::chrono::milliseconds(e.request_timeout_ms);
-    o.attempt_timeout = std::chrono::milliseconds(e.attempt_timeout_ms);
-    auto client = etcd::EtcdClient::open(o);
-    if (!client.ok()) return std::move(client).error().with_context("serve: cluster: etcd client");
-    std::shared_ptr<etcd::EtcdClient> shared(std::move(client).value());
-    auto oc = ownership_config(s->cfg_.cluster, s->cfg_.node,
-                               fmt::format("{}:{}", s->advertised_host(), s->advertised_port()));
-    oc.on_release = [srv = s.get()](const std::string& name) { srv->stream_lost(name); };
-    oc.on_handoff = [srv = s.get()](const std::string& name) { srv->stream_handing_off(name); };
-    // A deletion another node asked for, of a stream served here.
-    oc.on_remove = [srv = s.get()](const std::string& name) { return srv->delete_stream(name); };
-    // Consumer offsets follow the stream: kept in etcd, not under tracking/.
-    ClusterOffsetsOptions co;
-    co.ns = e.ns;
-    s->cluster_offsets_ = ClusterOffsets::start(shared, co);
-    auto own = cluster::Ownership::start(std::move(oc), shared, s->node_.get());
-    if (!own.ok()) return std::move(own).error().with_context("serve: cluster");
-    s->ownership_ = std::move(own).value();
-  }
-  s->accept();
+  return stop_status;
+}
+
+// ---- Server ----
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Result<std::unique_ptr<Server>> Server::start(ServeConfig cfg) {
+  if (auto hp = parse_host_port("listen", cfg.server.listen); !hp.ok()) return hp.error();
+  std::unique_ptr<Server> s(new Server(std::make_unique<Impl>(std::move(cfg))));
+  STRATA_TRY(s->impl_->start());
   return s;
 }
 
@@ -87,314 +221,70 @@ Server::~Server() {
   (void)stop();
 }
 
-std::string Server::advertised_host() const {
-  if (!cfg_.server.advertised_host.empty()) return cfg_.server.advertised_host;
-  // A wildcard listener is no address to connect to.
-  if (host_ == "0.0.0.0" || host_ == "::") return "localhost";
-  return host_;
+const std::string& Server::host() const {
+  return impl_->listener->host();
 }
 
-uint32_t Server::advertised_port() const {
-  return cfg_.server.advertised_port != 0 ? cfg_.server.advertised_port : port_;
-}
-
-void Server::accept() {
-  Strand strand = asio::make_strand(io());
-  acceptor_->async_accept(
-      strand, [this, strand](const std::error_code& ec, asio::ip::tcp::socket sock) {
-        if (ec) {
-          if (ec == asio::error::operation_aborted) return;
-          spdlog::warn("serve: accept: {}", ec.message());
-        } else {
-          std::shared_ptr<Connection> c;
-          {
-            std::lock_guard l(mu_);
-            if (stopping_) return;
-            if (connections_.size() >= cfg_.server.max_connections) {
-              spdlog::warn("serve: refusing a connection: {} open", connections_.size());
-            } else {
-              uint64_t id = next_connection_id_++;
-              c = std::make_shared<Connection>(*this, strand, std::move(sock), id);
-              connections_[id] = c;
-            }
-          }
-          if (c) {
-            counters_.connections_accepted += 1;
-            counters_.connections_open += 1;
-            c->start();
-          }
-        }
-        accept();
-      });
-}
-
-void Server::connection_closed(uint64_t id) {
-  std::lock_guard l(mu_);
-  if (connections_.erase(id)) counters_.connections_open -= 1;
-  if (connections_.empty()) conn_cv_.notify_all();
-}
-
-void Server::sac(const std::function<std::vector<SacEffect>(SacGroups&, SacTime)>& step) {
-  std::lock_guard sl(sac_mu_);
-  sac_apply(step(sac_, std::chrono::steady_clock::now()));
-}
-
-void Server::on_sac_timer() {
-  std::lock_guard sl(sac_mu_);
-  // Whatever deadline it fired for, re-arm for the next one after this step.
-  sac_armed_.reset();
-  sac_apply(sac_.expire(std::chrono::steady_clock::now()));
-}
-
-void Server::sac_apply(const std::vector<SacEffect>& effects) {
-  for (const auto& e : effects) {
-    std::shared_ptr<Connection> c;
-    {
-      std::lock_guard l(mu_);
-      auto it = connections_.find(e.consumer.connection);
-      if (it != connections_.end()) c = it->second.lock();
-    }
-    // Posted under sac_mu_, so each connection gets its effects in the
-    // order the groups produced them.
-    if (c) c->sac_effect(e);
-  }
-  auto next = sac_.next_deadline();
-  if (next == sac_armed_) return;
-  sac_armed_ = next;
-  if (!next) {
-    sac_timer_->cancel();
-    return;
-  }
-  // Re-arming cancels the previous wait (its handler sees operation_aborted);
-  // a handler already due runs anyway and expires only what is due.
-  sac_timer_->expires_at(*next);
-  sac_timer_->async_wait([this](const std::error_code& ec) {
-    if (!ec) on_sac_timer();
-  });
-}
-
-Result<std::shared_ptr<ServedStream>> Server::served(const std::string& name) {
-  std::lock_guard l(mu_);
-  auto it = streams_.find(name);
-  if (it != streams_.end() && !it->second->retired()) return it->second;
-  STRATA_ASSIGN_OR_RETURN(auto stream, node_->handle(name));
-  AppenderOptions ao;
-  ao.remote_timeout_ms = node_->config().tiering.remote_confirm_timeout_ms;
-  // Consumers of a remote-confirmed stream read only what is persisted. The
-  // confirm mode comes from the handle only: the stream's setting, else the
-  // node's default (node/stream_settings.h).
-  auto limit = stream->confirm() == node::ConfirmMode::remote ? persisted_limit(stream) : nullptr;
-  auto appender = std::make_shared<StreamAppender>(stream, io(), tasks(), std::move(ao));
-  auto s = std::make_shared<ServedStream>(std::move(stream), std::move(appender), std::move(limit));
-  streams_[name] = s;
-  return s;
-}
-
-bool Server::served_elsewhere(const std::string& name) {
-  if (!ownership_) return false;
-  auto v = ownership_->view();
-  if (v.owners.count(name)) return true;
-  return std::find(v.streams.begin(), v.streams.end(), name) != v.streams.end();
-}
-
-void Server::stream_lost(const std::string& name) {
-  spdlog::info("serve: stream {}: no longer served here (ownership lost)", name);
-  // The same as a deletion for this node's clients: publishers and
-  // consumers dropped with a MetadataUpdate; stored offsets stay.
-  stream_deleted(name);
-}
-
-void Server::stream_handing_off(const std::string& name) {
-  // What is appended before the node persists the stream is handed over
-  // with it; nothing may be appended after.
-  retire_served(name, /*drain=*/true);
-}
-
-void Server::stream_deleted(const std::string& name) {
-  retire_served(name, /*drain=*/false);
-}
-
-void Server::retire_served(const std::string& name, bool drain) {
-  std::shared_ptr<ServedStream> s;
-  {
-    std::lock_guard l(mu_);
-    auto it = streams_.find(name);
-    if (it == streams_.end()) return;
-    s = it->second;
-    streams_.erase(it);
-  }
-  s->retire();
-  if (drain && !s->appender().wait_idle(std::chrono::seconds(10))) {
-    spdlog::warn("serve: stream {}: appends still running 10 s after it was retired", name);
-  }
-  for (auto& c : s->watchers()) c->stream_gone(name);
-}
-
-Status Server::create_stream(const std::string& name, const node::StreamSettings& settings) {
-  if (ownership_) return create_cluster_stream(name, settings);
-  // Before the stream exists, so that no store for the new stream is
-  // refused; a deleted stream's offsets are gone already (remove_stream).
-  offsets_->stream_created(name);
-  auto s = node_->create_stream(name, settings);
-  if (!s.ok()) return std::move(s).error();
-  return Status::OK();
-}
-
-// In a cluster a stream is created as a catalog entry with its settings
-// beside it (node/node.h, create_catalog_stream); its placement owner
-// (cluster/ownership_core.h) acquires and serves it with those settings, as
-// does every later owner.
-Status Server::create_cluster_stream(const std::string& name,
-                                     const node::StreamSettings& settings) {
-  offsets_->stream_created(name);
-  STRATA_TRY(node_->create_catalog_stream(name, settings));
-  // Answered once an owner serves it (or is about to), so that a client's
-  // next Metadata names a leader; the entry exists either way.
-  auto wait = std::chrono::milliseconds(2 * cfg_.cluster.lease_ttl_ms + 5000);
-  if (auto o = ownership_->await_owner(name, wait); !o.ok()) {
-    spdlog::warn("serve: stream {} created; no owner yet: {}", name, o.error().to_string());
-  }
-  return Status::OK();
-}
-
-Status Server::delete_stream(const std::string& name) {
-  // Not served here: forwarded through the catalog to the node that serves
-  // it (ownerless: this node takes it and deletes it), and answered once
-  // the entry is gone (cluster/ownership.h, request_deletion).
-  if (ownership_ && !ownership_->serving(name) && served_elsewhere(name)) {
-    auto wait = std::chrono::milliseconds(4 * cfg_.cluster.lease_ttl_ms + 60'000);
-    Status st = ownership_->request_deletion(name, wait);
-    if (st.ok() && cluster_offsets_) cluster_offsets_->stream_removed(name);
-    return st;
-  }
-  // Stop appending first, so that nothing is confirmed that the deletion
-  // removes.
-  if (auto s = served(name); s.ok()) (*s)->retire();
-  Status st = node_->delete_stream(name);
-  if (st.ok() || st.error().code == Errc::not_found) {
-    stream_deleted(name);
-    // In a cluster the catalog's remove took the stream's etcd offsets.
-    if (cluster_offsets_) cluster_offsets_->stream_removed(name);
-    if (auto o = offsets_->remove_stream(name); !o.ok()) {
-      spdlog::warn("serve: stream {}: removing its stored offsets: {}", name,
-                   o.error().to_string());
-    }
-  }
-  return st;
+uint16_t Server::port() const {
+  return impl_->listener->port();
 }
 
 Status Server::stop() {
-  std::vector<std::shared_ptr<Connection>> conns;
-  std::vector<std::shared_ptr<ServedStream>> streams;
-  {
-    std::lock_guard l(mu_);
-    if (stopped_) return stop_status_;
-    stopped_ = true;
-    stopping_ = true;
-    for (auto& [id, w] : connections_) {
-      if (auto c = w.lock()) conns.push_back(std::move(c));
-    }
-    for (auto& [n, s] : streams_) streams.push_back(s);
-  }
-  if (acceptor_) {
-    asio::post(io(), [this] {
-      std::error_code ec;
-      acceptor_->close(ec);
-    });
-  }
-  // What was handed to the log is appended and confirmed before the
-  // connections go.
-  for (auto& s : streams) {
-    if (!s->appender().wait_idle(std::chrono::seconds(30))) {
-      spdlog::warn("serve: stream {}: appends still running at shutdown", s->name());
-    }
-  }
-  for (auto& c : conns) c->shutdown();
-  // Let the Close frames and the last confirms go out.
-  {
-    std::unique_lock l(mu_);
-    if (!conn_cv_.wait_for(l, std::chrono::seconds(5), [&] { return connections_.empty(); })) {
-      spdlog::warn("serve: {} connection(s) still open at shutdown", connections_.size());
-    }
-  }
-  for (auto& s : streams) s->retire();
-  {
-    std::lock_guard sl(sac_mu_);
-    if (sac_timer_) sac_timer_->cancel();
-  }
-  if (cluster_offsets_) cluster_offsets_->close();
-  // Revokes the lease: other nodes take this node's streams over at once.
-  if (ownership_) ownership_->stop();
-  // Closes the uploaders (on the runtime, still running), then stops the
-  // runtime: in-flight tasks given the pool's grace, the event loop's
-  // threads joined, what connections left queued run out or dropped.
-  if (node_) stop_status_ = node_->close();
-  if (runtime_) runtime_->stop();
-  {
-    std::lock_guard l(mu_);
-    streams_.clear();
-    connections_.clear();
-  }
-  streams.clear();
-  conns.clear();
-  if (offsets_) {
-    if (auto st = offsets_->close(); !st.ok()) {
-      spdlog::error("serve: closing the offset store: {}", st.error().to_string());
-    }
-  }
-  return stop_status_;
+  return impl_->stop();
 }
 
 std::string Server::metrics_text() const {
-  std::string text = node_->metrics_text();
+  const ServerCounters& c = impl_->counters;
+  std::string text = impl_->node->metrics_text();
   PromWriter w;
   w.gauge("strata_server_connections", "Open client connections", {},
-          double(counters_.connections_open.load()));
+          double(c.connections_open.load()));
   w.counter("strata_server_connections_accepted_total", "Client connections accepted", {},
-            double(counters_.connections_accepted.load()));
-  w.gauge("strata_server_publishers", "Declared publishers", {},
-          double(counters_.publishers.load()));
-  w.gauge("strata_server_consumers", "Subscriptions", {}, double(counters_.consumers.load()));
+            double(c.connections_accepted.load()));
+  w.gauge("strata_server_publishers", "Declared publishers", {}, double(c.publishers.load()));
+  w.gauge("strata_server_consumers", "Subscriptions", {}, double(c.consumers.load()));
   w.counter("strata_server_messages_in_total", "Messages received in Publish frames", {},
-            double(counters_.messages_in.load()));
+            double(c.messages_in.load()));
   w.counter("strata_server_messages_confirmed_total", "Publishing ids confirmed", {},
-            double(counters_.messages_confirmed.load()));
+            double(c.messages_confirmed.load()));
   w.counter("strata_server_chunks_out_total", "Chunks delivered (Deliver frames)", {},
-            double(counters_.chunks_out.load()));
+            double(c.chunks_out.load()));
   w.counter("strata_server_chunks_joined_total",
             "Stored chunks delivered inside another chunk's Deliver (server.coalesce_bytes)", {},
-            double(counters_.chunks_joined.load()));
+            double(c.chunks_joined.load()));
   w.counter("strata_server_bytes_out_total", "Bytes of Deliver frames", {},
-            double(counters_.bytes_out.load()));
+            double(c.bytes_out.load()));
   w.counter("strata_server_replica_remote_chunks_total",
             "Chunks replica subscriptions read from the bucket", {},
-            double(counters_.replica_remote_chunks.load()));
+            double(c.replica_remote_chunks.load()));
   w.counter("strata_server_replica_forwarded_chunks_total",
             "Chunks replica subscriptions forwarded from owners", {},
-            double(counters_.replica_forwarded_chunks.load()));
+            double(c.replica_forwarded_chunks.load()));
   w.counter("strata_server_replica_links_total", "Subscriptions replicas made at owners", {},
-            double(counters_.replica_links.load()));
+            double(c.replica_links.load()));
   w.counter("strata_server_protocol_errors_total", "Frames refused (malformed, out of order)", {},
-            double(counters_.protocol_errors.load()));
+            double(c.protocol_errors.load()));
   return text + w.text();
 }
 
 nlohmann::json Server::status_json() const {
-  nlohmann::json j = node_->status_json();
-  if (ownership_) j["cluster"] = ownership_->status_json();
+  const Impl& m = *impl_;
+  const ServerCounters& c = m.counters;
+  nlohmann::json j = m.node->status_json();
+  if (m.ownership) j["cluster"] = m.ownership->status_json();
   j["server"] = {
-      {"listen", fmt::format("{}:{}", host_, port_)},
-      {"advertised", fmt::format("{}:{}", advertised_host(), advertised_port())},
-      {"connections", counters_.connections_open.load()},
-      {"publishers", counters_.publishers.load()},
-      {"consumers", counters_.consumers.load()},
-      {"messages_in", counters_.messages_in.load()},
-      {"messages_confirmed", counters_.messages_confirmed.load()},
-      {"chunks_out", counters_.chunks_out.load()},
-      {"chunks_joined", counters_.chunks_joined.load()},
-      {"replica_remote_chunks", counters_.replica_remote_chunks.load()},
-      {"replica_forwarded_chunks", counters_.replica_forwarded_chunks.load()},
-      {"replica_links", counters_.replica_links.load()},
+      {"listen", fmt::format("{}:{}", host(), port())},
+      {"advertised", fmt::format("{}:{}", m.advertised_host(), m.advertised_port())},
+      {"connections", c.connections_open.load()},
+      {"publishers", c.publishers.load()},
+      {"consumers", c.consumers.load()},
+      {"messages_in", c.messages_in.load()},
+      {"messages_confirmed", c.messages_confirmed.load()},
+      {"chunks_out", c.chunks_out.load()},
+      {"chunks_joined", c.chunks_joined.load()},
+      {"replica_remote_chunks", c.replica_remote_chunks.load()},
+      {"replica_forwarded_chunks", c.replica_forwarded_chunks.load()},
+      {"replica_links", c.replica_links.load()},
   };
   return j;
 }

@@ -1,0 +1,288 @@
+#include "server/frame_channel.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <asio/bind_executor.hpp>
+#include <asio/post.hpp>
+#include <asio/write.hpp>
+#include <cstring>
+
+#include "common/assert.h"
+#include "common/endian.h"
+#include "server/server_limits.h"
+
+namespace strata::server {
+
+using Clock = std::chrono::steady_clock;
+
+FrameChannel::FrameChannel(uint64_t id, Strand strand, asio::ip::tcp::socket socket,
+                           uint32_t frame_max, ServerCounters& counters)
+    : id_(id),
+      strand_(std::move(strand)),
+      socket_(std::move(socket)),
+      counters_(counters),
+      frame_max_(frame_max),
+      heartbeat_timer_(strand_),
+      linger_timer_(strand_) {
+  std::error_code ec;
+  auto ep = socket_.remote_endpoint(ec);
+  if (!ec) {
+    loopback_ = ep.address().is_loopback();
+    peer_ = fmt::format("{}:{}", ep.address().to_string(), ep.port());
+  }
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+}
+
+FrameChannel::~FrameChannel() = default;
+
+void FrameChannel::start(const std::shared_ptr<FrameHandler>& handler) {
+  handler_ = handler;
+  asio::post(strand_, [k = keep()] {
+    auto& self = k.channel;
+    self->last_read_ = self->last_write_ = Clock::now();
+    self->in_.resize(kReadChunk);
+    self->read_more();
+  });
+}
+
+// ---- reading ----
+
+void FrameChannel::read_more() {
+  if (reading_ || closed_ || closing_) return;
+  auto h = handler_.lock();
+  if (!h || !h->reading_allowed()) return;  // resumed by resume_reading
+  if (in_.size() - in_end_ < kReadChunk / 4) {
+    if (in_begin_ > 0) {
+      std::memmove(in_.data(), in_.data() + in_begin_, in_end_ - in_begin_);
+      in_end_ -= in_begin_;
+      in_begin_ = 0;
+    }
+    if (in_.size() - in_end_ < kReadChunk / 4) in_.resize(in_.size() + kReadChunk);
+  }
+  reading_ = true;
+  socket_.async_read_some(
+      asio::buffer(in_.data() + in_end_, in_.size() - in_end_),
+      asio::bind_executor(strand_, [k = keep()](const std::error_code& ec, size_t n) {
+        k.channel->on_read(ec, n);
+      }));
+}
+
+void FrameChannel::on_read(const std::error_code& ec, size_t n) {
+  reading_ = false;
+  if (closed_) return;
+  if (ec) {
+    // After an answered Close, the client's end of the stream: the answers
+    // still queued go out first.
+    if (ec == asio::error::eof && lingering_) {
+      close_after_flush();
+      return;
+    }
+    close_now(ec == asio::error::eof ? "peer closed" : ec.message());
+    return;
+  }
+  last_read_ = Clock::now();
+  in_end_ += n;
+  process_frames();
+  read_more();
+}
+
+void FrameChannel::resume_reading() {
+  process_frames();
+  read_more();
+}
+
+void FrameChannel::process_frames() {
+  for (;;) {
+    if (closed_ || closing_) break;
+    auto h = handler_.lock();
+    if (!h || !h->reading_allowed()) break;
+    BytesView buf(in_.data() + in_begin_, in_end_ - in_begin_);
+    proto::FrameSplit sp = proto::split_frame(buf, frame_max_);
+    if (sp.kind == proto::FrameSplit::too_large) {
+      counters_.protocol_errors += 1;
+      close_with(
+          proto::ResponseCode::frame_too_large,
+          fmt::format("frame of {} bytes exceeds the limit of {}", sp.body_size + 4, frame_max_));
+      return;
+    }
+    if (sp.kind == proto::FrameSplit::need_more) {
+      // Make room for the whole frame in one buffer.
+      if (buf.size() >= proto::kFrameSizeBytes) {
+        size_t need = proto::kFrameSizeBytes + get_be32(u8(buf.data()));
+        if (in_.size() - in_begin_ < need) {
+          std::memmove(in_.data(), in_.data() + in_begin_, buf.size());
+          in_end_ = buf.size();
+          in_begin_ = 0;
+          in_.resize(need + kReadChunk);
+        }
+      }
+      break;
+    }
+    h->on_frame(sp.body(buf));
+    in_begin_ += sp.total();
+  }
+  if (in_begin_ == in_end_) {
+    in_begin_ = in_end_ = 0;
+    // A burst of large frames must not pin a large buffer for good.
+    if (in_.size() > 4 * kReadChunk) {
+      in_.resize(kReadChunk);
+      in_.shrink_to_fit();
+    }
+  }
+}
+
+// ---- writing ----
+
+void FrameChannel::send(Bytes frame) {
+  if (closed_) return;
+  out_bytes_ += frame.size();
+  out_q_.push_back(OutItem{std::move(frame), nullptr, nullptr});
+  if (!write_active_) write_more();
+}
+
+void FrameChannel::send(std::shared_ptr<const ChunkFrame> frame,
+                        std::function<void(std::error_code)> done) {
+  asio::post(strand_, [k = keep(), frame = std::move(frame), done = std::move(done)]() mutable {
+    auto& self = k.channel;
+    if (self->closed_) return done(asio::error::operation_aborted);
+    self->out_bytes_ += frame->wire_size();
+    self->counters_.chunks_out += frame->chunks;
+    self->counters_.chunks_joined += frame->joined;
+    self->counters_.bytes_out += frame->wire_size();
+    self->out_q_.push_back(OutItem{Bytes(), std::move(frame), std::move(done)});
+    if (!self->write_active_) self->write_more();
+  });
+}
+
+void FrameChannel::write_more() {
+  if (closed_) return;
+  if (out_q_.empty()) {
+    write_active_ = false;
+    if (close_after_write_) close_now("closed after the last frame");
+    return;
+  }
+  write_active_ = true;
+  if (out_q_.front().chunk) {
+    // A Deliver frame: its head from memory, its body possibly by sendfile.
+    OutItem item = std::move(out_q_.front());
+    out_q_.pop_front();
+    uint64_t size = item.chunk->wire_size();
+    async_write_frame(socket_, item.chunk,
+                      [k = keep(), size, done = std::move(item.done)](std::error_code ec) mutable {
+                        auto& self = k.channel;
+                        // async_write_frame completes on the socket's executor: this
+                        // strand.
+                        STRATA_ASSERT(self->out_bytes_ >= size,
+                                      "a written frame was never counted as queued");
+                        self->out_bytes_ -= size;
+                        done(ec);
+                        if (ec) {
+                          self->close_now(ec.message());
+                          return;
+                        }
+                        self->last_write_ = Clock::now();
+                        self->write_more();
+                      });
+    return;
+  }
+  writing_.clear();
+  std::vector<asio::const_buffer> bufs;
+  while (!out_q_.empty() && !out_q_.front().chunk && writing_.size() < kWriteBatchFrames) {
+    writing_.push_back(std::move(out_q_.front().bytes));
+    out_q_.pop_front();
+  }
+  bufs.reserve(writing_.size());
+  for (const auto& b : writing_) bufs.emplace_back(b.data(), b.size());
+  asio::async_write(socket_, bufs,
+                    asio::bind_executor(strand_, [k = keep()](const std::error_code& ec, size_t n) {
+                      auto& self = k.channel;
+                      self->out_bytes_ -= n;
+                      self->writing_.clear();
+                      if (ec) {
+                        self->close_now(ec.message());
+                        return;
+                      }
+                      self->last_write_ = Clock::now();
+                      self->write_more();
+                    }));
+}
+
+// ---- heartbeat ----
+
+void FrameChannel::set_heartbeat(uint32_t seconds) {
+  const bool arm = seconds != 0 && heartbeat_s_ == 0;
+  heartbeat_s_ = seconds;
+  if (arm) arm_heartbeat();
+}
+
+void FrameChannel::arm_heartbeat() {
+  if (heartbeat_s_ == 0 || closed_) return;
+  heartbeat_timer_.expires_after(std::chrono::seconds(heartbeat_s_));
+  heartbeat_timer_.async_wait([k = keep()](const std::error_code& ec) {
+    auto& self = k.channel;
+    if (ec || self->closed_) return;
+    auto now = Clock::now();
+    // Two missed intervals: the peer is gone (or hung); free its resources.
+    if (now - self->last_read_ > std::chrono::seconds(2 * self->heartbeat_s_)) {
+      self->close_now("missed heartbeats");
+      return;
+    }
+    if (now - self->last_write_ >= std::chrono::seconds(self->heartbeat_s_) / 2) {
+      Bytes f;
+      encode(proto::HeartbeatFrame{}, &f);
+      self->send(std::move(f));
+    }
+    self->arm_heartbeat();
+  });
+}
+
+// ---- closing ----
+
+void FrameChannel::close_now(const std::string& why) {
+  if (closed_) return;
+  closed_ = true;
+  closing_ = true;
+  spdlog::debug("connection {} ({}): closed: {}", id_, peer_, why);
+  std::error_code ec;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+  heartbeat_timer_.cancel();
+  linger_timer_.cancel();
+  // Frames not written: their deliveries learn it (each done runs once).
+  auto q = std::move(out_q_);
+  out_q_.clear();
+  for (auto& item : q) {
+    if (item.done) item.done(asio::error::operation_aborted);
+  }
+  if (auto h = handler_.lock()) h->on_closed(why);
+}
+
+void FrameChannel::close_with(proto::ResponseCode code, const std::string& reason) {
+  if (closed_ || closing_) return;
+  spdlog::info("connection {} ({}): closing: {}", id_, peer_, reason);
+  Bytes f;
+  encode(proto::CloseRequest{next_correlation(), code, reason}, &f);
+  send(std::move(f));
+  close_after_flush();
+}
+
+void FrameChannel::close_after_flush() {
+  closing_ = true;
+  close_after_write_ = true;
+  if (!write_active_) write_more();
+}
+
+void FrameChannel::close_after(std::chrono::milliseconds linger) {
+  // Reading goes on (the client's own end, or its repeated Close); the
+  // handler takes only Close now.
+  lingering_ = true;
+  linger_timer_.expires_after(linger);
+  linger_timer_.async_wait([k = keep()](const std::error_code& ec) {
+    auto& self = k.channel;
+    if (ec || self->closed_) return;
+    self->close_after_flush();
+  });
+}
+
+}  // namespace strata::server

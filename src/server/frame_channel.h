@@ -1,0 +1,143 @@
+// FrameChannel: the transport of one client connection — its socket on its
+// own strand, split into frames on the way in and written through one
+// queue on the way out (Deliver bodies by sendfile where the kernel
+// allows it), with the heartbeat and the ways to close. It knows frames,
+// not commands: each whole frame goes to its handler (connection.h), which
+// decodes and runs it.
+//
+// Frames above the limit — a fixed one before Tune, the negotiated one
+// after — are answered with "frame too large" and a close. Reading pauses
+// while the handler says so (a publisher over its unconfirmed budget) and
+// resumes when told; a consumer's frames wait in the queue, whose bytes
+// (out_bytes) the handler may use to hold back further reads.
+//
+// Thread safety: the strand's, except send(ChunkFrame) and the FrameSink
+// side, which post to it.
+#pragma once
+
+#include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/bytes.h"
+#include "common/task.h"
+#include "proto/commands.h"
+#include "server/delivery.h"
+#include "server/server_counters.h"
+
+namespace strata::server {
+
+// What a channel tells the one who runs its frames.
+class FrameHandler {
+ public:
+  virtual ~FrameHandler() = default;
+  // One whole frame, its size field stripped; on the strand.
+  virtual void on_frame(BytesView body) = 0;
+  // Whether the channel may read more now (false: paused until
+  // FrameChannel::resume_reading).
+  virtual bool reading_allowed() const = 0;
+  // The channel closed (once, on the strand): `why` for the log.
+  virtual void on_closed(const std::string& why) = 0;
+};
+
+class FrameChannel : public FrameSink, public std::enable_shared_from_this<FrameChannel> {
+ public:
+  // `frame_max`: the limit until set_frame_max (the one before Tune).
+  FrameChannel(uint64_t id, Strand strand, asio::ip::tcp::socket socket, uint32_t frame_max,
+               ServerCounters& counters);
+  ~FrameChannel() override;
+
+  // Starts reading; frames go to `handler`. Every operation in flight
+  // (read, write, timer) keeps the handler alive, as the handler (the
+  // connection) keeps the channel: when the event loop stops, dropping
+  // what is queued frees both.
+  void start(const std::shared_ptr<FrameHandler>& handler);
+
+  Strand& strand() { return strand_; }
+  uint64_t id() const { return id_; }
+  const std::string& peer() const { return peer_; }
+  bool loopback() const { return loopback_; }
+  uint32_t frame_max() const { return frame_max_; }
+  void set_frame_max(uint32_t n) { frame_max_ = n; }
+  // Heartbeats every `seconds` (0: none), and a peer silent for two
+  // intervals is closed.
+  void set_heartbeat(uint32_t seconds);
+  // Flow control was lifted: the frames already read run, and reading
+  // goes on.
+  void resume_reading();
+
+  // ---- writing ----
+  void send(Bytes frame);
+  // FrameSink: a Deliver frame, in order with the other frames. Any thread.
+  void send(std::shared_ptr<const ChunkFrame> frame,
+            std::function<void(std::error_code)> done) override;
+  // Bytes queued and being written.
+  uint64_t out_bytes() const { return out_bytes_; }
+  uint32_t next_correlation() { return next_correlation_++; }
+
+  // ---- closing ----
+  bool closed() const { return closed_; }
+  // Closing: no further frame is read or run.
+  bool closing() const { return closing_; }
+  void close_now(const std::string& why);
+  void close_with(proto::ResponseCode code, const std::string& reason);
+  void close_after_flush();
+  // Closes once what is queued is written, at the latest after `linger`
+  // (a client that answered its own Close lingers to take repeated ones).
+  void close_after(std::chrono::milliseconds linger);
+
+ private:
+  void read_more();
+  void on_read(const std::error_code& ec, size_t n);
+  void process_frames();
+  void write_more();
+  void arm_heartbeat();
+
+  const uint64_t id_;
+  Strand strand_;
+  asio::ip::tcp::socket socket_;
+  ServerCounters& counters_;
+  std::weak_ptr<FrameHandler> handler_;
+  // Captured by every operation started, with the channel itself.
+  struct Keep {
+    std::shared_ptr<FrameChannel> channel;
+    std::shared_ptr<FrameHandler> handler;
+  };
+  Keep keep() { return Keep{shared_from_this(), handler_.lock()}; }
+  bool loopback_ = false;
+  std::string peer_;
+  uint32_t frame_max_;
+  uint32_t heartbeat_s_ = 0;
+  asio::steady_timer heartbeat_timer_;
+  asio::steady_timer linger_timer_;
+  std::chrono::steady_clock::time_point last_read_;
+  std::chrono::steady_clock::time_point last_write_;
+
+  Bytes in_;
+  size_t in_begin_ = 0;
+  size_t in_end_ = 0;
+  bool reading_ = false;
+
+  // One entry of the write queue: frame bytes, or a Deliver frame that may
+  // carry file bytes for sendfile.
+  struct OutItem {
+    Bytes bytes;
+    std::shared_ptr<const ChunkFrame> chunk;
+    std::function<void(std::error_code)> done;
+  };
+  std::deque<OutItem> out_q_;
+  std::vector<Bytes> writing_;
+  uint64_t out_bytes_ = 0;
+  bool write_active_ = false;
+  bool close_after_write_ = false;
+  bool closing_ = false;
+  bool lingering_ = false;  // close_after: the client's end closes it at once
+  bool closed_ = false;
+  uint32_t next_correlation_ = 1;
+};
+
+}  // namespace strata::server

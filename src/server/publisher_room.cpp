@@ -1,0 +1,128 @@
+#include "server/publisher_room.h"
+
+#include <asio/post.hpp>
+
+#include "common/assert.h"
+#include "server/server_limits.h"
+
+namespace strata::server {
+
+using namespace proto;
+
+PublisherRoom::PublisherRoom(Session& session, StreamDirectory& streams, ServerCounters& counters,
+                             std::function<void()> resume_reading)
+    : session_(session),
+      streams_(streams),
+      counters_(counters),
+      resume_reading_(std::move(resume_reading)) {}
+
+bool PublisherRoom::reading_allowed() const {
+  return unconfirmed_bytes_ <= kUnconfirmedBudget;
+}
+
+void PublisherRoom::on(const DeclarePublisherRequest& r) {
+  if (publishers_.count(r.publisher_id) || r.reference.size() > 255) {
+    respond_code(session_, kDeclarePublisher, r.correlation_id, ResponseCode::precondition_failed);
+    return;
+  }
+  auto s = streams_.served(r.stream);
+  if (!s.ok()) {
+    respond_code(session_, kDeclarePublisher, r.correlation_id, streams_.missing_code(r.stream));
+    return;
+  }
+  (*s)->watch(session_.watcher());
+  publishers_[r.publisher_id] = Publisher{r.stream, r.reference, *s};
+  counters_.publishers += 1;
+  respond_code(session_, kDeclarePublisher, r.correlation_id, ResponseCode::ok);
+}
+
+void PublisherRoom::on(const PublishRequest& r) {
+  counters_.messages_in += r.messages.size();
+  auto it = publishers_.find(r.publisher_id);
+  if (it == publishers_.end() || it->second.served->retired()) {
+    PublishError e;
+    e.publisher_id = r.publisher_id;
+    ResponseCode code = it == publishers_.end() ? ResponseCode::publisher_does_not_exist
+                                                : ResponseCode::stream_not_available;
+    for (const auto& m : r.messages) e.errors.push_back({m.publishing_id, code});
+    send_message(session_, e);
+    return;
+  }
+  if (r.messages.empty()) return;
+  uint64_t bytes = 0;
+  for (const auto& m : r.messages) bytes += m.entry.size() + 8;
+  unconfirmed_bytes_ += bytes;
+  // The sink shares the connection's lifetime (an aliasing pointer): an
+  // outcome after the connection is gone is dropped.
+  std::shared_ptr<PublishSink> sink(session_.hold(), this);
+  it->second.served->appender().submit(sink, r.publisher_id, it->second.ref, r.messages, bytes);
+}
+
+void PublisherRoom::on_appended(uint8_t publisher_id, std::vector<uint64_t> ids, ResponseCode code,
+                                uint64_t bytes) {
+  asio::post(session_.strand(), [hold = session_.hold(), this, publisher_id, ids = std::move(ids),
+                                 code, bytes]() mutable {
+    const bool was_paused = !reading_allowed();
+    STRATA_ASSERT(bytes <= unconfirmed_bytes_,
+                  "a publish outcome for more bytes than were handed to the appender");
+    unconfirmed_bytes_ -= bytes;
+    if (session_.closed()) return;
+    if (!ids.empty()) {
+      Bytes f;
+      if (code == ResponseCode::ok) {
+        counters_.messages_confirmed += ids.size();
+        encode(PublishConfirm{publisher_id, std::move(ids)}, &f);
+      } else {
+        PublishError e;
+        e.publisher_id = publisher_id;
+        for (uint64_t id : ids) e.errors.push_back({id, code});
+        encode(e, &f);
+      }
+      session_.send(std::move(f));
+    }
+    if (was_paused && reading_allowed()) resume_reading_();
+  });
+}
+
+void PublisherRoom::on(const QueryPublisherSequenceRequest& r) {
+  QueryPublisherSequenceResponse resp;
+  resp.correlation_id = r.correlation_id;
+  auto s = streams_.served(r.stream);
+  if (!s.ok()) {
+    resp.code = streams_.missing_code(r.stream);
+  } else {
+    resp.sequence = (*s)->appender().sequence(r.reference).value_or(0);
+  }
+  send_message(session_, resp);
+}
+
+void PublisherRoom::on(const DeletePublisherRequest& r) {
+  if (publishers_.erase(r.publisher_id) == 0) {
+    respond_code(session_, kDeletePublisher, r.correlation_id,
+                 ResponseCode::publisher_does_not_exist);
+    return;
+  }
+  counters_.publishers -= 1;
+  respond_code(session_, kDeletePublisher, r.correlation_id, ResponseCode::ok);
+}
+
+bool PublisherRoom::drop_stream(const std::string& stream) {
+  bool affected = false;
+  for (auto it = publishers_.begin(); it != publishers_.end();) {
+    if (it->second.stream == stream) {
+      it = publishers_.erase(it);
+      counters_.publishers -= 1;
+      affected = true;
+    } else {
+      ++it;
+    }
+  }
+  return affected;
+}
+
+void PublisherRoom::close() {
+  counters_.publishers -= publishers_.size();
+  publishers_.clear();
+}
+
+}  // namespace strata::server

@@ -1,0 +1,28 @@
+// What `strata serve` counts as it goes (its /metrics and /status): plain
+// atomics, incremented by connections and feeds on any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace strata::server {
+
+struct ServerCounters {
+  std::atomic<uint64_t> connections_accepted{0};
+  std::atomic<uint64_t> connections_open{0};
+  std::atomic<uint64_t> publishers{0};
+  std::atomic<uint64_t> consumers{0};
+  std::atomic<uint64_t> messages_in{0};
+  std::atomic<uint64_t> messages_confirmed{0};
+  std::atomic<uint64_t> chunks_out{0};
+  std::atomic<uint64_t> chunks_joined{0};  // stored chunks sent inside another's Deliver
+  std::atomic<uint64_t> bytes_out{0};
+  std::atomic<uint64_t> protocol_errors{0};
+  // Replica subscriptions (replica_feed.h): chunks read from the bucket and
+  // forwarded from owners, and subscriptions made at owners.
+  std::atomic<uint64_t> replica_remote_chunks{0};
+  std::atomic<uint64_t> replica_forwarded_chunks{0};
+  std::atomic<uint64_t> replica_links{0};
+};
+
+}  // namespace strata::server

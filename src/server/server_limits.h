@@ -1,0 +1,78 @@
+// The server layer's fixed limits, in one place: bounds, deadlines and waits
+// that are not settings (docs/CONFIGURATION.md lists those, `server.*`) but
+// decide how `strata serve` behaves when a client or the disk is slow. Each
+// says why it has its value.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+namespace strata::server {
+
+// ---- a connection's transport (frame_channel.h) ----
+
+// Before Tune the peer is not even authenticated: it gets no frame larger
+// than this, whatever server.frame_max allows afterwards.
+inline constexpr uint32_t kPreTuneFrameMax = 1u << 20;
+// A socket is read into a buffer grown by this much at a time: a few
+// Publish frames of the usual size per read, without pinning much memory
+// per idle connection.
+inline constexpr size_t kReadChunk = 64u << 10;
+// Small frames queued back to back go out in one gathered write of at most
+// this many frames (a burst of confirms and credits is one syscall).
+inline constexpr size_t kWriteBatchFrames = 64;
+
+// ---- publishing (publisher_room.h, stream_appender.h) ----
+
+// A publisher's bytes handed to the log but not confirmed yet, before its
+// connection stops reading the socket: enough for a few chunks in flight at
+// full speed, bounded per connection so a fast publisher cannot make the
+// server buffer without limit.
+inline constexpr uint64_t kUnconfirmedBudget = 16u << 20;
+// A drain of the append queue that has not ended by then is stuck in the
+// file system; the appender stops rather than confirm anything after it.
+inline constexpr std::chrono::milliseconds kDrainDeadline{120'000};
+
+// ---- stream administration (stream_admin_room.h, offset_room.h) ----
+
+// Creating or deleting a stream (or a super stream) as a task: a deletion
+// lists and removes every object of the stream, which on a large bucket
+// takes a while, but a task must end in an event (common/task.h).
+inline constexpr std::chrono::milliseconds kStreamOpDeadline{120'000};
+// A cluster's offset query is one etcd read (with the client's retries).
+inline constexpr std::chrono::milliseconds kOffsetQueryDeadline{30'000};
+
+// ---- stopping and handing over (served_streams.h, server.cpp) ----
+
+// A stream handed over to another node (or deleted) first lets the
+// appends in flight end: one fsync'ed drain, with margin.
+inline constexpr std::chrono::seconds kRetireDrainWait{10};
+// At shutdown, appends already handed to the log are appended and
+// confirmed before the connections go.
+inline constexpr std::chrono::seconds kShutdownDrainWait{30};
+// At shutdown, the last confirms and the connections' closes are given
+// this long to go out.
+inline constexpr std::chrono::seconds kShutdownCloseWait{5};
+
+// ---- cluster answers (stream_ops.h) ----
+
+// A Create in a cluster is answered once an owner serves the stream: a
+// lease TTL for the placement's owner to see it twice, plus its open.
+inline constexpr std::chrono::milliseconds kCreateAwaitsOwnerMargin{5000};
+// A Delete forwarded to another node's owner waits for the catalog entry
+// to go: four TTLs (an owner that dies meanwhile is replaced) plus the
+// deletion of the stream's objects.
+inline constexpr std::chrono::milliseconds kForwardedDeleteMargin{60'000};
+
+// ---- replica subscriptions (served_streams.cpp, replica_feed.h) ----
+
+// A replica subscription whose owner is gone looks for the new one for three
+// lease TTLs plus this margin (the new owner's recovery) before the consumer
+// is told to look again.
+inline constexpr std::chrono::milliseconds kReplicaReconnectMargin{5000};
+// It compares the cluster's view with its owner every TTL / 8, but not more
+// often than this.
+inline constexpr std::chrono::milliseconds kReplicaOwnerCheckMin{50};
+
+}  // namespace strata::server

@@ -1,0 +1,145 @@
+#include "server/stream_admin_room.h"
+
+#include <spdlog/spdlog.h>
+
+#include "catalog/stream_name.h"
+#include "server/server_limits.h"
+#include "server/stream_args.h"
+
+namespace strata::server {
+
+using namespace proto;
+
+namespace {
+
+ResponseCode code_for_stream_error(const Error& e) {
+  switch (e.code) {
+    case Errc::not_found:
+      return ResponseCode::stream_does_not_exist;
+    case Errc::already_exists:
+      return ResponseCode::stream_already_exists;
+    case Errc::invalid_argument:
+      return ResponseCode::precondition_failed;
+    case Errc::unavailable:
+      return ResponseCode::stream_not_available;
+    default:
+      return ResponseCode::internal_error;
+  }
+}
+
+// The response code of a stream operation run as a task, logging why it
+// failed — a task that threw or missed its deadline included. "Already
+// exists" is the client's answer, not a server problem.
+ResponseCode code_for_stream_op(const TaskOutcome<Status>& out, std::string_view what) {
+  if (out.end == TaskEnd::completed && out.value->ok()) return ResponseCode::ok;
+  const Error& e = out.end == TaskEnd::completed ? out.value->error() : out.error;
+  ResponseCode code =
+      out.end == TaskEnd::completed ? code_for_stream_error(e) : ResponseCode::internal_error;
+  if (code != ResponseCode::stream_already_exists) {
+    spdlog::warn("{}: {}", what, e.to_string());
+  }
+  return code;
+}
+
+}  // namespace
+
+StreamAdminRoom::StreamAdminRoom(Session& session, StreamAdmin& admin, StreamDirectory& streams,
+                                 TaskContext tasks)
+    : session_(session), admin_(admin), streams_(streams), tasks_(std::move(tasks)) {}
+
+void StreamAdminRoom::run_admin(uint16_t key, uint32_t correlation_id, std::string what,
+                                std::function<Status()> op) {
+  run_task<Status>(
+      tasks_, session_.strand(), kStreamOpDeadline, what, std::move(op),
+      [hold = session_.hold(), this, key, correlation_id, what](TaskOutcome<Status> out) {
+        respond_code(session_, key, correlation_id, code_for_stream_op(out, what));
+      });
+}
+
+void StreamAdminRoom::on(const CreateStreamRequest& r) {
+  if (auto st = catalog::validate_stream_name(r.stream); !st.ok()) {
+    respond_code(session_, kCreate, r.correlation_id, ResponseCode::precondition_failed);
+    return;
+  }
+  auto args = parse_stream_args(r.arguments);
+  if (!args.ok()) {
+    spdlog::info("connection {}: create {}: {}", session_.id(), r.stream, args.error().message);
+    respond_code(session_, kCreate, r.correlation_id, ResponseCode::precondition_failed);
+    return;
+  }
+  run_admin(kCreate, r.correlation_id, "create stream " + r.stream,
+            [admin = &admin_, name = r.stream, settings = std::move(args).value()] {
+              return admin->create_stream(name, settings);
+            });
+}
+
+void StreamAdminRoom::on(const DeleteStreamRequest& r) {
+  run_admin(kDelete, r.correlation_id, "delete stream " + r.stream,
+            [admin = &admin_, name = r.stream] { return admin->delete_stream(name); });
+}
+
+void StreamAdminRoom::on(const MetadataRequest& r) {
+  MetadataResponse resp = admin_.metadata(r.streams);
+  resp.correlation_id = r.correlation_id;
+  send_message(session_, resp);
+}
+
+void StreamAdminRoom::on(const StreamStatsRequest& r) {
+  StreamStatsResponse resp;
+  resp.correlation_id = r.correlation_id;
+  auto s = streams_.served(r.stream);
+  if (!s.ok()) {
+    resp.code = streams_.missing_code(r.stream);
+  } else {
+    int64_t last = (*s)->last_chunk_id();
+    // The oldest offset over both tiers.
+    int64_t first = last >= 0 ? int64_t((*s)->stream()->first_offset()) : -1;
+    resp.stats = {{"first_chunk_id", first}, {"committed_chunk_id", last}, {"last_chunk_id", last}};
+  }
+  send_message(session_, resp);
+}
+
+void StreamAdminRoom::on(const RouteRequest& r) {
+  RouteResponse resp;
+  resp.correlation_id = r.correlation_id;
+  auto streams = admin_.route(r.super_stream, r.routing_key);
+  if (streams.ok()) {
+    resp.streams = std::move(streams).value();
+  } else {
+    resp.code = ResponseCode::stream_does_not_exist;
+  }
+  send_message(session_, resp);
+}
+
+void StreamAdminRoom::on(const PartitionsRequest& r) {
+  PartitionsResponse resp;
+  resp.correlation_id = r.correlation_id;
+  auto streams = admin_.partitions(r.super_stream);
+  if (streams.ok()) {
+    resp.streams = std::move(streams).value();
+  } else {
+    resp.code = ResponseCode::stream_does_not_exist;
+  }
+  send_message(session_, resp);
+}
+
+void StreamAdminRoom::on(const CreateSuperStreamRequest& r) {
+  auto args = parse_stream_args(r.arguments);
+  if (!args.ok()) {
+    spdlog::info("connection {}: create super stream {}: {}", session_.id(), r.name,
+                 args.error().message);
+    respond_code(session_, kCreateSuperStream, r.correlation_id, ResponseCode::precondition_failed);
+    return;
+  }
+  run_admin(
+      kCreateSuperStream, r.correlation_id, "create super stream " + r.name,
+      [admin = &admin_, ss = SuperStream{r.name, r.partitions, r.binding_keys},
+       settings = std::move(args).value()] { return admin->create_super_stream(ss, settings); });
+}
+
+void StreamAdminRoom::on(const DeleteSuperStreamRequest& r) {
+  run_admin(kDeleteSuperStream, r.correlation_id, "delete super stream " + r.name,
+            [admin = &admin_, name = r.name] { return admin->delete_super_stream(name); });
+}
+
+}  // namespace strata::server

@@ -1,0 +1,166 @@
+#include "server/stream_ops.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "common/assert.h"
+#include "server/server_limits.h"
+
+namespace strata::server {
+
+using namespace proto;
+
+StreamOps::StreamOps(StreamOpsDeps deps) : d_(std::move(deps)) {
+  STRATA_ASSERT(d_.node && d_.served && d_.supers && d_.offsets,
+                "stream operations need a node, its served streams, super streams and offsets");
+}
+
+void StreamOps::attach_cluster(cluster::Ownership* ownership, ClusterOffsets* offsets) {
+  STRATA_ASSERT(ownership && offsets && !ownership_.load(),
+                "a node joins one cluster, once, with its offsets in etcd");
+  cluster_offsets_ = offsets;
+  ownership_ = ownership;
+}
+
+Status StreamOps::create_stream(const std::string& name, const node::StreamSettings& settings) {
+  if (ownership_.load()) return create_cluster_stream(name, settings);
+  // Before the stream exists, so that no store for the new stream is
+  // refused; a deleted stream's offsets are gone already (remove_stream).
+  d_.offsets->stream_created(name);
+  auto s = d_.node->create_stream(name, settings);
+  if (!s.ok()) return std::move(s).error();
+  return Status::OK();
+}
+
+// In a cluster a stream is created as a catalog entry with its settings
+// beside it (node/node.h, create_catalog_stream); its placement owner
+// (cluster/ownership_core.h) acquires and serves it with those settings, as
+// does every later owner.
+Status StreamOps::create_cluster_stream(const std::string& name,
+                                        const node::StreamSettings& settings) {
+  d_.offsets->stream_created(name);
+  STRATA_TRY(d_.node->create_catalog_stream(name, settings));
+  // Answered once an owner serves it (or is about to), so that a client's
+  // next Metadata names a leader; the entry exists either way.
+  auto wait = std::chrono::milliseconds(2 * d_.lease_ttl_ms) + kCreateAwaitsOwnerMargin;
+  if (auto o = ownership_.load()->await_owner(name, wait); !o.ok()) {
+    spdlog::warn("serve: stream {} created; no owner yet: {}", name, o.error().to_string());
+  }
+  return Status::OK();
+}
+
+Status StreamOps::delete_stream(const std::string& name) {
+  cluster::Ownership* own = ownership_.load();
+  ClusterOffsets* cluster_offsets = cluster_offsets_.load();
+  // Not served here: forwarded through the catalog to the node that serves
+  // it (ownerless: this node takes it and deletes it), and answered once
+  // the entry is gone (cluster/ownership.h, request_deletion).
+  if (own && !own->serving(name) && d_.served->served_elsewhere(name)) {
+    auto wait = std::chrono::milliseconds(4 * d_.lease_ttl_ms) + kForwardedDeleteMargin;
+    Status st = own->request_deletion(name, wait);
+    if (st.ok()) cluster_offsets->stream_removed(name);
+    return st;
+  }
+  // Stop appending first, so that nothing is confirmed that the deletion
+  // removes.
+  if (auto s = d_.served->served(name); s.ok()) (*s)->retire();
+  Status st = d_.node->delete_stream(name);
+  if (st.ok() || st.error().code == Errc::not_found) {
+    d_.served->retire(name, /*drain=*/false);
+    // In a cluster the catalog's remove took the stream's etcd offsets.
+    if (cluster_offsets) cluster_offsets->stream_removed(name);
+    if (auto o = d_.offsets->remove_stream(name); !o.ok()) {
+      spdlog::warn("serve: stream {}: removing its stored offsets: {}", name,
+                   o.error().to_string());
+    }
+  }
+  return st;
+}
+
+Status StreamOps::create_super_stream(const SuperStream& s, const node::StreamSettings& settings) {
+  return d_.supers->create(
+      s,
+      // Every partition gets the super stream's arguments, as in RabbitMQ.
+      [this, &settings](const std::string& p) { return create_stream(p, settings); },
+      [this](const std::string& p) { return delete_stream(p); });
+}
+
+Status StreamOps::delete_super_stream(const std::string& name) {
+  return d_.supers->remove(name, [this](const std::string& p) -> Status {
+    Status st = delete_stream(p);
+    if (!st.ok() && st.error().code == Errc::not_found) return Status::OK();
+    return st;
+  });
+}
+
+Result<std::vector<std::string>> StreamOps::route(const std::string& super,
+                                                  const std::string& routing_key) {
+  return d_.supers->route(super, routing_key);
+}
+
+Result<std::vector<std::string>> StreamOps::partitions(const std::string& super) {
+  return d_.supers->partitions(super);
+}
+
+MetadataResponse StreamOps::metadata(const std::vector<std::string>& streams) {
+  if (ownership_.load()) return cluster_metadata(streams);
+  MetadataResponse resp;
+  resp.brokers.push_back(Broker{0, d_.advertised.host, d_.advertised.port});
+  for (const auto& s : streams) {
+    StreamMetadata m;
+    m.stream = s;
+    auto st = d_.node->stream(s);
+    if (st.ok()) {
+      m.leader_reference = 0;
+    } else {
+      // Being opened (node/stream_table.h): there in a moment, as a stream
+      // is during a takeover in a cluster.
+      m.code = st.code() == Errc::unavailable ? ResponseCode::stream_not_available
+                                              : ResponseCode::stream_does_not_exist;
+      m.leader_reference = 0xffff;
+    }
+    resp.streams.push_back(std::move(m));
+  }
+  return resp;
+}
+
+// A cluster's Metadata: every registered node is a broker (references in
+// node id order); a stream's leader is its owner, the only node that
+// writes it, and every other registered node is a replica: it serves the
+// stream's consumers (replica_feed.h), so clients may place them there. A
+// stream in the catalog without an owner (during a takeover) is
+// stream_not_available: clients retry.
+MetadataResponse StreamOps::cluster_metadata(const std::vector<std::string>& streams) {
+  MetadataResponse resp;
+  auto view = ownership_.load()->view();
+  std::map<std::string, uint16_t> refs;
+  for (const auto& [id, address] : view.nodes) {
+    auto hp = parse_host_port("node " + id, address);
+    if (!hp.ok()) continue;
+    uint16_t ref = uint16_t(resp.brokers.size());
+    refs[id] = ref;
+    resp.brokers.push_back(Broker{ref, hp->first, hp->second});
+  }
+  for (const auto& s : streams) {
+    StreamMetadata m;
+    m.stream = s;
+    m.leader_reference = 0xffff;
+    auto owner = view.owners.find(s);
+    if (owner != view.owners.end() && refs.count(owner->second.node_id)) {
+      m.leader_reference = refs[owner->second.node_id];
+      for (const auto& [id, ref] : refs) {
+        if (id != owner->second.node_id) m.replica_references.push_back(ref);
+      }
+    } else if (owner != view.owners.end() ||
+               std::find(view.streams.begin(), view.streams.end(), s) != view.streams.end()) {
+      m.code = ResponseCode::stream_not_available;
+    } else {
+      m.code = ResponseCode::stream_does_not_exist;
+    }
+    resp.streams.push_back(std::move(m));
+  }
+  return resp;
+}
+
+}  // namespace strata::server

@@ -1,0 +1,66 @@
+// StreamOps: creating, deleting and describing streams as the protocol does
+// (room_services.h, StreamAdmin) — on a single node through its own node,
+// in a cluster through the catalog and the stream's owner — keeping the
+// server's per-stream state in step: a created stream starts without
+// stored offsets, a deleted one stops its appends first and takes its
+// offsets with it.
+//
+// Thread safety: any thread; the mutations block.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "cluster/ownership.h"
+#include "node/node.h"
+#include "server/cluster_offsets.h"
+#include "server/handshake_room.h"
+#include "server/offset_store.h"
+#include "server/room_services.h"
+#include "server/served_streams.h"
+#include "server/super_streams.h"
+
+namespace strata::server {
+
+struct StreamOpsDeps {
+  node::Node* node = nullptr;
+  ServedStreams* served = nullptr;
+  SuperStreams* supers = nullptr;
+  OffsetStore* offsets = nullptr;
+  int64_t lease_ttl_ms = 0;
+  Advertised advertised;  // this node as a broker (single node)
+};
+
+class StreamOps final : public StreamAdmin {
+ public:
+  explicit StreamOps(StreamOpsDeps deps);
+  // In a cluster, once its ownership runs (before any connection): streams
+  // are created through the catalog and deleted by their owner, offsets
+  // kept in etcd. Until then (ownership's start may already remove a
+  // stream served here) operations are local.
+  void attach_cluster(cluster::Ownership* ownership, ClusterOffsets* offsets);
+
+  Status create_stream(const std::string& name, const node::StreamSettings& settings) override;
+  // Appends stopped, the node's deletion, its stored offsets, its clients
+  // told. Not served here in a cluster: forwarded through the catalog to
+  // the node that serves it.
+  Status delete_stream(const std::string& name) override;
+  Status create_super_stream(const SuperStream& s, const node::StreamSettings& settings) override;
+  Status delete_super_stream(const std::string& name) override;
+  proto::MetadataResponse metadata(const std::vector<std::string>& streams) override;
+  Result<std::vector<std::string>> route(const std::string& super,
+                                         const std::string& routing_key) override;
+  Result<std::vector<std::string>> partitions(const std::string& super) override;
+
+ private:
+  Status create_cluster_stream(const std::string& name, const node::StreamSettings& settings);
+  proto::MetadataResponse cluster_metadata(const std::vector<std::string>& streams);
+
+  const StreamOpsDeps d_;
+  // Set once by attach_cluster while ownership's callbacks may already run.
+  std::atomic<cluster::Ownership*> ownership_{nullptr};
+  std::atomic<ClusterOffsets*> cluster_offsets_{nullptr};
+};
+
+}  // namespace strata::server

@@ -1,0 +1,322 @@
+#include "server/subscription_room.h"
+
+#include <spdlog/spdlog.h>
+
+#include <asio/post.hpp>
+
+#include "server/server_limits.h"
+
+namespace strata::server {
+
+using namespace proto;
+
+namespace {
+
+log::OffsetSpec to_log_spec(const proto::OffsetSpec& s) {
+  switch (s.type) {
+    case OffsetType::first:
+      return log::OffsetSpec::first();
+    case OffsetType::last:
+      return log::OffsetSpec::last();
+    case OffsetType::next:
+      return log::OffsetSpec::next();
+    case OffsetType::offset:
+      return log::OffsetSpec::at_offset(uint64_t(s.value));
+    case OffsetType::timestamp:
+      return log::OffsetSpec::at_timestamp(s.value);
+  }
+  return log::OffsetSpec::next();
+}
+
+}  // namespace
+
+SubscriptionRoom::SubscriptionRoom(Session& session, const HandshakeRoom& handshake,
+                                   StreamDirectory& streams, ReplicaSource& replicas,
+                                   SacCoordinator& sac, const ServerSettings& settings,
+                                   ServerCounters& counters, TaskContext tasks)
+    : session_(session),
+      handshake_(handshake),
+      streams_(streams),
+      replicas_(replicas),
+      sac_(sac),
+      settings_(settings),
+      counters_(counters),
+      tasks_(std::move(tasks)) {}
+
+void SubscriptionRoom::on(const SubscribeRequest& r) {
+  if (subscriptions_.count(r.subscription_id)) {
+    respond_code(session_, kSubscribe, r.correlation_id,
+                 ResponseCode::subscription_id_already_exists);
+    return;
+  }
+  auto s = streams_.served(r.stream);
+  if (!s.ok()) {
+    if (subscribe_replica(r)) return;
+    respond_code(session_, kSubscribe, r.correlation_id, streams_.missing_code(r.stream));
+    return;
+  }
+  std::map<std::string, std::string> props(r.properties.begin(), r.properties.end());
+  bool sac = props["single-active-consumer"] == "true";
+  if (sac && props["name"].empty()) {
+    // A group needs a name: RabbitMQ refuses this too.
+    respond_code(session_, kSubscribe, r.correlation_id, ResponseCode::precondition_failed);
+    return;
+  }
+  auto sub = std::make_shared<Subscription>();
+  sub->id = r.subscription_id;
+  sub->stream = r.stream;
+  sub->served = *s;
+  sub->credit = r.credit;
+  sub->spec = r.offset;
+  if (sac) sub->sac_name = props["name"];
+  subscriptions_[r.subscription_id] = sub;
+  counters_.consumers += 1;
+  (*s)->watch(session_.watcher());
+  respond_code(session_, kSubscribe, r.correlation_id, ResponseCode::ok);
+  if (!sac) {
+    start_delivery(sub, to_log_spec(r.offset));
+    return;
+  }
+  // A partition of a super stream: consumers spread over the partitions.
+  std::optional<uint32_t> index;
+  if (!props["super-stream"].empty())
+    index = streams_.partition_index(props["super-stream"], r.stream);
+  ConsumerRef ref{session_.id(), r.subscription_id};
+  std::string stream = r.stream, name = sub->sac_name;
+  sac_.step([&](SacGroups& g, SacTime now) { return g.subscribe(stream, name, ref, index, now); });
+}
+
+// A consumer of a stream another node owns: remote offsets read from the
+// bucket here, the tail forwarded from the owner (replica_feed.h). Single
+// active consumer groups live on the owner: such a subscription keeps the
+// owner-only answer.
+bool SubscriptionRoom::subscribe_replica(const SubscribeRequest& r) {
+  for (const auto& [k, v] : r.properties) {
+    if (k == "single-active-consumer" && v == "true") return false;
+  }
+  auto env = replicas_.replica_env(r.stream);
+  if (!env.ok()) return false;
+  env->coalesce_bytes = coalesce_limit();
+  auto sub = std::make_shared<Subscription>();
+  sub->id = r.subscription_id;
+  sub->stream = r.stream;
+  sub->spec = r.offset;
+  subscriptions_[r.subscription_id] = sub;
+  counters_.consumers += 1;
+  respond_code(session_, kSubscribe, r.correlation_id, ResponseCode::ok);
+  std::weak_ptr<void> weak = session_.hold();
+  std::weak_ptr<Subscription> wsub = sub;
+  sub->replica = ReplicaFeed::start(
+      std::move(env).value(), r.offset, session_.frames(), session_.strand(), tasks_, sub->id,
+      handshake_.deliver_version(), r.credit,
+      [this, weak, wsub, id = sub->id, stream = sub->stream](const Error& e) {
+        spdlog::warn("subscription {} on {} (replica): {}", id, stream, e.to_string());
+        auto hold = weak.lock();
+        auto sub = wsub.lock();
+        if (!hold || !sub || sub->closed) return;
+        // Told like a consumer of a stream this node stopped serving.
+        subscriptions_.erase(sub->id);
+        stop_subscription(sub);
+        unavailable(sub->stream);
+      });
+  return true;
+}
+
+uint64_t SubscriptionRoom::coalesce_limit() const {
+  // A joined chunk stays within the frame size both sides agreed on.
+  uint64_t limit = settings_.coalesce_bytes;
+  const uint32_t frame_max = handshake_.frame_max();
+  if (frame_max > 0) {
+    const uint64_t fixed = proto::deliver_head_size(handshake_.deliver_version());
+    limit = std::min<uint64_t>(limit, frame_max > fixed ? frame_max - fixed : 0);
+  }
+  return limit;
+}
+
+void SubscriptionRoom::unavailable(const std::string& stream) {
+  send_message(session_, MetadataUpdate{ResponseCode::stream_not_available, stream});
+}
+
+void SubscriptionRoom::start_delivery(const SubPtr& sub, const log::OffsetSpec& spec) {
+  using ReaderResult = Result<std::unique_ptr<tier::StreamReader>>;
+  run_task<ReaderResult>(
+      tasks_, session_.strand(), kStreamOpDeadline, "open reader of " + sub->stream,
+      [stream = sub->served->stream(), spec]() -> ReaderResult {
+        return stream->open_reader(spec);
+      },
+      [hold = session_.hold(), this, sub, gen = sub->generation](TaskOutcome<ReaderResult> out) {
+        on_reader(sub, gen, std::move(out));
+      });
+}
+
+void SubscriptionRoom::on_reader(const SubPtr& sub, uint64_t generation,
+                                 TaskOutcome<Result<std::unique_ptr<tier::StreamReader>>> out) {
+  if (session_.closed() || sub->closed || sub->generation != generation) return;
+  if (out.end != TaskEnd::completed || !out.value->ok()) {
+    const Error& e = out.end != TaskEnd::completed ? out.error : out.value->error();
+    // The subscription was answered already: the client learns of the
+    // failure as the stream becoming unavailable to it.
+    spdlog::warn("subscription {} on {}: opening its reader: {}", sub->id, sub->stream,
+                 e.to_string());
+    unavailable(sub->stream);
+    return;
+  }
+  DeliveryOptions opts;
+  opts.subscription_id = sub->id;
+  opts.version = handshake_.deliver_version();
+  opts.coalesce_bytes = coalesce_limit();
+  std::weak_ptr<void> weak = session_.hold();
+  sub->delivery = Delivery::start(
+      std::move(*out.value).value(), sub->served->stream(), session_.frames(), session_.strand(),
+      tasks_, opts, uint16_t(std::min<uint32_t>(sub->credit, 65535)),
+      [this, weak, id = sub->id, stream = sub->stream](const Error& e) {
+        spdlog::warn("subscription {} on {}: delivery stopped: {}", id, stream, e.to_string());
+        if (auto hold = weak.lock()) unavailable(stream);
+      },
+      sub->served->delivery_limit());
+  sub->credit = 0;
+}
+
+void SubscriptionRoom::on(const CreditRequest& r) {
+  auto it = subscriptions_.find(r.subscription_id);
+  if (it == subscriptions_.end()) {
+    send_message(session_,
+                 CreditResponse{ResponseCode::subscription_id_does_not_exist, r.subscription_id});
+    return;
+  }
+  const SubPtr& s = it->second;
+  if (s->replica) {
+    s->replica->add_credit(r.credit);
+  } else if (s->delivery) {
+    s->delivery->add_credit(r.credit);
+  } else {
+    s->credit = std::min<uint32_t>(s->credit + r.credit, 65535);
+  }
+}
+
+void SubscriptionRoom::stop_subscription(const SubPtr& s) {
+  s->closed = true;
+  if (s->delivery) s->delivery->stop();
+  if (s->replica) s->replica->stop();
+  counters_.consumers -= 1;
+  if (!s->sac_name.empty()) {
+    ConsumerRef ref{session_.id(), s->id};
+    std::string stream = s->stream, name = s->sac_name;
+    sac_.step([&](SacGroups& g, SacTime now) { return g.unsubscribe(stream, name, ref, now); });
+  }
+}
+
+void SubscriptionRoom::on(const UnsubscribeRequest& r) {
+  auto it = subscriptions_.find(r.subscription_id);
+  if (it == subscriptions_.end()) {
+    respond_code(session_, kUnsubscribe, r.correlation_id,
+                 ResponseCode::subscription_id_does_not_exist);
+    return;
+  }
+  SubPtr s = it->second;
+  subscriptions_.erase(it);
+  stop_subscription(s);
+  respond_code(session_, kUnsubscribe, r.correlation_id, ResponseCode::ok);
+}
+
+// ---- single active consumer ----
+
+void SubscriptionRoom::sac_effect(const SacEffect& e) {
+  asio::post(session_.strand(), [hold = session_.hold(), this, e] {
+    if (!session_.closed()) run_sac_effect(e);
+  });
+}
+
+void SubscriptionRoom::run_sac_effect(const SacEffect& e) {
+  if (e.kind == SacEffect::Kind::timed_out) {
+    // As RabbitMQ does when a request to the client times out: the
+    // connection is closed (without a Close request, which the JavaScript
+    // client 1.0.0 cannot decode); its other consumers leave their groups.
+    spdlog::info(
+        "connection {} ({}): closing: subscription {} did not answer ConsumerUpdate within {} ms",
+        session_.id(), session_.peer(), e.consumer.subscription,
+        settings_.consumer_update_timeout_ms);
+    session_.close_now("ConsumerUpdate not answered in time");
+    return;
+  }
+  auto it = subscriptions_.find(e.consumer.subscription);
+  if (it == subscriptions_.end()) return;
+  SubPtr s = it->second;
+  switch (e.kind) {
+    case SacEffect::Kind::send_update: {
+      uint32_t corr = session_.next_correlation();
+      pending_updates_[corr] = s->id;
+      send_message(session_, ConsumerUpdateRequest{corr, s->id, uint8_t(e.active ? 1 : 0)});
+      break;
+    }
+    case SacEffect::Kind::activate:
+      s->generation += 1;
+      if (s->delivery) s->delivery->stop();
+      s->delivery.reset();
+      start_delivery(s, to_log_spec(s->spec));
+      break;
+    case SacEffect::Kind::deactivate:
+      s->generation += 1;
+      if (s->delivery) {
+        // Credit not used by the stepping-down delivery stays with the
+        // subscription for its next activation.
+        s->credit = s->delivery->credit();
+        s->delivery->stop();
+      }
+      s->delivery.reset();
+      break;
+    case SacEffect::Kind::timed_out:  // handled above
+      break;
+  }
+}
+
+void SubscriptionRoom::on(const ConsumerUpdateResponse& r) {
+  auto p = pending_updates_.find(r.correlation_id);
+  if (p == pending_updates_.end()) return;  // stale or unknown: nothing waits for it
+  uint8_t sub_id = p->second;
+  pending_updates_.erase(p);
+  auto it = subscriptions_.find(sub_id);
+  if (it == subscriptions_.end() || it->second->sac_name.empty()) return;
+  SubPtr s = it->second;
+  if (r.code == ResponseCode::ok) s->spec = r.offset;
+  ConsumerRef ref{session_.id(), sub_id};
+  std::string stream = s->stream, name = s->sac_name;
+  sac_.step([&](SacGroups& g, SacTime now) {
+    return g.consumer_update_answered(stream, name, ref, now);
+  });
+}
+
+// ---- the stream or the connection goes ----
+
+bool SubscriptionRoom::drop_stream(const std::string& stream) {
+  bool affected = false;
+  for (auto it = subscriptions_.begin(); it != subscriptions_.end();) {
+    if (it->second->stream == stream) {
+      SubPtr s = it->second;
+      it = subscriptions_.erase(it);
+      stop_subscription(s);
+      affected = true;
+    } else {
+      ++it;
+    }
+  }
+  return affected;
+}
+
+void SubscriptionRoom::close() {
+  bool had_sac = false;
+  for (auto& [id, s] : subscriptions_) {
+    had_sac = had_sac || !s->sac_name.empty();
+    s->closed = true;
+    if (s->delivery) s->delivery->stop();
+    if (s->replica) s->replica->stop();
+  }
+  counters_.consumers -= subscriptions_.size();
+  subscriptions_.clear();
+  if (had_sac) {
+    uint64_t me = session_.id();
+    sac_.step([me](SacGroups& g, SacTime now) { return g.connection_gone(me, now); });
+  }
+}
+
+}  // namespace strata::server

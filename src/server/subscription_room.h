@@ -1,0 +1,95 @@
+// SubscriptionRoom: the commands of consumers — Subscribe, Credit,
+// Unsubscribe, and ConsumerUpdate's answer — with single active consumers
+// (sac_coordinator.h) and consumers of streams another node owns (replica
+// subscriptions, replica_feed.h). A subscription's chunks are read and sent
+// by its Delivery (delivery.h) or ReplicaFeed, within the credit the client
+// gives.
+//
+// Thread safety: the connection's strand (sac_effect: any thread; it posts).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/task.h"
+#include "server/handshake_room.h"
+#include "server/room_services.h"
+#include "server/sac_coordinator.h"
+#include "server/server_counters.h"
+#include "server/session.h"
+
+namespace strata::server {
+
+class SubscriptionRoom {
+ public:
+  // `handshake`: what the connection negotiated (Deliver's version, the
+  // frame size a joined chunk must fit in).
+  SubscriptionRoom(Session& session, const HandshakeRoom& handshake, StreamDirectory& streams,
+                   ReplicaSource& replicas, SacCoordinator& sac, const ServerSettings& settings,
+                   ServerCounters& counters, TaskContext tasks);
+
+  void on(const proto::SubscribeRequest& r);
+  void on(const proto::CreditRequest& r);
+  void on(const proto::UnsubscribeRequest& r);
+  void on(const proto::ConsumerUpdateResponse& r);
+  // A single-active-consumer effect for one of this connection's
+  // subscriptions. Any thread.
+  void sac_effect(const SacEffect& e);
+
+  // The stream is no longer served here: its subscriptions go. Whether
+  // there were any.
+  bool drop_stream(const std::string& stream);
+  // The connection closed: every subscription stops, and its groups learn
+  // it.
+  void close();
+
+ private:
+  struct Subscription {
+    uint8_t id = 0;
+    std::string stream;
+    std::shared_ptr<ServedStream> served;
+    std::shared_ptr<Delivery> delivery;  // null until its reader is open
+    // A stream another node owns: served as a replica (served is null).
+    std::shared_ptr<ReplicaFeed> replica;
+    uint32_t credit = 0;  // given before the delivery started
+    bool closed = false;
+    // Single active consumer: the group's name ("" when not one) and the
+    // offset spec the client answered its activation with.
+    std::string sac_name;
+    proto::OffsetSpec spec;
+    uint64_t generation = 0;  // bumped by every (de)activation
+  };
+  using SubPtr = std::shared_ptr<Subscription>;
+
+  void run_sac_effect(const SacEffect& e);
+  // The data bytes a joined wire chunk may hold (server.coalesce_bytes within
+  // the agreed frame size).
+  uint64_t coalesce_limit() const;
+  void start_delivery(const SubPtr& s, const log::OffsetSpec& spec);
+  void on_reader(const SubPtr& s, uint64_t generation,
+                 TaskOutcome<Result<std::unique_ptr<tier::StreamReader>>> out);
+  // Subscribe on a stream another node owns; false when this node cannot
+  // serve it as a replica.
+  bool subscribe_replica(const proto::SubscribeRequest& r);
+  // Tells the client the stream is unavailable to this subscription: it
+  // asks Metadata again and subscribes anew.
+  void unavailable(const std::string& stream);
+  void stop_subscription(const SubPtr& s);
+
+  Session& session_;
+  const HandshakeRoom& handshake_;
+  StreamDirectory& streams_;
+  ReplicaSource& replicas_;
+  SacCoordinator& sac_;
+  const ServerSettings& settings_;
+  ServerCounters& counters_;
+  TaskContext tasks_;
+  std::map<uint8_t, SubPtr> subscriptions_;
+  // ConsumerUpdate requests awaiting their answer: correlation id ->
+  // subscription.
+  std::map<uint32_t, uint8_t> pending_updates_;
+};
+
+}  // namespace strata::server
