@@ -333,7 +333,12 @@ std::vector<RemoveOutcome> FsObjectStore::remove_many(std::span<const std::strin
   return out;
 }
 
-ObjectResult<ListPage> FsObjectStore::list(const ListRequest& req) {
+namespace {
+
+// Where a listing starts: the keys after the continuation point (the token
+// is the last key returned, base64-encoded: opaque to callers); "" for the
+// first page. Checks the request first.
+ObjectResult<std::string> list_start_after(const ListRequest& req) {
   const std::string& prefix = req.prefix;
   if (auto p = prefix_problem(prefix)) {
     return fs_error(Op::list, prefix, RetryClass::fatal, "invalid prefix: " + *p);
@@ -342,48 +347,86 @@ ObjectResult<ListPage> FsObjectStore::list(const ListRequest& req) {
     return fs_error(Op::list, prefix, RetryClass::fatal,
                     fmt::format("max_keys {} outside 1..{}", req.max_keys, kMaxListKeys));
   }
-  // The token is the last key returned, base64-encoded (opaque to callers).
-  std::string after;
-  if (!req.continuation_token.empty()) {
-    auto decoded = base64_decode(req.continuation_token);
-    if (!decoded || key_problem(*decoded)) {
-      return fs_error(Op::list, prefix, RetryClass::fatal,
-                      "invalid continuation token '" + req.continuation_token + "'");
-    }
-    after = std::move(*decoded);
+  if (req.continuation_token.empty()) return std::string();
+  auto decoded = base64_decode(req.continuation_token);
+  if (!decoded || key_problem(*decoded)) {
+    return fs_error(Op::list, prefix, RetryClass::fatal,
+                    "invalid continuation token '" + req.continuation_token + "'");
   }
+  return std::move(*decoded);
+}
 
-  // Directory holding the prefix's last (possibly partial) segment.
-  std::string base_dir = root_, base_key;
+// The directory holding a prefix's last (possibly partial) segment, the key
+// prefix of the entries in it, and that last segment, which their names
+// must start with: "a/b/da" is directory d_a/d_b, keys "a/b/", names "da*".
+struct PrefixDir {
+  std::string dir;
+  std::string key_prefix;
+  std::string name_prefix;
+};
+
+PrefixDir prefix_dir(const std::string& root, const std::string& prefix) {
+  PrefixDir p{root, "", prefix};
   size_t last_slash = prefix.rfind('/');
-  std::string name_prefix = prefix;
-  if (last_slash != std::string::npos) {
-    size_t start = 0;
-    while (start <= last_slash) {
-      size_t slash = prefix.find('/', start);
-      base_dir = path_join(base_dir, "d_" + prefix.substr(start, slash - start));
-      start = slash + 1;
-    }
-    base_key = prefix.substr(0, last_slash + 1);
-    name_prefix = prefix.substr(last_slash + 1);
+  if (last_slash == std::string::npos) return p;
+  size_t start = 0;
+  while (start <= last_slash) {
+    size_t slash = prefix.find('/', start);
+    p.dir = path_join(p.dir, "d_" + prefix.substr(start, slash - start));
+    start = slash + 1;
   }
+  p.key_prefix = prefix.substr(0, last_slash + 1);
+  p.name_prefix = prefix.substr(last_slash + 1);
+  return p;
+}
 
+// The files under a prefix, one at a time in S3's bytewise key order,
+// descending into directories depth first with an explicit stack (no
+// recursion over a tree of unbounded depth).
+class ListWalk {
+ public:
   struct Entry {
     std::string key;  // full key (file) or key prefix ending in '/' (dir)
     std::string path;
     bool is_dir;
   };
+
+  ListWalk(FileSystem& fs, std::string prefix, std::string after)
+      : fs_(fs), prefix_(std::move(prefix)), after_(std::move(after)) {}
+
+  ObjectStatus start(const PrefixDir& p) { return push(p.dir, p.key_prefix, p.name_prefix); }
+
+  // The next file in key order; nullopt once every file has been walked.
+  ObjectResult<std::optional<Entry>> next_file() {
+    while (!stack_.empty()) {
+      Frame& top = stack_.back();
+      if (top.next == top.entries.size()) {
+        stack_.pop_back();
+        continue;
+      }
+      Entry e = std::move(top.entries[top.next++]);
+      if (!e.is_dir) return std::optional<Entry>(std::move(e));
+      if (auto st = push(e.path, e.key, ""); !st.ok()) return std::move(st).error();
+    }
+    return std::optional<Entry>();
+  }
+
+ private:
   struct Frame {
     std::vector<Entry> entries;
     size_t next = 0;
   };
-  auto read_dir = [&](const std::string& dir, const std::string& key_prefix,
-                      std::string_view filter) -> ObjectResult<Frame> {
+
+  // Reads `dir` (whose entries' keys start with `key_prefix`), keeping the
+  // object files and directories whose segment starts with `filter` and that
+  // may hold keys after the continuation point, sorted by key.
+  ObjectStatus push(const std::string& dir, const std::string& key_prefix,
+                    std::string_view filter) {
     Frame fr;
     auto names = fs_.list_dir(dir);
     if (!names.ok()) {
-      if (names.code() == Errc::not_found) return fr;
-      return fs_error(Op::list, prefix, names.error(), false);
+      if (names.code() == Errc::not_found) return {};
+      return fs_error(Op::list, prefix_, names.error(), false);
     }
     for (auto& n : *names) {
       if (n.size() < 2 || n[1] != '_' || (n[0] != 'f' && n[0] != 'd')) continue;
@@ -393,9 +436,9 @@ ObjectResult<ListPage> FsObjectStore::list(const ListRequest& req) {
       std::string key = key_prefix + seg + (is_dir ? "/" : "");
       // Skip what lies wholly at or before the continuation point: a file
       // key <= after, or a directory all of whose keys sort before it.
-      if (!after.empty()) {
-        if (!is_dir && key <= after) continue;
-        if (is_dir && key < after && after.compare(0, key.size(), key) != 0) continue;
+      if (!after_.empty()) {
+        if (!is_dir && key <= after_) continue;
+        if (is_dir && key < after_ && after_.compare(0, key.size(), key) != 0) continue;
       }
       fr.entries.push_back({std::move(key), path_join(dir, n), is_dir});
     }
@@ -403,58 +446,63 @@ ObjectResult<ListPage> FsObjectStore::list(const ListRequest& req) {
     // that string merges files and directories in bytewise key order.
     std::sort(fr.entries.begin(), fr.entries.end(),
               [](const Entry& a, const Entry& b) { return a.key < b.key; });
-    return fr;
-  };
+    stack_.push_back(std::move(fr));
+    return {};
+  }
 
+  FileSystem& fs_;
+  const std::string prefix_;  // the listing's, for errors
+  const std::string after_;
+  std::vector<Frame> stack_;
+};
+
+}  // namespace
+
+ObjectResult<std::optional<ObjectInfo>> FsObjectStore::listed_object(const std::string& key,
+                                                                     const std::string& path,
+                                                                     const std::string& prefix) {
+  ObjectInfo info;
+  info.key = key;
+  auto f = fs_.open(path, OpenOptions::read_only());
+  if (!f.ok()) {
+    if (f.code() == Errc::not_found) return std::optional<ObjectInfo>();  // removed while listing
+    return fs_error(Op::list, prefix, f.error(), false);
+  }
+  auto size = (*f)->size();
+  if (!size.ok()) return fs_error(Op::list, prefix, size.error(), false);
+  // A damaged object is still listed (so GC can see and remove it), with
+  // the size of whatever body it has and no etag.
+  auto crc = read_trailer(Op::list, key, **f, *size);
+  info.size = *size >= kFsTrailerBytes ? *size - kFsTrailerBytes : 0;
+  if (crc.ok()) info.etag = etag_of(*crc);
+  auto st = fs_.stat(path);
+  if (!st.ok()) {
+    if (st.code() == Errc::not_found) return std::optional<ObjectInfo>();  // removed while listing
+    return fs_error(Op::list, prefix, st.error(), false);
+  }
+  info.last_modified_ms = st->mtime_ms;
+  return std::optional<ObjectInfo>(std::move(info));
+}
+
+ObjectResult<ListPage> FsObjectStore::list(const ListRequest& req) {
+  auto after = list_start_after(req);
+  if (!after.ok()) return std::move(after).error();
+  ListWalk walk(fs_, req.prefix, std::move(*after));
+  if (auto st = walk.start(prefix_dir(root_, req.prefix)); !st.ok()) return std::move(st).error();
   ListPage page;
-  std::vector<Frame> stack;
-  {
-    auto fr = read_dir(base_dir, base_key, name_prefix);
-    if (!fr.ok()) return std::move(fr).error();
-    stack.push_back(std::move(*fr));
-  }
-  bool more = false;
-  while (!stack.empty()) {
-    Frame& top = stack.back();
-    if (top.next == top.entries.size()) {
-      stack.pop_back();
-      continue;
-    }
-    Entry e = std::move(top.entries[top.next++]);
-    if (e.is_dir) {
-      auto fr = read_dir(e.path, e.key, "");
-      if (!fr.ok()) return std::move(fr).error();
-      stack.push_back(std::move(*fr));
-      continue;
-    }
+  for (;;) {
+    auto e = walk.next_file();
+    if (!e.ok()) return std::move(e).error();
+    if (!*e) return page;
+    // A file beyond a full page: there is more, from the page's last key.
     if (page.objects.size() == size_t(req.max_keys)) {
-      more = true;
-      break;
+      page.next_token = base64_encode(page.objects.back().key);
+      return page;
     }
-    ObjectInfo info;
-    info.key = e.key;
-    auto f = fs_.open(e.path, OpenOptions::read_only());
-    if (!f.ok()) {
-      if (f.code() == Errc::not_found) continue;  // removed while listing
-      return fs_error(Op::list, prefix, f.error(), false);
-    }
-    auto size = (*f)->size();
-    if (!size.ok()) return fs_error(Op::list, prefix, size.error(), false);
-    // A damaged object is still listed (so GC can see and remove it), with
-    // the size of whatever body it has and no etag.
-    auto crc = read_trailer(Op::list, e.key, **f, *size);
-    info.size = *size >= kFsTrailerBytes ? *size - kFsTrailerBytes : 0;
-    if (crc.ok()) info.etag = etag_of(*crc);
-    auto st = fs_.stat(e.path);
-    if (!st.ok()) {
-      if (st.code() == Errc::not_found) continue;  // removed while listing
-      return fs_error(Op::list, prefix, st.error(), false);
-    }
-    info.last_modified_ms = st->mtime_ms;
-    page.objects.push_back(std::move(info));
+    auto info = listed_object((*e)->key, (*e)->path, req.prefix);
+    if (!info.ok()) return std::move(info).error();
+    if (*info) page.objects.push_back(std::move(**info));
   }
-  if (more) page.next_token = base64_encode(page.objects.back().key);
-  return page;
 }
 
 ObjectStatus FsObjectStore::check_access() {

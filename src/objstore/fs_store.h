@@ -64,6 +64,11 @@ class FsObjectStore final : public ObjectStore {
   struct Located;
   ObjectResult<Located> locate(Op op, std::string_view key) const;
   ObjectResult<uint32_t> read_trailer(Op op, std::string_view key, File& f, uint64_t file_size);
+  // A listed object file's size, etag and time; nullopt when it was removed
+  // while listing. `prefix`: the listing's, for errors.
+  ObjectResult<std::optional<ObjectInfo>> listed_object(const std::string& key,
+                                                        const std::string& path,
+                                                        const std::string& prefix);
   ObjectStatus put_once(const Located& loc, std::string_view key, BodyParts body,
                         std::optional<uint32_t> expected_crc,
                         const std::function<void(uint64_t)>& progress, uint32_t* crc_out,
