@@ -31,13 +31,12 @@ struct SegmentInfo {
   bool active = false;              // the segment the writer appends to
 };
 
-// A chunk that just became committed, located precisely enough for an
-// uploader to pread its raw bytes later (StreamLog::read_raw_chunk or
-// read_segment_range with the same segment and position).
+// A committed chunk and where it lies: what commit observers are told and
+// what a chunk walk reads (chunk_walk.h). An uploader maps its bytes later
+// with StreamLog::map_committed(segment_first_offset, position, size).
 struct CommittedChunk {
   ChunkHeader header;
-  uint64_t segment_first_offset = 0;  // identifies the segment (its file name)
-  std::string segment_file;           // path of the segment file
+  uint64_t segment_first_offset = 0;  // names the segment (its file name)
   uint64_t position = 0;              // file position of the chunk header
   uint64_t size = 0;                  // header + data + trailer bytes
 };

@@ -7,6 +7,7 @@
 
 #include "common/assert.h"
 #include "common/endian.h"
+#include "log/chunk_walk.h"
 #include "log/entries.h"
 #include "log/stream_log_impl.h"
 
@@ -62,12 +63,8 @@ Result<std::optional<ChunkHeader>> Reader::next_header(bool direct) {
     return std::optional<ChunkHeader>();
   }
   if (chunk_offset_ >= seg_next_) STRATA_TRY(locate());
-  auto place = [&] { return fmt::format("{} position {}", seg_->path, pos_); };
-  if (pos_ + kChunkHeaderSize > seg_end_) {
-    return Error(Errc::corrupt, fmt::format("{}: committed offset {} expected a chunk here but the "
-                                            "segment's committed end is {}",
-                                            place(), chunk_offset_, seg_end_));
-  }
+  const ChunkPlace at{seg_->path, pos_, seg_end_, chunk_offset_};
+  STRATA_TRY(expect_header_room(at));
   char direct_buf[kChunkHeaderSize];
   BytesView hv;
   if (direct) {
@@ -76,19 +73,8 @@ Result<std::optional<ChunkHeader>> Reader::next_header(bool direct) {
   } else {
     STRATA_ASSIGN_OR_RETURN(hv, window_.read(pos_, kChunkHeaderSize));
   }
-  // Errors name the place; it is formatted only when there is an error.
-  static const std::string kNowhere;
-  auto h = decode_chunk_header(hv, kNowhere);
-  if (!h.ok()) return decode_chunk_header(hv, place()).error();
-  if (h->first_offset != chunk_offset_) {
-    return Error(Errc::corrupt, fmt::format("{}: chunk has first offset {}, expected {}", place(),
-                                            h->first_offset, chunk_offset_));
-  }
-  if (h->total_size() > kMaxChunkSize || pos_ + h->total_size() > seg_end_) {
-    return Error(Errc::corrupt, fmt::format("{}: chunk of {} bytes runs past the committed end {}",
-                                            place(), h->total_size(), seg_end_));
-  }
-  return std::optional<ChunkHeader>(*h);
+  STRATA_ASSIGN_OR_RETURN(ChunkHeader h, check_chunk_header(hv, at));
+  return std::optional<ChunkHeader>(h);
 }
 
 Result<std::optional<ChunkView>> Reader::next_chunk() {

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "common/assert.h"
+#include "log/chunk_walk.h"
 #include "log/reader.h"
 #include "log/stream_log_impl.h"
 
@@ -117,13 +118,9 @@ size_t StreamLog::commit_waiters() const {
 SealSyncStats StreamLog::seal_syncs() const {
   return impl_->seal_syncs();
 }
-Result<Bytes> StreamLog::read_raw_chunk(uint64_t segment_first_offset, uint64_t position,
-                                        bool verify_crc) {
-  return impl_->read_raw_chunk(segment_first_offset, position, verify_crc);
-}
-Result<Bytes> StreamLog::read_segment_range(uint64_t segment_first_offset, uint64_t position,
-                                            uint64_t length, bool verify_crc) {
-  return impl_->read_segment_range(segment_first_offset, position, length, verify_crc);
+Result<MappedRange> StreamLog::map_committed(uint64_t segment_first_offset, uint64_t position,
+                                             uint64_t length) {
+  return impl_->map_committed(segment_first_offset, position, length);
 }
 Result<RetentionOutcome> StreamLog::apply_retention() {
   return impl_->apply_retention();
@@ -159,6 +156,12 @@ Result<std::unique_ptr<Reader>> StreamLog::open_reader_at(const Resolution& r,
   STRATA_ASSIGN_OR_RETURN(Impl::ReadStart start, impl_->read_start(r));
   return std::unique_ptr<Reader>(
       new Reader(shared_from_this(), std::move(start.segment), std::move(start.file), r, ro));
+}
+
+Result<std::unique_ptr<ChunkWalk>> StreamLog::walk_chunks(uint64_t offset) {
+  STRATA_ASSIGN_OR_RETURN(Impl::WalkStart start, impl_->walk_start(offset));
+  return std::unique_ptr<ChunkWalk>(
+      new ChunkWalk(shared_from_this(), std::move(start.segment), start.position, offset));
 }
 
 // ------------------------------------------------------ opening and closing

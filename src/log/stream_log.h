@@ -58,6 +58,7 @@
 #include <vector>
 
 #include "common/fs.h"
+#include "common/mapped_range.h"
 #include "log/hooks.h"
 #include "log/log_files.h"
 #include "log/log_options.h"
@@ -67,6 +68,7 @@
 
 namespace strata::log {
 
+class ChunkWalk;
 class Reader;
 struct ReaderOptions;
 
@@ -173,16 +175,24 @@ class StreamLog : public std::enable_shared_from_this<StreamLog> {
   size_t commit_waiters() const;
   SealSyncStats seal_syncs() const;
 
-  // Raw access for upload. Both read committed bytes only and name the
-  // segment file and position in errors; a segment removed by retention is
-  // Errc::not_found.
-  //  read_raw_chunk: the whole chunk at (segment, position) byte for byte,
-  //  header verified, body CRC verified if asked.
-  Result<Bytes> read_raw_chunk(uint64_t segment_first_offset, uint64_t position, bool verify_crc);
-  //  read_segment_range: [position, position+length) of a segment file.
-  //  With verify_crc the range must hold whole chunks, each verified.
-  Result<Bytes> read_segment_range(uint64_t segment_first_offset, uint64_t position,
-                                   uint64_t length, bool verify_crc);
+  // What an uploader reads, without copying (the log's one reading contract
+  // beside Reader; a segment is named by its first offset, as a
+  // CommittedChunk names it).
+  //  walk_chunks: a cursor over the committed chunks' headers from `offset`,
+  //  which must be the first offset of a chunk or the committed end (chunk_walk.h).
+  //  Errors: out_of_range when `offset` is not in [first_offset(),
+  //  committed_next()] (retention removed it, or not written yet), corrupt
+  //  when it falls inside a chunk.
+  Result<std::unique_ptr<ChunkWalk>> walk_chunks(uint64_t offset);
+  //  map_committed: a read-only memory map of [position, position+length) of
+  //  the segment's committed bytes, straight from the page cache (no copy);
+  //  it stays valid if retention deletes the segment meanwhile. The caller
+  //  verifies what it reads (chunk CRCs) and keeps its resident set small
+  //  with MappedRange::drop_before. Errors: not_found (retention removed the
+  //  segment), out_of_range (past the committed end), unsupported (the log's
+  //  FileSystem is not the POSIX one: nothing to map).
+  Result<MappedRange> map_committed(uint64_t segment_first_offset, uint64_t position,
+                                    uint64_t length);
 
   // Deletes the oldest segments beyond the retention limits (never the
   // active segment; LogHooks::may_delete_segment can veto). Runs after each
@@ -208,6 +218,7 @@ class StreamLog : public std::enable_shared_from_this<StreamLog> {
 
  private:
   friend class Reader;
+  friend class ChunkWalk;
   class Impl;  // stream_log_impl.h
 
   StreamLog(std::string dir, LogOptions opts);

@@ -4,7 +4,7 @@
 //   stream_log.cpp            opening, closing, state views, listeners, readers
 //   stream_log_write.cpp      append: group commit, chunk packing, segment roll, fail-stop
 //   stream_log_seal.cpp       seal syncs off the append path (fsync=never), the sync mark
-//   stream_log_read.cpp       resolve (offset_resolution.h), raw reads, read handles
+//   stream_log_read.cpp       resolve (offset_resolution.h), read handles, walks and maps
 //   stream_log_retention.cpp  apply_retention (the plan is retention.h)
 //   stream_log_refresh.cpp    refresh of a read-only log
 //
@@ -95,9 +95,15 @@ class StreamLog::Impl {
 
   // stream_log_read.cpp
   Result<Resolution> resolve(const OffsetSpec& spec);
-  Result<Bytes> read_raw_chunk(uint64_t segment_first_offset, uint64_t position, bool verify_crc);
-  Result<Bytes> read_segment_range(uint64_t segment_first_offset, uint64_t position,
-                                   uint64_t length, bool verify_crc);
+  Result<MappedRange> map_committed(uint64_t segment_first_offset, uint64_t position,
+                                    uint64_t length);
+  // A chunk walk's start: the segment and file position of the chunk that
+  // starts at `offset` (or of the committed end).
+  struct WalkStart {
+    std::shared_ptr<LogSegment> segment;
+    uint64_t position = 0;
+  };
+  Result<WalkStart> walk_start(uint64_t offset);
   // A reader's start: the segment of a local resolution and its file.
   struct ReadStart {
     std::shared_ptr<LogSegment> segment;

@@ -1,9 +1,9 @@
 // The read side: resolving offset specs (the rules are offset_resolution.h),
-// where readers start and move to, raw reads for upload, read handles.
+// where readers and chunk walks start and move to, read handles, and the
+// committed bytes an uploader maps.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "log/index_file.h"
 #include "log/stream_log_impl.h"
@@ -136,7 +136,7 @@ Result<StreamLog::Impl::SegmentView> StreamLog::Impl::segment_view(
   return v;
 }
 
-// -------------------------------------------------------------- raw access
+// ---------------------------------------------------- walks and mapped spans
 
 Result<std::pair<std::shared_ptr<LogSegment>, uint64_t>> StreamLog::Impl::committed_segment(
     uint64_t segment_first_offset) {
@@ -154,69 +154,50 @@ Result<std::pair<std::shared_ptr<LogSegment>, uint64_t>> StreamLog::Impl::commit
   return std::make_pair(std::move(seg), end);
 }
 
-Result<Bytes> StreamLog::Impl::read_raw_chunk(uint64_t segment_first_offset, uint64_t position,
-                                              bool verify_crc) {
-  STRATA_ASSIGN_OR_RETURN(auto found, committed_segment(segment_first_offset));
-  const auto& [seg, end] = found;
-  std::string where = fmt::format("{} position {}", seg->path, position);
-  if (position < kFileHeaderSize || position + kChunkHeaderSize > end) {
-    return Error(Errc::out_of_range,
-                 fmt::format("{}: no committed chunk there (committed end {})", where, end));
+Result<MappedRange> StreamLog::Impl::map_committed(uint64_t segment_first_offset, uint64_t position,
+                                                   uint64_t length) {
+  if (&fs_ != &posix_fs()) {
+    return Error(Errc::unsupported,
+                 fmt::format("stream {}: its segments are not on the POSIX file system and "
+                             "cannot be mapped",
+                             dir_));
   }
-  STRATA_ASSIGN_OR_RETURN(auto f, segment_file(seg));
-  char hb[kChunkHeaderSize];
-  STRATA_TRY(read_exact(*f, position, hb, sizeof hb));
-  STRATA_ASSIGN_OR_RETURN(ChunkHeader h, decode_chunk_header(BytesView(hb, sizeof hb), where));
-  if (h.total_size() > kMaxChunkSize || position + h.total_size() > end) {
-    return Error(Errc::corrupt, fmt::format("{}: chunk of {} bytes runs past the committed end {}",
-                                            where, h.total_size(), end));
-  }
-  Bytes out(h.total_size(), '\0');
-  std::memcpy(out.data(), hb, sizeof hb);
-  STRATA_TRY(read_exact(*f, position + kChunkHeaderSize, out.data() + kChunkHeaderSize,
-                        out.size() - kChunkHeaderSize));
-  if (verify_crc) STRATA_TRY(verify_chunk_body(h, BytesView(out).substr(kChunkHeaderSize), where));
-  return out;
-}
-
-namespace {
-
-// Checks that `range`, read from `path` at `position`, holds whole chunks,
-// each with a valid header and body CRC.
-Status verify_chunk_range(BytesView range, const std::string& path, uint64_t position) {
-  auto not_whole = [&] {
-    return Error(Errc::invalid_argument,
-                 fmt::format("{}: range {}+{} does not end on a chunk boundary", path, position,
-                             range.size()));
-  };
-  uint64_t at = 0;
-  while (at < range.size()) {
-    std::string where = fmt::format("{} position {}", path, position + at);
-    if (range.size() - at < kChunkHeaderSize) return not_whole();
-    STRATA_ASSIGN_OR_RETURN(ChunkHeader h, decode_chunk_header(range.substr(at), where));
-    if (h.total_size() > range.size() - at) return not_whole();
-    STRATA_TRY(verify_chunk_body(
-        h, range.substr(at + kChunkHeaderSize, h.total_size() - kChunkHeaderSize), where));
-    at += h.total_size();
-  }
-  return Status::OK();
-}
-
-}  // namespace
-
-Result<Bytes> StreamLog::Impl::read_segment_range(uint64_t segment_first_offset, uint64_t position,
-                                                  uint64_t length, bool verify_crc) {
   STRATA_ASSIGN_OR_RETURN(auto found, committed_segment(segment_first_offset));
   const auto& [seg, end] = found;
   if (position > end || length > end - position) {
     return Error(Errc::out_of_range, fmt::format("{}: range {}+{} is beyond the committed end {}",
                                                  seg->path, position, length, end));
   }
-  STRATA_ASSIGN_OR_RETURN(auto f, segment_file(seg));
-  Bytes out(length, '\0');
-  STRATA_TRY(read_exact(*f, position, out.data(), out.size()));
-  if (verify_crc) STRATA_TRY(verify_chunk_range(out, seg->path, position));
-  return out;
+  auto m = MappedRange::map(seg->path, position, length);
+  if (!m.ok() && m.code() == Errc::not_found) {
+    return Error(Errc::not_found,
+                 fmt::format("segment {} no longer exists (removed by retention)", seg->path));
+  }
+  return m;
+}
+
+Result<StreamLog::Impl::WalkStart> StreamLog::Impl::walk_start(uint64_t offset) {
+  const LocalRange range = local_range();
+  if (offset < range.first_offset || offset > range.next_offset) {
+    return Error(Errc::out_of_range,
+                 fmt::format("stream {}: offset {} is outside the local log [{}, {}]", dir_, offset,
+                             range.first_offset, range.next_offset));
+  }
+  STRATA_ASSIGN_OR_RETURN(Resolution r, resolve(OffsetSpec::at_offset(offset)));
+  if (r.chunk_first_offset > offset) {
+    return Error(Errc::out_of_range,
+                 fmt::format("stream {}: offset {} is no longer in the log (removed by "
+                             "retention); the chunk after it starts at {}",
+                             dir_, offset, r.chunk_first_offset));
+  }
+  if (r.chunk_first_offset < offset) {
+    return Error(Errc::corrupt,
+                 fmt::format("stream {}: offset {} is not the first offset of a chunk (the chunk "
+                             "holding it starts at {})",
+                             dir_, offset, r.chunk_first_offset));
+  }
+  STRATA_ASSIGN_OR_RETURN(auto found, committed_segment(r.segment_first_offset));
+  return WalkStart{std::move(found.first), r.position};
 }
 
 }  // namespace strata::log

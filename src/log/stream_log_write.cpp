@@ -406,7 +406,6 @@ void StreamLog::Impl::notify_commit(const std::vector<WrittenChunk>& chunks) {
     CommittedChunk cc;
     cc.header = c.header;
     cc.segment_first_offset = c.seg->info.first_offset;
-    cc.segment_file = c.seg->path;
     cc.position = c.rec.position;
     cc.size = c.rec.chunk_size;
     if (opts_.hooks) opts_.hooks->on_commit(cc);

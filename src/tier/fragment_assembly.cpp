@@ -10,13 +10,14 @@ namespace strata::tier {
 FragmentAssembly::FragmentAssembly(AssemblyConfig cfg, std::optional<uint64_t> expected_first)
     : cfg_(cfg), next_(expected_first) {}
 
-Result<std::optional<FragmentPlan>> FragmentAssembly::add(const CommittedChunk& c, int64_t now_ms) {
+Result<std::optional<FragmentPlan>> FragmentAssembly::add(const log::CommittedChunk& c,
+                                                          int64_t now_ms) {
   const log::ChunkHeader& h = c.header;
   if (next_ && h.first_offset != *next_) {
     return Error(Errc::invalid_argument,
                  fmt::format("fragment assembly: chunk at offset {} (segment {} position {}) but "
                              "the next chunk must start at {}",
-                             h.first_offset, c.segment, c.position, *next_));
+                             h.first_offset, c.segment_first_offset, c.position, *next_));
   }
   if (h.num_records == 0) {
     return Error(
@@ -24,10 +25,11 @@ Result<std::optional<FragmentPlan>> FragmentAssembly::add(const CommittedChunk& 
         fmt::format("fragment assembly: chunk at offset {} has no records", h.first_offset));
   }
   if (c.size != h.total_size()) {
-    return Error(Errc::invalid_argument,
-                 fmt::format("fragment assembly: chunk at offset {} (segment {} position {}) is {} "
-                             "bytes on disk but its header says {}",
-                             h.first_offset, c.segment, c.position, c.size, h.total_size()));
+    return Error(
+        Errc::invalid_argument,
+        fmt::format("fragment assembly: chunk at offset {} (segment {} position {}) is {} "
+                    "bytes on disk but its header says {}",
+                    h.first_offset, c.segment_first_offset, c.position, c.size, h.total_size()));
   }
   FragmentMeta& m = plan_.meta;
   if (m.chunk_count == 0) {
@@ -41,11 +43,11 @@ Result<std::optional<FragmentPlan>> FragmentAssembly::add(const CommittedChunk& 
   m.last_ts = std::max(m.last_ts, h.timestamp_ms);
   m.size += c.size;
   m.chunk_count += 1;
-  if (!plan_.spans.empty() && plan_.spans.back().segment == c.segment &&
+  if (!plan_.spans.empty() && plan_.spans.back().segment == c.segment_first_offset &&
       plan_.spans.back().end == c.position) {
     plan_.spans.back().end += c.size;
   } else {
-    plan_.spans.push_back(SegmentSpan{c.segment, c.position, c.position + c.size});
+    plan_.spans.push_back(SegmentSpan{c.segment_first_offset, c.position, c.position + c.size});
   }
   next_ = h.next_offset();
 

@@ -1,8 +1,9 @@
 // FragmentAssembly: pure accumulator that turns the stream of committed
 // chunks into fragments.
 //
-// The shell feeds every committed chunk in offset order (its header, the
-// segment it lives in, its file position and its on-disk size) and gets a
+// The shell feeds every committed chunk in offset order (log::CommittedChunk:
+// its header, the segment it lives in, its file position and its on-disk
+// size) and gets a
 // FragmentPlan back whenever a fragment is complete:
 //   - size: when the fragment's chunk bytes reach `target_size` (the chunk
 //     that crosses the threshold is included, so a fragment is never empty
@@ -30,6 +31,7 @@
 
 #include "common/result.h"
 #include "log/chunk.h"
+#include "log/hooks.h"
 #include "tier/fragment.h"
 
 namespace strata::tier {
@@ -41,23 +43,16 @@ struct AssemblyConfig {
   int64_t hurry_max_age_ms = 100;
 };
 
-// One committed chunk as the log tail sees it.
-struct CommittedChunk {
-  log::ChunkHeader header;
-  uint64_t segment = 0;   // first offset of the segment file holding it
-  uint64_t position = 0;  // byte position of the chunk header in that file
-  uint64_t size = 0;      // bytes on disk: header + data + trailer
-};
-
 class FragmentAssembly {
  public:
   // `expected_first`: if set, the first chunk must start at this offset (the
   // manifest's next offset when resuming).
   explicit FragmentAssembly(AssemblyConfig cfg, std::optional<uint64_t> expected_first = {});
 
-  // Adds a chunk observed at `now_ms`; returns the completed fragment if this
-  // chunk completed one (by size or by age).
-  Result<std::optional<FragmentPlan>> add(const CommittedChunk& c, int64_t now_ms);
+  // Adds a chunk observed at `now_ms` (as a commit observer or a chunk walk
+  // of the log tells it, log/hooks.h); returns the completed fragment if
+  // this chunk completed one (by size or by age).
+  Result<std::optional<FragmentPlan>> add(const log::CommittedChunk& c, int64_t now_ms);
 
   // Cuts the pending fragment if it is older than max_age at `now_ms`.
   std::optional<FragmentPlan> tick(int64_t now_ms);

@@ -112,9 +112,9 @@ Result<CachedManifest> load_persisted_manifest(catalog::Catalog& catalog,
 
 // ---- fragments ----
 
-Result<uint64_t, TransferFailure> put_fragment(objstore::ObjectStore& store,
-                                               const std::string& log_dir, const FragmentPlan& plan,
-                                               uint64_t epoch, const std::string& key) {
+Result<uint64_t, TransferFailure> put_fragment(objstore::ObjectStore& store, log::StreamLog& log,
+                                               const FragmentPlan& plan, uint64_t epoch,
+                                               const std::string& key) {
   auto enc = FragmentEncoder::make(plan.meta, plan.index, epoch, /*verify_chunks=*/true);
   if (!enc.ok()) {
     return local_failure(enc.error().code,
@@ -126,8 +126,7 @@ Result<uint64_t, TransferFailure> put_fragment(objstore::ObjectStore& store,
   parts.reserve(plan.spans.size() + 2);
   parts.push_back(enc->header());
   for (const SegmentSpan& span : plan.spans) {
-    std::string path = log_dir + "/" + log::segment_file_name(span.segment);
-    auto m = MappedRange::map(path, span.start, span.size());
+    auto m = log.map_committed(span.segment, span.start, span.size());
     if (!m.ok()) {
       return local_failure(m.error().code, fmt::format("fragment {}: reading segment span: {}", key,
                                                        m.error().message));
@@ -139,7 +138,8 @@ Result<uint64_t, TransferFailure> put_fragment(objstore::ObjectStore& store,
         objstore::BodyParts(&v, 1), [&](BytesView piece) { return enc->add_body(piece); },
         [&m](uint64_t done) { m->drop_before(done); });
     if (!s.ok()) {
-      return local_failure(s.code(), fmt::format("fragment {} from {} [{}, {}): {}", key, path,
+      return local_failure(s.code(), fmt::format("fragment {} from {}/{} [{}, {}): {}", key,
+                                                 log.dir(), log::segment_file_name(span.segment),
                                                  span.start, span.end, s.error().message));
     }
     parts.push_back(v);
@@ -260,99 +260,6 @@ DeleteDone delete_objects(objstore::ObjectStore& store, const std::vector<std::s
     }
   }
   return d;
-}
-
-// ---- catch-up ----
-
-Result<std::unique_ptr<LogTail>> LogTail::open(std::shared_ptr<log::StreamLog> log,
-                                               uint64_t offset) {
-  log::LocalRange range = log->local_range();
-  if (offset < range.first_offset || offset > range.next_offset) {
-    return Error(Errc::out_of_range,
-                 fmt::format("log {}: offset {} is outside the local log [{}, {})", log->dir(),
-                             offset, range.first_offset, range.next_offset));
-  }
-  STRATA_ASSIGN_OR_RETURN(log::Resolution r, log->resolve(log::OffsetSpec::at_offset(offset)));
-  if (r.chunk_first_offset != offset) {
-    return Error(Errc::corrupt,
-                 fmt::format("log {}: offset {} is not the first offset of a chunk (the chunk "
-                             "holding it starts at {})",
-                             log->dir(), offset, r.chunk_first_offset));
-  }
-  std::unique_ptr<LogTail> t(new LogTail());
-  t->log_ = std::move(log);
-  t->next_ = offset;
-  t->segment_ = r.segment_first_offset;
-  t->position_ = r.position;
-  return t;
-}
-
-Result<CatchUpBatch> LogTail::read(uint64_t max_bytes) {
-  CatchUpBatch b;
-  uint64_t bytes = 0;
-  // The committed view once per call: the walk never passes it.
-  const std::vector<log::SegmentInfo> segs = log_->segments();
-  size_t i = 0;
-  while (i < segs.size() && segs[i].first_offset != segment_) ++i;
-  if (i == segs.size()) {
-    return Error(Errc::not_found, fmt::format("log {}: segment {} (offset {}) no longer exists",
-                                              log_->dir(), segment_, next_));
-  }
-  while (bytes < max_bytes) {
-    const log::SegmentInfo& seg = segs[i];
-    if (position_ >= seg.size_bytes) {
-      if (next_ != seg.next_offset) {
-        return Error(Errc::corrupt,
-                     fmt::format("log {}: segment {} ends at offset {} but its chunks end at {}",
-                                 log_->dir(), seg.file, seg.next_offset, next_));
-      }
-      if (i + 1 == segs.size()) {
-        b.at_end = true;
-        break;
-      }
-      i += 1;
-      segment_ = segs[i].first_offset;
-      position_ = log::kFileHeaderSize;
-      continue;
-    }
-    // Only the header page of each chunk is touched (the map is lazy).
-    STRATA_ASSIGN_OR_RETURN(MappedRange map,
-                            MappedRange::map(seg.file, position_, seg.size_bytes - position_));
-    const BytesView v = map.view();
-    uint64_t at = 0;
-    while (bytes < max_bytes && at < v.size()) {
-      auto where = [&] { return fmt::format("{} position {}", seg.file, position_); };
-      if (v.size() - at < log::kChunkHeaderSize) {
-        return Error(Errc::corrupt, where() + ": committed bytes end inside a chunk header");
-      }
-      auto decoded = log::decode_chunk_header(v.substr(at, log::kChunkHeaderSize), seg.file);
-      if (!decoded.ok()) {
-        return std::move(decoded).error().with_context(fmt::format("position {}", position_));
-      }
-      const log::ChunkHeader& h = *decoded;
-      if (h.first_offset != next_) {
-        return Error(Errc::corrupt,
-                     fmt::format("{}: chunk at offset {} follows offset {} (not contiguous)",
-                                 where(), h.first_offset, next_));
-      }
-      if (h.total_size() > v.size() - at) {
-        return Error(Errc::corrupt, fmt::format("{}: chunk of {} bytes runs past the committed "
-                                                "end of the segment",
-                                                where(), h.total_size()));
-      }
-      CommittedChunk cc;
-      cc.header = h;
-      cc.segment = segment_;
-      cc.position = position_;
-      cc.size = h.total_size();
-      b.chunks.push_back(cc);
-      next_ = h.next_offset();
-      position_ += cc.size;
-      at += cc.size;
-      bytes += cc.size;
-    }
-  }
-  return b;
 }
 
 }  // namespace strata::tier

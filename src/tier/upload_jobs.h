@@ -11,7 +11,7 @@
 
 #include "catalog/catalog.h"
 #include "common/result.h"
-#include "log/reader.h"
+#include "log/chunk_walk.h"
 #include "log/stream_log.h"
 #include "objstore/object_store.h"
 #include "tier/fragment.h"
@@ -57,13 +57,14 @@ Result<CachedManifest> load_persisted_manifest(catalog::Catalog& catalog,
 
 // ---- fragments ----
 
-// Builds the fragment object from the segment files of the log in
-// `log_dir` (spans mapped, not copied; every chunk checked against the
-// index and its CRC on the way) and PUTs it to `key`. Returns the object's
-// size.
-Result<uint64_t, TransferFailure> put_fragment(objstore::ObjectStore& store,
-                                               const std::string& log_dir, const FragmentPlan& plan,
-                                               uint64_t epoch, const std::string& key);
+// Builds the fragment object from the committed segment spans of `log`
+// (StreamLog::map_committed: mapped, not copied; every chunk checked against
+// the index and its CRC on the way) and PUTs it to `key`. Only a window of
+// the fragment stays resident: each pass over the body drops the mapped
+// pages behind it. Returns the object's size.
+Result<uint64_t, TransferFailure> put_fragment(objstore::ObjectStore& store, log::StreamLog& log,
+                                               const FragmentPlan& plan, uint64_t epoch,
+                                               const std::string& key);
 
 // PUTs a group object.
 Result<uint64_t, TransferFailure> put_group(objstore::ObjectStore& store, const ManifestGroup& g,
@@ -103,35 +104,8 @@ DeleteDone delete_objects(objstore::ObjectStore& store, const std::vector<std::s
 
 // ---- catch-up ----
 
-// Chunks read from the log, in offset order, and whether the reader reached
-// the committed end.
-struct CatchUpBatch {
-  std::vector<CommittedChunk> chunks;
-  bool at_end = false;
-};
-
-// A cursor over the log for catch-up reads. It walks the chunk headers of
-// the committed part of the segment files through a memory map and never
-// reads chunk bodies: a transfer reads (and verifies) them when it runs, so
-// a backlog is not read twice, and the first fragment can be cut as soon as
-// its headers have been walked.
-class LogTail {
- public:
-  // Positions at `offset`, which must be the first offset of a chunk (or the
-  // committed end). Errors: not_found / out_of_range when retention removed
-  // it, corrupt when `offset` falls inside a chunk.
-  static Result<std::unique_ptr<LogTail>> open(std::shared_ptr<log::StreamLog> log,
-                                               uint64_t offset);
-  // Reads up to max_bytes of chunks (by their size on disk).
-  Result<CatchUpBatch> read(uint64_t max_bytes);
-  uint64_t next_offset() const { return next_; }
-
- private:
-  LogTail() = default;
-  std::shared_ptr<log::StreamLog> log_;
-  uint64_t next_ = 0;
-  uint64_t segment_ = 0;   // first offset of the segment holding next_
-  uint64_t position_ = 0;  // file position of the chunk starting at next_
-};
+// A catch-up read is the log's own chunk walk (StreamLog::walk_chunks,
+// log/chunk_walk.h): chunk headers only, the bodies are read once, by the
+// transfer that uploads them (put_fragment).
 
 }  // namespace strata::tier

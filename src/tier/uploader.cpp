@@ -115,12 +115,7 @@ void Uploader::Impl::on_commit(const log::CommittedChunk& c) {
       overflow_ = true;
       live_.clear();
     } else {
-      LiveChunk lc;
-      lc.chunk.header = c.header;
-      lc.chunk.segment = c.segment_first_offset;
-      lc.chunk.position = c.position;
-      lc.chunk.size = c.size;
-      live_.push_back(lc);
+      live_.push_back(LiveChunk{c});
     }
     if (!drain_posted_) {
       drain_posted_ = true;
@@ -467,7 +462,7 @@ void Uploader::Impl::pump() {
   arm_wake();
 }
 
-bool Uploader::Impl::feed_chunk(const CommittedChunk& c) {
+bool Uploader::Impl::feed_chunk(const log::CommittedChunk& c) {
   uint64_t next = *asm_->next_offset();
   if (c.header.first_offset < next) return true;  // already fed (catch-up overlap)
   if (c.header.first_offset > next) {
@@ -518,21 +513,21 @@ void Uploader::Impl::start_catchup() {
   st_.catching_up = true;
   uint64_t gen = gen_;
   struct Read {
-    std::shared_ptr<LogTail> tail;
-    Result<CatchUpBatch> batch;
+    std::shared_ptr<log::ChunkWalk> tail;
+    Result<log::ChunkRun> batch;
   };
-  std::shared_ptr<LogTail> tail = (tail_ && tail_->next_offset() == from) ? tail_ : nullptr;
+  std::shared_ptr<log::ChunkWalk> tail = (tail_ && tail_->next_offset() == from) ? tail_ : nullptr;
   tail_.reset();  // the job owns it while it runs
   run_task<Read>(
       env_.tasks, strand_, deadline_ms(4 * opts_.request_timeout_ms),
       fmt::format("reading stream {} from offset {}", opts_.stream, from),
       [log = log_, tail, from, max = opts_.catchup_batch_bytes]() mutable -> Read {
         if (!tail) {
-          auto t = LogTail::open(log, from);
+          auto t = log->walk_chunks(from);
           if (!t.ok()) return Read{nullptr, t.error()};
           tail = std::move(t).value();
         }
-        auto b = tail->read(max);
+        auto b = tail->next(max);
         return Read{tail, std::move(b)};
       },
       [self = shared_from_this(), gen, from](TaskOutcome<Read> o) {
@@ -554,9 +549,9 @@ void Uploader::Impl::start_catchup() {
           return;
         }
         me.tail_ = o.value->tail;
-        CatchUpBatch& b = *o.value->batch;
+        log::ChunkRun& b = *o.value->batch;
         bool consumed = true;
-        for (const CommittedChunk& c : b.chunks) {
+        for (const log::CommittedChunk& c : b.chunks) {
           if (!me.feed_chunk(c) || !me.core_) {
             consumed = false;
             break;

@@ -139,8 +139,8 @@ void Uploader::Impl::start_transfer(const SubmitTransfer& t, uint64_t gen,
   using R = Result<uint64_t, TransferFailure>;
   run_task<R>(
       env_.tasks, strand_, deadline_ms(t.deadline_ms), fmt::format("PUT fragment {}", t.key),
-      [store = env_.store, dir = log_->dir(), plan, epoch = epoch_, key = t.key] {
-        return put_fragment(*store, dir, *plan, epoch, key);
+      [store = env_.store, log = log_, plan, epoch = epoch_, key = t.key] {
+        return put_fragment(*store, *log, *plan, epoch, key);
       },
       [self = shared_from_this(), t, gen, permit](TaskOutcome<R> o) {
         permit->release();

@@ -31,7 +31,7 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
 
  private:
   struct LiveChunk {
-    CommittedChunk chunk;
+    log::CommittedChunk chunk;
   };
   struct Await {
     uint64_t offset = 0;
@@ -63,7 +63,7 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   void pump();
   // Feeds one chunk to assembly; false when feeding must stop (a cut is
   // held for lack of room, or the tail needs a catch-up read).
-  bool feed_chunk(const CommittedChunk& c);
+  bool feed_chunk(const log::CommittedChunk& c);
   void cut(FragmentPlan plan);
   // Cuts the pending fragment once the assembly has reached cut_through_
   // (a force_cut that came before the chunks it covers were fed).
@@ -116,7 +116,7 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   std::deque<LiveChunk> backlog_;         // taken from live_, not yet fed
   bool catching_up_ = true;
   bool catchup_running_ = false;
-  std::shared_ptr<LogTail> tail_;
+  std::shared_ptr<log::ChunkWalk> tail_;
   uint32_t start_failures_ = 0;
   bool fenced_hint_ = false;               // the last persist was refused for a higher epoch
   std::set<std::string> attempted_roots_;  // root keys this epoch tried to persist

@@ -224,11 +224,16 @@ TEST(WriterSequences, SnapshotPerSegmentSurvivesRollAndRetention) {
     ASSERT_GE(log->segments().size(), 6u);
     // Each segment's first chunk: a snapshot holding both writers.
     for (const auto& s : log->segments()) {
-      auto raw = log->read_raw_chunk(s.first_offset, kFileHeaderSize, true);
-      ASSERT_TRUE(raw.ok()) << raw.error().to_string();
-      auto h = *decode_chunk_header(*raw, "t");
+      auto r = log->open_reader(OffsetSpec::at_offset(s.first_offset));
+      ASSERT_OK(r);
+      auto c = (*r)->next_chunk();
+      ASSERT_OK(c);
+      ASSERT_TRUE(c->has_value()) << "segment " << s.first_offset << " holds no chunk";
+      ASSERT_EQ((*c)->segment_first_offset, s.first_offset);
+      ASSERT_EQ((*c)->position, kFileHeaderSize);
+      const ChunkHeader h = (*c)->header;
       ASSERT_GT(h.trailer_len, 0u);
-      auto t = decode_writer_trailer(BytesView(*raw).substr(kChunkHeaderSize + h.data_len), "t");
+      auto t = decode_writer_trailer((*c)->trailer(), "t");
       ASSERT_TRUE(t.ok()) << t.error().to_string();
       EXPECT_TRUE(t->snapshot);
       // As of the end of that chunk: offset 0 is "early"'s batch, offset k

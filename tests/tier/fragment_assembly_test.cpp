@@ -294,7 +294,7 @@ TEST(TierFragmentAssembly, GapOverlapAndWrongSizeAreRejectedWithoutChange) {
   Bytes overlap = make_chunk(11, 1, 10, 0);
   EXPECT_FALSE(a.add(committed(overlap, 0, 100), 0).ok());
   Bytes next = make_chunk(12, 1, 10, 0);
-  CommittedChunk bad = committed(next, 0, 100);
+  log::CommittedChunk bad = committed(next, 0, 100);
   bad.size += 1;
   auto r2 = a.add(bad, 0);
   ASSERT_FALSE(r2.ok());

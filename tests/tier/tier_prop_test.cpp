@@ -296,7 +296,7 @@ TEST(TierProperties, AssemblySizesOffsetsSpansAndIndexAreConsistent) {
       }
       now += int64_t(rng.uniform(300));
       if (a.empty()) opened_at = now;
-      auto r = a.add(CommittedChunk{h, seg, pos, h.total_size()}, now);
+      auto r = a.add(log::CommittedChunk{h, seg, pos, h.total_size()}, now);
       ASSERT_TRUE(r.ok());
       chunk_bytes += h.total_size();
       last_chunk = h.total_size();

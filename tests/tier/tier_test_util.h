@@ -28,9 +28,9 @@ inline Bytes make_chunk(uint64_t first_offset, uint32_t records, size_t record_s
   return log::build_chunk(views, first_offset, epoch, ts);
 }
 
-inline CommittedChunk committed(const Bytes& chunk, uint64_t segment, uint64_t position) {
+inline log::CommittedChunk committed(const Bytes& chunk, uint64_t segment, uint64_t position) {
   auto h = log::decode_chunk_header(chunk, "test chunk");
-  return CommittedChunk{*h, segment, position, chunk.size()};
+  return log::CommittedChunk{*h, segment, position, chunk.size()};
 }
 
 // Group objects by (kind, offset, uid), as an object store would hold them.

@@ -121,7 +121,7 @@ class World {
 
   // ---- the log ----
 
-  const CommittedChunk& chunk(size_t i) {
+  const log::CommittedChunk& chunk(size_t i) {
     while (log_.size() <= i) {
       log::ChunkHeader h;
       h.first_offset = log_.empty() ? 0 : log_.back().header.next_offset();
@@ -134,7 +134,7 @@ class World {
         segment_ = h.first_offset;
         position_ = 8;
       }
-      log_.push_back(CommittedChunk{h, segment_, position_, h.total_size()});
+      log_.push_back(log::CommittedChunk{h, segment_, position_, h.total_size()});
       position_ += h.total_size();
     }
     return log_[i];
@@ -558,7 +558,7 @@ class World {
   bool failures_ = true;
   int64_t now_ = 0;
 
-  std::vector<CommittedChunk> log_;
+  std::vector<log::CommittedChunk> log_;
   uint64_t segment_ = 0, position_ = 8;
   size_t feed_ = 0;
   std::optional<FragmentAssembly> assembly_;

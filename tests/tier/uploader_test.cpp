@@ -392,12 +392,12 @@ TEST(Uploader, PutFragmentKeepsAWindowOfTheFragmentResidentNotAllOfIt) {
   TestLog l(fx.dir.sub("log"), fx.hooks, /*segment_bytes=*/16 << 20);
   // ~48 MiB in three segments: 240 batches of 1 000 records of 200 B.
   const uint64_t next = l.append(240, 1000);
-  auto t = LogTail::open(l.log, 0);
+  auto t = l.log->walk_chunks(0);
   ASSERT_OK(t);
-  auto b = (*t)->read(UINT64_MAX);
+  auto b = (*t)->next(UINT64_MAX);
   ASSERT_OK(b);
   FragmentAssembly a(AssemblyConfig{1ull << 30, 0, 0}, 0);
-  for (const CommittedChunk& c : b->chunks) ASSERT_OK(a.add(c, 0));
+  for (const log::CommittedChunk& c : b->chunks) ASSERT_OK(a.add(c, 0));
   auto plan = a.cut();
   ASSERT_TRUE(plan);
   ASSERT_EQ(plan->meta.next_offset, next);
@@ -416,7 +416,7 @@ TEST(Uploader, PutFragmentKeepsAWindowOfTheFragmentResidentNotAllOfIt) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   });
-  auto put = put_fragment(*fx.real, fx.dir.sub("log"), *plan, 1, "t/whole-fragment");
+  auto put = put_fragment(*fx.real, *l.log, *plan, 1, "t/whole-fragment");
   done.store(true);
   sampler.join();
   ASSERT_TRUE(put.ok()) << put.error().message;
@@ -430,61 +430,6 @@ TEST(Uploader, PutFragmentKeepsAWindowOfTheFragmentResidentNotAllOfIt) {
   auto f = decode_fragment(*body, "t/whole-fragment", true);
   ASSERT_OK(f);
   EXPECT_EQ(f->index.size(), b->chunks.size());
-}
-
-TEST(Uploader, LogTailWalksChunkHeadersAcrossSegmentsLikeTheReader) {
-  Fixture fx;
-  TestLog l(fx.dir.sub("log"), fx.hooks, /*segment_bytes=*/16 << 10);
-  uint64_t next = l.append(60);  // ~3 KiB chunks: several segments
-  ASSERT_GE(l.log->segments().size(), 3u);
-  // What the log's own reader sees, chunk by chunk.
-  std::vector<CommittedChunk> want;
-  {
-    log::ReaderOptions ro;
-    auto r = l.log->open_reader(log::OffsetSpec::at_offset(0), ro);
-    ASSERT_OK(r);
-    for (;;) {
-      auto c = (*r)->next_chunk();
-      ASSERT_OK(c);
-      if (!*c) break;
-      want.push_back(CommittedChunk{(*c)->header, (*c)->segment_first_offset, (*c)->position,
-                                    uint64_t((*c)->bytes.size())});
-    }
-  }
-  // The tail, in small steps that end inside segments and at their ends.
-  auto t = LogTail::open(l.log, 0);
-  ASSERT_OK(t);
-  std::vector<CommittedChunk> got;
-  for (int i = 0; i < 1000; ++i) {
-    auto b = (*t)->read(5000);
-    ASSERT_OK(b);
-    got.insert(got.end(), b->chunks.begin(), b->chunks.end());
-    if (b->at_end) break;
-  }
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_EQ(got[i].header, want[i].header) << i;
-    EXPECT_EQ(got[i].segment, want[i].segment) << i;
-    EXPECT_EQ(got[i].position, want[i].position) << i;
-    EXPECT_EQ(got[i].size, want[i].size) << i;
-  }
-  EXPECT_EQ((*t)->next_offset(), next);
-  // Appends after the end are found by the next read.
-  uint64_t more = l.append(2);
-  auto b = (*t)->read(1 << 20);
-  ASSERT_OK(b);
-  EXPECT_TRUE(b->at_end);
-  ASSERT_EQ(b->chunks.size(), 2u);
-  EXPECT_EQ((*t)->next_offset(), more);
-  // Opening inside a chunk, or beyond the log, is refused naming why.
-  EXPECT_EQ(LogTail::open(l.log, 5).code(), Errc::corrupt);
-  EXPECT_EQ(LogTail::open(l.log, more + 1).code(), Errc::out_of_range);
-  auto at_end = LogTail::open(l.log, more);
-  ASSERT_OK(at_end);
-  auto empty = (*at_end)->read(1 << 20);
-  ASSERT_OK(empty);
-  EXPECT_TRUE(empty->at_end);
-  EXPECT_TRUE(empty->chunks.empty());
 }
 
 TEST(Uploader, QueueOverflowFallsBackToReadingTheLog) {
