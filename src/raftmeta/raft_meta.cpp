@@ -10,18 +10,19 @@
 
 #include "common/assert.h"
 #include "common/clock.h"
+#include "raftmeta/raft_meta_impl.h"
 
 namespace strata::raftmeta {
 
 // Shared with the slotstore's compaction hook, which may outlive nothing
 // but is simplest to reason about when it owns what it reads.
-struct RaftMeta::Gate {
+struct RaftMeta::Impl::Gate {
   std::function<Status(slotstore::CompactionPoint)> user_hook;
   // Compaction points reached after this monotonic time fail (abort).
   std::atomic<int64_t> abort_after_ns{INT64_MAX};
 };
 
-RaftMeta::RaftMeta(FileSystem& fs, std::string dir, const Options& options)
+RaftMeta::Impl::Impl(FileSystem& fs, std::string dir, const Options& options)
     : fs_(fs),
       dir_(std::move(dir)),
       path_(store_path(dir_)),
@@ -32,12 +33,14 @@ RaftMeta::RaftMeta(FileSystem& fs, std::string dir, const Options& options)
   gate_->user_hook = options.compaction_hook;
 }
 
+RaftMeta::RaftMeta(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
 RaftMeta::~RaftMeta() {
-  Status s = close();
-  if (!s.ok()) spdlog::warn("raftmeta {}: close: {}", path_, s.to_string());
+  Status s = impl_->close();
+  if (!s.ok()) spdlog::warn("raftmeta {}: close: {}", impl_->path(), s.to_string());
 }
 
-int64_t RaftMeta::now_ns() const {
+int64_t RaftMeta::Impl::now_ns() const {
   return system_clock().monotonic_ns();
 }
 
@@ -68,13 +71,13 @@ Result<std::unique_ptr<RaftMeta>> RaftMeta::open(FileSystem& fs, const std::stri
     if (!r.ok()) return std::move(r).error();  // names the DETS file already
     rep = std::move(r).value();
   }
-  std::unique_ptr<RaftMeta> m(new RaftMeta(fs, dir, options));
-  m->dir_lock_ = std::move(lock).value();
-  if (Status s = m->load(rep); !s.ok()) return ctx(std::move(s).error());
+  std::unique_ptr<RaftMeta> m(new RaftMeta(std::make_unique<Impl>(fs, dir, options)));
+  m->impl_->hold_dir_lock(std::move(lock).value());
+  if (Status s = m->impl_->load(rep); !s.ok()) return ctx(std::move(s).error());
   return m;
 }
 
-Status RaftMeta::load(const MigrationReport& migration) {
+Status RaftMeta::Impl::load(const MigrationReport& migration) {
   migration_ = migration;
   slotstore::Options so;
   so.slots = opt_.store.capacity;
@@ -142,24 +145,24 @@ Status RaftMeta::load(const MigrationReport& migration) {
   return Status::OK();
 }
 
-Status RaftMeta::usable_locked() const {
+Status RaftMeta::Impl::usable_locked() const {
   if (fatal_) return *fatal_;
   if (stopping_) return Error(Errc::closed, path_ + ": raftmeta is closed");
   return Status::OK();
 }
 
-void RaftMeta::wake_writer() {
+void RaftMeta::Impl::wake_writer() {
   // While holding a synced batch, only enough sync callers end the hold
   // (or its deadline); asynchronous stores join the batch anyway.
   if (writer_idle_ && !holding_) work_cv_.notify_one();
 }
 
-void RaftMeta::mark_dirty(uint32_t e, FieldMask mask) {
+void RaftMeta::Impl::mark_dirty(uint32_t e, FieldMask mask) {
   if (dirty_mask_[e] == 0) dirty_.push_back(e);
   dirty_mask_[e] |= mask;
 }
 
-Status RaftMeta::wait_durable(std::unique_lock<std::mutex>& l, uint64_t seq) {
+Status RaftMeta::Impl::wait_durable(std::unique_lock<std::mutex>& l, uint64_t seq) {
   if (durable_seq_ >= seq) return Status::OK();
   if (fatal_) return *fatal_;
   const uint64_t failures_before = failures_;
@@ -176,7 +179,7 @@ Status RaftMeta::wait_durable(std::unique_lock<std::mutex>& l, uint64_t seq) {
   return failure_;
 }
 
-Status RaftMeta::change(BytesView id, Field f, const FieldValue& v, bool sync) {
+Status RaftMeta::Impl::change(BytesView id, Field f, const FieldValue& v, bool sync) {
   STRATA_TRY(check_id(bounds_, id));
   STRATA_TRY(check_value(bounds_, id, f, v));
   std::unique_lock<std::mutex> l(mu_);
@@ -235,7 +238,7 @@ Status RaftMeta::change(BytesView id, Field f, const FieldValue& v, bool sync) {
   return wait_durable(l, seq_);
 }
 
-Status RaftMeta::remove(BytesView id, bool sync) {
+Status RaftMeta::Impl::remove(BytesView id, bool sync) {
   STRATA_TRY(check_id(bounds_, id));
   std::unique_lock<std::mutex> l(mu_);
   STRATA_TRY(usable_locked());
@@ -261,47 +264,29 @@ Status RaftMeta::remove(BytesView id, bool sync) {
   return wait_durable(l, seq_);
 }
 
-Status RaftMeta::store(BytesView id, Field f, const FieldValue& v) {
-  return change(id, f, v, false);
-}
-Status RaftMeta::store_sync(BytesView id, Field f, const FieldValue& v) {
-  return change(id, f, v, true);
-}
-Status RaftMeta::erase(BytesView id) {
-  return remove(id, false);
-}
-Status RaftMeta::erase_sync(BytesView id) {
-  return remove(id, true);
-}
-
-Status RaftMeta::sync() {
+Status RaftMeta::Impl::sync() {
   std::unique_lock<std::mutex> l(mu_);
   STRATA_TRY(usable_locked());
   return wait_durable(l, seq_);
 }
 
-std::optional<FieldValue> RaftMeta::fetch(BytesView id, Field f) const {
+std::optional<FieldValue> RaftMeta::Impl::fetch(BytesView id, Field f) const {
   std::optional<ServerMeta> m = table_->read(id, f == Field::voted_for);
   if (!m) return std::nullopt;
   return m->get(f);
 }
 
-FieldValue RaftMeta::fetch(BytesView id, Field f, const FieldValue& default_value) const {
-  std::optional<FieldValue> v = fetch(id, f);
-  return v ? *v : default_value;
-}
-
-std::optional<ServerMeta> RaftMeta::fetch_all(BytesView id) const {
+std::optional<ServerMeta> RaftMeta::Impl::fetch_all(BytesView id) const {
   return table_->read(id, true);
 }
 
-std::vector<std::pair<Bytes, ServerMeta>> RaftMeta::list() const {
+std::vector<std::pair<Bytes, ServerMeta>> RaftMeta::Impl::list() const {
   std::vector<std::pair<Bytes, ServerMeta>> out;
   table_->for_each([&](BytesView id, const ServerMeta& m) { out.emplace_back(Bytes(id), m); });
   return out;
 }
 
-Status RaftMeta::close() {
+Status RaftMeta::Impl::close() {
   std::lock_guard<std::mutex> cl(close_mu_);
   if (closed_) return close_status_;
   {
@@ -330,7 +315,7 @@ Status RaftMeta::close() {
   return st;
 }
 
-Stats RaftMeta::stats() const {
+Stats RaftMeta::Impl::stats() const {
   Stats s;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -352,6 +337,46 @@ Stats RaftMeta::stats() const {
   }
   s.store = store_->info();
   return s;
+}
+
+// ---- the public face: every call goes to Impl ----
+
+Status RaftMeta::store(BytesView id, Field f, const FieldValue& v) {
+  return impl_->store(id, f, v);
+}
+Status RaftMeta::store_sync(BytesView id, Field f, const FieldValue& v) {
+  return impl_->store_sync(id, f, v);
+}
+Status RaftMeta::erase(BytesView id) {
+  return impl_->erase(id);
+}
+Status RaftMeta::erase_sync(BytesView id) {
+  return impl_->erase_sync(id);
+}
+Status RaftMeta::sync() {
+  return impl_->sync();
+}
+std::optional<FieldValue> RaftMeta::fetch(BytesView id, Field f) const {
+  return impl_->fetch(id, f);
+}
+FieldValue RaftMeta::fetch(BytesView id, Field f, const FieldValue& default_value) const {
+  std::optional<FieldValue> v = impl_->fetch(id, f);
+  return v ? *v : default_value;
+}
+std::optional<ServerMeta> RaftMeta::fetch_all(BytesView id) const {
+  return impl_->fetch_all(id);
+}
+std::vector<std::pair<Bytes, ServerMeta>> RaftMeta::list() const {
+  return impl_->list();
+}
+Status RaftMeta::close() {
+  return impl_->close();
+}
+Stats RaftMeta::stats() const {
+  return impl_->stats();
+}
+const std::string& RaftMeta::path() const {
+  return impl_->path();
 }
 
 }  // namespace strata::raftmeta

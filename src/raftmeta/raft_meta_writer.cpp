@@ -8,7 +8,7 @@
 #include <chrono>
 
 #include "common/assert.h"
-#include "raftmeta/raft_meta.h"
+#include "raftmeta/raft_meta_impl.h"
 
 namespace strata::raftmeta {
 
@@ -41,7 +41,7 @@ bool is_refusal(Errc c) {
 
 }  // namespace
 
-bool RaftMeta::has_work_locked(int64_t now) const {
+bool RaftMeta::Impl::has_work_locked(int64_t now) const {
   if (!dirty_.empty() || !erased_.empty()) return true;
   if (want_sync_seq_ > durable_seq_) return true;
   if (periodic_.due(now)) return true;
@@ -49,7 +49,7 @@ bool RaftMeta::has_work_locked(int64_t now) const {
   return stopping_ && durable_seq_ < seq_;
 }
 
-RaftMeta::Snapshot RaftMeta::take_snapshot_locked(int64_t now) {
+RaftMeta::Impl::Snapshot RaftMeta::Impl::take_snapshot_locked(int64_t now) {
   // Callers wait on mu_ meanwhile: copy the least (ids into one buffer,
   // the vote only if it changed) and build the batch after unlocking.
   Snapshot snap;
@@ -80,7 +80,7 @@ RaftMeta::Snapshot RaftMeta::take_snapshot_locked(int64_t now) {
   return snap;
 }
 
-void RaftMeta::build_batch(Snapshot& snap) {
+void RaftMeta::Impl::build_batch(Snapshot& snap) {
   // Erases first: they free the slots new servers of this batch may need.
   // An id never written to the store (created and erased before the
   // writer saw it) has nothing to erase.
@@ -96,7 +96,7 @@ void RaftMeta::build_batch(Snapshot& snap) {
   }
 }
 
-void RaftMeta::requeue_locked(Snapshot& snap) {
+void RaftMeta::Impl::requeue_locked(Snapshot& snap) {
   for (Bytes& id : snap.erased) erased_.push_back(std::move(id));
   for (const PendingPut& p : snap.puts) {
     // A server erased since has its erase queued; nothing to put back.
@@ -105,7 +105,7 @@ void RaftMeta::requeue_locked(Snapshot& snap) {
   }
 }
 
-void RaftMeta::writer_main() {
+void RaftMeta::Impl::writer_main() {
   std::unique_lock<std::mutex> l(mu_);
   uint64_t close_failures = 0;
   bool held = false;  // the batch about to be taken was held (counted once)
