@@ -14,6 +14,16 @@ class StreamReader::Impl {
   Status start(const log::OffsetSpec& spec);
   // located: local chunks by location only (log::Reader::next_chunk_location).
   Result<std::optional<TieredChunk>> next_chunk(bool located = false);
+  // The steps of next_chunk (see there).
+  Result<bool> remote_step(std::optional<TieredChunk>* out);
+  Result<bool> local_step(bool located, std::optional<TieredChunk>* out);
+  // The remote reader's next chunk below `local_first`, counted in st.
+  Result<std::optional<RemoteChunk>> read_remote(uint64_t local_first);
+  // Moves the remote reader to the newest manifest, which must still hold
+  // the cursor (out_of_range: it is in neither tier).
+  Status refresh_remote(uint64_t local_first);
+  // The local reader's next chunk (its location only when `located`).
+  Result<std::optional<TieredChunk>> read_local(bool located);
 
   bool tiered() const { return keys.has_value(); }
   Result<CachedManifest> manifest() const;
@@ -198,95 +208,107 @@ void StreamReader::Impl::track_memory() {
       std::max({st.peak_buffered_bytes, remote->held_bytes(), remote->prefetch_stats().peak_bytes});
 }
 
+// next_chunk, step by step. Each step either delivers (a chunk, or nullopt
+// at the committed end) into *out and returns false, or moves the reader
+// (between tiers, or to a newer manifest) and returns true: take the next
+// step.
 Result<std::optional<TieredChunk>> StreamReader::Impl::next_chunk(bool located) {
   while (true) {
-    if (tier == Tier::remote) {
-      if (!remote) {
-        if (Status s = switch_to_remote(); !s.ok()) return annotate(s.error());
-      }
-      const uint64_t local_first = log->first_offset();
-      const uint64_t gets_before = remote->range_gets();
-      const uint64_t groups_before = remote->group_reads();
-      const uint64_t retries_before = remote->prefetch_stats().retries;
-      auto r = remote->next(local_first);
-      st.range_gets += remote->range_gets() - gets_before;
-      st.group_reads += remote->group_reads() - groups_before;
-      st.range_retries += remote->prefetch_stats().retries - retries_before;
-      track_memory();
-      if (!r.ok()) return annotate(r.error());
-      if (*r) {
-        const RemoteChunk& c = **r;
-        cursor = c.header.next_offset();
-        st.remote_chunks += 1;
-        st.remote_bytes += c.bytes.size();
-        return std::optional<TieredChunk>(
-            TieredChunk{c.header, c.bytes, Tier::remote, 0, 0, nullptr});
-      }
-      if (cursor >= local_first) {
-        STRATA_ASSIGN_OR_RETURN(bool switched, switch_to_local());
-        if (switched) continue;
-      }
-      // The snapshot ends below the local log: a newer manifest goes on.
-      auto cm = manifest();
-      if (!cm.ok()) return annotate(cm.error());
-      const Manifest& m = *cm->manifest;
-      if (m.first_offset > cursor || m.next_offset <= cursor) {
-        return annotate(
-            Error(Errc::out_of_range,
-                  fmt::format("offsets [{}, {}) are in neither tier (remote holds [{}, {}))",
-                              cursor, local_first, m.first_offset, m.next_offset)));
-      }
-      remote->refresh(cm->manifest);
-      continue;
-    }
-    if (located) {
-      auto r = local->next_chunk_location();
-      if (!r.ok()) {
-        if (r.error().code == Errc::out_of_range && tiered()) {
-          cursor = local->next_chunk_offset();
-          local.reset();
-          tier = Tier::remote;
-          continue;
-        }
-        return annotate(r.error());
-      }
-      if (!*r) return std::optional<TieredChunk>();
-      log::ChunkLocation& c = **r;
-      if (c.header.first_offset != cursor) {
-        return annotate(Error(Errc::internal,
-                              fmt::format("the local chunk starts at {}", c.header.first_offset)));
-      }
-      cursor = c.header.next_offset();
-      st.local_chunks += 1;
-      st.local_bytes += c.header.total_size();
-      return std::optional<TieredChunk>(TieredChunk{c.header, BytesView(), Tier::local,
-                                                    c.segment_first_offset, c.position,
-                                                    std::move(c.file)});
-    }
-    auto r = local->next_chunk();
-    if (!r.ok()) {
-      if (r.error().code == Errc::out_of_range && tiered()) {
-        // Local retention removed what this reader was about to read: the
-        // remote tier has it (retention waits for the upload).
-        cursor = local->next_chunk_offset();
-        local.reset();
-        tier = Tier::remote;
-        continue;
-      }
-      return annotate(r.error());
-    }
-    if (!*r) return std::optional<TieredChunk>();
-    const log::ChunkView& c = **r;
-    if (c.header.first_offset != cursor) {
-      return annotate(Error(Errc::internal,
-                            fmt::format("the local chunk starts at {}", c.header.first_offset)));
-    }
-    cursor = c.header.next_offset();
-    st.local_chunks += 1;
-    st.local_bytes += c.bytes.size();
-    return std::optional<TieredChunk>(
-        TieredChunk{c.header, c.bytes, Tier::local, c.segment_first_offset, c.position, nullptr});
+    std::optional<TieredChunk> out;
+    STRATA_ASSIGN_OR_RETURN(bool moved,
+                            tier == Tier::remote ? remote_step(&out) : local_step(located, &out));
+    if (!moved) return out;
   }
+}
+
+Result<bool> StreamReader::Impl::remote_step(std::optional<TieredChunk>* out) {
+  if (!remote) {
+    if (Status s = switch_to_remote(); !s.ok()) return annotate(s.error());
+  }
+  const uint64_t local_first = log->first_offset();
+  auto r = read_remote(local_first);
+  if (!r.ok()) return annotate(r.error());
+  if (*r) {
+    const RemoteChunk& c = **r;
+    cursor = c.header.next_offset();
+    st.remote_chunks += 1;
+    st.remote_bytes += c.bytes.size();
+    *out = TieredChunk{c.header, c.bytes, Tier::remote, 0, 0, nullptr};
+    return false;
+  }
+  // Nothing more remote below the local log: on to the local log, ...
+  if (cursor >= local_first) {
+    STRATA_ASSIGN_OR_RETURN(bool switched, switch_to_local());
+    if (switched) return true;
+  }
+  // ... or, when the manifest snapshot ends below it, on to a newer one.
+  if (Status s = refresh_remote(local_first); !s.ok()) return annotate(s.error());
+  return true;
+}
+
+Result<std::optional<RemoteChunk>> StreamReader::Impl::read_remote(uint64_t local_first) {
+  const uint64_t gets_before = remote->range_gets();
+  const uint64_t groups_before = remote->group_reads();
+  const uint64_t retries_before = remote->prefetch_stats().retries;
+  auto r = remote->next(local_first);
+  st.range_gets += remote->range_gets() - gets_before;
+  st.group_reads += remote->group_reads() - groups_before;
+  st.range_retries += remote->prefetch_stats().retries - retries_before;
+  track_memory();
+  return r;
+}
+
+Status StreamReader::Impl::refresh_remote(uint64_t local_first) {
+  STRATA_ASSIGN_OR_RETURN(CachedManifest cm, manifest());
+  const Manifest& m = *cm.manifest;
+  if (m.first_offset > cursor || m.next_offset <= cursor) {
+    return Error(Errc::out_of_range,
+                 fmt::format("offsets [{}, {}) are in neither tier (remote holds [{}, {}))", cursor,
+                             local_first, m.first_offset, m.next_offset));
+  }
+  remote->refresh(cm.manifest);
+  return Status::OK();
+}
+
+Result<bool> StreamReader::Impl::local_step(bool located, std::optional<TieredChunk>* out) {
+  auto r = read_local(located);
+  if (!r.ok()) {
+    if (r.error().code == Errc::out_of_range && tiered()) {
+      // Local retention removed what this reader was about to read: the
+      // remote tier has it (retention waits for the upload).
+      cursor = local->next_chunk_offset();
+      local.reset();
+      tier = Tier::remote;
+      return true;
+    }
+    return annotate(r.error());
+  }
+  if (*r) {
+    const log::ChunkHeader& h = (*r)->header;
+    if (h.first_offset != cursor) {
+      return annotate(
+          Error(Errc::internal, fmt::format("the local chunk starts at {}", h.first_offset)));
+    }
+    cursor = h.next_offset();
+    st.local_chunks += 1;
+    st.local_bytes += h.total_size();
+  }
+  *out = std::move(*r);
+  return false;
+}
+
+Result<std::optional<TieredChunk>> StreamReader::Impl::read_local(bool located) {
+  if (located) {
+    STRATA_ASSIGN_OR_RETURN(std::optional<log::ChunkLocation> c, local->next_chunk_location());
+    if (!c) return std::optional<TieredChunk>();
+    return std::optional<TieredChunk>(TieredChunk{c->header, BytesView(), Tier::local,
+                                                  c->segment_first_offset, c->position,
+                                                  std::move(c->file)});
+  }
+  STRATA_ASSIGN_OR_RETURN(std::optional<log::ChunkView> c, local->next_chunk());
+  if (!c) return std::optional<TieredChunk>();
+  return std::optional<TieredChunk>(
+      TieredChunk{c->header, c->bytes, Tier::local, c->segment_first_offset, c->position, nullptr});
 }
 
 // ---- StreamReader ----
