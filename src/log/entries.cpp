@@ -78,45 +78,36 @@ std::optional<EntryProblem> check_inner(const Entry& e) {
 }  // namespace
 
 std::optional<EntryProblem> read_entry(BytesView data, size_t pos, Entry* out) {
-  if (data.size() - pos < kEntryHeaderSize) {
-    return corrupt(pos, fmt::format("entry header truncated at data byte {}", pos));
+  proto::OsirisEntry oe;
+  switch (proto::frame_osiris_entry(data.substr(pos), &oe)) {
+    case proto::EntryFraming::ok:
+      break;
+    case proto::EntryFraming::header_truncated:
+      return corrupt(pos, fmt::format("{} header truncated at data byte {}",
+                                      oe.sub_batch ? "sub-batch" : "entry", pos));
+    case proto::EntryFraming::empty_sub_batch:
+      return corrupt(pos, fmt::format("sub-batch at data byte {} holds 0 records", pos));
+    case proto::EntryFraming::overrun:
+      return corrupt(pos, fmt::format("{} of {} bytes at data byte {} overruns the chunk",
+                                      oe.sub_batch ? "sub-batch" : "entry", oe.body_len, pos));
   }
-  const uint8_t* p = u8(data.data() + pos);
-  const uint32_t eh = get_be32(p);
   Entry e;
   e.position = pos;
-  if (!(eh & kSubBatchFlag)) {
-    if (eh > data.size() - pos - kEntryHeaderSize) {
-      return corrupt(pos,
-                     fmt::format("entry of {} bytes at data byte {} overruns the chunk", eh, pos));
+  e.body = oe.body;
+  if (oe.sub_batch) {
+    e.kind = EntryKind::sub_batch;
+    e.compression = uint8_t(oe.compression);
+    e.num_records = oe.num_records;
+    e.uncompressed_len = oe.uncompressed_len;
+    // Uncompressed, the body must be exactly nrec simple entries.
+    if (e.compression == kCompressionNone) {
+      if (e.uncompressed_len != oe.body_len) {
+        return corrupt(pos, fmt::format("uncompressed sub-batch at data byte {}: uncompressed "
+                                        "length {} differs from its length {}",
+                                        pos, e.uncompressed_len, oe.body_len));
+      }
+      if (auto problem = check_inner(e)) return problem;
     }
-    e.body = data.substr(pos + kEntryHeaderSize, eh);
-    *out = e;
-    return std::nullopt;
-  }
-  if (data.size() - pos < kSubBatchHeaderSize) {
-    return corrupt(pos, fmt::format("sub-batch header truncated at data byte {}", pos));
-  }
-  e.kind = EntryKind::sub_batch;
-  e.compression = (p[0] >> 4) & 0x7;
-  e.num_records = get_be16(p + 1);
-  e.uncompressed_len = get_be32(p + 3);
-  const uint32_t len = get_be32(p + 7);
-  if (e.num_records == 0) {
-    return corrupt(pos, fmt::format("sub-batch at data byte {} holds 0 records", pos));
-  }
-  if (len > data.size() - pos - kSubBatchHeaderSize) {
-    return corrupt(
-        pos, fmt::format("sub-batch of {} bytes at data byte {} overruns the chunk", len, pos));
-  }
-  e.body = data.substr(pos + kSubBatchHeaderSize, len);
-  if (e.compression == kCompressionNone) {
-    if (e.uncompressed_len != len) {
-      return corrupt(pos, fmt::format("uncompressed sub-batch at data byte {}: uncompressed "
-                                      "length {} differs from its length {}",
-                                      pos, e.uncompressed_len, len));
-    }
-    if (auto problem = check_inner(e)) return problem;
   }
   *out = e;
   return std::nullopt;
@@ -160,11 +151,11 @@ std::optional<EntryProblem> count_entries(BytesView data, EntryCounts* counts) {
 bool only_simple_entries(BytesView data) {
   size_t pos = 0;
   while (pos < data.size()) {
-    if (data.size() - pos < kEntryHeaderSize) return false;
-    const uint32_t w = get_be32(u8(data.data() + pos));
-    if (w & kSubBatchFlag) return false;
-    if (w > data.size() - pos - kEntryHeaderSize) return false;
-    pos += kEntryHeaderSize + w;
+    proto::OsirisEntry e;
+    if (proto::frame_osiris_entry(data.substr(pos), &e) != proto::EntryFraming::ok || e.sub_batch) {
+      return false;
+    }
+    pos += e.encoded.size();
   }
   return true;
 }

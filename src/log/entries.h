@@ -10,6 +10,12 @@
 // delivers entries as they came off the wire; only readers that want single
 // records look inside sub-batches.
 //
+// The framing of an entry is proto's (proto/osiris_chunk.h,
+// frame_osiris_entry: one rule for entries off the wire and in a chunk,
+// including that a sub-batch of 0 records is refused); on top of it this
+// file checks what a chunk's entries hold (an uncompressed sub-batch is
+// exactly nrec simple entries) and walks their records.
+//
 // Pure: bytes in, views out. Problems come back as EntryProblem (position
 // and reason) so a caller on a hot path formats the place only on failure.
 #pragma once
@@ -24,12 +30,13 @@
 #include "common/endian.h"
 #include "common/result.h"
 #include "log/chunk.h"
+#include "proto/osiris_chunk.h"
 
 namespace strata::log {
 
 constexpr uint32_t kSubBatchFlag = 0x80000000u;
 // flags u8 + nrec u16 + uncompressed_len u32 + len u32.
-constexpr size_t kSubBatchHeaderSize = 11;
+constexpr size_t kSubBatchHeaderSize = proto::kSubBatchEntryHeaderSize;
 
 // Sub-batch compression codes (the stream protocol's): 0 none, 1 gzip,
 // 2 snappy, 3 lz4, 4 zstd, 7 user-defined; 5 and 6 unassigned.
@@ -61,9 +68,9 @@ struct EntryProblem {
   Error error(const std::string& where) const;
 };
 
-// The entry at data[pos..): its framing within `data`, and for an
-// uncompressed sub-batch that its body is exactly nrec simple entries.
-// nrec 0 is corrupt.
+// The entry at data[pos..): its framing within `data` (nrec 0 is corrupt),
+// and for an uncompressed sub-batch that its body is exactly nrec simple
+// entries.
 std::optional<EntryProblem> read_entry(BytesView data, size_t pos, Entry* out);
 
 struct EntryCounts {

@@ -55,43 +55,50 @@ Result<OsirisChunkHeader> decode_osiris_header(BytesView in) {
   return h;
 }
 
+EntryFraming frame_osiris_entry(BytesView in, OsirisEntry* out) {
+  OsirisEntry e;
+  const uint8_t* p = strata::u8(in.data());
+  e.sub_batch = !in.empty() && (p[0] & 0x80) != 0;
+  const size_t header = e.sub_batch ? kSubBatchEntryHeaderSize : kSimpleEntryHeaderSize;
+  if (in.size() < header) {
+    *out = e;
+    return EntryFraming::header_truncated;
+  }
+  if (e.sub_batch) {
+    e.compression = Compression((p[0] >> 4) & 0x07);
+    e.num_records = get_be16(p + 1);
+    e.uncompressed_len = get_be32(p + 3);
+    e.body_len = get_be32(p + 7);
+  } else {
+    e.body_len = get_be32(p) & kMaxSimpleEntryLen;
+  }
+  *out = e;
+  if (e.sub_batch && e.num_records == 0) return EntryFraming::empty_sub_batch;
+  if (in.size() - header < e.body_len) return EntryFraming::overrun;
+  out->body = in.substr(header, e.body_len);
+  out->encoded = in.substr(0, header + size_t(e.body_len));
+  return EntryFraming::ok;
+}
+
 Result<OsirisEntry> parse_osiris_entry(BytesView in) {
   if (in.empty()) return make_error(Errc::corrupt, "osiris entry: empty input");
-  const uint8_t* p = strata::u8(in.data());
   OsirisEntry e;
-  if ((p[0] & 0x80) == 0) {
-    if (in.size() < kSimpleEntryHeaderSize) {
+  const EntryFraming f = frame_osiris_entry(in, &e);
+  const char* kind = e.sub_batch ? "osiris sub-batch entry" : "osiris simple entry";
+  const size_t header = e.sub_batch ? kSubBatchEntryHeaderSize : kSimpleEntryHeaderSize;
+  switch (f) {
+    case EntryFraming::ok:
+      return e;
+    case EntryFraming::header_truncated:
       return make_error(Errc::corrupt,
-                        fmt::format("osiris simple entry: header truncated ({} bytes)", in.size()));
-    }
-    uint32_t len = get_be32(p) & kMaxSimpleEntryLen;
-    if (in.size() - kSimpleEntryHeaderSize < len) {
-      return make_error(Errc::corrupt,
-                        fmt::format("osiris simple entry: length {} but {} bytes follow", len,
-                                    in.size() - kSimpleEntryHeaderSize));
-    }
-    e.body = in.substr(kSimpleEntryHeaderSize, len);
-    e.encoded = in.substr(0, kSimpleEntryHeaderSize + len);
-    return e;
+                        fmt::format("{}: header truncated ({} bytes)", kind, in.size()));
+    case EntryFraming::overrun:
+      return make_error(Errc::corrupt, fmt::format("{}: length {} but {} bytes follow", kind,
+                                                   e.body_len, in.size() - header));
+    case EntryFraming::empty_sub_batch:
+      return make_error(Errc::corrupt, fmt::format("{}: holds 0 records", kind));
   }
-  if (in.size() < kSubBatchEntryHeaderSize) {
-    return make_error(
-        Errc::corrupt,
-        fmt::format("osiris sub-batch entry: header truncated ({} bytes)", in.size()));
-  }
-  e.sub_batch = true;
-  e.compression = Compression((p[0] >> 4) & 0x07);
-  e.num_records = get_be16(p + 1);
-  e.uncompressed_len = get_be32(p + 3);
-  uint32_t len = get_be32(p + 7);
-  if (in.size() - kSubBatchEntryHeaderSize < len) {
-    return make_error(Errc::corrupt,
-                      fmt::format("osiris sub-batch entry: length {} but {} bytes follow", len,
-                                  in.size() - kSubBatchEntryHeaderSize));
-  }
-  e.body = in.substr(kSubBatchEntryHeaderSize, len);
-  e.encoded = in.substr(0, kSubBatchEntryHeaderSize + size_t(len));
-  return e;
+  return make_error(Errc::internal, "osiris entry: unknown framing outcome");
 }
 
 void append_simple_entry(Bytes* out, BytesView body) {

@@ -60,11 +60,35 @@ struct OsirisEntry {
   Compression compression = Compression::none;  // sub-batch only
   uint16_t num_records = 1;                     // 1 for a simple entry
   uint32_t uncompressed_len = 0;                // sub-batch only
+  uint32_t body_len = 0;                        // the body's length, as its header says
   BytesView body;                               // the entry's payload (after its header)
   BytesView encoded;                            // header + body, as on the wire
 };
 
-// Parses the entry at the front of `in` (Errc::corrupt if truncated).
+// What is wrong with an entry's framing.
+enum class EntryFraming : uint8_t {
+  ok,
+  header_truncated,  // fewer bytes than its header (4 simple, 11 sub-batch)
+  overrun,           // its body runs past the input
+  empty_sub_batch,   // a sub-batch of 0 records
+};
+
+// Frames the entry at the front of `in`: the one framing rule of osiris
+// entries, for those a Publish frame carries and those a chunk stores
+// (log/entries.h builds on it). On a problem *out holds what was read
+// (sub_batch says which header, body_len what it declared). Pure and
+// allocation-free: it runs for every record read.
+//
+// A sub-batch of 0 records is refused. osiris and RabbitMQ accept one
+// (rabbit_stream_utils:write_messages hands its count to osiris, which adds
+// it to the chunk's record count unchecked), and a chunk holding only such
+// entries occupies no offset: the next chunk then has the same first
+// offset, and offset lookups meet two chunks at one offset. A publisher
+// sending one is broken; its frame is refused like any malformed entry.
+EntryFraming frame_osiris_entry(BytesView in, OsirisEntry* out);
+
+// Parses the entry at the front of `in`: frame_osiris_entry, its problem
+// as Errc::corrupt naming it.
 Result<OsirisEntry> parse_osiris_entry(BytesView in);
 
 // Appends a simple entry (len must be <= kMaxSimpleEntryLen).

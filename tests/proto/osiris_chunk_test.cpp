@@ -4,6 +4,10 @@
 
 #include <algorithm>
 
+#include "proto/commands.h"
+#include "proto/dispatch.h"
+#include "proto/frame.h"
+
 namespace strata::proto {
 namespace {
 
@@ -74,6 +78,73 @@ TEST(OsirisChunk, EntriesParseAndTruncationsFail) {
       EXPECT_EQ(cut.error().code, Errc::corrupt);
     }
   }
+}
+
+// The one framing rule (log/entries.h reads chunks with it too): each
+// problem is named, and what was read says which header it was.
+TEST(OsirisChunk, FramingNamesEachProblem) {
+  Bytes simple;
+  append_simple_entry(&simple, "abc");
+  Bytes sub;
+  append_sub_batch_record(&sub, "x");
+  Bytes batch;
+  append_sub_batch_entry(&batch, Compression::none, 1, uint32_t(sub.size()), sub);
+  OsirisEntry e;
+  ASSERT_EQ(frame_osiris_entry(simple, &e), EntryFraming::ok);
+  EXPECT_EQ(e.body, "abc");
+  EXPECT_EQ(e.encoded, simple);
+  ASSERT_EQ(frame_osiris_entry(batch, &e), EntryFraming::ok);
+  EXPECT_TRUE(e.sub_batch);
+  EXPECT_EQ(e.body, sub);
+  EXPECT_EQ(frame_osiris_entry(BytesView(simple).substr(0, 3), &e), EntryFraming::header_truncated);
+  EXPECT_FALSE(e.sub_batch);
+  EXPECT_EQ(frame_osiris_entry(BytesView(batch).substr(0, 10), &e), EntryFraming::header_truncated);
+  EXPECT_TRUE(e.sub_batch);
+  EXPECT_EQ(frame_osiris_entry(BytesView(simple).substr(0, 6), &e), EntryFraming::overrun);
+  EXPECT_EQ(e.body_len, 3u);
+  EXPECT_EQ(frame_osiris_entry(BytesView(batch).substr(0, batch.size() - 1), &e),
+            EntryFraming::overrun);
+  EXPECT_EQ(frame_osiris_entry("", &e), EntryFraming::header_truncated);
+}
+
+// A sub-batch of 0 records is refused wherever entries are framed: osiris
+// would store it as an entry occupying no offset (see frame_osiris_entry),
+// the log could never read it back, so a Publish carrying one is a
+// malformed frame like any other.
+TEST(OsirisChunk, AnEmptySubBatchIsRefused) {
+  Bytes empty;
+  append_sub_batch_entry(&empty, Compression::none, 0, 0, "");
+  Bytes empty_zstd;
+  append_sub_batch_entry(&empty_zstd, Compression::zstd, 0, 5, "bytes");
+  for (const Bytes& b : {empty, empty_zstd}) {
+    OsirisEntry e;
+    EXPECT_EQ(frame_osiris_entry(b, &e), EntryFraming::empty_sub_batch);
+    auto p = parse_osiris_entry(b);
+    ASSERT_FALSE(p.ok());
+    EXPECT_EQ(p.code(), Errc::corrupt);
+    EXPECT_NE(p.error().message.find("0 records"), std::string::npos) << p.error().message;
+    Bytes data;
+    append_simple_entry(&data, "ok");
+    data += b;
+    OsirisEntryReader r(data);
+    ASSERT_TRUE(r.next(&e));
+    EXPECT_FALSE(r.next(&e));
+    EXPECT_TRUE(r.failed());
+  }
+  // A Publish frame carrying one does not decode.
+  Bytes entries;
+  append_simple_entry(&entries, "fine");
+  const size_t first = entries.size();
+  entries += empty;
+  PublishRequest pub;
+  pub.publisher_id = 1;
+  pub.messages = {{1, std::nullopt, BytesView(entries).substr(0, first)},
+                  {2, std::nullopt, BytesView(entries).substr(first)}};
+  Bytes frame;
+  encode(pub, &frame);
+  auto d = decode_client_frame(split_frame(frame, 0).body(frame));
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message.find("0 records"), std::string::npos) << d.error().message;
 }
 
 }  // namespace
