@@ -16,23 +16,15 @@
 //   <ns>/deletions/<stream> "<id>" of the node that requested the deletion
 #pragma once
 
-#include <asio/io_context.hpp>
-#include <asio/steady_timer.hpp>
-#include <asio/strand.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 
-#include "catalog/catalog.h"
 #include "cluster/ownership_core.h"
-#include "common/blocking_pool.h"
-#include "common/task.h"
+#include "common/result.h"
 #include "etcd/etcd_client.h"
 
 namespace strata::node {
@@ -114,55 +106,14 @@ class Ownership {
   uint64_t writer_fences() const;
   // Streams handed over to their first choice (core's handoffs).
   uint64_t handoffs() const;
-  const OwnershipConfig& config() const { return cfg_; }
+  const OwnershipConfig& config() const;
+
+  // The state and the steps behind these methods (ownership_impl.h).
+  class Impl;
 
  private:
-  Ownership(OwnershipConfig cfg, std::shared_ptr<etcd::EtcdClient> client, node::Node* node);
-  void post_event(Event e);
-  void handle(const Event& e);
-  void run(Effects fx);
-  void arm_tick();
-  void resync();
-  void on_watch(const std::vector<etcd::WatchEvent>& events);
-  // Whether the view changed (nodes, owners, the set of streams).
-  bool apply_kv(const etcd::KeyValue& kv, bool removed);
-  ev::View core_view() const;  // mu_ held
-  int64_t now_ms() const;
-  std::chrono::milliseconds call_deadline() const;
-
-  const OwnershipConfig cfg_;
-  std::shared_ptr<etcd::EtcdClient> client_;
-  node::Node* node_;
-
-  asio::io_context io_;
-  Strand strand_{asio::make_strand(io_)};
-  asio::steady_timer tick_{io_};
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
-  std::thread thread_;
-  std::shared_ptr<BlockingPool> pool_;
-  std::shared_ptr<IoLifetime> lifetime_ = std::make_shared<IoLifetime>();
-
-  OwnershipCore core_;  // on the strand
-  std::unique_ptr<etcd::Watch> watch_;
-  uint64_t watch_generation_ = 0;
-
-  mutable std::mutex mu_;  // the view and the mirror of the core's state
-  std::condition_variable cv_;
-  ClusterView view_;
-  std::map<std::string, OwnershipCore::StreamState> owned_;
-  int64_t lease_ = 0;
-  uint64_t fences_ = 0;
-  uint64_t writer_fences_ = 0;
-  uint64_t handoffs_ = 0;
-  std::string last_fence_;
-  // Where an uploader's fenced report goes: it may come from the node's
-  // event loop after stop(), so it checks `open` under its own lock.
-  struct FenceSink {
-    std::mutex mu;
-    bool open = true;
-  };
-  std::shared_ptr<FenceSink> fence_sink_ = std::make_shared<FenceSink>();
-  bool stopped_ = false;
+  explicit Ownership(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace strata::cluster

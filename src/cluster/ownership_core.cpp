@@ -2,18 +2,23 @@
 
 #include <algorithm>
 
+#include "cluster/cluster_limits.h"
+#include "common/assert.h"
 #include "common/overloaded.h"
 
 namespace strata::cluster {
 
 OwnershipTiming OwnershipTiming::resolved() const {
   OwnershipTiming r = *this;
-  if (r.keepalive_interval_ms <= 0)
-    r.keepalive_interval_ms = std::max<int64_t>(1, r.lease_ttl_ms / 3);
-  if (r.safety_margin_ms <= 0) r.safety_margin_ms = std::max<int64_t>(1, r.lease_ttl_ms / 5);
+  if (r.keepalive_interval_ms <= 0) {
+    r.keepalive_interval_ms = std::max<int64_t>(1, r.lease_ttl_ms / kKeepalivesPerTtl);
+  }
+  if (r.safety_margin_ms <= 0) {
+    r.safety_margin_ms = std::max<int64_t>(1, r.lease_ttl_ms / kTtlPerSafetyMargin);
+  }
   if (r.acquire_grace_ms <= 0) r.acquire_grace_ms = r.lease_ttl_ms;
   if (r.retry_ms <= 0) r.retry_ms = 1;
-  if (r.rebalance_after_ms == 0) r.rebalance_after_ms = 2 * r.lease_ttl_ms;
+  if (r.rebalance_after_ms == 0) r.rebalance_after_ms = kRebalanceAfterTtls * r.lease_ttl_ms;
   return r;
 }
 
@@ -77,7 +82,7 @@ Effects OwnershipCore::start(int64_t now_ms) {
   if (stopped_) return fx;
   phase_ = Phase::granting;
   grant_sent_ms_ = now_ms;
-  fx.grant_lease = true;
+  fx.push_back(effect::GrantLease{});
   return fx;
 }
 
@@ -85,15 +90,19 @@ Effects OwnershipCore::stop() {
   Effects fx;
   if (stopped_) return fx;
   stopped_ = true;
-  for (const auto& [s, o] : owned_) {
-    if (o.state != StreamState::acquiring) fx.close.push_back(s);
-  }
-  owned_.clear();
-  mirror();
-  if (lease_ != 0) fx.revoke.push_back(lease_);
+  close_all(fx);
+  if (lease_ != 0) fx.push_back(effect::Revoke{lease_});
   lease_ = 0;
   phase_ = Phase::no_lease;
   return fx;
+}
+
+void OwnershipCore::close_all(Effects& fx) {
+  for (const auto& [s, o] : owned_) {
+    if (o.state != StreamState::acquiring) fx.push_back(effect::Close{s});
+  }
+  owned_.clear();
+  mirror();
 }
 
 // Gives the lease up: every stream stops at once (acquires in flight are
@@ -102,18 +111,14 @@ Effects OwnershipCore::stop() {
 // the TTL), and a fresh lease is asked for.
 void OwnershipCore::fence(const std::string& why, Effects& fx) {
   fences_ += 1;
-  fx.fenced = true;
-  fx.why = why;
-  for (const auto& [s, o] : owned_) {
-    if (o.state != StreamState::acquiring) fx.close.push_back(s);
-  }
-  // Nothing won under the old lease is opened now.
-  fx.open.clear();
-  fx.acquire.clear();
-  owned_.clear();
+  // Nothing won under the old lease is opened or acquired now.
+  std::erase_if(fx, [](const Effect& e) {
+    return std::holds_alternative<effect::Open>(e) || std::holds_alternative<effect::Acquire>(e);
+  });
+  close_all(fx);
+  fx.push_back(effect::LeaseGivenUp{why});
   retry_at_.clear();
-  mirror();
-  if (lease_ != 0) fx.revoke.push_back(lease_);
+  if (lease_ != 0) fx.push_back(effect::Revoke{lease_});
   lease_ = 0;
   keepalive_in_flight_ = false;
   register_in_flight_ = false;
@@ -147,10 +152,25 @@ void OwnershipCore::apply(const ev::View& v, Effects& fx) {
       ++it;
       continue;
     }
-    fx.close.push_back(it->first);
+    fx.push_back(effect::Close{it->first});
     it = owned_.erase(it);
   }
   mirror();
+}
+
+bool OwnershipCore::backing_off(const std::string& stream, int64_t now) const {
+  auto r = retry_at_.find(stream);
+  return r != retry_at_.end() && now < r->second;
+}
+
+// An open (a takeover that raises the epoch under the owner key) is only
+// ever asked for under the lease the node holds now.
+void OwnershipCore::emit_open(const std::string& stream, Owned& o, Effects& fx) {
+  STRATA_ASSERT(lease_ != 0 && (phase_ == Phase::live || phase_ == Phase::registering),
+                "cluster: a stream is opened only under a live lease");
+  o.state = StreamState::opening;
+  o.in_flight = true;
+  fx.push_back(effect::Open{stream, lease_});
 }
 
 void OwnershipCore::drive(int64_t now, Effects& fx) {
@@ -158,24 +178,37 @@ void OwnershipCore::drive(int64_t now, Effects& fx) {
   if (phase_ == Phase::no_lease && now >= retry_grant_at_) {
     phase_ = Phase::granting;
     grant_sent_ms_ = now;
-    fx.grant_lease = true;
+    fx.push_back(effect::GrantLease{});
     return;
   }
   if (phase_ != Phase::live && phase_ != Phase::registering) return;
-  if (!keepalive_in_flight_ && now >= last_ok_sent_ms_ + t_.keepalive_interval_ms &&
-      now >= keepalive_retry_at_) {
-    keepalive_in_flight_ = true;
-    keepalive_sent_ms_ = now;
-    fx.keepalive = lease_;
-  }
+  keep_lease(now, fx);
   if (phase_ == Phase::registering) {
     if (!register_in_flight_ && now >= register_retry_at_) {
       register_in_flight_ = true;
-      fx.register_node = lease_;
+      fx.push_back(effect::Register{lease_});
     }
     return;
   }
-  // Live: which ownerless streams to try.
+  acquire_ownerless(now, fx);
+  remove_requested(now, fx);
+  maybe_hand_off(now, fx);
+  retry_opens(now, fx);
+  mirror();
+}
+
+void OwnershipCore::keep_lease(int64_t now, Effects& fx) {
+  if (keepalive_in_flight_ || now < last_ok_sent_ms_ + t_.keepalive_interval_ms ||
+      now < keepalive_retry_at_) {
+    return;
+  }
+  keepalive_in_flight_ = true;
+  keepalive_sent_ms_ = now;
+  fx.push_back(effect::Keepalive{lease_});
+}
+
+// Live: which ownerless streams to try.
+void OwnershipCore::acquire_ownerless(int64_t now, Effects& fx) {
   const bool self_seen =
       std::find(view_.nodes.begin(), view_.nodes.end(), id_) != view_.nodes.end();
   for (const auto& s : view_.streams) {
@@ -185,15 +218,14 @@ void OwnershipCore::drive(int64_t now, Effects& fx) {
     }
     auto [since, fresh] = ownerless_since_.emplace(s, now);
     (void)fresh;
-    if (owned_.count(s) || !self_seen) continue;
-    if (auto r = retry_at_.find(s); r != retry_at_.end() && now < r->second) continue;
+    if (owned_.count(s) || !self_seen || backing_off(s, now)) continue;
     // Whoever asked to delete an ownerless stream takes it, to delete it.
     auto del = view_.deletions.find(s);
     bool first =
         first_choice(s, view_.nodes) == id_ || (del != view_.deletions.end() && del->second == id_);
     if (!first && now - since->second < t_.acquire_grace_ms) continue;
     owned_[s] = Owned{StreamState::acquiring, 0, true};
-    fx.acquire.push_back(s);
+    fx.push_back(effect::Acquire{s, lease_});
   }
   // Forget streams no longer in the catalog.
   for (auto it = ownerless_since_.begin(); it != ownerless_since_.end();) {
@@ -203,22 +235,23 @@ void OwnershipCore::drive(int64_t now, Effects& fx) {
       ++it;
     }
   }
-  // Deletions requested of streams served here.
+}
+
+// Deletions requested of streams served here.
+void OwnershipCore::remove_requested(int64_t now, Effects& fx) {
   for (auto& [s, o] : owned_) {
     if (o.state != StreamState::serving || o.removing || !view_.deletions.count(s)) continue;
-    if (auto r = retry_at_.find(s); r != retry_at_.end() && now < r->second) continue;
+    if (backing_off(s, now)) continue;
     o.removing = true;
-    fx.remove.push_back(s);
+    fx.push_back(effect::Remove{s, lease_});
   }
-  maybe_hand_off(now, fx);
-  // Opens to retry.
+}
+
+void OwnershipCore::retry_opens(int64_t now, Effects& fx) {
   for (auto& [s, o] : owned_) {
-    if (o.state != StreamState::opening || o.in_flight) continue;
-    if (auto r = retry_at_.find(s); r != retry_at_.end() && now < r->second) continue;
-    o.in_flight = true;
-    fx.open.push_back(s);
+    if (o.state != StreamState::opening || o.in_flight || backing_off(s, now)) continue;
+    emit_open(s, o, fx);
   }
-  mirror();
 }
 
 // At most one hand-off at a time: the first served stream whose first
@@ -248,9 +281,131 @@ void OwnershipCore::maybe_hand_off(int64_t now, Effects& fx) {
     if (now - node_seen_since_.at(to) < t_.rebalance_after_ms) continue;
     o.state = StreamState::handing_off;
     o.in_flight = true;
-    fx.handoff.push_back(s);
+    fx.push_back(effect::HandOff{s, lease_});
     return;
   }
+}
+
+void OwnershipCore::on_granted(const ev::LeaseGranted& g, Effects& fx) {
+  if (phase_ != Phase::granting) {
+    // Not asked for any more: give it back. (emplace: GCC 12 falsely warns
+    // of an uninitialized string when this temporary is pushed back.)
+    fx.emplace_back(std::in_place_type<effect::Revoke>, effect::Revoke{g.lease});
+    return;
+  }
+  lease_ = g.lease;
+  last_ok_sent_ms_ = grant_sent_ms_;
+  phase_ = Phase::registering;
+  register_in_flight_ = false;
+  register_retry_at_ = 0;
+  keepalive_retry_at_ = 0;
+}
+
+void OwnershipCore::on_lease_failed(int64_t now) {
+  if (phase_ != Phase::granting) return;
+  phase_ = Phase::no_lease;
+  retry_grant_at_ = now + t_.retry_ms;
+}
+
+void OwnershipCore::on_keepalive(const ev::KeepaliveDone& k, int64_t now, Effects& fx) {
+  if (k.lease != lease_ || !keepalive_in_flight_) return;
+  keepalive_in_flight_ = false;
+  if (k.ok) {
+    last_ok_sent_ms_ = std::max(last_ok_sent_ms_, keepalive_sent_ms_);
+  } else if (k.lease_gone) {
+    fence("etcd says lease " + std::to_string(lease_) + " is gone: " + k.why, fx);
+  } else {
+    keepalive_retry_at_ = now + t_.retry_ms;
+  }
+}
+
+void OwnershipCore::on_registered(const ev::Registered& r, int64_t now) {
+  if (r.lease != lease_ || phase_ != Phase::registering) return;
+  register_in_flight_ = false;
+  if (r.ok) {
+    phase_ = Phase::live;
+  } else {
+    register_retry_at_ = now + t_.retry_ms;
+  }
+}
+
+void OwnershipCore::on_acquired(const ev::AcquireDone& a, int64_t now, Effects& fx) {
+  auto it = owned_.find(a.stream);
+  if (a.lease != lease_ || it == owned_.end() || it->second.state != StreamState::acquiring) {
+    return;
+  }
+  if (a.won) {
+    it->second.acquired_revision = a.revision;
+    emit_open(a.stream, it->second, fx);
+  } else {
+    // Lost (the view will show the winner) or failed: either way not again
+    // before the backoff, so a lagging view does not make us retry in a
+    // loop.
+    owned_.erase(it);
+    retry_at_[a.stream] = now + t_.retry_ms;
+  }
+}
+
+void OwnershipCore::on_opened(const ev::OpenDone& o, int64_t now, Effects& fx) {
+  auto it = owned_.find(o.stream);
+  if (o.lease != lease_ || it == owned_.end() || it->second.state != StreamState::opening) {
+    // Opened under a lease given up since, or closed meanwhile.
+    if (o.ok) fx.push_back(effect::Close{o.stream});
+    return;
+  }
+  it->second.in_flight = false;
+  if (o.ok) {
+    it->second.state = StreamState::serving;
+    retry_at_.erase(o.stream);
+  } else {
+    retry_at_[o.stream] = now + t_.retry_ms;
+  }
+}
+
+void OwnershipCore::on_removed(const ev::RemoveDone& r, int64_t now) {
+  auto it = owned_.find(r.stream);
+  if (r.lease != lease_ || it == owned_.end() || !it->second.removing) return;
+  // Done: the view drops the stream (the remove took its owner key); until
+  // then it is not deleted again.
+  if (r.ok) return;
+  // Failed: tried again after the backoff.
+  it->second.removing = false;
+  retry_at_[r.stream] = now + t_.retry_ms;
+}
+
+void OwnershipCore::on_handed_off(const ev::HandoffDone& h, int64_t now, Effects& fx) {
+  if (h.lease != lease_) return;
+  // Counted even when the view showed the key gone first (and apply()
+  // dropped the stream).
+  if (h.ok) handoffs_ += 1;
+  auto it = owned_.find(h.stream);
+  if (it == owned_.end() || it->second.state != StreamState::handing_off) return;
+  if (h.ok) {
+    // Its first choice takes it; the view drops our key.
+    owned_.erase(it);
+    return;
+  }
+  handoff_retry_at_ = now + t_.rebalance_after_ms;
+  if (h.closed) {
+    // Closed but still ours: a takeover under our own key.
+    emit_open(h.stream, it->second, fx);
+  } else {
+    it->second.state = StreamState::serving;
+    it->second.in_flight = false;
+  }
+}
+
+void OwnershipCore::on_writer_fenced(const ev::WriterFenced& f, Effects& fx) {
+  auto it = owned_.find(f.stream);
+  if (f.lease != lease_ || it == owned_.end() || it->second.state != StreamState::serving ||
+      it->second.removing) {
+    return;
+  }
+  // Close first (the list runs in order), then the open's takeover raises
+  // the epoch again under our key.
+  writer_fences_ += 1;
+  fx.push_back(effect::Close{f.stream});
+  emit_open(f.stream, it->second, fx);
 }
 
 Effects OwnershipCore::on(const Event& e, int64_t now) {
@@ -262,130 +417,33 @@ Effects OwnershipCore::on(const Event& e, int64_t now) {
   check_clock(now, fx);
   std::visit(Overloaded{
                  [&](const ev::Tick&) {},
-                 [&](const ev::LeaseGranted& g) {
-                   if (phase_ != Phase::granting) {
-                     // Not asked for any more: give it back.
-                     fx.revoke.push_back(g.lease);
-                     return;
-                   }
-                   lease_ = g.lease;
-                   last_ok_sent_ms_ = grant_sent_ms_;
-                   phase_ = Phase::registering;
-                   register_in_flight_ = false;
-                   register_retry_at_ = 0;
-                   keepalive_retry_at_ = 0;
-                 },
-                 [&](const ev::LeaseFailed&) {
-                   if (phase_ != Phase::granting) return;
-                   phase_ = Phase::no_lease;
-                   retry_grant_at_ = now + t_.retry_ms;
-                 },
-                 [&](const ev::KeepaliveDone& k) {
-                   if (k.lease != lease_ || !keepalive_in_flight_) return;
-                   keepalive_in_flight_ = false;
-                   if (k.ok) {
-                     last_ok_sent_ms_ = std::max(last_ok_sent_ms_, keepalive_sent_ms_);
-                   } else if (k.lease_gone) {
-                     fence("etcd says lease " + std::to_string(lease_) + " is gone: " + k.why, fx);
-                   } else {
-                     keepalive_retry_at_ = now + t_.retry_ms;
-                   }
-                 },
-                 [&](const ev::Registered& r) {
-                   if (r.lease != lease_ || phase_ != Phase::registering) return;
-                   register_in_flight_ = false;
-                   if (r.ok) {
-                     phase_ = Phase::live;
-                   } else {
-                     register_retry_at_ = now + t_.retry_ms;
-                   }
-                 },
+                 [&](const ev::LeaseGranted& g) { on_granted(g, fx); },
+                 [&](const ev::LeaseFailed&) { on_lease_failed(now); },
+                 [&](const ev::KeepaliveDone& k) { on_keepalive(k, now, fx); },
+                 [&](const ev::Registered& r) { on_registered(r, now); },
                  [&](const ev::View& v) { apply(v, fx); },
-                 [&](const ev::AcquireDone& a) {
-                   auto it = owned_.find(a.stream);
-                   if (a.lease != lease_ || it == owned_.end() ||
-                       it->second.state != StreamState::acquiring) {
-                     return;
-                   }
-                   if (a.won) {
-                     it->second = Owned{StreamState::opening, a.revision, true};
-                     fx.open.push_back(a.stream);
-                   } else {
-                     // Lost (the view will show the winner) or failed: either
-                     // way not again before the backoff, so a lagging view does
-                     // not make us retry in a loop.
-                     owned_.erase(it);
-                     retry_at_[a.stream] = now + t_.retry_ms;
-                   }
-                 },
-                 [&](const ev::OpenDone& o) {
-                   auto it = owned_.find(o.stream);
-                   if (o.lease != lease_ || it == owned_.end() ||
-                       it->second.state != StreamState::opening) {
-                     // Opened under a lease given up since, or closed meanwhile.
-                     if (o.ok) fx.close.push_back(o.stream);
-                     return;
-                   }
-                   it->second.in_flight = false;
-                   if (o.ok) {
-                     it->second.state = StreamState::serving;
-                     retry_at_.erase(o.stream);
-                   } else {
-                     retry_at_[o.stream] = now + t_.retry_ms;
-                   }
-                 },
-                 [&](const ev::RemoveDone& r) {
-                   auto it = owned_.find(r.stream);
-                   if (r.lease != lease_ || it == owned_.end() || !it->second.removing) return;
-                   // Done: the view drops the stream (the remove took its
-                   // owner key); until then it is not deleted again.
-                   if (r.ok) return;
-                   // Failed: tried again after the backoff.
-                   it->second.removing = false;
-                   retry_at_[r.stream] = now + t_.retry_ms;
-                 },
-                 [&](const ev::HandoffDone& h) {
-                   if (h.lease != lease_) return;
-                   // Counted even when the view showed the key gone first
-                   // (and apply() dropped the stream).
-                   if (h.ok) handoffs_ += 1;
-                   auto it = owned_.find(h.stream);
-                   if (it == owned_.end() || it->second.state != StreamState::handing_off) return;
-                   if (h.ok) {
-                     // Its first choice takes it; the view drops our key.
-                     owned_.erase(it);
-                     return;
-                   }
-                   handoff_retry_at_ = now + t_.rebalance_after_ms;
-                   if (h.closed) {
-                     // Closed but still ours: a takeover under our own key.
-                     it->second.state = StreamState::opening;
-                     it->second.in_flight = true;
-                     fx.open.push_back(h.stream);
-                   } else {
-                     it->second.state = StreamState::serving;
-                     it->second.in_flight = false;
-                   }
-                 },
-                 [&](const ev::WriterFenced& f) {
-                   auto it = owned_.find(f.stream);
-                   if (f.lease != lease_ || it == owned_.end() ||
-                       it->second.state != StreamState::serving || it->second.removing) {
-                     return;
-                   }
-                   // Close first (run() stops before it starts), then the
-                   // open's takeover raises the epoch again under our key.
-                   writer_fences_ += 1;
-                   fx.close.push_back(f.stream);
-                   it->second.state = StreamState::opening;
-                   it->second.in_flight = true;
-                   fx.open.push_back(f.stream);
-                 },
+                 [&](const ev::AcquireDone& a) { on_acquired(a, now, fx); },
+                 [&](const ev::OpenDone& o) { on_opened(o, now, fx); },
+                 [&](const ev::RemoveDone& r) { on_removed(r, now); },
+                 [&](const ev::HandoffDone& h) { on_handed_off(h, now, fx); },
+                 [&](const ev::WriterFenced& f) { on_writer_fenced(f, fx); },
              },
              e);
   check_clock(now, fx);
   drive(now, fx);
   mirror();
+  // Stopping is never delayed by anything else: every Close runs first, the
+  // rest in the order decided (a stream opened under an old lease, whose
+  // late OpenDone comes in as the lease is given up, stops before the
+  // lease is revoked, like every other stream of that lease).
+  std::stable_partition(fx.begin(), fx.end(),
+                        [](const Effect& x) { return std::holds_alternative<effect::Close>(x); });
+  // The safety rule the whole design rests on: nothing is served past the
+  // lease by the node's own clock.
+  for (const auto& [s, o] : owned_) {
+    STRATA_ASSERT(o.state != StreamState::serving || now < valid_until_ms(),
+                  "cluster: a stream is served past the lease's validity");
+  }
   return fx;
 }
 

@@ -10,7 +10,7 @@
 // have expired in etcd once TTL has passed since the last keepalive that
 // succeeded was *sent* (etcd renews from when it receives it, which is
 // later). So once `lease_ttl_ms - safety_margin_ms` has passed since then,
-// the core stops every stream at once (Effects::close), before etcd can
+// the core stops every stream at once (effect::Close), before etcd can
 // expire the lease and another node bump the epoch, then asks for a fresh
 // lease and competes again. The check runs on every event, so a process
 // frozen past its lease (SIGSTOP) stops on the first event after it thaws,
@@ -35,7 +35,7 @@
 // ownerless stream; a node that joins later would otherwise only ever get
 // new or orphaned streams. So a node serving a stream whose first choice is
 // another live node — registered for `rebalance_after_ms`, long enough to
-// be more than a flicker — hands it over (Effects::handoff): the shell
+// be more than a flicker — hands it over (effect::HandOff): the shell
 // stops taking writes, persists everything committed (nothing is lost,
 // whatever the confirm mode), closes the stream and deletes its owner key
 // only if it is still this node's; the first choice then acquires it at
@@ -46,7 +46,7 @@
 //
 // Deleting from any node. A node asked to delete a stream it does not serve
 // requests it in the catalog (<ns>/deletions/<stream> = its id): the node
-// serving the stream deletes it (Effects::remove); an ownerless stream is
+// serving the stream deletes it (effect::Remove); an ownerless stream is
 // acquired at once by the node that asked, which then deletes it. The
 // catalog's remove takes the request and the owner key with the entry.
 #pragma once
@@ -128,14 +128,14 @@ struct OpenDone {
   bool ok = false;
   std::string why;
 };
-// The deletion of a served stream (Effects::remove) ended.
+// The deletion of a served stream (effect::Remove) ended.
 struct RemoveDone {
   std::string stream;
   int64_t lease = 0;
   bool ok = false;
   std::string why;
 };
-// A hand-off (Effects::handoff) ended: `closed` whether the stream was
+// A hand-off (effect::HandOff) ended: `closed` whether the stream was
 // closed here; `ok` whether its owner key was released too.
 struct HandoffDone {
   std::string stream;
@@ -157,20 +157,66 @@ using Event = std::variant<ev::Tick, ev::LeaseGranted, ev::LeaseFailed, ev::Keep
                            ev::Registered, ev::View, ev::AcquireDone, ev::OpenDone,
                            ev::WriterFenced, ev::RemoveDone, ev::HandoffDone>;
 
-struct Effects {
-  bool grant_lease = false;
-  std::optional<int64_t> keepalive;      // lease to keep alive
-  std::optional<int64_t> register_node;  // lease to register on
-  std::vector<int64_t> revoke;           // old leases (best effort)
-  std::vector<std::string> acquire;      // try to create the owner key (current lease)
-  std::vector<std::string> open;         // won: bump the epoch, recover, serve
-  std::vector<std::string> close;        // stop writing and uploading now
-  std::vector<std::string> remove;       // delete it (served here; its deletion was requested)
-  // Hand it over to its first choice: stop writes, persist, close, release the owner key.
-  std::vector<std::string> handoff;
-  bool fenced = false;  // the lease was given up (logged, counted)
-  std::string why;      // fenced: why
+// ---- effects: what the shell runs, in the order the core emits them ----
+//
+// The order is the order they must run in. Every Close comes first:
+// stopping is never delayed by anything else, and a stream closed and
+// opened again (after WriterFenced) is closed before it is opened. The
+// rest follow in the order decided: a lease given up (LeaseGivenUp) before
+// its Revoke, and that before a fresh GrantLease. A Close runs at once on
+// the shell's strand; every other effect but LeaseGivenUp starts a task
+// whose end comes back as exactly one event (named beside it).
+namespace effect {
+// Ask etcd for a fresh lease of lease_ttl_ms -> LeaseGranted / LeaseFailed.
+struct GrantLease {};
+// Keep `lease` alive -> KeepaliveDone.
+struct Keepalive {
+  int64_t lease = 0;
 };
+// Put <ns>/nodes/<id> on `lease` -> Registered.
+struct Register {
+  int64_t lease = 0;
+};
+// Revoke an old lease, best effort (its owner keys go with it); no event.
+struct Revoke {
+  int64_t lease = 0;
+};
+// Create the stream's owner key on `lease` (the current one) -> AcquireDone.
+struct Acquire {
+  std::string stream;
+  int64_t lease = 0;
+};
+// Won under `lease`: bump the epoch, recover, serve -> OpenDone.
+struct Open {
+  std::string stream;
+  int64_t lease = 0;
+};
+// Stop writing and uploading the stream now; no event.
+struct Close {
+  std::string stream;
+};
+// Delete the stream served here (its deletion was requested) -> RemoveDone.
+struct Remove {
+  std::string stream;
+  int64_t lease = 0;
+};
+// Hand it over to its first choice: stop writes, persist, close, release
+// the owner key -> HandoffDone.
+struct HandOff {
+  std::string stream;
+  int64_t lease = 0;
+};
+// The lease was given up (fenced): logged and counted; every stream it
+// served was closed by the Close effects before this one.
+struct LeaseGivenUp {
+  std::string why;
+};
+}  // namespace effect
+
+using Effect = std::variant<effect::GrantLease, effect::Keepalive, effect::Register, effect::Revoke,
+                            effect::Acquire, effect::Open, effect::Close, effect::Remove,
+                            effect::HandOff, effect::LeaseGivenUp>;
+using Effects = std::vector<Effect>;
 
 class OwnershipCore {
  public:
@@ -206,11 +252,33 @@ class OwnershipCore {
     bool in_flight = false;  // an acquire or open task runs
     bool removing = false;   // a deletion task runs
   };
+  // ---- one handler per event ----
+  void on_granted(const ev::LeaseGranted& g, Effects& fx);
+  void on_lease_failed(int64_t now);
+  void on_keepalive(const ev::KeepaliveDone& k, int64_t now, Effects& fx);
+  void on_registered(const ev::Registered& r, int64_t now);
+  void on_acquired(const ev::AcquireDone& a, int64_t now, Effects& fx);
+  void on_opened(const ev::OpenDone& o, int64_t now, Effects& fx);
+  void on_removed(const ev::RemoveDone& r, int64_t now);
+  void on_handed_off(const ev::HandoffDone& h, int64_t now, Effects& fx);
+  void on_writer_fenced(const ev::WriterFenced& f, Effects& fx);
+  void apply(const ev::View& v, Effects& fx);
+
+  // ---- the clock and the lease ----
   void check_clock(int64_t now, Effects& fx);
   void fence(const std::string& why, Effects& fx);
+  // Closes every stream opened or opening and forgets every stream.
+  void close_all(Effects& fx);
+
+  // ---- what to start now (after every event) ----
   void drive(int64_t now, Effects& fx);
-  void apply(const ev::View& v, Effects& fx);
+  void keep_lease(int64_t now, Effects& fx);
+  void acquire_ownerless(int64_t now, Effects& fx);
+  void remove_requested(int64_t now, Effects& fx);
   void maybe_hand_off(int64_t now, Effects& fx);
+  void retry_opens(int64_t now, Effects& fx);
+  bool backing_off(const std::string& stream, int64_t now) const;
+  void emit_open(const std::string& stream, Owned& o, Effects& fx);
 
   const std::string id_;
   const OwnershipTiming t_;

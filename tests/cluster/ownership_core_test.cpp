@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "common/overloaded.h"
 #include "support/temp_dir.h"
 
 namespace strata::cluster {
@@ -31,6 +32,88 @@ OwnershipTiming timing() {
 
 bool has(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// ---- reading an effect list ----
+
+// The streams of every effect of type E, in list order.
+template <class E>
+std::vector<std::string> streams_of(const Effects& fx) {
+  std::vector<std::string> out;
+  for (const auto& e : fx) {
+    if (const auto* x = std::get_if<E>(&e)) out.push_back(x->stream);
+  }
+  return out;
+}
+std::vector<std::string> acquires(const Effects& fx) {
+  return streams_of<effect::Acquire>(fx);
+}
+std::vector<std::string> opens(const Effects& fx) {
+  return streams_of<effect::Open>(fx);
+}
+std::vector<std::string> closes(const Effects& fx) {
+  return streams_of<effect::Close>(fx);
+}
+std::vector<std::string> removes(const Effects& fx) {
+  return streams_of<effect::Remove>(fx);
+}
+std::vector<std::string> handoffs(const Effects& fx) {
+  return streams_of<effect::HandOff>(fx);
+}
+template <class E>
+size_t count_of(const Effects& fx) {
+  return size_t(std::count_if(fx.begin(), fx.end(),
+                              [](const Effect& e) { return std::holds_alternative<E>(e); }));
+}
+// The lease of the one effect of type E (at most one per list), if any.
+template <class E>
+std::optional<int64_t> lease_of(const Effects& fx) {
+  EXPECT_LE(count_of<E>(fx), 1u);
+  for (const auto& e : fx) {
+    if (const auto* x = std::get_if<E>(&e)) return x->lease;
+  }
+  return std::nullopt;
+}
+std::optional<int64_t> keepalive(const Effects& fx) {
+  return lease_of<effect::Keepalive>(fx);
+}
+std::optional<int64_t> registers(const Effects& fx) {
+  return lease_of<effect::Register>(fx);
+}
+std::vector<int64_t> revokes(const Effects& fx) {
+  std::vector<int64_t> out;
+  for (const auto& e : fx) {
+    if (const auto* r = std::get_if<effect::Revoke>(&e)) out.push_back(r->lease);
+  }
+  return out;
+}
+bool grants(const Effects& fx) {
+  EXPECT_LE(count_of<effect::GrantLease>(fx), 1u);
+  return count_of<effect::GrantLease>(fx) > 0;
+}
+bool fenced(const Effects& fx) {
+  EXPECT_LE(count_of<effect::LeaseGivenUp>(fx), 1u);
+  return count_of<effect::LeaseGivenUp>(fx) > 0;
+}
+std::string why(const Effects& fx) {
+  for (const auto& e : fx) {
+    if (const auto* g = std::get_if<effect::LeaseGivenUp>(&e)) return g->why;
+  }
+  return "";
+}
+// Where the first effect of type E (of `stream`, if given) stands in the
+// list; fx.size() if none.
+template <class E>
+size_t position(const Effects& fx, const std::string& stream = "") {
+  for (size_t i = 0; i < fx.size(); ++i) {
+    const auto* x = std::get_if<E>(&fx[i]);
+    if (!x) continue;
+    if constexpr (requires { x->stream; }) {
+      if (!stream.empty() && x->stream != stream) continue;
+    }
+    return i;
+  }
+  return fx.size();
 }
 
 // A stream whose first choice among `nodes` is `want`.
@@ -57,9 +140,9 @@ OwnershipCore live_core(const std::string& id = "a", int64_t lease = 7,
                         OwnershipTiming t = timing()) {
   OwnershipCore c(id, t);
   auto fx = c.start(0);
-  EXPECT_TRUE(fx.grant_lease);
+  EXPECT_TRUE(grants(fx));
   fx = c.on(ev::LeaseGranted{lease}, 0);
-  EXPECT_EQ(fx.register_node, lease);
+  EXPECT_EQ(registers(fx), lease);
   EXPECT_EQ(c.phase(), Phase::registering);
   fx = c.on(ev::Registered{lease, true, ""}, 0);
   EXPECT_EQ(c.phase(), Phase::live);
@@ -102,32 +185,32 @@ TEST(OwnershipCore, GrantRegisterAndKeepaliveEveryInterval) {
   auto c = live_core();
   EXPECT_EQ(c.valid_until_ms(), 2500);
   auto fx = c.on(ev::Tick{}, 999);
-  EXPECT_FALSE(fx.keepalive);
+  EXPECT_FALSE(keepalive(fx));
   fx = c.on(ev::Tick{}, 1000);
-  EXPECT_EQ(fx.keepalive, 7);
+  EXPECT_EQ(keepalive(fx), 7);
   // One in flight at a time.
-  EXPECT_FALSE(c.on(ev::Tick{}, 1500).keepalive);
+  EXPECT_FALSE(keepalive(c.on(ev::Tick{}, 1500)));
   fx = c.on(ev::KeepaliveDone{7, true, false, ""}, 1800);
   // Valid from when it was sent (1000), not when it was answered.
   EXPECT_EQ(c.valid_until_ms(), 3500);
-  EXPECT_FALSE(fx.keepalive);
-  EXPECT_EQ(c.on(ev::Tick{}, 2000).keepalive, 7);
+  EXPECT_FALSE(keepalive(fx));
+  EXPECT_EQ(keepalive(c.on(ev::Tick{}, 2000)), 7);
 }
 
 TEST(OwnershipCore, AFailedGrantOrRegistrationIsRetriedAfterTheBackoff) {
   OwnershipCore c("a", timing());
   c.start(0);
   auto fx = c.on(ev::LeaseFailed{"down"}, 10);
-  EXPECT_FALSE(fx.grant_lease);
+  EXPECT_FALSE(grants(fx));
   EXPECT_EQ(c.phase(), Phase::no_lease);
-  EXPECT_FALSE(c.on(ev::Tick{}, 109).grant_lease);
-  EXPECT_TRUE(c.on(ev::Tick{}, 110).grant_lease);
+  EXPECT_FALSE(grants(c.on(ev::Tick{}, 109)));
+  EXPECT_TRUE(grants(c.on(ev::Tick{}, 110)));
   fx = c.on(ev::LeaseGranted{9}, 120);
-  EXPECT_EQ(fx.register_node, 9);
+  EXPECT_EQ(registers(fx), 9);
   fx = c.on(ev::Registered{9, false, "down"}, 130);
-  EXPECT_FALSE(fx.register_node);
-  EXPECT_FALSE(c.on(ev::Tick{}, 229).register_node);
-  EXPECT_EQ(c.on(ev::Tick{}, 230).register_node, 9);
+  EXPECT_FALSE(registers(fx));
+  EXPECT_FALSE(registers(c.on(ev::Tick{}, 229)));
+  EXPECT_EQ(registers(c.on(ev::Tick{}, 230)), 9);
   c.on(ev::Registered{9, true, ""}, 240);
   EXPECT_EQ(c.phase(), Phase::live);
 }
@@ -135,16 +218,16 @@ TEST(OwnershipCore, AFailedGrantOrRegistrationIsRetriedAfterTheBackoff) {
 TEST(OwnershipCore, AnUnaskedGrantIsGivenBack) {
   auto c = live_core();
   auto fx = c.on(ev::LeaseGranted{99}, 10);
-  EXPECT_EQ(fx.revoke, std::vector<int64_t>{99});
+  EXPECT_EQ(revokes(fx), std::vector<int64_t>{99});
   EXPECT_EQ(c.lease(), 7);
 }
 
 // Brings stream `s` to serving on core `c` (lease 7, node "a" alone).
 void own(OwnershipCore& c, const std::string& s, int64_t now, int64_t rev = 5) {
   auto fx = c.on(view(rev - 1, {"a"}, {s}), now);
-  ASSERT_TRUE(has(fx.acquire, s));
+  ASSERT_TRUE(has(acquires(fx), s));
   fx = c.on(ev::AcquireDone{s, c.lease(), true, rev, ""}, now);
-  ASSERT_TRUE(has(fx.open, s));
+  ASSERT_TRUE(has(opens(fx), s));
   fx = c.on(ev::OpenDone{s, c.lease(), true, ""}, now);
   ASSERT_TRUE(c.serving(s));
 }
@@ -154,44 +237,49 @@ TEST(OwnershipCore, WithoutASuccessfulKeepaliveEveryStreamStopsBeforeTheTtl) {
   own(c, "x", 0);
   // Keepalives fail (etcd unreachable); retried after the backoff.
   auto fx = c.on(ev::Tick{}, 1000);
-  ASSERT_EQ(fx.keepalive, 7);
+  ASSERT_EQ(keepalive(fx), 7);
   fx = c.on(ev::KeepaliveDone{7, false, false, "timeout"}, 1050);
-  EXPECT_FALSE(fx.fenced);
-  EXPECT_EQ(c.on(ev::Tick{}, 1150).keepalive, 7);
+  EXPECT_FALSE(fenced(fx));
+  EXPECT_EQ(keepalive(c.on(ev::Tick{}, 1150)), 7);
   c.on(ev::KeepaliveDone{7, false, false, "timeout"}, 1200);
   fx = c.on(ev::Tick{}, 2499);
-  EXPECT_FALSE(fx.fenced);
+  EXPECT_FALSE(fenced(fx));
   EXPECT_TRUE(c.serving("x"));
   fx = c.on(ev::Tick{}, 2500);  // TTL 3000 - margin 500 after the grant was sent
-  EXPECT_TRUE(fx.fenced);
-  EXPECT_EQ(fx.close, std::vector<std::string>{"x"});
-  EXPECT_EQ(fx.revoke, std::vector<int64_t>{7});
-  EXPECT_TRUE(fx.grant_lease);  // competes again with a fresh lease
+  EXPECT_TRUE(fenced(fx));
+  EXPECT_EQ(closes(fx), std::vector<std::string>{"x"});
+  EXPECT_EQ(revokes(fx), std::vector<int64_t>{7});
+  EXPECT_TRUE(grants(fx));  // competes again with a fresh lease
+  // In the order they must run: the streams stop, then the lease is given
+  // up and revoked, then a fresh one is asked for.
+  EXPECT_LT(position<effect::Close>(fx, "x"), position<effect::LeaseGivenUp>(fx));
+  EXPECT_LT(position<effect::LeaseGivenUp>(fx), position<effect::Revoke>(fx));
+  EXPECT_LT(position<effect::Revoke>(fx), position<effect::GrantLease>(fx));
   EXPECT_FALSE(c.serving("x"));
   EXPECT_EQ(c.valid_until_ms(), 0);
   EXPECT_EQ(c.fences(), 1u);
   // The old lease's late answers change nothing.
   fx = c.on(ev::KeepaliveDone{7, true, false, ""}, 2600);
-  EXPECT_FALSE(fx.fenced);
+  EXPECT_FALSE(fenced(fx));
   EXPECT_EQ(c.phase(), Phase::granting);
 }
 
 TEST(OwnershipCore, AProcessFrozenPastItsLeaseStopsOnTheFirstEventAfterItThaws) {
   auto c = live_core();
   own(c, "x", 0);
-  ASSERT_EQ(c.on(ev::Tick{}, 1000).keepalive, 7);
+  ASSERT_EQ(keepalive(c.on(ev::Tick{}, 1000)), 7);
   // Frozen from 1000 to 60000; the keepalive sent at 1000 is answered "ok"
   // after the thaw. Its send time is what counts: stop.
   auto fx = c.on(ev::KeepaliveDone{7, true, false, ""}, 60000);
-  EXPECT_TRUE(fx.fenced);
-  EXPECT_EQ(fx.close, std::vector<std::string>{"x"});
+  EXPECT_TRUE(fenced(fx));
+  EXPECT_EQ(closes(fx), std::vector<std::string>{"x"});
   // Same when the first event is a late acquire win: nothing opens.
   auto d = live_core();
   d.on(view(1, {"a"}, {"y"}), 0);
   fx = d.on(ev::AcquireDone{"y", 7, true, 3, ""}, 60000);
-  EXPECT_TRUE(fx.fenced);
-  EXPECT_TRUE(fx.open.empty());
-  EXPECT_TRUE(fx.close.empty());
+  EXPECT_TRUE(fenced(fx));
+  EXPECT_TRUE(opens(fx).empty());
+  EXPECT_TRUE(closes(fx).empty());
   EXPECT_TRUE(d.streams().empty());
 }
 
@@ -200,9 +288,9 @@ TEST(OwnershipCore, LeaseNotFoundStopsAtOnce) {
   own(c, "x", 0);
   c.on(ev::Tick{}, 1000);
   auto fx = c.on(ev::KeepaliveDone{7, false, true, "lease not found"}, 1001);
-  EXPECT_TRUE(fx.fenced);
-  EXPECT_EQ(fx.close, std::vector<std::string>{"x"});
-  EXPECT_NE(fx.why.find("lease not found"), std::string::npos);
+  EXPECT_TRUE(fenced(fx));
+  EXPECT_EQ(closes(fx), std::vector<std::string>{"x"});
+  EXPECT_NE(why(fx).find("lease not found"), std::string::npos);
 }
 
 TEST(OwnershipCore, TheFirstChoiceAcquiresAtOnceOthersAfterTheGrace) {
@@ -211,60 +299,81 @@ TEST(OwnershipCore, TheFirstChoiceAcquiresAtOnceOthersAfterTheGrace) {
   std::string theirs = stream_first_for("b", nodes);
   auto c = live_core();
   auto fx = c.on(view(1, nodes, {mine, theirs}), 100);
-  EXPECT_EQ(fx.acquire, std::vector<std::string>{mine});
+  EXPECT_EQ(acquires(fx), std::vector<std::string>{mine});
   EXPECT_EQ(c.streams().at(mine), State::acquiring);
-  EXPECT_TRUE(c.on(ev::Tick{}, 2099).acquire.empty());
+  EXPECT_TRUE(acquires(c.on(ev::Tick{}, 2099)).empty());
   fx = c.on(ev::Tick{}, 2100);  // ownerless for the grace: anyone tries
-  EXPECT_EQ(fx.acquire, std::vector<std::string>{theirs});
+  EXPECT_EQ(acquires(fx), std::vector<std::string>{theirs});
 }
 
 TEST(OwnershipCore, NothingIsAcquiredBeforeTheNodeSeesItsOwnRegistration) {
   auto c = live_core();
   auto fx = c.on(view(1, {"b"}, {"x"}), 0);
-  EXPECT_TRUE(fx.acquire.empty());
+  EXPECT_TRUE(acquires(fx).empty());
   fx = c.on(ev::Tick{}, 5000);
-  EXPECT_TRUE(fx.acquire.empty());
+  EXPECT_TRUE(acquires(fx).empty());
 }
 
 TEST(OwnershipCore, AStreamWithAnOwnerIsLeftAlone) {
   auto c = live_core();
   auto fx = c.on(view(1, {"a", "b"}, {"x"}, {{"x", {"b", 3}}}), 0);
-  EXPECT_TRUE(fx.acquire.empty());
-  EXPECT_TRUE(c.on(ev::Tick{}, 10000).acquire.empty() || c.phase() != Phase::live);
+  EXPECT_TRUE(acquires(fx).empty());
+  EXPECT_TRUE(acquires(c.on(ev::Tick{}, 10000)).empty() || c.phase() != Phase::live);
 }
 
 TEST(OwnershipCore, LostAndFailedAcquires) {
   auto c = live_core();
   auto fx = c.on(view(1, {"a"}, {"x", "y"}), 0);
-  ASSERT_EQ(fx.acquire.size(), 2u);
+  ASSERT_EQ(acquires(fx).size(), 2u);
   // Lost the race: forgotten; the view will show the winner.
   fx = c.on(ev::AcquireDone{"x", 7, false, 0, ""}, 10);
   EXPECT_FALSE(c.streams().count("x"));
   // Failed (etcd unreachable): retried after the backoff, while still ownerless.
   fx = c.on(ev::AcquireDone{"y", 7, false, 0, "timeout"}, 10);
-  EXPECT_FALSE(has(fx.acquire, "y"));
+  EXPECT_FALSE(has(acquires(fx), "y"));
   fx = c.on(view(2, {"a"}, {"x", "y"}, {{"x", {"b", 3}}}), 20);
-  EXPECT_TRUE(fx.acquire.empty());
+  EXPECT_TRUE(acquires(fx).empty());
   fx = c.on(ev::Tick{}, 110);
-  EXPECT_EQ(fx.acquire, std::vector<std::string>{"y"});
+  EXPECT_EQ(acquires(fx), std::vector<std::string>{"y"});
 }
 
 TEST(OwnershipCore, AFailedOpenIsRetriedAndAStaleOpenIsClosed) {
   auto c = live_core();
   c.on(view(1, {"a"}, {"x"}), 0);
   auto fx = c.on(ev::AcquireDone{"x", 7, true, 2, ""}, 0);
-  ASSERT_EQ(fx.open, std::vector<std::string>{"x"});
+  ASSERT_EQ(opens(fx), std::vector<std::string>{"x"});
   fx = c.on(ev::OpenDone{"x", 7, false, "disk"}, 10);
-  EXPECT_TRUE(fx.open.empty());
-  EXPECT_TRUE(c.on(ev::Tick{}, 109).open.empty());
+  EXPECT_TRUE(opens(fx).empty());
+  EXPECT_TRUE(opens(c.on(ev::Tick{}, 109)).empty());
   fx = c.on(ev::Tick{}, 110);
-  EXPECT_EQ(fx.open, std::vector<std::string>{"x"});
+  EXPECT_EQ(opens(fx), std::vector<std::string>{"x"});
   // An open under a lease given up meanwhile is closed when it ends.
   fx = c.on(ev::Tick{}, 2500);
-  ASSERT_TRUE(fx.fenced);
-  EXPECT_EQ(fx.close, std::vector<std::string>{"x"});  // it may have opened already
+  ASSERT_TRUE(fenced(fx));
+  EXPECT_EQ(closes(fx), std::vector<std::string>{"x"});  // it may have opened already
   fx = c.on(ev::OpenDone{"x", 7, true, ""}, 2600);
-  EXPECT_EQ(fx.close, std::vector<std::string>{"x"});
+  EXPECT_EQ(closes(fx), std::vector<std::string>{"x"});
+}
+
+// Every Close runs first: a stream opened under an old lease, whose late
+// OpenDone comes in just as the current lease is given up, stops before
+// that lease is revoked, as every stream of the lease does.
+TEST(OwnershipCore, AStaleOpenEndingAsTheLeaseIsGivenUpIsClosedBeforeTheRevoke) {
+  auto c = live_core();
+  c.on(view(1, {"a"}, {"y"}), 0);
+  ASSERT_EQ(opens(c.on(ev::AcquireDone{"y", 7, true, 2, ""}, 0)), std::vector<std::string>{"y"});
+  // Lease 7 given up before the open ended; lease 8 granted at 2600.
+  ASSERT_TRUE(fenced(c.on(ev::Tick{}, 2500)));
+  c.on(ev::LeaseGranted{8}, 2600);
+  c.on(ev::Registered{8, true, ""}, 2600);
+  ASSERT_EQ(c.phase(), Phase::live);
+  // The open under lease 7 ends well after lease 8 could have expired.
+  auto fx = c.on(ev::OpenDone{"y", 7, true, ""}, 9000);
+  ASSERT_TRUE(fenced(fx));
+  EXPECT_EQ(closes(fx), std::vector<std::string>{"y"});
+  EXPECT_EQ(revokes(fx), std::vector<int64_t>{8});
+  EXPECT_LT(position<effect::Close>(fx, "y"), position<effect::LeaseGivenUp>(fx));
+  EXPECT_LT(position<effect::Close>(fx, "y"), position<effect::Revoke>(fx));
 }
 
 TEST(OwnershipCore, AStreamWhoseOwnerKeyIsNoLongerOursIsClosedOnceTheViewCaughtUp) {
@@ -272,13 +381,13 @@ TEST(OwnershipCore, AStreamWhoseOwnerKeyIsNoLongerOursIsClosedOnceTheViewCaughtU
   own(c, "x", 0, /*rev=*/5);
   // A view older than the acquire does not show our key yet: kept.
   auto fx = c.on(view(4, {"a"}, {"x"}), 10);
-  EXPECT_TRUE(fx.close.empty());
+  EXPECT_TRUE(closes(fx).empty());
   EXPECT_TRUE(c.serving("x"));
   fx = c.on(view(5, {"a"}, {"x"}, {{"x", {"a", 7}}}), 20);
-  EXPECT_TRUE(fx.close.empty());
+  EXPECT_TRUE(closes(fx).empty());
   // Our key under an old lease is not ours.
   fx = c.on(view(6, {"a"}, {"x"}, {{"x", {"a", 6}}}), 30);
-  EXPECT_EQ(fx.close, std::vector<std::string>{"x"});
+  EXPECT_EQ(closes(fx), std::vector<std::string>{"x"});
   EXPECT_FALSE(c.serving("x"));
 }
 
@@ -286,26 +395,28 @@ TEST(OwnershipCore, AServedStreamWhoseWriterWasFencedIsClosedAndOpenedAgain) {
   auto c = live_core();
   own(c, "x", 0);
   // Stale reports are ignored: another lease, a stream not served here.
-  EXPECT_TRUE(c.on(ev::WriterFenced{"x", 6, "old lease"}, 10).close.empty());
-  EXPECT_TRUE(c.on(ev::WriterFenced{"y", 7, "not ours"}, 10).close.empty());
+  EXPECT_TRUE(closes(c.on(ev::WriterFenced{"x", 6, "old lease"}, 10)).empty());
+  EXPECT_TRUE(closes(c.on(ev::WriterFenced{"y", 7, "not ours"}, 10)).empty());
   EXPECT_TRUE(c.serving("x"));
   // Ours: stopped now and opened again (the open raises the epoch anew).
   auto fx = c.on(ev::WriterFenced{"x", 7, "epoch 5 > 4"}, 20);
-  EXPECT_EQ(fx.close, std::vector<std::string>{"x"});
-  EXPECT_EQ(fx.open, std::vector<std::string>{"x"});
-  EXPECT_FALSE(fx.fenced);  // the lease is kept
+  EXPECT_EQ(closes(fx), std::vector<std::string>{"x"});
+  EXPECT_EQ(opens(fx), std::vector<std::string>{"x"});
+  // Closed before it is opened again: the list runs in order.
+  EXPECT_LT(position<effect::Close>(fx, "x"), position<effect::Open>(fx, "x"));
+  EXPECT_FALSE(fenced(fx));  // the lease is kept
   EXPECT_EQ(c.writer_fences(), 1u);
   EXPECT_EQ(c.streams().at("x"), State::opening);
   // A second report while it reopens does nothing more.
   fx = c.on(ev::WriterFenced{"x", 7, "again"}, 30);
-  EXPECT_TRUE(fx.close.empty());
-  EXPECT_TRUE(fx.open.empty());
+  EXPECT_TRUE(closes(fx).empty());
+  EXPECT_TRUE(opens(fx).empty());
   // A failed reopen (the owner key is not ours any more) is retried like
   // any open; the view then closes it.
   fx = c.on(ev::OpenDone{"x", 7, false, "owner key"}, 40);
-  EXPECT_TRUE(fx.open.empty());
+  EXPECT_TRUE(opens(fx).empty());
   fx = c.on(ev::Tick{}, 140);
-  EXPECT_EQ(fx.open, std::vector<std::string>{"x"});
+  EXPECT_EQ(opens(fx), std::vector<std::string>{"x"});
   fx = c.on(ev::OpenDone{"x", 7, true, ""}, 150);
   EXPECT_TRUE(c.serving("x"));
 }
@@ -316,21 +427,21 @@ TEST(OwnershipCore, AStreamWhoseDeletionWasRequestedIsDeletedByTheNodeServingIt)
   auto v = view(6, {"a", "b"}, {"x"}, {{"x", {"a", 7}}});
   v.deletions["x"] = "b";
   auto fx = c.on(v, 10);
-  EXPECT_EQ(fx.remove, std::vector<std::string>{"x"});
+  EXPECT_EQ(removes(fx), std::vector<std::string>{"x"});
   // One deletion at a time.
-  EXPECT_TRUE(c.on(ev::Tick{}, 20).remove.empty());
+  EXPECT_TRUE(removes(c.on(ev::Tick{}, 20)).empty());
   // A failed one is tried again after the backoff; stale reports are ignored.
-  EXPECT_TRUE(c.on(ev::RemoveDone{"x", 6, false, "old lease"}, 30).remove.empty());
+  EXPECT_TRUE(removes(c.on(ev::RemoveDone{"x", 6, false, "old lease"}, 30)).empty());
   fx = c.on(ev::RemoveDone{"x", 7, false, "s3 down"}, 30);
-  EXPECT_TRUE(fx.remove.empty());
-  EXPECT_TRUE(c.on(ev::Tick{}, 129).remove.empty());
+  EXPECT_TRUE(removes(fx).empty());
+  EXPECT_TRUE(removes(c.on(ev::Tick{}, 129)).empty());
   fx = c.on(ev::Tick{}, 130);
-  EXPECT_EQ(fx.remove, std::vector<std::string>{"x"});
+  EXPECT_EQ(removes(fx), std::vector<std::string>{"x"});
   fx = c.on(ev::RemoveDone{"x", 7, true, ""}, 140);
-  EXPECT_TRUE(fx.remove.empty());
+  EXPECT_TRUE(removes(fx).empty());
   // The remove took the entry, its request and the owner key: closed.
   fx = c.on(view(9, {"a", "b"}, {}), 150);
-  EXPECT_EQ(fx.close, std::vector<std::string>{"x"});
+  EXPECT_EQ(closes(fx), std::vector<std::string>{"x"});
   EXPECT_TRUE(c.streams().empty());
 }
 
@@ -339,21 +450,21 @@ TEST(OwnershipCore, AnOwnerlessStreamIsTakenAtOnceByTheNodeThatAskedToDeleteIt) 
   const std::string s = stream_first_for("b", {"a", "b"});
   // Not a's to take before the grace...
   auto fx = c.on(view(2, {"a", "b"}, {s}), 10);
-  EXPECT_TRUE(fx.acquire.empty());
+  EXPECT_TRUE(acquires(fx).empty());
   // ...nor when b asked for the deletion (b takes it)...
   auto v = view(3, {"a", "b"}, {s});
   v.deletions[s] = "b";
-  EXPECT_TRUE(c.on(v, 20).acquire.empty());
+  EXPECT_TRUE(acquires(c.on(v, 20)).empty());
   // ...but a asked: a takes it at once, to delete it once it serves it.
   v = view(4, {"a", "b"}, {s});
   v.deletions[s] = "a";
   fx = c.on(v, 30);
-  EXPECT_EQ(fx.acquire, std::vector<std::string>{s});
+  EXPECT_EQ(acquires(fx), std::vector<std::string>{s});
   fx = c.on(ev::AcquireDone{s, 7, true, 5, ""}, 40);
-  ASSERT_EQ(fx.open, std::vector<std::string>{s});
-  EXPECT_TRUE(fx.remove.empty());  // not before it is open
+  ASSERT_EQ(opens(fx), std::vector<std::string>{s});
+  EXPECT_TRUE(removes(fx).empty());  // not before it is open
   fx = c.on(ev::OpenDone{s, 7, true, ""}, 50);
-  EXPECT_EQ(fx.remove, std::vector<std::string>{s});
+  EXPECT_EQ(removes(fx), std::vector<std::string>{s});
 }
 
 // Ticks every 250 ms from `from` to `to`, answering every keepalive at
@@ -362,11 +473,11 @@ std::vector<std::string> live_until(OwnershipCore& c, int64_t from, int64_t to) 
   std::vector<std::string> handed;
   for (int64_t t = from; t <= to; t += 250) {
     auto fx = c.on(ev::Tick{}, t);
-    EXPECT_FALSE(fx.fenced) << fx.why;
-    handed.insert(handed.end(), fx.handoff.begin(), fx.handoff.end());
-    if (fx.keepalive) {
-      fx = c.on(ev::KeepaliveDone{*fx.keepalive, true, false, ""}, t);
-      handed.insert(handed.end(), fx.handoff.begin(), fx.handoff.end());
+    EXPECT_FALSE(fenced(fx)) << why(fx);
+    for (const auto& s : handoffs(fx)) handed.push_back(s);
+    if (keepalive(fx)) {
+      fx = c.on(ev::KeepaliveDone{*keepalive(fx), true, false, ""}, t);
+      for (const auto& s : handoffs(fx)) handed.push_back(s);
     }
   }
   return handed;
@@ -384,7 +495,7 @@ struct Rebalance {
   void setup() {
     for (const auto& s : {x, y, z}) {
       auto fx = c.on(view(1, {"a"}, {x, y, z}), now);
-      if (has(fx.acquire, s) || c.streams().count(s)) {
+      if (has(acquires(fx), s) || c.streams().count(s)) {
         c.on(ev::AcquireDone{s, 7, true, 2, ""}, now);
         c.on(ev::OpenDone{s, 7, true, ""}, now);
       }
@@ -394,8 +505,8 @@ struct Rebalance {
     std::map<std::string, OwnerRecord> owners{{x, {"a", 7}}, {y, {"a", 7}}, {z, {"a", 7}}};
     live_until(c, 0, 750);
     auto fx = c.on(view(3, nodes, {x, y, z}, owners), 1000);
-    EXPECT_TRUE(fx.handoff.empty());
-    if (fx.keepalive) c.on(ev::KeepaliveDone{*fx.keepalive, true, false, ""}, 1000);
+    EXPECT_TRUE(handoffs(fx).empty());
+    if (keepalive(fx)) c.on(ev::KeepaliveDone{*keepalive(fx), true, false, ""}, 1000);
     now = 1000;
   }
 
@@ -426,7 +537,7 @@ TEST(OwnershipCore, StreamsAreHandedOneAtATimeToAFirstChoiceRegisteredLongEnough
   EXPECT_FALSE(c.streams().count(first));
   EXPECT_EQ(c.handoffs(), 1u);
   // Then, at once, the other; z, whose first choice is a, stays.
-  handed = fx.handoff;
+  handed = handoffs(fx);
   ASSERT_EQ(handed.size(), 1u);
   EXPECT_EQ(handed[0], first == r.x ? r.y : r.x);
   c.on(ev::HandoffDone{handed[0], 7, true, true, ""}, 9300);
@@ -443,14 +554,14 @@ TEST(OwnershipCore, AFailedHandoffKeepsServingOrOpensAgainAndIsRetriedLater) {
   // Failed before closing (the persist did not finish): served again.
   auto fx = c.on(ev::HandoffDone{handed[0], 7, false, false, "timeout"}, 7100);
   EXPECT_TRUE(c.serving(handed[0]));
-  EXPECT_TRUE(fx.open.empty());
+  EXPECT_TRUE(opens(fx).empty());
   // Not tried again for rebalance_after_ms.
   EXPECT_TRUE(live_until(c, 7250, 13000).empty());
   handed = live_until(c, 13250, 13250);
   ASSERT_EQ(handed.size(), 1u);
   // Closed, but the owner key could not be deleted: opened again.
   fx = c.on(ev::HandoffDone{handed[0], 7, false, true, "etcd down"}, 13300);
-  EXPECT_EQ(fx.open, std::vector<std::string>{handed[0]});
+  EXPECT_EQ(opens(fx), std::vector<std::string>{handed[0]});
   EXPECT_EQ(c.streams().at(handed[0]), State::opening);
   EXPECT_EQ(c.handoffs(), 0u);
   // A result under an old lease, or for a stream not being handed over, is ignored.
@@ -488,13 +599,13 @@ TEST(OwnershipCore, NoHandoffWhenDisabledOrForAStreamBeingDeleted) {
   v.deletions[d.x] = "b";
   v.deletions[d.y] = "b";
   auto fx = d.c.on(v, 1100);
-  EXPECT_TRUE(fx.handoff.empty());
-  EXPECT_EQ(fx.remove.size(), 2u);
+  EXPECT_TRUE(handoffs(fx).empty());
+  EXPECT_EQ(removes(fx).size(), 2u);
   // Deleted, not handed over (no on_remove answer here: they stay removing).
   for (int64_t t2 = 1250; t2 <= 30000; t2 += 250) {
     fx = d.c.on(ev::Tick{}, t2);
-    EXPECT_TRUE(fx.handoff.empty());
-    if (fx.keepalive) d.c.on(ev::KeepaliveDone{*fx.keepalive, true, false, ""}, t2);
+    EXPECT_TRUE(handoffs(fx).empty());
+    if (keepalive(fx)) d.c.on(ev::KeepaliveDone{*keepalive(fx), true, false, ""}, t2);
   }
 }
 
@@ -502,9 +613,10 @@ TEST(OwnershipCore, StopClosesEverythingAndRevokes) {
   auto c = live_core();
   own(c, "x", 0);
   auto fx = c.stop();
-  EXPECT_EQ(fx.close, std::vector<std::string>{"x"});
-  EXPECT_EQ(fx.revoke, std::vector<int64_t>{7});
-  EXPECT_FALSE(c.on(ev::Tick{}, 100000).grant_lease);
+  EXPECT_EQ(closes(fx), std::vector<std::string>{"x"});
+  EXPECT_EQ(revokes(fx), std::vector<int64_t>{7});
+  EXPECT_LT(position<effect::Close>(fx, "x"), position<effect::Revoke>(fx));
+  EXPECT_FALSE(grants(c.on(ev::Tick{}, 100000)));
 }
 
 // Random events in random order against one core: after every event, a
@@ -524,17 +636,49 @@ TEST(OwnershipCore, SimulationNeverServesPastItsLease) {
     std::vector<int64_t> pending_keepalive, pending_register;
     std::vector<std::pair<std::string, int64_t>> pending_acquire, pending_open, pending_handoff;
     std::set<std::string> open_streams;  // what the shell would have open
+    // Runs the list in order as the shell does, checking what the order
+    // promises: a Close before LeaseGivenUp for every stream the shell has
+    // open, nothing acquired or opened after it, an Open never of a stream
+    // still open (closed first), and every task under the lease the core
+    // holds now.
     auto run = [&](const Effects& fx) {
-      for (const auto& s : fx.close) open_streams.erase(s);
-      if (fx.grant_lease) granted.push_back(0);
-      if (fx.keepalive) pending_keepalive.push_back(*fx.keepalive);
-      if (fx.register_node) pending_register.push_back(*fx.register_node);
-      for (const auto& s : fx.acquire) pending_acquire.push_back({s, c.lease()});
-      for (const auto& s : fx.open) {
-        ASSERT_EQ(c.lease() != 0, true);
-        pending_open.push_back({s, c.lease()});
+      bool given_up = false;
+      auto current = [&](int64_t l) { return l != 0 && l == c.lease(); };
+      for (const Effect& eff : fx) {
+        std::visit(
+            Overloaded{
+                [&](const effect::Close& x) { open_streams.erase(x.stream); },
+                [&](const effect::GrantLease&) { granted.push_back(0); },
+                [&](const effect::Keepalive& x) {
+                  ASSERT_TRUE(current(x.lease));
+                  pending_keepalive.push_back(x.lease);
+                },
+                [&](const effect::Register& x) {
+                  ASSERT_TRUE(current(x.lease));
+                  pending_register.push_back(x.lease);
+                },
+                [&](const effect::Revoke& x) { ASSERT_NE(x.lease, 0); },
+                [&](const effect::Acquire& x) {
+                  ASSERT_TRUE(current(x.lease) && !given_up);
+                  pending_acquire.push_back({x.stream, x.lease});
+                },
+                [&](const effect::Open& x) {
+                  ASSERT_TRUE(current(x.lease) && !given_up);
+                  ASSERT_FALSE(open_streams.count(x.stream)) << x.stream << " opened while open";
+                  pending_open.push_back({x.stream, x.lease});
+                },
+                [&](const effect::Remove& x) { ASSERT_TRUE(current(x.lease)); },
+                [&](const effect::HandOff& x) {
+                  ASSERT_TRUE(current(x.lease));
+                  pending_handoff.push_back({x.stream, x.lease});
+                },
+                [&](const effect::LeaseGivenUp&) {
+                  ASSERT_TRUE(open_streams.empty()) << "a stream left open past LeaseGivenUp";
+                  given_up = true;
+                },
+            },
+            eff);
       }
-      for (const auto& s : fx.handoff) pending_handoff.push_back({s, c.lease()});
     };
     run(c.start(now));
     for (int step = 0; step < 200; ++step) {
