@@ -8,7 +8,7 @@
 
 #include "etcd/curl_post.h"
 #include "etcd/etcd_json.h"
-#include "objstore/curl_pool.h"
+#include "net/curl_pool.h"
 
 namespace strata::etcd {
 
@@ -95,7 +95,7 @@ Result<std::unique_ptr<EtcdClient>> EtcdClient::open(ClientOptions options) {
 
 EtcdClient::EtcdClient(ClientOptions options)
     : options_(std::move(options)),
-      pool_(std::make_unique<objstore::CurlPool>(options_.max_connections)) {}
+      pool_(std::make_unique<net::CurlPool>(options_.max_connections)) {}
 
 EtcdClient::~EtcdClient() = default;
 

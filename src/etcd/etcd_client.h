@@ -3,9 +3,9 @@
 //
 // Why the JSON gateway (POST /v3/kv/range, /v3/kv/txn, /v3/lease/*,
 // /v3/watch) and not gRPC: Debian gives us no gRPC C++ stack we can build
-// against, and libcurl is already a dependency (objstore); the gateway is
-// part of every etcd server since 3.3 and speaks the same protobuf messages
-// as JSON. Its conventions are handled here, once: keys and values are
+// against, and libcurl is already a dependency (net/, shared with
+// objstore); the gateway is part of every etcd server since 3.3 and speaks
+// the same protobuf messages as JSON. Its conventions are handled here, once: keys and values are
 // base64, int64 fields are JSON strings, fields with default values are
 // omitted (a failed txn has no "succeeded"; a PUT event has no "type"),
 // and streamed replies (keepalive, watch) are wrapped in {"result": ...}.
@@ -43,7 +43,7 @@
 
 #include "common/result.h"
 
-namespace strata::objstore {
+namespace strata::net {
 class CurlPool;
 }
 
@@ -225,7 +225,7 @@ class EtcdClient {
   explicit EtcdClient(ClientOptions options);
 
   const ClientOptions options_;
-  std::unique_ptr<objstore::CurlPool> pool_;
+  std::unique_ptr<net::CurlPool> pool_;
   std::atomic<size_t> preferred_{0};
 };
 

@@ -4,19 +4,19 @@
 
 #include <charconv>
 
-#include "objstore/digest.h"
+#include "net/base64.h"
 
 namespace strata::etcd {
 
 using nlohmann::json;
 
 std::string b64(std::string_view bytes) {
-  return objstore::base64_encode(bytes);
+  return net::base64_encode(bytes);
 }
 
 std::optional<std::string> unb64(std::string_view text) {
   if (text.empty()) return std::string();
-  return objstore::base64_decode(text);
+  return net::base64_decode(text);
 }
 
 std::string printable_key(std::string_view key) {

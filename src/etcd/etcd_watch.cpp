@@ -19,7 +19,7 @@
 #include "etcd/etcd_client.h"
 #include "etcd/etcd_json.h"
 #include "etcd/json_splitter.h"
-#include "objstore/curl_pool.h"
+#include "net/curl_pool.h"
 
 namespace strata::etcd {
 
@@ -37,7 +37,7 @@ class EtcdWatch final : public Watch {
         on_error_(std::move(on_error)),
         endpoint_(first_endpoint),
         next_rev_(req_.start_revision) {
-    objstore::ensure_curl_initialized();
+    net::ensure_curl_initialized();
     multi_ = curl_multi_init();
     thread_ = std::thread([this] { run(); });
   }

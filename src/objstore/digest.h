@@ -1,6 +1,7 @@
 // Digests the S3 protocol asks for (OpenSSL): hex SHA-256 for
 // x-amz-content-sha256, base64 MD5 for Content-MD5 (DeleteObjects requires
 // it), and base64 of the big-endian CRC32C for x-amz-checksum-crc32c.
+// Base64 itself is net/base64.h.
 #pragma once
 
 #include <cstdint>
@@ -12,9 +13,6 @@ namespace strata::objstore {
 
 std::string sha256_hex(std::string_view data);
 std::string md5_base64(std::string_view data);
-std::string base64_encode(std::string_view data);
-// nullopt if s is not valid base64.
-std::optional<std::string> base64_decode(std::string_view s);
 
 // x-amz-checksum-crc32c form of a CRC32C, and back.
 std::string crc32c_base64(uint32_t crc);

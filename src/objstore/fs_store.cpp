@@ -10,7 +10,7 @@
 #include "common/crc32c.h"
 #include "common/endian.h"
 #include "common/publish_file.h"
-#include "objstore/digest.h"
+#include "net/base64.h"
 #include "objstore/key.h"
 
 namespace strata::objstore {
@@ -348,7 +348,7 @@ ObjectResult<std::string> list_start_after(const ListRequest& req) {
                     fmt::format("max_keys {} outside 1..{}", req.max_keys, kMaxListKeys));
   }
   if (req.continuation_token.empty()) return std::string();
-  auto decoded = base64_decode(req.continuation_token);
+  auto decoded = net::base64_decode(req.continuation_token);
   if (!decoded || key_problem(*decoded)) {
     return fs_error(Op::list, prefix, RetryClass::fatal,
                     "invalid continuation token '" + req.continuation_token + "'");
@@ -496,7 +496,7 @@ ObjectResult<ListPage> FsObjectStore::list(const ListRequest& req) {
     if (!*e) return page;
     // A file beyond a full page: there is more, from the page's last key.
     if (page.objects.size() == size_t(req.max_keys)) {
-      page.next_token = base64_encode(page.objects.back().key);
+      page.next_token = net::base64_encode(page.objects.back().key);
       return page;
     }
     auto info = listed_object((*e)->key, (*e)->path, req.prefix);

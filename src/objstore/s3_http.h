@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/bytes.h"
-#include "objstore/curl_pool.h"
+#include "net/curl_pool.h"
 #include "objstore/object_store.h"
 #include "objstore/retry_class.h"
 

@@ -18,7 +18,7 @@
 //    headers are judged before its body (s3_range.h) and the body is copied
 //    from libcurl's buffer straight into the caller's. A server that sends
 //    more than asked fails fatal without its body being read.
-//  - Connections: a pool of max_connections libcurl handles (curl_pool.h);
+//  - Connections: a pool of max_connections libcurl handles (net/curl_pool.h);
 //    each request takes one, so that is the bound on requests in flight.
 //  - Deadlines: connect, total and stall deadlines on every request; a hung
 //    server ends in a transient timeout error, never a hang.
@@ -28,7 +28,7 @@
 #include <string>
 
 #include "objstore/config.h"
-#include "objstore/curl_pool.h"
+#include "net/curl_pool.h"
 #include "objstore/object_store.h"
 #include "objstore/s3_http.h"
 
@@ -79,7 +79,7 @@ class S3ObjectStore final : public ObjectStore {
   const std::string base_url_;     // scheme://host[:port] (with bucket. for virtual-hosted)
   const std::string bucket_path_;  // "/bucket" for path-style, "" for virtual-hosted
   const uint64_t max_get_bytes_;
-  CurlPool pool_;
+  net::CurlPool pool_;
 };
 
 }  // namespace strata::objstore

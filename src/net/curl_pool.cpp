@@ -1,4 +1,4 @@
-#include "objstore/curl_pool.h"
+#include "net/curl_pool.h"
 
 #include <curl/curl.h>
 
@@ -6,7 +6,7 @@
 
 #include "common/assert.h"
 
-namespace strata::objstore {
+namespace strata::net {
 
 void ensure_curl_initialized() {
   static std::once_flag once;
@@ -59,4 +59,4 @@ CurlPool::Lease::~Lease() {
   if (pool_ && h_) pool_->release(h_);
 }
 
-}  // namespace strata::objstore
+}  // namespace strata::net

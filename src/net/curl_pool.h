@@ -11,7 +11,7 @@
 
 typedef void CURL;
 
-namespace strata::objstore {
+namespace strata::net {
 
 class CurlPool {
  public:
@@ -57,4 +57,4 @@ class CurlPool {
 // curl_global_init, once per process, before the first handle.
 void ensure_curl_initialized();
 
-}  // namespace strata::objstore
+}  // namespace strata::net
