@@ -8,6 +8,7 @@
 
 #include "etcd/curl_post.h"
 #include "etcd/etcd_json.h"
+#include "etcd/etcd_limits.h"
 #include "net/curl_pool.h"
 
 namespace strata::etcd {
@@ -44,7 +45,7 @@ namespace {
 size_t on_body(char* data, size_t size, size_t n, void* user) {
   auto* s = static_cast<std::string*>(user);
   // A reply larger than any etcd answer we ask for is a misbehaving server.
-  if (s->size() + size * n > (64u << 20)) return 0;
+  if (s->size() + size * n > kMaxReplyBytes) return 0;
   s->append(data, size * n);
   return size * n;
 }
@@ -81,9 +82,57 @@ Attempt post(CURL* h, const std::string& url, const std::string& body,
 }
 
 std::string snippet(const std::string& s) {
-  std::string out = printable_key(std::string_view(s).substr(0, 120));
-  if (s.size() > 120) out += "...";
+  std::string out = printable_key(std::string_view(s).substr(0, kReplySnippetBytes));
+  if (s.size() > kReplySnippetBytes) out += "...";
   return out;
+}
+
+// What one attempt's answer means for the call: the reply (done), a
+// definite refusal from etcd (done, an error), or a failure after which
+// another endpoint may do better (`failure` says what went wrong; the
+// attempt may have been applied if `maybe_applied`).
+struct Verdict {
+  std::optional<nlohmann::json> reply;
+  std::optional<Error> refusal;
+  std::string failure;
+  bool maybe_applied = false;
+};
+
+Verdict judge(const Attempt& a, const std::string& ep, const std::string& what) {
+  Verdict v;
+  if (a.code != CURLE_OK) {
+    v.maybe_applied = a.maybe_sent;
+    v.failure = fmt::format("{}: {}", ep, a.curl_error);
+    return v;
+  }
+  // From here on something answered: unless it is a readable reply or a
+  // definite refusal, a write may have been applied.
+  v.maybe_applied = true;
+  json j = json::parse(a.body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    v.failure =
+        fmt::format("{}: HTTP {} with unparsable JSON: \"{}\"", ep, a.status, snippet(a.body));
+    return v;
+  }
+  if (a.status != 200) {
+    auto ge = decode_gateway_error(j);
+    std::string msg =
+        ge ? fmt::format("HTTP {}: {} (gRPC code {})", a.status, ge->message, ge->grpc_code)
+           : fmt::format("HTTP {}: \"{}\"", a.status, snippet(a.body));
+    if (ge && !retry_elsewhere(ge->grpc_code)) {
+      v.refusal = Error(errc_for_grpc(ge->grpc_code), fmt::format("{} at {}: {}", what, ep, msg));
+    } else {
+      v.failure = fmt::format("{}: {}", ep, msg);
+    }
+    return v;
+  }
+  if (!j.is_object()) {
+    v.failure = fmt::format("{}: the reply is not a JSON object: \"{}\"", ep, snippet(a.body));
+    return v;
+  }
+  v.maybe_applied = false;
+  v.reply = std::move(j);
+  return v;
 }
 
 }  // namespace
@@ -135,63 +184,43 @@ Result<EtcdClient::Reply> EtcdClient::call(std::string_view op, std::string_view
   const size_t n = options_.endpoints.size();
   std::vector<std::string> failures;
   bool maybe_applied = false;
-  size_t start = preferred_.load() % n;
-  for (int round = 0;; ++round) {
+  const size_t start = preferred_.load() % n;
+  // Round after round over the endpoints, starting with the one that last
+  // answered, until one answers or the deadline passes.
+  while (Clock::now() < deadline) {
     for (size_t i = 0; i < n; ++i) {
       const auto now = Clock::now();
-      if (now >= deadline) goto out_of_time;
+      if (now >= deadline) break;
       const size_t idx = (start + i) % n;
       const std::string& ep = options_.endpoints[idx];
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
       auto lease = pool_->acquire(left);
       if (!lease) {
         failures.push_back("no free connection before the deadline");
-        goto out_of_time;
+        return out_of_time(what, failures);
       }
       Attempt a = post(lease.get(), ep + std::string(path), body,
                        std::min(left, options_.attempt_timeout), options_.connect_timeout);
-      if (a.code != CURLE_OK) {
-        if (a.maybe_sent) maybe_applied = true;
-        failures.push_back(fmt::format("{}: {}", ep, a.curl_error));
-        continue;
+      Verdict v = judge(a, ep, what);
+      if (v.refusal) return std::move(*v.refusal);
+      maybe_applied = maybe_applied || v.maybe_applied;
+      if (v.reply) {
+        preferred_.store(idx);
+        return Reply{std::move(*v.reply), ep, maybe_applied};
       }
-      json j = json::parse(a.body, nullptr, /*allow_exceptions=*/false);
-      if (j.is_discarded()) {
-        // A reply we cannot read might still have been a write applied.
-        maybe_applied = true;
-        failures.push_back(
-            fmt::format("{}: HTTP {} with unparsable JSON: \"{}\"", ep, a.status, snippet(a.body)));
-        continue;
-      }
-      if (a.status != 200) {
-        auto ge = decode_gateway_error(j);
-        std::string msg =
-            ge ? fmt::format("HTTP {}: {} (gRPC code {})", a.status, ge->message, ge->grpc_code)
-               : fmt::format("HTTP {}: \"{}\"", a.status, snippet(a.body));
-        if (ge && !retry_elsewhere(ge->grpc_code)) {
-          return Error(errc_for_grpc(ge->grpc_code), fmt::format("{} at {}: {}", what, ep, msg));
-        }
-        maybe_applied = true;
-        failures.push_back(fmt::format("{}: {}", ep, msg));
-        continue;
-      }
-      if (!j.is_object()) {
-        maybe_applied = true;
-        failures.push_back(
-            fmt::format("{}: the reply is not a JSON object: \"{}\"", ep, snippet(a.body)));
-        continue;
-      }
-      preferred_.store(idx);
-      return Reply{std::move(j), ep, maybe_applied};
+      failures.push_back(std::move(v.failure));
     }
     // Every endpoint failed this round: a short pause before the next one,
     // so a cluster electing a leader is not hammered (bounded by the deadline).
     auto left = deadline - Clock::now();
     if (left <= Clock::duration::zero()) break;
-    std::this_thread::sleep_for(std::min<Clock::duration>(left, std::chrono::milliseconds(50)));
-    (void)round;
+    std::this_thread::sleep_for(std::min<Clock::duration>(left, kPauseBetweenRounds));
   }
-out_of_time:
+  return out_of_time(what, failures);
+}
+
+Error EtcdClient::out_of_time(const std::string& what,
+                              const std::vector<std::string>& failures) const {
   return Error(Errc::unavailable, fmt::format("{}: no endpoint answered within {} ms ({})", what,
                                               options_.request_timeout.count(),
                                               failures.empty() ? std::string("no attempt")

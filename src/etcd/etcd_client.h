@@ -223,6 +223,9 @@ class EtcdClient {
 
  private:
   explicit EtcdClient(ClientOptions options);
+  // unavailable: no endpoint answered `what` before the deadline, with
+  // each distinct failure seen.
+  Error out_of_time(const std::string& what, const std::vector<std::string>& failures) const;
 
   const ClientOptions options_;
   std::unique_ptr<net::CurlPool> pool_;

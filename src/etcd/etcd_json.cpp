@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "etcd/etcd_limits.h"
 #include "net/base64.h"
 
 namespace strata::etcd {
@@ -155,7 +156,8 @@ Result<int64_t> int64_field(const json& obj, std::string_view name) {
   int64_t v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size()) {
-    return bad(fmt::format("\"{}\" is \"{}\", not an int64", name, s.substr(0, 40)));
+    return bad(
+        fmt::format("\"{}\" is \"{}\", not an int64", name, s.substr(0, kFieldSnippetBytes)));
   }
   return v;
 }
@@ -270,19 +272,43 @@ std::optional<GatewayError> decode_gateway_error(const json& body) {
   return e;
 }
 
+namespace {
+// The gRPC status codes the gateway reports (grpc/status.h).
+enum GrpcCode : int {
+  kNoCode = -1,  // the reply carried none
+  kUnknown = 2,  // e.g. "leader changed"
+  kInvalidArgument = 3,
+  kDeadlineExceeded = 4,
+  kNotFound = 5,
+  kFailedPrecondition = 9,
+  kAborted = 10,
+  kOutOfRange = 11,  // a compacted revision
+  kUnavailable = 14,
+};
+}  // namespace
+
 bool retry_elsewhere(int grpc_code) {
-  return grpc_code == 14 || grpc_code == 4 || grpc_code == 2 || grpc_code == 10 || grpc_code == -1;
+  switch (grpc_code) {
+    case kUnavailable:
+    case kDeadlineExceeded:
+    case kUnknown:
+    case kAborted:
+    case kNoCode:
+      return true;
+    default:
+      return false;
+  }
 }
 
 Errc errc_for_grpc(int grpc_code) {
   switch (grpc_code) {
-    case 5:
+    case kNotFound:
       return Errc::not_found;
-    case 3:
+    case kInvalidArgument:
       return Errc::invalid_argument;
-    case 11:
+    case kOutOfRange:
       return Errc::out_of_range;
-    case 9:
+    case kFailedPrecondition:
       return Errc::fatal;
     default:
       return Errc::transient;

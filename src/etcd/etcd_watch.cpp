@@ -15,9 +15,11 @@
 #include <mutex>
 #include <thread>
 
+#include "common/assert.h"
 #include "etcd/curl_post.h"
 #include "etcd/etcd_client.h"
 #include "etcd/etcd_json.h"
+#include "etcd/etcd_limits.h"
 #include "etcd/json_splitter.h"
 #include "net/curl_pool.h"
 
@@ -56,6 +58,7 @@ class EtcdWatch final : public Watch {
   int64_t next_revision() const override { return next_rev_.load(); }
 
  private:
+  using Clock = std::chrono::steady_clock;
   // What ended one connection.
   enum class End : uint8_t { reconnect, finished, stopped };
 
@@ -66,7 +69,7 @@ class EtcdWatch final : public Watch {
       ++endpoint_;
       // A short pause before the next endpoint (woken at once by stop).
       std::unique_lock lock(mu_);
-      cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stop_; });
+      cv_.wait_for(lock, kWatchReconnectPause, [&] { return stop_; });
     }
   }
 
@@ -94,6 +97,9 @@ class EtcdWatch final : public Watch {
   };
 
   void start_probe(const std::string& ep, Probe* p) {
+    // One probe at a time: a second would leave the first on the multi
+    // handle, never cleaned up.
+    STRATA_ASSERT(p->h == nullptr, "etcd watch: a probe started while one runs");
     p->h = curl_easy_init();
     if (!p->h) return;
     p->body = range_json(req_.key, "", 1).dump();
@@ -126,7 +132,7 @@ class EtcdWatch final : public Watch {
     }
     auto reply = json::parse(p.reply, nullptr, false);
     if (status != 200 || !reply.is_object() || reply.contains("error")) {
-      *why = fmt::format("HTTP {}: {}", status, p.reply.substr(0, 200));
+      *why = fmt::format("HTTP {}: {}", status, p.reply.substr(0, kProbeSnippetBytes));
       return false;
     }
     return true;
@@ -142,13 +148,15 @@ class EtcdWatch final : public Watch {
       }
       if (!handle(json::parse(doc->value(), nullptr, false))) return false;
     }
-    if (splitter_.buffered() > (64u << 20)) {
-      last_problem_ = "a watch message larger than 64 MiB";
+    if (splitter_.buffered() > kMaxWatchMessageBytes) {
+      last_problem_ = fmt::format("a watch message larger than {} bytes", kMaxWatchMessageBytes);
       return false;
     }
     return true;
   }
 
+  // One message of the stream. False ends the transfer (reconnect, or, if
+  // finish() was called, the end of the watch).
   bool handle(const json& msg) {
     if (msg.is_discarded() || !msg.is_object()) {
       last_problem_ = "unparsable JSON in the watch stream";
@@ -165,24 +173,37 @@ class EtcdWatch final : public Watch {
       }
       return false;
     }
-    auto compact = int64_field(*res, "compact_revision");
-    auto canceled = res->find("canceled");
+    if (ended_by_etcd(*res)) return false;
+    return deliver(*res);
+  }
+
+  // A compacted start revision or a cancelled watch ends the watch.
+  bool ended_by_etcd(const json& res) {
+    auto compact = int64_field(res, "compact_revision");
     if (compact.ok() && *compact > 0) {
       finish(Error(Errc::out_of_range,
                    fmt::format("revision {} was compacted (compact revision {}); re-read the "
                                "current state and watch from there",
                                next_rev_.load(), *compact)));
-      return false;
+      return true;
     }
-    if (canceled != res->end() && canceled->is_boolean() && canceled->get<bool>()) {
-      auto reason = res->find("cancel_reason");
+    auto canceled = res.find("canceled");
+    if (canceled != res.end() && canceled->is_boolean() && canceled->get<bool>()) {
+      auto reason = res.find("cancel_reason");
       finish(Error(Errc::invalid_argument, fmt::format("etcd cancelled the watch: {}",
-                                                       reason != res->end() && reason->is_string()
+                                                       reason != res.end() && reason->is_string()
                                                            ? reason->get<std::string>()
                                                            : std::string("no reason given"))));
-      return false;
+      return true;
     }
-    auto events = decode_events(*res);
+    return false;
+  }
+
+  // The message's events from next_rev_ on go to on_events, in revision
+  // order; a message whose events go back in revision is not etcd's order
+  // and ends the transfer (the watch resumes from next_rev_).
+  bool deliver(const json& res) {
+    auto events = decode_events(res);
     if (!events.ok()) {
       last_problem_ = events.error().message;
       return false;
@@ -190,40 +211,97 @@ class EtcdWatch final : public Watch {
     std::vector<WatchEvent> fresh;
     for (auto& ev : *events) {
       // After a reconnect etcd replays from next_rev_; anything older was delivered.
-      if (ev.kv.mod_revision >= next_rev_.load()) fresh.push_back(std::move(ev));
+      if (ev.kv.mod_revision < next_rev_.load()) continue;
+      if (!fresh.empty() && ev.kv.mod_revision < fresh.back().kv.mod_revision) {
+        last_problem_ = "watch events out of revision order";
+        return false;
+      }
+      fresh.push_back(std::move(ev));
     }
     if (!fresh.empty()) {
-      next_rev_.store(fresh.back().kv.mod_revision + 1);
+      advance(fresh.back().kv.mod_revision + 1);
+      STRATA_ASSERT(!finished_, "etcd watch: events delivered after the watch ended");
       on_events_(fresh);
     } else if (next_rev_.load() == 0) {
       // Watching "from now": pin the start so a reconnect resumes, not skips.
-      auto rev = header_revision(*res);
-      if (rev.ok() && *rev > 0) next_rev_.store(*rev + 1);
+      auto rev = header_revision(res);
+      if (rev.ok() && *rev > 0) advance(*rev + 1);
     }
     return true;
   }
 
+  // The resume point only rises: a step back would deliver a revision twice.
+  void advance(int64_t next) {
+    STRATA_ASSERT(next >= next_rev_.load(), "etcd watch: the resume revision went back");
+    next_rev_.store(next);
+  }
+
+  // Ends the watch: on_error once, nothing after it.
   void finish(Error e) {
+    STRATA_ASSERT(!finished_, "etcd watch: ended twice");
     finished_ = true;
     on_error_(
         std::move(e).with_context(fmt::format("etcd watch of \"{}\"", printable_key(req_.key))));
   }
 
-  End stream_once(const std::string& ep) {
+  // The watch's POST /v3/watch on `ep`, added to the multi handle.
+  CURL* start_transfer(const std::string& ep, const std::string& body, curl_slist** headers) {
     CURL* h = curl_easy_init();
-    if (!h) return End::reconnect;
+    if (!h) return nullptr;
+    *headers = set_json_post(h, ep + "/v3/watch", body);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, long(opts_.connect_timeout.count()));
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, kWatchKeepIdleSeconds);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, kWatchKeepIntervalSeconds);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, this);
+    curl_multi_add_handle(multi_, h);
+    return h;
+  }
+
+  // The transfers that ended since the last look: whether the watch's own
+  // did, and whether a probe found its member unable to serve.
+  void read_ended(const std::string& ep, CURL* watch, Probe* probe, bool* watch_done,
+                  bool* member_silent) {
+    int left = 0;
+    while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
+      if (m->msg != CURLMSG_DONE) continue;
+      if (m->easy_handle == watch) {
+        *watch_done = true;
+      } else if (probe->h && m->easy_handle == probe->h) {
+        std::string why;
+        if (probe_answered(*probe, m->data.result, &why)) {
+          last_heard_ = Clock::now();
+        } else {
+          last_problem_ =
+              fmt::format("{} did not answer a read within {} ms of a silent watch ({})", ep,
+                          opts_.attempt_timeout.count(), why);
+          *member_silent = true;
+        }
+        end_probe(probe);
+      }
+    }
+  }
+
+  // How long to sleep in curl_multi_poll: until the next probe is due, at
+  // most kWatchPollMax.
+  int poll_wait_ms(const Probe& probe, Clock::time_point now) const {
+    const auto probe_every = opts_.watch_probe_interval;
+    if (probe_every.count() <= 0 || probe.h) return int(kWatchPollMax.count());
+    auto until =
+        std::chrono::duration_cast<std::chrono::milliseconds>(last_heard_ + probe_every - now);
+    return int(std::clamp<int64_t>(until.count(), 1, kWatchPollMax.count()));
+  }
+
+  // One connection to `ep`, until it ends, its member goes silent, etcd
+  // ends the watch, or the watch is stopped.
+  End stream_once(const std::string& ep) {
     splitter_ = JsonSplitter();
     WatchRequest r = req_;
     r.start_revision = next_rev_.load();
     const std::string body = watch_create_json(r).dump();
-    const std::string url = ep + "/v3/watch";
-    curl_slist* headers = set_json_post(h, url, body);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, long(opts_.connect_timeout.count()));
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 5L);
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 2L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, this);
-    curl_multi_add_handle(multi_, h);
+    curl_slist* headers = nullptr;
+    CURL* h = start_transfer(ep, body, &headers);
+    if (!h) return End::reconnect;
     last_heard_ = Clock::now();
     const auto probe_every = opts_.watch_probe_interval;
     Probe probe;
@@ -240,38 +318,14 @@ class EtcdWatch final : public Watch {
         break;
       }
       bool watch_done = false, member_silent = false;
-      int left = 0;
-      while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
-        if (m->msg != CURLMSG_DONE) continue;
-        if (m->easy_handle == h) {
-          watch_done = true;
-        } else if (probe.h && m->easy_handle == probe.h) {
-          std::string why;
-          if (probe_answered(probe, m->data.result, &why)) {
-            last_heard_ = Clock::now();
-          } else {
-            last_problem_ = fmt::format(
-                "{} did not answer a read within {} ms of a silent watch "
-                "({})",
-                ep, opts_.attempt_timeout.count(), why);
-            member_silent = true;
-          }
-          end_probe(&probe);
-        }
-      }
+      read_ended(ep, h, &probe, &watch_done, &member_silent);
       // The watch connection ended, or its member cannot serve: reconnect.
       if (watch_done || member_silent) break;
       const auto now = Clock::now();
       if (probe_every.count() > 0 && !probe.h && now - last_heard_ >= probe_every) {
         start_probe(ep, &probe);
       }
-      int wait_ms = 1000;
-      if (probe_every.count() > 0 && !probe.h) {
-        auto until =
-            std::chrono::duration_cast<std::chrono::milliseconds>(last_heard_ + probe_every - now);
-        wait_ms = int(std::clamp<int64_t>(until.count(), 1, 1000));
-      }
-      curl_multi_poll(multi_, nullptr, 0, wait_ms, nullptr);
+      curl_multi_poll(multi_, nullptr, 0, poll_wait_ms(probe, now), nullptr);
     }
     end_probe(&probe);
     curl_multi_remove_handle(multi_, h);
@@ -286,7 +340,6 @@ class EtcdWatch final : public Watch {
   WatchErrorFn on_error_;
   size_t endpoint_;
   std::atomic<int64_t> next_rev_;
-  using Clock = std::chrono::steady_clock;
   // When the stream last delivered bytes or a probe was answered.
   Clock::time_point last_heard_;
   CURLM* multi_ = nullptr;

@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <thread>
 
 #include "fake_http.h"
 #include "support/assertions.h"
@@ -343,6 +345,47 @@ TEST(EtcdClientFake, GarbageErrorsAndSlownessBecomeClearErrors) {
     EXPECT_NE(r.error().message.find(c.server->endpoint()), std::string::npos) << r.error().message;
     EXPECT_NE(r.error().message.find("ns/streams/s"), std::string::npos) << r.error().message;
   }
+}
+
+// A watch message whose events go back in revision is not etcd's order: it
+// is dropped and the watch reconnects from where it was, so on_events only
+// ever sees revisions in order (the cluster's view relies on it).
+TEST(EtcdClientFake, AWatchMessageOutOfRevisionOrderIsDroppedAndTheWatchResumes) {
+  std::atomic<int> watches{0};
+  auto event = [](int rev) {
+    return "{\"kv\":{\"key\":\"az0=\",\"mod_revision\":\"" + std::to_string(rev) + "\"}}";
+  };
+  test::FakeHttp server([&](const std::string& path) {
+    if (path != "/v3/watch") return test::FakeReply{200, "{}", {}};
+    const bool first = watches.fetch_add(1) == 0;
+    const std::string evs = first ? event(10) + "," + event(5) : event(5) + "," + event(10);
+    return test::FakeReply{200, "{\"result\":{\"events\":[" + evs + "]}}", {}};
+  });
+  ClientOptions o;
+  o.endpoints = {server.endpoint()};
+  o.watch_probe_interval = 0ms;
+  auto client = EtcdClient::open(o);
+  ASSERT_OK(client);
+  std::mutex mu;
+  std::vector<int64_t> seen;
+  auto w = (*client)->watch(
+      {"k", "", 1},
+      [&](const std::vector<WatchEvent>& evs) {
+        std::lock_guard l(mu);
+        for (const auto& e : evs) seen.push_back(e.kv.mod_revision);
+      },
+      [](const Error&) {});
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < until) {
+    {
+      std::lock_guard l(mu);
+      if (seen.size() >= 2) break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  w.reset();
+  EXPECT_EQ(seen, (std::vector<int64_t>{5, 10}));
+  EXPECT_GE(watches.load(), 2);
 }
 
 TEST(EtcdClientFake, BadOptionsAreInvalidArgumentNamingTheSetting) {
