@@ -4,6 +4,7 @@
 
 #include "common/mapped_range.h"
 #include "log/log_files.h"
+#include "log/log_limits.h"
 #include "log/stream_log_impl.h"
 
 namespace strata::log {

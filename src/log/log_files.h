@@ -15,6 +15,7 @@
 #include "common/file_lock.h"
 #include "common/result.h"
 #include "log/chunk.h"
+#include "log/log_limits.h"
 
 namespace strata::log {
 
@@ -25,10 +26,6 @@ constexpr uint32_t kLogFileVersion = 1;
 // header_crc u32 (CRC32C of bytes 0..19).
 constexpr size_t kFileHeaderSize = 24;
 constexpr size_t kIndexRecordSize = 48;
-// The largest chunk (header + data + trailer) the log writes or reads. A
-// chunk header claiming more is treated as damage, so no reader or scan ever
-// allocates more than this for one chunk.
-constexpr uint64_t kMaxChunkSize = 1ull << 30;
 
 enum class LogFileKind { segment, index };
 

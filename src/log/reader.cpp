@@ -9,6 +9,7 @@
 #include "common/endian.h"
 #include "log/chunk_walk.h"
 #include "log/entries.h"
+#include "log/log_limits.h"
 #include "log/stream_log_impl.h"
 
 namespace strata::log {
@@ -148,8 +149,8 @@ bool Reader::wait(std::chrono::milliseconds timeout) {
     if (!r.ok() || *r > chunk_offset_) return r.ok();
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline || log_->closed()) return false;
-    auto step = std::min<std::chrono::steady_clock::duration>(deadline - now,
-                                                              std::chrono::milliseconds(50));
+    auto step =
+        std::min<std::chrono::steady_clock::duration>(deadline - now, kReadOnlyRefreshInterval);
     log_->wait_for_commit(chunk_offset_,
                           std::chrono::duration_cast<std::chrono::milliseconds>(step));
   }

@@ -6,6 +6,7 @@
 #include "common/file_lock.h"
 #include "common/publish_file.h"
 #include "log/inspect.h"
+#include "log/log_limits.h"
 #include "log/recovery.h"
 
 namespace strata::log {
@@ -41,16 +42,16 @@ Result<std::unique_ptr<StreamRegistry>> StreamRegistry::open(const std::string& 
 }
 
 Status StreamRegistry::validate_name(std::string_view name) {
-  bool ok = !name.empty() && name.size() <= 200 && name[0] != '.';
+  bool ok = !name.empty() && name.size() <= kMaxStreamNameBytes && name[0] != '.';
   for (char c : name) {
     ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                 c == '.' || c == '_' || c == '-');
   }
   if (!ok) {
     return Error(Errc::invalid_argument,
-                 fmt::format("bad stream name '{}' (1..200 characters of [A-Za-z0-9._-], not "
+                 fmt::format("bad stream name '{}' (1..{} characters of [A-Za-z0-9._-], not "
                              "starting with '.')",
-                             name));
+                             name, kMaxStreamNameBytes));
   }
   return Status::OK();
 }

@@ -7,13 +7,11 @@
 
 #include "common/endian.h"
 #include "common/file_window.h"
+#include "log/log_limits.h"
 
 namespace strata::log {
 
 namespace {
-
-// Bytes read per file read: small chunks cost no syscall each.
-constexpr size_t kScanBlock = 1 << 20;
 
 // Validates one chunk at `pos`; returns its index record or the reason it is
 // not valid (as an Error whose message names path and position).

@@ -12,21 +12,11 @@
 #include <chrono>
 #include <exception>
 
+#include "log/log_limits.h"
 #include "log/stream_log_impl.h"
 #include "log/sync_mark.h"
 
 namespace strata::log {
-
-namespace {
-
-constexpr int kSealerNice = 10;
-// A queued seal's sync starts once the writer has paused this long, ...
-constexpr auto kSealIdle = std::chrono::milliseconds(20);
-// ... or this long after the seal at the latest (or at once when
-// max_pending_seal_syncs are pending, or on close).
-constexpr auto kSealMaxDelay = std::chrono::milliseconds(1000);
-
-}  // namespace
 
 Status StreamLog::Impl::settle_sync_mark(std::optional<uint64_t> mark) {
   std::vector<std::shared_ptr<LogSegment>> unsynced;

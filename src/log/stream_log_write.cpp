@@ -8,19 +8,12 @@
 #include "common/assert.h"
 #include "log/entries.h"
 #include "log/index_file.h"
+#include "log/log_limits.h"
 #include "log/stream_log_impl.h"
 
 namespace strata::log {
 
 namespace {
-
-// One leader round takes at most this many bytes of queued batches, so a
-// burst of appenders cannot make one round (and its buffer) unbounded.
-constexpr uint64_t kMaxGroupBytes = 64ull << 20;
-// Written chunks are handed to the file once this many bytes are buffered.
-constexpr size_t kFlushBytes = 1 << 20;
-// Buffers larger than this are released after a round.
-constexpr size_t kKeepBufferBytes = 4 << 20;
 
 void shrink(Bytes& b) {
   if (b.capacity() > kKeepBufferBytes) Bytes().swap(b);

@@ -16,17 +16,13 @@
 
 #include "common/bytes.h"
 #include "common/result.h"
+#include "log/log_limits.h"
 
 namespace strata::log {
 
-// Bound on a sub-batch's declared uncompressed size: a damaged or hostile
-// header must not make a reader allocate gigabytes. Clients batch at most a
-// frame's worth of messages (frame max 1 MiB by default), so 64 MiB is far
-// above any real batch.
-constexpr uint32_t kMaxUncompressedSubBatch = 64u << 20;
-
 // The body of a sub-batch compressed with `compression` (a code of
-// entries.h), which must expand to exactly `uncompressed_len` bytes. Errors
+// entries.h), which must expand to exactly `uncompressed_len` bytes (at
+// most kMaxUncompressedSubBatch, log_limits.h). Errors
 // (unsupported: an unknown codec or bytes the codec rejects) say which codec
 // and why; the caller adds where.
 Result<std::string> decompress_sub_batch(uint8_t compression, BytesView body,

@@ -8,13 +8,13 @@
 #include "common/file_window.h"
 #include "log/chunk.h"
 #include "log/log_files.h"
+#include "log/log_limits.h"
 
 namespace strata::log {
 
 namespace {
 // format u8, flags u8, count u32.
 constexpr size_t kTrailerHeaderSize = 6;
-constexpr size_t kReadBlock = 1 << 20;
 }  // namespace
 
 void encode_writer_trailer(const WriterTrailer& t, Bytes* out) {
@@ -76,7 +76,7 @@ Result<std::optional<WriterSequences>> load_writer_sequences(File& f, const std:
                                                              uint64_t valid_end) {
   if (valid_end <= kFileHeaderSize) return std::optional<WriterSequences>();
   WriterSequences map;
-  FileWindow w(f, valid_end, kReadBlock);
+  FileWindow w(f, valid_end, kScanBlock);
   for (uint64_t pos = kFileHeaderSize; pos < valid_end;) {
     const std::string where = fmt::format("{} position {}", path, pos);
     if (valid_end - pos < kChunkHeaderSize) {

@@ -7,12 +7,11 @@
 #include <set>
 #include <thread>
 
+#include "tier/tier_limits.h"
+
 namespace strata::tier {
 
 namespace {
-
-// Tries of a remove that fails transiently.
-constexpr int kRemoveTries = 3;
 
 GcStream gc_stream_of(const LoadedTree& t) {
   GcStream s;
@@ -172,7 +171,8 @@ class Gc {
           const auto& o = outcomes[i];
           if (o.ok()) {
             out_.deleted.push_back(std::move(batch[i]));
-          } else if (o.error->retry == objstore::RetryClass::transient && attempt < kRemoveTries) {
+          } else if (o.error->retry == objstore::RetryClass::transient &&
+                     attempt < kGcRemoveTries) {
             retry.push_back(std::move(batch[i]));
           } else {
             out_.failed.push_back(GcFailure{std::move(batch[i]), o.error->to_string()});

@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "common/crc32c.h"
+#include "tier/tier_limits.h"
 
 namespace strata::tier {
 
@@ -17,8 +18,9 @@ bool safe_char(char c) {
 
 Status validate_segment(std::string_view s, const char* what) {
   if (s.empty()) return Error(Errc::invalid_argument, fmt::format("{} is empty", what));
-  if (s.size() > 255) {
-    return Error(Errc::invalid_argument, fmt::format("{} is longer than 255 bytes", what));
+  if (s.size() > kMaxKeySegmentBytes) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("{} is longer than {} bytes", what, kMaxKeySegmentBytes));
   }
   if (s == "." || s == "..") {
     return Error(Errc::invalid_argument, fmt::format("{} \"{}\" is not allowed", what, s));

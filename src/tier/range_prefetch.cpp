@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "tier/backoff.h"
+#include "tier/tier_limits.h"
 
 namespace strata::tier {
 
@@ -198,7 +199,7 @@ Result<const Bytes*> RangePrefetch::at(size_t i) {
         s.transient_failures < opts_.transient_retries) {
       s.transient_failures += 1;
       st_.retries += 1;
-      int64_t ms = backoff_ms(BackoffPolicy{false, 20, 1000}, s.transient_failures, rng_);
+      int64_t ms = backoff_ms(kRangeRetryBackoff, s.transient_failures, rng_);
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
       continue;
     }

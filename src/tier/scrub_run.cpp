@@ -9,14 +9,12 @@
 
 #include "common/random.h"
 #include "tier/manifest_codec.h"
+#include "tier/tier_limits.h"
 
 namespace strata::tier {
 
 namespace {
 
-// A root that keeps being replaced while we read it: give up after this
-// many fresh starts (each needs a persist to land mid-read).
-constexpr int kMaxTreeAttempts = 8;
 ReadState state_of(const objstore::ObjectError& e) {
   return e.retry == objstore::RetryClass::not_found ? ReadState::missing : ReadState::unreadable;
 }
@@ -190,7 +188,7 @@ Result<LoadedTree> load_tree(objstore::ObjectStore& store, const CatalogSource& 
 Result<LoadedTree> load_tree_from(objstore::ObjectStore& store, const CatalogSource& catalog,
                                   const ObjectKeys& keys,
                                   std::optional<catalog::StreamEntry> entry) {
-  for (int attempt = 0; attempt < kMaxTreeAttempts; ++attempt) {
+  for (int attempt = 0; attempt < kScrubTreeAttempts; ++attempt) {
     if (attempt > 0) {
       STRATA_ASSIGN_OR_RETURN(entry, catalog.get(keys.stream()));
     }
@@ -201,7 +199,7 @@ Result<LoadedTree> load_tree_from(objstore::ObjectStore& store, const CatalogSou
   t.entry = std::move(entry);
   t.root.state = ReadState::unreadable;
   t.root.error =
-      fmt::format("its manifest root was replaced {} times while being read", kMaxTreeAttempts);
+      fmt::format("its manifest root was replaced {} times while being read", kScrubTreeAttempts);
   return t;
 }
 
@@ -229,7 +227,7 @@ void run_bounded(size_t n, size_t concurrency, const std::function<void(size_t)>
 Result<ScrubReport> scrub_stream(objstore::ObjectStore& store, const CatalogSource& catalog,
                                  const ObjectKeys& keys, const ScrubOptions& opts) {
   ScrubReport report;
-  for (int attempt = 0; attempt < kMaxTreeAttempts; ++attempt) {
+  for (int attempt = 0; attempt < kScrubTreeAttempts; ++attempt) {
     ScrubInput in;
     in.stream = keys.stream();
     STRATA_ASSIGN_OR_RETURN(LoadedTree tree, load_tree(store, catalog, keys));

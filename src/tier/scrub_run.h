@@ -26,6 +26,7 @@
 #include "tier/backoff.h"
 #include "tier/object_keys.h"
 #include "tier/scrub.h"
+#include "tier/tier_limits.h"
 
 namespace strata::tier {
 
@@ -76,9 +77,6 @@ struct ScrubOptions {
 Result<ScrubReport> scrub_stream(objstore::ObjectStore& store, const CatalogSource& catalog,
                                  const ObjectKeys& keys, const ScrubOptions& opts = {});
 
-// Tries of an object-store call that fails transiently.
-constexpr uint32_t kMaxTransientTries = 4;
-
 // Runs an object-store call (returning an ObjectResult), retrying transient
 // failures with the uploader's transient backoff (without its immediate
 // first retry): a scrub or gc run should not fail on one 503.
@@ -89,7 +87,7 @@ auto with_transient_retries(F f) -> decltype(f()) {
   p.immediate_first = false;
   for (uint32_t attempt = 1;; ++attempt) {
     auto r = f();
-    if (r.ok() || r.retry() != objstore::RetryClass::transient || attempt == kMaxTransientTries) {
+    if (r.ok() || r.retry() != objstore::RetryClass::transient || attempt == kTransientTries) {
       return r;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms(p, attempt, rng)));

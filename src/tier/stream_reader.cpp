@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "tier/remote_reader.h"
+#include "tier/tier_limits.h"
 
 namespace strata::tier {
 
@@ -120,7 +121,7 @@ Result<bool> StreamReader::Impl::open_remote(std::shared_ptr<const Manifest> m,
 Status StreamReader::Impl::start(const log::OffsetSpec& spec) {
   // Retention may move the local start between looking and opening; a
   // few tries settle it (each one sees a newer state).
-  for (int attempt = 0; attempt < 8; ++attempt) {
+  for (int attempt = 0; attempt < kReaderOpenAttempts; ++attempt) {
     const log::LocalRange lr = log->local_range();
     if (tiered() && reaches_below(spec, lr)) {
       STRATA_ASSIGN_OR_RETURN(CachedManifest cm, manifest());
