@@ -35,15 +35,20 @@ Status get_string(const json& section, const std::string& key, const std::string
   return Status::OK();
 }
 
+// The keys each section accepts: the check for unknown settings runs from
+// these, and serve_config_settings() lists them.
+constexpr const char* kServerKeys[] = {
+    "listen",         "advertised_host", "advertised_port", "frame_max",
+    "heartbeat_s",    "threads",         "max_connections", "consumer_update_timeout_ms",
+    "coalesce_bytes", "close_linger_ms"};
+constexpr const char* kClusterKeys[] = {"enabled",          "node_id",   "lease_ttl_ms",
+                                        "acquire_grace_ms", "rebalance", "rebalance_after_ms"};
+
 Status load_server_section(const json& s, ServerSettings* out) {
   if (!s.is_object()) return bad("server", "not an object");
-  static const char* kKnown[] = {
-      "listen",         "advertised_host", "advertised_port", "frame_max",
-      "heartbeat_s",    "threads",         "max_connections", "consumer_update_timeout_ms",
-      "coalesce_bytes", "close_linger_ms"};
   for (auto it = s.begin(); it != s.end(); ++it) {
     bool known = false;
-    for (const char* k : kKnown) known = known || it.key() == k;
+    for (const char* k : kServerKeys) known = known || it.key() == k;
     if (!known) return bad("server." + it.key(), "unknown setting");
   }
   uint64_t v = 0;
@@ -118,11 +123,9 @@ Status load_users(const json& u, std::vector<User>* out) {
 
 Status load_cluster_section(const json& s, ClusterSettings* out) {
   if (!s.is_object()) return bad("cluster", "not an object");
-  static const char* kKnown[] = {"enabled",          "node_id",   "lease_ttl_ms",
-                                 "acquire_grace_ms", "rebalance", "rebalance_after_ms"};
   for (auto it = s.begin(); it != s.end(); ++it) {
     bool known = false;
-    for (const char* k : kKnown) known = known || it.key() == k;
+    for (const char* k : kClusterKeys) known = known || it.key() == k;
     if (!known) return bad("cluster." + it.key(), "unknown setting");
   }
   if (s.contains("enabled")) {
@@ -257,6 +260,16 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
     cfg.node.open_streams_at_start = false;
   }
   return cfg;
+}
+
+SettingsRead serve_config_settings() {
+  SettingsRead out = node::node_config_settings();
+  out.insert("server");
+  for (const char* k : kServerKeys) out.insert(std::string("server.") + k);
+  out.insert("users");
+  out.insert("cluster");
+  for (const char* k : kClusterKeys) out.insert(std::string("cluster.") + k);
+  return out;
 }
 
 Result<ServeConfig> load_serve_config_file(const std::string& path, const ServeFlags& flags,

@@ -102,6 +102,11 @@ struct ServeFlags {
 
 Result<ServeConfig> load_serve_config(nlohmann::json document, const ServeFlags& flags,
                                       const objstore::EnvLookup& env);
+// Every setting path load_serve_config accepts: the node's
+// (node::node_config_settings()) and the keys of server, users and cluster,
+// with the sections holding them. docs/CONFIGURATION.md documents each
+// (tests/docs checks it).
+SettingsRead serve_config_settings();
 // Reads the JSON file (empty path: no file) and calls load_serve_config.
 Result<ServeConfig> load_serve_config_file(const std::string& path, const ServeFlags& flags,
                                            const objstore::EnvLookup& env);

@@ -21,6 +21,76 @@ Result<uint64_t> parse_positive(const std::string& key, const std::string& value
   return v;
 }
 
+// One argument and how it sets the stream's settings: parse_stream_args
+// reads by this table, stream_arg_names() lists it.
+struct StreamArg {
+  const char* name;
+  Status (*apply)(const std::string& key, const std::string& value, node::StreamSettings& out);
+};
+
+constexpr StreamArg kArgs[] = {
+    {"max-length-bytes",
+     [](const std::string& k, const std::string& v, node::StreamSettings& out) -> Status {
+       STRATA_ASSIGN_OR_RETURN(out.max_bytes, parse_positive(k, v));
+       return Status::OK();
+     }},
+    {"max-age",
+     [](const std::string&, const std::string& v, node::StreamSettings& out) -> Status {
+       STRATA_ASSIGN_OR_RETURN(out.max_age_ms, parse_max_age(v));
+       return Status::OK();
+     }},
+    {"stream-max-segment-size-bytes",
+     [](const std::string& k, const std::string& v, node::StreamSettings& out) -> Status {
+       STRATA_ASSIGN_OR_RETURN(uint64_t n, parse_positive(k, v));
+       // osiris caps segments at 3 GB; a few KiB would make a file per chunk.
+       if (n < 4096 || n > 3'000'000'000ull) return bad_arg(k, v, "expected 4096..3000000000");
+       out.segment_bytes = n;
+       return Status::OK();
+     }},
+    {"x-strata-fragment-target-bytes",
+     [](const std::string& k, const std::string& v, node::StreamSettings& out) -> Status {
+       STRATA_ASSIGN_OR_RETURN(out.fragment_target_bytes, parse_positive(k, v));
+       return Status::OK();
+     }},
+    {"x-strata-fragment-max-age-ms",
+     [](const std::string& k, const std::string& v, node::StreamSettings& out) -> Status {
+       STRATA_ASSIGN_OR_RETURN(uint64_t n, parse_positive(k, v));
+       if (n > uint64_t(std::numeric_limits<int64_t>::max())) return bad_arg(k, v, "too large");
+       out.fragment_max_age_ms = int64_t(n);
+       return Status::OK();
+     }},
+    {"x-strata-tiering",
+     [](const std::string& k, const std::string& v, node::StreamSettings& out) -> Status {
+       if (v != "true" && v != "false") return bad_arg(k, v, "expected true or false");
+       out.tiering = v == "true";
+       return Status::OK();
+     }},
+    {"x-strata-local-max-bytes",
+     [](const std::string& k, const std::string& v, node::StreamSettings& out) -> Status {
+       STRATA_ASSIGN_OR_RETURN(out.local_max_bytes, parse_positive(k, v));
+       return Status::OK();
+     }},
+    {"x-strata-confirm",
+     [](const std::string& k, const std::string& v, node::StreamSettings& out) -> Status {
+       auto m = node::parse_confirm_mode(v);
+       if (!m) return bad_arg(k, v, "expected local or remote");
+       out.confirm = *m;
+       return Status::OK();
+     }},
+    // One node: there is nothing to place.
+    {"queue-leader-locator",
+     [](const std::string&, const std::string&, node::StreamSettings&) { return Status::OK(); }},
+    {"initial-cluster-size",
+     [](const std::string&, const std::string&, node::StreamSettings&) { return Status::OK(); }},
+};
+
+const StreamArg* find_arg(const std::string& name) {
+  for (const auto& a : kArgs) {
+    if (name == a.name) return &a;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 Result<int64_t> parse_max_age(const std::string& text) {
@@ -65,48 +135,16 @@ Result<node::StreamSettings> parse_stream_args(
     const std::vector<std::pair<std::string, std::string>>& args) {
   node::StreamSettings out;
   for (const auto& [k, v] : args) {
-    if (k == "max-length-bytes") {
-      auto n = parse_positive(k, v);
-      if (!n.ok()) return std::move(n).error();
-      out.max_bytes = *n;
-    } else if (k == "max-age") {
-      auto ms = parse_max_age(v);
-      if (!ms.ok()) return std::move(ms).error();
-      out.max_age_ms = *ms;
-    } else if (k == "stream-max-segment-size-bytes") {
-      auto n = parse_positive(k, v);
-      if (!n.ok()) return std::move(n).error();
-      // osiris caps segments at 3 GB; a few KiB would make a file per chunk.
-      if (*n < 4096 || *n > 3'000'000'000ull) {
-        return bad_arg(k, v, "expected 4096..3000000000");
-      }
-      out.segment_bytes = *n;
-    } else if (k == "x-strata-fragment-target-bytes") {
-      auto n = parse_positive(k, v);
-      if (!n.ok()) return std::move(n).error();
-      out.fragment_target_bytes = *n;
-    } else if (k == "x-strata-fragment-max-age-ms") {
-      auto n = parse_positive(k, v);
-      if (!n.ok()) return std::move(n).error();
-      if (*n > uint64_t(std::numeric_limits<int64_t>::max())) return bad_arg(k, v, "too large");
-      out.fragment_max_age_ms = int64_t(*n);
-    } else if (k == "x-strata-tiering") {
-      if (v != "true" && v != "false") return bad_arg(k, v, "expected true or false");
-      out.tiering = v == "true";
-    } else if (k == "x-strata-local-max-bytes") {
-      auto n = parse_positive(k, v);
-      if (!n.ok()) return std::move(n).error();
-      out.local_max_bytes = *n;
-    } else if (k == "x-strata-confirm") {
-      auto m = node::parse_confirm_mode(v);
-      if (!m) return bad_arg(k, v, "expected local or remote");
-      out.confirm = *m;
-    } else if (k == "queue-leader-locator" || k == "initial-cluster-size") {
-      // One node: there is nothing to place.
-    } else {
-      return bad_arg(k, v, "unknown argument");
-    }
+    const StreamArg* a = find_arg(k);
+    if (!a) return bad_arg(k, v, "unknown argument");
+    STRATA_TRY(a->apply(k, v, out));
   }
+  return out;
+}
+
+std::vector<std::string> stream_arg_names() {
+  std::vector<std::string> out;
+  for (const auto& a : kArgs) out.emplace_back(a.name);
   return out;
 }
 

@@ -6,7 +6,7 @@
 // and strata's own (tiering of this stream):
 //   x-strata-tiering               true or false (false: this stream stays local)
 //   x-strata-fragment-target-bytes, x-strata-fragment-max-age-ms, x-strata-local-max-bytes
-//   x-strata-confirm               local | remote (docs/FORMATS.md, "Confirms")
+//   x-strata-confirm               local | remote (docs/CONFIGURATION.md, "Confirm modes")
 // Unknown or malformed arguments are refused (precondition failed in the
 // protocol): a typo must not silently create a stream without retention.
 // They become the stream's node::StreamSettings (node/stream_settings.h says
@@ -27,6 +27,11 @@ namespace strata::server {
 // Errc::invalid_argument naming the argument and its value.
 Result<node::StreamSettings> parse_stream_args(
     const std::vector<std::pair<std::string, std::string>>& args);
+
+// The argument names parse_stream_args accepts, from the table it reads
+// by (docs/CONFIGURATION.md, "Per-stream settings", documents each;
+// tests/docs checks it).
+std::vector<std::string> stream_arg_names();
 
 // "7D", "12h", "30m", "10s" (RabbitMQ's max-age) -> milliseconds.
 Result<int64_t> parse_max_age(const std::string& text);
