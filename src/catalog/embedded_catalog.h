@@ -1,5 +1,5 @@
 // EmbeddedCatalog: the single-node catalog, the default. One slotstore file,
-// <dir>/catalog.slots, one record per stream (docs/FORMATS.md, "Catalog"):
+// <dir>/catalog.slots, one record per stream (docs/formats/catalog.md, "Embedded backend"):
 //
 //   key          the stream name (1..255 bytes)
 //   0 epoch      u64                        low

@@ -5,7 +5,7 @@
 //   S = <ns>/settings/<stream> the stream's settings, if created with any
 // and removed with the entry: S and every <ns>/offsets/<stream>/<reference>
 // (consumer offsets, server/cluster_offsets.h).
-// (docs/FORMATS.md, "etcd catalog"). An entry's revision is E's
+// (docs/formats/catalog.md, "etcd backend"). An entry's revision is E's
 // mod_revision: global in etcd, so it strictly grows but is not consecutive
 // when other keys change in between (the one difference from the embedded
 // backend, which catalog.h allows). Every write changes E and P in one Txn;
@@ -40,7 +40,7 @@ struct EtcdCatalogOptions {
 };
 
 // The keys of a stream in namespace `ns` that layers above the catalog
-// write too (docs/FORMATS.md, "etcd backend"): its entry E (whose existence
+// write too (docs/formats/catalog.md, "etcd backend"): its entry E (whose existence
 // a consumer offset's write checks) and the prefix of its consumer offsets
 // (<ns>/offsets/<stream>/<reference>), which remove() deletes with it.
 std::string etcd_entry_key(std::string_view ns, std::string_view stream);

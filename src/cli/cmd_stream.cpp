@@ -6,7 +6,7 @@
 //    node's configuration; reads the settings file only, so it works beside
 //    a running node;
 //  - delete: its local log, every object under its key prefix and its
-//    catalog entry (docs/FORMATS.md, "Deleting a stream").
+//    catalog entry (docs/formats/stream-deletion.md).
 // create and delete open the node themselves, so the node must not be
 // running: the data directory's lock refuses a second process with an error
 // that says so.

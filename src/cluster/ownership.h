@@ -10,7 +10,7 @@
 // back to one strand as exactly one event; a timer ticks the core's clock
 // check independently of any task, so a hung call cannot delay the stop.
 //
-// Keys (docs/FORMATS.md, "etcd catalog" for <ns>/streams/ and <ns>/epochs/):
+// Keys (docs/formats/catalog.md, "etcd backend", has them all):
 //   <ns>/nodes/<id>       {"address": "host:port"}, on the node's lease
 //   <ns>/owners/<stream>  "<id>", on the owner's lease
 //   <ns>/deletions/<stream> "<id>" of the node that requested the deletion

@@ -12,11 +12,11 @@
 //
 // What counts as such intact data is format specific and decided by the
 // caller: for the log, an intact chunk past the damage
-// (src/log/recovery.cpp; docs/FORMATS.md, log "Recovery (on open)");
+// (src/log/recovery.cpp; docs/formats/log-files.md, "Recovery (on open)");
 // for the slotstore WAL, whose crash model lets later unsynced writes
 // survive earlier ones, only data proving the damaged entries had been
-// fsynced (src/slotstore/wal_replay.cpp, argued in docs/FORMATS.md,
-// slotstore "WAL"). Pure: no I/O.
+// fsynced (src/slotstore/wal_replay.cpp, argued in docs/formats/slotstore.md,
+// "Torn tail or damage"). Pure: no I/O.
 #pragma once
 
 #include <cstdint>

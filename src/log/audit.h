@@ -1,7 +1,7 @@
 // The rules that judge a stream directory, in one place. Recovery
 // (recovery.h) acts on the verdicts when it opens a log; `strata inspect`
 // (inspect.h) reports them, saying what open would do. The rules are those
-// of docs/FORMATS.md, "Recovery (on open)"; the wording of every error and
+// of docs/formats/log-files.md, "Recovery (on open)"; the wording of every error and
 // repair note is made here, so the two can never disagree.
 //
 // Pure, but for sealed_index_problem (one 56-byte read): the callers read

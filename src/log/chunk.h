@@ -1,6 +1,6 @@
 // Chunk: the unit the log writes, replicates, indexes and uploads. A chunk is
 // a fixed 56-byte header followed by `data_len` bytes of record entries and
-// `trailer_len` bytes of trailer. Byte layout in docs/FORMATS.md ("Chunk").
+// `trailer_len` bytes of trailer. Byte layout in docs/formats/chunk.md.
 //
 // The header carries its own CRC32C (so a torn header is never trusted), a
 // CRC of data+trailer (so torn or rotten record bytes are detected) and,

@@ -1,5 +1,5 @@
 // The entries of a chunk's data section, as osiris frames them
-// (docs/FORMATS.md "Chunk", "Record entries"):
+// (docs/formats/chunk.md, "Record entries"):
 //   simple     u32 `0:1 len:31`, then len bytes: one record;
 //   sub-batch  `1:1 comp:3 rsvd:4` u8, nrec u16, uncompressed_len u32,
 //              len u32, then len bytes: nrec records, which a publisher

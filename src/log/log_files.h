@@ -1,7 +1,7 @@
 // The files of one stream directory: segment files `<first_offset:020>.segment`
 // (a file header, then chunks back to back) and index files
 // `<first_offset:020>.index` (a file header, then one fixed-size record per
-// chunk of the segment). Byte layouts in docs/FORMATS.md.
+// chunk of the segment). Byte layouts in docs/formats/log-files.md.
 //
 // The index is a cache: everything in it can be rebuilt from the segment,
 // and recovery trusts the segment, never the index.

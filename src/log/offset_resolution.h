@@ -1,5 +1,5 @@
 // Offset resolution: where a reader opened at an offset spec starts. The
-// rules (docs/FORMATS.md, "Offset specs") as pure functions over a snapshot
+// rules (docs/formats/log-files.md, "Offset specs") as pure functions over a snapshot
 // of the segment list; StreamLog::resolve takes the snapshot under its lock
 // and performs the one index lookup a plan may call for.
 //

@@ -1,6 +1,6 @@
 // Opening a stream directory: find its segments, check them, and (unless
 // read-only) repair what a crash can leave behind. The rules, in short
-// (full text in docs/FORMATS.md, "Recovery (on open)"):
+// (full text in docs/formats/log-files.md, "Recovery (on open)"):
 //
 //  - Sealed segments (all but the newest) below the sync mark (sync_mark.h;
 //    all of them when there is no mark) were fsynced, with their index,

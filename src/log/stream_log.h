@@ -80,7 +80,7 @@ struct AppendResult {
 // Osiris entries as they came off the wire (log/entries.h): simple and/or
 // sub-batch entries, any compression, back to back; with an optional writer
 // (publisher) reference and the highest publishing id in the batch, stored
-// durably with the chunk (docs/FORMATS.md "Writer sequences").
+// durably with the chunk (docs/formats/writer-sequences.md).
 struct EntryBatch {
   BytesView entries;            // osiris entries back to back
   uint16_t num_entries = 0;     // entries in `entries`

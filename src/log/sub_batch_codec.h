@@ -1,6 +1,6 @@
 // Decompression of a sub-batch entry's body, for readers that want single
 // records (`strata consume`, the tiered reader). The stream protocol names
-// the codec (docs/FORMATS.md "Record entries"); the clients write:
+// the codec (docs/formats/chunk.md "Record entries"); the clients write:
 //   1 gzip    an RFC 1952 gzip member (zlib);
 //   2 snappy  the Snappy framing format ("sNaPpY" stream identifier, chunks
 //             with masked CRC32C; libsnappy for the raw blocks);

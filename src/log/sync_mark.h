@@ -9,7 +9,7 @@
 // are "maybe unsynced" and recovered like the newest segment (a torn tail
 // is cut and every later segment dropped); segments below it, or every
 // sealed segment when there is no mark, are trusted as synced
-// (docs/FORMATS.md, "The sync mark").
+// (docs/formats/log-files.md, "The sync mark").
 //
 // Layout (16 bytes): magic "SSYN" u32, offset u64, CRC32C of bytes 0..11
 // u32, all big-endian. Written crash-atomically (write_file_atomic).

@@ -1,6 +1,6 @@
 // Writer sequences: the highest publishing id committed per writer
 // (publisher) reference, stored with the data so deduplication survives a
-// restart (docs/FORMATS.md "Writer sequences").
+// restart (docs/formats/writer-sequences.md).
 //
 // A chunk whose batches name writers carries in its trailer the highest
 // sequence of each of them in that chunk (a delta). The first chunk of every

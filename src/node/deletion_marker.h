@@ -2,8 +2,8 @@
 // <data_dir>/deletions/, published crash-atomically (common/publish_file.h)
 // before the first destructive step and removed after the last one. A node
 // that opens with a marker present neither opens nor lists the stream and
-// finishes its deletion (node/stream_deletion.h); docs/FORMATS.md, "Deleting
-// a stream", gives the protocol.
+// finishes its deletion (node/stream_deletion.h); docs/formats/stream-deletion.md,
+// "Marker", gives the protocol.
 //
 //   <data_dir>/deletions/<stream>.json
 //   {"format":"strata-stream-deletion","version":1,"stream":"s1","requested_at_ms":1700000000000}

@@ -142,8 +142,8 @@ class Node {
   Status flush(const std::string& name, std::chrono::milliseconds timeout);
 
   // Deletes a stream: its local log, every object under its key prefix
-  // (fragments, groups, roots, orphans) and its catalog entry; docs/FORMATS.md,
-  // "Deleting a stream", gives the protocol. From the first call on, the
+  // (fragments, groups, roots, orphans) and its catalog entry; docs/formats/stream-deletion.md
+  // gives the protocol. From the first call on, the
   // stream is neither listed nor openable nor creatable. Synchronous: returns
   // OK once everything is gone, or the error that stopped the deletion — it
   // then stays pending (its marker in place) and is finished by the next

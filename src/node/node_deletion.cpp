@@ -1,5 +1,5 @@
 // Node: deleting streams (node.h, delete_stream; the protocol in
-// docs/FORMATS.md, "Deleting a stream"). The steps and their order are in
+// docs/formats/stream-deletion.md). The steps and their order are in
 // node/deletion_core.h and node/deletion_steps.h; this file holds what only
 // the node can do — the marker before anything else, stopping the stream's
 // writer, and the bookkeeping of pending deletions across open and close.

@@ -1,6 +1,6 @@
 // The file a stream's settings are kept in: <data_dir>/streams/<name>/
 // settings.json, beside the log's segments (the log ignores names that are
-// not its own). Layout in docs/FORMATS.md, "Stream settings":
+// not its own). Layout in docs/formats/stream-settings.md:
 //
 //   {"crc32c":<CRC32C of the compact dump of "settings">,"settings":{...},"version":1}
 //

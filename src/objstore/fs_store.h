@@ -1,7 +1,7 @@
 // The `fs` backend: objects as files under a root directory, through
 // strata::FileSystem (so crash tests run it on FaultFileSystem).
 //
-// Layout (docs/FORMATS.md): key "a/b/c" is the file
+// Layout (docs/formats/objstore.md, "`fs` backend: files"): key "a/b/c" is the file
 // <root>/d_a/d_b/f_c. Directory segments are tagged "d_", object files
 // "f_", temporary files "t_", so the keys "a" and "a/b" can both exist and
 // no temporary file is ever mistaken for an object. Each object file holds

@@ -1,4 +1,4 @@
-// Object key rules shared by every backend (docs/FORMATS.md): a key
+// Object key rules shared by every backend (docs/formats/objstore.md, "Keys"): a key
 // is 1..1024 bytes of valid UTF-8, '/'-separated segments, none of them
 // empty, "." or "..", and no control characters (U+0000..U+001F, U+007F).
 // The rules make a key safe to map onto a file path and to put into a URL,

@@ -5,7 +5,7 @@
 //
 // Contract shared by every backend (and checked by one contract test suite,
 // tests/objstore/contract_test.cpp, run against each):
-//  - Keys follow docs/FORMATS.md: 1..1024 bytes of valid UTF-8,
+//  - Keys follow docs/formats/objstore.md ("Keys"): 1..1024 bytes of valid UTF-8,
 //    '/'-separated segments, no empty, "." or ".." segment, no control
 //    characters. A bad key fails with RetryClass::fatal before any I/O.
 //  - put() is all-or-nothing: a reader sees the old object (or none) or the

@@ -2,7 +2,7 @@
 // the whole frame (size prefix included) and `decode<T>(frame_body)` reading
 // one from a frame body (key and version first, size prefix already split
 // off by split_frame). Field layouts follow RabbitMQ's PROTOCOL.adoc; see
-// docs/FORMATS.md "Stream protocol frames". Views (BytesView) point into the
+// docs/formats/protocol-frames.md. Views (BytesView) point into the
 // decoded frame and live as long as its buffer.
 #pragma once
 

@@ -2,7 +2,7 @@
 // and splitting a byte stream into frames. A frame is `uint32 size` (bytes
 // after the size field) followed by `uint16 key`, `uint16 version` and the
 // command's fields, all big-endian. Responses carry the request's key with
-// the top bit set. See docs/FORMATS.md "Stream protocol frames".
+// the top bit set. See docs/formats/protocol-frames.md.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // Migration of Ra's meta.dets into a raftmeta store, crash-atomically.
 //
-// Procedure (docs/FORMATS.md, raftmeta "Migration from meta.dets", has the
+// Procedure (docs/formats/raftmeta.md, "Migration from meta.dets", has the
 // crash argument):
 //  1. remove a leftover <dir>/meta.slots.migrating (and slotstore's own
 //     .creating temp) from an attempt that crashed;

@@ -1,6 +1,6 @@
 // How raftmeta's values are laid out in a slotstore: the schema, the field
 // mask used to write only the fields that changed, and the conversions
-// between ServerMeta and slotstore records. docs/FORMATS.md, raftmeta "Schema".
+// between ServerMeta and slotstore records. docs/formats/raftmeta.md, "Schema".
 //
 //   key             the server id (uid), 1..max_id_bytes bytes
 //   0 current_term  u64                      low  (fsynced with its batch)

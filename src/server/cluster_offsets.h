@@ -1,7 +1,7 @@
 // ClusterOffsets: consumer offsets (StoreOffset / QueryOffset) of a cluster
 // node, kept in etcd so that they follow the stream from owner to owner:
 //   <ns>/offsets/<stream>/<reference>  = the offset, decimal
-// (docs/FORMATS.md, "etcd backend"). Deleting the stream deletes them, in
+// (docs/formats/server-state.md, "In a cluster"). Deleting the stream deletes them, in
 // the catalog's remove transaction (catalog/etcd_catalog.h).
 //
 // Writing. store() only records the value in memory; one writer thread

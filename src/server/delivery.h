@@ -99,7 +99,7 @@ struct ChunkFrame {
 proto::OsirisChunkHeader osiris_header_for(const log::ChunkHeader& h, uint32_t crc);
 
 // Joining stored chunks into one wire chunk (DeliveryOptions::coalesce_bytes;
-// docs/FORMATS.md "Deliver frames from chunks"). Whether a chunk with header
+// docs/formats/protocol-frames.md "Deliver frames from chunks"). Whether a chunk with header
 // `next` may follow the wire chunk `open` — itself only chunks of simple
 // entries — within `limit` data bytes: the same epoch, the next offset, at
 // most 65535 entries, and as many records as entries (the caller checks the

@@ -2,7 +2,7 @@
 // stream protocol) per (stream, reference), kept in memory and persisted
 // under the node's data directory, one file per stream:
 //   <dir>/<stream>        (dir is typically <data_dir>/tracking)
-// Byte layout in docs/FORMATS.md ("Offset tracking file"). A file is
+// Byte layout in docs/formats/server-state.md ("Offset tracking file"). A file is
 // replaced whole and crash-atomically (common/publish_file.h), so after a
 // crash it holds the offsets of some completed flush, never part of one.
 //
@@ -123,8 +123,8 @@ class OffsetStore {
   std::thread flusher_;
 };
 
-// The file for one stream's offsets (docs/FORMATS.md, "Offset tracking
-// file"). Exposed for tests.
+// The file for one stream's offsets (docs/formats/server-state.md,
+// "Offset tracking file"). Exposed for tests.
 Bytes encode_tracking_file(const std::map<std::string, uint64_t, std::less<>>& offsets);
 Result<std::map<std::string, uint64_t, std::less<>>> decode_tracking_file(BytesView in,
                                                                           const std::string& where);

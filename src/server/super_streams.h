@@ -6,7 +6,7 @@
 //
 // Persistence: one file per super stream, <dir>/<name> (dir is typically
 // <data_dir>/super_streams), replaced crash-atomically (common/publish_file.h);
-// byte layout in docs/FORMATS.md ("Super stream file").
+// byte layout in docs/formats/server-state.md ("Super stream file").
 //
 // Create order: the partition streams first (through the caller's
 // callback), then the file. A failure before the file is published deletes
@@ -87,7 +87,7 @@ class SuperStreams {
   std::set<std::string, std::less<>> busy_;  // names being created or deleted
 };
 
-// Validation and the file (docs/FORMATS.md, "Super stream file"); exposed
+// Validation and the file (docs/formats/server-state.md, "Super stream file"); exposed
 // for tests.
 Status validate_super_stream(const SuperStream& s);
 Bytes encode_super_stream_file(const SuperStream& s);

@@ -1,6 +1,6 @@
 // The slotstore file format: layout, header, record copies, string table
 // entries, WAL half headers and WAL entries. Pure encode/decode functions,
-// no I/O. docs/FORMATS.md ("slotstore file format") describes the same
+// no I/O. docs/formats/slotstore.md describes the same
 // bytes in prose.
 //
 //   [0, header_size)            header: magic, version, capacity, schema, CRC

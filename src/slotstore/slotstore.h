@@ -8,7 +8,7 @@
 // a WAL in two halves. Every change (low or high frequency) is appended to
 // the WAL as a checksummed, hash-chained entry; a background compaction folds
 // a full WAL half into the record copies (always overwriting the older copy)
-// and then reuses the half. docs/FORMATS.md ("slotstore file format") has the
+// and then reuses the half. docs/formats/slotstore.md has the
 // format byte by byte and the argument why every crash point recovers.
 //
 // Semantics promised to callers:

@@ -126,8 +126,8 @@ Result<std::unique_ptr<SlotStore::Impl>> SlotStore::Impl::open(FileSystem& fs,
   return impl;
 }
 
-// Recovery state comes only from checksummed data (docs/FORMATS.md,
-// slotstore "Why this is crash-safe" 5): the string table, then the record
+// Recovery state comes only from checksummed data (docs/formats/slotstore.md,
+// "Why this is crash-safe" 5): the string table, then the record
 // copies, then the WAL replayed over them.
 Status SlotStore::Impl::recover() {
   STRATA_TRY(load_strings());

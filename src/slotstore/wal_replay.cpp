@@ -1,7 +1,7 @@
 // Recovery's WAL replay: which halves to replay and in what order, the slot
 // rule applied to each entry, and the decision at the end of each half's
 // chain between a torn tail (the normal end) and corruption. The argument
-// is in docs/FORMATS.md, slotstore "WAL" and "Why this is crash-safe".
+// is in docs/formats/slotstore.md, "WAL" and "Why this is crash-safe".
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -149,7 +149,7 @@ Status SlotStore::Impl::apply_replayed(const format::Entry& e, std::vector<uint6
 // end of what was written) unless a `durable` entry of this cycle past that
 // point records a durable lsn beyond the last entry reached: the chain up
 // to that lsn was on disk, and durable bytes do not change, so the chain is
-// broken by damage (docs/FORMATS.md, slotstore "WAL").
+// broken by damage (docs/formats/slotstore.md, "Torn tail or damage").
 Status SlotStore::Impl::check_active_end(int half, const format::HalfHeader& h, WalReader& reader) {
   // Before the search moves the reader's window away from the end.
   STRATA_ASSIGN_OR_RETURN(std::string why, reader.why_end());

@@ -1,5 +1,5 @@
 // Fragment object: the bytes of one uploaded fragment. Layout (big-endian,
-// byte by byte in docs/FORMATS.md "Fragment object"):
+// byte by byte in docs/formats/fragment.md):
 //
 //   header   64 B   magic "STFG", version, first/next offset, first/last
 //                   timestamp, epoch, data size, chunk count, header CRC32C

@@ -18,7 +18,7 @@
 // front that reaches the threshold for its kind (1024 fragments, 32 groups
 // of any higher kind) is factored into one group. With those thresholds the
 // root never exceeds 1349 entries (60 773 bytes) for any stream below 2^64
-// fragments (docs/FORMATS.md "Why these thresholds"), and an offset is
+// fragments (docs/formats/manifest.md, "Why these thresholds"), and an offset is
 // found with one group read per level: three reads for streams of up to
 // 32.5 M fragments.
 //

@@ -1,6 +1,6 @@
 // Byte formats of the manifest: root object, group object, entries, and
 // edit batches (what a persist broadcasts to the per-node manifest caches).
-// Big-endian; byte by byte in docs/FORMATS.md. Every object ends with a
+// Big-endian; byte by byte in docs/formats/manifest.md. Every object ends with a
 // CRC32C of all bytes before it.
 //
 // Decoders never trust their input: wrong magic, unknown version, a
@@ -27,7 +27,8 @@ constexpr uint16_t kManifestVersion = 1;
 constexpr size_t kManifestHeaderSize = 64;
 constexpr size_t kManifestEntrySize = 45;
 constexpr size_t kManifestCrcSize = 4;
-// The root size the rebalance thresholds guarantee (docs/FORMATS.md).
+// The root size the rebalance thresholds guarantee (docs/formats/manifest.md,
+// "Why these thresholds").
 constexpr size_t kRootSizeBound = 64 * 1024;
 
 void encode_entry(const ManifestEntry& e, uint8_t* out);  // writes kManifestEntrySize bytes

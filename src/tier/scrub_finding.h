@@ -1,6 +1,6 @@
 // What `strata scrub` can find wrong with a stream's remote tier, one value
 // per finding, each naming the object key and, where it has them, the
-// offsets involved (docs/FORMATS.md, "Scrub and GC").
+// offsets involved (docs/formats/scrub-gc.md, "Scrub").
 #pragma once
 
 #include <cstdint>

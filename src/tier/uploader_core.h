@@ -80,7 +80,7 @@ struct UploaderConfig {
 };
 
 // Counters only grow; gauges describe the current state. Names follow the
-// metrics the shell exports (docs/FORMATS.md, "/status and /metrics").
+// metrics the shell exports (docs/METRICS.md).
 struct UploaderMetrics {
   // gauges
   uint64_t transfers_in_flight = 0;

@@ -1,5 +1,5 @@
-// The log's formats pinned by bytes (docs/FORMATS.md "Chunk" and "Local
-// stream log"): each vector under tests/log/golden/ is what the encoder (or
+// The log's formats pinned by bytes (docs/formats/chunk.md and
+// docs/formats/log-files.md): each vector under tests/log/golden/ is what the encoder (or
 // the writer) must produce for a known value, and decodes back to it. The
 // vectors are annotated with the document's field offsets, and the fields
 // are read back through those annotations, so the document, the vectors and

@@ -1,4 +1,4 @@
-// Builders of osiris entries for tests (docs/FORMATS.md "Chunk").
+// Builders of osiris entries for tests (docs/formats/chunk.md, "Record entries").
 #pragma once
 
 #include <initializer_list>

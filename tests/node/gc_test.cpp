@@ -35,7 +35,7 @@ tier::ObjectKeys keys(const std::string& s) {
 }
 
 // Sets the modification time of `key` in the directory store rooted at
-// `root` to `age_ms` ago (the fs layout of docs/FORMATS.md: directory
+// `root` to `age_ms` ago (the fs layout of docs/formats/objstore.md: directory
 // segments d_<seg>, the object file f_<name>).
 void backdate(const std::string& root, const std::string& key, int64_t age_ms) {
   std::string path = root;

@@ -1,4 +1,4 @@
-// The fs backend's object file pinned by bytes (docs/FORMATS.md "`fs`
+// The fs backend's object file pinned by bytes (docs/formats/objstore.md "`fs`
 // backend: files"): the key's path under the root, and the body followed by
 // the 12-byte trailer. The vector is tests/objstore/golden/fs-object.hex;
 // fields are also read through its annotations, at the document's offsets.

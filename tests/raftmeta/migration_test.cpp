@@ -140,7 +140,7 @@ TEST_F(MigrationTest, CorruptOrUnexpectedDetsFailsLoudlyAndIsLeftUntouched) {
     auto m = RaftMeta::open(posix_fs(), d.path(), small_options());
     if (c.name == "middle" && m.ok()) {
       // A flipped byte inside a uid or an integer is a different valid row
-      // (DETS has no object checksums, docs/FORMATS.md); anything
+      // (DETS has no object checksums, docs/formats/meta-dets.md); anything
       // structural is caught. Either way, what was migrated is what the
       // reader validated.
       continue;

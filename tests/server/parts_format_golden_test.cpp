@@ -1,5 +1,4 @@
-// The server's files pinned by golden vectors (docs/FORMATS.md, "Stream
-// protocol server state").
+// The server's files pinned by golden vectors (docs/formats/server-state.md).
 #include <gtest/gtest.h>
 
 #include "common/crc32c.h"

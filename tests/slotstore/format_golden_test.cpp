@@ -1,5 +1,5 @@
-// slotstore's file format pinned by bytes (docs/FORMATS.md "slotstore file
-// format"): header (with the schema encoding), record copy, string table
+// slotstore's file format pinned by bytes (docs/formats/slotstore.md):
+// header (with the schema encoding), record copy, string table
 // entry, WAL half header and the four WAL entry types, each encoded from a
 // known value, compared with a vector under tests/slotstore/golden/ and
 // decoded back; fields are also read through the vectors' annotations, at
@@ -43,7 +43,7 @@ format::Layout golden_layout() {
 
 // Body of a put of `key` (assigning slot 2, generation 5) that sets term 12
 // and vote (string 3, "ab") and clears applied; the update encoding of
-// docs/FORMATS.md "WAL", written out by hand.
+// docs/formats/slotstore.md "WAL", written out by hand.
 Bytes put_body() {
   Bytes b;
   ByteWriter w(&b);

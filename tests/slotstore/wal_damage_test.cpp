@@ -1,6 +1,6 @@
 // Damage in the WAL: a torn tail is cut silently, damage followed by proof
-// that the damaged entries were durable is corruption (docs/FORMATS.md,
-// slotstore "WAL", "Torn tail or damage"). Each test writes a store, damages
+// that the damaged entries were durable is corruption (docs/formats/slotstore.md,
+// "WAL", "Torn tail or damage"). Each test writes a store, damages
 // one byte of the file the way a disk would, and opens it again.
 #include "slotstore/format.h"
 #include "slotstore_test_util.h"

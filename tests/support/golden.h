@@ -1,7 +1,7 @@
 // Golden vectors: checked-in byte strings that pin a format, so that a change
 // to an encoder fails a test instead of silently changing what is on disk or
 // on the wire. A vector is a text file of hex bytes, one field per line,
-// annotated from docs/FORMATS.md:
+// annotated from the format documents (docs/FORMATS.md lists them):
 //
 //   # anything after '#' is a comment
 //   #= chunk header          a structure starts: '@' offsets count from here
@@ -199,7 +199,7 @@ inline std::string hex_dump(BytesView b, size_t max_bytes = 512) {
 // message naming the first differing byte and the field (line) it is in.
 // With STRATA_GOLDEN_ACTUAL_DIR set, the actual bytes are also written there
 // as <vector name>.actual (hex), for updating a vector after a deliberate
-// format change (which must also update docs/FORMATS.md).
+// format change (which must also update the format's document under docs/formats/).
 inline ::testing::AssertionResult matches(const Vector& v, BytesView actual) {
   if (const char* dir = std::getenv("STRATA_GOLDEN_ACTUAL_DIR"); dir != nullptr && *dir) {
     const std::string name = v.path.substr(v.path.find_last_of('/') + 1);

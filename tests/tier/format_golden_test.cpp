@@ -1,5 +1,5 @@
-// The remote tier's formats pinned by bytes (docs/FORMATS.md "Remote tier
-// formats"): fragment object, manifest root (also empty), group, entries and
+// The remote tier's formats pinned by bytes (docs/formats/fragment.md,
+// docs/formats/manifest.md): fragment object, manifest root (also empty), group, entries and
 // edit batch. Each vector under tests/tier/golden/ is what the encoder must
 // produce for a known value and decodes back to it; fields are also read
 // through the vectors' annotations, at the document's offsets.

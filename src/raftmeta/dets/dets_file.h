@@ -14,7 +14,7 @@
 // too: the hash table is the authority, and the scan for collections no slot
 // points to is what makes this safe. If that scan finds one — a row DETS's
 // repair would bring back, or an update interrupted half-way — open() fails
-// rather than guess which version is right. See docs/FORMATS.md.
+// rather than guess which version is right. See docs/formats/meta-dets.md.
 #pragma once
 
 #include <cstdint>

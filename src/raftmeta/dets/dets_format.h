@@ -1,7 +1,7 @@
 // The on-disk layout of an Erlang DETS file, format version 9 (what OTP R8
 // and later write; OTP 25 writes its "9(d)" variant). All integers are
 // 32-bit big-endian. Facts from OTP's lib/stdlib/src/dets_v9.erl, dets.hrl
-// and dets_utils.erl; the full description is docs/FORMATS.md.
+// and dets_utils.erl; the full description is docs/formats/meta-dets.md.
 #pragma once
 
 #include <cstdint>

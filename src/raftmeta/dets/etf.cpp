@@ -9,8 +9,8 @@
 namespace strata::raftmeta::etf {
 namespace {
 
-// Tags of the Erlang external term format (docs/FORMATS.md, "Erlang external term
-// format subset").
+// Tags of the Erlang external term format (docs/formats/meta-dets.md, "Erlang
+// external term format subset").
 enum Tag : uint8_t {
   kSmallIntegerExt = 97,
   kIntegerExt = 98,

@@ -13,7 +13,7 @@
 // Every other tag — floats, maps, pids, references, funs, bit strings,
 // compressed terms (tag 80: DETS stores term_to_binary/1 output, which is
 // never compressed) — is an error naming the tag and its byte position. The
-// format is described in docs/FORMATS.md.
+// format is described in docs/formats/meta-dets.md.
 #pragma once
 
 #include <cstdint>

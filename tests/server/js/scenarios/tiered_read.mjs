@@ -9,7 +9,7 @@ export const name = "tiered_read";
 export const timeoutSec = 240;
 export const strataOnly = "tiering to the object store is strata's";
 
-// Settings of docs/FORMATS.md "Node configuration" (src/node/node_config.h), sized so a few MB reach the remote tier
+// Settings of docs/CONFIGURATION.md "The node's configuration file" (src/node/node_config.h), sized so a few MB reach the remote tier
 // and leave local disk within seconds.
 export const strataServer = () => ({
   config: {
