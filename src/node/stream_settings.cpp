@@ -54,29 +54,25 @@ struct SettingsField {
   Status (*read)(const json& v, std::string_view name, StreamSettings& s);
 };
 
+// An integer > 0 into one field of the settings.
+template <auto field>
+Status int_field(const json& v, std::string_view k, StreamSettings& s) {
+  return read_int(v, k, &(s.*field));
+}
+
 constexpr SettingsField kFields[] = {
-    {"max_bytes", [](const json& v, std::string_view k,
-                     StreamSettings& s) { return read_int(v, k, &s.max_bytes); }},
-    {"max_age_ms", [](const json& v, std::string_view k,
-                      StreamSettings& s) { return read_int(v, k, &s.max_age_ms); }},
-    {"segment_bytes", [](const json& v, std::string_view k,
-                         StreamSettings& s) { return read_int(v, k, &s.segment_bytes); }},
+    {"max_bytes", int_field<&StreamSettings::max_bytes>},
+    {"max_age_ms", int_field<&StreamSettings::max_age_ms>},
+    {"segment_bytes", int_field<&StreamSettings::segment_bytes>},
     {"tiering",
      [](const json& v, std::string_view k, StreamSettings& s) -> Status {
        if (!v.is_boolean()) return corrupt_field(k, v, "not true or false");
        s.tiering = v.get<bool>();
        return Status::OK();
      }},
-    {"fragment_target_bytes",
-     [](const json& v, std::string_view k, StreamSettings& s) {
-       return read_int(v, k, &s.fragment_target_bytes);
-     }},
-    {"fragment_max_age_ms",
-     [](const json& v, std::string_view k, StreamSettings& s) {
-       return read_int(v, k, &s.fragment_max_age_ms);
-     }},
-    {"local_max_bytes", [](const json& v, std::string_view k,
-                           StreamSettings& s) { return read_int(v, k, &s.local_max_bytes); }},
+    {"fragment_target_bytes", int_field<&StreamSettings::fragment_target_bytes>},
+    {"fragment_max_age_ms", int_field<&StreamSettings::fragment_max_age_ms>},
+    {"local_max_bytes", int_field<&StreamSettings::local_max_bytes>},
     {"confirm",
      [](const json& v, std::string_view k, StreamSettings& s) -> Status {
        auto m = v.is_string() ? parse_confirm_mode(v.get<std::string>()) : std::nullopt;

@@ -21,6 +21,13 @@ Result<uint64_t> parse_positive(const std::string& key, const std::string& value
   return v;
 }
 
+// A positive integer into one field of the settings.
+template <auto field>
+Status positive_into(const std::string& key, const std::string& value, node::StreamSettings& out) {
+  STRATA_ASSIGN_OR_RETURN(out.*field, parse_positive(key, value));
+  return Status::OK();
+}
+
 // One argument and how it sets the stream's settings: parse_stream_args
 // reads by this table, stream_arg_names() lists it.
 struct StreamArg {
@@ -29,11 +36,7 @@ struct StreamArg {
 };
 
 constexpr StreamArg kArgs[] = {
-    {"max-length-bytes",
-     [](const std::string& k, const std::string& v, node::StreamSettings& out) -> Status {
-       STRATA_ASSIGN_OR_RETURN(out.max_bytes, parse_positive(k, v));
-       return Status::OK();
-     }},
+    {"max-length-bytes", positive_into<&node::StreamSettings::max_bytes>},
     {"max-age",
      [](const std::string&, const std::string& v, node::StreamSettings& out) -> Status {
        STRATA_ASSIGN_OR_RETURN(out.max_age_ms, parse_max_age(v));
@@ -47,11 +50,7 @@ constexpr StreamArg kArgs[] = {
        out.segment_bytes = n;
        return Status::OK();
      }},
-    {"x-strata-fragment-target-bytes",
-     [](const std::string& k, const std::string& v, node::StreamSettings& out) -> Status {
-       STRATA_ASSIGN_OR_RETURN(out.fragment_target_bytes, parse_positive(k, v));
-       return Status::OK();
-     }},
+    {"x-strata-fragment-target-bytes", positive_into<&node::StreamSettings::fragment_target_bytes>},
     {"x-strata-fragment-max-age-ms",
      [](const std::string& k, const std::string& v, node::StreamSettings& out) -> Status {
        STRATA_ASSIGN_OR_RETURN(uint64_t n, parse_positive(k, v));
@@ -65,11 +64,7 @@ constexpr StreamArg kArgs[] = {
        out.tiering = v == "true";
        return Status::OK();
      }},
-    {"x-strata-local-max-bytes",
-     [](const std::string& k, const std::string& v, node::StreamSettings& out) -> Status {
-       STRATA_ASSIGN_OR_RETURN(out.local_max_bytes, parse_positive(k, v));
-       return Status::OK();
-     }},
+    {"x-strata-local-max-bytes", positive_into<&node::StreamSettings::local_max_bytes>},
     {"x-strata-confirm",
      [](const std::string& k, const std::string& v, node::StreamSettings& out) -> Status {
        auto m = node::parse_confirm_mode(v);
