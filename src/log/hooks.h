@@ -1,15 +1,22 @@
 // The extension points of the local log (osiris_log_hooks in the original).
 // The remote tier plugs in here; the log knows nothing of object storage.
 //
-// Data below the local log is not the log's business: the reader across
-// tiers (tier/stream_reader.h) decides what a spec below it reads before it
-// opens a local reader, and the log answers such a spec with its oldest
-// chunk.
+// A hook is what must be in place from the moment the log opens: the
+// retention veto (retention may run at the first segment roll, before
+// anyone else could register). Commits are observed otherwise, one way for
+// everyone: StreamLog::subscribe (the tier's uploader through TieringHooks,
+// the server's deliveries), since observers come and go while the log is
+// open.
 //
-// Contract for every callback: it runs on a log thread (the writer's, or the
-// caller of apply_retention), must be quick (queue work, don't do
-// it), must not call back into the same StreamLog's append/close, and must
-// not throw.
+// Data below the local log is not the log's business either: the reader
+// across tiers (tier/stream_reader.h) decides what a spec below it reads
+// before it opens a local reader, and the log answers such a spec with its
+// oldest chunk.
+//
+// Contract for every callback: it runs on a log thread (the caller of
+// apply_retention, or the writer's when retention runs on roll), must be
+// quick, must not call back into the same StreamLog's append/close, and
+// must not throw.
 #pragma once
 
 #include <cstdint>
@@ -31,9 +38,9 @@ struct SegmentInfo {
   bool active = false;              // the segment the writer appends to
 };
 
-// A committed chunk and where it lies: what commit observers are told and
-// what a chunk walk reads (chunk_walk.h). An uploader maps its bytes later
-// with StreamLog::map_committed(segment_first_offset, position, size).
+// A committed chunk and where it lies: what commit listeners are told
+// (StreamLog::subscribe) and what a chunk walk reads (chunk_walk.h). An uploader maps its bytes
+// later with StreamLog::map_committed(segment_first_offset, position, size).
 struct CommittedChunk {
   ChunkHeader header;
   uint64_t segment_first_offset = 0;  // names the segment (its file name)
@@ -44,10 +51,6 @@ struct CommittedChunk {
 class LogHooks {
  public:
   virtual ~LogHooks() = default;
-
-  // Called once per committed chunk, in offset order, after the committed
-  // offset covers it and before the appenders of that chunk are told.
-  virtual void on_commit(const CommittedChunk& chunk) { (void)chunk; }
 
   // Consulted, oldest segment first, before retention deletes a segment.
   // Returning false keeps this segment and, so the log stays contiguous,

@@ -8,7 +8,7 @@
 // packs every queued batch into chunks
 // (a batch never spans chunks), writes them with one write per segment,
 // syncs once according to the fsync policy, advances the committed offset,
-// notifies hooks and listeners, then releases the appenders. The committed
+// notifies the commit listeners, then releases the appenders. The committed
 // offset never moves past data whose write or sync failed: on any I/O error
 // the log fail-stops — that append and every later one fail, readers still
 // see what was committed, and reopening (which runs recovery) is the way
@@ -199,9 +199,18 @@ class StreamLog : public std::enable_shared_from_this<StreamLog> {
   // segment roll when retention_on_roll is set.
   Result<RetentionOutcome> apply_retention();
 
-  // Commit listeners: called like LogHooks::on_commit (same thread, same
-  // order), for as long as subscribed.
+  // Commit listeners, the one way to observe commits (the tier's uploader
+  // through tier::TieringHooks, the server's deliveries and served streams
+  // through node::StreamHandle): `listener` is called once per committed
+  // chunk, in offset order, after the committed offset covers it and before
+  // the appenders of that chunk are told, on the thread that commits it
+  // (the group-commit leader), for as long as subscribed. It must be quick (queue work, don't do
+  // it), must not call back into this log's append/close/subscribe, and must not throw. A listener
+  // registered after a commit never hears of it (read the log for what came before). Returns the id
+  // unsubscribe() takes.
   uint64_t subscribe(std::function<void(const CommittedChunk&)> listener);
+  // After it returns, the listener is no longer called, except by a commit
+  // already being notified on the writer's thread.
   void unsubscribe(uint64_t id);
 
   // Read-only logs: picks up chunks (and segments) another process has

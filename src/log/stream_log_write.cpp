@@ -394,14 +394,9 @@ void StreamLog::Impl::notify_commit(const std::vector<WrittenChunk>& chunks) {
     std::lock_guard<std::mutex> g(mu_);
     for (const auto& [id, f] : listeners_) ls.push_back(f);
   }
-  if (!opts_.hooks && ls.empty()) return;
+  if (ls.empty()) return;
   for (const auto& c : chunks) {
-    CommittedChunk cc;
-    cc.header = c.header;
-    cc.segment_first_offset = c.seg->info.first_offset;
-    cc.position = c.rec.position;
-    cc.size = c.rec.chunk_size;
-    if (opts_.hooks) opts_.hooks->on_commit(cc);
+    const CommittedChunk cc{c.header, c.seg->info.first_offset, c.rec.position, c.rec.chunk_size};
     for (const auto& f : ls) f(cc);
   }
 }

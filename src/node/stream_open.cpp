@@ -207,7 +207,7 @@ Status Node::Impl::start_uploader(const std::string& name, const OpenMode& mode,
   auto u = tier::Uploader::start(env, std::move(uo), e.log);
   if (!u.ok()) return std::move(u).error().with_context("starting the uploader of " + name);
   e.uploader = *u;
-  e.hooks->attach(e.uploader);
+  e.hooks->attach(e.uploader, e.log);
   return Status::OK();
 }
 

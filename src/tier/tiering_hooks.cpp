@@ -1,26 +1,46 @@
 #include "tier/tiering_hooks.h"
 
+#include <utility>
+
 #include "tier/uploader.h"
 
 namespace strata::tier {
 
-void TieringHooks::attach(const std::shared_ptr<Uploader>& u) {
+TieringHooks::~TieringHooks() {
+  detach();
+}
+
+void TieringHooks::attach(const std::shared_ptr<Uploader>& u,
+                          const std::shared_ptr<log::StreamLog>& log) {
+  detach();
+  // Subscribed before mu_ is taken: the log calls may_delete_segment (which
+  // takes mu_) while holding its own locks.
+  std::weak_ptr<Uploader> weak = u;
+  const uint64_t id = log->subscribe([weak](const log::CommittedChunk& c) {
+    if (auto up = weak.lock()) up->on_commit(c);
+  });
   std::lock_guard l(mu_);
   uploader_ = u;
+  log_ = log;
+  subscription_ = id;
 }
 
 void TieringHooks::detach() {
-  std::lock_guard l(mu_);
-  uploader_.reset();
+  std::weak_ptr<log::StreamLog> log;
+  uint64_t id = 0;
+  {
+    std::lock_guard l(mu_);
+    uploader_.reset();
+    log = std::exchange(log_, {});
+    id = std::exchange(subscription_, 0);
+  }
+  if (id == 0) return;
+  if (auto l = log.lock()) l->unsubscribe(id);
 }
 
 std::shared_ptr<Uploader> TieringHooks::current() {
   std::lock_guard l(mu_);
   return uploader_.lock();
-}
-
-void TieringHooks::on_commit(const log::CommittedChunk& chunk) {
-  if (auto u = current()) u->on_commit(chunk);
 }
 
 bool TieringHooks::may_delete_segment(const log::SegmentInfo& segment) {

@@ -10,11 +10,9 @@ namespace strata::log {
 namespace {
 
 struct FakeTier : LogHooks {
-  std::vector<CommittedChunk> committed;
   std::vector<SegmentInfo> asked;
   std::optional<uint64_t> keep_from;  // veto deleting segments at/after this first offset
 
-  void on_commit(const CommittedChunk& c) override { committed.push_back(c); }
   bool may_delete_segment(const SegmentInfo& s) override {
     asked.push_back(s);
     return !keep_from || s.first_offset < *keep_from;
@@ -35,24 +33,28 @@ struct LogHookPoints : ::testing::Test {
   }
 };
 
-// Each commit is told once, in offset order, to the hook and to every
-// listener, locating the chunk where the reader finds it (an uploader maps
-// those bytes later: chunk_walk_test.cpp).
+// Each commit is told once, in offset order, to every listener for as long
+// as it is subscribed, locating the chunk where the reader finds it (an
+// uploader maps those bytes later: chunk_walk_test.cpp).
 TEST_F(LogHookPoints, CommitNotificationsLocateEveryChunkInOffsetOrder) {
   auto log = *StreamLog::open("/s", opts());
-  std::vector<CommittedChunk> via_listener;
+  std::vector<CommittedChunk> committed, via_listener, early;
+  log->subscribe([&](const CommittedChunk& c) { committed.push_back(c); });
   log->subscribe([&](const CommittedChunk& c) { via_listener.push_back(c); });
+  const uint64_t gone = log->subscribe([&](const CommittedChunk& c) { early.push_back(c); });
   for (int i = 0; i < 8; ++i) {
     std::vector<std::string> recs = {test::payload_for(log->committed_next()),
                                      test::payload_for(log->committed_next() + 1)};
     ASSERT_TRUE(log->append(test::views(recs)).ok());
+    if (i == 1) log->unsubscribe(gone);
   }
-  ASSERT_EQ(tier->committed.size(), 8u);
+  ASSERT_EQ(committed.size(), 8u);
   ASSERT_EQ(via_listener.size(), 8u);
+  EXPECT_EQ(early.size(), 2u) << "an unsubscribed listener hears of no later commit";
   auto reader = *log->open_reader(OffsetSpec::first());
   uint64_t expect_offset = 0;
-  for (size_t i = 0; i < tier->committed.size(); ++i) {
-    const CommittedChunk& c = tier->committed[i];
+  for (size_t i = 0; i < committed.size(); ++i) {
+    const CommittedChunk& c = committed[i];
     EXPECT_EQ(c.header.first_offset, expect_offset) << "notifications are in offset order";
     expect_offset = c.header.next_offset();
     EXPECT_EQ(c.size, c.header.total_size());
@@ -67,8 +69,8 @@ TEST_F(LogHookPoints, CommitNotificationsLocateEveryChunkInOffsetOrder) {
   }
   // max_segment_chunks 3: the notifications name the segments the chunks
   // were written to.
-  EXPECT_EQ(tier->committed[2].segment_first_offset, 0u);
-  EXPECT_EQ(tier->committed[3].segment_first_offset, tier->committed[3].header.first_offset);
+  EXPECT_EQ(committed[2].segment_first_offset, 0u);
+  EXPECT_EQ(committed[3].segment_first_offset, committed[3].header.first_offset);
 }
 
 TEST_F(LogHookPoints, RetentionVetoKeepsSegmentAndEverythingNewer) {

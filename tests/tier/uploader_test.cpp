@@ -60,7 +60,7 @@ UploaderOptions small_options(const std::string& stream) {
   return o;
 }
 
-// A stream log whose commits feed `hooks`.
+// A stream log opened with `hooks` (its uploader attached by Fixture::start).
 struct TestLog {
   TestLog(const std::string& dir, std::shared_ptr<TieringHooks> h,
           uint64_t segment_bytes = 64 << 10, std::optional<uint64_t> local_max_bytes = std::nullopt)
@@ -158,7 +158,7 @@ struct Fixture {
   std::shared_ptr<Uploader> start(UploaderOptions o, TestLog& l) {
     auto u = Uploader::start(env.env(), std::move(o), l.log);
     EXPECT_TRUE(u.ok()) << u.error().to_string();
-    l.hooks->attach(*u);
+    l.hooks->attach(*u, l.log);
     return std::move(u).value();
   }
   TempDir dir;
@@ -300,8 +300,9 @@ TEST(Uploader, SecondUploaderFencesTheFirstAndTheManifestStaysIntact) {
   auto a = fx.start(small_options("s1"), l);
   uint64_t mid = l.append(20);
   ASSERT_OK(await(*a, mid));
-  // B takes the stream over (raises the epoch). A keeps receiving commits
-  // through a second hook, as a deposed owner would.
+  // B takes the stream over (raises the epoch) and hears of commits through
+  // a listener of its own; A, as a deposed owner would, keeps hearing of
+  // them through the hooks.
   auto b = Uploader::start(fx.env.env(), small_options("s1"), l.log);
   ASSERT_OK(b);
   uint64_t unsubscribe =
@@ -430,6 +431,30 @@ TEST(Uploader, PutFragmentKeepsAWindowOfTheFragmentResidentNotAllOfIt) {
   auto f = decode_fragment(*body, "t/whole-fragment", true);
   ASSERT_OK(f);
   EXPECT_EQ(f->index.size(), b->chunks.size());
+}
+
+// The hooks subscribe the attached uploader to the log's commits and
+// detaching unsubscribes it: commits made while detached reach no uploader
+// (nothing new is uploaded), and once attached again the next commit shows
+// the gap and the uploader reads it from the log.
+TEST(Uploader, TieringHooksFeedCommitsToTheUploaderOnlyWhileAttached) {
+  Fixture fx;
+  TestLog l(fx.dir.sub("log"), fx.hooks);
+  auto u = fx.start(small_options("s1"), l);
+  const uint64_t first = l.append(10);
+  ASSERT_OK(await(*u, first));
+  fx.hooks->detach();
+  const uint64_t quiet = l.append(10);
+  // Far longer than max_age (200 ms) + persist interval (100 ms) + a local
+  // upload: an uploader that heard of these commits would have them remote.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(u->persisted_next(), first) << "a detached uploader heard of commits";
+  fx.hooks->attach(u, l.log);
+  const uint64_t next = l.append(1);
+  ASSERT_GT(next, quiet);
+  ASSERT_OK(await(*u, next));
+  expect_records(remote_records(*fx.real, *fx.env.catalog, "s1"), 0, next);
+  u->close();
 }
 
 TEST(Uploader, QueueOverflowFallsBackToReadingTheLog) {
