@@ -205,6 +205,7 @@ Result<StreamEntry> EmbeddedCatalog::create(std::string_view stream, uint64_t ep
   }
   auto e = decide_create(stored, stream, epoch, floor);
   if (!e.ok()) return std::move(e).error().with_context("catalog " + path_);
+  assert_write(stored, 0, Decision{{}, Write::store, *e}, floor);
   if (Status s = store_entry(*e); !s.ok()) return wrap(std::move(s).error(), "create", stream);
   return e;
 }
@@ -258,6 +259,7 @@ Result<PutResult> EmbeddedCatalog::put(std::string_view stream, std::string_view
   }
   auto d = decide_put(stored, stream, root_key, epoch, expected_revision, floor);
   if (!d.ok()) return std::move(d).error().with_context("catalog " + path_);
+  assert_write(stored, expected_revision, *d, floor);
   if (Status s = write(*d); !s.ok()) return wrap(std::move(s).error(), "put", stream);
   return d->result;
 }
@@ -270,6 +272,7 @@ Result<PutResult> EmbeddedCatalog::bump_epoch(std::string_view stream, uint64_t 
   STRATA_ASSIGN_OR_RETURN(auto stored, read(stream));
   auto d = decide_bump_epoch(stored, expected_revision, min_epoch);
   if (!d.ok()) return std::move(d).error().with_context("catalog " + path_);
+  assert_write(stored, expected_revision, *d, 0);
   if (Status s = write(*d); !s.ok()) return wrap(std::move(s).error(), "bump_epoch", stream);
   return d->result;
 }
@@ -280,6 +283,7 @@ Result<PutResult> EmbeddedCatalog::remove(std::string_view stream, uint64_t expe
   std::lock_guard lock(stripe(stream));
   STRATA_ASSIGN_OR_RETURN(auto stored, read(stream));
   Decision d = decide_remove(stored, expected_revision);
+  assert_write(stored, expected_revision, d, 0);
   if (Status s = write(d); !s.ok()) return wrap(std::move(s).error(), "remove", stream);
   return d.result;
 }

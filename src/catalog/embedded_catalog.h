@@ -37,6 +37,7 @@
 #include <string>
 
 #include "catalog/catalog.h"
+#include "catalog/catalog_limits.h"
 #include "catalog/entry_rules.h"
 #include "common/fs.h"
 #include "slotstore/slotstore.h"
@@ -44,10 +45,6 @@
 namespace strata::catalog {
 
 inline constexpr const char* kCatalogFile = "catalog.slots";
-// Longest root key the embedded backend stores. A root key is
-// <prefix>/<hash8>/<stream>/meta/root.<epoch>.<uid8>: at most 306 bytes for
-// a 255-byte stream name plus the prefix. A longer key is invalid_argument.
-inline constexpr size_t kMaxRootKeyBytes = 512;
 // Streams a new catalog file holds. Capacity costs whether used or not:
 // every byte of the file is written when it is created (two record copies
 // of ~800 bytes per slot, plus the WAL) and the slotstore keeps each slot's
@@ -116,7 +113,7 @@ class EmbeddedCatalog final : public Catalog {
   Status close();
 
  private:
-  static constexpr size_t kStripes = 64;
+  static constexpr size_t kStripes = kEmbeddedStripes;
 
   EmbeddedCatalog(std::string path, bool read_only, std::unique_ptr<slotstore::SlotStore> store);
 

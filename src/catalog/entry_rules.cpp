@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "catalog/stream_name.h"
+#include "common/assert.h"
 
 namespace strata::catalog {
 
@@ -121,6 +122,28 @@ Result<Decision> decide_bump_epoch(const std::optional<StreamEntry>& stored,
   d.write = Write::store;
   d.result = stored_result(PutOutcome::ok, d.entry);
   return d;
+}
+
+void assert_write(const std::optional<StreamEntry>& stored, uint64_t expected_revision,
+                  const Decision& d, uint64_t revision_floor) {
+  if (d.write == Write::none) return;
+  if (d.write == Write::erase) {
+    STRATA_ASSERT(stored && stored->revision == expected_revision &&
+                      d.entry.stream == stored->stream && d.entry.revision == stored->revision,
+                  "catalog: an erase of an entry other than the one read at the expected revision");
+    return;
+  }
+  if (!stored) {
+    STRATA_ASSERT(expected_revision == 0 && d.entry.revision > revision_floor && d.entry.epoch >= 1,
+                  "catalog: a new entry at or below the revision floor, or not expected new");
+    return;
+  }
+  STRATA_ASSERT(stored->revision == expected_revision,
+                "catalog: a write over an entry read at another revision than expected");
+  STRATA_ASSERT(d.entry.stream == stored->stream, "catalog: a write to another stream's entry");
+  STRATA_ASSERT(d.entry.epoch >= stored->epoch, "catalog: a write that lowers the epoch");
+  STRATA_ASSERT(d.entry.revision > stored->revision,
+                "catalog: a write that does not raise the revision");
 }
 
 Decision decide_remove(const std::optional<StreamEntry>& stored, uint64_t expected_revision) {

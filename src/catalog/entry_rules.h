@@ -49,6 +49,15 @@ Result<Decision> decide_bump_epoch(const std::optional<StreamEntry>& stored,
                                    uint64_t expected_revision, uint64_t min_epoch);
 Decision decide_remove(const std::optional<StreamEntry>& stored, uint64_t expected_revision);
 
+// What every backend's write keeps, checked by the backend right before it
+// writes what a decision says: the write replaces exactly the entry it read
+// at the expected revision (compare-and-set), an epoch never goes down, a
+// revision only rises (a new entry's above the revision floor), and an
+// erase takes the entry read. The rules above guarantee all of it, so a
+// violation is a bug: the process stops rather than store it.
+void assert_write(const std::optional<StreamEntry>& stored, uint64_t expected_revision,
+                  const Decision& d, uint64_t revision_floor);
+
 // The revision floor after `removed` is erased.
 inline uint64_t floor_after_remove(uint64_t floor, const StreamEntry& removed) {
   return removed.revision > floor ? removed.revision : floor;

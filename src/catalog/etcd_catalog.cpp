@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "catalog/catalog_limits.h"
 #include "catalog/embedded_catalog.h"
 #include "catalog/entry_rules.h"
 #include "catalog/etcd_entry.h"
@@ -74,7 +75,9 @@ Status validate_namespace(std::string_view ns) {
     return Error(Errc::invalid_argument,
                  fmt::format("catalog.namespace \"{}\": {}", printable_name(ns), why));
   };
-  if (ns.empty() || ns.size() > 128) return bad("must be 1..128 bytes");
+  if (ns.empty() || ns.size() > kMaxNamespaceBytes) {
+    return bad(fmt::format("must be 1..{} bytes", kMaxNamespaceBytes));
+  }
   if (ns.front() == '/' || ns.back() == '/') return bad("must not start or end with '/'");
   for (char c : ns) {
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -256,7 +259,9 @@ Result<PutResult> EtcdCatalog::bump(std::string_view stream, uint64_t expected_r
   STRATA_ASSIGN_OR_RETURN(Stored s, decode_stored(read, stream));
   STRATA_ASSIGN_OR_RETURN(Decision d, decide_bump_epoch(s.entry, expected_revision, min_epoch));
   if (d.write == Write::none) return d.result;
-  // The read saw revision == expected; the txn applies only if nothing changed since.
+  // The read saw revision == expected; the txn applies only if nothing
+  // changed since. (etcd picks the written revision: 0 stands for no floor.)
+  assert_write(s.entry, expected_revision, d, 0);
   const std::string op = new_op_nonce();
   STRATA_ASSIGN_OR_RETURN(std::string value,
                           encode_entry_value({d.entry.epoch, d.entry.root_key, op}, stream));

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "catalog/catalog_limits.h"
 #include "catalog/stream_name.h"
 
 namespace strata::catalog {
@@ -39,7 +40,7 @@ Result<EtcdEntryValue> decode_entry_value(std::string_view value, std::string_vi
   const auto& e = epoch->get_ref<const std::string&>();
   auto [p, ec] = std::from_chars(e.data(), e.data() + e.size(), v.epoch);
   if (ec != std::errc() || p != e.data() + e.size() || v.epoch == 0) {
-    return bad(fmt::format("has epoch \"{}\", not a number >= 1", e.substr(0, 30)));
+    return bad(fmt::format("has epoch \"{}\", not a number >= 1", e.substr(0, kErrorSnippetBytes)));
   }
   v.root_key = root->get<std::string>();
   if (op != j.end() && op->is_string()) v.op = op->get<std::string>();

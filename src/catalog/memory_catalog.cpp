@@ -92,8 +92,9 @@ Result<StreamEntry> MemoryCatalog::create(std::string_view stream, uint64_t epoc
   std::unique_lock lock(mu_);
   InProgress ip(*this);
   STRATA_TRY(enter(CatalogCall::create, lock));
-  STRATA_ASSIGN_OR_RETURN(StreamEntry e,
-                          decide_create(find(stream), stream, epoch, revision_floor_));
+  const auto stored = find(stream);
+  STRATA_ASSIGN_OR_RETURN(StreamEntry e, decide_create(stored, stream, epoch, revision_floor_));
+  assert_write(stored, 0, Decision{{}, Write::store, e}, revision_floor_);
   entries_[e.stream] = e;
   return e;
 }
@@ -128,8 +129,10 @@ Result<PutResult> MemoryCatalog::put(std::string_view stream, std::string_view r
   std::unique_lock lock(mu_);
   InProgress ip(*this);
   STRATA_TRY(enter(CatalogCall::put, lock));
-  STRATA_ASSIGN_OR_RETURN(Decision d, decide_put(find(stream), stream, root_key, epoch,
-                                                 expected_revision, revision_floor_));
+  const auto stored = find(stream);
+  STRATA_ASSIGN_OR_RETURN(
+      Decision d, decide_put(stored, stream, root_key, epoch, expected_revision, revision_floor_));
+  assert_write(stored, expected_revision, d, revision_floor_);
   apply(d);
   return d.result;
 }
@@ -140,8 +143,9 @@ Result<PutResult> MemoryCatalog::bump_epoch(std::string_view stream, uint64_t ex
   std::unique_lock lock(mu_);
   InProgress ip(*this);
   STRATA_TRY(enter(CatalogCall::bump_epoch, lock));
-  STRATA_ASSIGN_OR_RETURN(Decision d,
-                          decide_bump_epoch(find(stream), expected_revision, min_epoch));
+  const auto stored = find(stream);
+  STRATA_ASSIGN_OR_RETURN(Decision d, decide_bump_epoch(stored, expected_revision, min_epoch));
+  assert_write(stored, expected_revision, d, revision_floor_);
   apply(d);
   return d.result;
 }
@@ -151,7 +155,9 @@ Result<PutResult> MemoryCatalog::remove(std::string_view stream, uint64_t expect
   std::unique_lock lock(mu_);
   InProgress ip(*this);
   STRATA_TRY(enter(CatalogCall::remove, lock));
-  Decision d = decide_remove(find(stream), expected_revision);
+  const auto stored = find(stream);
+  Decision d = decide_remove(stored, expected_revision);
+  assert_write(stored, expected_revision, d, revision_floor_);
   apply(d);
   return d.result;
 }

@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "catalog/catalog.h"
+#include "catalog/catalog_limits.h"
 #include "catalog/entry_rules.h"
 
 namespace strata::catalog {
@@ -29,7 +30,7 @@ inline constexpr size_t kCatalogCalls = 6;
 struct MemoryCatalogOptions {
   // Longest root key stored (as a backend with a bound would refuse longer
   // ones); the embedded backend's bound by default.
-  size_t max_root_key_bytes = 512;
+  size_t max_root_key_bytes = kMaxRootKeyBytes;
 };
 
 class MemoryCatalog final : public Catalog {

@@ -30,10 +30,10 @@ Status validate_stream_name(std::string_view stream) {
   if (stream.empty()) return Error(Errc::invalid_argument, "catalog: stream name is empty");
   if (stream.size() > kMaxStreamNameBytes) {
     // Only the start of an over-long name: the message stays readable.
-    return Error(
-        Errc::invalid_argument,
-        fmt::format("catalog: stream name \"{}...\" is {} bytes; the limit is {} bytes",
-                    printable_name(stream.substr(0, 32)), stream.size(), kMaxStreamNameBytes));
+    return Error(Errc::invalid_argument,
+                 fmt::format("catalog: stream name \"{}...\" is {} bytes; the limit is {} bytes",
+                             printable_name(stream.substr(0, kErrorSnippetBytes)), stream.size(),
+                             kMaxStreamNameBytes));
   }
   if (stream == "." || stream == "..") {
     return Error(Errc::invalid_argument,

@@ -11,11 +11,10 @@
 #include <string>
 #include <string_view>
 
+#include "catalog/catalog_limits.h"
 #include "common/result.h"
 
 namespace strata::catalog {
-
-inline constexpr size_t kMaxStreamNameBytes = 255;
 
 // invalid_argument naming the stream (escaped), the offending byte and its
 // position, or the length and the limit.

@@ -1,8 +1,25 @@
 #include "cluster/cluster_status.h"
 
+#include <charconv>
+
 namespace strata::cluster {
 
 using json = nlohmann::json;
+
+namespace {
+
+// An entry's epoch as stored ("<n>" in decimal); null when it is not one —
+// whatever etcd holds, the status shows it rather than failing.
+json epoch_of(const json& entry) {
+  if (!entry.is_object() || !entry.contains("epoch") || !entry["epoch"].is_string()) return nullptr;
+  const auto& s = entry["epoch"].get_ref<const std::string&>();
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return nullptr;
+  return v;
+}
+
+}  // namespace
 
 Result<json> read_cluster_status(etcd::EtcdClient& client, const std::string& ns) {
   const std::string prefix = ns + "/";
@@ -10,27 +27,28 @@ Result<json> read_cluster_status(etcd::EtcdClient& client, const std::string& ns
   json nodes = json::object(), streams = json::object();
   std::map<std::string, std::pair<std::string, int64_t>> owners;
   for (const auto& kv : r.kvs) {
-    std::string rest = kv.key.substr(prefix.size());
-    auto under = [&](std::string_view d) { return rest.compare(0, d.size(), d) == 0; };
-    if (under("nodes/")) {
+    const std::string rest = kv.key.substr(prefix.size());
+    // The name under directory `d`, if the key is there.
+    auto under = [&](std::string_view d, std::string* name) {
+      if (rest.compare(0, d.size(), d) != 0) return false;
+      *name = rest.substr(d.size());
+      return true;
+    };
+    std::string name;
+    if (under("nodes/", &name)) {
       auto j = json::parse(kv.value, nullptr, false);
       json n = {{"address", j.is_object() && j.contains("address") ? j["address"] : json("")},
                 {"lease", kv.lease},
                 {"ttl_s", nullptr}};
       if (auto t = client.lease_time_to_live(kv.lease); t.ok()) n["ttl_s"] = t->ttl_seconds;
-      nodes[rest.substr(6)] = n;
-    } else if (under("owners/")) {
-      owners[rest.substr(7)] = {kv.value, kv.lease};
-    } else if (under("streams/")) {
+      nodes[name] = n;
+    } else if (under("owners/", &name)) {
+      owners[name] = {kv.value, kv.lease};
+    } else if (under("streams/", &name)) {
       auto j = json::parse(kv.value, nullptr, false);
-      json s = {{"epoch", nullptr}, {"root_key", ""}, {"owner", ""}, {"owner_lease", 0}};
-      if (j.is_object()) {
-        if (j.contains("epoch") && j["epoch"].is_string()) {
-          s["epoch"] = std::stoull(j["epoch"].get<std::string>());
-        }
-        if (j.contains("root_key")) s["root_key"] = j["root_key"];
-      }
-      streams[rest.substr(8)] = s;
+      json st = {{"epoch", epoch_of(j)}, {"root_key", ""}, {"owner", ""}, {"owner_lease", 0}};
+      if (j.is_object() && j.contains("root_key")) st["root_key"] = j["root_key"];
+      streams[name] = st;
     }
   }
   for (const auto& [name, o] : owners) {

@@ -18,19 +18,19 @@ using json = nlohmann::json;
 using std::chrono::milliseconds;
 
 Status validate(const OwnershipConfig& c) {
-  if (c.node_id.empty() || c.node_id.size() > 128 ||
+  if (c.node_id.empty() || c.node_id.size() > kMaxNodeIdBytes ||
       c.node_id.find_first_not_of(
           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
           std::string::npos) {
-    return Error(
-        Errc::invalid_argument,
-        fmt::format("cluster.node_id: '{}' is not 1..128 characters of [A-Za-z0-9._-]", c.node_id));
-  }
-  if (c.timing.lease_ttl_ms < 1000 || c.timing.lease_ttl_ms % 1000 != 0) {
     return Error(Errc::invalid_argument,
-                 fmt::format("cluster.lease_ttl_ms: {} is not a whole number of seconds >= 1000 "
+                 fmt::format("cluster.node_id: '{}' is not 1..{} characters of [A-Za-z0-9._-]",
+                             c.node_id, kMaxNodeIdBytes));
+  }
+  if (c.timing.lease_ttl_ms < kLeaseTtlUnitMs || c.timing.lease_ttl_ms % kLeaseTtlUnitMs != 0) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("cluster.lease_ttl_ms: {} is not a whole number of seconds >= {} "
                              "(etcd leases have a TTL in seconds)",
-                             c.timing.lease_ttl_ms));
+                             c.timing.lease_ttl_ms, kLeaseTtlUnitMs));
   }
   auto t = c.timing.resolved();
   if (t.safety_margin_ms >= t.lease_ttl_ms ||

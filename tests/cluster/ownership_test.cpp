@@ -438,5 +438,20 @@ TEST_F(OwnershipTest, NodesRacingForManyOwnerlessStreamsSplitThemOneOwnerEach) {
   }
 }
 
+// What etcd holds is input: an entry whose epoch is not a number (or too
+// large for one) shows as null instead of failing (it used to throw out of
+// `strata cluster status`).
+TEST_F(OwnershipTest, ClusterStatusShowsAnUnreadableEpochAsNull) {
+  ASSERT_OK(admin_client_->put("cs/streams/bad", "{\"epoch\":\"zz\",\"root_key\":\"r\"}"));
+  ASSERT_OK(admin_client_->put("cs/streams/big", "{\"epoch\":\"99999999999999999999999\"}"));
+  ASSERT_OK(admin_client_->put("cs/streams/good", "{\"epoch\":\"7\"}"));
+  auto st = read_cluster_status(*admin_client_, "cs");
+  ASSERT_OK(st);
+  EXPECT_TRUE((*st)["streams"]["bad"]["epoch"].is_null());
+  EXPECT_EQ((*st)["streams"]["bad"]["root_key"], "r");
+  EXPECT_TRUE((*st)["streams"]["big"]["epoch"].is_null());
+  EXPECT_EQ((*st)["streams"]["good"]["epoch"].get<uint64_t>(), 7u);
+}
+
 }  // namespace
 }  // namespace strata::cluster
