@@ -118,6 +118,8 @@ void OwnershipCore::fence(const std::string& why, Effects& fx) {
   close_all(fx);
   fx.push_back(effect::LeaseGivenUp{why});
   retry_at_.clear();
+  // Opens under the old lease end as stale (their lease is not ours).
+  orphan_opens_.clear();
   if (lease_ != 0) fx.push_back(effect::Revoke{lease_});
   lease_ = 0;
   keepalive_in_flight_ = false;
@@ -153,6 +155,7 @@ void OwnershipCore::apply(const ev::View& v, Effects& fx) {
       continue;
     }
     fx.push_back(effect::Close{it->first});
+    if (o.state == StreamState::opening && o.in_flight) orphan_opens_.insert(it->first);
     it = owned_.erase(it);
   }
   mirror();
@@ -218,7 +221,7 @@ void OwnershipCore::acquire_ownerless(int64_t now, Effects& fx) {
     }
     auto [since, fresh] = ownerless_since_.emplace(s, now);
     (void)fresh;
-    if (owned_.count(s) || !self_seen || backing_off(s, now)) continue;
+    if (owned_.count(s) || orphan_opens_.count(s) || !self_seen || backing_off(s, now)) continue;
     // Whoever asked to delete an ownerless stream takes it, to delete it.
     auto del = view_.deletions.find(s);
     bool first =
@@ -347,6 +350,12 @@ void OwnershipCore::on_acquired(const ev::AcquireDone& a, int64_t now, Effects& 
 }
 
 void OwnershipCore::on_opened(const ev::OpenDone& o, int64_t now, Effects& fx) {
+  if (o.lease == lease_ && orphan_opens_.erase(o.stream) > 0) {
+    // The open of a stream dropped while it ran (the only open of it under
+    // this lease: none starts before this one is back).
+    if (o.ok) fx.push_back(effect::Close{o.stream});
+    return;
+  }
   auto it = owned_.find(o.stream);
   if (o.lease != lease_ || it == owned_.end() || it->second.state != StreamState::opening) {
     // Opened under a lease given up since, or closed meanwhile.

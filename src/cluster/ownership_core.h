@@ -25,7 +25,9 @@
 // first choice is down or slow — once the stream has been ownerless for
 // `acquire_grace_ms`. A won stream is opened (the shell bumps its epoch and
 // recovers it); a stream whose owner key the node sees gone or held by
-// someone else (after its own acquire's revision) is closed. A served
+// someone else (after its own acquire's revision) is closed; if its open was
+// still running, the stream is not acquired again before that open is back
+// (so its result is never taken for a later open's). A served
 // stream whose writer was fenced while the owner key is still ours (another
 // node's takeover that raced its lease's end) is closed and opened again:
 // the fresh takeover raises the epoch over the stale one, so the stream
@@ -54,6 +56,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -303,6 +306,10 @@ class OwnershipCore {
   std::map<std::string, int64_t> ownerless_since_;
   std::map<std::string, int64_t> retry_at_;  // stream -> no attempt before
   std::map<std::string, Owned> owned_;
+  // Streams dropped (the view showed their key not ours) while an open ran
+  // under the current lease: that open's OpenDone is this one's, not a
+  // later open's, so the stream is not acquired again before it comes back.
+  std::set<std::string> orphan_opens_;
   std::map<std::string, StreamState> streams_;  // mirror of owned_ for callers
   void mirror();
 };

@@ -391,6 +391,28 @@ TEST(OwnershipCore, AStreamWhoseOwnerKeyIsNoLongerOursIsClosedOnceTheViewCaughtU
   EXPECT_FALSE(c.serving("x"));
 }
 
+// A stream dropped while its open runs (the view showed its key gone) is not
+// acquired again before that open is back: otherwise the first open's
+// OpenDone would be taken for the second's, and the stream served while the
+// second still runs (then closed by it).
+TEST(OwnershipCore, AStreamDroppedWhileItsOpenRunsIsNotAcquiredAgainBeforeTheOpenIsBack) {
+  auto c = live_core();
+  c.on(view(1, {"a"}, {"x"}), 0);
+  ASSERT_EQ(opens(c.on(ev::AcquireDone{"x", 7, true, 2, ""}, 0)), std::vector<std::string>{"x"});
+  // Its key is another's, then gone: dropped, and not taken while the open runs.
+  EXPECT_EQ(closes(c.on(view(3, {"a"}, {"x"}, {{"x", {"b", 9}}}), 10)),
+            std::vector<std::string>{"x"});
+  EXPECT_TRUE(acquires(c.on(view(4, {"a"}, {"x"}), 20)).empty());
+  EXPECT_TRUE(acquires(c.on(ev::Tick{}, 500)).empty());
+  // The open ends: its stream is closed, and only now acquired again.
+  auto fx = c.on(ev::OpenDone{"x", 7, true, ""}, 600);
+  EXPECT_EQ(closes(fx), std::vector<std::string>{"x"});
+  EXPECT_EQ(acquires(fx), std::vector<std::string>{"x"});
+  ASSERT_EQ(opens(c.on(ev::AcquireDone{"x", 7, true, 5, ""}, 610)), std::vector<std::string>{"x"});
+  c.on(ev::OpenDone{"x", 7, true, ""}, 620);
+  EXPECT_TRUE(c.serving("x"));
+}
+
 TEST(OwnershipCore, AServedStreamWhoseWriterWasFencedIsClosedAndOpenedAgain) {
   auto c = live_core();
   own(c, "x", 0);
@@ -639,8 +661,8 @@ TEST(OwnershipCore, SimulationNeverServesPastItsLease) {
     // Runs the list in order as the shell does, checking what the order
     // promises: a Close before LeaseGivenUp for every stream the shell has
     // open, nothing acquired or opened after it, an Open never of a stream
-    // still open (closed first), and every task under the lease the core
-    // holds now.
+    // still open (closed first) nor while another open of it runs under the
+    // same lease, and every task under the lease the core holds now.
     auto run = [&](const Effects& fx) {
       bool given_up = false;
       auto current = [&](int64_t l) { return l != 0 && l == c.lease(); };
@@ -665,6 +687,9 @@ TEST(OwnershipCore, SimulationNeverServesPastItsLease) {
                 [&](const effect::Open& x) {
                   ASSERT_TRUE(current(x.lease) && !given_up);
                   ASSERT_FALSE(open_streams.count(x.stream)) << x.stream << " opened while open";
+                  ASSERT_TRUE(std::find(pending_open.begin(), pending_open.end(),
+                                        std::pair{x.stream, x.lease}) == pending_open.end())
+                      << x.stream << " opened twice under one lease";
                   pending_open.push_back({x.stream, x.lease});
                 },
                 [&](const effect::Remove& x) { ASSERT_TRUE(current(x.lease)); },
