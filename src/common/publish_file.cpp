@@ -34,7 +34,7 @@ Status publish_file(FileSystem& fs, std::unique_ptr<File> temp, const std::strin
 
 Status publish_file(FileSystem& fs, const std::string& final_path,
                     const std::function<Status(File&)>& write) {
-  const std::string temp_path = final_path + ".tmp";
+  const std::string temp_path = final_path + std::string(kPublishTempSuffix);
   STRATA_ASSIGN_OR_RETURN(auto temp, fs.open(temp_path, OpenOptions::create_truncate()));
   if (Status s = write(*temp); !s.ok()) {
     temp.reset();

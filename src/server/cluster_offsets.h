@@ -32,15 +32,12 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "common/result.h"
 #include "etcd/etcd_client.h"
@@ -88,32 +85,9 @@ class ClusterOffsets {
   ClusterOffsetsStats stats() const;
 
  private:
-  struct Slot {
-    uint64_t value = 0;
-    uint64_t version = 0;  // bumped by every store
-    uint64_t written = 0;  // the version etcd holds (or that was dropped)
-    bool in_flight = false;
-  };
-  using Key = std::pair<std::string, std::string>;  // stream, reference
-
-  ClusterOffsets(std::shared_ptr<etcd::EtcdClient> client, ClusterOffsetsOptions opts);
-  void run();
-  std::string key_of(const Key& k) const;
-  bool pending_locked() const;
-
-  std::shared_ptr<etcd::EtcdClient> client_;
-  const ClusterOffsetsOptions opts_;
-
-  mutable std::mutex mu_;
-  std::condition_variable cv_;  // a store, a write ended, stopping
-  std::map<Key, Slot> slots_;
-  // Each key's mod_revision as this node last saw it (its own write's, or
-  // a conflict's): writes compare it.
-  std::map<Key, int64_t> revs_;
-  bool stopping_ = false;
-  bool closed_ = false;
-  ClusterOffsetsStats stats_;
-  std::thread writer_;
+  struct Impl;  // cluster_offsets.cpp: the pending values, the writer thread
+  explicit ClusterOffsets(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace strata::server

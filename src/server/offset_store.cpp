@@ -3,19 +3,23 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <vector>
 
 #include "catalog/stream_name.h"
 #include "common/bytes.h"
 #include "common/crc32c.h"
 #include "common/publish_file.h"
+#include "server/named_files.h"
 
 namespace strata::server {
 
 namespace {
 constexpr uint32_t kTrackingMagic = 0x5354524B;  // "STRK"
 constexpr uint8_t kTrackingVersion = 1;
-constexpr std::string_view kTempSuffix = ".tmp";
 }  // namespace
 
 Bytes encode_tracking_file(const std::map<std::string, uint64_t, std::less<>>& offsets) {
@@ -83,8 +87,32 @@ Result<std::map<std::string, uint64_t, std::less<>>> decode_tracking_file(
   return out;
 }
 
+struct OffsetStore::State {
+  struct StreamOffsets {
+    std::map<std::string, uint64_t, std::less<>> offsets;
+    uint64_t version = 0;  // bumped by every store
+    uint64_t flushed = 0;  // the version last written
+  };
+  mutable std::mutex mu;  // streams, removed, closed, stats
+  std::map<std::string, StreamOffsets, std::less<>> streams;
+  // Removed streams not created again since (store() refuses them). In
+  // memory only: after a restart no store of a deleted stream is in flight.
+  std::set<std::string, std::less<>> removed;
+  bool closed = false;
+  bool stopping = false;
+  OffsetStoreStats stats;
+  std::condition_variable cv;
+  // Serializes writers of the files (flush rounds and removals), so a
+  // removed stream's file is never written again by a flush in progress.
+  std::mutex io_mu;
+  std::thread flusher;
+};
+
 OffsetStore::OffsetStore(std::string dir, OffsetStoreOptions opts)
-    : dir_(std::move(dir)), opts_(opts), fs_(opts.fs ? *opts.fs : posix_fs()) {}
+    : dir_(std::move(dir)),
+      opts_(opts),
+      fs_(opts.fs ? *opts.fs : posix_fs()),
+      st_(std::make_unique<State>()) {}
 
 OffsetStore::~OffsetStore() {
   if (Status s = close(); !s.ok()) {
@@ -100,29 +128,20 @@ Result<std::unique_ptr<OffsetStore>> OffsetStore::open(std::string dir, OffsetSt
   std::unique_ptr<OffsetStore> s(new OffsetStore(std::move(dir), opts));
   STRATA_TRY(s->load());
   if (opts.flush_interval.count() > 0)
-    s->flusher_ = std::thread([p = s.get()] { p->run_flusher(); });
+    s->st_->flusher = std::thread([p = s.get()] { p->run_flusher(); });
   return s;
 }
 
 Status OffsetStore::load() {
-  STRATA_TRY(create_dirs(fs_, dir_));
-  STRATA_ASSIGN_OR_RETURN(auto names, fs_.list_dir(dir_));
-  for (const std::string& name : names) {
-    const std::string path = path_join(dir_, name);
-    if (name.size() > kTempSuffix.size() && name.ends_with(kTempSuffix)) {
-      // A flush interrupted before its rename: the final file is intact.
-      STRATA_TRY(fs_.remove(path));
-      continue;
-    }
-    if (!catalog::validate_stream_name(name).ok()) {
-      spdlog::warn("offset store: ignoring {}: not a stream's tracking file", path);
-      continue;
-    }
-    STRATA_ASSIGN_OR_RETURN(Bytes bytes, read_file(fs_, path));
-    STRATA_ASSIGN_OR_RETURN(auto offsets, decode_tracking_file(bytes, path));
-    streams_[name].offsets = std::move(offsets);
-  }
-  return Status::OK();
+  // A flush interrupted before its rename left a temporary file: the final
+  // one is intact.
+  return load_named_files(
+      fs_, dir_, "offset store", "a stream's tracking file",
+      [&](const std::string& name, const std::string& path, Bytes bytes) -> Status {
+        STRATA_ASSIGN_OR_RETURN(auto offsets, decode_tracking_file(bytes, path));
+        st_->streams[name].offsets = std::move(offsets);
+        return Status::OK();
+      });
 }
 
 Status OffsetStore::store(std::string_view stream, std::string_view reference, uint64_t offset) {
@@ -131,14 +150,15 @@ Status OffsetStore::store(std::string_view stream, std::string_view reference, u
                                                      reference.size(), kMaxReferenceBytes));
   }
   STRATA_TRY(catalog::validate_stream_name(stream));
-  std::lock_guard l(mu_);
-  if (closed_) return Error(Errc::closed, fmt::format("offset store {} is closed", dir_));
-  if (removed_.count(stream)) {
+  std::lock_guard l(st_->mu);
+  if (st_->closed) return Error(Errc::closed, fmt::format("offset store {} is closed", dir_));
+  if (st_->removed.count(stream)) {
     return Error(Errc::not_found,
                  fmt::format("offset store {}: stream {} was deleted", dir_, stream));
   }
-  auto it = streams_.find(stream);
-  if (it == streams_.end()) it = streams_.emplace(std::string(stream), StreamOffsets{}).first;
+  auto it = st_->streams.find(stream);
+  if (it == st_->streams.end())
+    it = st_->streams.emplace(std::string(stream), State::StreamOffsets{}).first;
   auto ref = it->second.offsets.find(reference);
   if (ref == it->second.offsets.end()) {
     it->second.offsets.emplace(std::string(reference), offset);
@@ -146,22 +166,22 @@ Status OffsetStore::store(std::string_view stream, std::string_view reference, u
     ref->second = offset;
   }
   it->second.version += 1;
-  stats_.stores += 1;
+  st_->stats.stores += 1;
   return Status::OK();
 }
 
 std::optional<uint64_t> OffsetStore::query(std::string_view stream,
                                            std::string_view reference) const {
-  std::lock_guard l(mu_);
-  auto it = streams_.find(stream);
-  if (it == streams_.end()) return std::nullopt;
+  std::lock_guard l(st_->mu);
+  auto it = st_->streams.find(stream);
+  if (it == st_->streams.end()) return std::nullopt;
   auto ref = it->second.offsets.find(reference);
   if (ref == it->second.offsets.end()) return std::nullopt;
   return ref->second;
 }
 
 Status OffsetStore::flush() {
-  std::lock_guard io(io_mu_);
+  std::lock_guard io(st_->io_mu);
   struct Dirty {
     std::string stream;
     Bytes bytes;
@@ -169,8 +189,8 @@ Status OffsetStore::flush() {
   };
   std::vector<Dirty> dirty;
   {
-    std::lock_guard l(mu_);
-    for (auto& [name, s] : streams_) {
+    std::lock_guard l(st_->mu);
+    for (auto& [name, s] : st_->streams) {
       if (s.version != s.flushed)
         dirty.push_back({name, encode_tracking_file(s.offsets), s.version});
     }
@@ -179,29 +199,29 @@ Status OffsetStore::flush() {
   uint64_t written = 0;
   for (const Dirty& d : dirty) {
     Status s = publish_file(fs_, file_of(d.stream), [&](File& f) { return f.append(d.bytes); });
-    std::lock_guard l(mu_);
+    std::lock_guard l(st_->mu);
     if (!s.ok()) {
-      stats_.flush_failures += 1;
+      st_->stats.flush_failures += 1;
       if (first.ok()) first = s;
       continue;
     }
     written += 1;
-    auto it = streams_.find(d.stream);
-    if (it != streams_.end()) it->second.flushed = std::max(it->second.flushed, d.version);
+    auto it = st_->streams.find(d.stream);
+    if (it != st_->streams.end()) it->second.flushed = std::max(it->second.flushed, d.version);
   }
-  std::lock_guard l(mu_);
-  stats_.files_written += written;
-  if (written > 0) stats_.flushes += 1;
+  std::lock_guard l(st_->mu);
+  st_->stats.files_written += written;
+  if (written > 0) st_->stats.flushes += 1;
   return first;
 }
 
 Status OffsetStore::remove_stream(std::string_view stream) {
-  std::lock_guard io(io_mu_);
+  std::lock_guard io(st_->io_mu);
   {
-    std::lock_guard l(mu_);
-    auto it = streams_.find(stream);
-    if (it != streams_.end()) streams_.erase(it);
-    removed_.emplace(stream);
+    std::lock_guard l(st_->mu);
+    auto it = st_->streams.find(stream);
+    if (it != st_->streams.end()) st_->streams.erase(it);
+    st_->removed.emplace(stream);
   }
   const std::string path = file_of(stream);
   if (!exists(fs_, path)) return Status::OK();
@@ -210,16 +230,16 @@ Status OffsetStore::remove_stream(std::string_view stream) {
 }
 
 void OffsetStore::stream_created(std::string_view stream) {
-  std::lock_guard l(mu_);
-  auto it = removed_.find(stream);
-  if (it != removed_.end()) removed_.erase(it);
+  std::lock_guard l(st_->mu);
+  auto it = st_->removed.find(stream);
+  if (it != st_->removed.end()) st_->removed.erase(it);
 }
 
 void OffsetStore::run_flusher() {
-  std::unique_lock l(mu_);
-  while (!stopping_) {
-    cv_.wait_for(l, opts_.flush_interval, [&] { return stopping_; });
-    if (stopping_) break;
+  std::unique_lock l(st_->mu);
+  while (!st_->stopping) {
+    st_->cv.wait_for(l, opts_.flush_interval, [&] { return st_->stopping; });
+    if (st_->stopping) break;
     l.unlock();
     if (Status s = flush(); !s.ok()) {
       spdlog::warn("offset store {}: flush failed (retried in {} ms): {}", dir_,
@@ -231,21 +251,21 @@ void OffsetStore::run_flusher() {
 
 Status OffsetStore::close() {
   {
-    std::lock_guard l(mu_);
-    if (closed_) return Status::OK();
-    stopping_ = true;
+    std::lock_guard l(st_->mu);
+    if (st_->closed) return Status::OK();
+    st_->stopping = true;
   }
-  cv_.notify_all();
-  if (flusher_.joinable()) flusher_.join();
+  st_->cv.notify_all();
+  if (st_->flusher.joinable()) st_->flusher.join();
   Status s = flush();
-  std::lock_guard l(mu_);
-  closed_ = true;
+  std::lock_guard l(st_->mu);
+  st_->closed = true;
   return s;
 }
 
 OffsetStoreStats OffsetStore::stats() const {
-  std::lock_guard l(mu_);
-  return stats_;
+  std::lock_guard l(st_->mu);
+  return st_->stats;
 }
 
 }  // namespace strata::server

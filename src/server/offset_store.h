@@ -21,16 +21,12 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "common/fs.h"
 #include "common/result.h"
@@ -92,12 +88,6 @@ class OffsetStore {
   const std::string& dir() const { return dir_; }
 
  private:
-  struct StreamOffsets {
-    std::map<std::string, uint64_t, std::less<>> offsets;
-    uint64_t version = 0;  // bumped by every store
-    uint64_t flushed = 0;  // the version last written
-  };
-
   OffsetStore(std::string dir, OffsetStoreOptions opts);
   Status load();
   void run_flusher();
@@ -106,21 +96,8 @@ class OffsetStore {
   std::string dir_;
   OffsetStoreOptions opts_;
   FileSystem& fs_;
-
-  mutable std::mutex mu_;  // streams_, removed_, closed_, stats_
-  std::map<std::string, StreamOffsets, std::less<>> streams_;
-  // Removed streams not created again since (store() refuses them). In
-  // memory only: after a restart no store of a deleted stream is in flight.
-  std::set<std::string, std::less<>> removed_;
-  bool closed_ = false;
-  bool stopping_ = false;
-  OffsetStoreStats stats_;
-  std::condition_variable cv_;
-
-  // Serializes writers of the files (flush rounds and removals), so a
-  // removed stream's file is never written again by a flush in progress.
-  std::mutex io_mu_;
-  std::thread flusher_;
+  struct State;  // offset_store.cpp: the offsets, the flusher and their locks
+  std::unique_ptr<State> st_;
 };
 
 // The file for one stream's offsets (docs/formats/server-state.md,

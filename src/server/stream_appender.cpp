@@ -3,7 +3,15 @@
 #include <spdlog/spdlog.h>
 
 #include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
 #include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+
+#include "server/remote_confirms.h"
+#include "server/server_limits.h"
 
 namespace strata::server {
 
@@ -16,9 +24,6 @@ int64_t steady_ms() {
       .count();
 }
 
-// A drain that has not ended by then is stuck in the file system; the
-// appender stops rather than confirm anything after it.
-constexpr std::chrono::milliseconds kDrainDeadline{120'000};
 // A chunk holds at most this many entries (its header counts them in 16 bits).
 constexpr size_t kMaxEntries = 65535;
 
@@ -36,8 +41,61 @@ ResponseCode code_for(const Error& e) {
 }
 }  // namespace
 
-StreamAppender::StreamAppender(std::shared_ptr<node::StreamHandle> stream, asio::io_context& io,
-                               TaskContext tasks, AppenderOptions opts)
+struct StreamAppender::Impl : std::enable_shared_from_this<Impl> {
+  Impl(std::shared_ptr<node::StreamHandle> stream, asio::io_context& io, TaskContext tasks,
+       AppenderOptions opts);
+  void submit(std::weak_ptr<PublishSink> sink, uint8_t publisher_id, const std::string& ref,
+              const std::vector<proto::PublishedMessage>& messages, uint64_t bytes);
+  std::optional<uint64_t> sequence(const std::string& ref);
+  void stop(proto::ResponseCode code);
+  bool wait_idle(std::chrono::milliseconds timeout);
+  AppenderStats stats() const;
+
+  struct Item {
+    std::weak_ptr<PublishSink> sink;
+    uint8_t publisher_id = 0;
+    std::string ref;
+    Bytes entries;  // osiris entries back to back
+    uint16_t num_entries = 0;
+    uint32_t num_records = 0;
+    uint64_t max_seq = 0;
+    std::vector<uint64_t> ids;
+    uint64_t bytes = 0;
+    proto::ResponseCode code = proto::ResponseCode::ok;
+  };
+  void start_locked();
+  static void append_all(node::StreamHandle& stream, std::vector<Item>& items,
+                         AppenderStats* stats);
+  void finish(std::vector<Item> items, uint64_t through);
+  static void notify(std::vector<Item>& items);
+  // confirm = remote, on strand_: a drain waits to be remote.
+  void hold_remote(std::vector<Item> items, uint64_t through);
+  void start_wait(uint64_t through);
+  void release_remote();
+  void arm_remote_timer();
+
+  const std::shared_ptr<node::StreamHandle> stream_;
+  Strand strand_;
+  TaskContext tasks_;
+  const AppenderOptions opts_;
+  // confirm = remote (strand_ only).
+  RemoteConfirms remote_;
+  std::map<uint64_t, std::vector<Item>> held_;  // by group
+  uint64_t next_group_ = 1;
+  asio::steady_timer remote_timer_;
+  std::optional<int64_t> remote_timer_at_;
+  mutable std::mutex mu_;
+  std::condition_variable idle_cv_;
+  std::deque<Item> queue_;
+  std::map<std::string, uint64_t> seqs_;  // highest accepted publishing id per reference
+  bool running_ = false;
+  bool stopped_ = false;
+  proto::ResponseCode stop_code_ = proto::ResponseCode::ok;
+  AppenderStats stats_;
+};
+
+StreamAppender::Impl::Impl(std::shared_ptr<node::StreamHandle> stream, asio::io_context& io,
+                           TaskContext tasks, AppenderOptions opts)
     : stream_(std::move(stream)),
       strand_(asio::make_strand(io)),
       tasks_(std::move(tasks)),
@@ -45,9 +103,10 @@ StreamAppender::StreamAppender(std::shared_ptr<node::StreamHandle> stream, asio:
       remote_(opts_.remote_timeout_ms),
       remote_timer_(strand_) {}
 
-void StreamAppender::submit(std::weak_ptr<PublishSink> sink, uint8_t publisher_id,
-                            const std::string& ref,
-                            const std::vector<proto::PublishedMessage>& messages, uint64_t bytes) {
+void StreamAppender::Impl::submit(std::weak_ptr<PublishSink> sink, uint8_t publisher_id,
+                                  const std::string& ref,
+                                  const std::vector<proto::PublishedMessage>& messages,
+                                  uint64_t bytes) {
   std::vector<Item> rejected;
   {
     std::lock_guard l(mu_);
@@ -105,14 +164,14 @@ void StreamAppender::submit(std::weak_ptr<PublishSink> sink, uint8_t publisher_i
   notify(rejected);
 }
 
-std::optional<uint64_t> StreamAppender::sequence(const std::string& ref) {
+std::optional<uint64_t> StreamAppender::Impl::sequence(const std::string& ref) {
   std::lock_guard l(mu_);
   auto it = seqs_.find(ref);
   if (it == seqs_.end()) return stream_->writer_sequence(ref);
   return it->second;
 }
 
-void StreamAppender::stop(ResponseCode code) {
+void StreamAppender::Impl::stop(ResponseCode code) {
   std::vector<Item> failed;
   {
     std::lock_guard l(mu_);
@@ -137,18 +196,18 @@ void StreamAppender::stop(ResponseCode code) {
   }
 }
 
-bool StreamAppender::wait_idle(std::chrono::milliseconds timeout) {
+bool StreamAppender::Impl::wait_idle(std::chrono::milliseconds timeout) {
   std::unique_lock l(mu_);
   return idle_cv_.wait_for(
       l, timeout, [&] { return !running_ && queue_.empty() && stats_.remote_pending == 0; });
 }
 
-AppenderStats StreamAppender::stats() const {
+AppenderStats StreamAppender::Impl::stats() const {
   std::lock_guard l(mu_);
   return stats_;
 }
 
-void StreamAppender::start_locked() {
+void StreamAppender::Impl::start_locked() {
   if (running_ || queue_.empty()) return;
   running_ = true;
   auto self = shared_from_this();
@@ -193,8 +252,8 @@ void StreamAppender::start_locked() {
   });
 }
 
-void StreamAppender::append_all(node::StreamHandle& stream, std::vector<Item>& items,
-                                AppenderStats* stats) {
+void StreamAppender::Impl::append_all(node::StreamHandle& stream, std::vector<Item>& items,
+                                      AppenderStats* stats) {
   const uint64_t max_bytes = stream.max_chunk_bytes();
   Bytes merged;
   size_t i = 0;
@@ -244,7 +303,7 @@ void StreamAppender::append_all(node::StreamHandle& stream, std::vector<Item>& i
   }
 }
 
-void StreamAppender::finish(std::vector<Item> items, uint64_t through) {
+void StreamAppender::Impl::finish(std::vector<Item> items, uint64_t through) {
   if (stream_->confirm() == node::ConfirmMode::remote) {
     hold_remote(std::move(items), through);
   } else {
@@ -258,7 +317,7 @@ void StreamAppender::finish(std::vector<Item> items, uint64_t through) {
 
 // ---- confirm = remote (on strand_) ----
 
-void StreamAppender::hold_remote(std::vector<Item> items, uint64_t through) {
+void StreamAppender::Impl::hold_remote(std::vector<Item> items, uint64_t through) {
   // Duplicates (no entries) wait too: the copy stored earlier may not be
   // remote yet, and `through` covers it.
   bool needs_wait = false;
@@ -284,7 +343,7 @@ void StreamAppender::hold_remote(std::vector<Item> items, uint64_t through) {
   release_remote();
 }
 
-void StreamAppender::start_wait(uint64_t through) {
+void StreamAppender::Impl::start_wait(uint64_t through) {
   {
     std::lock_guard l(mu_);
     stats_.remote_waits += 1;
@@ -304,7 +363,7 @@ void StreamAppender::start_wait(uint64_t through) {
   });
 }
 
-void StreamAppender::release_remote() {
+void StreamAppender::Impl::release_remote() {
   std::vector<RemoteConfirms::Release> ready = remote_.take_ready(steady_ms());
   uint64_t failed = 0;
   for (auto& r : ready) {
@@ -333,7 +392,7 @@ void StreamAppender::release_remote() {
   arm_remote_timer();
 }
 
-void StreamAppender::arm_remote_timer() {
+void StreamAppender::Impl::arm_remote_timer() {
   std::optional<int64_t> at = remote_.next_deadline();
   if (at == remote_timer_at_) return;
   remote_timer_at_ = at;
@@ -349,12 +408,42 @@ void StreamAppender::arm_remote_timer() {
   });
 }
 
-void StreamAppender::notify(std::vector<Item>& items) {
+void StreamAppender::Impl::notify(std::vector<Item>& items) {
   for (auto& it : items) {
     if (auto s = it.sink.lock()) {
       s->on_appended(it.publisher_id, std::move(it.ids), it.code, it.bytes);
     }
   }
+}
+
+StreamAppender::StreamAppender(std::shared_ptr<node::StreamHandle> stream, asio::io_context& io,
+                               TaskContext tasks, AppenderOptions opts)
+    : impl_(std::make_shared<Impl>(std::move(stream), io, std::move(tasks), std::move(opts))) {}
+
+void StreamAppender::submit(std::weak_ptr<PublishSink> sink, uint8_t publisher_id,
+                            const std::string& ref,
+                            const std::vector<proto::PublishedMessage>& messages, uint64_t bytes) {
+  impl_->submit(std::move(sink), publisher_id, ref, messages, bytes);
+}
+
+std::optional<uint64_t> StreamAppender::sequence(const std::string& ref) {
+  return impl_->sequence(ref);
+}
+
+void StreamAppender::stop(proto::ResponseCode code) {
+  impl_->stop(code);
+}
+
+bool StreamAppender::wait_idle(std::chrono::milliseconds timeout) {
+  return impl_->wait_idle(timeout);
+}
+
+AppenderStats StreamAppender::stats() const {
+  return impl_->stats();
+}
+
+node::ConfirmMode StreamAppender::confirm() const {
+  return impl_->stream_->confirm();
 }
 
 }  // namespace strata::server

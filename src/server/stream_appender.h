@@ -27,13 +27,8 @@
 #pragma once
 
 #include <asio/io_context.hpp>
-#include <asio/steady_timer.hpp>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,7 +36,6 @@
 #include "common/task.h"
 #include "node/stream_handle.h"
 #include "proto/commands.h"
-#include "server/remote_confirms.h"
 
 namespace strata::server {
 
@@ -71,7 +65,7 @@ struct AppenderOptions {
   int64_t remote_timeout_ms = 30'000;
 };
 
-class StreamAppender : public std::enable_shared_from_this<StreamAppender> {
+class StreamAppender {
  public:
   // The confirm mode is the stream's (node::StreamHandle::confirm); a
   // stream with `remote` that is not tiered fails every batch.
@@ -91,50 +85,11 @@ class StreamAppender : public std::enable_shared_from_this<StreamAppender> {
   // the timeout passes).
   bool wait_idle(std::chrono::milliseconds timeout);
   AppenderStats stats() const;
-  node::ConfirmMode confirm() const { return stream_->confirm(); }
+  node::ConfirmMode confirm() const;
 
  private:
-  struct Item {
-    std::weak_ptr<PublishSink> sink;
-    uint8_t publisher_id = 0;
-    std::string ref;
-    Bytes entries;  // osiris entries back to back
-    uint16_t num_entries = 0;
-    uint32_t num_records = 0;
-    uint64_t max_seq = 0;
-    std::vector<uint64_t> ids;
-    uint64_t bytes = 0;
-    proto::ResponseCode code = proto::ResponseCode::ok;
-  };
-  void start_locked();
-  static void append_all(node::StreamHandle& stream, std::vector<Item>& items,
-                         AppenderStats* stats);
-  void finish(std::vector<Item> items, uint64_t through);
-  static void notify(std::vector<Item>& items);
-  // confirm = remote, on strand_: a drain waits to be remote.
-  void hold_remote(std::vector<Item> items, uint64_t through);
-  void start_wait(uint64_t through);
-  void release_remote();
-  void arm_remote_timer();
-
-  const std::shared_ptr<node::StreamHandle> stream_;
-  Strand strand_;
-  TaskContext tasks_;
-  const AppenderOptions opts_;
-  // confirm = remote (strand_ only).
-  RemoteConfirms remote_;
-  std::map<uint64_t, std::vector<Item>> held_;  // by group
-  uint64_t next_group_ = 1;
-  asio::steady_timer remote_timer_;
-  std::optional<int64_t> remote_timer_at_;
-  mutable std::mutex mu_;
-  std::condition_variable idle_cv_;
-  std::deque<Item> queue_;
-  std::map<std::string, uint64_t> seqs_;  // highest accepted publishing id per reference
-  bool running_ = false;
-  bool stopped_ = false;
-  proto::ResponseCode stop_code_ = proto::ResponseCode::ok;
-  AppenderStats stats_;
+  struct Impl;  // stream_appender.cpp: the queue, the drain, the remote waits
+  std::shared_ptr<Impl> impl_;
 };
 
 }  // namespace strata::server

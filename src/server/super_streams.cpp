@@ -9,13 +9,13 @@
 #include "common/bytes.h"
 #include "common/crc32c.h"
 #include "common/publish_file.h"
+#include "server/named_files.h"
 
 namespace strata::server {
 
 namespace {
 constexpr uint32_t kSuperMagic = 0x53535550;  // "SSUP"
 constexpr uint8_t kSuperVersion = 1;
-constexpr std::string_view kTempSuffix = ".tmp";
 // Partitions per super stream: the protocol counts them in an int32, a
 // sane bound keeps a bad request from creating thousands of streams.
 constexpr size_t kMaxPartitions = 1024;
@@ -136,27 +136,18 @@ Result<std::unique_ptr<SuperStreams>> SuperStreams::open(std::string dir, FileSy
 }
 
 Status SuperStreams::load() {
-  STRATA_TRY(create_dirs(fs_, dir_));
-  STRATA_ASSIGN_OR_RETURN(auto names, fs_.list_dir(dir_));
-  for (const std::string& name : names) {
-    const std::string path = path_join(dir_, name);
-    if (name.size() > kTempSuffix.size() && name.ends_with(kTempSuffix)) {
-      // A create interrupted before its rename: that super stream never was.
-      STRATA_TRY(fs_.remove(path));
-      continue;
-    }
-    if (!catalog::validate_stream_name(name).ok()) {
-      spdlog::warn("super streams: ignoring {}: not a super stream file", path);
-      continue;
-    }
-    STRATA_ASSIGN_OR_RETURN(Bytes bytes, read_file(fs_, path));
-    STRATA_ASSIGN_OR_RETURN(SuperStream s, decode_super_stream_file(bytes, path));
-    if (s.name != name) {
-      return Error(Errc::corrupt, fmt::format("{}: holds super stream {}", path, s.name));
-    }
-    supers_.emplace(name, std::move(s));
-  }
-  return Status::OK();
+  // A create interrupted before its rename left a temporary file: that
+  // super stream never was.
+  return load_named_files(
+      fs_, dir_, "super streams", "a super stream file",
+      [&](const std::string& name, const std::string& path, Bytes bytes) -> Status {
+        STRATA_ASSIGN_OR_RETURN(SuperStream s, decode_super_stream_file(bytes, path));
+        if (s.name != name) {
+          return Error(Errc::corrupt, fmt::format("{}: holds super stream {}", path, s.name));
+        }
+        supers_.emplace(name, std::move(s));
+        return Status::OK();
+      });
 }
 
 Status SuperStreams::create(const SuperStream& s, const StreamFn& create_partition,
