@@ -9,6 +9,8 @@
 // a task with a deadline (common/task.h) on its own small pool and comes
 // back to one strand as exactly one event; a timer ticks the core's clock
 // check independently of any task, so a hung call cannot delay the stop.
+// Where: the effects run in ownership_effects.cpp (one function each), the
+// watch of <ns>/ in ownership_view.cpp, the state in ownership_impl.h.
 //
 // Keys (docs/formats/catalog.md, "etcd backend", has them all):
 //   <ns>/nodes/<id>       {"address": "host:port"}, on the node's lease
