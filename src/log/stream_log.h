@@ -182,7 +182,8 @@ class StreamLog : public std::enable_shared_from_this<StreamLog> {
   //  which must be the first offset of a chunk or the committed end (chunk_walk.h).
   //  Errors: out_of_range when `offset` is not in [first_offset(),
   //  committed_next()] (retention removed it, or not written yet), corrupt
-  //  when it falls inside a chunk.
+  //  when it falls inside a chunk, unsupported as for map_committed (a walk
+  //  maps the segments too).
   Result<std::unique_ptr<ChunkWalk>> walk_chunks(uint64_t offset);
   //  map_committed: a read-only memory map of [position, position+length) of
   //  the segment's committed bytes, straight from the page cache (no copy);

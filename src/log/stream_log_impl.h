@@ -104,6 +104,9 @@ class StreamLog::Impl {
     uint64_t position = 0;
   };
   Result<WalkStart> walk_start(uint64_t offset);
+  // Walks and maps need the segment files on the POSIX file system
+  // (unsupported otherwise).
+  Status expect_mappable() const;
   // A reader's start: the segment of a local resolution and its file.
   struct ReadStart {
     std::shared_ptr<LogSegment> segment;

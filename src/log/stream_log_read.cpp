@@ -154,14 +154,17 @@ Result<std::pair<std::shared_ptr<LogSegment>, uint64_t>> StreamLog::Impl::commit
   return std::make_pair(std::move(seg), end);
 }
 
+Status StreamLog::Impl::expect_mappable() const {
+  if (&fs_ == &posix_fs()) return Status::OK();
+  return Error(Errc::unsupported,
+               fmt::format("stream {}: its segments are not on the POSIX file system and "
+                           "cannot be mapped",
+                           dir_));
+}
+
 Result<MappedRange> StreamLog::Impl::map_committed(uint64_t segment_first_offset, uint64_t position,
                                                    uint64_t length) {
-  if (&fs_ != &posix_fs()) {
-    return Error(Errc::unsupported,
-                 fmt::format("stream {}: its segments are not on the POSIX file system and "
-                             "cannot be mapped",
-                             dir_));
-  }
+  STRATA_TRY(expect_mappable());
   STRATA_ASSIGN_OR_RETURN(auto found, committed_segment(segment_first_offset));
   const auto& [seg, end] = found;
   if (position > end || length > end - position) {
@@ -177,6 +180,7 @@ Result<MappedRange> StreamLog::Impl::map_committed(uint64_t segment_first_offset
 }
 
 Result<StreamLog::Impl::WalkStart> StreamLog::Impl::walk_start(uint64_t offset) {
+  STRATA_TRY(expect_mappable());
   const LocalRange range = local_range();
   if (offset < range.first_offset || offset > range.next_offset) {
     return Error(Errc::out_of_range,

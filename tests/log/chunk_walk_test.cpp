@@ -248,7 +248,7 @@ TEST_F(LogReadContract, AMappedSpanOutlivesItsSegmentAndTheSegmentThenIsNotFound
   EXPECT_EQ(log->map_committed(0, c.position, c.size).code(), Errc::not_found);
 }
 
-TEST(LogReadContractFakeFs, NothingToMapOnAFileSystemThatIsNotPosix) {
+TEST(LogReadContractFakeFs, NothingToMapOrWalkOnAFileSystemThatIsNotPosix) {
   FaultFileSystem fs;
   LogOptions o;
   o.fs = &fs;
@@ -257,6 +257,7 @@ TEST(LogReadContractFakeFs, NothingToMapOnAFileSystemThatIsNotPosix) {
   ASSERT_OK(log);
   ASSERT_OK((*log)->append({"v"}));
   EXPECT_EQ((*log)->map_committed(0, kFileHeaderSize, 1).code(), Errc::unsupported);
+  EXPECT_EQ((*log)->walk_chunks(0).code(), Errc::unsupported);
 }
 
 }  // namespace
