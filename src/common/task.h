@@ -20,6 +20,9 @@
 //
 // run_task must be called on `strand` (the deadline timer is armed and
 // cancelled there).
+//
+// A test may put a simulation in TaskContext::sim (common/task_sim.h): jobs
+// and deadlines are then its to run and fire, in an order it chooses.
 #pragma once
 
 #include <asio/bind_executor.hpp>
@@ -39,13 +42,9 @@
 
 #include "common/blocking_pool.h"
 #include "common/result.h"
+#include "common/task_sim.h"
 
 namespace strata {
-
-using Strand = asio::strand<asio::io_context::executor_type>;
-
-enum class TaskEnd : uint8_t { completed, threw, deadline, cancelled };
-std::string_view task_end_name(TaskEnd e);
 
 template <class R>
 struct TaskOutcome {
@@ -74,19 +73,22 @@ struct IoLifetime {
 struct TaskContext {
   BlockingPool* pool = nullptr;
   std::shared_ptr<IoLifetime> lifetime;
+  // Tests only: a deterministic simulation that runs the jobs and fires the
+  // timers instead of `pool` and the steady clock. Null in production.
+  TaskSim* sim = nullptr;
 };
 
 namespace detail {
 
 template <class T>
 struct TaskState : std::enable_shared_from_this<TaskState<T>> {
-  TaskState(Strand s, std::shared_ptr<IoLifetime> l, std::string w,
+  TaskState(Strand s, std::shared_ptr<IoLifetime> l, TaskSim* sim, std::string w,
             std::function<void(TaskOutcome<T>)> d)
       : strand(std::move(s)),
         lifetime(std::move(l)),
         what(std::move(w)),
         done(std::move(d)),
-        timer(strand) {}
+        timer(strand, sim) {}
 
   // The first end wins; later ones (a late result after the deadline, the
   // guard of a job that already reported) are dropped here. The caller
@@ -105,7 +107,7 @@ struct TaskState : std::enable_shared_from_this<TaskState<T>> {
   std::shared_ptr<IoLifetime> lifetime;
   std::string what;
   std::function<void(TaskOutcome<T>)> done;
-  asio::steady_timer timer;
+  ShellTimer timer;
   BlockingPool::Ticket ticket;
   std::atomic<bool> fired{false};
 };
@@ -145,10 +147,18 @@ struct JobGuard {
 template <class T>
 void run_task(TaskContext ctx, const Strand& strand, std::chrono::milliseconds deadline,
               std::string what, std::function<T()> job, std::function<void(TaskOutcome<T>)> done) {
-  auto st = std::make_shared<detail::TaskState<T>>(strand, ctx.lifetime, std::move(what),
+  uint64_t sim_task = 0;
+  if (ctx.sim) {
+    sim_task = ctx.sim->task_started(what);
+    done = [sim = ctx.sim, sim_task, d = std::move(done)](TaskOutcome<T> o) {
+      sim->task_ended(sim_task, o.end);
+      d(std::move(o));
+    };
+  }
+  auto st = std::make_shared<detail::TaskState<T>>(strand, ctx.lifetime, ctx.sim, std::move(what),
                                                    std::move(done));
   auto guard = std::make_shared<detail::JobGuard<T>>(st);
-  st->ticket = ctx.pool->post([guard, job = std::move(job)]() mutable {
+  BlockingPool::Job run = [guard, job = std::move(job)]() mutable {
     guard->ran = true;
     try {
       std::optional<T> r(job());
@@ -160,8 +170,13 @@ void run_task(TaskContext ctx, const Strand& strand, std::chrono::milliseconds d
       guard->end(TaskEnd::threw, std::nullopt,
                  Error(Errc::internal, guard->what + ": threw a non-standard exception"));
     }
-  });
+  };
   guard.reset();
+  if (ctx.sim) {
+    ctx.sim->post_job(sim_task, std::move(run));
+  } else {
+    st->ticket = ctx.pool->post(std::move(run));
+  }
   st->timer.expires_after(deadline);
   st->timer.async_wait([st, deadline](const std::error_code& ec) {
     if (ec) return;  // cancelled: the task ended first
