@@ -32,8 +32,8 @@ std::string_view uploader_state_name(UploaderState s) {
 
 Result<std::shared_ptr<Uploader>> Uploader::start(UploaderEnv env, UploaderOptions opts,
                                                   std::shared_ptr<log::StreamLog> log) {
-  if (!env.io || !env.tasks.pool || !env.tasks.lifetime || !env.governor || !env.store ||
-      !env.catalog || !env.cache || !env.clock || !log) {
+  if (!env.io || !(env.tasks.pool || env.tasks.sim) || !env.tasks.lifetime || !env.governor ||
+      !env.store || !env.catalog || !env.cache || !env.clock || !log) {
     return Error(Errc::invalid_argument, "uploader: incomplete environment");
   }
   if (opts.assembly.target_size == 0 || opts.persist_threshold == 0 ||
@@ -92,8 +92,10 @@ Uploader::Impl::Impl(UploaderEnv env, UploaderOptions opts, std::shared_ptr<log:
       log_(std::move(log)),
       keys_(std::move(keys)),
       owner_(owner),
+      rng_(opts_.random_seed ? opts_.random_seed
+                             : uint64_t(env_.clock->now_ms()) * 2654435761u ^ owner_),
       strand_(asio::make_strand(*env_.io)),
-      wake_(strand_) {
+      wake_(strand_, env_.tasks.sim) {
   st_.stream = opts_.stream;
 }
 
@@ -176,6 +178,7 @@ void Uploader::Impl::request_retention() {
 }
 
 void Uploader::Impl::close() {
+  closing_->store(true, std::memory_order_release);
   // Visible at once, also if the event loop stops before the strand runs
   // the rest (a node closing).
   UploaderState cur = state.load();
@@ -212,7 +215,13 @@ void Uploader::Impl::load(bool take_over) {
   run_task<Result<LoadedState>>(
       env_.tasks, strand_, deadline_ms(4 * opts_.request_timeout_ms),
       fmt::format("loading the persisted state of stream {}", opts_.stream),
-      [catalog = env_.catalog, store = env_.store, cache = env_.cache, keys = keys_, take_over] {
+      [catalog = env_.catalog, store = env_.store, cache = env_.cache, keys = keys_, take_over,
+       closing = closing_]() -> Result<LoadedState> {
+        // Still queued when the uploader was closed: its take-over would
+        // raise the epoch over the uploader that replaced it.
+        if (closing->load(std::memory_order_acquire)) {
+          return Error(Errc::closed, "closed before its start-up began");
+        }
         return load_stream_state(*catalog, *store, *cache, keys, take_over);
       },
       [self = shared_from_this(), gen, take_over](TaskOutcome<Result<LoadedState>> o) {
@@ -254,9 +263,8 @@ void Uploader::Impl::on_loaded(uint64_t gen, bool take_over, TaskOutcome<Result<
   }
   start_failures_ += 1;
   note_failure("start", err.to_string());
-  Random rng(uint64_t(now()) ^ owner_);
   int64_t delay =
-      err.code == Errc::conflict ? 0 : backoff_ms(opts_.start_backoff, start_failures_, rng);
+      err.code == Errc::conflict ? 0 : backoff_ms(opts_.start_backoff, start_failures_, rng_);
   spdlog::warn("uploader {}: start attempt {} failed: {}; retrying in {} ms", opts_.stream,
                start_failures_, err.to_string(), delay);
   retry_later(delay, [this, gen, take_over] {
@@ -307,7 +315,7 @@ void Uploader::Impl::start_core(LoadedState st) {
   cfg.rebalance = opts_.rebalance;
   cfg.retention = opts_.retention;
   cfg.max_unpersisted_fragments = opts_.max_unpersisted_fragments;
-  cfg.random_seed = opts_.random_seed ? opts_.random_seed : uint64_t(now()) * 2654435761u ^ owner_;
+  cfg.random_seed = rng_.next();
   auto core = UploaderCore::create(cfg, m, st.entry.revision, st.entry.root_key);
   if (!core.ok()) {
     std::string msg = "creating the uploader core: " + core.error().to_string();
@@ -405,7 +413,7 @@ void Uploader::Impl::terminate(UploaderState s, std::string reason) {
 }
 
 void Uploader::Impl::retry_later(int64_t delay_ms, std::function<void()> fn) {
-  auto t = std::make_shared<asio::steady_timer>(strand_);
+  auto t = std::make_shared<ShellTimer>(strand_, env_.tasks.sim);
   uint64_t id = next_timer_++;
   timers_[id] = t;
   t->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, delay_ms)));

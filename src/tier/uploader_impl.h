@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "common/random.h"
 #include "tier/upload_jobs.h"
 #include "tier/uploader.h"
 
@@ -95,8 +96,17 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   const std::shared_ptr<log::StreamLog> log_;
   const ObjectKeys keys_;
   const uint64_t owner_;
+  // Seeds each core generation (and jitters start retries). One sequence
+  // for the uploader's life: a core made after a reinitialize must not
+  // draw the object-key uids of the one before it (same epoch, same keys),
+  // or a delete the old core scheduled would remove the new core's object.
+  Random rng_;
+  // Set by close() at once, read by jobs on the pool: one that begins after
+  // it does not take the stream over (the closed uploader's successor would
+  // be fenced by its own predecessor).
+  const std::shared_ptr<std::atomic<bool>> closing_ = std::make_shared<std::atomic<bool>>(false);
   Strand strand_;
-  asio::steady_timer wake_;
+  ShellTimer wake_;
 
   // ---- hook queue (tail_mu_) ----
   std::mutex tail_mu_;
@@ -123,7 +133,7 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   std::optional<int64_t> core_timer_at_;
   std::map<uint64_t, Await> awaits_;
   uint64_t next_await_ = 1;
-  std::map<uint64_t, std::shared_ptr<asio::steady_timer>> timers_;  // delayed work
+  std::map<uint64_t, std::shared_ptr<ShellTimer>> timers_;  // delayed work
   uint64_t next_timer_ = 1;
   std::deque<std::pair<uint64_t, int64_t>> ttr_pending_;  // (fragment next offset, first ts)
   bool local_retention_running_ = false;
