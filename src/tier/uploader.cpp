@@ -274,12 +274,50 @@ void Uploader::Impl::on_loaded(uint64_t gen, bool take_over, TaskOutcome<Result<
 
 void Uploader::Impl::start_core(LoadedState st) {
   epoch_ = st.entry.epoch;
-  log::LocalRange local = log_->local_range();
-  Manifest m = std::move(st.manifest);
-  if (!st.has_root) {
+  const log::LocalRange local = log_->local_range();
+  std::optional<Manifest> m = reconcile_with_local(std::move(st.manifest), st.has_root, local);
+  if (!m) return;  // stalled
+  auto core = UploaderCore::create(core_config(), *m, st.entry.revision, st.entry.root_key);
+  if (!core.ok()) {
+    std::string msg = "creating the uploader core: " + core.error().to_string();
+    note_failure("start", msg);
+    spdlog::error("uploader {}: {}", opts_.stream, msg);
+    state.store(UploaderState::stalled);
+    return;
+  }
+  core_.emplace(std::move(core).value());
+  asm_.emplace(opts_.assembly, m->next_offset);
+  catching_up_ = true;
+  tail_.reset();
+  backlog_.clear();
+  persisted_next.store(m->next_offset, std::memory_order_release);
+  st_.epoch = epoch_;
+  st_.revision = st.entry.revision;
+  st_.root_key = st.entry.root_key;
+  st_.remote_first_offset = m->first_offset;
+  st_.remote_next_offset = m->next_offset;
+  st_.remote_bytes = m->total_size;
+  (void)env_.cache->sync(opts_.stream,
+                         CachedManifest{core_->persisted_manifest(), epoch_, st.entry.revision});
+  state.store(UploaderState::running);
+  spdlog::info("uploader {}: running at epoch {} revision {}, remote [{}, {}), local [{}, {})",
+               opts_.stream, epoch_, st.entry.revision, m->first_offset, m->next_offset,
+               local.first_offset, local.next_offset);
+  // Waiters registered while starting (or before a restart) go to this core.
+  // (A reply may come at once and erase from awaits_: iterate a copy.)
+  std::vector<AwaitOffset> waiting;
+  for (auto& [id, a] : awaits_) waiting.push_back(AwaitOffset{a.offset, id, a.urgent});
+  for (const AwaitOffset& w : waiting) feed(w);
+  pump();
+}
+
+std::optional<Manifest> Uploader::Impl::reconcile_with_local(Manifest m, bool has_root,
+                                                             const log::LocalRange& local) {
+  if (!has_root) {
     // Nothing uploaded yet: the remote tier starts where the local log does.
-    m = Manifest::empty_at(local.first_offset);
-  } else if (m.next_offset < local.first_offset) {
+    return Manifest::empty_at(local.first_offset);
+  }
+  if (m.next_offset < local.first_offset) {
     st_.gaps += 1;
     spdlog::error(
         "uploader {}: the remote tier ends at offset {} but the local log starts at {}: offsets "
@@ -287,8 +325,9 @@ void Uploader::Impl::start_core(LoadedState st) {
         "its old range are no longer referenced and are left for gc",
         opts_.stream, m.next_offset, local.first_offset, m.next_offset, local.first_offset,
         local.first_offset);
-    m = Manifest::empty_at(local.first_offset);
-  } else if (m.next_offset > local.next_offset) {
+    return Manifest::empty_at(local.first_offset);
+  }
+  if (m.next_offset > local.next_offset) {
     st_.remote_ahead += 1;
     std::string msg = fmt::format(
         "stream {}: the remote tier holds offsets up to {} but the local log ends at {}: local "
@@ -298,8 +337,12 @@ void Uploader::Impl::start_core(LoadedState st) {
     spdlog::error("uploader {}", msg);
     note_failure("remote_ahead", msg);
     state.store(UploaderState::stalled);
-    return;
+    return std::nullopt;
   }
+  return m;
+}
+
+UploaderConfig Uploader::Impl::core_config() {
   UploaderConfig cfg;
   cfg.stream = opts_.stream;
   cfg.key_prefix = opts_.key_prefix;
@@ -316,55 +359,13 @@ void Uploader::Impl::start_core(LoadedState st) {
   cfg.retention = opts_.retention;
   cfg.max_unpersisted_fragments = opts_.max_unpersisted_fragments;
   cfg.random_seed = rng_.next();
-  auto core = UploaderCore::create(cfg, m, st.entry.revision, st.entry.root_key);
-  if (!core.ok()) {
-    std::string msg = "creating the uploader core: " + core.error().to_string();
-    note_failure("start", msg);
-    spdlog::error("uploader {}: {}", opts_.stream, msg);
-    state.store(UploaderState::stalled);
-    return;
-  }
-  core_.emplace(std::move(core).value());
-  asm_.emplace(opts_.assembly, m.next_offset);
-  catching_up_ = true;
-  tail_.reset();
-  backlog_.clear();
-  persisted_next.store(m.next_offset, std::memory_order_release);
-  st_.epoch = epoch_;
-  st_.revision = st.entry.revision;
-  st_.root_key = st.entry.root_key;
-  st_.remote_first_offset = m.first_offset;
-  st_.remote_next_offset = m.next_offset;
-  st_.remote_bytes = m.total_size;
-  (void)env_.cache->sync(opts_.stream,
-                         CachedManifest{core_->persisted_manifest(), epoch_, st.entry.revision});
-  state.store(UploaderState::running);
-  spdlog::info("uploader {}: running at epoch {} revision {}, remote [{}, {}), local [{}, {})",
-               opts_.stream, epoch_, st.entry.revision, m.first_offset, m.next_offset,
-               local.first_offset, local.next_offset);
-  // Waiters registered while starting (or before a restart) go to this core.
-  // (A reply may come at once and erase from awaits_: iterate a copy.)
-  std::vector<AwaitOffset> waiting;
-  for (auto& [id, a] : awaits_) waiting.push_back(AwaitOffset{a.offset, id, a.urgent});
-  for (const AwaitOffset& w : waiting) feed(w);
-  pump();
+  return cfg;
 }
 
 void Uploader::Impl::restart(std::string reason) {
   spdlog::warn("uploader {}: reinitializing: {}", opts_.stream, reason);
   note_failure("reinitialize", reason);
-  gen_ += 1;
-  core_.reset();
-  asm_.reset();
-  plans_.clear();
-  held_cut_.reset();
-  backlog_.clear();
-  tail_.reset();
-  catching_up_ = true;
-  catchup_running_ = false;
-  ttr_pending_.clear();
-  core_timer_at_.reset();
-  env_.governor->cancel(owner_);
+  end_generation();
   env_.cache->invalidate(opts_.stream);
   st_.restarts += 1;
   bool fenced = fenced_hint_;
@@ -388,17 +389,9 @@ void Uploader::Impl::terminate(UploaderState s, std::string reason) {
   }
   closed_ = true;
   state.store(s);
-  gen_ += 1;
-  core_.reset();
-  asm_.reset();
-  plans_.clear();
-  held_cut_.reset();
-  backlog_.clear();
-  tail_.reset();
-  wake_.cancel();
+  end_generation();
   for (auto& [id, t] : timers_) t->cancel();
   timers_.clear();
-  env_.governor->cancel(owner_);
   {
     std::lock_guard l(tail_mu_);
     live_.clear();
@@ -410,6 +403,22 @@ void Uploader::Impl::terminate(UploaderState s, std::string reason) {
                                            uploader_state_name(s), reason)));
   }
   if (s != UploaderState::closed && !closing && opts_.on_stopped) opts_.on_stopped(s, reason);
+}
+
+void Uploader::Impl::end_generation() {
+  gen_ += 1;
+  core_.reset();
+  asm_.reset();
+  plans_.clear();
+  held_cut_.reset();
+  backlog_.clear();
+  tail_.reset();
+  catching_up_ = true;
+  catchup_running_ = false;
+  ttr_pending_.clear();
+  core_timer_at_.reset();
+  wake_.cancel();
+  env_.governor->cancel(owner_);
 }
 
 void Uploader::Impl::retry_later(int64_t delay_ms, std::function<void()> fn) {
@@ -519,63 +528,60 @@ void Uploader::Impl::start_catchup() {
   catchup_running_ = true;
   st_.catchup_reads += 1;
   st_.catching_up = true;
-  uint64_t gen = gen_;
-  struct Read {
-    std::shared_ptr<log::ChunkWalk> tail;
-    Result<log::ChunkRun> batch;
-  };
   std::shared_ptr<log::ChunkWalk> tail = (tail_ && tail_->next_offset() == from) ? tail_ : nullptr;
   tail_.reset();  // the job owns it while it runs
-  run_task<Read>(
+  run_task<CatchUpRead>(
       env_.tasks, strand_, deadline_ms(4 * opts_.request_timeout_ms),
       fmt::format("reading stream {} from offset {}", opts_.stream, from),
-      [log = log_, tail, from, max = opts_.catchup_batch_bytes]() mutable -> Read {
+      [log = log_, tail, from, max = opts_.catchup_batch_bytes]() mutable -> CatchUpRead {
         if (!tail) {
           auto t = log->walk_chunks(from);
-          if (!t.ok()) return Read{nullptr, t.error()};
+          if (!t.ok()) return CatchUpRead{nullptr, t.error()};
           tail = std::move(t).value();
         }
         auto b = tail->next(max);
-        return Read{tail, std::move(b)};
+        return CatchUpRead{tail, std::move(b)};
       },
-      [self = shared_from_this(), gen, from](TaskOutcome<Read> o) {
-        auto& me = *self;
-        if (me.closed_ || gen != me.gen_) return;
-        me.catchup_running_ = false;
-        std::string failure;
-        if (o.end != TaskEnd::completed) {
-          failure = o.error.to_string();
-        } else if (!o.value->batch.ok()) {
-          failure = o.value->batch.error().to_string();
-        }
-        if (!failure.empty()) {
-          me.note_failure("catch_up", failure);
-          spdlog::warn("uploader {}: reading the log from offset {} failed: {}; retrying",
-                       me.opts_.stream, from, failure);
-          me.retry_later(1000, [&me] { me.pump(); });
-          me.publish_status();
-          return;
-        }
-        me.tail_ = o.value->tail;
-        log::ChunkRun& b = *o.value->batch;
-        bool consumed = true;
-        for (const log::CommittedChunk& c : b.chunks) {
-          if (!me.feed_chunk(c) || !me.core_) {
-            consumed = false;
-            break;
-          }
-        }
-        if (consumed && b.at_end && me.core_) {
-          // Everything committed before now has been read; what commits
-          // from here on is in the hook queue.
-          me.catching_up_ = false;
-          me.st_.catching_up = false;
-        } else if (!consumed) {
-          me.tail_.reset();
-        }
-        me.pump();
-        me.publish_status();
+      [self = shared_from_this(), gen = gen_, from](TaskOutcome<CatchUpRead> o) {
+        if (self->closed_ || gen != self->gen_) return;
+        self->on_catchup_read(from, std::move(o));
+        self->publish_status();
       });
+}
+
+void Uploader::Impl::on_catchup_read(uint64_t from, TaskOutcome<CatchUpRead> o) {
+  catchup_running_ = false;
+  std::string failure;
+  if (o.end != TaskEnd::completed) {
+    failure = o.error.to_string();
+  } else if (!o.value->batch.ok()) {
+    failure = o.value->batch.error().to_string();
+  }
+  if (!failure.empty()) {
+    note_failure("catch_up", failure);
+    spdlog::warn("uploader {}: reading the log from offset {} failed: {}; retrying", opts_.stream,
+                 from, failure);
+    retry_later(1000, [this] { pump(); });
+    return;
+  }
+  tail_ = o.value->tail;
+  log::ChunkRun& b = *o.value->batch;
+  bool consumed = true;
+  for (const log::CommittedChunk& c : b.chunks) {
+    if (!feed_chunk(c) || !core_) {
+      consumed = false;
+      break;
+    }
+  }
+  if (consumed && b.at_end && core_) {
+    // Everything committed before now has been read; what commits from here
+    // on is in the hook queue.
+    catching_up_ = false;
+    st_.catching_up = false;
+  } else if (!consumed) {
+    tail_.reset();
+  }
+  pump();
 }
 
 void Uploader::Impl::update_hurry() {

@@ -136,57 +136,59 @@ void Uploader::Impl::start_transfer(const SubmitTransfer& t, uint64_t gen,
     return;
   }
   std::shared_ptr<const FragmentPlan> plan = it->second;
-  using R = Result<uint64_t, TransferFailure>;
-  run_task<R>(
+  run_task<TransferResult>(
       env_.tasks, strand_, deadline_ms(t.deadline_ms), fmt::format("PUT fragment {}", t.key),
       [store = env_.store, log = log_, plan, epoch = epoch_, key = t.key] {
         return put_fragment(*store, *log, *plan, epoch, key);
       },
-      [self = shared_from_this(), t, gen, permit](TaskOutcome<R> o) {
+      [self = shared_from_this(), t, gen, permit](TaskOutcome<TransferResult> o) {
         permit->release();
-        auto& me = *self;
-        if (me.closed_ || gen != me.gen_) return;
-        switch (o.end) {
-          case TaskEnd::completed:
-            if (o.value->ok()) {
-              me.st_.fragments_uploaded += 1;
-              me.st_.bytes_uploaded += o.value->value();
-              me.feed(TransferComplete{t.ref, t.token});
-            } else {
-              const TransferFailure& f = o.value->error();
-              bool transient = is_transient(f);
-              (transient ? me.st_.retries_transient : me.st_.retries_fatal) += 1;
-              me.note_failure(transient ? "transient" : "fatal", f.to_string());
-              spdlog::warn("uploader {}: {} failed ({}), attempt {}: {}", me.opts_.stream, t.key,
-                           transient ? "transient" : "fatal", t.attempt, f.to_string());
-              me.feed(TransferFailed{t.ref, t.token, f});
-            }
-            break;
-          case TaskEnd::deadline:
-            me.st_.deadlines += 1;
-            me.st_.retries_transient += 1;
-            me.note_failure("deadline", o.error.message);
-            spdlog::warn("uploader {}: {}", me.opts_.stream, o.error.message);
-            me.feed(TransferDeadline{t.ref, t.token});
-            break;
-          case TaskEnd::threw:
-          case TaskEnd::cancelled: {
-            // A throw is a bug in the job: retried slowly (fatal) and shown
-            // as the stalled offset rather than hidden.
-            bool threw = o.end == TaskEnd::threw;
-            if (threw) me.st_.task_throws += 1;
-            me.st_.retries_fatal += 1;
-            me.note_failure(std::string(task_end_name(o.end)), o.error.message);
-            spdlog::error("uploader {}: {}", me.opts_.stream, o.error.message);
-            TransferFailure f{threw ? objstore::RetryClass::fatal : objstore::RetryClass::transient,
-                              0, "", o.error.message};
-            me.feed(TransferFailed{t.ref, t.token, f});
-            break;
-          }
-        }
-        me.pump();
-        me.publish_status();
+        if (self->closed_ || gen != self->gen_) return;
+        self->on_transfer_done(t, std::move(o));
+        self->pump();
+        self->publish_status();
       });
+}
+
+void Uploader::Impl::on_transfer_done(const SubmitTransfer& t, TaskOutcome<TransferResult> o) {
+  switch (o.end) {
+    case TaskEnd::completed:
+      if (o.value->ok()) {
+        st_.fragments_uploaded += 1;
+        st_.bytes_uploaded += o.value->value();
+        feed(TransferComplete{t.ref, t.token});
+      } else {
+        const TransferFailure& f = o.value->error();
+        bool transient = is_transient(f);
+        (transient ? st_.retries_transient : st_.retries_fatal) += 1;
+        note_failure(transient ? "transient" : "fatal", f.to_string());
+        spdlog::warn("uploader {}: {} failed ({}), attempt {}: {}", opts_.stream, t.key,
+                     transient ? "transient" : "fatal", t.attempt, f.to_string());
+        feed(TransferFailed{t.ref, t.token, f});
+      }
+      break;
+    case TaskEnd::deadline:
+      st_.deadlines += 1;
+      st_.retries_transient += 1;
+      note_failure("deadline", o.error.message);
+      spdlog::warn("uploader {}: {}", opts_.stream, o.error.message);
+      feed(TransferDeadline{t.ref, t.token});
+      break;
+    case TaskEnd::threw:
+    case TaskEnd::cancelled: {
+      // A throw is a bug in the job: retried slowly (fatal) and shown as the
+      // stalled offset rather than hidden.
+      bool threw = o.end == TaskEnd::threw;
+      if (threw) st_.task_throws += 1;
+      st_.retries_fatal += 1;
+      note_failure(std::string(task_end_name(o.end)), o.error.message);
+      spdlog::error("uploader {}: {}", opts_.stream, o.error.message);
+      TransferFailure f{threw ? objstore::RetryClass::fatal : objstore::RetryClass::transient, 0,
+                        "", o.error.message};
+      feed(TransferFailed{t.ref, t.token, f});
+      break;
+    }
+  }
 }
 
 void Uploader::Impl::upload_group(const UploadGroup& g) {

@@ -56,8 +56,22 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   void load(bool take_over);
   void on_loaded(uint64_t gen, bool take_over, TaskOutcome<Result<LoadedState>> o);
   void start_core(LoadedState st);
+  // The manifest the core starts from, given the persisted one (`has_root`:
+  // the catalog names a root) and the local log: the persisted one, or one
+  // empty at the local first offset (nothing uploaded yet, or a gap);
+  // nullopt when the remote tier is ahead of the local log (stalled).
+  std::optional<Manifest> reconcile_with_local(Manifest m, bool has_root,
+                                               const log::LocalRange& local);
+  // The core's configuration from the options; each call draws a new seed.
+  UploaderConfig core_config();
   void restart(std::string reason);
   void terminate(UploaderState s, std::string reason);
+  // Ends the current core generation, for restart (a new core follows) and
+  // terminate (none does): late results of its tasks are dropped (gen_),
+  // its transfers still waiting for the governor are cancelled, and the
+  // state built for that core goes with it. Delayed work (timers_) stays:
+  // the deletes it holds are owed whatever core comes next.
+  void end_generation();
   void retry_later(int64_t delay_ms, std::function<void()> fn);
 
   // ---- tail (uploader.cpp) ----
@@ -70,6 +84,13 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   // (a force_cut that came before the chunks it covers were fed).
   void cut_if_through();
   void start_catchup();
+  // The catch-up read's outcome: its chunks fed, the walk kept for the next
+  // read, the queue taken up again once the read reached the committed end.
+  struct CatchUpRead {
+    std::shared_ptr<log::ChunkWalk> tail;
+    Result<log::ChunkRun> batch;
+  };
+  void on_catchup_read(uint64_t from, TaskOutcome<CatchUpRead> o);
   void arm_wake();
   void on_wake();
   // The assembly is hurried while a remote confirm waits for offsets not
@@ -82,6 +103,10 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   void submit_transfer(const upload::SubmitTransfer& t);
   void start_transfer(const upload::SubmitTransfer& t, uint64_t gen,
                       std::shared_ptr<Governor::Permit> permit);
+  // A transfer's outcome as the one core event it is owed (complete,
+  // failed, deadline), counted.
+  using TransferResult = Result<uint64_t, TransferFailure>;
+  void on_transfer_done(const upload::SubmitTransfer& t, TaskOutcome<TransferResult> o);
   void upload_group(const upload::UploadGroup& g);
   void start_persist(const upload::StartPersist& p);
   void evaluate_retention(const upload::EvaluateRetention& r);
