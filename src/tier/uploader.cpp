@@ -290,15 +290,17 @@ void Uploader::Impl::start_core(LoadedState st) {
   catching_up_ = true;
   tail_.reset();
   backlog_.clear();
-  persisted_next.store(m->next_offset, std::memory_order_release);
   st_.epoch = epoch_;
   st_.revision = st.entry.revision;
   st_.root_key = st.entry.root_key;
   st_.remote_first_offset = m->first_offset;
   st_.remote_next_offset = m->next_offset;
   st_.remote_bytes = m->total_size;
+  // The readers' manifest before the boundary local retention deletes
+  // below (as after a persist: see UploaderCore's persist completion).
   (void)env_.cache->sync(opts_.stream,
                          CachedManifest{core_->persisted_manifest(), epoch_, st.entry.revision});
+  persisted_next.store(m->next_offset, std::memory_order_release);
   state.store(UploaderState::running);
   spdlog::info("uploader {}: running at epoch {} revision {}, remote [{}, {}), local [{}, {})",
                opts_.stream, epoch_, st.entry.revision, m->first_offset, m->next_offset,

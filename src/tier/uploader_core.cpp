@@ -347,8 +347,13 @@ Status UploaderCore::on_persist_complete(const PersistComplete& e, int64_t now, 
   m_.persists_completed += 1;
   m_.last_persist_ts_ms = now;
 
-  out.push_back(UpdateLocalRetention{persisted_->first_offset, persisted_->next_offset, revision_});
+  // The readers' manifest first, then the local boundary: once the
+  // boundary moves, local retention (on any thread) may delete segments
+  // below it, and a reader that then finds them gone must find them in the
+  // manifest it is given (the other order is a window in which an offset
+  // is in neither tier for it).
   out.push_back(Broadcast{std::move(batch)});
+  out.push_back(UpdateLocalRetention{persisted_->first_offset, persisted_->next_offset, revision_});
   std::vector<uint64_t> ready;
   auto keep = std::remove_if(waiters_.begin(), waiters_.end(), [&](const Waiter& w) {
     if (w.offset >= persisted_->next_offset) return false;

@@ -265,7 +265,9 @@ TEST(StreamReader, FollowsWhileUploadsAndRetentionMoveTheBoundary) {
   append_values(**log, 50);
   const uint64_t total_batches = 50 + uint64_t(strata::test::scaled(400));
   std::atomic<bool> stop{false};
-  std::thread producer([&] {
+  // A jthread: a failed ASSERT below returns with the producer still
+  // running, and a std::thread would abort the test without its message.
+  std::jthread producer([&] {
     for (uint64_t b = 50; b < total_batches; ++b) {
       append_values(**log, 1);
       if (b % 10 == 0) (void)(*log)->apply_retention();
@@ -280,6 +282,7 @@ TEST(StreamReader, FollowsWhileUploadsAndRetentionMoveTheBoundary) {
   auto r = node->open_reader("s1", log::OffsetSpec::first(), o);
   ASSERT_OK(r);
   uint64_t expect = 0;
+  bool overtaken = false;
   std::vector<log::Record> recs;
   const uint64_t end = total_batches * 10;
   while (expect < end) {
@@ -296,8 +299,20 @@ TEST(StreamReader, FollowsWhileUploadsAndRetentionMoveTheBoundary) {
       ASSERT_EQ(std::string(rec.value), value_of(expect));
       expect += 1;
     }
-    // A slow consumer at first, so that retention overtakes it.
-    if (expect < 200) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    // A consumer that stalls after its first records until retention has
+    // overtaken it (local segments go once uploaded) by more than the
+    // segment it reads (210 offsets; the next one must be gone), so that it
+    // must continue from the remote tier and come back — however slow the
+    // machine. (Sleeping a while instead let a loaded machine's uploads
+    // fall behind, and the reader never switched.)
+    if (!overtaken) {
+      overtaken = true;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while ((*log)->first_offset() <= expect + 300) {
+        ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "retention never passed " << expect;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
   }
   producer.join();
   EXPECT_EQ(expect, end);

@@ -229,6 +229,11 @@ class World {
                   "local retention range [{}, {}) is not revision {}'s [{}, {})", u->first_offset,
                   u->next_offset, u->revision, at.first_offset, at.next_offset);
         SIM_CHECK(u->next_offset <= cat_->next_offset, "boundary past the catalog");
+        // Local retention may delete below the boundary at once: the
+        // readers' manifest must already hold what it deletes.
+        SIM_CHECK(cache_valid_ && cache_.next_offset >= u->next_offset,
+                  "local retention boundary {} ahead of the readers' manifest (next {})",
+                  u->next_offset, cache_valid_ ? cache_.next_offset : 0);
         boundary_ = std::max(boundary_, u->next_offset);
       } else if (auto* w = std::get_if<ReplyWaiters>(&e)) {
         for (uint64_t id : w->waiters) {
