@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "proto/client_handshake.h"
+
 namespace strata::perf {
 
 using namespace strata::proto;
@@ -14,21 +16,6 @@ namespace {
 // what a broken peer can make us buffer.
 constexpr uint32_t kMaxIncomingFrame = 256u << 20;
 }  // namespace
-
-std::array<int, 3> parse_version(std::string_view v) {
-  std::array<int, 3> out{0, 0, 0};
-  size_t part = 0;
-  for (char c : v) {
-    if (c >= '0' && c <= '9') {
-      out[part] = out[part] * 10 + (c - '0');
-    } else if (c == '.') {
-      if (++part == 3) break;
-    } else {
-      break;  // "3.13.0-rc.1": stop at the pre-release tag
-    }
-  }
-  return out;
-}
 
 std::string Connection::server_property(std::string_view key) const {
   for (const auto& [k, v] : server_properties_) {
@@ -103,50 +90,34 @@ Status Connection::open(const ConnectOptions& o) {
   if (ec) return make_error(Errc::unavailable, where_ + ": connect: " + ec.message());
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
 
-  PeerPropertiesRequest pp;
-  pp.properties = {{"product", "strata-perf"},
+  ClientHandshakeOptions ho;
+  ho.properties = {{"product", "strata-perf"},
                    {"version", "0.1.0"},
                    {"platform", "C++"},
                    {"connection_name", o.connection_name}};
-  STRATA_ASSIGN_OR_RETURN(auto ppr, call<PeerPropertiesResponse>(pp));
-  server_properties_ = ppr.properties;
-
-  STRATA_ASSIGN_OR_RETURN(auto hs, call<SaslHandshakeResponse>(SaslHandshakeRequest{}));
-  bool plain = false;
-  for (const auto& m : hs.mechanisms) plain |= m == "PLAIN";
-  if (!plain) return make_error(Errc::invalid_argument, where_ + ": server does not offer PLAIN");
-  SaslAuthenticateRequest auth;
-  auth.mechanism = "PLAIN";
-  auth.data = std::string(1, '\0') + o.username + std::string(1, '\0') + o.password;
-  STRATA_ASSIGN_OR_RETURN(auto ar, call<SaslAuthenticateResponse>(auth));
-  if (ar.code != ResponseCode::ok) {
-    return make_error(Errc::invalid_argument, fmt::format("{}: authentication as {}: {}", where_,
-                                                          o.username, response_code_name(ar.code)));
+  ho.user = o.username;
+  ho.password = o.password;
+  ho.virtual_host = o.virtual_host;
+  // The smaller frame limit and no heartbeats (a run is short and every
+  // connection is busy).
+  ho.frame_max = o.frame_max;
+  ho.heartbeat = 0;
+  ho.versions = {{kDeclarePublisher, 1, 1}, {kPublish, 1, 1}, {kDeliver, 1, 1}};
+  ClientHandshake hs(std::move(ho));
+  Bytes out = hs.start();
+  while (!hs.done()) {
+    STRATA_TRY(write_sync(out));
+    STRATA_ASSIGN_OR_RETURN(Bytes body, read_frame_sync());
+    auto f = decode_server_frame(body);
+    if (!f.ok()) return std::move(f).error().with_context(where_ + ": opening the connection");
+    auto next = hs.on(*f);
+    if (!next.ok()) return std::move(next).error().with_context(where_);
+    out = std::move(next).value();
   }
-
-  // The server sends Tune next; answer with the smaller frame limit and no
-  // heartbeats (a run is short and every connection is busy).
-  STRATA_ASSIGN_OR_RETURN(Bytes tune_body, read_frame_sync());
-  auto tune = decode<TuneFrame>(tune_body);
-  if (!tune.ok()) return std::move(tune).error().with_context(where_ + ": waiting for Tune");
-  frame_max_ = tune->frame_max == 0 ? o.frame_max : std::min(tune->frame_max, o.frame_max);
-  Bytes reply;
-  encode(TuneFrame{.frame_max = frame_max_, .heartbeat = 0}, &reply);
-  STRATA_TRY(write_sync(reply));
-
-  STRATA_ASSIGN_OR_RETURN(auto op, call<OpenResponse>(OpenRequest{.virtual_host = o.virtual_host}));
-  if (op.code != ResponseCode::ok) {
-    return make_error(Errc::invalid_argument,
-                      fmt::format("{}: open virtual host {}: {}", where_, o.virtual_host,
-                                  response_code_name(op.code)));
-  }
-  auto v = parse_version(server_property("version"));
-  if (v >= std::array<int, 3>{3, 11, 0}) {
-    ExchangeCommandVersionsRequest ex;
-    ex.versions = {{kDeclarePublisher, 1, 1}, {kPublish, 1, 1}, {kDeliver, 1, 1}};
-    STRATA_ASSIGN_OR_RETURN(auto exr, call<ExchangeCommandVersionsResponse>(ex));
-    (void)exr;
-  }
+  STRATA_TRY(write_sync(out));
+  server_properties_ = hs.server_properties();
+  frame_max_ = hs.tuned().frame_max;
+  next_correlation_ = hs.next_correlation();
   return {};
 }
 

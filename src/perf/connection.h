@@ -38,7 +38,6 @@ class Connection {
   Status open(const ConnectOptions& o);
 
   // The server's peer properties ("product", "version", ...).
-  const proto::Properties& server_properties() const { return server_properties_; }
   std::string server_property(std::string_view key) const;
   uint32_t frame_max() const { return frame_max_; }
 
@@ -89,8 +88,5 @@ class Connection {
   FrameHandler on_frame_;
   ErrorHandler on_error_;
 };
-
-// "3.10.8" → {3, 10, 8}; missing parts are 0.
-std::array<int, 3> parse_version(std::string_view v);
 
 }  // namespace strata::perf

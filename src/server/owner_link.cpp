@@ -18,13 +18,34 @@ constexpr size_t kLinkReadChunk = 64u << 10;
 constexpr uint8_t kSubscriptionId = 0;
 }  // namespace
 
+namespace {
+
+// The owner is a strata node: it reads a connection's frames in order, so
+// the whole setup goes at once. No heartbeats: the replica notices an owner
+// change from the cluster's view and from the owner's MetadataUpdate, and a
+// dead owner by the connection's end. No frame limit from this side.
+ClientHandshakeOptions handshake_options(const OwnerLinkOptions& o) {
+  ClientHandshakeOptions h;
+  h.properties = {{"product", "strata replica"}};
+  h.user = o.user;
+  h.password = o.password;
+  h.frame_max = 0;
+  h.heartbeat = 0;
+  h.versions = {CommandVersion{kDeliver, 1, 2}};
+  h.pipelined = true;
+  return h;
+}
+
+}  // namespace
+
 OwnerLink::OwnerLink(Strand strand, OwnerLinkOptions opts, OwnerLinkHandlers handlers)
     : strand_(strand),
       opts_(std::move(opts)),
       h_(std::move(handlers)),
       resolver_(strand),
       socket_(strand),
-      setup_timer_(strand) {}
+      setup_timer_(strand),
+      handshake_(handshake_options(opts_)) {}
 
 OwnerLink::~OwnerLink() = default;
 
@@ -88,23 +109,8 @@ void OwnerLink::connect() {
 }
 
 void OwnerLink::send_setup() {
-  Bytes f;
-  uint32_t corr = 1;
-  encode(PeerPropertiesRequest{corr++, {{"product", "strata replica"}}}, &f);
-  encode(SaslHandshakeRequest{corr++}, &f);
-  std::string plain;
-  plain.push_back('\0');
-  plain += opts_.user;
-  plain.push_back('\0');
-  plain += opts_.password;
-  encode(SaslAuthenticateRequest{corr++, "PLAIN", plain}, &f);
-  // No heartbeats: the replica notices an owner change from the cluster's
-  // view and from the owner's MetadataUpdate, and a dead owner by the
-  // connection's end. No frame limit from this side.
-  encode(TuneFrame{0, 0}, &f);
-  encode(OpenRequest{corr++, "/"}, &f);
-  encode(ExchangeCommandVersionsRequest{corr++, {CommandVersion{kDeliver, 1, 2}}}, &f);
-  subscribe_corr_ = corr++;
+  Bytes f = handshake_.start();
+  subscribe_corr_ = handshake_.next_correlation();
   SubscribeRequest s;
   s.correlation_id = subscribe_corr_;
   s.subscription_id = kSubscriptionId;
@@ -195,6 +201,14 @@ void OwnerLink::on_frame(BytesView body) {
     // A command this side does not read is not ours to answer: skip it.
     if (f.error().code == Errc::unsupported_version) return;
     return fail(std::move(f).error().with_context("a frame from the owner"));
+  }
+  if (!handshake_.done()) {
+    auto r = handshake_.on(*f);
+    if (!r.ok()) {
+      return fail(Error(r.code() == Errc::closed ? Errc::unavailable : r.code(),
+                        fmt::format("owner {}:{}: {}", opts_.host, opts_.port, r.error().message)));
+    }
+    return;  // pipelined: nothing more to send
   }
   std::visit(
       [this](const auto& m) {

@@ -25,6 +25,7 @@
 #include "common/bytes.h"
 #include "common/result.h"
 #include "common/task.h"
+#include "proto/client_handshake.h"
 #include "proto/dispatch.h"
 
 namespace strata::server {
@@ -81,6 +82,7 @@ class OwnerLink : public std::enable_shared_from_this<OwnerLink> {
   Bytes in_;
   size_t in_begin_ = 0, in_end_ = 0;
   uint32_t subscribe_corr_ = 0;
+  proto::ClientHandshake handshake_;  // pipelined: sent whole at once
 };
 
 }  // namespace strata::server

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <regex>
 
+#include "proto/client_handshake.h"
 #include "support/temp_dir.h"
 
 #ifndef STRATA_BIN
@@ -115,36 +116,24 @@ bool StreamClient::closed_by_server(std::chrono::milliseconds timeout) {
 Status StreamClient::handshake(const std::string& user, const std::string& password,
                                bool exchange_versions) {
   using namespace proto;
-  STRATA_TRY(send(PeerPropertiesRequest{corr(), {{"product", "strata-test"}}}));
-  auto pp = expect<PeerPropertiesResponse>();
-  if (!pp.ok()) return std::move(pp).error();
-  peer_properties = *pp;
-  STRATA_TRY(send(SaslHandshakeRequest{corr()}));
-  auto hs = expect<SaslHandshakeResponse>();
-  if (!hs.ok()) return std::move(hs).error();
-  std::string plain = std::string(1, '\0') + user + std::string(1, '\0') + password;
-  STRATA_TRY(send(SaslAuthenticateRequest{corr(), "PLAIN", plain}));
-  auto au = expect<SaslAuthenticateResponse>();
-  if (!au.ok()) return std::move(au).error();
-  if (au->code != ResponseCode::ok) {
-    return Error(Errc::invalid_argument, "authentication: code " + std::to_string(int(au->code)));
+  ClientHandshakeOptions o;
+  o.properties = {{"product", "strata-test"}};
+  o.user = user;
+  o.password = password;
+  if (exchange_versions) o.versions = supported_client_versions();
+  ClientHandshake hs(std::move(o));
+  Bytes out = hs.start();
+  while (!hs.done()) {
+    STRATA_TRY(send_raw(out));
+    auto f = read();
+    if (!f.ok()) return std::move(f).error();
+    STRATA_ASSIGN_OR_RETURN(out, hs.on(*f));
   }
-  auto tune = expect<TuneFrame>();
-  if (!tune.ok()) return std::move(tune).error();
-  server_tune = *tune;
-  STRATA_TRY(send(TuneFrame{tune->frame_max, tune->heartbeat}));
-  STRATA_TRY(send(OpenRequest{corr(), "/"}));
-  auto op = expect<OpenResponse>();
-  if (!op.ok()) return std::move(op).error();
-  open_response = *op;
-  if (op->code != ResponseCode::ok) {
-    return Error(Errc::invalid_argument, "open: code " + std::to_string(int(op->code)));
-  }
-  if (exchange_versions) {
-    STRATA_TRY(send(ExchangeCommandVersionsRequest{corr(), supported_client_versions()}));
-    auto ev = expect<ExchangeCommandVersionsResponse>();
-    if (!ev.ok()) return std::move(ev).error();
-  }
+  STRATA_TRY(send_raw(out));
+  peer_properties.properties = hs.server_properties();
+  server_tune = hs.server_tune();
+  open_response = hs.open_response();
+  next_corr_ = hs.next_correlation();
   return Status::OK();
 }
 
