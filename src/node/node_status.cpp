@@ -193,76 +193,69 @@ json Node::Impl::status_json() const {
   };
 }
 
-std::string Node::Impl::metrics_text() const {
-  int64_t now = system_clock().now_ms();
-  PromWriter w;
-  std::map<std::string, StreamEntry> streams;
-  {
-    std::lock_guard l(mu);
-    streams = table.open_entries();
+namespace {
+
+// One tiered stream's uploader: its remote range, its queue, its failures.
+void write_uploader_metrics(PromWriter& w, const Labels& l, const tier::UploaderStatus& u,
+                            int64_t now) {
+  w.gauge("strata_tier_remote_first_offset", "First offset of the persisted remote range.", l,
+          double(u.remote_first_offset));
+  w.gauge("strata_tier_remote_next_offset", "Next offset of the persisted remote range.", l,
+          double(u.remote_next_offset));
+  w.gauge("strata_tier_remote_bytes", "Chunk bytes in the persisted remote range.", l,
+          double(u.remote_bytes));
+  w.gauge("strata_tier_unpersisted_tail_offsets",
+          "Committed offsets not yet in a persisted manifest (lost with the disk under "
+          "confirm=local).",
+          l, double(unpersisted_tail_offsets(u)));
+  w.gauge("strata_tier_unpersisted_tail_bytes",
+          "Bytes of the unpersisted tail read by the uploader (cut or not).", l,
+          double(unpersisted_tail_bytes(u)));
+  w.counter("strata_tier_fragments_uploaded_total", "Fragment objects uploaded.", l,
+            double(u.fragments_uploaded));
+  w.counter("strata_tier_bytes_uploaded_total", "Fragment object bytes uploaded.", l,
+            double(u.bytes_uploaded));
+  w.gauge("strata_tier_transfers_in_flight", "Fragment uploads running or queued.", l,
+          double(u.core.transfers_in_flight));
+  w.gauge("strata_tier_fragments_pending_persist",
+          "Fragments applied to the live manifest but not yet persisted.", l,
+          double(u.core.fragments_unpersisted));
+  w.gauge("strata_tier_upload_stalled_offset",
+          "First offset of a fragment stuck on a fatal error (-1: none).", l,
+          u.core.upload_stalled_offset ? double(*u.core.upload_stalled_offset) : -1.0);
+  w.gauge("strata_tier_seconds_since_last_persist", "Seconds since the last persist (-1: none).", l,
+          u.last_persist_ms < 0 ? -1.0 : double(now - u.last_persist_ms) / 1000.0);
+  w.counter("strata_tier_persists_total", "Manifest persists committed.", l,
+            double(u.core.persists_completed));
+  for (const auto& [cls, n] : u.failures_by_class) {
+    Labels lc = l;
+    lc.emplace_back("class", cls);
+    w.counter("strata_tier_failures_total", "Failures by class.", lc, double(n));
   }
-  for (const auto& [name, e] : streams) {
-    Labels l = {{"stream", name}};
-    log::LocalRange r = e.log->local_range();
-    w.gauge("strata_log_first_offset", "Oldest offset on local disk.", l, double(r.first_offset));
-    w.gauge("strata_log_next_offset", "Committed next offset.", l, double(r.next_offset));
-    if (!e.uploader) continue;
-    tier::UploaderStatus u = e.uploader->status();
-    w.gauge("strata_tier_remote_first_offset", "First offset of the persisted remote range.", l,
-            double(u.remote_first_offset));
-    w.gauge("strata_tier_remote_next_offset", "Next offset of the persisted remote range.", l,
-            double(u.remote_next_offset));
-    w.gauge("strata_tier_remote_bytes", "Chunk bytes in the persisted remote range.", l,
-            double(u.remote_bytes));
-    w.gauge("strata_tier_unpersisted_tail_offsets",
-            "Committed offsets not yet in a persisted manifest (lost with the disk under "
-            "confirm=local).",
-            l, double(unpersisted_tail_offsets(u)));
-    w.gauge("strata_tier_unpersisted_tail_bytes",
-            "Bytes of the unpersisted tail read by the uploader (cut or not).", l,
-            double(unpersisted_tail_bytes(u)));
-    w.counter("strata_tier_fragments_uploaded_total", "Fragment objects uploaded.", l,
-              double(u.fragments_uploaded));
-    w.counter("strata_tier_bytes_uploaded_total", "Fragment object bytes uploaded.", l,
-              double(u.bytes_uploaded));
-    w.gauge("strata_tier_transfers_in_flight", "Fragment uploads running or queued.", l,
-            double(u.core.transfers_in_flight));
-    w.gauge("strata_tier_fragments_pending_persist",
-            "Fragments applied to the live manifest but not yet persisted.", l,
-            double(u.core.fragments_unpersisted));
-    w.gauge("strata_tier_upload_stalled_offset",
-            "First offset of a fragment stuck on a fatal error (-1: none).", l,
-            u.core.upload_stalled_offset ? double(*u.core.upload_stalled_offset) : -1.0);
-    w.gauge("strata_tier_seconds_since_last_persist", "Seconds since the last persist (-1: none).",
-            l, u.last_persist_ms < 0 ? -1.0 : double(now - u.last_persist_ms) / 1000.0);
-    w.counter("strata_tier_persists_total", "Manifest persists committed.", l,
-              double(u.core.persists_completed));
-    for (const auto& [cls, n] : u.failures_by_class) {
-      Labels lc = l;
-      lc.emplace_back("class", cls);
-      w.counter("strata_tier_failures_total", "Failures by class.", lc, double(n));
-    }
-    Labels lt = l, lf = l;
-    lt.emplace_back("class", "transient");
-    lf.emplace_back("class", "fatal");
-    w.counter("strata_tier_retries_total", "Transfer retries by class.", lt,
-              double(u.retries_transient));
-    w.counter("strata_tier_retries_total", "Transfer retries by class.", lf,
-              double(u.retries_fatal));
-    w.counter("strata_tier_gaps_total", "Starts that found offsets in neither tier.", l,
-              double(u.gaps));
-    w.counter("strata_tier_remote_ahead_total",
-              "Starts that found the remote tier ahead of the local log.", l,
-              double(u.remote_ahead));
-    w.counter("strata_tier_local_segments_deleted_total",
-              "Local segments deleted once the remote tier covered them.", l,
-              double(u.local_segments_deleted));
-    w.gauge("strata_tier_up", "1 while the uploader runs.", l,
-            u.state == tier::UploaderState::running ? 1.0 : 0.0);
-    w.histogram("strata_tier_time_to_remote_seconds",
-                "Time from a fragment's first chunk to the persist that covers it.", l,
-                u.time_to_remote);
-  }
+  Labels lt = l, lf = l;
+  lt.emplace_back("class", "transient");
+  lf.emplace_back("class", "fatal");
+  w.counter("strata_tier_retries_total", "Transfer retries by class.", lt,
+            double(u.retries_transient));
+  w.counter("strata_tier_retries_total", "Transfer retries by class.", lf, double(u.retries_fatal));
+  w.counter("strata_tier_gaps_total", "Starts that found offsets in neither tier.", l,
+            double(u.gaps));
+  w.counter("strata_tier_remote_ahead_total",
+            "Starts that found the remote tier ahead of the local log.", l, double(u.remote_ahead));
+  w.counter("strata_tier_local_segments_deleted_total",
+            "Local segments deleted once the remote tier covered them.", l,
+            double(u.local_segments_deleted));
+  w.gauge("strata_tier_up", "1 while the uploader runs.", l,
+          u.state == tier::UploaderState::running ? 1.0 : 0.0);
+  w.histogram("strata_tier_time_to_remote_seconds",
+              "Time from a fragment's first chunk to the persist that covers it.", l,
+              u.time_to_remote);
+}
+
+// The node's request paths shared by every stream: the governor, the group
+// cache, the blocking pool.
+void write_shared_metrics(PromWriter& w, tier::Governor* governor, tier::ManifestCache* cache,
+                          Runtime* runtime) {
   if (governor) {
     auto g = governor->stats();
     w.gauge("strata_governor_queued", "Transfers waiting for the governor.", {}, double(g.queued));
@@ -288,7 +281,11 @@ std::string Node::Impl::metrics_text() const {
     w.gauge("strata_pool_abandoned", "Jobs past their deadline still running.", {},
             double(p.abandoned));
   }
-  if (auto* m = dynamic_cast<objstore::MeteredStore*>(store.get())) {
+}
+
+// Object store requests by operation, when the store is metered.
+void write_objstore_metrics(PromWriter& w, objstore::ObjectStore* store) {
+  if (auto* m = dynamic_cast<objstore::MeteredStore*>(store)) {
     for (auto op : {objstore::Op::put, objstore::Op::get, objstore::Op::get_range,
                     objstore::Op::head, objstore::Op::remove, objstore::Op::remove_many,
                     objstore::Op::list, objstore::Op::check}) {
@@ -310,6 +307,27 @@ std::string Node::Impl::metrics_text() const {
       w.histogram("strata_objstore_request_seconds", "Object store request latency.", l, s.latency);
     }
   }
+}
+
+}  // namespace
+
+std::string Node::Impl::metrics_text() const {
+  int64_t now = system_clock().now_ms();
+  PromWriter w;
+  std::map<std::string, StreamEntry> streams;
+  {
+    std::lock_guard l(mu);
+    streams = table.open_entries();
+  }
+  for (const auto& [name, e] : streams) {
+    Labels l = {{"stream", name}};
+    log::LocalRange r = e.log->local_range();
+    w.gauge("strata_log_first_offset", "Oldest offset on local disk.", l, double(r.first_offset));
+    w.gauge("strata_log_next_offset", "Committed next offset.", l, double(r.next_offset));
+    if (e.uploader) write_uploader_metrics(w, l, e.uploader->status(), now);
+  }
+  write_shared_metrics(w, governor.get(), cache.get(), runtime.get());
+  write_objstore_metrics(w, store.get());
   w.gauge("strata_node_deletions_pending",
           "Stream deletions requested and not finished (running, queued, failed or blocked).", {},
           double(pending_deletions().size()));

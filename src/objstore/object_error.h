@@ -57,17 +57,13 @@ struct ObjectError {
 };
 
 // ObjectResult<T>: a T or an ObjectError (common Result with the richer
-// error), plus the retry class and a conversion to Result<T>.
+// error), plus the retry class.
 template <typename T>
 class [[nodiscard]] ObjectResult : public Result<T, ObjectError> {
  public:
   using Result<T, ObjectError>::Result;
   // The retry class of the error; only valid when !ok().
   RetryClass retry() const { return this->error().retry; }
-  Result<T> to_result() && {
-    if (this->ok()) return Result<T>(std::move(*this).value());
-    return Result<T>(this->error().to_error());
-  }
 };
 
 // Success or an ObjectError.
@@ -76,7 +72,6 @@ class [[nodiscard]] ObjectStatus : public BasicStatus<ObjectError> {
   using BasicStatus<ObjectError>::BasicStatus;
   ObjectStatus(BasicStatus<ObjectError> s) : BasicStatus<ObjectError>(std::move(s)) {}
   RetryClass retry() const { return error().retry; }
-  Status to_status() const { return ok() ? Status::OK() : Status(error().to_error()); }
 };
 
 }  // namespace strata::objstore

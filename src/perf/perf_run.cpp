@@ -40,6 +40,246 @@ Status create_stream(Connection& c, const std::string& stream) {
   return {};
 }
 
+// One run: its connections, its clients and the counters they share, from
+// set-up to the summary. Everything runs on one io_context on the calling
+// thread.
+class PerfRun {
+ public:
+  PerfRun(const PerfOptions& o, std::ostream& progress)
+      : o_(o), progress_(progress), admin_(io_), ticker_(io_) {}
+
+  Result<PerfSummary> run() {
+    STRATA_TRY(setup());
+    STRATA_TRY(await_subscribed());
+    t0_ = last_ns_ = now_ns();
+    for (auto& p : producers_) p->start(t0_);
+    arm_tick();
+    io_.run();
+    end_ns_ = now_ns();
+    teardown();
+    return summary();
+  }
+
+ private:
+  // The admin connection and the stream, then the clients (consumers
+  // first: none misses what the producers send).
+  Status setup() {
+    STRATA_TRY(admin_.open(o_.connect));
+    STRATA_TRY(create_stream(admin_, o_.stream));
+    const uint64_t run_id = std::random_device{}() | (uint64_t(std::random_device{}()) << 32);
+    for (int i = 0; i < o_.consumers; ++i) {
+      consumers_.push_back(std::make_unique<Consumer>(io_, stats_, o_, i, run_id));
+      STRATA_TRY(consumers_.back()->setup());
+    }
+    for (int i = 0; i < o_.producers; ++i) {
+      uint64_t quota = 0;
+      if (o_.messages) {
+        quota = o_.messages / o_.producers + (uint64_t(i) < o_.messages % o_.producers);
+      }
+      double rate = o_.rate ? double(o_.rate) / o_.producers : 0;
+      producers_.push_back(std::make_unique<Producer>(io_, stats_, o_, i, run_id, quota, rate));
+      STRATA_TRY(producers_.back()->setup());
+    }
+    return {};
+  }
+
+  // Publishing starts only once every consumer is subscribed.
+  Status await_subscribed() {
+    for (auto& c : consumers_) c->start();
+    auto all_subscribed = [&] {
+      for (auto& c : consumers_) {
+        if (!c->subscribed()) return false;
+      }
+      return true;
+    };
+    asio::steady_timer deadline(io_, kSubscribeDeadline);
+    bool timeout = false;
+    deadline.async_wait([&](asio::error_code ec) { timeout = !ec; });
+    while (!all_subscribed() && stats_.errors.empty() && !timeout) io_.run_one();
+    deadline.cancel();
+    if (all_subscribed()) return {};
+    std::string why = timeout ? fmt::format("no answer in {} s", kSubscribeDeadline.count())
+                              : stats_.errors.front();
+    return make_error(Errc::unavailable, "subscribing consumers: " + why);
+  }
+
+  void arm_tick() {
+    ticker_.expires_after(kTick);
+    ticker_.async_wait([this](asio::error_code ec) {
+      if (!ec) on_tick();
+    });
+  }
+
+  void on_tick() {
+    const uint64_t now = now_ns();
+    const double elapsed = double(now - t0_) / 1e9;
+    bool publishing = false;
+    for (auto& p : producers_) publishing |= !p->finished_publishing();
+    if (publishing && o_.messages == 0 && elapsed >= o_.time_s) {
+      for (auto& p : producers_) p->stop();
+      publishing = false;
+    }
+    if (!publishing && publish_end_ns_ == 0) publish_end_ns_ = now;
+    if (++tick_ % kTicksPerProgressLine == 0) report_progress(now, elapsed);
+    if (finished(now, elapsed)) {
+      io_.stop();
+      return;
+    }
+    arm_tick();
+  }
+
+  void report_progress(uint64_t now, double elapsed) {
+    double dt = double(now - last_ns_) / 1e9;
+    progress_ << fmt::format(
+                     "{:>4.0f}s published {:.0f} msg/s, confirmed {:.0f} msg/s, consumed {:.0f} "
+                     "msg/s, {:.1f} MB/s | confirm latency {} | latency {}",
+                     elapsed, double(stats_.published - last_.published) / dt,
+                     double(stats_.confirmed - last_.confirmed) / dt,
+                     double(stats_.consumed_all - last_.consumed_all) / dt,
+                     double(stats_.published_bytes - last_.published_bytes) / dt / 1e6,
+                     latency_line(stats_.interval_confirm_ns),
+                     latency_line(stats_.interval_deliver_ns))
+              << std::endl;
+    last_.published = stats_.published;
+    last_.confirmed = stats_.confirmed;
+    last_.consumed_all = stats_.consumed_all;
+    last_.published_bytes = stats_.published_bytes;
+    last_ns_ = now;
+    stats_.interval_confirm_ns.reset();
+    stats_.interval_deliver_ns.reset();
+  }
+
+  // After publishing: everything confirmed and consumed, or an error, or
+  // the drain's time is up.
+  bool finished(uint64_t now, double elapsed) {
+    if (!stats_.errors.empty()) return true;
+    if (publish_end_ns_ == 0) return false;
+    bool confirmed = true;
+    for (auto& p : producers_) confirmed &= p->idle();
+    bool consumed = true;
+    for (auto& c : consumers_) {
+      consumed &= o_.producers == 0 ? false : c->consumed() >= stats_.confirmed;
+    }
+    // Consumers only (no producers): read --messages each (whoever wrote
+    // them: a check of what an earlier run left), or run for --time.
+    if (o_.producers == 0 && o_.messages > 0) {
+      consumed = true;
+      for (auto& c : consumers_) consumed &= c->consumed_any() >= o_.messages;
+    } else if (o_.producers == 0) {
+      consumed = elapsed >= o_.time_s;
+    }
+    if (confirmed && consumed) return true;
+    if (double(now - publish_end_ns_) / 1e9 > o_.drain_timeout_s) {
+      drain_timeout_ = true;
+      return true;
+    }
+    return false;
+  }
+
+  void teardown() {
+    for (auto& p : producers_) p->close();
+    for (auto& c : consumers_) c->close();
+    io_.restart();
+    if (o_.delete_stream) {
+      DeleteStreamRequest d;
+      d.stream = o_.stream;
+      auto r = admin_.call<DeleteStreamResponse>(d);
+      if (!r.ok()) {
+        stats_.errors.push_back("delete stream: " + r.error().message);
+      } else if (r->code != ResponseCode::ok) {
+        stats_.errors.push_back(
+            fmt::format("delete stream {}: {}", o_.stream, response_code_name(r->code)));
+      }
+    }
+    auto cr = admin_.call<CloseResponse>(CloseRequest{.code = ResponseCode::ok, .reason = "done"});
+    (void)cr;
+    admin_.close();
+  }
+
+  PerfSummary summary() const {
+    auto secs = [&](uint64_t from, uint64_t to) { return to > from ? double(to - from) / 1e9 : 0; };
+    double publish_s = secs(t0_, publish_end_ns_ ? publish_end_ns_ : end_ns_);
+    double confirm_s = secs(t0_, stats_.last_confirm_ns);
+    double consume_s = secs(t0_, stats_.last_consume_ns);
+    auto per_s = [](double n, double s) { return s > 0 ? n / s : 0.0; };
+    nlohmann::json per_consumer = nlohmann::json::array();
+    for (auto& c : consumers_) per_consumer.push_back(c->consumed());
+    PerfSummary sum;
+    sum.json = {
+        {"server",
+         {{"product", admin_.server_property("product")},
+          {"version", admin_.server_property("version")}}},
+        {"settings",
+         {{"stream", o_.stream},
+          {"producers", o_.producers},
+          {"consumers", o_.consumers},
+          {"size", o_.message_size},
+          {"batch_size", o_.batch_size},
+          {"sub_entry_size", o_.sub_entry_size},
+          {"confirms", o_.confirm_window},
+          {"rate", o_.rate},
+          {"time_s", o_.time_s},
+          {"messages", o_.messages}}},
+        {"duration_s", secs(t0_, end_ns_)},
+        {"published", stats_.published},
+        {"confirmed", stats_.confirmed},
+        {"consumed", stats_.consumed},
+        {"consumed_per_consumer", per_consumer},
+        {"consumed_all", stats_.consumed_all},
+        {"chunks", stats_.chunks},
+        {"publish_errors", stats_.publish_errors},
+        {"crc_errors", stats_.crc_errors},
+        {"gaps", stats_.gaps},
+        {"drain_timeout", drain_timeout_},
+        {"errors", stats_.errors},
+        {"rates",
+         {{"published_msg_s", per_s(double(stats_.published), publish_s)},
+          {"confirmed_msg_s", per_s(double(stats_.confirmed), confirm_s)},
+          {"consumed_msg_s", per_s(double(stats_.consumed_all), consume_s)},
+          {"published_mb_s", per_s(double(stats_.published_bytes), publish_s) / 1e6},
+          {"consumed_mb_s", per_s(double(stats_.consumed_bytes), consume_s) / 1e6}}},
+        {"confirm_latency_us", latency_json(stats_.confirm_latency_ns)},
+        {"deliver_latency_us", latency_json(stats_.deliver_latency_ns)},
+    };
+    bool all_consumed = true;
+    for (auto& c : consumers_) {
+      if (o_.producers > 0) {
+        all_consumed &= c->consumed() == stats_.published;
+      } else if (o_.messages > 0) {
+        all_consumed &= c->consumed_any() == o_.messages;
+      }
+    }
+    sum.ok = stats_.errors.empty() && !drain_timeout_ && stats_.crc_errors == 0 &&
+             stats_.gaps == 0 && stats_.publish_errors == 0 &&
+             stats_.confirmed == stats_.published && all_consumed;
+    sum.json["ok"] = sum.ok;
+    return sum;
+  }
+
+  // Consumers not subscribed by then: the run fails.
+  static constexpr std::chrono::seconds kSubscribeDeadline{30};
+  // The run looks at its clients this often, and prints a line every so
+  // many looks (once a second).
+  static constexpr std::chrono::milliseconds kTick{100};
+  static constexpr int kTicksPerProgressLine = 10;
+
+  const PerfOptions& o_;
+  std::ostream& progress_;
+  asio::io_context io_;
+  Connection admin_;
+  RunStats stats_;
+  std::vector<std::unique_ptr<Consumer>> consumers_;
+  std::vector<std::unique_ptr<Producer>> producers_;
+  asio::steady_timer ticker_;
+  uint64_t t0_ = 0;
+  uint64_t end_ns_ = 0;
+  uint64_t publish_end_ns_ = 0;
+  bool drain_timeout_ = false;
+  RunStats last_;  // counters at the previous progress line
+  uint64_t last_ns_ = 0;
+  int tick_ = 0;
+};
+
 }  // namespace
 
 Result<PerfSummary> run_perf(const PerfOptions& o, std::ostream& progress) {
@@ -49,199 +289,7 @@ Result<PerfSummary> run_perf(const PerfOptions& o, std::ostream& progress) {
   if (o.sub_entry_size > 0xffff) {
     return make_error(Errc::invalid_argument, "--sub-entry-size: at most 65535");
   }
-  asio::io_context io;
-  Connection admin(io);
-  STRATA_TRY(admin.open(o.connect));
-  STRATA_TRY(create_stream(admin, o.stream));
-
-  RunStats stats;
-  uint64_t run_id = std::random_device{}() | (uint64_t(std::random_device{}()) << 32);
-  std::vector<std::unique_ptr<Consumer>> consumers;
-  std::vector<std::unique_ptr<Producer>> producers;
-  for (int i = 0; i < o.consumers; ++i) {
-    consumers.push_back(std::make_unique<Consumer>(io, stats, o, i, run_id));
-    STRATA_TRY(consumers.back()->setup());
-  }
-  for (int i = 0; i < o.producers; ++i) {
-    uint64_t quota = 0;
-    if (o.messages) quota = o.messages / o.producers + (uint64_t(i) < o.messages % o.producers);
-    double rate = o.rate ? double(o.rate) / o.producers : 0;
-    producers.push_back(std::make_unique<Producer>(io, stats, o, i, run_id, quota, rate));
-    STRATA_TRY(producers.back()->setup());
-  }
-
-  // Consumers first, and publishing only once they are subscribed.
-  for (auto& c : consumers) c->start();
-  auto all_subscribed = [&] {
-    for (auto& c : consumers) {
-      if (!c->subscribed()) return false;
-    }
-    return true;
-  };
-  asio::steady_timer subscribe_deadline(io, std::chrono::seconds(30));
-  bool subscribe_timeout = false;
-  subscribe_deadline.async_wait([&](asio::error_code ec) { subscribe_timeout = !ec; });
-  while (!all_subscribed() && stats.errors.empty() && !subscribe_timeout) io.run_one();
-  subscribe_deadline.cancel();
-  if (!all_subscribed()) {
-    std::string why = subscribe_timeout ? "no answer in 30 s" : stats.errors.front();
-    return make_error(Errc::unavailable, "subscribing consumers: " + why);
-  }
-
-  uint64_t t0 = now_ns();
-  for (auto& p : producers) p->start(t0);
-
-  uint64_t publish_end_ns = 0;
-  bool drain_timeout = false;
-  RunStats last;  // counters at the previous progress line
-  uint64_t last_ns = t0;
-  int tick = 0;
-  asio::steady_timer ticker(io);
-  std::function<void()> on_tick = [&] {
-    uint64_t now = now_ns();
-    double elapsed = double(now - t0) / 1e9;
-    bool publishing = false;
-    for (auto& p : producers) publishing |= !p->finished_publishing();
-    if (publishing && o.messages == 0 && elapsed >= o.time_s) {
-      for (auto& p : producers) p->stop();
-      publishing = false;
-    }
-    if (!publishing && publish_end_ns == 0) publish_end_ns = now;
-    if (++tick % 10 == 0) {
-      double dt = double(now - last_ns) / 1e9;
-      progress << fmt::format(
-                      "{:>4.0f}s published {:.0f} msg/s, confirmed {:.0f} msg/s, consumed {:.0f} "
-                      "msg/s, {:.1f} MB/s | confirm latency {} | latency {}",
-                      elapsed, double(stats.published - last.published) / dt,
-                      double(stats.confirmed - last.confirmed) / dt,
-                      double(stats.consumed_all - last.consumed_all) / dt,
-                      double(stats.published_bytes - last.published_bytes) / dt / 1e6,
-                      latency_line(stats.interval_confirm_ns),
-                      latency_line(stats.interval_deliver_ns))
-               << std::endl;
-      last.published = stats.published;
-      last.confirmed = stats.confirmed;
-      last.consumed_all = stats.consumed_all;
-      last.published_bytes = stats.published_bytes;
-      last_ns = now;
-      stats.interval_confirm_ns.reset();
-      stats.interval_deliver_ns.reset();
-    }
-    bool done = false;
-    if (!stats.errors.empty()) {
-      done = true;
-    } else if (publish_end_ns != 0) {
-      bool confirmed = true;
-      for (auto& p : producers) confirmed &= p->idle();
-      bool consumed = true;
-      for (auto& c : consumers) {
-        consumed &= o.producers == 0 ? false : c->consumed() >= stats.confirmed;
-      }
-      // Consumers only (no producers): read --messages each (whoever wrote
-      // them: a check of what an earlier run left), or run for --time.
-      if (o.producers == 0 && o.messages > 0) {
-        consumed = true;
-        for (auto& c : consumers) consumed &= c->consumed_any() >= o.messages;
-      } else if (o.producers == 0) {
-        consumed = elapsed >= o.time_s;
-      }
-      if (confirmed && consumed) done = true;
-      if (double(now - publish_end_ns) / 1e9 > o.drain_timeout_s) {
-        drain_timeout = true;
-        done = true;
-      }
-    }
-    if (done) {
-      io.stop();
-      return;
-    }
-    ticker.expires_after(std::chrono::milliseconds(100));
-    ticker.async_wait([&](asio::error_code ec) {
-      if (!ec) on_tick();
-    });
-  };
-  ticker.expires_after(std::chrono::milliseconds(100));
-  ticker.async_wait([&](asio::error_code ec) {
-    if (!ec) on_tick();
-  });
-  io.run();
-  uint64_t end_ns = now_ns();
-  for (auto& p : producers) p->close();
-  for (auto& c : consumers) c->close();
-  io.restart();
-
-  if (o.delete_stream) {
-    DeleteStreamRequest d;
-    d.stream = o.stream;
-    auto r = admin.call<DeleteStreamResponse>(d);
-    if (!r.ok()) {
-      stats.errors.push_back("delete stream: " + r.error().message);
-    } else if (r->code != ResponseCode::ok) {
-      stats.errors.push_back(
-          fmt::format("delete stream {}: {}", o.stream, response_code_name(r->code)));
-    }
-  }
-  auto cr = admin.call<CloseResponse>(CloseRequest{.code = ResponseCode::ok, .reason = "done"});
-  (void)cr;
-  admin.close();
-
-  auto secs = [&](uint64_t from, uint64_t to) { return to > from ? double(to - from) / 1e9 : 0; };
-  double publish_s = secs(t0, publish_end_ns ? publish_end_ns : end_ns);
-  double confirm_s = secs(t0, stats.last_confirm_ns);
-  double consume_s = secs(t0, stats.last_consume_ns);
-  auto per_s = [](double n, double s) { return s > 0 ? n / s : 0.0; };
-
-  nlohmann::json per_consumer = nlohmann::json::array();
-  for (auto& c : consumers) per_consumer.push_back(c->consumed());
-  PerfSummary sum;
-  sum.json = {
-      {"server",
-       {{"product", admin.server_property("product")},
-        {"version", admin.server_property("version")}}},
-      {"settings",
-       {{"stream", o.stream},
-        {"producers", o.producers},
-        {"consumers", o.consumers},
-        {"size", o.message_size},
-        {"batch_size", o.batch_size},
-        {"sub_entry_size", o.sub_entry_size},
-        {"confirms", o.confirm_window},
-        {"rate", o.rate},
-        {"time_s", o.time_s},
-        {"messages", o.messages}}},
-      {"duration_s", secs(t0, end_ns)},
-      {"published", stats.published},
-      {"confirmed", stats.confirmed},
-      {"consumed", stats.consumed},
-      {"consumed_per_consumer", per_consumer},
-      {"consumed_all", stats.consumed_all},
-      {"chunks", stats.chunks},
-      {"publish_errors", stats.publish_errors},
-      {"crc_errors", stats.crc_errors},
-      {"gaps", stats.gaps},
-      {"drain_timeout", drain_timeout},
-      {"errors", stats.errors},
-      {"rates",
-       {{"published_msg_s", per_s(double(stats.published), publish_s)},
-        {"confirmed_msg_s", per_s(double(stats.confirmed), confirm_s)},
-        {"consumed_msg_s", per_s(double(stats.consumed_all), consume_s)},
-        {"published_mb_s", per_s(double(stats.published_bytes), publish_s) / 1e6},
-        {"consumed_mb_s", per_s(double(stats.consumed_bytes), consume_s) / 1e6}}},
-      {"confirm_latency_us", latency_json(stats.confirm_latency_ns)},
-      {"deliver_latency_us", latency_json(stats.deliver_latency_ns)},
-  };
-  bool all_consumed = true;
-  for (auto& c : consumers) {
-    if (o.producers > 0) {
-      all_consumed &= c->consumed() == stats.published;
-    } else if (o.messages > 0) {
-      all_consumed &= c->consumed_any() == o.messages;
-    }
-  }
-  sum.ok = stats.errors.empty() && !drain_timeout && stats.crc_errors == 0 && stats.gaps == 0 &&
-           stats.publish_errors == 0 && stats.confirmed == stats.published && all_consumed;
-  sum.json["ok"] = sum.ok;
-  return sum;
+  return PerfRun(o, progress).run();
 }
 
 std::string format_summary(const nlohmann::json& j) {
