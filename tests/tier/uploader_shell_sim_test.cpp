@@ -209,18 +209,21 @@ class ShellWorld {
     opts_.start_backoff = BackoffPolicy{rng_.chance(1, 2), int64_t(10 + rng_.uniform(500)), 5000};
     opts_.on_stopped = nullptr;  // set per uploader
 
-    // A third of the seeds run without faults (schedules alone).
+    // A third of the seeds run without faults (schedules alone); a quarter
+    // are storms, with five times the faults and hangs (drawn apart, so that
+    // the other seeds keep their schedules).
+    const uint32_t storm = Random(seed_ ^ 0x570a570a570aull).chance(1, 4) ? 5 : 1;
     if (!rng_.chance(1, 3)) {
-      faults_.put_transient = uint32_t(rng_.uniform(120));
-      faults_.put_fatal = uint32_t(rng_.uniform(30));
-      faults_.put_lost_reply = uint32_t(rng_.uniform(40));
-      faults_.put_throw = uint32_t(rng_.uniform(10));
-      faults_.read_transient = uint32_t(rng_.uniform(60));
-      faults_.remove_transient = uint32_t(rng_.uniform(60));
-      faults_.catalog_before = uint32_t(rng_.uniform(60));
-      faults_.catalog_after = uint32_t(rng_.uniform(40));
+      faults_.put_transient = storm * uint32_t(rng_.uniform(120));
+      faults_.put_fatal = storm * uint32_t(rng_.uniform(30));
+      faults_.put_lost_reply = storm * uint32_t(rng_.uniform(40));
+      faults_.put_throw = storm * uint32_t(rng_.uniform(10));
+      faults_.read_transient = storm * uint32_t(rng_.uniform(60));
+      faults_.remove_transient = storm * uint32_t(rng_.uniform(60));
+      faults_.catalog_before = storm * uint32_t(rng_.uniform(60));
+      faults_.catalog_after = storm * uint32_t(rng_.uniform(40));
     }
-    hold_per_mille_ = uint32_t(rng_.chance(1, 2) ? rng_.uniform(100) : 0);
+    hold_per_mille_ = storm * uint32_t(rng_.chance(1, 2) ? rng_.uniform(100) : 0);
     restart_per_mille_ = uint32_t(rng_.uniform(8));
     takeover_per_mille_ = uint32_t(rng_.chance(1, 4) ? rng_.uniform(4) : 0);
     steps_ = int(300 + rng_.uniform(700));
