@@ -8,13 +8,13 @@
 #include <cstring>
 
 #include "common/overloaded.h"
+#include "server/server_limits.h"
 
 namespace strata::server {
 
 using namespace proto;
 
 namespace {
-constexpr size_t kLinkReadChunk = 64u << 10;
 constexpr uint8_t kSubscriptionId = 0;
 }  // namespace
 

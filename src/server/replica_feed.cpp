@@ -10,15 +10,11 @@
 
 #include "common/crc32.h"
 #include "proto/commands.h"
+#include "server/server_limits.h"
 
 namespace strata::server {
 
 namespace {
-
-constexpr uint32_t kBatchChunks = 32;
-constexpr uint64_t kBatchBytes = 1ull << 20;
-constexpr std::chrono::milliseconds kMaxBackoff{1000};
-constexpr std::chrono::milliseconds kLoadDeadline{60'000};
 
 std::optional<RemoteRange> range_of(const std::optional<tier::CachedManifest>& m) {
   if (!m || !m->manifest) return std::nullopt;
@@ -151,7 +147,7 @@ void ReplicaFeed::open() {
   auto remote = env_.remote;
   using R = Result<tier::CachedManifest>;
   run_task<R>(
-      tasks_, strand_, kLoadDeadline, "replica: manifest of " + env_.stream,
+      tasks_, strand_, kReplicaLoadDeadline, "replica: manifest of " + env_.stream,
       [remote]() -> R {
         if (!remote) return Error(Errc::not_found, "tiering is disabled on this node");
         return remote->load_manifest();
@@ -204,7 +200,7 @@ void ReplicaFeed::add_credit(uint16_t n) {
 }
 
 void ReplicaFeed::pump() {
-  if (stopped_ || !remote_ || reading_ || credit_ == 0 || unsent_ >= kBatchChunks) return;
+  if (stopped_ || !remote_ || reading_ || credit_ == 0 || unsent_ >= kReplicaBatchChunks) return;
   read_remote();
 }
 
@@ -212,7 +208,7 @@ void ReplicaFeed::read_remote() {
   reading_ = true;
   auto src = src_;
   tier::StreamReaderOptions ro = env_.reader;
-  uint32_t max_chunks = std::min(credit_, kBatchChunks);
+  uint32_t max_chunks = std::min(credit_, kReplicaBatchChunks);
   uint16_t version = version_;
   uint8_t sub_id = sub_id_;
   const uint64_t limit = env_.coalesce_bytes;
@@ -243,7 +239,7 @@ void ReplicaFeed::read_remote() {
         }
         // With its frames complete the batch still takes chunks that join
         // the last one.
-        while ((b.frames.size() < max_chunks || open) && mem < kBatchBytes) {
+        while ((b.frames.size() < max_chunks || open) && mem < kReplicaBatchBytes) {
           auto c = src->reader->next(UINT64_MAX);
           if (!c.ok()) {
             b.error = c.error();
@@ -362,7 +358,7 @@ void ReplicaFeed::link_down(const Error& e) {
 
 void ReplicaFeed::retry_later() {
   timer_.expires_after(backoff_);
-  backoff_ = std::min(backoff_ * 2, kMaxBackoff);
+  backoff_ = std::min(backoff_ * 2, kReplicaMaxBackoff);
   timer_.async_wait([weak = std::weak_ptr<ReplicaFeed>(shared_from_this())](std::error_code ec) {
     auto self = weak.lock();
     if (ec || !self || self->stopped_) return;

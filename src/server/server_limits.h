@@ -74,5 +74,28 @@ inline constexpr std::chrono::milliseconds kReplicaReconnectMargin{5000};
 // It compares the cluster's view with its owner every TTL / 8, but not more
 // often than this.
 inline constexpr std::chrono::milliseconds kReplicaOwnerCheckMin{50};
+// A replica reads the remote tier for its consumer in batches of at most
+// this many chunks and bytes per task (fewer when the consumer's credit is
+// smaller): enough to keep a consumer busy between reads, small enough that
+// a slow consumer does not pin much memory on a node that does not own the
+// stream.
+inline constexpr uint32_t kReplicaBatchChunks = 32;
+inline constexpr uint64_t kReplicaBatchBytes = 1ull << 20;
+// Loading the manifest for a replica is one catalog read and one root GET
+// with the object store's own retries; a task must end in an event.
+inline constexpr std::chrono::milliseconds kReplicaLoadDeadline{60'000};
+// The link to the owner is retried with a doubling wait up to this: quick
+// after a blip, and at most once a second while the owner is away (the
+// owner search above bounds the whole wait).
+inline constexpr std::chrono::milliseconds kReplicaMaxBackoff{1000};
+// The link's socket is read in pieces of this size (as a connection's,
+// kReadChunk): deliveries of a few chunks per read.
+inline constexpr size_t kLinkReadChunk = kReadChunk;
+
+// ---- super streams (super_streams.h) ----
+
+// Partitions per super stream: the protocol counts them in an int32; a
+// sane bound keeps a bad request from creating thousands of streams.
+inline constexpr size_t kMaxPartitions = 1024;
 
 }  // namespace strata::server

@@ -10,15 +10,13 @@
 #include "common/crc32c.h"
 #include "common/publish_file.h"
 #include "server/named_files.h"
+#include "server/server_limits.h"
 
 namespace strata::server {
 
 namespace {
 constexpr uint32_t kSuperMagic = 0x53535550;  // "SSUP"
 constexpr uint8_t kSuperVersion = 1;
-// Partitions per super stream: the protocol counts them in an int32, a
-// sane bound keeps a bad request from creating thousands of streams.
-constexpr size_t kMaxPartitions = 1024;
 }  // namespace
 
 Status validate_super_stream(const SuperStream& s) {

@@ -2,9 +2,9 @@
 // are not settings (UploaderOptions, StreamReaderOptions, ScrubOptions and
 // the retention spec hold those) but decide how the tier's readers, scrub
 // and gc behave when something is slow or keeps changing. Each says why it
-// has its value. (The uploader shell keeps its own; the retry schedules of
-// DESIGN.md are BackoffPolicy::transient() and fatal(), backoff.h; sizes
-// of the object formats stay beside the formats.)
+// has its value. (The uploader shell keeps its own; the retry schedules
+// are BackoffPolicy::transient() and fatal(), backoff.h; sizes of the
+// object formats stay beside the formats.)
 #pragma once
 
 #include <cstddef>

@@ -64,10 +64,15 @@ struct TwoTiers {
   explicit TwoTiers(nlohmann::json doc = small_node_doc(), uint64_t batches = 300) {
     doc["log"]["retention"] = {{"max_bytes", 1}};
     node = open_node(tmp.path(), doc);
-    if (!node) return;
+    if (!node) {
+      ADD_FAILURE() << "TwoTiers: the node did not open";
+      return;
+    }
     auto l = node->create_stream("s1");
-    EXPECT_TRUE(l.ok());
-    if (!l.ok()) return;
+    if (!l.ok()) {
+      ADD_FAILURE() << "TwoTiers: creating s1: " << l.error().to_string();
+      return;
+    }
     log = *l;
     next = append_values(*log, batches);
     EXPECT_TRUE(node->flush("s1", std::chrono::seconds(30)).ok());
@@ -76,11 +81,13 @@ struct TwoTiers {
     next = append_values(*log, 20);
   }
   uint64_t local_first() const { return log->first_offset(); }
+  // Both the node and its stream are there (a failed set-up has said why).
+  bool ready() const { return node && log; }
 };
 
 TEST(StreamReader, FromFirstAcrossBothTiersIsByteIdentical) {
   TwoTiers t;
-  ASSERT_TRUE(t.node);
+  ASSERT_TRUE(t.ready());
   ASSERT_GT(t.local_first(), 0u) << "retention must have moved data to the remote tier only";
   auto r = t.node->open_reader("s1", log::OffsetSpec::first());
   ASSERT_OK(r);
@@ -97,7 +104,7 @@ TEST(StreamReader, FromFirstAcrossBothTiersIsByteIdentical) {
 
 TEST(StreamReader, ChunksAreDeliveredVerbatimFromBothTiers) {
   TwoTiers t;
-  ASSERT_TRUE(t.node);
+  ASSERT_TRUE(t.ready());
   auto r = t.node->open_reader("s1", log::OffsetSpec::first());
   ASSERT_OK(r);
   uint64_t expect = 0;
@@ -121,7 +128,7 @@ TEST(StreamReader, ChunksAreDeliveredVerbatimFromBothTiers) {
 
 TEST(StreamReader, EveryOffsetSpecResolvesAcrossTheBoundary) {
   TwoTiers t;
-  ASSERT_TRUE(t.node);
+  ASSERT_TRUE(t.ready());
   const uint64_t lf = t.local_first();
   ASSERT_GT(lf, 20u);
   // offset:N for N in the remote tier (chunk starts and inside chunks), at
@@ -166,7 +173,7 @@ TEST(StreamReader, OffsetBelowTheRemoteTierStartsAtTheOldest) {
   auto doc = small_node_doc();
   doc["tiering"]["retention"] = {{"max_bytes", 60000}};
   TwoTiers t(doc);
-  ASSERT_TRUE(t.node);
+  ASSERT_TRUE(t.ready());
   // The user's retention trims the remote tier too.
   auto m = t.node->cache().get("s1");
   ASSERT_OK(m);
@@ -238,7 +245,7 @@ TEST(StreamReader, TimestampsResolveThroughTheRemoteTier) {
 
 TEST(StreamReader, PrefetchStaysWithinItsBudgetAndStitchesChunksAcrossRanges) {
   TwoTiers t;
-  ASSERT_TRUE(t.node);
+  ASSERT_TRUE(t.ready());
   tier::StreamReaderOptions o;
   o.prefetch_bytes = 20 << 10;
   o.range_bytes = 5000;  // not a multiple of any chunk size: chunks straddle ranges
@@ -321,7 +328,7 @@ TEST(StreamReader, FollowsWhileUploadsAndRetentionMoveTheBoundary) {
 
 TEST(StreamReader, ACacheNotReadyIsUnavailableAndTheReaderRetries) {
   TwoTiers t;
-  ASSERT_TRUE(t.node);
+  ASSERT_TRUE(t.ready());
   t.node->cache().invalidate("s1");
   auto r = t.node->open_reader("s1", log::OffsetSpec::first());
   ASSERT_FALSE(r.ok());
@@ -340,7 +347,7 @@ TEST(StreamReader, ACacheNotReadyIsUnavailableAndTheReaderRetries) {
 
 TEST(StreamReader, AMissingObjectIsAnErrorNamingOffsetAndKey) {
   TwoTiers t;
-  ASSERT_TRUE(t.node);
+  ASSERT_TRUE(t.ready());
   auto all = objstore::list_all(t.node->store(), "t/");
   ASSERT_OK(all);
   std::string victim;
@@ -367,7 +374,7 @@ TEST(StreamReader, AMissingObjectIsAnErrorNamingOffsetAndKey) {
 
 TEST(StreamReader, ACorruptFragmentIsACrcErrorNamingTheObject) {
   TwoTiers t;
-  ASSERT_TRUE(t.node);
+  ASSERT_TRUE(t.ready());
   auto all = objstore::list_all(t.node->store(), "t/");
   ASSERT_OK(all);
   std::string victim;
