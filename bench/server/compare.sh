@@ -9,7 +9,10 @@
 # (messages read back in the consume run, default 2000000), STRATA_FSYNC
 # (strata's log fsync policy, default never — RabbitMQ does not fsync on its
 # write path either), SCENARIOS (which to run, default
-# "pub1 pub4 consume lat js"; rows of the others print n/a).
+# "pub1 pub4 consume lat js"; rows of the others print n/a), PEER_BUILD (a
+# build directory of another strata — e.g. an older commit's: its
+# `strata serve` is the peer instead of RabbitMQ, driven by the same client,
+# so that two versions are compared side by side in one run).
 set -euo pipefail
 
 build=${1:?usage: compare.sh BUILD_DIR [RUNS]}
@@ -25,32 +28,62 @@ here=$(cd "$(dirname "$0")" && pwd)
 strata=$(cd "$build" && pwd)/strata
 [ -x "$strata" ] || { echo "compare.sh: no strata binary in $build" >&2; exit 2; }
 
+peer_strata=""
+if [ -n "${PEER_BUILD:-}" ]; then
+  peer_strata=$(cd "$PEER_BUILD" && pwd)/strata
+  [ -x "$peer_strata" ] || { echo "compare.sh: no strata binary in $PEER_BUILD" >&2; exit 2; }
+fi
+peer_name=${peer_strata:+strata ($PEER_BUILD)}
+peer_name=${peer_name:-RabbitMQ}
+
 work=$(mktemp -d /tmp/strata-compare.XXXXXX)
 strata_pid=""
+rabbit_pid=""
 cleanup() {
   [ -n "$strata_pid" ] && kill -TERM "$strata_pid" 2>/dev/null && wait "$strata_pid" 2>/dev/null || true
-  "$here/rabbitmq.sh" stop "$work/rabbit" || true
+  if [ -n "$peer_strata" ]; then
+    [ -n "$rabbit_pid" ] && kill -TERM "$rabbit_pid" 2>/dev/null && wait "$rabbit_pid" 2>/dev/null || true
+  else
+    "$here/rabbitmq.sh" stop "$work/rabbit" || true
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-echo "starting RabbitMQ 3.10.8 ..." >&2
-rabbit_port=$("$here/rabbitmq.sh" start "$work/rabbit")
-rabbit_pid=$("$here/rabbitmq.sh" pid "$work/rabbit")
+# start_serve BIN NAME: `strata serve` from BIN in $work/NAME; sets
+# serve_pid and serve_port.
+start_serve() {
+  local bin=$1 name=$2
+  mkdir -p "$work/$name"
+  printf '{"log": {"fsync": "%s"}}\n' "$STRATA_FSYNC" >"$work/$name.json"
+  "$bin" serve --config "$work/$name.json" --data-dir "$work/$name" --listen 127.0.0.1:0 \
+    >"$work/$name.out" 2>"$work/$name.err" &
+  serve_pid=$!
+  for _ in $(seq 1 300); do
+    grep -q 'listening on' "$work/$name.out" 2>/dev/null && break
+    kill -0 "$serve_pid" 2>/dev/null || { cat "$work/$name.err" >&2; exit 1; }
+    sleep 0.1
+  done
+  serve_port=$(sed -n 's/^strata serve: listening on .*:\([0-9]*\)$/\1/p' "$work/$name.out")
+  [ -n "$serve_port" ] || { echo "compare.sh: strata serve ($bin) did not start" >&2; exit 1; }
+}
+
+# The peer keeps RabbitMQ's variable names (rabbit_*) whichever it is.
+if [ -n "$peer_strata" ]; then
+  echo "starting the peer, strata serve of $PEER_BUILD (fsync $STRATA_FSYNC) ..." >&2
+  start_serve "$peer_strata" peer
+  rabbit_pid=$serve_pid
+  rabbit_port=$serve_port
+else
+  echo "starting RabbitMQ 3.10.8 ..." >&2
+  rabbit_port=$("$here/rabbitmq.sh" start "$work/rabbit")
+  rabbit_pid=$("$here/rabbitmq.sh" pid "$work/rabbit")
+fi
 
 echo "starting strata serve (fsync $STRATA_FSYNC) ..." >&2
-mkdir -p "$work/strata"
-printf '{"log": {"fsync": "%s"}}\n' "$STRATA_FSYNC" >"$work/strata.json"
-"$strata" serve --config "$work/strata.json" --data-dir "$work/strata" --listen 127.0.0.1:0 \
-  >"$work/strata.out" 2>"$work/strata.err" &
-strata_pid=$!
-for _ in $(seq 1 300); do
-  grep -q 'listening on' "$work/strata.out" 2>/dev/null && break
-  kill -0 "$strata_pid" 2>/dev/null || { cat "$work/strata.err" >&2; exit 1; }
-  sleep 0.1
-done
-strata_port=$(sed -n 's/^strata serve: listening on .*:\([0-9]*\)$/\1/p' "$work/strata.out")
-[ -n "$strata_port" ] || { echo "compare.sh: strata serve did not start" >&2; exit 1; }
+start_serve "$strata" strata
+strata_pid=$serve_pid
+strata_port=$serve_port
 
 # perf PORT NAME ARGS...: one run, its JSON summary in $work/NAME.json.
 perf() {
@@ -193,7 +226,7 @@ row() {  # row LABEL KEY FIELD UNIT
 }
 echo
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'); runs: $runs (medians); size $SIZE B; time $TIME s; strata fsync $STRATA_FSYNC"
-printf '| %-44s | %12s | %12s | %6s |\n' "scenario" "RabbitMQ" "strata" "ratio"
+printf '| %-44s | %12s | %12s | %6s |\n' "scenario" "$peer_name" "strata" "ratio"
 printf '|%s|%s|%s|%s|\n' "----------------------------------------------" "--------------" "--------------" "--------"
 row "publish with confirms, 1 producer" pub1 rates.confirmed_msg_s "msg/s"
 row "publish with confirms, 4 producers" pub4 rates.confirmed_msg_s "msg/s"

@@ -64,6 +64,10 @@ JsonSection JsonSection::sub(std::string_view k) {
   return JsonSection(v ? *v : json(nullptr), key(k), read_);
 }
 
+std::string JsonSection::range_text(uint64_t lo, uint64_t hi) {
+  return fmt::format("{}..{}", lo, hi);
+}
+
 Status JsonSection::boolean(std::string_view k, bool* out) {
   const json* v = get(k);
   if (!v) return Status::OK();

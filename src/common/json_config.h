@@ -6,6 +6,7 @@
 // fall back to a default) are decided once.
 #pragma once
 
+#include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -74,6 +75,18 @@ class JsonSection {
     *out = T(i);
     return Status::OK();
   }
+  // An integer in [lo, hi] (bounds that fit T).
+  template <class T>
+  Status integer_in(std::string_view k, T* out, uint64_t lo, uint64_t hi) {
+    const nlohmann::json* v = get(k);
+    if (!v) return Status::OK();
+    const bool fits = v->is_number_integer() &&
+                      (v->is_number_unsigned() || v->get<int64_t>() >= 0) &&
+                      v->get<uint64_t>() >= lo && v->get<uint64_t>() <= hi;
+    if (!fits) return bad(key(k), *v, "must be an integer in " + range_text(lo, hi));
+    *out = T(v->get<uint64_t>());
+    return Status::OK();
+  }
   template <class T>
   Status optional_integer(std::string_view k, std::optional<T>* out) {
     T x{};
@@ -83,6 +96,8 @@ class JsonSection {
     return Status::OK();
   }
   Status boolean(std::string_view k, bool* out);
+  // "lo..hi"
+  static std::string range_text(uint64_t lo, uint64_t hi);
   Status string(std::string_view k, std::string* out);
 
   // The full path of the first key of the object (in key order) that was

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
+#include "common/assert.h"
+#include "common/json_config.h"
 
 namespace strata::server {
 namespace {
@@ -14,95 +14,29 @@ Error bad(const std::string& path, const std::string& why) {
   return Error(Errc::invalid_argument, fmt::format("serve config: {}: {}", path, why));
 }
 
-Status get_uint(const json& section, const std::string& key, const std::string& path, uint64_t lo,
-                uint64_t hi, uint64_t* out) {
-  if (!section.contains(key)) return Status::OK();
-  const json& v = section[key];
-  if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<uint64_t>() < lo ||
-      v.get<uint64_t>() > hi) {
-    return bad(path, fmt::format("{} is not an integer in {}..{}", v.dump(), lo, hi));
-  }
-  *out = v.get<uint64_t>();
-  return Status::OK();
-}
-
-Status get_string(const json& section, const std::string& key, const std::string& path,
-                  std::string* out) {
-  if (!section.contains(key)) return Status::OK();
-  if (!section[key].is_string())
-    return bad(path, fmt::format("{} is not a string", section[key].dump()));
-  *out = section[key].get<std::string>();
-  return Status::OK();
-}
-
-// The keys each section accepts: the check for unknown settings runs from
-// these, and serve_config_settings() lists them.
-constexpr const char* kServerKeys[] = {
-    "listen",         "advertised_host", "advertised_port", "frame_max",
-    "heartbeat_s",    "threads",         "max_connections", "consumer_update_timeout_ms",
-    "coalesce_bytes", "close_linger_ms"};
-constexpr const char* kClusterKeys[] = {"enabled",          "node_id",   "lease_ttl_ms",
-                                        "acquire_grace_ms", "rebalance", "rebalance_after_ms"};
-
-Status load_server_section(const json& s, ServerSettings* out) {
-  if (!s.is_object()) return bad("server", "not an object");
-  for (auto it = s.begin(); it != s.end(); ++it) {
-    bool known = false;
-    for (const char* k : kServerKeys) known = known || it.key() == k;
-    if (!known) return bad("server." + it.key(), "unknown setting");
-  }
-  uint64_t v = 0;
-  if (auto st = get_string(s, "listen", "server.listen", &out->listen); !st.ok()) return st;
-  if (auto st = get_string(s, "advertised_host", "server.advertised_host", &out->advertised_host);
-      !st.ok()) {
-    return st;
-  }
-  v = out->advertised_port;
-  if (auto st = get_uint(s, "advertised_port", "server.advertised_port", 0, 65535, &v); !st.ok()) {
-    return st;
-  }
-  out->advertised_port = uint32_t(v);
+// The server section. Read through JsonSection as the node's and the
+// object store's settings are: the same messages ("setting server.frame_max
+// = 10: must be an integer in 8192..67108864"), unknown keys refused, and
+// the keys read listed for serve_config_settings().
+Status load_server_section(JsonSection s, ServerSettings* out) {
+  STRATA_TRY(s.check_object());
+  STRATA_TRY(s.string("listen", &out->listen));
+  STRATA_TRY(s.string("advertised_host", &out->advertised_host));
+  STRATA_TRY(s.integer_in("advertised_port", &out->advertised_port, 0, 65535));
   // Below 8 KiB a Tune could not carry a useful Publish; above 64 MiB one
   // connection's buffers would dwarf the rest of the server.
-  v = out->frame_max;
-  if (auto st = get_uint(s, "frame_max", "server.frame_max", 8192, 64u << 20, &v); !st.ok()) {
-    return st;
-  }
-  out->frame_max = uint32_t(v);
-  v = out->heartbeat_s;
-  if (auto st = get_uint(s, "heartbeat_s", "server.heartbeat_s", 0, 3600, &v); !st.ok()) return st;
-  out->heartbeat_s = uint32_t(v);
-  v = out->threads;
-  if (auto st = get_uint(s, "threads", "server.threads", 1, 64, &v); !st.ok()) return st;
-  out->threads = uint32_t(v);
-  v = out->max_connections;
-  if (auto st = get_uint(s, "max_connections", "server.max_connections", 1, 1u << 20, &v);
-      !st.ok()) {
-    return st;
-  }
-  out->max_connections = uint32_t(v);
+  STRATA_TRY(s.integer_in("frame_max", &out->frame_max, 8192, 64u << 20));
+  STRATA_TRY(s.integer_in("heartbeat_s", &out->heartbeat_s, 0, 3600));
+  STRATA_TRY(s.integer_in("threads", &out->threads, 1, 64));
+  STRATA_TRY(s.integer_in("max_connections", &out->max_connections, 1, 1u << 20));
   // Up to a day: a larger value would be no deadline at all.
-  v = out->consumer_update_timeout_ms;
-  if (auto st = get_uint(s, "consumer_update_timeout_ms", "server.consumer_update_timeout_ms", 1,
-                         86'400'000, &v);
-      !st.ok()) {
-    return st;
-  }
-  out->consumer_update_timeout_ms = uint32_t(v);
+  STRATA_TRY(s.integer_in("consumer_update_timeout_ms", &out->consumer_update_timeout_ms, 1,
+                          86'400'000));
   // Past 64 MiB one joined chunk would be a frame no client accepts.
-  v = out->coalesce_bytes;
-  if (auto st = get_uint(s, "coalesce_bytes", "server.coalesce_bytes", 0, 64u << 20, &v);
-      !st.ok()) {
-    return st;
-  }
-  out->coalesce_bytes = uint32_t(v);
+  STRATA_TRY(s.integer_in("coalesce_bytes", &out->coalesce_bytes, 0, 64u << 20));
   // A minute at most: a closing connection holds its socket and buffers.
-  v = out->close_linger_ms;
-  if (auto st = get_uint(s, "close_linger_ms", "server.close_linger_ms", 0, 60'000, &v); !st.ok()) {
-    return st;
-  }
-  out->close_linger_ms = uint32_t(v);
-  return Status::OK();
+  STRATA_TRY(s.integer_in("close_linger_ms", &out->close_linger_ms, 0, 60'000));
+  return s.no_unknown();
 }
 
 Status load_users(const json& u, std::vector<User>* out) {
@@ -121,48 +55,17 @@ Status load_users(const json& u, std::vector<User>* out) {
   return Status::OK();
 }
 
-Status load_cluster_section(const json& s, ClusterSettings* out) {
-  if (!s.is_object()) return bad("cluster", "not an object");
-  for (auto it = s.begin(); it != s.end(); ++it) {
-    bool known = false;
-    for (const char* k : kClusterKeys) known = known || it.key() == k;
-    if (!known) return bad("cluster." + it.key(), "unknown setting");
-  }
-  if (s.contains("enabled")) {
-    if (!s["enabled"].is_boolean()) {
-      return bad("cluster.enabled", fmt::format("{} is not true or false", s["enabled"].dump()));
-    }
-    out->enabled = s["enabled"].get<bool>();
-  }
-  if (auto st = get_string(s, "node_id", "cluster.node_id", &out->node_id); !st.ok()) return st;
+Status load_cluster_section(JsonSection s, ClusterSettings* out) {
+  STRATA_TRY(s.check_object());
+  STRATA_TRY(s.boolean("enabled", &out->enabled));
+  STRATA_TRY(s.string("node_id", &out->node_id));
   // An hour at most: a longer lease would leave a dead owner's streams
   // unserved for that long.
-  uint64_t v = uint64_t(out->lease_ttl_ms);
-  if (auto st = get_uint(s, "lease_ttl_ms", "cluster.lease_ttl_ms", 1000, 3'600'000, &v);
-      !st.ok()) {
-    return st;
-  }
-  out->lease_ttl_ms = int64_t(v);
-  v = uint64_t(out->acquire_grace_ms);
-  if (auto st = get_uint(s, "acquire_grace_ms", "cluster.acquire_grace_ms", 0, 3'600'000, &v);
-      !st.ok()) {
-    return st;
-  }
-  out->acquire_grace_ms = int64_t(v);
-  if (s.contains("rebalance")) {
-    if (!s["rebalance"].is_boolean()) {
-      return bad("cluster.rebalance",
-                 fmt::format("{} is not true or false", s["rebalance"].dump()));
-    }
-    out->rebalance = s["rebalance"].get<bool>();
-  }
-  v = uint64_t(out->rebalance_after_ms);
-  if (auto st = get_uint(s, "rebalance_after_ms", "cluster.rebalance_after_ms", 0, 86'400'000, &v);
-      !st.ok()) {
-    return st;
-  }
-  out->rebalance_after_ms = int64_t(v);
-  return Status::OK();
+  STRATA_TRY(s.integer_in("lease_ttl_ms", &out->lease_ttl_ms, 1000, 3'600'000));
+  STRATA_TRY(s.integer_in("acquire_grace_ms", &out->acquire_grace_ms, 0, 3'600'000));
+  STRATA_TRY(s.boolean("rebalance", &out->rebalance));
+  STRATA_TRY(s.integer_in("rebalance_after_ms", &out->rebalance_after_ms, 0, 86'400'000));
+  return s.no_unknown();
 }
 
 }  // namespace
@@ -204,7 +107,7 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
   if (!document.is_object()) return bad("(document)", "not a JSON object");
   ServeConfig cfg;
   if (document.contains("server")) {
-    if (auto st = load_server_section(document["server"], &cfg.server); !st.ok()) return st.error();
+    STRATA_TRY(load_server_section(JsonSection(document["server"], "server"), &cfg.server));
     document.erase("server");
   }
   if (document.contains("users")) {
@@ -212,9 +115,7 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
     document.erase("users");
   }
   if (document.contains("cluster")) {
-    if (auto st = load_cluster_section(document["cluster"], &cfg.cluster); !st.ok()) {
-      return st.error();
-    }
+    STRATA_TRY(load_cluster_section(JsonSection(document["cluster"], "cluster"), &cfg.cluster));
     document.erase("cluster");
   }
   if (!flags.listen.empty()) cfg.server.listen = flags.listen;
@@ -264,27 +165,23 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
 
 SettingsRead serve_config_settings() {
   SettingsRead out = node::node_config_settings();
+  // Absent sections: every key reads as absent, and is listed.
+  ServerSettings server;
+  ClusterSettings cluster;
+  STRATA_ASSERT(load_server_section(JsonSection(json(nullptr), "server", &out), &server).ok(),
+                "the server section's reader refuses an absent section");
+  STRATA_ASSERT(load_cluster_section(JsonSection(json(nullptr), "cluster", &out), &cluster).ok(),
+                "the cluster section's reader refuses an absent section");
   out.insert("server");
-  for (const char* k : kServerKeys) out.insert(std::string("server.") + k);
   out.insert("users");
   out.insert("cluster");
-  for (const char* k : kClusterKeys) out.insert(std::string("cluster.") + k);
   return out;
 }
 
 Result<ServeConfig> load_serve_config_file(const std::string& path, const ServeFlags& flags,
                                            const objstore::EnvLookup& env) {
-  json doc;
-  if (!path.empty()) {
-    std::ifstream in(path);
-    if (!in) return Error(Errc::not_found, fmt::format("serve config: cannot read {}", path));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    doc = json::parse(ss.str(), nullptr, false);
-    if (doc.is_discarded()) {
-      return Error(Errc::invalid_argument, fmt::format("serve config: {} is not valid JSON", path));
-    }
-  }
+  // The same file rules as the node's and the object store's readers.
+  STRATA_ASSIGN_OR_RETURN(json doc, read_json_config_file(path));
   return load_serve_config(std::move(doc), flags, env);
 }
 
