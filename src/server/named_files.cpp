@@ -1,8 +1,13 @@
 #include "server/named_files.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "catalog/stream_name.h"
+#include "common/crc32c.h"
+#include "common/endian.h"
 #include "common/publish_file.h"
 
 namespace strata::server {
@@ -27,6 +32,28 @@ Status load_named_files(FileSystem& fs, const std::string& dir, std::string_view
     STRATA_TRY(each(name, path, std::move(bytes)));
   }
   return Status::OK();
+}
+
+Result<BytesView> checked_body(BytesView file, size_t min_size, std::string_view file_kind,
+                               const std::string& where) {
+  if (file.size() < std::max<size_t>(min_size, 4)) {
+    return Error(Errc::corrupt, fmt::format("{}: {} bytes is too short for {}", where,
+                                            file.size(), file_kind));
+  }
+  const BytesView body = file.substr(0, file.size() - 4);
+  const uint32_t stored = get_be32(u8(file.data() + body.size()));
+  const uint32_t actual = crc32c::value(body);
+  if (stored != actual) {
+    return Error(Errc::corrupt,
+                 fmt::format("{}: checksum mismatch (stored {:08x}, computed {:08x})", where,
+                             stored, actual));
+  }
+  return body;
+}
+
+void append_checksum_trailer(Bytes* out) {
+  const uint32_t crc = crc32c::value(*out);
+  ByteWriter(out).be32(crc);
 }
 
 }  // namespace strata::server

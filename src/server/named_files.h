@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/bytes.h"
+#include "common/result.h"
 #include "common/fs.h"
 
 namespace strata::server {
@@ -23,5 +24,14 @@ Status load_named_files(FileSystem& fs, const std::string& dir, std::string_view
                         std::string_view file_kind,
                         const std::function<Status(const std::string& name, const std::string& path,
                                                    Bytes bytes)>& each);
+
+// The files' common framing: their body, then the CRC32C of the body,
+// big-endian, in the last 4 bytes. The body once the trailer checks out;
+// corrupt, naming `where`, when the file is shorter than `min_size` (trailer
+// included) or the checksum differs. `file_kind`: "an offset tracking file".
+Result<BytesView> checked_body(BytesView file, size_t min_size, std::string_view file_kind,
+                               const std::string& where);
+// Appends the trailer checked_body() checks to `out`.
+void append_checksum_trailer(Bytes* out);
 
 }  // namespace strata::server

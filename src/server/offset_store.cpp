@@ -11,7 +11,6 @@
 
 #include "catalog/stream_name.h"
 #include "common/bytes.h"
-#include "common/crc32c.h"
 #include "common/publish_file.h"
 #include "server/named_files.h"
 
@@ -33,24 +32,14 @@ Bytes encode_tracking_file(const std::map<std::string, uint64_t, std::less<>>& o
     w.bytes(ref);
     w.be64(off);
   }
-  w.be32(crc32c::value(out));
+  append_checksum_trailer(&out);
   return out;
 }
 
 Result<std::map<std::string, uint64_t, std::less<>>> decode_tracking_file(
     BytesView in, const std::string& where) {
-  if (in.size() < 4 + 1 + 4 + 4) {
-    return Error(Errc::corrupt, fmt::format("{}: {} bytes is too short for an offset tracking file",
-                                            where, in.size()));
-  }
-  const uint32_t stored = get_be32(u8(in.data() + in.size() - 4));
-  const uint32_t actual = crc32c::value(in.substr(0, in.size() - 4));
-  if (stored != actual) {
-    return Error(Errc::corrupt,
-                 fmt::format("{}: checksum mismatch (stored {:08x}, computed {:08x})", where,
-                             stored, actual));
-  }
-  ByteReader r(in.substr(0, in.size() - 4), where);
+  STRATA_ASSIGN_OR_RETURN(BytesView body, checked_body(in, 4 + 1 + 4 + 4, "an offset tracking file", where));
+  ByteReader r(body, where);
   uint32_t magic = 0, count = 0;
   uint8_t version = 0;
   r.be32(&magic, "magic");
