@@ -57,7 +57,11 @@ Result<ClientFrame> decode_client_frame(BytesView frame_body) {
       return as<F, SaslHandshakeRequest>(v, rest);
     case SaslAuthenticateRequest::kKey:
       return as<F, SaslAuthenticateRequest>(v, rest);
+    // The client's answer to the server's Tune is the same frame with or
+    // without the response bit: the Java and Go clients set it, the .NET
+    // and JS clients do not, and RabbitMQ takes both.
     case TuneFrame::kKey:
+    case TuneFrame::kKey | kResponseFlag:
       return as<F, TuneFrame>(v, rest);
     case OpenRequest::kKey:
       return as<F, OpenRequest>(v, rest);
@@ -169,6 +173,7 @@ std::optional<uint32_t> peek_correlation_id(BytesView frame_body) {
     case kStoreOffset:
     case kMetadataUpdate:
     case kTune:
+    case kTune | kResponseFlag:
     case kHeartbeat:
     case kCredit | kResponseFlag:
       return std::nullopt;

@@ -38,6 +38,23 @@ TEST(ProtoGolden, TuneAndHeartbeat) {
   expect_golden(HeartbeatFrame{}, B({0, 0, 0, 4, 0, 0x17, 0, 1}));
 }
 
+// The Tune answer as the Java (ServerFrameHandler) and Go (server_frame.go)
+// clients send it: key 0x8014, the response bit set. The same frame as 0x0014
+// (.NET, JS), as RabbitMQ reads it; nothing follows that would need a
+// correlation id.
+TEST(ProtoGolden, TuneAnswerWithTheResponseBitIsTheTuneFrame) {
+  const Bytes java = B({0, 0, 0, 12, 0x80, 0x14, 0, 1, 0, 0x10, 0, 0, 0, 0, 0, 60});
+  auto d = decode_client_frame(BytesView(java).substr(4));
+  ASSERT_TRUE(d.ok()) << d.error().to_string();
+  ASSERT_TRUE(std::holds_alternative<TuneFrame>(*d));
+  EXPECT_EQ(std::get<TuneFrame>(*d), (TuneFrame{.frame_max = 0x100000, .heartbeat = 60}));
+  EXPECT_FALSE(peek_correlation_id(BytesView(java).substr(4)).has_value());
+  const Bytes plain = B({0, 0, 0, 12, 0, 0x14, 0, 1, 0, 0x10, 0, 0, 0, 0, 0, 60});
+  auto p = decode_client_frame(BytesView(plain).substr(4));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(*p, *d);
+}
+
 TEST(ProtoGolden, SubscribeFromOffset) {
   // correlation 5 | subscription 2 | stream "s" | offset type 4, offset 258
   // | credit 10 | 0 properties

@@ -174,6 +174,39 @@ TEST_F(ServeTest, CloseLingerIsConfigurable) {
   EXPECT_TRUE(c.closed_by_server(1500ms));
 }
 
+// The Java (1.11) and Go (1.4) clients answer Tune with key 0x8014 (the
+// response bit set); RabbitMQ accepts it, and so must strata: the whole
+// handshake as those clients send it, byte for byte at the Tune answer.
+TEST_F(ServeTest, ATuneAnswerWithTheResponseBitOpensTheConnection) {
+  auto c = StreamClient::connect(server_.port());
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c->send(PeerPropertiesRequest{1, {{"product", "RabbitMQ Stream"}}}).ok());
+  ASSERT_TRUE(c->expect<PeerPropertiesResponse>().ok());
+  ASSERT_TRUE(c->send(SaslHandshakeRequest{2}).ok());
+  ASSERT_TRUE(c->expect<SaslHandshakeResponse>().ok());
+  ASSERT_TRUE(c->send(SaslAuthenticateRequest{3, "PLAIN", std::string("\0guest\0guest", 12)}).ok());
+  auto auth = c->expect<SaslAuthenticateResponse>();
+  ASSERT_TRUE(auth.ok()) << auth.error().message;
+  ASSERT_EQ(auth->code, ResponseCode::ok);
+  auto tune = c->expect<TuneFrame>();
+  ASSERT_TRUE(tune.ok()) << tune.error().message;
+  // size 12 | key 0x8014 | version 1 | frame_max | heartbeat
+  Bytes answer;
+  encode(*tune, &answer);
+  ASSERT_EQ(answer.size(), 16u);
+  answer[4] = char(0x80);
+  ASSERT_TRUE(c->send_raw(answer).ok());
+  ASSERT_TRUE(c->send(OpenRequest{4, "/"}).ok());
+  auto open = c->expect<OpenResponse>();
+  ASSERT_TRUE(open.ok()) << open.error().message;
+  EXPECT_EQ(open->code, ResponseCode::ok);
+  // The connection serves requests afterwards.
+  ASSERT_TRUE(c->send(MetadataRequest{5, {"nope"}}).ok());
+  auto md = c->expect<MetadataResponse>();
+  ASSERT_TRUE(md.ok()) << md.error().message;
+  EXPECT_EQ(md->correlation_id, 5u);
+}
+
 TEST_F(ServeTest, BadCredentialsRefusedAndClosed) {
   auto c = StreamClient::connect(server_.port());
   ASSERT_TRUE(c.ok());
