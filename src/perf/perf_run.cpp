@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <random>
 
 #include "perf/load.h"
@@ -93,13 +94,15 @@ class PerfRun {
       return true;
     };
     asio::steady_timer deadline(io_, kSubscribeDeadline);
-    bool timeout = false;
-    deadline.async_wait([&](asio::error_code ec) { timeout = !ec; });
-    while (!all_subscribed() && stats_.errors.empty() && !timeout) io_.run_one();
+    // Shared with the handler: cancelled below, it still runs (aborted) in
+    // a later turn of the io_context, after this function has returned.
+    auto timeout = std::make_shared<bool>(false);
+    deadline.async_wait([timeout](asio::error_code ec) { *timeout = !ec; });
+    while (!all_subscribed() && stats_.errors.empty() && !*timeout) io_.run_one();
     deadline.cancel();
     if (all_subscribed()) return {};
-    std::string why = timeout ? fmt::format("no answer in {} s", kSubscribeDeadline.count())
-                              : stats_.errors.front();
+    std::string why = *timeout ? fmt::format("no answer in {} s", kSubscribeDeadline.count())
+                               : stats_.errors.front();
     return make_error(Errc::unavailable, "subscribing consumers: " + why);
   }
 
