@@ -96,7 +96,6 @@ Bytes ClientHandshake::after_open() {
 }
 
 Bytes ClientHandshake::start() {
-  step_ = Step::peer_properties;
   Bytes f = peer_properties();
   if (!o_.pipelined) return f;
   // Everything at once: the Tune answer says what this client takes,

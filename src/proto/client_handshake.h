@@ -43,7 +43,8 @@ class ClientHandshake {
  public:
   explicit ClientHandshake(ClientHandshakeOptions o);
 
-  // The first frames to send (all of them when pipelined).
+  // The first frames to send (all of them when pipelined). Once per
+  // machine: a new connection takes a new one.
   Bytes start();
   // One frame from the server while !done(): the frames to send next
   // (maybe none), or why the connection cannot be opened (a refused

@@ -46,6 +46,14 @@ constexpr uint16_t kDeleteSuperStream = 0x1e;
 // Set on the key of a response (0x8001 answers 0x0001).
 constexpr uint16_t kResponseFlag = 0x8000;
 
+// Whether a frame a client sends answers a request of the server's. The
+// client's Tune answer may carry the response bit (the Java and Go clients
+// set it, .NET and JS do not; RabbitMQ takes both) but is the handshake's
+// own Tune step either way.
+constexpr bool is_client_response(uint16_t key) {
+  return (key & kResponseFlag) != 0 && uint16_t(key & ~kResponseFlag) != kTune;
+}
+
 enum class ResponseCode : uint16_t {
   ok = 1,
   stream_does_not_exist = 2,

@@ -137,9 +137,7 @@ void ConnectionImpl::on_frame(BytesView body) {
     return;
   }
   const uint16_t command = uint16_t(key & ~kResponseFlag);
-  // The client's Tune answer may carry the response bit (the Java and Go
-  // clients set it): it is the handshake's own step, allowed as Tune is.
-  const bool response = (key & kResponseFlag) != 0 && command != kTune;
+  const bool response = is_client_response(key);
   if (!response && !command_allowed(handshake_.state(), command)) {
     protocol_error(ResponseCode::unknown_frame,
                    fmt::format("{} not allowed while {}", command_name(key),

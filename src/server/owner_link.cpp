@@ -15,10 +15,8 @@ namespace strata::server {
 using namespace proto;
 
 namespace {
-constexpr uint8_t kSubscriptionId = 0;
-}  // namespace
 
-namespace {
+constexpr uint8_t kSubscriptionId = 0;
 
 // The owner is a strata node: it reads a connection's frames in order, so
 // the whole setup goes at once. No heartbeats: the replica notices an owner

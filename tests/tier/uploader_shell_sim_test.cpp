@@ -447,24 +447,33 @@ class ShellWorld {
         }
         return Status::OK();
       }
-      if (!exec_.run_handler()) {
-        std::vector<uint64_t> jobs = exec_.runnable();
-        if (!jobs.empty()) {
-          exec_.run_job(jobs[rng_.uniform(jobs.size())]);
-        } else if (auto due = exec_.next_due()) {
-          exec_.advance_to(*due);
-        } else {
-          return Error(Errc::internal,
-                       fmt::format("hang: nothing runnable and nothing scheduled, committed {} "
-                                   "persisted {}; {}",
-                                   target, persisted_next_, describe()));
-        }
+      if (!quiet_step()) {
+        return Error(Errc::internal,
+                     fmt::format("hang: nothing runnable and nothing scheduled, committed {} "
+                                 "persisted {}; {}",
+                                 target, persisted_next_, describe()));
       }
       STRATA_TRY(where(check(), fmt::format("settling, step {}", i)));
     }
     return Error(Errc::internal, fmt::format("no quiescence within {} steps: committed {}, "
                                              "persisted {}; {}",
                                              bound, target, persisted_next_, describe()));
+  }
+
+  // One step with no fault injected: a ready handler, else any runnable
+  // job, else the clock on to the next timer. False when nothing is left.
+  bool quiet_step() {
+    if (exec_.run_handler()) return true;
+    std::vector<uint64_t> jobs = exec_.runnable();
+    if (!jobs.empty()) {
+      exec_.run_job(jobs[rng_.uniform(jobs.size())]);
+      return true;
+    }
+    if (auto due = exec_.next_due()) {
+      exec_.advance_to(*due);
+      return true;
+    }
+    return false;
   }
 
   // A waiter on the current uploader for every offset below `offset`.
@@ -481,15 +490,7 @@ class ShellWorld {
   Status drain() {
     close_all();
     for (int i = 0; i < 100'000; ++i) {
-      if (exec_.run_handler()) continue;
-      std::vector<uint64_t> jobs = exec_.runnable();
-      if (!jobs.empty()) {
-        exec_.run_job(jobs[rng_.uniform(jobs.size())]);
-      } else if (auto due = exec_.next_due()) {
-        exec_.advance_to(*due);
-      } else {
-        return check();
-      }
+      if (!quiet_step()) return check();
       STRATA_TRY(where(check(), "draining"));
     }
     return Error(Errc::internal, "draining did not end: " + describe());
