@@ -1,4 +1,5 @@
 #include "cli/command.h"
+#include "common/version.h"
 
 namespace strata::cli {
 namespace {
@@ -7,9 +8,9 @@ Registrar reg_version([](CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("version", "Print the strata version");
   cmd->callback([&ctx] {
     if (ctx.json) {
-      ctx.print_json({{"version", "0.1.0"}});
+      ctx.print_json({{"version", kStrataVersion}});
     } else {
-      std::cout << "strata 0.1.0\n";
+      std::cout << "strata " << kStrataVersion << "\n";
     }
   });
 });

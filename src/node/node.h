@@ -188,6 +188,9 @@ class Node {
   // the stream with them (catalog.h, create_with_settings); the placement's
   // owner opens it. already_exists if present.
   Status create_catalog_stream(const std::string& name, const StreamSettings& settings);
+  // The settings a cluster's stream was created with, from its catalog
+  // entry; not_found when it has none.
+  Result<StreamSettings> catalog_stream_settings(const std::string& name);
   // Stops writing and uploading `name` at once: no longer listed nor
   // writable, its uploader closed (in-flight requests are ignored; the
   // epoch fences their catalog writes), its log closed (in-flight appends

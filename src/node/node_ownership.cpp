@@ -85,6 +85,16 @@ Status Node::create_catalog_stream(const std::string& name, const StreamSettings
   return Status::OK();
 }
 
+Result<StreamSettings> Node::catalog_stream_settings(const std::string& name) {
+  STRATA_ASSIGN_OR_RETURN(auto text, impl_->catalog->settings(name));
+  if (!text) return Error(Errc::not_found, fmt::format("stream {} has no settings", name));
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded()) {
+    return Error(Errc::corrupt, fmt::format("stream {}: settings in the catalog: not JSON", name));
+  }
+  return settings_from_json(j);
+}
+
 void Node::release_stream(const std::string& name) {
   std::optional<StreamEntry> e;
   {

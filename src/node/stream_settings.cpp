@@ -80,6 +80,7 @@ constexpr SettingsField kFields[] = {
        s.confirm = *m;
        return Status::OK();
      }},
+    {"filter_size_bytes", int_field<&StreamSettings::filter_size_bytes>},
 };
 
 const SettingsField* find_field(std::string_view name) {
@@ -105,6 +106,11 @@ Status validate_settings(const NodeConfig& cfg, const StreamSettings& s) {
   // below 4 KiB a segment would be a file per chunk.
   if (s.segment_bytes && (*s.segment_bytes < 4096 || *s.segment_bytes > 3'000'000'000ull)) {
     return bad("segment_bytes", fmt::format("{} is not in 4096..3000000000", *s.segment_bytes));
+  }
+  if (s.filter_size_bytes &&
+      (*s.filter_size_bytes < kMinFilterSizeBytes || *s.filter_size_bytes > kMaxFilterSizeBytes)) {
+    return bad("filter_size_bytes", fmt::format("{} is not in {}..{}", *s.filter_size_bytes,
+                                                kMinFilterSizeBytes, kMaxFilterSizeBytes));
   }
   if (s.tiering.value_or(false) && !cfg.tiering.enabled) {
     return bad("tiering", "tiering is disabled on this node");
@@ -139,6 +145,7 @@ EffectiveSettings effective_settings(const NodeConfig& cfg, const StreamSettings
     return e;
   }
   e.confirm = s.confirm.value_or(cfg.tiering.confirm);
+  e.filter_size_bytes = uint32_t(s.filter_size_bytes.value_or(kDefaultFilterSizeBytes));
   e.fragment_target_bytes = s.fragment_target_bytes.value_or(cfg.tiering.fragment_target_bytes);
   e.fragment_max_age_ms = s.fragment_max_age_ms.value_or(cfg.tiering.fragment_max_age_ms);
   e.remote_retention = cfg.tiering.retention;
@@ -164,6 +171,7 @@ json settings_to_json(const StreamSettings& s) {
   if (s.fragment_max_age_ms) j["fragment_max_age_ms"] = *s.fragment_max_age_ms;
   if (s.local_max_bytes) j["local_max_bytes"] = *s.local_max_bytes;
   if (s.confirm) j["confirm"] = confirm_mode_name(*s.confirm);
+  if (s.filter_size_bytes) j["filter_size_bytes"] = *s.filter_size_bytes;
   return j;
 }
 
@@ -191,7 +199,8 @@ json effective_to_json(const EffectiveSettings& e) {
              {{"max_bytes", opt_json(e.local_retention.max_bytes)},
               {"max_age_ms", opt_json(e.local_retention.max_age_ms)}}},
             {"tiering", e.tiering},
-            {"confirm", confirm_mode_name(e.confirm)}};
+            {"confirm", confirm_mode_name(e.confirm)},
+            {"filter_size_bytes", e.filter_size_bytes}};
   if (e.tiering) {
     j["fragment_target_bytes"] = e.fragment_target_bytes;
     j["fragment_max_age_ms"] = e.fragment_max_age_ms;

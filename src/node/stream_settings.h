@@ -37,6 +37,12 @@ namespace strata::node {
 
 // Every field has an initializer so that designated initializers
 // ({.max_bytes = N}) name only what they set (-Wmissing-field-initializers).
+// A chunk's filter size when the stream's creator gave none, and the
+// bounds of the argument (RabbitMQ's).
+inline constexpr uint32_t kDefaultFilterSizeBytes = 16;
+inline constexpr uint32_t kMinFilterSizeBytes = 16;
+inline constexpr uint32_t kMaxFilterSizeBytes = 255;
+
 struct StreamSettings {
   std::optional<uint64_t> max_bytes = std::nullopt;              // max-length-bytes
   std::optional<int64_t> max_age_ms = std::nullopt;              // max-age
@@ -46,6 +52,7 @@ struct StreamSettings {
   std::optional<int64_t> fragment_max_age_ms = std::nullopt;     // x-strata-fragment-max-age-ms
   std::optional<uint64_t> local_max_bytes = std::nullopt;        // x-strata-local-max-bytes
   std::optional<ConfirmMode> confirm = std::nullopt;             // x-strata-confirm
+  std::optional<uint64_t> filter_size_bytes = std::nullopt;      // stream-filter-size-bytes
 
   // Nothing set: the stream runs with the node's configuration.
   bool empty() const { return *this == StreamSettings{}; }
@@ -60,6 +67,9 @@ struct EffectiveSettings {
   // When a publish is confirmed (docs/CONFIGURATION.md, "Confirm modes"); remote only
   // on a tiered stream.
   ConfirmMode confirm = ConfirmMode::local;
+  // Bytes of each chunk's Bloom filter of the filter values its messages
+  // carry (16..255; osiris's default 16).
+  uint32_t filter_size_bytes = kDefaultFilterSizeBytes;
   // Meaningful only when tiering.
   uint64_t fragment_target_bytes = 0;
   int64_t fragment_max_age_ms = 0;

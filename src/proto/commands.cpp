@@ -119,6 +119,9 @@ void OffsetSpec::write(WireWriter& w) const {
 void OffsetSpec::read(WireReader& r) {
   uint16_t t = r.u16("offset_type");
   if (!r.ok()) return;
+  read_after_type(r, t);
+}
+void OffsetSpec::read_after_type(WireReader& r, uint16_t t) {
   if (t < uint16_t(OffsetType::first) || t > uint16_t(OffsetType::timestamp)) {
     r.fail("offset_type", fmt::format("unknown offset type {}", t));
     return;
@@ -475,12 +478,49 @@ void ConsumerUpdateRequest::read(WireReader& r) {
 void ConsumerUpdateResponse::write(WireWriter& w) const {
   w.u32(correlation_id);
   w.u16(uint16_t(code));
-  offset.write(w);
+  if (offset) {
+    offset->write(w);
+  } else {
+    w.u16(kOffsetTypeNone);
+  }
 }
 void ConsumerUpdateResponse::read(WireReader& r) {
   correlation_id = r.u32("correlation_id");
   code = ResponseCode(r.u16("response_code"));
+  uint16_t t = r.u16("offset_type");
+  if (!r.ok()) return;
+  offset.reset();
+  if (t == kOffsetTypeNone) return;
+  offset.emplace();
+  offset->read_after_type(r, t);
+}
+
+void ResolveOffsetSpecRequest::write(WireWriter& w) const {
+  w.u32(correlation_id);
+  w.string(stream);
+  offset.write(w);
+  w.properties(properties);
+}
+void ResolveOffsetSpecRequest::read(WireReader& r) {
+  correlation_id = r.u32("correlation_id");
+  stream = r.string("stream");
   offset.read(r);
+  // RabbitMQ reads a request that ends after the offset as one without
+  // properties.
+  if (r.ok() && r.remaining() > 0) properties = r.properties("properties");
+}
+
+void ResolveOffsetSpecResponse::write(WireWriter& w) const {
+  w.u32(correlation_id);
+  w.u16(uint16_t(code));
+  w.u16(offset_type);
+  w.u64(offset);
+}
+void ResolveOffsetSpecResponse::read(WireReader& r) {
+  correlation_id = r.u32("correlation_id");
+  code = ResponseCode(r.u16("response_code"));
+  offset_type = r.u16("offset_type");
+  offset = r.u64("offset");
 }
 
 static void write_versions(WireWriter& w, const std::vector<CommandVersion>& v) {

@@ -122,7 +122,14 @@ struct OffsetSpec {
   bool operator==(const OffsetSpec&) const = default;
   void write(WireWriter& w) const;
   void read(WireReader& r);
+  // The value after a type already read (refuses types outside 1..5).
+  void read_after_type(WireReader& r, uint16_t type);
 };
+
+// A ConsumerUpdate reply may carry offset type 0, "none": start where the
+// subscription said (active), or nothing to say (inactive). The Java client
+// answers a deactivation with it.
+constexpr uint16_t kOffsetTypeNone = 0;
 
 struct SubscribeRequest {
   STRATA_PROTO_MESSAGE(SubscribeRequest, kSubscribe, 1, 1);
@@ -349,7 +356,7 @@ struct ConsumerUpdateResponse {
   STRATA_PROTO_MESSAGE(ConsumerUpdateResponse, kConsumerUpdate | kResponseFlag, 1, 1);
   uint32_t correlation_id = 0;
   ResponseCode code = ResponseCode::ok;
-  OffsetSpec offset;
+  std::optional<OffsetSpec> offset;  // none (type 0) when empty
 };
 
 struct CommandVersion {
@@ -400,6 +407,24 @@ struct DeleteSuperStreamRequest {
   std::string name;
 };
 using DeleteSuperStreamResponse = CodeResponse<kDeleteSuperStream>;
+
+// Where an offset spec points in a stream, without subscribing (RabbitMQ
+// 4.3). Properties as Subscribe's (filter.N, match-unfiltered, ...).
+struct ResolveOffsetSpecRequest {
+  STRATA_PROTO_MESSAGE(ResolveOffsetSpecRequest, kResolveOffsetSpec, 1, 1);
+  uint32_t correlation_id = 0;
+  std::string stream;
+  OffsetSpec offset;
+  Properties properties;
+};
+// The resolved value's type is always offset (4).
+struct ResolveOffsetSpecResponse {
+  STRATA_PROTO_MESSAGE(ResolveOffsetSpecResponse, kResolveOffsetSpec | kResponseFlag, 1, 1);
+  uint32_t correlation_id = 0;
+  ResponseCode code = ResponseCode::ok;
+  uint16_t offset_type = uint16_t(OffsetType::offset);
+  uint64_t offset = 0;
+};
 
 #undef STRATA_PROTO_MESSAGE
 

@@ -85,6 +85,8 @@ Result<ClientFrame> decode_client_frame(BytesView frame_body) {
       return as<F, CreateSuperStreamRequest>(v, rest);
     case DeleteSuperStreamRequest::kKey:
       return as<F, DeleteSuperStreamRequest>(v, rest);
+    case ResolveOffsetSpecRequest::kKey:
+      return as<F, ResolveOffsetSpecRequest>(v, rest);
     default:
       return unknown<F>(head->key);
   }
@@ -155,6 +157,8 @@ Result<ServerFrame> decode_server_frame(BytesView frame_body) {
       return as<F, CreateSuperStreamResponse>(v, rest);
     case DeleteSuperStreamResponse::kKey:
       return as<F, DeleteSuperStreamResponse>(v, rest);
+    case ResolveOffsetSpecResponse::kKey:
+      return as<F, ResolveOffsetSpecResponse>(v, rest);
     default:
       return unknown<F>(head->key);
   }
@@ -186,12 +190,27 @@ std::optional<uint32_t> peek_correlation_id(BytesView frame_body) {
 }
 
 std::vector<CommandVersion> supported_client_versions() {
-  std::vector<CommandVersion> v;
-  for (uint16_t key = kDeclarePublisher; key <= kDeleteSuperStream; ++key) {
-    uint16_t max = (key == kPublish || key == kDeliver) ? 2 : 1;
-    v.push_back(CommandVersion{key, 1, max});
-  }
-  return v;
+  // RabbitMQ's order (rabbit_stream_utils:command_versions/0, 4.x).
+  return {{kDeclarePublisher, 1, 1},
+          {kPublish, 1, 2},
+          {kQueryPublisherSequence, 1, 1},
+          {kDeletePublisher, 1, 1},
+          {kSubscribe, 1, 1},
+          {kCredit, 1, 1},
+          {kStoreOffset, 1, 1},
+          {kQueryOffset, 1, 1},
+          {kUnsubscribe, 1, 1},
+          {kCreate, 1, 1},
+          {kDelete, 1, 1},
+          {kMetadata, 1, 1},
+          {kClose, 1, 1},
+          {kHeartbeat, 1, 1},
+          {kRoute, 1, 1},
+          {kPartitions, 1, 1},
+          {kStreamStats, 1, 1},
+          {kCreateSuperStream, 1, 1},
+          {kDeleteSuperStream, 1, 1},
+          {kResolveOffsetSpec, 1, 1}};
 }
 
 }  // namespace strata::proto

@@ -69,6 +69,8 @@ std::string_view base_name(uint16_t key) {
       return "CreateSuperStream";
     case kDeleteSuperStream:
       return "DeleteSuperStream";
+    case kResolveOffsetSpec:
+      return "ResolveOffsetSpec";
     default:
       return {};
   }
@@ -121,6 +123,10 @@ std::string_view response_code_name(ResponseCode c) {
       return "publisher does not exist";
     case ResponseCode::no_offset:
       return "no offset";
+    case ResponseCode::sasl_cannot_change_mechanism:
+      return "SASL cannot change mechanism";
+    case ResponseCode::sasl_cannot_change_username:
+      return "SASL cannot change username";
   }
   return "unknown response code";
 }
@@ -129,7 +135,7 @@ FrameSplit split_frame(BytesView buf, uint32_t max_frame) {
   FrameSplit s;
   if (buf.size() < kFrameSizeBytes) return s;
   s.body_size = get_be32(strata::u8(buf.data()));
-  if (max_frame != 0 && uint64_t(s.body_size) + kFrameSizeBytes > max_frame) {
+  if (max_frame != 0 && s.body_size > max_frame) {
     s.kind = FrameSplit::too_large;
     return s;
   }

@@ -42,6 +42,7 @@ constexpr uint16_t kExchangeCommandVersions = 0x1b;
 constexpr uint16_t kStreamStats = 0x1c;
 constexpr uint16_t kCreateSuperStream = 0x1d;
 constexpr uint16_t kDeleteSuperStream = 0x1e;
+constexpr uint16_t kResolveOffsetSpec = 0x1f;
 
 // Set on the key of a response (0x8001 answers 0x0001).
 constexpr uint16_t kResponseFlag = 0x8000;
@@ -74,6 +75,8 @@ enum class ResponseCode : uint16_t {
   precondition_failed = 17,
   publisher_does_not_exist = 18,
   no_offset = 19,
+  sasl_cannot_change_mechanism = 20,
+  sasl_cannot_change_username = 21,
 };
 
 // "DeclarePublisher", "Deliver", ... for a key with or without the response
@@ -97,8 +100,10 @@ struct FrameSplit {
 };
 
 // Looks at the front of `buf` (received bytes): a whole frame, not enough
-// bytes yet, or a frame larger than `max_frame` (the whole frame, size field
-// included; 0 = no limit) — which the caller rejects before buffering it.
+// bytes yet, or a frame larger than `max_frame` (0 = no limit) — which the
+// caller rejects before buffering it. As RabbitMQ does, the limit applies to
+// the size field (the bytes after it), not to the 4 bytes of the field too;
+// what strata sends stays within the limit whole.
 FrameSplit split_frame(BytesView buf, uint32_t max_frame);
 
 // Key and version at the front of a frame body.

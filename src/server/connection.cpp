@@ -146,13 +146,8 @@ void ConnectionImpl::on_frame(BytesView body) {
   }
   auto f = decode_client_frame(body);
   if (!f.ok()) {
-    auto corr = peek_correlation_id(body);
-    if (f.error().code == Errc::unsupported_version && corr && !response) {
-      env_.counters->protocol_errors += 1;
-      spdlog::debug("connection {}: {}", id_, f.error().message);
-      respond_code(*this, key, *corr, ResponseCode::unknown_frame);
-      return;
-    }
+    // An unknown command or version, as a malformed frame: RabbitMQ closes
+    // the connection with 13 "unknown frame" rather than answering it.
     protocol_error(ResponseCode::unknown_frame, f.error().message);
     return;
   }

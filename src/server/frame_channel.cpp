@@ -101,9 +101,8 @@ void FrameChannel::process_frames() {
     proto::FrameSplit sp = proto::split_frame(buf, frame_max_);
     if (sp.kind == proto::FrameSplit::too_large) {
       counters_.protocol_errors += 1;
-      close_with(
-          proto::ResponseCode::frame_too_large,
-          fmt::format("frame of {} bytes exceeds the limit of {}", sp.body_size + 4, frame_max_));
+      close_with(proto::ResponseCode::frame_too_large,
+                 fmt::format("frame size {} exceeds the limit of {}", sp.body_size, frame_max_));
       return;
     }
     if (sp.kind == proto::FrameSplit::need_more) {

@@ -37,8 +37,8 @@ bool command_allowed(HandshakeState s, uint16_t key) {
       // A client may answer Tune again while waiting (harmless).
       return key == kOpen || key == kTune;
     case HandshakeState::open:
-      return key != kPeerProperties && key != kSaslHandshake && key != kSaslAuthenticate &&
-             key != kOpen;
+      // SaslAuthenticate again: re-authentication (a refreshed token).
+      return key != kPeerProperties && key != kSaslHandshake && key != kOpen;
     case HandshakeState::closing:
       return false;
   }

@@ -1,7 +1,9 @@
 #include "server/handshake_room.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/version.h"
 #include "proto/dispatch.h"
 
 namespace strata::server {
@@ -18,13 +20,18 @@ HandshakeRoom::HandshakeRoom(Session& session, FrameChannel& channel,
 void HandshakeRoom::on(const PeerPropertiesRequest& r) {
   PeerPropertiesResponse resp;
   resp.correlation_id = r.correlation_id;
-  // Clients read `version` as the broker's: 3.13 or later enables super
-  // streams, filtering and Deliver v2 in the JS client.
-  resp.properties = {{"product", "strata"},
-                     {"version", "3.13.0"},
-                     {"platform", "C++20"},
-                     {"copyright", "strata authors"},
-                     {"information", "strata: tiered stream storage"}};
+  // Clients read `version` as the RabbitMQ version whose features they may
+  // use (docs/formats/protocol-frames.md, "Identity"): it names the feature
+  // set strata speaks; the product and its own version are beside it.
+  resp.properties = {
+      {"product", "strata"},
+      {"version", kSpokenRabbitMqVersion},
+      {"strata_version", kStrataVersion},
+      {"platform", "C++20"},
+      {"copyright", "strata authors"},
+      {"information",
+       fmt::format("strata {}: tiered stream storage speaking the stream protocol of RabbitMQ {}",
+                   kStrataVersion, kSpokenRabbitMqVersion)}};
   send_message(session_, resp);
   state_ = after(state_, kPeerProperties);
 }
@@ -37,6 +44,10 @@ void HandshakeRoom::on(const SaslHandshakeRequest& r) {
 }
 
 void HandshakeRoom::on(const SaslAuthenticateRequest& r) {
+  if (state_ == HandshakeState::open) {
+    reauthenticate(r);
+    return;
+  }
   if (r.mechanism != "PLAIN") {
     respond_code(session_, kSaslAuthenticate, r.correlation_id,
                  ResponseCode::sasl_mechanism_not_supported);
@@ -51,7 +62,31 @@ void HandshakeRoom::on(const SaslAuthenticateRequest& r) {
     return;
   }
   state_ = after(state_, kSaslAuthenticate);
+  mechanism_ = r.mechanism;
   send_message(session_, TuneFrame{settings_.frame_max, settings_.heartbeat_s});
+}
+
+// A client whose credentials expire (a token) authenticates again on its
+// open connection. As RabbitMQ: with the mechanism it opened with and as
+// the same user; anything else, or failing, closes the connection after
+// the answer.
+void HandshakeRoom::reauthenticate(const SaslAuthenticateRequest& r) {
+  ResponseCode code = ResponseCode::ok;
+  std::string user;
+  if (r.mechanism != mechanism_) {
+    code = ResponseCode::sasl_cannot_change_mechanism;
+  } else {
+    code = authenticate_plain(r.data, settings_.users, session_.loopback(), &user);
+    if (code == ResponseCode::ok && user != user_) {
+      code = ResponseCode::sasl_cannot_change_username;
+    }
+  }
+  respond_code(session_, kSaslAuthenticate, r.correlation_id, code);
+  if (code != ResponseCode::ok) {
+    spdlog::info("connection {} ({}): re-authentication of '{}' refused: {}", session_.id(),
+                 session_.peer(), user_, response_code_name(code));
+    session_.close_after_flush();
+  }
 }
 
 void HandshakeRoom::on(const TuneFrame& r) {

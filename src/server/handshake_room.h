@@ -17,6 +17,12 @@
 
 namespace strata::server {
 
+// The RabbitMQ version whose stream protocol strata speaks, announced as
+// the server's `version` peer property: clients turn features on by it
+// (3.11 single active consumer, 3.13 super stream management, filtering
+// and Deliver v2).
+inline constexpr const char* kSpokenRabbitMqVersion = "3.13.0";
+
 // Where clients are told to connect (Open's properties, Metadata).
 struct Advertised {
   std::string host;
@@ -52,8 +58,11 @@ class HandshakeRoom {
   FrameChannel& channel_;
   const ServerSettings& settings_;
   const Advertised advertised_;
+  void reauthenticate(const proto::SaslAuthenticateRequest& r);
+
   HandshakeState state_ = HandshakeState::peer_properties;
   std::string user_;
+  std::string mechanism_;  // the one the connection authenticated with
   uint16_t deliver_version_ = 1;
   bool close_answered_ = false;
 };

@@ -25,6 +25,17 @@ void PublisherRoom::on(const DeclarePublisherRequest& r) {
     respond_code(session_, kDeclarePublisher, r.correlation_id, ResponseCode::precondition_failed);
     return;
   }
+  // One publisher per reference and stream on a connection, as RabbitMQ:
+  // two would interleave one deduplication sequence.
+  if (!r.reference.empty()) {
+    for (const auto& [id, p] : publishers_) {
+      if (p.ref == r.reference && p.stream == r.stream) {
+        respond_code(session_, kDeclarePublisher, r.correlation_id,
+                     ResponseCode::precondition_failed);
+        return;
+      }
+    }
+  }
   auto s = streams_.served(r.stream);
   if (!s.ok()) {
     respond_code(session_, kDeclarePublisher, r.correlation_id, streams_.missing_code(r.stream));

@@ -1,5 +1,6 @@
 #include "server/stream_admin_room.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "catalog/stream_name.h"
@@ -61,11 +62,16 @@ void StreamAdminRoom::on(const CreateStreamRequest& r) {
     respond_code(session_, kCreate, r.correlation_id, ResponseCode::precondition_failed);
     return;
   }
-  auto args = parse_stream_args(r.arguments);
+  std::vector<std::string> ignored;
+  auto args = parse_stream_args(r.arguments, &ignored);
   if (!args.ok()) {
     spdlog::info("connection {}: create {}: {}", session_.id(), r.stream, args.error().message);
     respond_code(session_, kCreate, r.correlation_id, ResponseCode::precondition_failed);
     return;
+  }
+  if (!ignored.empty()) {
+    spdlog::info("connection {}: create {}: ignored unknown arguments {}", session_.id(), r.stream,
+                 fmt::join(ignored, ", "));
   }
   run_admin(kCreate, r.correlation_id, "create stream " + r.stream,
             [admin = &admin_, name = r.stream, settings = std::move(args).value()] {

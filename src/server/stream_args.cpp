@@ -72,12 +72,23 @@ constexpr StreamArg kArgs[] = {
        out.confirm = *m;
        return Status::OK();
      }},
+    {"stream-filter-size-bytes",
+     [](const std::string& k, const std::string& v, node::StreamSettings& out) -> Status {
+       STRATA_ASSIGN_OR_RETURN(uint64_t n, parse_positive(k, v));
+       if (n < node::kMinFilterSizeBytes || n > node::kMaxFilterSizeBytes) {
+         return bad_arg(k, v, "expected 16..255");
+       }
+       out.filter_size_bytes = n;
+       return Status::OK();
+     }},
     // One node: there is nothing to place.
     {"queue-leader-locator",
      [](const std::string&, const std::string&, node::StreamSettings&) { return Status::OK(); }},
     {"initial-cluster-size",
      [](const std::string&, const std::string&, node::StreamSettings&) { return Status::OK(); }},
 };
+
+constexpr std::string_view kStrataArgPrefix = "x-strata-";
 
 const StreamArg* find_arg(const std::string& name) {
   for (const auto& a : kArgs) {
@@ -127,11 +138,18 @@ Result<int64_t> parse_max_age(const std::string& text) {
 }
 
 Result<node::StreamSettings> parse_stream_args(
-    const std::vector<std::pair<std::string, std::string>>& args) {
+    const std::vector<std::pair<std::string, std::string>>& args,
+    std::vector<std::string>* ignored) {
   node::StreamSettings out;
   for (const auto& [k, v] : args) {
     const StreamArg* a = find_arg(k);
-    if (!a) return bad_arg(k, v, "unknown argument");
+    // As RabbitMQ: a client may send arguments for other servers or
+    // versions. strata's own prefix is checked, so a typo is not ignored.
+    if (!a && k.starts_with(kStrataArgPrefix)) return bad_arg(k, v, "unknown strata argument");
+    if (!a) {
+      if (ignored) ignored->push_back(k);
+      continue;
+    }
     STRATA_TRY(a->apply(k, v, out));
   }
   return out;

@@ -7,10 +7,14 @@
 //   x-strata-tiering               true or false (false: this stream stays local)
 //   x-strata-fragment-target-bytes, x-strata-fragment-max-age-ms, x-strata-local-max-bytes
 //   x-strata-confirm               local | remote (docs/CONFIGURATION.md, "Confirm modes")
-// Unknown or malformed arguments are refused (precondition failed in the
-// protocol): a typo must not silently create a stream without retention.
-// They become the stream's node::StreamSettings (node/stream_settings.h says
-// how each applies); `strata stream create` takes the same names as flags.
+//   stream-filter-size-bytes       bytes of each chunk's Bloom filter, 16..255
+// Malformed values are refused (precondition failed in the protocol).
+// Unknown names are ignored, as RabbitMQ ignores them (clients send
+// arguments meant for other versions), and listed in `ignored` for the log
+// — except under strata's own prefix `x-strata-`, where an unknown name is
+// a typo and refused. The arguments become the stream's node::StreamSettings
+// (node/stream_settings.h says how each applies); `strata stream create` takes the same names as
+// flags.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +30,8 @@ namespace strata::server {
 
 // Errc::invalid_argument naming the argument and its value.
 Result<node::StreamSettings> parse_stream_args(
-    const std::vector<std::pair<std::string, std::string>>& args);
+    const std::vector<std::pair<std::string, std::string>>& args,
+    std::vector<std::string>* ignored = nullptr);
 
 // The argument names parse_stream_args accepts, from the table it reads
 // by (docs/CONFIGURATION.md, "Per-stream settings", documents each;

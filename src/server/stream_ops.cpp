@@ -1,5 +1,6 @@
 #include "server/stream_ops.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -24,13 +25,34 @@ void StreamOps::attach_cluster(cluster::Ownership* ownership, ClusterOffsets* of
 }
 
 Status StreamOps::create_stream(const std::string& name, const node::StreamSettings& settings) {
-  if (ownership_.load()) return create_cluster_stream(name, settings);
-  // Before the stream exists, so that no store for the new stream is
-  // refused; a deleted stream's offsets are gone already (remove_stream).
-  d_.offsets->stream_created(name);
-  auto s = d_.node->create_stream(name, settings);
-  if (!s.ok()) return std::move(s).error();
-  return Status::OK();
+  Status st = ownership_.load() ? create_cluster_stream(name, settings) : [&]() -> Status {
+    // Before the stream exists, so that no store for the new stream is
+    // refused; a deleted stream's offsets are gone already (remove_stream).
+    d_.offsets->stream_created(name);
+    auto s = d_.node->create_stream(name, settings);
+    if (!s.ok()) return std::move(s).error();
+    return Status::OK();
+  }();
+  if (st.ok() || st.error().code != Errc::already_exists) return st;
+  return already_exists_as(name, settings, st.error());
+}
+
+// Creating an existing stream again, as RabbitMQ answers it: with the
+// settings it was created with, "already exists" (code 5); with others,
+// invalid_argument (code 17, precondition failed). Settings compare by
+// what was given: an argument given now and not then (or the reverse)
+// differs, as RabbitMQ compares arguments. When the existing stream's
+// settings cannot be read here (another node serves it and the catalog
+// keeps none), "already exists".
+Status StreamOps::already_exists_as(const std::string& name, const node::StreamSettings& settings,
+                                    Error exists) {
+  auto existing =
+      ownership_.load() ? d_.node->catalog_stream_settings(name) : d_.node->stream_settings(name);
+  if (!existing.ok() || *existing == settings) return exists;
+  return Error(Errc::invalid_argument,
+               fmt::format("stream {} exists with other arguments ({} now, {} at its creation)",
+                           name, node::settings_to_json(settings).dump(),
+                           node::settings_to_json(*existing).dump()));
 }
 
 // In a cluster a stream is created as a catalog entry with its settings

@@ -55,6 +55,8 @@ class StreamOps final : public StreamAdmin {
 
  private:
   Status create_cluster_stream(const std::string& name, const node::StreamSettings& settings);
+  Status already_exists_as(const std::string& name, const node::StreamSettings& settings,
+                           Error exists);
   proto::MetadataResponse cluster_metadata(const std::vector<std::string>& streams);
 
   const StreamOpsDeps d_;

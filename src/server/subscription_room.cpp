@@ -68,7 +68,10 @@ void SubscriptionRoom::on(const SubscribeRequest& r) {
   sub->served = *s;
   sub->credit = r.credit;
   sub->spec = r.offset;
-  if (sac) sub->sac_name = props["name"];
+  if (sac) {
+    sub->sac_name = props["name"];
+    sub->active = false;
+  }
   subscriptions_[r.subscription_id] = sub;
   counters_.consumers += 1;
   (*s)->watch(session_.watcher());
@@ -185,6 +188,14 @@ void SubscriptionRoom::on(const CreditRequest& r) {
     return;
   }
   const SubPtr& s = it->second;
+  if (!s->active) {
+    // As RabbitMQ: credit for a consumer its group has not activated (left
+    // over from when it was active) is kept for its activation, and the
+    // client is told.
+    s->credit = std::min<uint32_t>(s->credit + r.credit, 65535);
+    send_message(session_, CreditResponse{ResponseCode::precondition_failed, r.subscription_id});
+    return;
+  }
   if (s->replica) {
     s->replica->add_credit(r.credit);
   } else if (s->delivery) {
@@ -251,12 +262,15 @@ void SubscriptionRoom::run_sac_effect(const SacEffect& e) {
     }
     case SacEffect::Kind::activate:
       s->generation += 1;
+      s->active = true;
       if (s->delivery) s->delivery->stop();
       s->delivery.reset();
-      start_delivery(s, to_log_spec(s->spec));
+      start_delivery(s, to_log_spec(s->answered.value_or(s->spec)));
+      s->answered.reset();
       break;
     case SacEffect::Kind::deactivate:
       s->generation += 1;
+      s->active = false;
       if (s->delivery) {
         // Credit not used by the stepping-down delivery stays with the
         // subscription for its next activation.
@@ -278,12 +292,53 @@ void SubscriptionRoom::on(const ConsumerUpdateResponse& r) {
   auto it = subscriptions_.find(sub_id);
   if (it == subscriptions_.end() || it->second->sac_name.empty()) return;
   SubPtr s = it->second;
-  if (r.code == ResponseCode::ok) s->spec = r.offset;
+  // Offset type none: an active consumer starts where it subscribed, an
+  // inactive one has nothing to say (the Java client's answer to a
+  // deactivation). Either way the group goes on.
+  s->answered.reset();
+  if (r.code == ResponseCode::ok && r.offset) s->answered = *r.offset;
   ConsumerRef ref{session_.id(), sub_id};
   std::string stream = s->stream, name = s->sac_name;
   sac_.step([&](SacGroups& g, SacTime now) {
     return g.consumer_update_answered(stream, name, ref, now);
   });
+}
+
+// Where a subscription with this offset spec would start: the first offset
+// of the first chunk it would be delivered (the end of the stream when
+// there is none yet).
+void SubscriptionRoom::on(const ResolveOffsetSpecRequest& r) {
+  auto s = streams_.served(r.stream);
+  if (!s.ok()) {
+    send_message(session_,
+                 ResolveOffsetSpecResponse{r.correlation_id, streams_.missing_code(r.stream),
+                                           uint16_t(OffsetType::offset), 0});
+    return;
+  }
+  using Resolved = Result<uint64_t>;
+  run_task<Resolved>(
+      tasks_, session_.strand(), kStreamOpDeadline, "resolve an offset spec on " + r.stream,
+      [stream = (*s)->stream(), spec = to_log_spec(r.offset)]() -> Resolved {
+        STRATA_ASSIGN_OR_RETURN(auto reader, stream->open_reader(spec));
+        // The chunk a subscription would be sent first (osiris resolves an
+        // offset to the id of the chunk holding it); past the end, where
+        // the next chunk will start.
+        STRATA_ASSIGN_OR_RETURN(auto first, reader->next_chunk_location());
+        return first ? first->header.first_offset : reader->next_offset();
+      },
+      [hold = session_.hold(), this, corr = r.correlation_id,
+       name = r.stream](TaskOutcome<Resolved> out) {
+        ResolveOffsetSpecResponse resp{corr, ResponseCode::ok, uint16_t(OffsetType::offset), 0};
+        if (out.end == TaskEnd::completed && out.value->ok()) {
+          resp.offset = **out.value;
+        } else {
+          const Error& e = out.end == TaskEnd::completed ? out.value->error() : out.error;
+          spdlog::info("connection {}: resolving an offset spec on {}: {}", session_.id(), name,
+                       e.to_string());
+          resp.code = ResponseCode::no_offset;
+        }
+        send_message(session_, resp);
+      });
 }
 
 // ---- the stream or the connection goes ----

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/task.h"
@@ -34,6 +35,7 @@ class SubscriptionRoom {
   void on(const proto::CreditRequest& r);
   void on(const proto::UnsubscribeRequest& r);
   void on(const proto::ConsumerUpdateResponse& r);
+  void on(const proto::ResolveOffsetSpecRequest& r);
   // A single-active-consumer effect for one of this connection's
   // subscriptions. Any thread.
   void sac_effect(const SacEffect& e);
@@ -55,10 +57,14 @@ class SubscriptionRoom {
     std::shared_ptr<ReplicaFeed> replica;
     uint32_t credit = 0;  // given before the delivery started
     bool closed = false;
-    // Single active consumer: the group's name ("" when not one) and the
-    // offset spec the client answered its activation with.
-    std::string sac_name;
+    // Where the subscription said to start.
     proto::OffsetSpec spec;
+    // Single active consumer: the group's name ("" when not one), whether
+    // the group made it the active one, and the offset spec the client
+    // answered its coming activation with (none: `spec`).
+    std::string sac_name;
+    bool active = true;
+    std::optional<proto::OffsetSpec> answered;
     uint64_t generation = 0;  // bumped by every (de)activation
   };
   using SubPtr = std::shared_ptr<Subscription>;

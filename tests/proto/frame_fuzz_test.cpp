@@ -49,7 +49,13 @@ std::vector<Bytes> corpus() {
                                .binding_keys = {"b"},
                                .arguments = {{"x", "y"}}});
   add(ExchangeCommandVersionsRequest{.correlation_id = 1, .versions = {{1, 1, 1}}});
-  add(ConsumerUpdateResponse{.correlation_id = 1, .offset = {OffsetType::offset, 3}});
+  add(ConsumerUpdateResponse{.correlation_id = 1, .offset = OffsetSpec{OffsetType::offset, 3}});
+  add(ConsumerUpdateResponse{.correlation_id = 2, .offset = std::nullopt});
+  add(ResolveOffsetSpecRequest{.correlation_id = 3,
+                               .stream = "s",
+                               .offset = {OffsetType::timestamp, 5},
+                               .properties = {{"filter.0", "a"}}});
+  add(ResolveOffsetSpecResponse{.correlation_id = 3, .offset = 7});
   add(CreditRequest{.subscription_id = 1, .credit = 2});
   add(StoreOffsetRequest{.reference = "r", .stream = "s", .offset = 1});
   add(TuneFrame{.frame_max = 1, .heartbeat = 2});

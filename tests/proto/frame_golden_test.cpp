@@ -55,6 +55,40 @@ TEST(ProtoGolden, TuneAnswerWithTheResponseBitIsTheTuneFrame) {
   EXPECT_EQ(*p, *d);
 }
 
+// The Java client's answer to a ConsumerUpdate telling a consumer it is no
+// longer active: offset type 0, "none", and nothing after it. A Subscribe's
+// offset spec never has type 0.
+TEST(ProtoGolden, ConsumerUpdateAnswerWithOffsetTypeNone) {
+  expect_golden(ConsumerUpdateResponse{.correlation_id = 5, .offset = std::nullopt},
+                B({0, 0, 0, 12, 0x80, 0x1a, 0, 1, 0, 0, 0, 5, 0, 1, 0, 0}));
+  const Bytes subscribe =
+      B({0, 0, 0, 20, 0, 0x07, 0, 1, 0, 0, 0, 5, 2, 0, 1, 's', 0, 0, 0, 10, 0, 0, 0, 0});
+  auto d = decode_client_frame(BytesView(subscribe).substr(4));
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message.find("unknown offset type 0"), std::string::npos)
+      << d.error().message;
+}
+
+// ResolveOffsetSpec (0x1f, RabbitMQ 4.3): stream, offset spec, properties;
+// the answer's type is offset (4). A request without the properties count
+// reads as one without properties, as RabbitMQ reads it.
+TEST(ProtoGolden, ResolveOffsetSpec) {
+  expect_golden(ResolveOffsetSpecRequest{.correlation_id = 7,
+                                         .stream = "s",
+                                         .offset = {OffsetType::timestamp, 258},
+                                         .properties = {}},
+                B({0, 0, 0, 25, 0, 0x1f, 0, 1, 0, 0, 0, 7, 0, 1, 's',
+                   0, 5, 0, 0,  0, 0,    0, 0, 1, 2, 0, 0, 0, 0}));
+  const Bytes bare = B({0, 0, 0, 13, 0, 0x1f, 0, 1, 0, 0, 0, 7, 0, 1, 's', 0, 1});
+  auto d = decode_client_frame(BytesView(bare).substr(4));
+  ASSERT_TRUE(d.ok()) << d.error().to_string();
+  EXPECT_EQ(std::get<ResolveOffsetSpecRequest>(*d),
+            (ResolveOffsetSpecRequest{
+                .correlation_id = 7, .stream = "s", .offset = {OffsetType::first, 0}, .properties = {}}));
+  expect_golden(ResolveOffsetSpecResponse{.correlation_id = 7, .offset = 258},
+                B({0, 0, 0, 20, 0x80, 0x1f, 0, 1, 0, 0, 0, 7, 0, 1, 0, 4, 0, 0, 0, 0, 0, 0, 1, 2}));
+}
+
 TEST(ProtoGolden, SubscribeFromOffset) {
   // correlation 5 | subscription 2 | stream "s" | offset type 4, offset 258
   // | credit 10 | 0 properties

@@ -33,7 +33,10 @@ TEST(Handshake, StepsInOrder) {
   s = after(s, proto::kOpen);
   EXPECT_EQ(s, HandshakeState::open);
   EXPECT_TRUE(command_allowed(s, proto::kPublish));
-  EXPECT_FALSE(command_allowed(s, proto::kSaslAuthenticate));
+  // Re-authentication (a refreshed token); not the handshake's other steps.
+  EXPECT_TRUE(command_allowed(s, proto::kSaslAuthenticate));
+  EXPECT_FALSE(command_allowed(s, proto::kSaslHandshake));
+  EXPECT_FALSE(command_allowed(s, proto::kPeerProperties));
   EXPECT_FALSE(command_allowed(s, proto::kOpen));
   EXPECT_EQ(after(s, proto::kClose), HandshakeState::closing);
   EXPECT_FALSE(command_allowed(HandshakeState::closing, proto::kPublish));
@@ -114,12 +117,28 @@ TEST(StreamArgs, BadArgumentsNamed) {
                                                         {"x-strata-fragment-max-age-ms", "0"},
                                                         {"x-strata-confirm", "sometimes"},
                                                         {"x-strata-confirm", ""},
-                                                        {"x-unknown", "1"}}) {
+                                                        {"stream-filter-size-bytes", "15"},
+                                                        {"stream-filter-size-bytes", "256"},
+                                                        {"x-strata-unknown", "1"}}) {
     auto a = parse_stream_args({{k, v}});
     ASSERT_FALSE(a.ok()) << k << "=" << v;
     EXPECT_EQ(a.error().code, Errc::invalid_argument);
     EXPECT_NE(a.error().message.find(k), std::string::npos) << a.error().message;
   }
+}
+
+// Names strata does not know are ignored, as RabbitMQ ignores them, and
+// listed for the log; strata's own prefix is checked.
+TEST(StreamArgs, UnknownNamesAreIgnoredAndListed) {
+  std::vector<std::string> ignored;
+  auto a = parse_stream_args(
+      {{"x-queue-type", "stream"}, {"max-age", "1h"}, {"x-unknown", "1"}}, &ignored);
+  ASSERT_TRUE(a.ok()) << a.error().to_string();
+  EXPECT_EQ(a->max_age_ms, 3'600'000);
+  EXPECT_EQ(ignored, (std::vector<std::string>{"x-queue-type", "x-unknown"}));
+  auto f = parse_stream_args({{"stream-filter-size-bytes", "255"}});
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->filter_size_bytes, 255u);
 }
 
 }  // namespace
