@@ -24,6 +24,9 @@ packages=(
   # Codecs of compressed sub-batches (log/sub_batch_codec.h); the gzip, zstd
   # and lz4 programs compress independently in its tests.
   zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev gzip zstd lz4
+  # xxHash: the hash of the Bloom filter each chunk keeps of its messages'
+  # filter values (log/chunk_filter.h).
+  libxxhash-dev
   # ISA-L: zlib-compatible CRC32 (the stream protocol's chunk checksum) at
   # several times zlib's speed.
   libisal-dev

@@ -67,6 +67,10 @@ struct LogOptions {
   // coalesced batches are packed into chunks up to this size.
   uint64_t max_chunk_bytes = 8ull << 20;
 
+  // Bytes of the filter a chunk keeps of its messages' filter values
+  // (log/chunk_filter.h; 16..255): the stream's stream-filter-size-bytes.
+  uint32_t filter_size_bytes = 16;
+
   // Writer epoch stamped on new chunks. nullopt: the epoch of the last
   // chunk (1 for an empty log). An epoch lower than the last chunk's is
   // refused (a deposed writer must not append).

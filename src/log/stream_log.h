@@ -59,6 +59,7 @@
 
 #include "common/fs.h"
 #include "common/mapped_range.h"
+#include "log/chunk_filter.h"
 #include "log/hooks.h"
 #include "log/log_files.h"
 #include "log/log_options.h"
@@ -87,6 +88,10 @@ struct EntryBatch {
   uint32_t num_records = 0;     // offsets they occupy (1 per simple entry, nrec per sub-batch)
   std::string_view writer_ref;  // empty: none (at most 255 bytes)
   uint64_t writer_seq = 0;      // highest publishing id in this batch
+  // The messages' filter values (Publish v2), null when none has one; the
+  // chunk that holds the batch keeps a filter of them (log/chunk_filter.h).
+  // Read during the append only.
+  const FilterValues* filter = nullptr;
 };
 
 // The background seal syncs of FsyncPolicy::never (for tests and metrics).

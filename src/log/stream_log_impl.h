@@ -160,6 +160,7 @@ class StreamLog::Impl {
     // a segment's first chunk carries.
     WriterSequences writers;
     Bytes trailer;  // the trailer of the chunk being built
+    Bytes filter;   // its filter section (empty: none)
   };
 
   // A sealed segment waiting for its background sync (fsync=never).

@@ -30,6 +30,7 @@ struct StreamLog::Impl::PendingAppend : GroupCommitWaiter {
   uint32_t num_records = 0;  // offsets it occupies
   std::string_view writer_ref;
   uint64_t writer_seq = 0;
+  const FilterValues* filter = nullptr;
   uint64_t data_bytes = 0;
   Result<AppendResult> result{Error(Errc::internal, "append not processed")};
 };
@@ -105,6 +106,7 @@ Status StreamLog::Impl::check_entry_batch(const EntryBatch& b, PendingAppend* w)
   w->num_records = b.num_records;
   w->writer_ref = b.writer_ref;
   w->writer_seq = b.writer_seq;
+  w->filter = b.filter && !b.filter->empty() ? b.filter : nullptr;
   w->data_bytes = b.entries.size();
   return Status::OK();
 }
@@ -217,7 +219,24 @@ Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
       }
       delta.writers.assign(seen.begin(), seen.end());
     }
-    w_.trailer.clear();
+    // The filter of the messages' values, when one has a value: the
+    // trailer's first section (log/chunk_filter.h).
+    w_.filter.clear();
+    {
+      FilterValues values;
+      bool any = false;
+      for (size_t k = i; k < j; ++k) {
+        if (group[k]->filter) {
+          values.merge(*group[k]->filter);
+          any = true;
+        } else {
+          values.unfiltered = true;
+        }
+      }
+      if (any)
+        encode_filter_section(build_chunk_filter(values, opts_.filter_size_bytes), &w_.filter);
+    }
+    w_.trailer.assign(w_.filter);
     if (!delta.writers.empty()) encode_writer_trailer(delta, &w_.trailer);
     if (w_.chunks > 0 &&
         (w_.pos + kChunkHeaderSize + bytes + w_.trailer.size() > opts_.max_segment_bytes ||
@@ -231,7 +250,7 @@ Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
       WriterTrailer snapshot;
       snapshot.snapshot = true;
       snapshot.writers.assign(w_.writers.begin(), w_.writers.end());
-      w_.trailer.clear();
+      w_.trailer.assign(w_.filter);
       encode_writer_trailer(snapshot, &w_.trailer);
     }
     const uint64_t chunk_size = kChunkHeaderSize + bytes + w_.trailer.size();

@@ -7,6 +7,7 @@
 #include "common/endian.h"
 #include "common/file_window.h"
 #include "log/chunk.h"
+#include "log/chunk_filter.h"
 #include "log/log_files.h"
 #include "log/log_limits.h"
 
@@ -37,6 +38,11 @@ Result<WriterTrailer> decode_writer_trailer(BytesView in, const std::string& whe
   auto bad = [&](size_t at, const std::string& why) {
     return Error(Errc::corrupt, fmt::format("{}: writer trailer byte {}: {}", where, at, why));
   };
+  // The chunk's filter section comes first when there is one; a trailer
+  // of only a filter names no writer.
+  const size_t skipped = in.size() - skip_filter_section(in).size();
+  in = in.substr(skipped);
+  if (in.empty()) return WriterTrailer{};
   if (in.size() < kTrailerHeaderSize) return bad(0, "truncated header");
   const uint8_t* p = u8(in.data());
   if (p[0] != kWriterTrailerFormat) return bad(0, fmt::format("unknown format {}", p[0]));
@@ -91,7 +97,8 @@ Result<std::optional<WriterSequences>> load_writer_sequences(File& f, const std:
     STRATA_ASSIGN_OR_RETURN(
         BytesView body, w.read(pos + kChunkHeaderSize, size_t(h.total_size() - kChunkHeaderSize)));
     STRATA_TRY(verify_chunk_body(h, body, where));
-    if (h.trailer_len > 0) {
+    // A trailer may hold only the chunk's filter (log/chunk_filter.h).
+    if (!skip_filter_section(body.substr(h.data_len)).empty()) {
       STRATA_ASSIGN_OR_RETURN(WriterTrailer t,
                               decode_writer_trailer(body.substr(h.data_len), where));
       apply_writer_trailer(t, &map);

@@ -134,6 +134,7 @@ Result<StreamEntry> Node::Impl::build_entry(const std::string& name, const OpenM
   log::LogOptions lo = cfg.log_options();
   lo.max_segment_bytes = e.effective.segment_bytes;
   lo.retention = e.effective.local_retention;
+  lo.filter_size_bytes = e.effective.filter_size_bytes;
   if (e.effective.tiering) {
     STRATA_TRY(tier::validate_stream_name(name));
     e.hooks = std::make_shared<tier::TieringHooks>();

@@ -1,6 +1,7 @@
 #include "server/delivery.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <asio/post.hpp>
@@ -38,6 +39,7 @@ struct ReadBatch {
   uint64_t coalesced = 0;
   std::optional<OpenDeliver> open;
   uint64_t skipped = 0;
+  uint64_t filtered = 0;
   uint64_t crc_computed = 0;
   uint64_t sendfile = 0;
   bool caught_up = false;
@@ -118,7 +120,25 @@ bool goes_by_sendfile(const tier::TieredChunk& c, const DeliveryOptions& o) {
 // whose first entry is simple as simple entries only, and one whose first is
 // a sub-batch as that one sub-batch.
 bool joins_open(const tier::TieredChunk& c, const ReadBatch& b, const DeliveryOptions& o) {
-  return b.open && !goes_by_sendfile(c, o) && joinable(b.open->header, c.header, o.coalesce_bytes);
+  return b.open && !o.filter && !goes_by_sendfile(c, o) &&
+         joinable(b.open->header, c.header, o.coalesce_bytes);
+}
+
+// The filter a chunk keeps (log/chunk_filter.h; empty: none), from its
+// trailer: in the chunk's bytes when it was read, else one small pread of
+// the trailer's first section.
+Result<BytesView> chunk_filter(const tier::TieredChunk& c, Bytes* buf) {
+  const auto& h = c.header;
+  if (h.trailer_len == 0) return BytesView();
+  const std::string where = fmt::format("chunk at offset {}", h.first_offset);
+  if (!c.bytes.empty()) {
+    return log::chunk_filter_of(c.bytes.substr(log::kChunkHeaderSize + h.data_len, h.trailer_len),
+                                where);
+  }
+  const size_t n = std::min<size_t>(h.trailer_len, 2 + log::kMaxChunkFilterBytes);
+  buf->resize(n);
+  STRATA_TRY(read_exact(*c.file, c.position + log::kChunkHeaderSize + h.data_len, buf->data(), n));
+  return log::chunk_filter_of(*buf, where);
 }
 
 // Adds one chunk to the batch: a frame of its own when its body goes by
@@ -128,18 +148,36 @@ bool joins_open(const tier::TieredChunk& c, const ReadBatch& b, const DeliveryOp
 // after all and the batch has max_chunks Delivers; the caller carries it.
 Result<bool> add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uint64_t committed,
                        uint32_t max_chunks, ReadBatch* b, uint64_t* mem) {
-  const size_t head = proto::deliver_head_size(o.version);
+  // A filtered subscription: a chunk the filter rules out is passed over
+  // (true: nothing more to do with it); the others go out with their
+  // filter after the osiris header, as osiris delivers them.
+  Bytes filter_buf;
+  BytesView filter;
+  if (o.filter) {
+    STRATA_ASSIGN_OR_RETURN(filter, chunk_filter(c, &filter_buf));
+    if (!o.filter->may_match(filter)) {
+      b->filtered += 1;
+      return true;
+    }
+  }
+  const size_t head = proto::deliver_head_size(o.version) + filter.size();
   const uint64_t data_pos = c.position + log::kChunkHeaderSize;
   std::optional<uint32_t> crc = stored_wire_crc(c.header);
   const uint64_t committed_id = std::max(committed, c.header.first_offset);
+  auto osiris_header = [&](uint32_t data_crc) {
+    proto::OsirisChunkHeader oh = osiris_header_for(c.header, data_crc);
+    oh.bloom_size = uint8_t(filter.size());
+    return oh;
+  };
   if (goes_by_sendfile(c, o)) {
     const int fd = c.file->native_handle();
     b->open.reset();
     auto f = std::make_shared<ChunkFrame>();
     f->chunk_id = c.header.first_offset;
     f->num_records = c.header.num_records;
-    proto::encode_deliver_head(o.version, o.subscription_id, committed_id,
-                               osiris_header_for(c.header, *crc), &f->bytes);
+    proto::encode_deliver_head(o.version, o.subscription_id, committed_id, osiris_header(*crc),
+                               &f->bytes);
+    f->bytes.append(filter.data(), filter.size());
     f->file = FileSpan{c.file, fd, data_pos, c.header.data_len};
     b->sendfile += 1;
     b->chunks += 1;
@@ -211,8 +249,9 @@ Result<bool> add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uin
     f->joined += 1;
     return true;
   }
-  const proto::OsirisChunkHeader oh = osiris_header_for(c.header, *crc);
+  const proto::OsirisChunkHeader oh = osiris_header(*crc);
   proto::encode_deliver_head(o.version, o.subscription_id, committed_id, oh, &h);
+  h.append(filter.data(), filter.size());
   std::memcpy(f->bytes.data() + at, h.data(), head);
   f->chunks += 1;
   b->chunks += 1;
@@ -460,6 +499,7 @@ void Delivery::start_read(uint32_t n) {
         ReadBatch& b = *out.value;
         self->queued_chunks_ += b.chunks;
         self->st_.skipped_chunks += b.skipped;
+        self->st_.filtered_chunks += b.filtered;
         self->st_.coalesced_chunks += b.coalesced;
         self->st_.crc_computed += b.crc_computed;
         self->st_.sendfile_chunks += b.sendfile;

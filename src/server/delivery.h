@@ -64,6 +64,7 @@
 #include "common/result.h"
 #include "common/task.h"
 #include "log/chunk.h"
+#include "log/chunk_filter.h"
 #include "node/stream_handle.h"
 #include "proto/osiris_chunk.h"
 #include "server/delivery_limit.h"
@@ -161,6 +162,11 @@ struct DeliveryOptions {
   // otherwise reach them as many small chunks. The server's default is
   // ServerSettings::coalesce_bytes (server/serve_config.h).
   uint64_t coalesce_bytes = 0;
+  // Subscribe's filter.N / match-unfiltered: only the chunks whose filter
+  // may hold a wanted message are sent, each with its filter (bloom_size
+  // and bytes, as osiris sends them). Null: every chunk, without filter
+  // bytes. Filtered deliveries never join chunks.
+  std::shared_ptr<const log::FilterMatcher> filter;
   uint32_t batch_chunks = 32;         // chunks one read job prepares, at most
   uint64_t batch_bytes = 1ull << 20;  // in-memory bodies one read job prepares
   // (also the most one ChunkFrame of several chunks holds)
@@ -177,6 +183,7 @@ struct DeliveryStats {
   uint64_t memory_chunks = 0;     // bodies in memory
   uint64_t crc_computed = 0;      // chunks whose wire CRC was computed at delivery
   uint64_t skipped_chunks = 0;    // non-user chunks not delivered
+  uint64_t filtered_chunks = 0;   // chunks the subscription's filter ruled out
   uint64_t coalesced_chunks = 0;  // stored chunks delivered inside the previous one
   uint64_t read_jobs = 0;
   uint64_t wakeups = 0;      // caught up, then woken by a commit

@@ -28,6 +28,19 @@ log::OffsetSpec to_log_spec(const proto::OffsetSpec& s) {
   return log::OffsetSpec::next();
 }
 
+// Subscribe's filter (RabbitMQ 3.13): the values of every property named
+// filter.<anything>, and match-unfiltered = true; none without a filter.
+std::shared_ptr<const log::FilterMatcher> filter_of(const Properties& props) {
+  std::vector<std::string> values;
+  bool match_unfiltered = false;
+  for (const auto& [k, v] : props) {
+    if (k.starts_with("filter.")) values.push_back(v);
+    if (k == "match-unfiltered") match_unfiltered = v == "true";
+  }
+  if (values.empty()) return nullptr;
+  return std::make_shared<const log::FilterMatcher>(std::move(values), match_unfiltered);
+}
+
 }  // namespace
 
 SubscriptionRoom::SubscriptionRoom(Session& session, const HandshakeRoom& handshake,
@@ -68,6 +81,7 @@ void SubscriptionRoom::on(const SubscribeRequest& r) {
   sub->served = *s;
   sub->credit = r.credit;
   sub->spec = r.offset;
+  sub->filter = filter_of(r.properties);
   if (sac) {
     sub->sac_name = props["name"];
     sub->active = false;
@@ -92,11 +106,14 @@ void SubscriptionRoom::on(const SubscribeRequest& r) {
 // A consumer of a stream another node owns: remote offsets read from the
 // bucket here, the tail forwarded from the owner (replica_feed.h). Single
 // active consumer groups live on the owner: such a subscription keeps the
-// owner-only answer.
+// owner-only answer. So does a filtered one: the feed does not read chunk
+// filters, and a filtered consumer must never be sent a chunk its filter
+// rules out.
 bool SubscriptionRoom::subscribe_replica(const SubscribeRequest& r) {
   for (const auto& [k, v] : r.properties) {
     if (k == "single-active-consumer" && v == "true") return false;
   }
+  if (filter_of(r.properties)) return false;
   auto env = replicas_.replica_env(r.stream);
   if (!env.ok()) return false;
   env->coalesce_bytes = coalesce_limit();
@@ -168,6 +185,7 @@ void SubscriptionRoom::on_reader(const SubPtr& sub, uint64_t generation,
   opts.subscription_id = sub->id;
   opts.version = handshake_.deliver_version();
   opts.coalesce_bytes = coalesce_limit();
+  opts.filter = sub->filter;
   std::weak_ptr<void> weak = session_.hold();
   sub->delivery = Delivery::start(
       std::move(*out.value).value(), sub->served->stream(), session_.frames(), session_.strand(),

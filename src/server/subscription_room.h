@@ -59,6 +59,8 @@ class SubscriptionRoom {
     bool closed = false;
     // Where the subscription said to start.
     proto::OffsetSpec spec;
+    // Its filter.N values and match-unfiltered (null: none).
+    std::shared_ptr<const log::FilterMatcher> filter;
     // Single active consumer: the group's name ("" when not one), whether
     // the group made it the active one, and the offset spec the client
     // answered its coming activation with (none: `spec`).
