@@ -51,6 +51,12 @@ Registrar reg_perf([](CLI::App& app, Context& ctx) {
                   "consumer reads (then stop; fewer is a failure)");
   cmd->add_option("--offset,-o", flags->offset, "first|last|next|OFFSET|@MS_SINCE_EPOCH")
       ->capture_default_str();
+  cmd->add_option(
+         "--filter-values", o.filter_values,
+         "Publish with filter values (Publish v2): frame k's messages carry \"v<k mod N>\"")
+      ->capture_default_str();
+  cmd->add_option("--filter", o.filter,
+                  "Consume with a filter (filter.0): only chunks that may hold this value");
   cmd->add_option("--credit", o.initial_credit, "Initial credit (chunks) per consumer")
       ->capture_default_str();
   cmd->add_option("--drain-timeout", o.drain_timeout_s,

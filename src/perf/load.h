@@ -36,6 +36,7 @@ struct RunStats {
   uint64_t consumed = 0;      // this run's messages, all consumers
   uint64_t consumed_all = 0;  // every record delivered at or after the start offset
   uint64_t consumed_bytes = 0;
+  uint64_t chunk_bytes = 0;  // Deliver frames' chunks as received (header, filter, data)
   uint64_t chunks = 0;
   uint64_t crc_errors = 0;
   uint64_t gaps = 0;
@@ -78,6 +79,7 @@ class Producer {
   uint32_t max_entries_per_frame_ = 1;
   uint64_t t0_ns_ = 0;
   uint64_t next_id_ = 1;
+  uint64_t frames_published_ = 0;  // for the filter value of the next frame
   uint64_t sent_msgs_ = 0;
   uint64_t in_flight_ = 0;
   bool stopped_ = false;

@@ -25,6 +25,12 @@ struct PerfOptions {
   uint64_t messages = 0;            // >0: publish this many in all, then stop
   proto::OffsetSpec offset{proto::OffsetType::next, 0};
   uint16_t initial_credit = 10;
+  // Stream filtering (RabbitMQ 3.13): >0, producers publish with Publish v2
+  // and give every message of a frame the filter value "v<k>", k the
+  // frame's number modulo filter_values; non-empty, consumers subscribe
+  // with filter.0 = `filter` (and get only the chunks that may hold it).
+  uint32_t filter_values = 0;
+  std::string filter;
   // After publishing stops: how long to wait for confirms and consumers.
   double drain_timeout_s = 30;
 };

@@ -30,10 +30,12 @@ Status load_server_section(JsonSection s, ServerSettings* out) {
   STRATA_TRY(s.integer_in("threads", &out->threads, 1, 64));
   STRATA_TRY(s.integer_in("max_connections", &out->max_connections, 1, 1u << 20));
   // Up to a day: a larger value would be no deadline at all.
-  STRATA_TRY(s.integer_in("consumer_update_timeout_ms", &out->consumer_update_timeout_ms, 1,
-                          86'400'000));
+  STRATA_TRY(
+      s.integer_in("consumer_update_timeout_ms", &out->consumer_update_timeout_ms, 1, 86'400'000));
   // Past 64 MiB one joined chunk would be a frame no client accepts.
   STRATA_TRY(s.integer_in("coalesce_bytes", &out->coalesce_bytes, 0, 64u << 20));
+  // Beyond 100 ms a linger is a latency no publisher would accept.
+  STRATA_TRY(s.integer_in("append_linger_us", &out->append_linger_us, 0, 100'000));
   // A minute at most: a closing connection holds its socket and buffers.
   STRATA_TRY(s.integer_in("close_linger_ms", &out->close_linger_ms, 0, 60'000));
   return s.no_unknown();

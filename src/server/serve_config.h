@@ -9,7 +9,8 @@
 //                 "frame_max": 1048576, "heartbeat_s": 60, "threads": 2,
 //                 "max_connections": 1024,
 //                 "consumer_update_timeout_ms": 60000,
-//                 "coalesce_bytes": 262144,                    0: chunks as stored
+//                 "coalesce_bytes": 0,                         0: chunks as stored
+//                 "append_linger_us": 2000,                    0: no linger
 //                 "close_linger_ms": 2000 },
 //     "users": [ { "name": "guest", "password": "guest" } ]     default: guest/guest
 //     "cluster": { "enabled": false, "node_id": "n1",
@@ -57,7 +58,14 @@ struct ServerSettings {
   uint32_t consumer_update_timeout_ms = 60'000;
   // Consecutive stored chunks a delivery reads together go out as one
   // chunk of up to this many data bytes (server/delivery.h; 0: as stored).
-  uint32_t coalesce_bytes = 256u << 10;
+  // Off by default: a joined chunk gives its later messages the first
+  // chunk's id and timestamp. Stored chunks are made larger instead
+  // (append_linger_us).
+  uint32_t coalesce_bytes = 0;
+  // Under `fsync = never` and sustained publishing, how long a stream's
+  // appender gathers Publish frames into one chunk (server/stream_appender.h,
+  // AppenderOptions::linger).
+  uint32_t append_linger_us = 2000;
   // After answering a client's Close, how long the connection stays open
   // to answer a repeated Close (server/connection.cpp, Connection::on
   // CloseRequest) unless the client closes its side first; 0: closed as

@@ -30,6 +30,11 @@ Result<std::shared_ptr<ServedStream>> ServedStreams::served(const std::string& n
   STRATA_ASSIGN_OR_RETURN(auto stream, node_.handle(name));
   AppenderOptions ao;
   ao.remote_timeout_ms = node_.config().tiering.remote_confirm_timeout_ms;
+  // Appends under `fsync = never` take microseconds: without a linger each
+  // Publish frame would be a chunk of its own under load.
+  if (node_.config().fsync == log::FsyncPolicy::never) {
+    ao.linger = std::chrono::microseconds(cfg_.server.append_linger_us);
+  }
   // Consumers of a remote-confirmed stream read only what is persisted. The
   // confirm mode comes from the handle only: the stream's setting, else the
   // node's default (node/stream_settings.h).

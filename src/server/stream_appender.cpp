@@ -68,6 +68,7 @@ struct StreamAppender::Impl : std::enable_shared_from_this<Impl> {
     proto::ResponseCode code = proto::ResponseCode::ok;
   };
   void start_locked();
+  void drain_locked();
   static void append_all(node::StreamHandle& stream, std::vector<Item>& items,
                          AppenderStats* stats);
   void finish(std::vector<Item> items, uint64_t through);
@@ -88,6 +89,12 @@ struct StreamAppender::Impl : std::enable_shared_from_this<Impl> {
   uint64_t next_group_ = 1;
   asio::steady_timer remote_timer_;
   std::optional<int64_t> remote_timer_at_;
+  // The linger (opts_.linger): when the last drain started, and the timer
+  // of a lingering one (guarded by mu_).
+  std::chrono::steady_clock::time_point last_drain_{};
+  asio::steady_timer linger_timer_;
+  bool lingering_ = false;
+  uint64_t queued_bytes_ = 0;
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;
   std::deque<Item> queue_;
@@ -105,7 +112,8 @@ StreamAppender::Impl::Impl(std::shared_ptr<node::StreamHandle> stream, asio::io_
       tasks_(std::move(tasks)),
       opts_(std::move(opts)),
       remote_(opts_.remote_timeout_ms),
-      remote_timer_(strand_) {}
+      remote_timer_(strand_),
+      linger_timer_(strand_) {}
 
 void StreamAppender::Impl::submit(std::weak_ptr<PublishSink> sink, uint8_t publisher_id,
                                   const std::string& ref,
@@ -136,6 +144,7 @@ void StreamAppender::Impl::submit(std::weak_ptr<PublishSink> sink, uint8_t publi
         cur.code = stop_code_;
         rejected.push_back(std::move(cur));
       } else {
+        queued_bytes_ += cur.entries.size();
         queue_.push_back(std::move(cur));
       }
       cur = Item();
@@ -169,6 +178,12 @@ void StreamAppender::Impl::submit(std::weak_ptr<PublishSink> sink, uint8_t publi
     }
     push();
     if (!ref.empty() && last) seqs_[ref] = *last;
+    if (lingering_ && queued_bytes_ >= opts_.linger_bytes) {
+      // Enough for a chunk: no need to wait out the linger.
+      lingering_ = false;
+      linger_timer_.cancel();
+      drain_locked();
+    }
     if (!stopped_) start_locked();
   }
   notify(rejected);
@@ -193,6 +208,13 @@ void StreamAppender::Impl::stop(ResponseCode code) {
       failed.push_back(std::move(it));
     }
     queue_.clear();
+    queued_bytes_ = 0;
+    if (lingering_) {
+      // Nothing is left to gather for.
+      lingering_ = false;
+      linger_timer_.cancel();
+      running_ = false;
+    }
     if (!running_) idle_cv_.notify_all();
   }
   notify(failed);
@@ -221,6 +243,28 @@ void StreamAppender::Impl::start_locked() {
   if (running_ || queue_.empty()) return;
   running_ = true;
   auto self = shared_from_this();
+  const auto now = std::chrono::steady_clock::now();
+  if (opts_.linger.count() > 0 && queued_bytes_ < opts_.linger_bytes &&
+      now - last_drain_ < opts_.linger) {
+    // Publishing is sustained: gather for the rest of the linger (or until
+    // linger_bytes are queued, see submit) before the next chunk.
+    lingering_ = true;
+    linger_timer_.expires_at(last_drain_ + opts_.linger);
+    linger_timer_.async_wait([self](asio::error_code) {
+      std::lock_guard l(self->mu_);
+      if (!self->lingering_) return;
+      self->lingering_ = false;
+      self->drain_locked();
+    });
+    return;
+  }
+  drain_locked();
+}
+
+// Takes the queue on the strand and appends it on the pool (running_ set).
+void StreamAppender::Impl::drain_locked() {
+  auto self = shared_from_this();
+  last_drain_ = std::chrono::steady_clock::now();
   // run_task must start on the strand that receives its outcome.
   asio::post(strand_, [self] {
     // The queue is taken here, not when the drain was asked for: the frames
@@ -232,6 +276,7 @@ void StreamAppender::Impl::start_locked() {
       items->assign(std::make_move_iterator(self->queue_.begin()),
                     std::make_move_iterator(self->queue_.end()));
       self->queue_.clear();
+      self->queued_bytes_ = 0;
     }
     auto stream = self->stream_;
     auto counted = std::make_shared<AppenderStats>();

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <asio/io_context.hpp>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -63,6 +64,14 @@ struct AppenderStats {
 
 struct AppenderOptions {
   int64_t remote_timeout_ms = 30'000;
+  // Under sustained publishing (a drain started less than `linger` ago) the
+  // next drain waits up to `linger`, or until `linger_bytes` are queued,
+  // so that each stored chunk holds more messages: consumers pay per chunk
+  // (a credit, a callback), and a log that appends as fast as `fsync =
+  // never` lets it would store a chunk per Publish frame. A publisher that
+  // sends now and then is appended at once. 0: no linger.
+  std::chrono::microseconds linger{0};
+  uint64_t linger_bytes = 1u << 20;
 };
 
 class StreamAppender {

@@ -65,5 +65,28 @@ TEST_F(ServePerf, SubEntryBatchesReadBackFromFirst) {
   EXPECT_EQ(b["consumed_all"].get<uint64_t>(), 13000u);
 }
 
+// Filter values and a filtered consumer: 10 000 messages in frames of 100
+// with 10 values (the frame's number modulo 10), one frame per chunk, then
+// a consumer of one value. It gets its value's chunks (each with the filter bytes osiris
+// sends, which strata perf skips like any client) and few others: far
+// fewer chunk bytes than the whole stream, no CRC error.
+TEST_F(ServePerf, FilterValuesAndAFilteredConsumer) {
+  // One frame in flight (the confirm window): one chunk per frame, so
+  // one value per chunk (chunks hold what was appended together).
+  auto a = perf({"--stream", "perf-filter", "--consumers", "0", "--messages", "10000",
+                 "--filter-values", "10", "--confirms", "100"});
+  EXPECT_EQ(a["confirmed"].get<uint64_t>(), 10000u) << a.dump(2);
+  auto all = perf(
+      {"--stream", "perf-filter", "--producers", "0", "--offset", "first", "--messages", "10000"});
+  EXPECT_TRUE(all["ok"].get<bool>()) << all.dump(2);
+  auto one = perf({"--stream", "perf-filter", "--producers", "0", "--offset", "first", "--messages",
+                   "1000", "--filter", "v3"});
+  EXPECT_TRUE(one["ok"].get<bool>()) << one.dump(2);
+  EXPECT_EQ(one["crc_errors"].get<uint64_t>(), 0u);
+  EXPECT_GE(one["consumed_all"].get<uint64_t>(), 1000u);
+  EXPECT_LT(one["chunk_bytes"].get<uint64_t>() * 3, all["chunk_bytes"].get<uint64_t>())
+      << one.dump(2) << all.dump(2);
+}
+
 }  // namespace
 }  // namespace strata::test

@@ -20,7 +20,8 @@ TEST(ServeConfig, DefaultsAndFlags) {
   ASSERT_EQ(c->server.users.size(), 1u);
   EXPECT_EQ(c->server.users[0].name, "guest");
   EXPECT_EQ(c->node.data_dir, "/tmp/x");
-  EXPECT_EQ(c->server.coalesce_bytes, 256u << 10);
+  EXPECT_EQ(c->server.coalesce_bytes, 0u);
+  EXPECT_EQ(c->server.append_linger_us, 2000u);
   EXPECT_EQ(c->server.close_linger_ms, 2000u);
 
   f.listen = "127.0.0.1:0";

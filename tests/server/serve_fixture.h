@@ -94,4 +94,11 @@ class ServeTest : public ::testing::Test {
   ServeProcess server_;
 };
 
+// "<prefix><from>", ..., n message bodies.
+inline std::vector<std::string> bodies(int n, const std::string& prefix, int from = 0) {
+  std::vector<std::string> v;
+  for (int i = from; i < from + n; ++i) v.push_back(prefix + std::to_string(i));
+  return v;
+}
+
 }  // namespace strata::test

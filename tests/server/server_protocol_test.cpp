@@ -15,12 +15,6 @@ namespace {
 
 using namespace proto;
 
-std::vector<std::string> bodies(int n, const std::string& prefix, int from = 0) {
-  std::vector<std::string> v;
-  for (int i = from; i < from + n; ++i) v.push_back(prefix + std::to_string(i));
-  return v;
-}
-
 // The sizes of a stream's segment files on disk.
 std::vector<uint64_t> segment_sizes(const std::string& stream_dir) {
   std::vector<uint64_t> out;
