@@ -246,7 +246,10 @@ void Consumer::on_chunk(BytesView chunk) {
   }
   stats_.chunks++;
   stats_.chunk_bytes += chunk.size();
-  BytesView data = chunk.substr(kOsirisChunkHeaderSize + h->bloom_size, h->data_len);
+  // The data follows the 48-byte header whatever its bloom size says:
+  // RabbitMQ 3.13 sends a chunk's stored header (bloom size included) but
+  // skips its filter bytes (osiris_log, select_amount_to_send).
+  BytesView data = chunk.substr(kOsirisChunkHeaderSize, h->data_len);
   // zlib's CRC32 through ISA-L (common/crc32.h): with zlib's own routine
   // the check took 40% of a consumer's CPU and capped what it can measure.
   uint32_t crc = crc32_zlib(data);

@@ -490,9 +490,15 @@ void ConsumerUpdateResponse::read(WireReader& r) {
   uint16_t t = r.u16("offset_type");
   if (!r.ok()) return;
   offset.reset();
-  if (t == kOffsetTypeNone) return;
-  offset.emplace();
-  offset->read_after_type(r, t);
+  if (t != kOffsetTypeNone) {
+    offset.emplace();
+    offset->read_after_type(r, t);
+  }
+  // As RabbitMQ reads it, whatever follows a type without a value is
+  // ignored: the Python client (rstream) answers with type 3 "next" and
+  // an 8-byte zero value.
+  const bool has_value = t == uint16_t(OffsetType::offset) || t == uint16_t(OffsetType::timestamp);
+  if (r.ok() && !has_value) r.raw(r.remaining(), "offset");
 }
 
 void ResolveOffsetSpecRequest::write(WireWriter& w) const {

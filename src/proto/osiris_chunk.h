@@ -6,7 +6,10 @@
 //   offset) | crc u32 (zlib CRC32 of the data section) | data_len u32 |
 //   trailer_len u32 | bloom_size u8 | reserved 3 bytes
 // then bloom_size bytes of filter, data_len bytes of entries, trailer_len
-// bytes of trailer. Entries:
+// bytes of trailer, as osiris stores a chunk. A Deliver to a consumer
+// carries the header and the entries only: osiris skips the filter and the
+// trailer of a user chunk (keeping their sizes in the header it sends), so
+// a reader finds the entries right after the header. Entries:
 //   simple:    0:1 len:31, then len bytes
 //   sub-batch: 1:1 compression:3 reserved:4, num_records u16,
 //              uncompressed_len u32, len u32, then len bytes

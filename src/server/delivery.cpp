@@ -149,35 +149,29 @@ Result<BytesView> chunk_filter(const tier::TieredChunk& c, Bytes* buf) {
 Result<bool> add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uint64_t committed,
                        uint32_t max_chunks, ReadBatch* b, uint64_t* mem) {
   // A filtered subscription: a chunk the filter rules out is passed over
-  // (true: nothing more to do with it); the others go out with their
-  // filter after the osiris header, as osiris delivers them.
-  Bytes filter_buf;
-  BytesView filter;
+  // (true: nothing more to do with it). The others go out as any chunk:
+  // osiris skips the filter bytes when it sends a user chunk to a
+  // consumer, and clients read the data right after the 48-byte header.
   if (o.filter) {
-    STRATA_ASSIGN_OR_RETURN(filter, chunk_filter(c, &filter_buf));
+    Bytes filter_buf;
+    STRATA_ASSIGN_OR_RETURN(BytesView filter, chunk_filter(c, &filter_buf));
     if (!o.filter->may_match(filter)) {
       b->filtered += 1;
       return true;
     }
   }
-  const size_t head = proto::deliver_head_size(o.version) + filter.size();
+  const size_t head = proto::deliver_head_size(o.version);
   const uint64_t data_pos = c.position + log::kChunkHeaderSize;
   std::optional<uint32_t> crc = stored_wire_crc(c.header);
   const uint64_t committed_id = std::max(committed, c.header.first_offset);
-  auto osiris_header = [&](uint32_t data_crc) {
-    proto::OsirisChunkHeader oh = osiris_header_for(c.header, data_crc);
-    oh.bloom_size = uint8_t(filter.size());
-    return oh;
-  };
   if (goes_by_sendfile(c, o)) {
     const int fd = c.file->native_handle();
     b->open.reset();
     auto f = std::make_shared<ChunkFrame>();
     f->chunk_id = c.header.first_offset;
     f->num_records = c.header.num_records;
-    proto::encode_deliver_head(o.version, o.subscription_id, committed_id, osiris_header(*crc),
-                               &f->bytes);
-    f->bytes.append(filter.data(), filter.size());
+    proto::encode_deliver_head(o.version, o.subscription_id, committed_id,
+                               osiris_header_for(c.header, *crc), &f->bytes);
     f->file = FileSpan{c.file, fd, data_pos, c.header.data_len};
     b->sendfile += 1;
     b->chunks += 1;
@@ -249,9 +243,8 @@ Result<bool> add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uin
     f->joined += 1;
     return true;
   }
-  const proto::OsirisChunkHeader oh = osiris_header(*crc);
+  const proto::OsirisChunkHeader oh = osiris_header_for(c.header, *crc);
   proto::encode_deliver_head(o.version, o.subscription_id, committed_id, oh, &h);
-  h.append(filter.data(), filter.size());
   std::memcpy(f->bytes.data() + at, h.data(), head);
   f->chunks += 1;
   b->chunks += 1;

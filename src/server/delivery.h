@@ -163,9 +163,9 @@ struct DeliveryOptions {
   // ServerSettings::coalesce_bytes (server/serve_config.h).
   uint64_t coalesce_bytes = 0;
   // Subscribe's filter.N / match-unfiltered: only the chunks whose filter
-  // may hold a wanted message are sent, each with its filter (bloom_size
-  // and bytes, as osiris sends them). Null: every chunk, without filter
-  // bytes. Filtered deliveries never join chunks.
+  // may hold a wanted message are sent (as any chunk: like osiris, without
+  // the filter bytes). Null: every chunk. Filtered deliveries never join
+  // chunks.
   std::shared_ptr<const log::FilterMatcher> filter;
   uint32_t batch_chunks = 32;         // chunks one read job prepares, at most
   uint64_t batch_bytes = 1ull << 20;  // in-memory bodies one read job prepares

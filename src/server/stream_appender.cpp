@@ -95,6 +95,7 @@ struct StreamAppender::Impl : std::enable_shared_from_this<Impl> {
   asio::steady_timer linger_timer_;
   bool lingering_ = false;
   uint64_t queued_bytes_ = 0;
+  uint64_t msgs_since_drain_ = 0;  // submitted since last_drain_
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;
   std::deque<Item> queue_;
@@ -160,6 +161,7 @@ void StreamAppender::Impl::submit(std::weak_ptr<PublishSink> sink, uint8_t publi
       if (!ref.empty()) last = m.publishing_id;
       cur.entries.append(m.entry);
       cur.num_entries += 1;
+      msgs_since_drain_ += 1;
       if (m.filter_value && !m.filter_value->empty()) {
         cur.filter.add(*m.filter_value);
         cur.has_filter = true;
@@ -244,8 +246,14 @@ void StreamAppender::Impl::start_locked() {
   running_ = true;
   auto self = shared_from_this();
   const auto now = std::chrono::steady_clock::now();
-  if (opts_.linger.count() > 0 && queued_bytes_ < opts_.linger_bytes &&
-      now - last_drain_ < opts_.linger) {
+  const auto since = now - last_drain_;
+  // Messages per second since the last drain started, by cross-multiplying.
+  const bool heavy =
+      double(msgs_since_drain_) * 1e9 >=
+      double(opts_.linger_min_rate) *
+          double(std::chrono::duration_cast<std::chrono::nanoseconds>(since).count());
+  if (opts_.linger.count() > 0 && queued_bytes_ < opts_.linger_bytes && since < opts_.linger &&
+      heavy) {
     // Publishing is sustained: gather for the rest of the linger (or until
     // linger_bytes are queued, see submit) before the next chunk.
     lingering_ = true;
@@ -265,6 +273,7 @@ void StreamAppender::Impl::start_locked() {
 void StreamAppender::Impl::drain_locked() {
   auto self = shared_from_this();
   last_drain_ = std::chrono::steady_clock::now();
+  msgs_since_drain_ = 0;
   // run_task must start on the strand that receives its outcome.
   asio::post(strand_, [self] {
     // The queue is taken here, not when the drain was asked for: the frames

@@ -64,14 +64,18 @@ struct AppenderStats {
 
 struct AppenderOptions {
   int64_t remote_timeout_ms = 30'000;
-  // Under sustained publishing (a drain started less than `linger` ago) the
+  // Under heavy publishing — a drain started less than `linger` ago and
+  // messages arriving since at `linger_min_rate` per second or more — the
   // next drain waits up to `linger`, or until `linger_bytes` are queued,
   // so that each stored chunk holds more messages: consumers pay per chunk
   // (a credit, a callback), and a log that appends as fast as `fsync =
-  // never` lets it would store a chunk per Publish frame. A publisher that
-  // sends now and then is appended at once. 0: no linger.
+  // never` lets it would store a chunk per Publish frame. Below that rate
+  // (a publisher that sends now and then, or a paced one whose confirm
+  // latency matters more than chunk size) frames are appended at once.
+  // 0: no linger.
   std::chrono::microseconds linger{0};
   uint64_t linger_bytes = 1u << 20;
+  uint64_t linger_min_rate = 50'000;
 };
 
 class StreamAppender {

@@ -156,5 +156,40 @@ TEST(ChunkFilter, TheLogStoresEachChunksFilter) {
   EXPECT_FALSE(FilterMatcher({"emea"}, false).may_match(filters[2]));
 }
 
+// The trailer decoders on random and mutated bytes: an answer or a
+// corrupt error, never a read outside the trailer (the sanitizer stage
+// runs this too), and a filter returned is within the trailer and 16..255
+// bytes.
+TEST(ChunkFilter, TrailerDecodersOnRandomBytes) {
+  Random rng(20261203);
+  Bytes good;
+  encode_filter_section(build_chunk_filter(values_of({"a", "b"}), 17), &good);
+  WriterTrailer w;
+  w.writers = {{"p", 1}, {"q", 2}};
+  encode_writer_trailer(w, &good);
+  for (int i = 0; i < 20000; ++i) {
+    Bytes t;
+    if (i % 2 == 0) {
+      t = good.substr(0, rng.next() % (good.size() + 1));
+      if (!t.empty()) t[rng.next() % t.size()] = char(rng.next());
+    } else {
+      t.resize(rng.next() % 40);
+      for (char& c : t) c = char(rng.next());
+      if (!t.empty() && rng.next() % 2) t[0] = char(kFilterTrailerSection);
+    }
+    auto f = chunk_filter_of(t, "fuzz");
+    if (f.ok()) {
+      EXPECT_TRUE(f->empty() || (f->size() >= kMinChunkFilterBytes && f->size() + 2 <= t.size()));
+      FilterMatcher({"a"}, true).may_match(*f);
+    } else {
+      EXPECT_EQ(f.code(), Errc::corrupt);
+    }
+    auto wt = decode_writer_trailer(t, "fuzz");
+    if (!wt.ok()) {
+      EXPECT_EQ(wt.code(), Errc::corrupt);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace strata::log

@@ -67,8 +67,7 @@ TEST_F(ServePerf, SubEntryBatchesReadBackFromFirst) {
 
 // Filter values and a filtered consumer: 10 000 messages in frames of 100
 // with 10 values (the frame's number modulo 10), one frame per chunk, then
-// a consumer of one value. It gets its value's chunks (each with the filter bytes osiris
-// sends, which strata perf skips like any client) and few others: far
+// a consumer of one value. It gets its value's chunks and few others: far
 // fewer chunk bytes than the whole stream, no CRC error.
 TEST_F(ServePerf, FilterValuesAndAFilteredConsumer) {
   // One frame in flight (the confirm window): one chunk per frame, so

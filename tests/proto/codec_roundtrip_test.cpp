@@ -24,6 +24,10 @@ template <typename T>
 constexpr bool kOptionalTail =
     std::is_same_v<T, SubscribeRequest> || std::is_same_v<T, SaslAuthenticateResponse> ||
     std::is_same_v<T, OpenResponse> || std::is_same_v<T, ResolveOffsetSpecRequest>;
+// Decoders that ignore what follows their last field, as RabbitMQ does (a
+// ConsumerUpdate answer whose type has no value).
+template <typename T>
+constexpr bool kLenientTail = std::is_same_v<T, ConsumerUpdateResponse>;
 
 template <typename T>
 void round_trip(const T& m) {
@@ -43,10 +47,12 @@ void round_trip(const T& m) {
     if (p.ok() && kOptionalTail<T>) continue;
     EXPECT_FALSE(p.ok()) << command_name(T::kKey) << " prefix " << n;
   }
-  // One byte too many is a trailing-bytes error.
+  // One byte too many is a trailing-bytes error (but where RabbitMQ
+  // ignores what follows, kLenientTail).
   Bytes longer(body);
   longer.push_back('\0');
   auto t = decode<T>(longer);
+  if (kLenientTail<T> && t.ok()) return;
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.code(), Errc::corrupt);
 }

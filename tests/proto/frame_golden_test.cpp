@@ -61,6 +61,15 @@ TEST(ProtoGolden, TuneAnswerWithTheResponseBitIsTheTuneFrame) {
 TEST(ProtoGolden, ConsumerUpdateAnswerWithOffsetTypeNone) {
   expect_golden(ConsumerUpdateResponse{.correlation_id = 5, .offset = std::nullopt},
                 B({0, 0, 0, 12, 0x80, 0x1a, 0, 1, 0, 0, 0, 5, 0, 1, 0, 0}));
+  // The Python client's answer: type 3 "next" with an 8-byte value,
+  // which RabbitMQ ignores after a type without one.
+  const Bytes python =
+      B({0, 0, 0, 20, 0x80, 0x1a, 0, 1, 0, 0, 0, 6, 0, 1, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0});
+  auto p = decode_client_frame(BytesView(python).substr(4));
+  ASSERT_TRUE(p.ok()) << p.error().to_string();
+  EXPECT_EQ(
+      std::get<ConsumerUpdateResponse>(*p),
+      (ConsumerUpdateResponse{.correlation_id = 6, .offset = OffsetSpec{OffsetType::next, 0}}));
   const Bytes subscribe =
       B({0, 0, 0, 20, 0, 0x07, 0, 1, 0, 0, 0, 5, 2, 0, 1, 's', 0, 0, 0, 10, 0, 0, 0, 0});
   auto d = decode_client_frame(BytesView(subscribe).substr(4));
@@ -82,9 +91,10 @@ TEST(ProtoGolden, ResolveOffsetSpec) {
   const Bytes bare = B({0, 0, 0, 13, 0, 0x1f, 0, 1, 0, 0, 0, 7, 0, 1, 's', 0, 1});
   auto d = decode_client_frame(BytesView(bare).substr(4));
   ASSERT_TRUE(d.ok()) << d.error().to_string();
-  EXPECT_EQ(std::get<ResolveOffsetSpecRequest>(*d),
-            (ResolveOffsetSpecRequest{
-                .correlation_id = 7, .stream = "s", .offset = {OffsetType::first, 0}, .properties = {}}));
+  EXPECT_EQ(
+      std::get<ResolveOffsetSpecRequest>(*d),
+      (ResolveOffsetSpecRequest{
+          .correlation_id = 7, .stream = "s", .offset = {OffsetType::first, 0}, .properties = {}}));
   expect_golden(ResolveOffsetSpecResponse{.correlation_id = 7, .offset = 258},
                 B({0, 0, 0, 20, 0x80, 0x1f, 0, 1, 0, 0, 0, 7, 0, 1, 0, 4, 0, 0, 0, 0, 0, 0, 1, 2}));
 }

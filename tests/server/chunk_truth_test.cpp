@@ -88,27 +88,37 @@ TEST_F(ChunkTruthTest, SustainedPublishingUnderFsyncNeverMakesLargerChunks) {
   StreamClient c = open_client();
   create(c, "l");
   declare(c, 1, "l");
-  // 100 frames of 10 messages, one every 0.5 ms: 50 ms of sustained
-  // publishing, about 10 lingers.
-  Bytes storage;
-  for (int frame = 0; frame < 100; ++frame) {
-    ASSERT_TRUE(c.send(make_publish(1, uint64_t(frame) * 10, bodies(10, "m"), &storage)).ok());
-    std::this_thread::sleep_for(std::chrono::microseconds(500));
-  }
-  std::set<uint64_t> want;
-  for (uint64_t id = 0; id < 1000; ++id) want.insert(id);
-  while (!want.empty()) {
-    auto conf = c.expect<PublishConfirm>();
-    ASSERT_TRUE(conf.ok()) << conf.error().message;
-    for (uint64_t id : conf->publishing_ids) want.erase(id);
-  }
+  // 100 frames of 10 messages, one every 0.5 ms (20 000 msg/s, under the
+  // linger's rate) then the same with 100 messages a frame (200 000 msg/s):
+  // only the second is gathered.
+  auto paced = [&](uint64_t first_id, int per_frame) {
+    Bytes storage;
+    for (int frame = 0; frame < 100; ++frame) {
+      ASSERT_TRUE(c.send(make_publish(1, first_id + uint64_t(frame * per_frame),
+                                      bodies(per_frame, "m"), &storage))
+                      .ok());
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+    std::set<uint64_t> want;
+    for (uint64_t id = 0; id < uint64_t(100 * per_frame); ++id) want.insert(first_id + id);
+    while (!want.empty()) {
+      auto conf = c.expect<PublishConfirm>();
+      ASSERT_TRUE(conf.ok()) << conf.error().message;
+      for (uint64_t id : conf->publishing_ids) want.erase(id);
+    }
+  };
+  ASSERT_NO_FATAL_FAILURE(paced(0, 10));
+  ASSERT_NO_FATAL_FAILURE(paced(1000, 100));
   StreamClient r = open_client();
-  auto got = delivers(r, "l", 1000);
-  EXPECT_LE(got.size(), 50u) << "frames were not gathered into larger chunks";
+  auto got = delivers(r, "l", 11000);
+  size_t slow = 0, fast = 0;
+  for (const auto& d : got) (d.chunk_id < 1000 ? slow : fast) += 1;
+  EXPECT_GE(slow, 60u) << "paced frames under the rate were held back";
+  EXPECT_LE(fast, 50u) << "frames at a high rate were not gathered into larger chunks";
   // A frame on its own, long after: appended at once, confirmed quickly.
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const auto t0 = std::chrono::steady_clock::now();
-  publish_confirmed(c, 1, 1000, bodies(1, "late"));
+  publish_confirmed(c, 1, 11000, bodies(1, "late"));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1000));
 }
 

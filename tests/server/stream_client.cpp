@@ -186,7 +186,9 @@ proto::PublishRequest make_publish(uint8_t publisher_id, uint64_t first_id,
 Result<std::vector<std::string>> chunk_records(const proto::DeliverFrame& d) {
   auto h = proto::decode_osiris_header(d.chunk);
   if (!h.ok()) return std::move(h).error();
-  BytesView data = d.chunk.substr(proto::kOsirisChunkHeaderSize + h->bloom_size, h->data_len);
+  // The data follows the header whatever its bloom size says (RabbitMQ
+  // sends the stored header but not the filter bytes).
+  BytesView data = d.chunk.substr(proto::kOsirisChunkHeaderSize, h->data_len);
   if (data.size() != h->data_len) return Error(Errc::corrupt, "chunk shorter than data_len");
   uint32_t crc = uint32_t(::crc32(0L, u8(data.data()), uInt(data.size())));
   if (crc != h->crc) return Error(Errc::corrupt, "chunk CRC mismatch");
