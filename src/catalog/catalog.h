@@ -15,8 +15,8 @@
 // key longer than the backend stores, or epoch 0). Logical outcomes of a
 // compare-and-set are PutOutcome values, never errors.
 //
-// Stream names: 1..255 bytes of [A-Za-z0-9._~-], not "." or ".."
-// (catalog/stream_name.h; the same rule the tier's object keys use).
+// Stream names: the one rule of common/stream_name.h (RabbitMQ's names:
+// any UTF-8 of 1..255 bytes not starting with "amq.", without NUL, CR, LF).
 //
 // The etcd backend (etcd_catalog.h) follows this mapping. Per stream two
 // keys in one namespace: E = <ns>/streams/<stream> holding {epoch, root_key}

@@ -8,15 +8,12 @@
 
 namespace strata::catalog {
 
-// Longest stream name: RabbitMQ's limit on a queue or stream name, so every
-// stream a RabbitMQ client can name fits.
-inline constexpr size_t kMaxStreamNameBytes = 255;
-
 // Longest root key a catalog stores. A root key is
-// <prefix>/<hash8>/<stream>/meta/root.<epoch>.<uid8>: at most 306 bytes for
-// a 255-byte stream name plus the prefix; the embedded backend's record has
-// room for this many. A longer key is invalid_argument (every backend, so
-// that a stream moves between backends).
+// <prefix>/<hash8>/<component>/meta/root.<epoch>.<uid8> (the component of a
+// name is at most 200 bytes, common/name_component.h): at most 250 bytes
+// plus the prefix; the embedded backend's record has room for this many. A
+// longer key is invalid_argument (every backend, so that a stream moves
+// between backends).
 inline constexpr size_t kMaxRootKeyBytes = 512;
 
 // Longest etcd key namespace (catalog.namespace): it prefixes every key, and

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "catalog/stream_name.h"
 #include "common/crc32c.h"
+#include "common/stream_name.h"
 #include "slotstore/format.h"
 
 namespace strata::catalog {
@@ -21,11 +21,31 @@ using slotstore::Value;
 constexpr FieldId kEpoch = 0;
 constexpr FieldId kRevision = 1;
 constexpr FieldId kRootKey = 2;
-// Not a valid stream name ('/' is not allowed in one), so it never clashes.
+// The catalog's own record. Keys starting with '/' are the catalog's:
+// record_key() never gives a stream one.
 constexpr std::string_view kFloorKey = "/revision_floor";
 
 // One slot holds the floor record.
 constexpr uint32_t kMaxCapacity = slotstore::format::kMaxSlots - 1;
+
+// A stream's record key: its name, with a leading '/' stored as byte 0xFF
+// (which UTF-8, and so a stream name, never holds). A stream named
+// "/revision_floor" then cannot take the floor's record, the key is no
+// longer than the name (the slotstore's 255-byte bound), and names of
+// before, which held no '/', keep their keys.
+constexpr char kSlashMark = char(0xFF);
+
+std::string record_key(std::string_view stream) {
+  std::string k(stream);
+  if (!k.empty() && k[0] == '/') k[0] = kSlashMark;
+  return k;
+}
+
+std::string stream_of_key(std::string_view key) {
+  std::string s(key);
+  if (!s.empty() && s[0] == kSlashMark) s[0] = '/';
+  return s;
+}
 
 }  // namespace
 
@@ -145,7 +165,7 @@ Result<StreamEntry> EmbeddedCatalog::decode(std::string_view stream,
 }
 
 Result<std::optional<StreamEntry>> EmbeddedCatalog::read(std::string_view stream) const {
-  auto rec = store_->read(stream);
+  auto rec = store_->read(record_key(stream));
   if (!rec.ok()) {
     if (rec.code() == Errc::not_found) return std::optional<StreamEntry>();
     return wrap(std::move(rec).error(), "read", stream);
@@ -162,7 +182,7 @@ Status EmbeddedCatalog::store_entry(const StreamEntry& e) {
                          : slotstore::set(kRootKey, Value::str(e.root_key)),
   };
   // Low-frequency fields: the slotstore fsyncs before it returns.
-  return store_->put(e.stream, std::move(ups));
+  return store_->put(record_key(e.stream), std::move(ups));
 }
 
 Status EmbeddedCatalog::erase_entry(const StreamEntry& removed) {
@@ -174,7 +194,7 @@ Status EmbeddedCatalog::erase_entry(const StreamEntry& removed) {
   // a revision it already had.
   slotstore::WriteBatch b;
   b.put(kFloorKey, {slotstore::set(kRevision, Value::u64(floor))});
-  b.erase(removed.stream);
+  b.erase(record_key(removed.stream));
   STRATA_TRY(store_->write_batch(b, slotstore::WriteOptions{true}));
   revision_floor_ = floor;
   return Status::OK();
@@ -232,7 +252,7 @@ Result<std::vector<StreamEntry>> EmbeddedCatalog::list() {
   out.reserve(all->size());
   for (const auto& [key, rec] : *all) {
     if (key == kFloorKey) continue;
-    STRATA_ASSIGN_OR_RETURN(StreamEntry e, decode(key, rec));
+    STRATA_ASSIGN_OR_RETURN(StreamEntry e, decode(stream_of_key(key), rec));
     out.push_back(std::move(e));
   }
   std::sort(out.begin(), out.end(),

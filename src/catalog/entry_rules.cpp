@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "catalog/stream_name.h"
 #include "common/assert.h"
+#include "common/stream_name.h"
 
 namespace strata::catalog {
 

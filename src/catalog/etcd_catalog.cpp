@@ -8,7 +8,8 @@
 #include "catalog/embedded_catalog.h"
 #include "catalog/entry_rules.h"
 #include "catalog/etcd_entry.h"
-#include "catalog/stream_name.h"
+#include "common/name_component.h"
+#include "common/stream_name.h"
 
 namespace strata::catalog {
 
@@ -101,7 +102,7 @@ std::string etcd_entry_key(std::string_view ns, std::string_view stream) {
 }
 
 std::string etcd_offsets_prefix(std::string_view ns, std::string_view stream) {
-  return fmt::format("{}/offsets/{}/", ns, stream);
+  return fmt::format("{}/offsets/{}/", ns, name_component(stream));
 }
 
 std::string EtcdCatalog::entry_key(std::string_view stream) const {

@@ -42,7 +42,10 @@ struct EtcdCatalogOptions {
 // The keys of a stream in namespace `ns` that layers above the catalog
 // write too (docs/formats/catalog.md, "etcd backend"): its entry E (whose existence
 // a consumer offset's write checks) and the prefix of its consumer offsets
-// (<ns>/offsets/<stream>/<reference>), which remove() deletes with it.
+// (<ns>/offsets/<component>/<reference>, the stream's name encoded as one
+// key segment by common/name_component.h, which holds no '/': so the prefix
+// of stream "a" never covers the offsets of stream "a/b"), which remove()
+// deletes with it.
 std::string etcd_entry_key(std::string_view ns, std::string_view stream);
 std::string etcd_offsets_prefix(std::string_view ns, std::string_view stream);
 

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "catalog/catalog_limits.h"
-#include "catalog/stream_name.h"
+#include "common/stream_name.h"
 
 namespace strata::catalog {
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "catalog/entry_rules.h"
-#include "catalog/stream_name.h"
+#include "common/stream_name.h"
 
 namespace strata::catalog {
 

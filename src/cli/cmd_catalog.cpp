@@ -8,8 +8,8 @@
 #include <iostream>
 
 #include "catalog/embedded_catalog.h"
-#include "catalog/stream_name.h"
 #include "cli/command.h"
+#include "common/stream_name.h"
 
 namespace strata::cli {
 namespace {
@@ -17,7 +17,8 @@ namespace {
 using json = nlohmann::json;
 using namespace strata::catalog;
 
-// Root keys are bytes to the catalog; JSON needs UTF-8 text.
+// Root keys are bytes to the catalog, and a damaged file's stream names
+// could be; JSON needs UTF-8 text.
 json text_or_hex(const std::string& s) {
   try {
     (void)json(s).dump();
@@ -28,7 +29,7 @@ json text_or_hex(const std::string& s) {
 }
 
 json entry_json(const StreamEntry& e) {
-  return {{"stream", printable_name(e.stream)},
+  return {{"stream", text_or_hex(e.stream)},
           {"epoch", e.epoch},
           {"revision", e.revision},
           {"root_key", e.root_key.empty() ? json(nullptr) : text_or_hex(e.root_key)}};

@@ -17,6 +17,7 @@
 #include "cli/command.h"
 #include "common/fs.h"
 #include "log/reader.h"
+#include "log/registry.h"
 #include "node/node.h"
 #include "server/admin_http.h"
 #include "tier/fragment_object.h"
@@ -339,7 +340,7 @@ void run_demo(const DemoFlags& f, Context& ctx) {
 
   auto cfg = node::load_node_config(node_document(f), dir, objstore::process_env());
   if (!cfg.ok()) return ctx.fail(std::move(cfg).error().with_context("demo"));
-  if (exists(posix_fs(), path_join(path_join(dir, "streams"), f.stream))) {
+  if (exists(posix_fs(), log::stream_dir(path_join(dir, "streams"), f.stream))) {
     return ctx.fail(Error(Errc::already_exists,
                           fmt::format("demo: stream '{}' already exists in {}; use another "
                                       "--stream or a fresh --data-dir",

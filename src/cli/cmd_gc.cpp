@@ -16,6 +16,7 @@
 #include "cli/cmd_log_demo.h"
 #include "cli/command.h"
 #include "cli/node_tools.h"
+#include "common/stream_name.h"
 #include "tier/gc_run.h"
 
 namespace strata::cli {
@@ -30,18 +31,18 @@ struct GcFlags {
   std::string grace = "1h";
 };
 
-json object_json(const tier::GcObject& o) {
+json object_json(const tier::GcResult& r, const tier::GcObject& o) {
   json j = {{"key", o.key},
-            {"stream", o.stream.empty() ? json(nullptr) : json(o.stream)},
+            {"stream", o.component.empty() ? json(nullptr) : json(r.stream_of(o))},
             {"size", o.size},
             {"verdict", std::string(tier::gc_verdict_name(o.verdict))}};
   if (o.age_ms) j["age_ms"] = *o.age_ms;
   return j;
 }
 
-json objects_json(const std::vector<tier::GcObject>& v) {
+json objects_json(const tier::GcResult& r, const std::vector<tier::GcObject>& v) {
   json a = json::array();
-  for (const auto& o : v) a.push_back(object_json(o));
+  for (const auto& o : v) a.push_back(object_json(r, o));
   return a;
 }
 
@@ -79,7 +80,7 @@ void gc(Context& ctx, const GcFlags& f) {
   if (ctx.json) {
     json failed = json::array();
     for (const auto& x : r->failed) {
-      json j = object_json(x.object);
+      json j = object_json(*r, x.object);
       j["error"] = x.error;
       failed.push_back(j);
     }
@@ -92,11 +93,11 @@ void gc(Context& ctx, const GcFlags& f) {
                     {"prefix", o.prefix},
                     {"listed", r->listed},
                     {"rounds", r->rounds},
-                    {f.dry_run ? "would_delete" : "deleted", objects_json(r->deleted)},
+                    {f.dry_run ? "would_delete" : "deleted", objects_json(*r, r->deleted)},
                     {"deleted_bytes", bytes_of(r->deleted)},
                     {"failed", failed},
-                    {"kept", objects_json(r->kept)},
-                    {"skipped", objects_json(r->skipped)},
+                    {"kept", objects_json(*r, r->kept)},
+                    {"skipped", objects_json(*r, r->skipped)},
                     {"counts", counts},
                     {"unknown_trees", unknown}});
     return;
@@ -109,7 +110,7 @@ void gc(Context& ctx, const GcFlags& f) {
   print_objects("kept", r->kept);
   for (const auto& [s, why] : r->unknown_trees) {
     std::cout << fmt::format("  stream {}: every object kept, its manifest could not be read: {}\n",
-                             s, why);
+                             printable_name(s), why);
   }
   std::cout << fmt::format(
       "gc{}: {} objects listed under {}; {} {} ({}), {} failed, {} kept besides the referenced, "

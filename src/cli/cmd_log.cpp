@@ -49,8 +49,8 @@ Result<std::shared_ptr<log::StreamLog>> open_for_reading(const std::string& data
   // A node's data directory (`strata serve --data-dir`) keeps its logs under
   // streams/: accept it as well as the directory of logs itself.
   const std::string streams = path_join(data_dir, "streams");
-  if (!log::is_stream_dir(posix_fs(), path_join(data_dir, stream)) &&
-      log::is_stream_dir(posix_fs(), path_join(streams, stream))) {
+  if (!log::is_stream_dir(posix_fs(), log::stream_dir(data_dir, stream)) &&
+      log::is_stream_dir(posix_fs(), log::stream_dir(streams, stream))) {
     return log::open_stream_read_only(streams, stream);
   }
   return log::open_stream_read_only(data_dir, stream);
@@ -381,7 +381,7 @@ void run_inspect(const InspectFlags& f, Context& ctx) {
     for (const auto& n : *names) {
       std::string d = path_join(f.path, n);
       auto s = posix_fs().stat(d);
-      if (s.ok() && s->is_dir && log::StreamRegistry::validate_name(n).ok()) dirs.push_back(d);
+      if (s.ok() && s->is_dir && log::stream_of_entry(posix_fs(), f.path, n)) dirs.push_back(d);
     }
   }
   json all = json::array();

@@ -15,7 +15,9 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "common/stream_name.h"
 #include "log/inspect.h"
+#include "log/registry.h"
 #include "node/node.h"
 #include "node/stream_settings_file.h"
 #include "server/stream_args.h"
@@ -89,11 +91,11 @@ void run_info(const CreateFlags& f, Context& ctx) {
   auto cfg = node::load_node_config_file(f.config, f.data_dir, objstore::process_env());
   if (!cfg.ok()) return ctx.fail(std::move(cfg).error().with_context("stream info"));
   const std::string streams = path_join(cfg->data_dir, "streams");
-  if (Status v = log::StreamRegistry::validate_name(f.name); !v.ok()) return ctx.fail(v.error());
-  if (!log::is_stream_dir(posix_fs(), path_join(streams, f.name))) {
+  if (Status v = validate_stream_name(f.name); !v.ok()) return ctx.fail(v.error());
+  if (!log::is_stream_dir(posix_fs(), log::stream_dir(streams, f.name))) {
     return ctx.fail(log::no_such_stream(streams, f.name).with_context("stream info"));
   }
-  auto s = node::read_settings_file(posix_fs(), path_join(streams, f.name));
+  auto s = node::read_settings_file(posix_fs(), log::stream_dir(streams, f.name));
   if (!s.ok()) return ctx.fail(std::move(s).error().with_context("stream info " + f.name));
   print_settings("", f.name, cfg->data_dir, *s, node::effective_settings(*cfg, *s), ctx);
 }

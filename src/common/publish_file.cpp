@@ -33,8 +33,8 @@ Status publish_file(FileSystem& fs, std::unique_ptr<File> temp, const std::strin
 }
 
 Status publish_file(FileSystem& fs, const std::string& final_path,
-                    const std::function<Status(File&)>& write) {
-  const std::string temp_path = final_path + std::string(kPublishTempSuffix);
+                    const std::function<Status(File&)>& write, std::string_view temp_suffix) {
+  const std::string temp_path = final_path + std::string(temp_suffix);
   STRATA_ASSIGN_OR_RETURN(auto temp, fs.open(temp_path, OpenOptions::create_truncate()));
   if (Status s = write(*temp); !s.ok()) {
     temp.reset();

@@ -32,18 +32,16 @@ Status rename_durable(FileSystem& fs, const std::string& from, const std::string
 // visible under `final_path` but may not survive a crash: the error says so.
 Status publish_file(FileSystem& fs, std::unique_ptr<File> temp, const std::string& final_path);
 
-// The temporary name publish_file writes under: `final_path` + this.
+// The temporary name publish_file writes under by default: `final_path` + this.
 inline constexpr std::string_view kPublishTempSuffix = ".tmp";
-// Whether a directory entry is what an interrupted publish_file left behind
-// (its final name is intact, or was never there).
-inline bool is_publish_leftover(std::string_view name) {
-  return name.size() > kPublishTempSuffix.size() && name.ends_with(kPublishTempSuffix);
-}
 
-// Creates `final_path + kPublishTempSuffix` (truncating a leftover), lets `write` fill it,
-// then publishes it as above. An error from `write` is returned as is, after
-// the temporary file is removed.
+// Creates `final_path + temp_suffix` (truncating a leftover), lets `write`
+// fill it, then publishes it as above. An error from `write` is returned as
+// is, after the temporary file is removed. A directory whose file names come
+// from elsewhere (stream names) passes a suffix none of them can end with
+// (common/name_component.h, kTempSuffix).
 Status publish_file(FileSystem& fs, const std::string& final_path,
-                    const std::function<Status(File&)>& write);
+                    const std::function<Status(File&)>& write,
+                    std::string_view temp_suffix = kPublishTempSuffix);
 
 }  // namespace strata

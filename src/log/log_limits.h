@@ -24,11 +24,6 @@ inline constexpr uint64_t kMaxChunkSize = 1ull << 30;
 // so 64 MiB is far above any real batch.
 inline constexpr uint32_t kMaxUncompressedSubBatch = 64u << 20;
 
-// Longest stream name (the name of its directory): well under the 255
-// bytes a file name may have, leaving room for the registry's
-// ".creating-" / ".deleting-" prefixes.
-inline constexpr size_t kMaxStreamNameBytes = 200;
-
 // ---- the append path (stream_log_write.cpp) ----
 
 // One group-commit leader takes at most this many bytes of queued batches

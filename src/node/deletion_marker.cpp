@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/name_component.h"
 #include "common/publish_file.h"
+#include "common/stream_name.h"
 
 namespace strata::node {
 
@@ -16,9 +18,14 @@ constexpr std::string_view kTempSuffix = ".json.tmp";  // publish_file's tempora
 constexpr std::string_view kFormat = "strata-stream-deletion";
 constexpr int kVersion = 1;
 
-DeletionMarker parse_marker(const std::string& path, const std::string& stream, const Bytes& body) {
+// The marker in `body`, of the file `path` named by `component`. The
+// stream is the component decoded; for a hashed component, the stream the
+// file names when that stream's component is this one.
+DeletionMarker parse_marker(const std::string& path, const std::string& component,
+                            const Bytes& body) {
   DeletionMarker m;
-  m.stream = stream;
+  m.component = component;
+  m.stream = name_of_component(component).value_or("");
   auto j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     m.problem = fmt::format("deletion marker {} is not a JSON object", path);
@@ -35,10 +42,15 @@ DeletionMarker parse_marker(const std::string& path, const std::string& stream, 
                             j["version"].dump(), kVersion);
     return m;
   }
-  if (!j.contains("stream") || !j["stream"].is_string() ||
-      j["stream"].get<std::string>() != stream) {
-    m.problem = fmt::format("deletion marker {} names stream {} instead of {}", path,
-                            j.contains("stream") ? j["stream"].dump() : "(none)", stream);
+  const bool named = j.contains("stream") && j["stream"].is_string();
+  if (named && m.stream.empty() && name_component(j["stream"].get<std::string>()) == component) {
+    m.stream = j["stream"].get<std::string>();
+  }
+  if (!named || j["stream"].get<std::string>() != m.stream) {
+    m.problem =
+        fmt::format("deletion marker {} names stream {} instead of {}", path,
+                    j.contains("stream") ? j["stream"].dump() : "(none)",
+                    m.stream.empty() ? "the stream of its file name" : printable_name(m.stream));
     return m;
   }
   if (j.contains("requested_at_ms") && j["requested_at_ms"].is_number_integer()) {
@@ -50,7 +62,7 @@ DeletionMarker parse_marker(const std::string& path, const std::string& stream, 
 }  // namespace
 
 std::string deletion_marker_path(const std::string& dir, const std::string& stream) {
-  return path_join(dir, stream + std::string(kSuffix));
+  return path_join(dir, name_component(stream) + std::string(kSuffix));
 }
 
 Status write_deletion_marker(FileSystem& fs, const std::string& dir, const DeletionMarker& m) {
@@ -84,20 +96,22 @@ Result<std::vector<DeletionMarker>> scan_deletion_markers(FileSystem& fs, const 
       removed = true;
       continue;
     }
-    if (!n.ends_with(kSuffix) || n.size() == kSuffix.size()) {
+    const std::string component =
+        n.ends_with(kSuffix) ? n.substr(0, n.size() - kSuffix.size()) : std::string();
+    if (!is_name_component(component)) {
       spdlog::warn("node: ignoring {}: not a deletion marker", path);
       continue;
     }
-    std::string stream = n.substr(0, n.size() - kSuffix.size());
     auto body = read_file(fs, path);
     if (!body.ok()) {
       DeletionMarker m;
-      m.stream = stream;
+      m.component = component;
+      m.stream = name_of_component(component).value_or("");
       m.problem = fmt::format("reading deletion marker {}: {}", path, body.error().to_string());
       out.push_back(std::move(m));
       continue;
     }
-    out.push_back(parse_marker(path, stream, *body));
+    out.push_back(parse_marker(path, component, *body));
   }
   if (removed) STRATA_TRY(fs.sync_dir(dir));
   return out;

@@ -92,9 +92,8 @@ StepOutcome remove_local_log(const DeletionTargets& t) {
   const auto s = DeletionStep::remove_local;
   Status r = t.registry->remove(t.stream);
   if (r.ok() || r.code() == Errc::not_found) return ok(s);
-  return failure(
-      s, r.error(),
-      fmt::format("removing the local log {}", path_join(t.registry->data_dir(), t.stream)));
+  return failure(s, r.error(),
+                 fmt::format("removing the local log {}", t.registry->dir_of(t.stream)));
 }
 
 StepOutcome remove_catalog_entry(const DeletionTargets& t) {

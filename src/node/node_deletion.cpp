@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/name_component.h"
+#include "common/stream_name.h"
 #include "node/deletion_marker.h"
 #include "node/node_impl.h"
 #include "tier/object_keys.h"
@@ -51,12 +53,30 @@ Result<DeletionTargets> Node::Impl::deletion_targets(const std::string& name) co
 Status Node::Impl::scan_deletions() {
   STRATA_ASSIGN_OR_RETURN(auto markers, scan_deletion_markers(posix_fs(), deletions_dir(cfg)));
   std::lock_guard l(mu);
+  std::optional<std::vector<std::string>> local;  // read when a marker needs it
   for (auto& m : markers) {
+    if (m.stream.empty()) {
+      // An unreadable marker under a hashed component: its stream is the
+      // local one of that component, if any.
+      if (!local) {
+        STRATA_ASSIGN_OR_RETURN(local, registry->list());
+      }
+      for (const auto& n : *local) {
+        if (name_component(n) == m.component) m.stream = n;
+      }
+      if (m.stream.empty()) {
+        spdlog::error(
+            "node: {}; no stream of this node has that file name, so nothing waits on "
+            "it: fix or remove it",
+            m.problem);
+        continue;
+      }
+    }
     Deletion d;
     d.requested_at_ms = m.requested_at_ms;
     d.blocked = m.problem;
     if (d.blocked.empty()) {
-      if (Status s = log::StreamRegistry::validate_name(m.stream); !s.ok()) {
+      if (Status s = validate_stream_name(m.stream); !s.ok()) {
         d.blocked =
             fmt::format("deletion marker {}: {}",
                         deletion_marker_path(deletions_dir(cfg), m.stream), s.error().message);
@@ -66,7 +86,7 @@ Status Node::Impl::scan_deletions() {
       // Nothing is deleted on the word of a file we cannot read; the stream
       // is not opened either, so nothing is written to it meanwhile.
       spdlog::error("node: {}; the deletion of {} waits until the marker is fixed or removed",
-                    d.blocked, m.stream);
+                    d.blocked, printable_name(m.stream));
     } else {
       deletion_queue.push_back(m.stream);
     }

@@ -10,6 +10,7 @@
 
 #include "catalog/owner_guarded_catalog.h"
 #include "common/overloaded.h"
+#include "common/stream_name.h"
 #include "node/node_impl.h"
 #include "node/node_limits.h"
 #include "node/stream_settings_file.h"
@@ -97,7 +98,7 @@ Result<std::shared_ptr<log::StreamLog>> Node::Impl::open_stream(const std::strin
 
 Result<StreamSettings> Node::Impl::settings_for(const std::string& name, const OpenMode& mode) {
   FileSystem& fs = registry->fs();
-  const std::string dir = path_join(registry->data_dir(), name);
+  const std::string dir = registry->dir_of(name);
   // A directory without the file runs with the node's configuration.
   auto from_file = [&]() -> Result<StreamSettings> {
     STRATA_ASSIGN_OR_RETURN(StreamSettings s, read_settings_file(fs, dir));
@@ -136,7 +137,7 @@ Result<StreamEntry> Node::Impl::build_entry(const std::string& name, const OpenM
   lo.retention = e.effective.local_retention;
   lo.filter_size_bytes = e.effective.filter_size_bytes;
   if (e.effective.tiering) {
-    STRATA_TRY(tier::validate_stream_name(name));
+    STRATA_TRY(validate_stream_name(name));
     e.hooks = std::make_shared<tier::TieringHooks>();
     lo.hooks = e.hooks;
   }

@@ -23,7 +23,4 @@ std::optional<std::string> key_problem(std::string_view key);
 // empty and may end inside a segment or right after a '/'.
 std::optional<std::string> prefix_problem(std::string_view prefix);
 
-// True if s is valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
-bool valid_utf8(std::string_view s);
-
 }  // namespace strata::objstore

@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "catalog/etcd_catalog.h"
-#include "catalog/stream_name.h"
 #include "common/assert.h"
+#include "common/stream_name.h"
 #include "server/offset_store.h"
 
 namespace strata::server {
@@ -86,7 +86,7 @@ Status ClusterOffsets::store(std::string_view stream, std::string_view reference
     return Error(Errc::invalid_argument, fmt::format("offset reference of {} bytes (1..{} allowed)",
                                                      reference.size(), kMaxReferenceBytes));
   }
-  STRATA_TRY(catalog::validate_stream_name(stream));
+  STRATA_TRY(validate_stream_name(stream));
   Impl& m = *impl_;
   {
     std::lock_guard l(m.mu);
@@ -102,7 +102,7 @@ Status ClusterOffsets::store(std::string_view stream, std::string_view reference
 
 Result<std::optional<uint64_t>> ClusterOffsets::query(std::string_view stream,
                                                       std::string_view reference) {
-  STRATA_TRY(catalog::validate_stream_name(stream));
+  STRATA_TRY(validate_stream_name(stream));
   Impl& m = *impl_;
   const Impl::Key k(stream, reference);
   {
@@ -120,7 +120,7 @@ Result<std::optional<uint64_t>> ClusterOffsets::query(std::string_view stream,
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), off);
   if (ec != std::errc() || end != v.data() + v.size() || v.empty()) {
     return Error(Errc::corrupt, fmt::format("etcd key {}: \"{}\" is not a decimal offset", key,
-                                            catalog::printable_name(v)));
+                                            printable_name(v)));
   }
   return std::optional<uint64_t>(off);
 }
@@ -239,7 +239,7 @@ bool ClusterOffsets::Impl::record_locked(const Turn& t, const Result<etcd::TxnRe
   } else {
     stats.dropped += 1;
     spdlog::info("cluster offsets: stream {} no longer exists; offset {} of {} dropped", k.first,
-                 t.value, catalog::printable_name(k.second));
+                 t.value, printable_name(k.second));
   }
   s.written = std::max(s.written, t.version);
   // Clean: etcd answers queries from here on.

@@ -9,23 +9,37 @@
 #include <thread>
 #include <vector>
 
-#include "catalog/stream_name.h"
 #include "common/bytes.h"
-#include "common/publish_file.h"
+#include "common/endian.h"
+#include "common/name_component.h"
+#include "common/stream_name.h"
 #include "server/named_files.h"
 
 namespace strata::server {
 
 namespace {
 constexpr uint32_t kTrackingMagic = 0x5354524B;  // "STRK"
-constexpr uint8_t kTrackingVersion = 1;
+// Version 2 holds the stream's name; version 1 (before names were encoded)
+// did not, and is still read.
+constexpr uint8_t kTrackingVersion = 2;
+constexpr uint8_t kTrackingVersionWithoutName = 1;
+
+// Whether `file` starts like a file of the current version (its magic and
+// version, whatever follows).
+bool current_header(BytesView file) {
+  return file.size() >= 5 && get_be32(u8(file.data())) == kTrackingMagic &&
+         uint8_t(file[4]) == kTrackingVersion;
+}
 }  // namespace
 
-Bytes encode_tracking_file(const std::map<std::string, uint64_t, std::less<>>& offsets) {
+Bytes encode_tracking_file(std::string_view stream,
+                           const std::map<std::string, uint64_t, std::less<>>& offsets) {
   Bytes out;
   ByteWriter w(&out);
   w.be32(kTrackingMagic);
   w.u8(kTrackingVersion);
+  w.u8(uint8_t(stream.size()));
+  w.bytes(stream);
   w.be32(uint32_t(offsets.size()));
   for (const auto& [ref, off] : offsets) {
     w.u8(uint8_t(ref.size()));
@@ -36,26 +50,34 @@ Bytes encode_tracking_file(const std::map<std::string, uint64_t, std::less<>>& o
   return out;
 }
 
-Result<std::map<std::string, uint64_t, std::less<>>> decode_tracking_file(
-    BytesView in, const std::string& where) {
-  STRATA_ASSIGN_OR_RETURN(BytesView body, checked_body(in, 4 + 1 + 4 + 4, "an offset tracking file", where));
+Result<TrackingFile> decode_tracking_file(BytesView in, const std::string& where) {
+  STRATA_ASSIGN_OR_RETURN(BytesView body,
+                          checked_body(in, 4 + 1 + 4 + 4, "an offset tracking file", where));
   ByteReader r(body, where);
   uint32_t magic = 0, count = 0;
-  uint8_t version = 0;
+  TrackingFile f;
   r.be32(&magic, "magic");
-  r.u8(&version, "version");
-  r.be32(&count, "count");
+  r.u8(&f.version, "version");
   if (r.failed()) return r.error();
   if (magic != kTrackingMagic) {
     return Error(Errc::corrupt,
                  fmt::format("{}: not an offset tracking file (magic {:08x})", where, magic));
   }
-  if (version != kTrackingVersion) {
+  if (f.version != kTrackingVersion && f.version != kTrackingVersionWithoutName) {
     return Error(Errc::unsupported_version,
-                 fmt::format("{}: offset tracking file version {} (this build reads {})", where,
-                             version, kTrackingVersion));
+                 fmt::format("{}: offset tracking file version {} (this build reads {} and {})",
+                             where, f.version, kTrackingVersionWithoutName, kTrackingVersion));
   }
-  std::map<std::string, uint64_t, std::less<>> out;
+  if (f.version == kTrackingVersion) {
+    uint8_t len = 0;
+    BytesView name;
+    if (!r.u8(&len, "name length") || !r.bytes(len, &name, "name")) return r.error();
+    f.stream = std::string(name);
+    if (Status st = validate_stream_name(f.stream); !st.ok()) {
+      return Error(Errc::corrupt, fmt::format("{}: {}", where, st.error().message));
+    }
+  }
+  if (!r.be32(&count, "count")) return r.error();
   for (uint32_t i = 0; i < count; ++i) {
     uint8_t len = 0;
     BytesView ref;
@@ -67,13 +89,13 @@ Result<std::map<std::string, uint64_t, std::less<>>> decode_tracking_file(
     if (len == 0) {
       return Error(Errc::corrupt, fmt::format("{}: entry {} has an empty reference", where, i));
     }
-    out.emplace(std::string(ref), off);
+    f.offsets.emplace(std::string(ref), off);
   }
   if (r.remaining() != 0) {
     return Error(Errc::corrupt, fmt::format("{}: {} bytes after the last of {} entries", where,
                                             r.remaining(), count));
   }
-  return out;
+  return f;
 }
 
 struct OffsetStore::State {
@@ -110,7 +132,7 @@ OffsetStore::~OffsetStore() {
 }
 
 std::string OffsetStore::file_of(std::string_view stream) const {
-  return path_join(dir_, std::string(stream));
+  return named_file_path(dir_, stream);
 }
 
 Result<std::unique_ptr<OffsetStore>> OffsetStore::open(std::string dir, OffsetStoreOptions opts) {
@@ -122,14 +144,40 @@ Result<std::unique_ptr<OffsetStore>> OffsetStore::open(std::string dir, OffsetSt
 }
 
 Status OffsetStore::load() {
-  // A flush interrupted before its rename left a temporary file: the final
-  // one is intact.
   return load_named_files(
       fs_, dir_, "offset store", "a stream's tracking file",
-      [&](const std::string& name, const std::string& path, Bytes bytes) -> Status {
-        STRATA_ASSIGN_OR_RETURN(auto offsets, decode_tracking_file(bytes, path));
-        st_->streams[name].offsets = std::move(offsets);
-        return Status::OK();
+      [&](const NamedEntry& e, Bytes bytes) -> Result<NamedFileUse> {
+        const bool maybe_temp = may_be_previous_temp(e.component);
+        auto f = decode_tracking_file(bytes, e.path);
+        if (!f.ok()) {
+          // A file of this version is published whole, never cut short: one
+          // that does not read and is not of this version, under a name the
+          // previous version gave its temporary files, is such a file.
+          if (maybe_temp && !current_header(bytes)) return NamedFileUse::previous_temp;
+          return f.error();
+        }
+        std::string stream;
+        if (f->version == kTrackingVersion) {
+          if (name_component(f->stream) != e.component) {
+            return Error(Errc::corrupt, fmt::format("{}: holds the offsets of stream \"{}\"",
+                                                    e.path, printable_name(f->stream)));
+          }
+          stream = f->stream;
+        } else {
+          // Version 1, written under the stream's name as is. Named like a
+          // temporary file, it is the previous version's temporary file, or
+          // the file of a stream "x.tmp" which that version removed at every
+          // start anyway: it cannot be told apart, and is removed.
+          if (maybe_temp) return NamedFileUse::previous_temp;
+          auto name = e.previous_name ? e.previous_name : name_of_component(e.component);
+          if (!name) {
+            return Error(Errc::corrupt,
+                         fmt::format("{}: a version 1 file under an encoded name", e.path));
+          }
+          stream = std::move(*name);
+        }
+        st_->streams[stream].offsets = std::move(f->offsets);
+        return NamedFileUse::loaded;
       });
 }
 
@@ -138,12 +186,12 @@ Status OffsetStore::store(std::string_view stream, std::string_view reference, u
     return Error(Errc::invalid_argument, fmt::format("offset reference of {} bytes (1..{} allowed)",
                                                      reference.size(), kMaxReferenceBytes));
   }
-  STRATA_TRY(catalog::validate_stream_name(stream));
+  STRATA_TRY(validate_stream_name(stream));
   std::lock_guard l(st_->mu);
   if (st_->closed) return Error(Errc::closed, fmt::format("offset store {} is closed", dir_));
   if (st_->removed.count(stream)) {
-    return Error(Errc::not_found,
-                 fmt::format("offset store {}: stream {} was deleted", dir_, stream));
+    return Error(Errc::not_found, fmt::format("offset store {}: stream {} was deleted", dir_,
+                                              printable_name(stream)));
   }
   auto it = st_->streams.find(stream);
   if (it == st_->streams.end())
@@ -181,13 +229,13 @@ Status OffsetStore::flush() {
     std::lock_guard l(st_->mu);
     for (auto& [name, s] : st_->streams) {
       if (s.version != s.flushed)
-        dirty.push_back({name, encode_tracking_file(s.offsets), s.version});
+        dirty.push_back({name, encode_tracking_file(name, s.offsets), s.version});
     }
   }
   Status first = Status::OK();
   uint64_t written = 0;
   for (const Dirty& d : dirty) {
-    Status s = publish_file(fs_, file_of(d.stream), [&](File& f) { return f.append(d.bytes); });
+    Status s = publish_named_file(fs_, dir_, d.stream, d.bytes);
     std::lock_guard l(st_->mu);
     if (!s.ok()) {
       st_->stats.flush_failures += 1;

@@ -1,7 +1,8 @@
 // OffsetStore: consumer offset tracking (StoreOffset / QueryOffset of the
 // stream protocol) per (stream, reference), kept in memory and persisted
 // under the node's data directory, one file per stream:
-//   <dir>/<stream>        (dir is typically <data_dir>/tracking)
+//   <dir>/<component>     (dir is typically <data_dir>/tracking; the
+//                          stream's name as a file name, server/named_files.h)
 // Byte layout in docs/formats/server-state.md ("Offset tracking file"). A file is
 // replaced whole and crash-atomically (common/publish_file.h), so after a
 // crash it holds the offsets of some completed flush, never part of one.
@@ -102,8 +103,13 @@ class OffsetStore {
 
 // The file for one stream's offsets (docs/formats/server-state.md,
 // "Offset tracking file"). Exposed for tests.
-Bytes encode_tracking_file(const std::map<std::string, uint64_t, std::less<>>& offsets);
-Result<std::map<std::string, uint64_t, std::less<>>> decode_tracking_file(BytesView in,
-                                                                          const std::string& where);
+struct TrackingFile {
+  uint8_t version = 0;  // 2; 1 for a file written before names were encoded
+  std::string stream;   // "" in version 1, which did not hold it
+  std::map<std::string, uint64_t, std::less<>> offsets;
+};
+Bytes encode_tracking_file(std::string_view stream,
+                           const std::map<std::string, uint64_t, std::less<>>& offsets);
+Result<TrackingFile> decode_tracking_file(BytesView in, const std::string& where);
 
 }  // namespace strata::server

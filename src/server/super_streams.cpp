@@ -5,9 +5,11 @@
 
 #include <set>
 
-#include "catalog/stream_name.h"
 #include "common/bytes.h"
+#include "common/endian.h"
+#include "common/name_component.h"
 #include "common/publish_file.h"
+#include "common/stream_name.h"
 #include "server/named_files.h"
 #include "server/server_limits.h"
 
@@ -15,14 +17,23 @@ namespace strata::server {
 
 namespace {
 constexpr uint32_t kSuperMagic = 0x53535550;  // "SSUP"
-constexpr uint8_t kSuperVersion = 1;
+// Version 2 has version 1's layout. It only tells the files written since
+// names are encoded from the files of before (see load()).
+constexpr uint8_t kSuperVersion = 2;
+constexpr uint8_t kSuperVersionBeforeEncoding = 1;
+
+// Whether `file` starts like a file of the current version.
+bool current_header(BytesView file) {
+  return file.size() >= 5 && get_be32(u8(file.data())) == kSuperMagic &&
+         uint8_t(file[4]) == kSuperVersion;
+}
 }  // namespace
 
 Status validate_super_stream(const SuperStream& s) {
-  if (Status st = catalog::validate_stream_name(s.name); !st.ok()) {
+  if (Status st = validate_stream_name(s.name); !st.ok()) {
     return Error(Errc::invalid_argument, "super stream name: " + st.error().message);
   }
-  const std::string who = "super stream " + s.name;
+  const std::string who = "super stream " + printable_name(s.name);
   if (s.partitions.empty() || s.partitions.size() > kMaxPartitions) {
     return Error(Errc::invalid_argument, fmt::format("{}: {} partitions (1..{} allowed)", who,
                                                      s.partitions.size(), kMaxPartitions));
@@ -33,13 +44,13 @@ Status validate_super_stream(const SuperStream& s) {
   }
   std::set<std::string_view> parts, keys;
   for (size_t i = 0; i < s.partitions.size(); ++i) {
-    if (Status st = catalog::validate_stream_name(s.partitions[i]); !st.ok()) {
+    if (Status st = validate_stream_name(s.partitions[i]); !st.ok()) {
       return Error(Errc::invalid_argument,
                    fmt::format("{}: partition {}: {}", who, i, st.error().message));
     }
     if (!parts.insert(s.partitions[i]).second) {
-      return Error(Errc::invalid_argument,
-                   fmt::format("{}: partition {} is listed twice", who, s.partitions[i]));
+      return Error(Errc::invalid_argument, fmt::format("{}: partition {} is listed twice", who,
+                                                       printable_name(s.partitions[i])));
     }
     const std::string& k = s.binding_keys[i];
     if (k.empty() || k.size() > kMaxBindingKeyBytes) {
@@ -48,8 +59,8 @@ Status validate_super_stream(const SuperStream& s) {
                                kMaxBindingKeyBytes));
     }
     if (!keys.insert(k).second) {
-      return Error(Errc::invalid_argument, fmt::format("{}: binding key {} is used twice", who,
-                                                       catalog::printable_name(k)));
+      return Error(Errc::invalid_argument,
+                   fmt::format("{}: binding key {} is used twice", who, printable_name(k)));
     }
   }
   return Status::OK();
@@ -73,7 +84,8 @@ Bytes encode_super_stream_file(const SuperStream& s) {
   return out;
 }
 
-Result<SuperStream> decode_super_stream_file(BytesView in, const std::string& where) {
+Result<SuperStream> decode_super_stream_file(BytesView in, const std::string& where,
+                                             uint8_t* version_out) {
   STRATA_ASSIGN_OR_RETURN(BytesView body, checked_body(in, 4 + 1 + 1 + 4 + 4, "a super stream file", where));
   ByteReader r(body, where);
   uint32_t magic = 0, count = 0;
@@ -86,11 +98,12 @@ Result<SuperStream> decode_super_stream_file(BytesView in, const std::string& wh
     return Error(Errc::corrupt,
                  fmt::format("{}: not a super stream file (magic {:08x})", where, magic));
   }
-  if (version != kSuperVersion) {
+  if (version != kSuperVersion && version != kSuperVersionBeforeEncoding) {
     return Error(Errc::unsupported_version,
-                 fmt::format("{}: super stream file version {} (this build reads {})", where,
-                             version, kSuperVersion));
+                 fmt::format("{}: super stream file version {} (this build reads {} and {})", where,
+                             version, kSuperVersionBeforeEncoding, kSuperVersion));
   }
+  if (version_out) *version_out = version;
   SuperStream s;
   if (!r.u8(&len, "name length") || !r.bytes(len, &v, "name") || !r.be32(&count, "partitions")) {
     return r.error();
@@ -124,16 +137,30 @@ Result<std::unique_ptr<SuperStreams>> SuperStreams::open(std::string dir, FileSy
 
 Status SuperStreams::load() {
   // A create interrupted before its rename left a temporary file: that
-  // super stream never was.
+  // super stream never was (load_named_files removes it).
   return load_named_files(
       fs_, dir_, "super streams", "a super stream file",
-      [&](const std::string& name, const std::string& path, Bytes bytes) -> Status {
-        STRATA_ASSIGN_OR_RETURN(SuperStream s, decode_super_stream_file(bytes, path));
-        if (s.name != name) {
-          return Error(Errc::corrupt, fmt::format("{}: holds super stream {}", path, s.name));
+      [&](const NamedEntry& e, Bytes bytes) -> Result<NamedFileUse> {
+        const bool maybe_temp = may_be_previous_temp(e.component);
+        uint8_t version = 0;
+        auto s = decode_super_stream_file(bytes, e.path, &version);
+        if (!s.ok()) {
+          // Files of this version are published whole, never cut short.
+          if (maybe_temp && !current_header(bytes)) return NamedFileUse::previous_temp;
+          return s.error();
         }
-        supers_.emplace(name, std::move(s));
-        return Status::OK();
+        if (name_component(s->name) != e.component) {
+          // The previous version wrote super stream "s" through "s.tmp".
+          const std::string written = e.previous_name.value_or(e.component);
+          if (maybe_temp && version == kSuperVersionBeforeEncoding &&
+              s->name + std::string(kPublishTempSuffix) == written) {
+            return NamedFileUse::previous_temp;
+          }
+          return Error(Errc::corrupt,
+                       fmt::format("{}: holds super stream {}", e.path, printable_name(s->name)));
+        }
+        supers_.emplace(s->name, std::move(*s));
+        return NamedFileUse::loaded;
       });
 }
 
@@ -143,7 +170,8 @@ Status SuperStreams::create(const SuperStream& s, const StreamFn& create_partiti
   {
     std::lock_guard l(mu_);
     if (supers_.count(s.name) || busy_.count(s.name)) {
-      return Error(Errc::already_exists, fmt::format("super stream {} exists", s.name));
+      return Error(Errc::already_exists,
+                   fmt::format("super stream {} exists", printable_name(s.name)));
     }
     busy_.insert(s.name);
   }
@@ -152,7 +180,7 @@ Status SuperStreams::create(const SuperStream& s, const StreamFn& create_partiti
     for (const std::string& p : created) {
       if (Status d = delete_partition(p); !d.ok()) {
         spdlog::warn("super stream {}: could not delete partition {} after a failed create: {}",
-                     s.name, p, d.error().message);
+                     printable_name(s.name), printable_name(p), d.error().message);
       }
     }
     std::lock_guard l(mu_);
@@ -161,13 +189,14 @@ Status SuperStreams::create(const SuperStream& s, const StreamFn& create_partiti
   };
   for (const std::string& p : s.partitions) {
     if (Status st = create_partition(p); !st.ok()) {
-      return undo(Error(st.code(), fmt::format("super stream {}: creating partition {}: {}", s.name,
-                                               p, st.error().message)));
+      return undo(Error(
+          st.code(), fmt::format("super stream {}: creating partition {}: {}",
+                                 printable_name(s.name), printable_name(p), st.error().message)));
     }
     created.push_back(p);
   }
   const Bytes bytes = encode_super_stream_file(s);
-  Status st = publish_file(fs_, path_join(dir_, s.name), [&](File& f) { return f.append(bytes); });
+  Status st = publish_named_file(fs_, dir_, s.name, bytes);
   if (!st.ok()) return undo(st.error());
   std::lock_guard l(mu_);
   busy_.erase(s.name);
@@ -182,12 +211,12 @@ Status SuperStreams::remove(std::string_view name, const StreamFn& delete_partit
     auto it = supers_.find(name);
     if (it == supers_.end() || busy_.count(name)) {
       return Error(Errc::not_found,
-                   fmt::format("super stream {} does not exist", catalog::printable_name(name)));
+                   fmt::format("super stream {} does not exist", printable_name(name)));
     }
     s = it->second;
     busy_.insert(s.name);
   }
-  const std::string path = path_join(dir_, s.name);
+  const std::string path = named_file_path(dir_, s.name);
   Status st = fs_.remove(path);
   if (st.ok()) st = fs_.sync_dir(dir_);
   {
@@ -201,8 +230,9 @@ Status SuperStreams::remove(std::string_view name, const StreamFn& delete_partit
   for (const std::string& p : s.partitions) {
     Status d = delete_partition(p);
     if (!d.ok() && d.code() != Errc::not_found && first.ok()) {
-      first = Error(d.code(), fmt::format("super stream {} deleted, but its partition {}: {}",
-                                          s.name, p, d.error().message));
+      first = Error(d.code(),
+                    fmt::format("super stream {} deleted, but its partition {}: {}",
+                                printable_name(s.name), printable_name(p), d.error().message));
     }
   }
   return first;
@@ -213,8 +243,8 @@ Result<std::vector<std::string>> SuperStreams::route(std::string_view super_stre
   std::lock_guard l(mu_);
   auto it = supers_.find(super_stream);
   if (it == supers_.end()) {
-    return Error(Errc::not_found, fmt::format("super stream {} does not exist",
-                                              catalog::printable_name(super_stream)));
+    return Error(Errc::not_found,
+                 fmt::format("super stream {} does not exist", printable_name(super_stream)));
   }
   std::vector<std::string> out;
   for (size_t i = 0; i < it->second.partitions.size(); ++i) {
@@ -227,8 +257,8 @@ Result<std::vector<std::string>> SuperStreams::partitions(std::string_view super
   std::lock_guard l(mu_);
   auto it = supers_.find(super_stream);
   if (it == supers_.end()) {
-    return Error(Errc::not_found, fmt::format("super stream {} does not exist",
-                                              catalog::printable_name(super_stream)));
+    return Error(Errc::not_found,
+                 fmt::format("super stream {} does not exist", printable_name(super_stream)));
   }
   return it->second.partitions;
 }

@@ -4,8 +4,9 @@
 // key exactly (as RabbitMQ's Route command does with its direct exchange);
 // Partitions answers the partition streams in order.
 //
-// Persistence: one file per super stream, <dir>/<name> (dir is typically
-// <data_dir>/super_streams), replaced crash-atomically (common/publish_file.h);
+// Persistence: one file per super stream, <dir>/<component> (dir is
+// typically <data_dir>/super_streams; the name as a file name,
+// server/named_files.h), replaced crash-atomically (common/publish_file.h);
 // byte layout in docs/formats/server-state.md ("Super stream file").
 //
 // Create order: the partition streams first (through the caller's
@@ -91,6 +92,8 @@ class SuperStreams {
 // for tests.
 Status validate_super_stream(const SuperStream& s);
 Bytes encode_super_stream_file(const SuperStream& s);
-Result<SuperStream> decode_super_stream_file(BytesView in, const std::string& where);
+// `version`, if given, receives the file's version.
+Result<SuperStream> decode_super_stream_file(BytesView in, const std::string& where,
+                                             uint8_t* version = nullptr);
 
 }  // namespace strata::server

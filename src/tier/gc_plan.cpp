@@ -35,19 +35,19 @@ std::optional<NodeKey> parse_node_key(std::string_view prefix, std::string_view 
     }
     rest.remove_prefix(prefix.size() + 1);
   }
-  // <hash8>/<stream>/...
+  // <hash8>/<component>/...
   size_t slash = rest.find('/');
   if (slash != 8) return std::nullopt;
   rest.remove_prefix(9);
   slash = rest.find('/');
   if (slash == std::string_view::npos) return std::nullopt;
-  std::string stream(rest.substr(0, slash));
-  auto keys = ObjectKeys::make(prefix, stream);
+  std::string component(rest.substr(0, slash));
+  auto keys = ObjectKeys::of_component(prefix, component);
   if (!keys.ok()) return std::nullopt;
-  // The full parse also checks the hash segment is the stream's.
+  // The full parse also checks the hash segment is the component's.
   auto parsed = keys->parse(key);
   if (!parsed.ok()) return std::nullopt;
-  return NodeKey{std::move(stream), *parsed};
+  return NodeKey{std::move(component), *parsed};
 }
 
 GcVerdict gc_verdict(const NodeKey& key, const objstore::ObjectInfo& o, const GcStream& s,
@@ -93,11 +93,11 @@ GcPlan plan_gc(const std::vector<objstore::ObjectInfo>& listing, std::string_vie
     GcObject g{o.key, "", o.size, std::nullopt, GcVerdict::unparsable};
     if (o.last_modified_ms) g.age_ms = now_ms - *o.last_modified_ms;
     if (auto k = parse_node_key(prefix, o.key)) {
-      g.stream = k->stream;
-      auto it = streams.find(k->stream);
+      g.component = k->component;
+      auto it = streams.find(k->component);
       g.verdict = gc_verdict(*k, o, it == streams.end() ? kAbsent : it->second, now_ms, grace_ms);
     }
-    plan.counts[g.stream][g.verdict] += 1;
+    plan.counts[g.component][g.verdict] += 1;
     if (g.verdict == GcVerdict::candidate) {
       plan.candidates.push_back(std::move(g));
     } else if (g.verdict != GcVerdict::referenced) {
@@ -109,9 +109,9 @@ GcPlan plan_gc(const std::vector<objstore::ObjectInfo>& listing, std::string_vie
 
 std::set<std::string> drop_changed(GcPlan& plan, const std::map<std::string, GcStream>& streams,
                                    const std::map<std::string, catalog::StreamEntry>& now) {
-  auto changed = [&](const std::string& stream) {
-    auto was = streams.find(stream);
-    auto is = now.find(stream);
+  auto changed = [&](const std::string& component) {
+    auto was = streams.find(component);
+    auto is = now.find(component);
     bool had = was != streams.end() && was->second.entry.has_value();
     bool has = is != now.end();
     if (had != has) return true;
@@ -120,9 +120,9 @@ std::set<std::string> drop_changed(GcPlan& plan, const std::map<std::string, GcS
   std::set<std::string> dropped;
   std::vector<GcObject> keep;
   for (auto& c : plan.candidates) {
-    if (changed(c.stream)) {
-      dropped.insert(c.stream);
-      auto& counts = plan.counts[c.stream];
+    if (changed(c.component)) {
+      dropped.insert(c.component);
+      auto& counts = plan.counts[c.component];
       counts[GcVerdict::candidate] -= 1;
       counts[GcVerdict::entry_changed] += 1;
       c.verdict = GcVerdict::entry_changed;

@@ -13,6 +13,11 @@
 //      entry changed since step 2 (drop_changed): reported as skipped;
 //   5. delete the rest in batches.
 //
+// GC knows a stream by its key segment, its component (object_keys.h,
+// common/name_component.h): a long name's component is a hash that cannot
+// be decoded, and a stream the catalog no longer holds has no name to look
+// up. The shell maps the catalog's names to components.
+//
 // The rules, for one listed object; the first that applies decides:
 //   1. unparsable  — the key is not a tier key of the stream its path names
 //                    (object_keys.h): kept. GC deletes only what it can name.
@@ -79,10 +84,10 @@ enum class GcVerdict : uint8_t {
 };
 std::string_view gc_verdict_name(GcVerdict v);
 
-// A key of the node's prefix split into its stream and tier key; nullopt
-// when it is not one.
+// A key of the node's prefix split into its stream's component and tier
+// key; nullopt when it is not one.
 struct NodeKey {
-  std::string stream;
+  std::string component;
   ParsedKey parsed;
 };
 std::optional<NodeKey> parse_node_key(std::string_view prefix, std::string_view key);
@@ -94,7 +99,7 @@ GcVerdict gc_verdict(const NodeKey& key, const objstore::ObjectInfo& object, con
 
 struct GcObject {
   std::string key;
-  std::string stream;  // "" when the key did not parse
+  std::string component;  // of the object's stream; "" when the key did not parse
   uint64_t size = 0;
   std::optional<int64_t> age_ms;  // now - last modified
   GcVerdict verdict = GcVerdict::candidate;
@@ -105,23 +110,24 @@ struct GcPlan {
   std::vector<GcObject> candidates;  // to delete
   std::vector<GcObject> kept;        // kept for a reason other than `referenced`
   std::vector<GcObject> skipped;     // candidates dropped by drop_changed
-  // Every listed object by stream ("" for unparsable keys) and verdict.
+  // Every listed object by stream component ("" for unparsable keys) and
+  // verdict.
   std::map<std::string, std::map<GcVerdict, uint64_t>> counts;
   uint64_t count(GcVerdict v) const;
   uint64_t candidate_bytes() const;
 };
 
-// Plans the listing. `streams` holds every stream named by a parsable
-// listed key (a stream missing from the map is treated as not in the
-// catalog).
+// Plans the listing. `streams` holds, by component, every stream named by
+// a parsable listed key (a stream missing from the map is treated as not
+// in the catalog).
 GcPlan plan_gc(const std::vector<objstore::ObjectInfo>& listing, std::string_view prefix,
                const std::map<std::string, GcStream>& streams, int64_t now_ms, int64_t grace_ms);
 
 // Step 4: moves to `skipped` (verdict entry_changed) the candidates of
-// every stream whose entry in `now` (the re-read catalog; absent = not in
-// the catalog) differs from the one the plan used, by presence or revision
-// — created, deleted, re-created, taken over or persisted to since.
-// Returns the streams concerned.
+// every stream whose entry in `now` (the re-read catalog by component;
+// absent = not in the catalog) differs from the one the plan used, by
+// presence or revision — created, deleted, re-created, taken over or
+// persisted to since. Returns the components concerned.
 std::set<std::string> drop_changed(GcPlan& plan, const std::map<std::string, GcStream>& streams,
                                    const std::map<std::string, catalog::StreamEntry>& now);
 

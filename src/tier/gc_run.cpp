@@ -7,6 +7,8 @@
 #include <set>
 #include <thread>
 
+#include "common/name_component.h"
+#include "common/stream_name.h"
 #include "tier/tier_limits.h"
 
 namespace strata::tier {
@@ -41,9 +43,11 @@ GcStream gc_stream_of(const LoadedTree& t) {
   return s;
 }
 
-std::map<std::string, catalog::StreamEntry> by_name(std::vector<catalog::StreamEntry> entries) {
+// The catalog's entries by their streams' components (GC's key).
+std::map<std::string, catalog::StreamEntry> by_component(
+    std::vector<catalog::StreamEntry> entries) {
   std::map<std::string, catalog::StreamEntry> m;
-  for (auto& e : entries) m.emplace(e.stream, std::move(e));
+  for (auto& e : entries) m.emplace(name_component(e.stream), std::move(e));
   return m;
 }
 
@@ -68,29 +72,32 @@ class Gc {
     if (!listing.ok()) return listing.error().to_error().with_context("listing " + list_prefix);
     out_.listed = listing->size();
     STRATA_ASSIGN_OR_RETURN(auto entries, catalog_.list());
-    std::map<std::string, catalog::StreamEntry> first = by_name(std::move(entries));
-    std::set<std::string> names;
+    std::map<std::string, catalog::StreamEntry> first = by_component(std::move(entries));
+    learn_names(first);
+    std::set<std::string> components;
     for (const auto& o : *listing) {
-      if (auto k = parse_node_key(opts_.prefix, o.key)) names.insert(k->stream);
+      if (auto k = parse_node_key(opts_.prefix, o.key)) components.insert(k->component);
     }
     say(fmt::format("listed {} objects of {} streams; reading their manifests", listing->size(),
-                    names.size()));
+                    components.size()));
     std::map<std::string, GcStream> streams;
-    for (const auto& name : names) {
-      auto it = first.find(name);
+    for (const auto& c : components) {
+      auto it = first.find(c);
       std::optional<catalog::StreamEntry> entry;
       if (it != first.end()) entry = it->second;
-      STRATA_ASSIGN_OR_RETURN(streams[name], read_stream(name, std::move(entry)));
+      STRATA_ASSIGN_OR_RETURN(streams[c], read_stream(std::move(entry)));
     }
     GcPlan plan = plan_gc(*listing, opts_.prefix, streams, now, opts_.grace_ms);
-    STRATA_ASSIGN_OR_RETURN(auto again, catalog_.list());
-    std::set<std::string> changed = drop_changed(plan, streams, by_name(std::move(again)));
+    STRATA_ASSIGN_OR_RETURN(auto again_entries, catalog_.list());
+    std::map<std::string, catalog::StreamEntry> again = by_component(std::move(again_entries));
+    learn_names(again);
+    std::set<std::string> changed = drop_changed(plan, streams, again);
     finish_round(std::move(plan));
     for (int round = 1; round <= opts_.rounds && !changed.empty(); ++round) {
       std::set<std::string> still;
-      for (const auto& name : changed) {
-        STRATA_ASSIGN_OR_RETURN(bool dropped, replan(name));
-        if (dropped) still.insert(name);
+      for (const auto& c : changed) {
+        STRATA_ASSIGN_OR_RETURN(bool dropped, replan(c));
+        if (dropped) still.insert(c);
       }
       changed = std::move(still);
     }
@@ -107,8 +114,15 @@ class Gc {
     if (opts_.progress) opts_.progress(line);
   }
 
-  Result<GcStream> read_stream(const std::string& name, std::optional<catalog::StreamEntry> e) {
+  // Remembers the name of every component the catalog holds, for the
+  // report and the re-plans.
+  void learn_names(const std::map<std::string, catalog::StreamEntry>& entries) {
+    for (const auto& [c, e] : entries) out_.names[c] = e.stream;
+  }
+
+  Result<GcStream> read_stream(std::optional<catalog::StreamEntry> e) {
     if (!e) return GcStream{};
+    const std::string name = e->stream;
     STRATA_ASSIGN_OR_RETURN(auto keys, ObjectKeys::make(opts_.prefix, name));
     STRATA_ASSIGN_OR_RETURN(LoadedTree t, load_tree_from(store_, catalog_, keys, std::move(e)));
     GcStream s = gc_stream_of(t);
@@ -117,10 +131,14 @@ class Gc {
   }
 
   // Plans one stream again on its own. Returns whether its candidates were
-  // skipped again.
-  Result<bool> replan(const std::string& name) {
+  // skipped again. The stream changed between the catalog's two reads, so
+  // one of them named it.
+  Result<bool> replan(const std::string& component) {
+    auto known = out_.names.find(component);
+    if (known == out_.names.end()) return true;  // cannot happen; skipped, not deleted
+    const std::string name = known->second;
     STRATA_ASSIGN_OR_RETURN(auto keys, ObjectKeys::make(opts_.prefix, name));
-    say(fmt::format("stream {} changed while planning; planning it again", name));
+    say(fmt::format("stream {} changed while planning; planning it again", printable_name(name)));
     const int64_t now = opts_.clock->now_ms();
     auto listing =
         with_transient_retries([&] { return objstore::list_all(store_, keys.stream_prefix()); });
@@ -130,13 +148,13 @@ class Gc {
     STRATA_ASSIGN_OR_RETURN(auto entry, catalog_.get(name));
     std::map<std::string, GcStream> streams;
     out_.unknown_trees.erase(name);
-    STRATA_ASSIGN_OR_RETURN(streams[name], read_stream(name, std::move(entry)));
+    STRATA_ASSIGN_OR_RETURN(streams[component], read_stream(std::move(entry)));
     GcPlan plan = plan_gc(*listing, opts_.prefix, streams, now, opts_.grace_ms);
     STRATA_ASSIGN_OR_RETURN(auto again, catalog_.get(name));
     std::map<std::string, catalog::StreamEntry> now_entries;
-    if (again) now_entries.emplace(name, std::move(*again));
+    if (again) now_entries.emplace(component, std::move(*again));
     bool dropped = !drop_changed(plan, streams, now_entries).empty();
-    parts_.erase(name);
+    parts_.erase(component);
     finish_round(std::move(plan));
     return dropped;
   }
@@ -144,9 +162,9 @@ class Gc {
   // Deletes the plan's candidates and files the rest by stream.
   void finish_round(GcPlan plan) {
     out_.rounds += 1;
-    for (auto& k : plan.kept) parts_[k.stream].kept.push_back(std::move(k));
-    for (auto& k : plan.skipped) parts_[k.stream].skipped.push_back(std::move(k));
-    for (auto& [stream, counts] : plan.counts) parts_[stream].counts = std::move(counts);
+    for (auto& k : plan.kept) parts_[k.component].kept.push_back(std::move(k));
+    for (auto& k : plan.skipped) parts_[k.component].skipped.push_back(std::move(k));
+    for (auto& [component, counts] : plan.counts) parts_[component].counts = std::move(counts);
     say(fmt::format("{} {} objects ({} bytes)", opts_.dry_run ? "would delete" : "deleting",
                     plan.candidates.size(), plan.candidate_bytes()));
     if (opts_.dry_run) {
@@ -200,6 +218,11 @@ class Gc {
 Result<GcResult> run_gc(objstore::ObjectStore& store, const CatalogSource& catalog,
                         const GcOptions& opts) {
   return Gc(store, catalog, opts).run();
+}
+
+std::string GcResult::stream_of(const GcObject& o) const {
+  if (auto it = names.find(o.component); it != names.end()) return it->second;
+  return name_of_component(o.component).value_or(o.component);
 }
 
 }  // namespace strata::tier

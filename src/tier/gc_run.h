@@ -49,6 +49,12 @@ struct GcResult {
   std::map<GcVerdict, uint64_t> counts;  // the last plan of every object, by verdict
   std::map<std::string, std::string> unknown_trees;  // stream -> what could not be read
   int rounds = 0;                                    // rounds run (1 + re-plans)
+  // component -> stream name, for every stream the catalog held (the
+  // objects say only their stream's component, gc_plan.h).
+  std::map<std::string, std::string> names;
+  // The stream of an object for a person: its name when the catalog held it
+  // or the component decodes, else the component (a deleted stream's hash).
+  std::string stream_of(const GcObject& o) const;
 };
 
 // Errors only when the listing or the catalog cannot be read (nothing is

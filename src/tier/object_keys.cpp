@@ -5,6 +5,8 @@
 #include <charconv>
 
 #include "common/crc32c.h"
+#include "common/name_component.h"
+#include "common/stream_name.h"
 #include "tier/tier_limits.h"
 
 namespace strata::tier {
@@ -71,18 +73,32 @@ bool parse_hex8(std::string_view s, uint32_t* v) {
 
 }  // namespace
 
-std::string stream_hash8(std::string_view stream) {
+std::string stream_hash8(std::string_view component) {
   std::string out;
-  append_hex8(out, crc32c::value(stream));
+  append_hex8(out, crc32c::value(component));
   return out;
-}
-
-Status validate_stream_name(std::string_view stream) {
-  return validate_segment(stream, "stream name");
 }
 
 Result<ObjectKeys> ObjectKeys::make(std::string_view prefix, std::string_view stream) {
   STRATA_TRY(validate_stream_name(stream));
+  return with(prefix, std::string(stream), name_component(stream));
+}
+
+Result<ObjectKeys> ObjectKeys::of_component(std::string_view prefix, std::string_view component) {
+  if (auto name = name_of_component(component)) {
+    STRATA_TRY(validate_stream_name(*name));
+    return with(prefix, std::move(*name), std::string(component));
+  }
+  if (!is_hashed_component(component)) {
+    return Error(
+        Errc::invalid_argument,
+        fmt::format("\"{}\" is not the key segment of a stream name", printable_name(component)));
+  }
+  return with(prefix, "", std::string(component));
+}
+
+Result<ObjectKeys> ObjectKeys::with(std::string_view prefix, std::string stream,
+                                    std::string component) {
   std::string_view rest = prefix;
   while (!rest.empty()) {
     size_t slash = rest.find('/');
@@ -96,9 +112,10 @@ Result<ObjectKeys> ObjectKeys::make(std::string_view prefix, std::string_view st
     }
   }
   ObjectKeys k;
-  k.stream_ = std::string(stream);
+  k.stream_ = std::move(stream);
+  k.component_ = std::move(component);
   if (!prefix.empty()) k.base_ = std::string(prefix) + "/";
-  k.base_ += stream_hash8(stream) + "/" + k.stream_ + "/";
+  k.base_ += stream_hash8(k.component_) + "/" + k.component_ + "/";
   return k;
 }
 
@@ -142,7 +159,8 @@ std::string ObjectKeys::for_entry(const ManifestEntry& e) const {
 Result<ParsedKey> ObjectKeys::parse(std::string_view key) const {
   auto bad = [&](const char* why) {
     return Error(Errc::invalid_argument,
-                 fmt::format("object key \"{}\" of stream {}: {}", key, stream_, why));
+                 fmt::format("object key \"{}\" of stream {}: {}", key,
+                             stream_.empty() ? component_ : printable_name(stream_), why));
   };
   if (key.substr(0, base_.size()) != base_) return bad("not under the stream's prefix");
   std::string_view rest = key.substr(base_.size());

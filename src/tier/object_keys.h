@@ -1,19 +1,23 @@
 // Object key scheme of the remote tier. Every write goes to a new key (a
 // random 32-bit uid is part of each), so nothing is ever overwritten in
-// place; a stream's keys share a prefix spread by a hash of the stream name
-// (S3 partitions request rates by key prefix):
+// place; a stream's keys share a prefix spread by a hash (S3 partitions
+// request rates by key prefix):
 //
-//   <prefix>/<hash8>/<stream>/data/<first_offset:020>.<epoch>.<uid8>.frag
-//   <prefix>/<hash8>/<stream>/meta/root.<epoch>.<uid8>
-//   <prefix>/<hash8>/<stream>/meta/<first_offset:020>.<uid8>.g<level>
+//   <prefix>/<hash8>/<component>/data/<first_offset:020>.<epoch>.<uid8>.frag
+//   <prefix>/<hash8>/<component>/meta/root.<epoch>.<uid8>
+//   <prefix>/<hash8>/<component>/meta/<first_offset:020>.<uid8>.g<level>
 //
-// hash8 is the CRC32C of the stream name in 8 lowercase hex digits; uid8 is
-// the uid in 8 lowercase hex digits; epoch and level are decimal. An empty
-// prefix drops the leading "<prefix>/".
+// component is the stream's name as one key segment
+// (common/name_component.h: [A-Za-z0-9._~-] kept, every other byte %XX,
+// long names hashed): never '/', never "." or "..", and the same string for
+// names of [A-Za-z0-9._~-] as before names were encoded, so existing
+// buckets keep their keys. hash8 is the CRC32C of the component in 8
+// lowercase hex digits (so a key's hash can be checked without the name);
+// uid8 is the uid in 8 lowercase hex digits; epoch and level are decimal.
+// An empty prefix drops the leading "<prefix>/".
 //
-// Stream names and prefix segments are limited to [A-Za-z0-9._~-] (plus '/'
-// between prefix segments) so that a key is never ambiguous and needs no
-// URL escaping; "." and ".." are refused.
+// Prefix segments are limited to [A-Za-z0-9._~-] (with '/' between them),
+// not "." or "..", so that a key is never ambiguous.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +29,8 @@
 
 namespace strata::tier {
 
-std::string stream_hash8(std::string_view stream);
-Status validate_stream_name(std::string_view stream);
+// CRC32C of a stream's component, 8 lowercase hex digits.
+std::string stream_hash8(std::string_view component);
 
 enum class ObjectType { fragment, root, group };
 
@@ -41,10 +45,16 @@ struct ParsedKey {
 
 class ObjectKeys {
  public:
+  // The keys of stream `stream` (invalid_argument: a name that breaks
+  // common/stream_name.h, or a bad prefix).
   static Result<ObjectKeys> make(std::string_view prefix, std::string_view stream);
+  // The keys under a component found in a listing (gc), whose stream may
+  // be unknown (a hashed component): stream() is then "".
+  static Result<ObjectKeys> of_component(std::string_view prefix, std::string_view component);
 
   const std::string& stream() const { return stream_; }
-  // "<prefix>/<hash8>/<stream>/", the prefix of every key of the stream.
+  const std::string& component() const { return component_; }
+  // "<prefix>/<hash8>/<component>/", the prefix of every key of the stream.
   const std::string& stream_prefix() const { return base_; }
 
   std::string fragment(uint64_t first_offset, uint64_t epoch, uint32_t uid) const;
@@ -57,7 +67,11 @@ class ObjectKeys {
   Result<ParsedKey> parse(std::string_view key) const;
 
  private:
+  static Result<ObjectKeys> with(std::string_view prefix, std::string stream,
+                                 std::string component);
+
   std::string stream_;
+  std::string component_;
   std::string base_;
 };
 

@@ -43,9 +43,10 @@ inline constexpr int kScrubTreeAttempts = 8;
 // nothing but space).
 inline constexpr int kGcRemoveTries = 3;
 
-// Longest segment of an object key (a stream name, a key prefix part): the
-// fs store makes each segment a file or directory name, which may have 255
-// bytes, and S3's 1024-byte keys leave room for the rest of the key.
+// Longest segment of a key prefix (a stream's own segment, its component,
+// is at most 200 bytes: common/name_component.h): the fs store makes each
+// segment a file or directory name, which may have 255 bytes, and S3's
+// 1024-byte keys leave room for the rest of the key.
 inline constexpr size_t kMaxKeySegmentBytes = 255;
 
 }  // namespace strata::tier

@@ -63,6 +63,43 @@ TEST(EmbeddedCatalog, EverythingSurvivesCloseAndReopen) {
   EXPECT_GT(again->revision, removed_revision);
 }
 
+// The file keeps one record of its own, "/revision_floor"; a stream of
+// that name (and any name starting with '/') is a stream like any other:
+// its entry and the floor neither overwrite nor hide each other, across a
+// reopen.
+TEST(EmbeddedCatalog, AStreamNamedLikeTheFloorRecordIsAStreamLikeAnyOther) {
+  test::TempDir dir;
+  uint64_t floor = 0;
+  {
+    auto c = must_open(posix_fs(), dir.sub("node"), small());
+    ASSERT_TRUE(c);
+    auto f = c->create("/revision_floor", 7);
+    ASSERT_OK(f);
+    ASSERT_OK(c->create("/x", 3));
+    auto gone = c->create("gone", 1);
+    ASSERT_OK(gone);
+    ASSERT_EQ(c->remove("gone", gone->revision)->outcome, PutOutcome::ok);
+    floor = c->info().revision_floor;
+    EXPECT_EQ(floor, gone->revision);
+    EXPECT_EQ(c->get("/revision_floor")->epoch, 7u);
+    EXPECT_EQ(c->info().streams, 2u);
+    ASSERT_OK(c->close());
+  }
+  auto c = must_open(posix_fs(), dir.sub("node"), small());
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->info().revision_floor, floor);
+  auto f = c->get("/revision_floor");
+  ASSERT_OK(f);
+  EXPECT_EQ(f->epoch, 7u);
+  auto l = c->list();
+  ASSERT_OK(l);
+  ASSERT_EQ(l->size(), 2u);
+  EXPECT_EQ((*l)[0].stream, "/revision_floor");
+  EXPECT_EQ((*l)[1].stream, "/x");
+  ASSERT_EQ(c->remove("/revision_floor", f->revision)->outcome, PutOutcome::ok);
+  EXPECT_EQ(c->info().revision_floor, f->revision);
+}
+
 TEST(EmbeddedCatalog, RunningOutOfCapacityIsStoreFullNamingTheFileAndTheSetting) {
   test::TempDir dir;
   auto c = must_open(posix_fs(), dir.path(), small(3));

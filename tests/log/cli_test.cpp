@@ -98,7 +98,7 @@ TEST(LogCli, ClearErrorsForBadArgumentsAndDataDirs) {
            {{"consume", d, "nope"}, "streams: real"},
            {{"consume", d, "real", "--from", "bogus"}, "bad offset spec 'bogus'"},
            {{"consume", tmp.sub("missing"), "real"}, "does not exist"},
-           {{"consume", d, "bad/name"}, "bad stream name"},
+           {{"consume", d, "amq.name"}, "stream name \"amq.name\" starts with \"amq.\""},
            {{"produce", d, "real", "--fsync", "maybe", "--generate", "1"}, "bad fsync policy"},
            {{"produce", d, "other", "--no-create", "--generate", "1"}, "no stream 'other'"},
            {{"inspect", tmp.sub("missing")}, "does not exist"},

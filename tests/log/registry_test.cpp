@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/fault_fs.h"
+#include "common/name_component.h"
 #include "log/log_test_util.h"
 #include "support/temp_dir.h"
 
@@ -87,13 +90,85 @@ TEST(LogRegistry, DataSurvivesReopeningTheRegistry) {
 TEST(LogRegistry, BadNamesAreRefused) {
   strata::test::TempDir tmp;
   auto reg = *StreamRegistry::open(tmp.sub("data"));
-  for (std::string bad : std::vector<std::string>{"", ".hidden", "a/b", "..", "sp ace",
-                                                  std::string(201, 'x'), "new\nline"}) {
+  for (std::string bad :
+       std::vector<std::string>{"", "amq.x", "caf\xc3", std::string(256, 'x'), "new\nline"}) {
     auto r = reg->create(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.code(), Errc::invalid_argument);
     EXPECT_EQ(reg->remove(bad).code(), Errc::invalid_argument);
   }
+}
+
+// Any name as RabbitMQ allows it is a stream of its own, in a directory
+// named by its component (common/name_component.h): "." and "..", '/',
+// names like the registry's own entries, and long names (hashed; the
+// directory holds the name) — and the registry's own entries never take
+// a stream's place: a stream ".creating-x" survives reopening the
+// registry, which removes leftover ".creating-*" entries.
+TEST(LogRegistry, EveryNameIsAStreamInADirectoryOfItsOwn) {
+  strata::test::TempDir tmp;
+  const std::string data = tmp.sub("data");
+  const std::string longest(255, 'n');
+  std::vector<std::string> names = {".",
+                                    "..",
+                                    "a/b",
+                                    "../escape",
+                                    ".creating-x",
+                                    ".deleting-x.0",
+                                    "x",
+                                    "x.tmp",
+                                    "orders 2026/Q1 \xe2\x82\xac",
+                                    longest,
+                                    std::string(254, 'n') + "m",
+                                    "a%2Fb"};
+  {
+    auto reg = *StreamRegistry::open(data);
+    for (size_t i = 0; i < names.size(); ++i) {
+      auto l = reg->create(names[i]);
+      ASSERT_TRUE(l.ok()) << names[i] << ": " << l.error().to_string();
+      ASSERT_TRUE((*l)->append({std::to_string(i)}).ok());
+    }
+  }
+  // Nothing escaped the data directory, and every entry is a component.
+  EXPECT_FALSE(exists(posix_fs(), tmp.sub("escape")));
+  auto entries = posix_fs().list_dir(data);
+  ASSERT_TRUE(entries.ok());
+  EXPECT_EQ(entries->size(), names.size());
+  for (const auto& e : *entries) EXPECT_TRUE(is_name_component(e)) << e;
+  EXPECT_TRUE(exists(posix_fs(), path_join(stream_dir(data, longest), "name")));
+  auto reg = *StreamRegistry::open(data);
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(*reg->list(), sorted);
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto l = reg->open_stream(names[i]);
+    ASSERT_TRUE(l.ok()) << names[i];
+    auto rb = test::read_all(**l);
+    ASSERT_EQ(rb.records.size(), 1u) << names[i];
+    EXPECT_EQ(rb.records[0].second, std::to_string(i)) << names[i];
+    auto ro = open_stream_read_only(data, names[i]);
+    ASSERT_TRUE(ro.ok()) << names[i];
+  }
+  ASSERT_TRUE(reg->remove("a/b").ok());
+  ASSERT_TRUE(reg->remove(longest).ok());
+  EXPECT_TRUE(reg->exists("a%2Fb"));
+  EXPECT_TRUE(reg->exists(std::string(254, 'n') + "m"));
+  EXPECT_EQ(reg->list()->size(), names.size() - 2);
+}
+
+// A directory the registry did not make is never taken for a stream nor
+// removed: a name that is no component, a hashed-looking one without its
+// name file.
+TEST(LogRegistry, ForeignDirectoriesAreSkippedNotRemoved) {
+  strata::test::TempDir tmp;
+  const std::string data = tmp.sub("data");
+  ASSERT_TRUE(create_dirs(posix_fs(), data + "/not a component").ok());
+  ASSERT_TRUE(create_dirs(posix_fs(), data + "/a%%" + std::string(64, 'a')).ok());
+  auto reg = *StreamRegistry::open(data);
+  ASSERT_TRUE(reg->create("s").ok());
+  EXPECT_EQ(*reg->list(), std::vector<std::string>{"s"});
+  EXPECT_TRUE(exists(posix_fs(), data + "/not a component"));
+  EXPECT_TRUE(exists(posix_fs(), data + "/a%%" + std::string(64, 'a')));
 }
 
 TEST(LogRegistry, DataDirThatIsAFileIsAnError) {

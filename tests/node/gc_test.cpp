@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "common/fs.h"
+#include "common/name_component.h"
 #include "node/node_s3_fixture.h"
 #include "support/cli.h"
 #include "tier/gc_run.h"
@@ -234,6 +235,47 @@ TEST_F(Gc, DeletesOldOrphansOfLiveAndDeletedStreamsAndKeepsYoungOnes) {
   auto bad = strata_cli({"gc", "--config", config_, "--grace", "soon"});
   EXPECT_EQ(bad.status, 1);
   EXPECT_TRUE(strata::test::contains(bad.err, "--grace 'soon'")) << bad.err;
+}
+
+// GC knows a stream by its key segment (docs/formats/stream-names.md): a
+// live stream with a long name (a hashed segment) keeps what its manifest
+// references; a deleted stream's old objects are deleted, under a hashed
+// segment (no name can be decoded from it) or an escaped one; and a live
+// stream named exactly like the deleted one's hashed segment is another
+// stream, whose objects stay.
+TEST_F(Gc, StreamsOfAnyNameAreToldApartByTheirKeySegment) {
+  const std::string live = std::string(255, 'L');
+  const std::string ghost = std::string(255, 'G');
+  const std::string twin = name_component(ghost);  // a valid name too
+  const std::string odd_ghost = "orders 2026/Q1 \xe2\x82\xac";
+  std::map<std::string, uint64_t> next;
+  for (const auto& name : {live, twin}) {
+    auto log = node_->create_stream(name);
+    ASSERT_OK(log);
+    next[name] = append_values(**log, 20);
+    ASSERT_OK(node_->flush(name, std::chrono::seconds(30)));
+  }
+  const std::set<std::string> old = {
+      keys(live).fragment(0, 1, 0xdead0001), keys(ghost).fragment(0, 1, 0xdead0002),
+      keys(ghost).root(1, 0xdead0003),       keys(odd_ghost).fragment(0, 1, 0xdead0004),
+      keys(twin).fragment(0, 1, 0xdead0005),
+  };
+  for (const auto& k : old) plant(k, 2 * kHour);
+  auto run = strata_cli({"--json", "gc", "--config", config_});
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  json r = strata::test::last_json(run.out);
+  EXPECT_EQ(key_set(r["deleted"]), old) << run.out;
+  std::map<std::string, std::string> stream_of;
+  for (const auto& o : r["deleted"]) stream_of[o["key"]] = o["stream"];
+  EXPECT_EQ(stream_of[keys(live).fragment(0, 1, 0xdead0001)], live);
+  EXPECT_EQ(stream_of[keys(ghost).root(1, 0xdead0003)], twin) << "the deleted stream's segment";
+  EXPECT_EQ(stream_of[keys(odd_ghost).fragment(0, 1, 0xdead0004)], odd_ghost);
+  EXPECT_EQ(stream_of[keys(twin).fragment(0, 1, 0xdead0005)], twin);
+  for (const auto& name : {live, twin}) {
+    ASSERT_NO_FATAL_FAILURE(expect_undamaged(node_->store(), node_->catalog(), name));
+    ASSERT_NO_FATAL_FAILURE(expect_exactly_once(
+        read_remote(node_->store(), node_->catalog(), kPrefix, name), next[name]));
+  }
 }
 
 TEST_F(Gc, InALoopWithNoGraceBesideAnUploadingNodeItNeverDeletesWhatAManifestNeeds) {

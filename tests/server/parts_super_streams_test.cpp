@@ -3,9 +3,12 @@
 // crashes (FaultFileSystem), clear errors for bad names and keys.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "common/fault_fs.h"
+#include "common/name_component.h"
+#include "server/named_files.h"
 #include "server/super_streams.h"
 #include "support/temp_dir.h"
 
@@ -86,18 +89,21 @@ TEST(SuperStreams, AFailedPartitionUndoesTheCreate) {
 TEST(SuperStreams, BadDefinitionsAreRefusedClearly) {
   auto bad = [](SuperStream s) { return validate_super_stream(s); };
   EXPECT_EQ(bad({"", {"a"}, {"k"}}).code(), Errc::invalid_argument);
-  EXPECT_EQ(bad({"s/x", {"a"}, {"k"}}).code(), Errc::invalid_argument);
+  EXPECT_EQ(bad({"amq.s", {"a"}, {"k"}}).code(), Errc::invalid_argument);
   EXPECT_EQ(bad({"s", {}, {}}).code(), Errc::invalid_argument);
   EXPECT_EQ(bad({"s", {"a", "b"}, {"k"}}).code(), Errc::invalid_argument);
   EXPECT_EQ(bad({"s", {"a", "a"}, {"k", "l"}}).code(), Errc::invalid_argument);
   EXPECT_EQ(bad({"s", {"a", "b"}, {"k", "k"}}).code(), Errc::invalid_argument);
   EXPECT_EQ(bad({"s", {"a"}, {""}}).code(), Errc::invalid_argument);
-  EXPECT_EQ(bad({"s", {".."}, {"k"}}).code(), Errc::invalid_argument);
+  EXPECT_EQ(bad({"s", {"amq.a"}, {"k"}}).code(), Errc::invalid_argument);
+  EXPECT_EQ(bad({"s", {"a\xff"}, {"k"}}).code(), Errc::invalid_argument);
   EXPECT_EQ(bad({"s", {"a"}, {std::string(256, 'k')}}).code(), Errc::invalid_argument);
   Status st = bad({"s", {"a", "b"}, {"k", "k"}});
   EXPECT_NE(st.error().message.find("binding key k is used twice"), std::string::npos)
       << st.error().message;
   EXPECT_TRUE(bad({"s", {"a"}, {std::string(255, 'k')}}).ok());
+  // Names as RabbitMQ allows them.
+  EXPECT_TRUE(bad({"s/x \xe2\x82\xac", {"..", "a/b"}, {"k", "l"}}).ok());
 }
 
 TEST(SuperStreams, FileRoundTripsAndDamageIsCaught) {
@@ -114,6 +120,151 @@ TEST(SuperStreams, FileRoundTripsAndDamageIsCaught) {
   for (size_t n = 0; n < b.size(); ++n) {
     EXPECT_FALSE(decode_super_stream_file(b.substr(0, n), "f").ok());
   }
+}
+
+// A super stream named like a temporary file ("s.tmp") survives a reopen
+// with its partitions (it was once removed as an interrupted create's
+// leftover, its partitions orphaned), and creating super stream "s" does
+// not write over its file (the create's temporary file had that name).
+TEST(SuperStreams, OneNamedLikeATemporaryFileSurvivesAReopen) {
+  test::TempDir dir;
+  FakeStreams fs;
+  const SuperStream tmp{"s.tmp", {"t-0", "t-1"}, {"a", "b"}};
+  {
+    auto s = SuperStreams::open(dir.sub("ss"));
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    ASSERT_TRUE((*s)->create(tmp, fs.create(), fs.remove()).ok());
+  }
+  auto s = SuperStreams::open(dir.sub("ss"));
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  auto p = (*s)->partitions("s.tmp");
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(*p, tmp.partitions);
+  EXPECT_EQ((*s)->create(tmp, fs.create(), fs.remove()).code(), Errc::already_exists);
+}
+
+TEST(SuperStreams, CreatingOneLeavesTheFileOfItsTmpNamesakeAlone) {
+  test::TempDir dir;
+  FakeStreams fs;
+  const SuperStream tmp{"s.tmp", {"t-0", "t-1"}, {"a", "b"}};
+  const SuperStream plain{"s", {"s-0"}, {"a"}};
+  {
+    auto s = SuperStreams::open(dir.sub("ss"));
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    ASSERT_TRUE((*s)->create(tmp, fs.create(), fs.remove()).ok());
+    ASSERT_TRUE((*s)->create(plain, fs.create(), fs.remove()).ok());
+  }
+  auto s = SuperStreams::open(dir.sub("ss"));
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ((*s)->names(), (std::vector<std::string>{"s", "s.tmp"}));
+  auto p = (*s)->partitions("s.tmp");
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(*p, tmp.partitions);
+}
+
+// A super stream file of the version before names were encoded (1; the
+// same layout).
+Bytes version1_file(const SuperStream& s) {
+  Bytes b = encode_super_stream_file(s);
+  b.resize(b.size() - 4);
+  b[4] = 1;
+  append_checksum_trailer(&b);
+  return b;
+}
+
+// Upgrade: version 1 files are read; what the previous version left under
+// its temporary name (a version 1 "s.tmp" holding super stream "s", or a
+// file cut short) is removed, but a version 1 "s.tmp" holding super stream
+// "s.tmp" is that super stream; anything else that is not a component of
+// a name is left alone.
+TEST(SuperStreams, FilesOfThePreviousVersionAndLeftoversAreToldApart) {
+  test::TempDir dir;
+  const std::string ss = dir.sub("ss");
+  ASSERT_TRUE(create_dirs(posix_fs(), ss).ok());
+  const SuperStream old{"old", {"old-0"}, {"a"}};
+  const SuperStream tmp{"t.tmp", {"t-0"}, {"a"}};
+  auto put = [&](const std::string& file, BytesView bytes) {
+    ASSERT_TRUE(write_file_atomic(posix_fs(), ss + "/" + file, bytes).ok());
+  };
+  put("old", version1_file(old));
+  put("old.tmp", version1_file(old));  // an interrupted rewrite of "old"
+  put("gone.tmp", version1_file({"gone", {"g-0"}, {"a"}}));
+  put("cut.tmp", "SSUP");
+  put("t.tmp", version1_file(tmp));
+  put("new%tmp", "half");
+  put("not ours", "x");  // no name's component: a space is always escaped
+  auto s = SuperStreams::open(ss);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ((*s)->names(), (std::vector<std::string>{"old", "t.tmp"}));
+  EXPECT_EQ(*(*s)->partitions("t.tmp"), tmp.partitions);
+  auto left = posix_fs().list_dir(ss);
+  ASSERT_TRUE(left.ok());
+  EXPECT_EQ(*left, (std::vector<std::string>{"not ours", "old", "t.tmp"}));
+  // A damaged current file fails the open whatever its name.
+  Bytes bad = encode_super_stream_file({"u.tmp", {"u-0"}, {"a"}});
+  bad[8] ^= 1;
+  put("u.tmp", bad);
+  auto again = SuperStreams::open(ss);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, Errc::corrupt);
+}
+
+// The previous version named a file by the name as is: a super stream
+// whose name starts with '.' or passes 200 bytes (which is not its own
+// component) is read and its file renamed to the component, so that a
+// later delete finds it.
+TEST(SuperStreams, FilesOfThePreviousVersionUnderTheirNameAsIsAreRenamed) {
+  test::TempDir dir;
+  const std::string ss = dir.sub("ss");
+  ASSERT_TRUE(create_dirs(posix_fs(), ss).ok());
+  const SuperStream hidden{".hidden", {"h-0"}, {"a"}};
+  const SuperStream longer{std::string(240, 'l'), {"l-0"}, {"a"}};
+  for (const auto& x : {hidden, longer}) {
+    ASSERT_TRUE(write_file_atomic(posix_fs(), ss + "/" + x.name, version1_file(x)).ok());
+  }
+  ASSERT_TRUE(write_file_atomic(posix_fs(), ss + "/.hidden.tmp", version1_file(hidden)).ok());
+  {
+    auto s = SuperStreams::open(ss);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    EXPECT_EQ(*(*s)->partitions(".hidden"), hidden.partitions);
+    EXPECT_EQ(*(*s)->partitions(longer.name), longer.partitions);
+  }
+  auto left = posix_fs().list_dir(ss);
+  ASSERT_TRUE(left.ok());
+  std::vector<std::string> want = {name_component(".hidden"), name_component(longer.name)};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(*left, want);
+  FakeStreams fs;
+  fs.streams = {"h-0", "l-0"};
+  auto s = SuperStreams::open(ss);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ASSERT_TRUE((*s)->remove(".hidden", fs.remove()).ok());
+  ASSERT_TRUE((*s)->remove(longer.name, fs.remove()).ok());
+  EXPECT_TRUE(posix_fs().list_dir(ss)->empty());
+}
+
+// Names with '/', "..", non-ASCII and 255 bytes (hashed: the file holds
+// the name) all come back.
+TEST(SuperStreams, EveryNameSurvivesAReopen) {
+  test::TempDir dir;
+  FakeStreams fs;
+  const std::vector<SuperStream> all = {
+      {"a/b", {"a/b-0"}, {"k"}},
+      {"..", {"..-0"}, {"k"}},
+      {"orders 2026/Q1 \xe2\x82\xac", {"o-0"}, {"k"}},
+      {std::string(255, 's'), {"long-0"}, {"k"}},
+      {std::string(254, 's') + "t", {"long-1"}, {"k"}},
+  };
+  {
+    auto s = SuperStreams::open(dir.sub("ss"));
+    ASSERT_TRUE(s.ok());
+    for (const auto& x : all) ASSERT_TRUE((*s)->create(x, fs.create(), fs.remove()).ok());
+  }
+  auto s = SuperStreams::open(dir.sub("ss"));
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  for (const auto& x : all) EXPECT_EQ(*(*s)->partitions(x.name), x.partitions);
+  ASSERT_TRUE((*s)->remove("a/b", fs.remove()).ok());
+  EXPECT_EQ((*s)->names().size(), all.size() - 1);
 }
 
 // Power loss at every step of a create and of a delete: after restart the

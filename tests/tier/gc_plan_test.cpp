@@ -50,7 +50,7 @@ const int64_t kOld = 2 * kGrace;
 TEST(TierGcPlan, NodeKeysSplitIntoStreamAndTierKey) {
   auto f = parse_node_key("t", keys("a.b").fragment(42, 3, 0xabc));
   ASSERT_TRUE(f.has_value());
-  EXPECT_EQ(f->stream, "a.b");
+  EXPECT_EQ(f->component, "a.b");
   EXPECT_EQ(f->parsed.type, ObjectType::fragment);
   EXPECT_EQ(f->parsed.first_offset, 42u);
   EXPECT_EQ(f->parsed.epoch, 3u);
@@ -62,9 +62,26 @@ TEST(TierGcPlan, NodeKeysSplitIntoStreamAndTierKey) {
   EXPECT_EQ(g->parsed.type, ObjectType::group);
   auto bare = parse_node_key("", ObjectKeys::make("", "s1")->fragment(1, 1, 1));
   ASSERT_TRUE(bare.has_value());
-  EXPECT_EQ(bare->stream, "s1");
+  EXPECT_EQ(bare->component, "s1");
   auto deep = parse_node_key("a/b", ObjectKeys::make("a/b", "s1")->root(1, 1));
   ASSERT_TRUE(deep.has_value());
+}
+
+// A stream is known by its key segment: an escaped one ("a%2Fb") and a
+// hashed one (a long name, which cannot be decoded) parse alike, and the
+// hash segment must be the CRC32C of the segment.
+TEST(TierGcPlan, NodeKeysOfAnyNameSplitIntoComponentAndTierKey) {
+  for (const std::string& name : {std::string("a/b"), std::string(".."), std::string(255, 'n'),
+                                  std::string("orders 2026/Q1 \xe2\x82\xac")}) {
+    auto k = ObjectKeys::make("t", name);
+    ASSERT_TRUE(k.ok());
+    auto f = parse_node_key("t", k->fragment(42, 3, 0xabc));
+    ASSERT_TRUE(f.has_value()) << name;
+    EXPECT_EQ(f->component, k->component());
+    EXPECT_EQ(f->parsed.first_offset, 42u);
+    const std::string wrong_hash = "t/00000000/" + k->component() + "/meta/root.1.00000001";
+    EXPECT_FALSE(parse_node_key("t", wrong_hash).has_value());
+  }
 }
 
 TEST(TierGcPlan, Rule1KeysThatAreNotTierKeysOfTheirStreamAreNeverCandidates) {
@@ -84,7 +101,7 @@ TEST(TierGcPlan, Rule1KeysThatAreNotTierKeysOfTheirStreamAreNeverCandidates) {
   EXPECT_TRUE(p.candidates.empty());
   ASSERT_EQ(p.kept.size(), 1u);
   EXPECT_EQ(p.kept[0].verdict, GcVerdict::unparsable);
-  EXPECT_EQ(p.kept[0].stream, "");
+  EXPECT_EQ(p.kept[0].component, "");
 }
 
 TEST(TierGcPlan, Rule2AnObjectWithoutATimeIsKept) {
@@ -180,10 +197,10 @@ TEST(TierGcPlan, PlanSortsTheListingAndCountsByStream) {
                      "t", streams, kNow, kGrace);
   ASSERT_EQ(p.candidates.size(), 2u);
   EXPECT_EQ(p.candidates[0].key, stale);
-  EXPECT_EQ(p.candidates[0].stream, "s1");
+  EXPECT_EQ(p.candidates[0].component, "s1");
   EXPECT_EQ(p.candidates[0].age_ms, kOld);
   EXPECT_EQ(p.candidates[1].key, gone);
-  EXPECT_EQ(p.candidates[1].stream, "gone");
+  EXPECT_EQ(p.candidates[1].component, "gone");
   EXPECT_EQ(p.candidate_bytes(), 20u);
   ASSERT_EQ(p.kept.size(), 3u) << "referenced objects are counted, not listed";
   EXPECT_EQ(p.kept[0].verdict, GcVerdict::pending_fragment);

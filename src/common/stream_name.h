@@ -1,0 +1,44 @@
+// The one rule for the names of streams and super streams, wherever strata
+// takes or stores one: the stream protocol's creates, the catalog, the
+// log's registry, the tier's object keys, the server's state files.
+//
+// RabbitMQ takes any name of 1..255 bytes that does not start with "amq."
+// (and strips CR and LF from it). strata takes the same names, except the
+// ones it could neither store nor show faithfully:
+//   - 1..255 bytes;
+//   - not starting with "amq." (RabbitMQ reserves it; case-sensitive, as
+//     there);
+//   - valid UTF-8 (common/utf8.h);
+//   - no NUL, CR or LF. RabbitMQ strips CR and LF at a create and then
+//     answers to a name other than the one the client sent; strata refuses
+//     the name instead, so a client never holds a name the server does not
+//     know. NUL is refused because C strings and etcd's tooling end there.
+// Every other byte is allowed: spaces, '/', '%', non-ASCII. On disk and in
+// object keys a name is encoded (common/name_component.h), never used as is.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+
+namespace strata {
+
+// RabbitMQ's limit on a queue or stream name.
+inline constexpr size_t kMaxStreamNameBytes = 255;
+// The prefix RabbitMQ reserves for its own names.
+inline constexpr std::string_view kReservedStreamPrefix = "amq.";
+
+// OK, or invalid_argument naming the stream (printable_name), what is wrong
+// and at which byte position.
+Status validate_stream_name(std::string_view name);
+
+// A name (or any bytes from a client) for messages and text output: valid
+// UTF-8 as is, except '\\', '"', control characters (C0, DEL, C1) and the
+// invisible characters that reorder or break lines (U+200E, U+200F,
+// U+2028..U+202E, U+2066..U+2069); those and bytes that are not UTF-8 as
+// \xNN per byte.
+std::string printable_name(std::string_view name);
+
+}  // namespace strata
