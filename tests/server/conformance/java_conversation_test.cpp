@@ -217,6 +217,9 @@ TEST_F(JavaConformance, NamedProducerDeduplicates) {
   publish(p, 0, 3, numbered(3, 5, "m"));  // duplicates
   publish(p, 0, 8, numbered(8, 10, "m"));
   EXPECT_EQ(p.publisher_sequence("java-app", "dedup"), 9u);
+  uint32_t q = p.rpc(kQueryPublisherSequence, Out().str("java-app").str("nope"));
+  EXPECT_EQ(expect_u64_answer(p.peer, kQueryPublisherSequence, q, kStreamDoesNotExist), 0u);
+  EXPECT_EQ(p.declare_publisher(1, "java-app", "nope"), kStreamDoesNotExist);
 
   JavaConnection c(port(), "rabbitmq-stream-consumer-0");
   ASSERT_EQ(c.subscribe(0, "dedup", {kFirst}, 10), kOk);
@@ -307,6 +310,7 @@ TEST_F(JavaConformance, CreditAndOffsetTracking) {
   c.store_offset("tracker", "flow", 3);
   EXPECT_EQ(c.query_offset("tracker", "flow"), (std::pair<uint16_t, uint64_t>{kOk, 3}));
   EXPECT_EQ(c.query_offset("tracker", "nope").first, kStreamDoesNotExist);
+  c.store_offset("tracker", "nope", 1);  // no answer, and the connection goes on
 
   c.credit(9, 1);
   EXPECT_EQ(

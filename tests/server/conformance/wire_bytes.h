@@ -255,6 +255,18 @@ class Peer {
   bool closed_by_server(std::chrono::milliseconds timeout = 10s) {
     return c_.closed_by_server(timeout);
   }
+  // "" while the server has not sent Close within `wait`, else its code and
+  // reason.
+  std::string close_within(std::chrono::milliseconds wait = 400ms) {
+    if (quiet(kClose, wait)) return "";
+    Bytes b = next(kClose);
+    In in(b);
+    in.u16();
+    in.u16();
+    in.u32();
+    uint16_t code = in.u16();
+    return "Close " + std::to_string(code) + " \"" + in.str() + "\"";
+  }
   // Whether a frame with `key` came and was not asked for yet.
   bool holds(uint16_t key) const {
     for (const auto& b : kept_)
@@ -572,7 +584,8 @@ inline Chunk read_deliver(BytesView body) {
     EXPECT_EQ(head & 0x70, 0) << "compressed sub-batch";
     uint16_t n = d.u16();
     d.u32();  // uncompressed length
-    In sub(d.raw(d.u32()));
+    std::string batch = d.raw(d.u32());
+    In sub(batch);
     for (uint16_t i = 0; i < n && sub.ok(); ++i) c.messages.push_back(sub.raw(sub.u32()));
     EXPECT_TRUE(sub.done());
   }
