@@ -201,6 +201,7 @@ TEST_F(DotnetConformance, StreamsAndSuperStreams) {
   EXPECT_EQ(md.streams["dn-inv-2"].code, kOk);
   EXPECT_EQ(md.streams["dn-regions-eu"].code, kOk);
   EXPECT_EQ(c.rpc_code(kDeleteSuperStream, Out().str("dn-regions")), kOk);
+  EXPECT_EQ(c.rpc_code(kDeleteSuperStream, Out().str("dn-regions")), kStreamDoesNotExist);
   m = c.rpc(kMetadata, Out().strs({"dn-regions-eu"}));
   EXPECT_EQ(expect_metadata(c.peer, m).streams["dn-regions-eu"].code, kStreamDoesNotExist);
   EXPECT_EQ(c.rpc_code(kDelete, Out().str("dn-stream")), kOk);

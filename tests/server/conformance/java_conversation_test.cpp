@@ -105,6 +105,20 @@ class JavaConnection : public ClientConnection {
     auto [code, offset] = query_offset(ref, stream);
     consumer_update_answer(corr, code == kOk ? Spec{kOffset, int64_t(offset + 1)} : initial);
   }
+  // streamStats (queryStreamStats): code, then a map of i64.
+  std::map<std::string, int64_t> stream_stats(const std::string& stream) {
+    uint32_t c = rpc(kStreamStats, Out().str(stream));
+    Bytes b = peer.next(kStreamStats | kAnswer);
+    In in(b);
+    EXPECT_EQ(answer_head(in, kStreamStats, c), kOk);
+    std::map<std::string, int64_t> m;
+    for (uint32_t n = in.u32(); n > 0 && in.ok(); --n) {
+      std::string k = in.str();
+      m[k] = in.i64();
+    }
+    EXPECT_TRUE(in.done()) << hex(b);
+    return m;
+  }
   Received consume(uint8_t sub, size_t n, uint64_t from = 0) {
     // creditOnChunkArrival: one credit per chunk, as it arrives.
     return receive(peer, sub, n, from, [&](const Chunk& c) {
@@ -236,6 +250,10 @@ TEST_F(JavaConformance, NamedProducerDeduplicates) {
 TEST_F(JavaConformance, SubscribeWithEveryOffsetSpec) {
   JavaConnection loc = locator();
   ASSERT_EQ(create(loc, "specs"), kOk);
+  // osiris:get_stats: -1 while the stream is empty.
+  using Stats = std::map<std::string, int64_t>;
+  EXPECT_EQ(loc.stream_stats("specs"),
+            (Stats{{"committed_chunk_id", -1}, {"first_chunk_id", -1}, {"last_chunk_id", -1}}));
   JavaConnection p(port(), "rabbitmq-stream-producer-0");
   ASSERT_EQ(p.declare_publisher(0, "", "specs"), kOk);
   publish(p, 0, 0, numbered(0, 3, "a"));
@@ -243,6 +261,8 @@ TEST_F(JavaConformance, SubscribeWithEveryOffsetSpec) {
   const int64_t between = now_ms();
   std::this_thread::sleep_for(50ms);
   publish(p, 0, 3, numbered(3, 6, "b"));
+  EXPECT_EQ(loc.stream_stats("specs"),
+            (Stats{{"committed_chunk_id", 3}, {"first_chunk_id", 0}, {"last_chunk_id", 3}}));
 
   JavaConnection c(port(), "rabbitmq-stream-consumer-0");
   auto unsubscribe = [&](uint8_t sub) { EXPECT_EQ(c.rpc_code(kUnsubscribe, Out().u8(sub)), kOk); };

@@ -167,6 +167,19 @@ TEST_F(JsConformance, StreamsAndSuperStreams) {
                                                .str("2")
                                                .u32(0)),
             kOk);
+  // Created again: 5, which createSuperStream takes as success.
+  EXPECT_EQ(c.rpc_code(kCreateSuperStream, Out()
+                                               .str("js-inv")
+                                               .i32(3)
+                                               .str("js-inv-0")
+                                               .str("js-inv-1")
+                                               .str("js-inv-2")
+                                               .i32(3)
+                                               .str("0")
+                                               .str("1")
+                                               .str("2")
+                                               .u32(0)),
+            kStreamAlreadyExists);
   uint32_t q = c.rpc(kPartitions, Out().str("js-inv"));
   EXPECT_EQ(expect_streams_answer(c.peer, kPartitions, q, kOk),
             (std::vector<std::string>{"js-inv-0", "js-inv-1", "js-inv-2"}));
