@@ -58,12 +58,18 @@ export async function run({ server, log, skip }) {
   const clientB = await connect(server);
   const b = new Collector("consumer B");
   await clientB.declareSuperStreamConsumer({ superStream, consumerRef: group, offset: Offset.first() }, b.handle);
-  // The rebalance: give the ConsumerUpdates time to go both ways.
-  await new Promise((r) => setTimeout(r, 2000));
+  // The rebalance is done once B is active on partition 1: it reads the partition from where its answer says
+  // (its offset spec, first, as the client answers), so round 1 of k1 reaches it.
+  await b.until(perKey, 60000);
   const aBefore = a.messages.length;
   const bBefore = b.messages.length;
   await publishRound(publisher, confirms, 2, perKey);
-  await new Promise((r) => setTimeout(r, 3000));
+  const deadline = Date.now() + 60000;
+  while ((count(a, "k0", 2) < perKey || count(b, "k1", 2) < perKey) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  // Anything misrouted would arrive alongside.
+  await new Promise((r) => setTimeout(r, 500));
   const a2 = { k0: count(a, "k0", 2), k1: count(a, "k1", 2) };
   const b2 = { k0: count(b, "k0", 2), k1: count(b, "k1", 2) };
   log(`after the rebalance: A got k0 ${a2.k0}, k1 ${a2.k1}; B got k0 ${b2.k0}, k1 ${b2.k1} ` +
