@@ -59,10 +59,9 @@ struct StreamAppender::Impl : std::enable_shared_from_this<Impl> {
     uint16_t num_entries = 0;
     uint32_t num_records = 0;
     uint64_t max_seq = 0;
-    // The messages' filter values (Publish v2); has_filter once one has a
-    // value (else the chunk keeps no filter).
+    // The messages' filter values (Publish v2); when none has one, the
+    // chunk keeps no filter.
     log::FilterValues filter;
-    bool has_filter = false;
     std::vector<uint64_t> ids;
     uint64_t bytes = 0;
     proto::ResponseCode code = proto::ResponseCode::ok;
@@ -162,12 +161,8 @@ void StreamAppender::Impl::submit(std::weak_ptr<PublishSink> sink, uint8_t publi
       cur.entries.append(m.entry);
       cur.num_entries += 1;
       msgs_since_drain_ += 1;
-      if (m.filter_value && !m.filter_value->empty()) {
-        cur.filter.add(*m.filter_value);
-        cur.has_filter = true;
-      } else {
-        cur.filter.unfiltered = true;
-      }
+      // No value and an empty one both count as none (FilterValues::add).
+      cur.filter.add(m.filter_value.value_or(BytesView()));
       auto e = proto::parse_osiris_entry(m.entry);
       cur.num_records += e.ok() ? e->num_records : 1;
       cur.max_seq = std::max(cur.max_seq, m.publishing_id);
@@ -341,12 +336,8 @@ void StreamAppender::Impl::append_all(node::StreamHandle& stream, std::vector<It
     log::EntryBatch b;
     b.writer_ref = items[i].ref;
     log::FilterValues filter;
-    bool has_filter = false;
-    for (size_t k = i; k < j; ++k) {
-      filter.merge(items[k].filter);
-      has_filter = has_filter || items[k].has_filter;
-    }
-    if (has_filter) b.filter = &filter;
+    for (size_t k = i; k < j; ++k) filter.merge(items[k].filter);
+    if (!filter.empty()) b.filter = &filter;
     if (j == i + 1) {
       b.entries = items[i].entries;
     } else {
