@@ -38,9 +38,9 @@ class ConnectionImpl final : public Connection,
       : env_(env),
         id_(id),
         channel_(std::make_shared<FrameChannel>(id, std::move(strand), std::move(socket),
-                                                std::min(kPreTuneFrameMax, env.settings->frame_max),
+                                                std::min(kPreOpenFrameMax, env.settings->frame_max),
                                                 *env.counters)),
-        handshake_(*this, *channel_, *env.settings, env.advertised),
+        handshake_(*this, *channel_, *env.settings, env.advertised, *env.counters, *env.logins),
         admin_(*this, *env.admin, *env.streams, env.tasks),
         publishers_(*this, *env.streams, *env.counters, [this] { channel_->resume_reading(); }),
         subscriptions_(*this, handshake_, *env.streams, *env.replicas, *env.sac, *env.settings,
@@ -49,7 +49,10 @@ class ConnectionImpl final : public Connection,
 
   // ---- Connection ----
   uint64_t id() const override { return id_; }
-  void start() override { channel_->start(shared_from_this()); }
+  void start() override {
+    channel_->start(shared_from_this());
+    asio::post(strand(), [self = shared_from_this()] { self->handshake_.start(); });
+  }
   void shutdown() override {
     asio::post(strand(), [self = shared_from_this()] {
       if (self->channel_->closing()) return;
@@ -82,8 +85,11 @@ class ConnectionImpl final : public Connection,
 
   // ---- FrameHandler ----
   void on_frame(BytesView body) override;
-  bool reading_allowed() const override { return publishers_.reading_allowed(); }
+  bool reading_allowed() const override {
+    return publishers_.reading_allowed() && !handshake_.holding();
+  }
   void on_closed(const std::string&) override {
+    handshake_.close();
     subscriptions_.close();
     publishers_.close();
     if (env_.on_closed) env_.on_closed(id_);

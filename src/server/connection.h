@@ -27,6 +27,7 @@
 
 #include "common/task.h"
 #include "server/handshake_room.h"
+#include "server/login_throttle.h"
 #include "server/room_services.h"
 #include "server/sac_coordinator.h"
 #include "server/serve_config.h"
@@ -45,6 +46,7 @@ struct ConnectionEnv {
   StreamAdmin* admin = nullptr;
   ConsumerOffsets* offsets = nullptr;
   SacCoordinator* sac = nullptr;
+  LoginThrottle* logins = nullptr;
   // The connection closed (once): the server forgets it.
   std::function<void(uint64_t id)> on_closed;
 };

@@ -9,7 +9,6 @@
 #include <cstring>
 
 #include "common/assert.h"
-#include "common/endian.h"
 #include "server/server_limits.h"
 
 namespace strata::server {
@@ -29,7 +28,8 @@ FrameChannel::FrameChannel(uint64_t id, Strand strand, asio::ip::tcp::socket soc
   auto ep = socket_.remote_endpoint(ec);
   if (!ec) {
     loopback_ = ep.address().is_loopback();
-    peer_ = fmt::format("{}:{}", ep.address().to_string(), ep.port());
+    peer_address_ = ep.address().to_string();
+    peer_ = fmt::format("{}:{}", peer_address_, ep.port());
   }
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
 }
@@ -41,7 +41,6 @@ void FrameChannel::start(const std::shared_ptr<FrameHandler>& handler) {
   asio::post(strand_, [k = keep()] {
     auto& self = k.channel;
     self->last_read_ = self->last_write_ = Clock::now();
-    self->in_.resize(kReadChunk);
     self->read_more();
   });
 }
@@ -52,13 +51,19 @@ void FrameChannel::read_more() {
   if (reading_ || closed_ || closing_) return;
   auto h = handler_.lock();
   if (!h || !h->reading_allowed()) return;  // resumed by resume_reading
-  if (in_.size() - in_end_ < kReadChunk / 4) {
+  const size_t floor = read_buffer_floor();
+  if (in_.size() < floor) in_.resize(floor);
+  if (in_.size() - in_end_ < floor / 4) {
     if (in_begin_ > 0) {
       std::memmove(in_.data(), in_.data() + in_begin_, in_end_ - in_begin_);
       in_end_ -= in_begin_;
       in_begin_ = 0;
     }
-    if (in_.size() - in_end_ < kReadChunk / 4) in_.resize(in_.size() + kReadChunk);
+    // Only a frame larger than the buffer gets here (whole frames are taken
+    // out as they complete): it grows with the bytes received, by half
+    // again, so a size field alone reserves nothing and a large frame
+    // costs a few copies.
+    if (in_.size() - in_end_ < floor / 4) in_.resize(in_.size() + std::max(floor, in_.size() / 2));
   }
   reading_ = true;
   socket_.async_read_some(
@@ -66,6 +71,12 @@ void FrameChannel::read_more() {
       asio::bind_executor(strand_, [k = keep()](const std::error_code& ec, size_t n) {
         k.channel->on_read(ec, n);
       }));
+}
+
+size_t FrameChannel::read_buffer_floor() const {
+  // 0: no limit negotiated.
+  if (frame_max_ == 0) return kReadChunk;
+  return std::min<size_t>(kReadChunk, size_t(frame_max_) + proto::kFrameSizeBytes);
 }
 
 void FrameChannel::on_read(const std::error_code& ec, size_t n) {
@@ -101,31 +112,21 @@ void FrameChannel::process_frames() {
     proto::FrameSplit sp = proto::split_frame(buf, frame_max_);
     if (sp.kind == proto::FrameSplit::too_large) {
       counters_.protocol_errors += 1;
+      counters_.frames_too_large += 1;
       close_with(proto::ResponseCode::frame_too_large,
                  fmt::format("frame size {} exceeds the limit of {}", sp.body_size, frame_max_));
       return;
     }
-    if (sp.kind == proto::FrameSplit::need_more) {
-      // Make room for the whole frame in one buffer.
-      if (buf.size() >= proto::kFrameSizeBytes) {
-        size_t need = proto::kFrameSizeBytes + get_be32(u8(buf.data()));
-        if (in_.size() - in_begin_ < need) {
-          std::memmove(in_.data(), in_.data() + in_begin_, buf.size());
-          in_end_ = buf.size();
-          in_begin_ = 0;
-          in_.resize(need + kReadChunk);
-        }
-      }
-      break;
-    }
+    if (sp.kind == proto::FrameSplit::need_more) break;
     h->on_frame(sp.body(buf));
     in_begin_ += sp.total();
   }
   if (in_begin_ == in_end_) {
     in_begin_ = in_end_ = 0;
     // A burst of large frames must not pin a large buffer for good.
-    if (in_.size() > 4 * kReadChunk) {
-      in_.resize(kReadChunk);
+    const size_t floor = read_buffer_floor();
+    if (in_.size() > 4 * floor) {
+      in_.resize(floor);
       in_.shrink_to_fit();
     }
   }

@@ -60,6 +60,8 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   Strand& strand() { return strand_; }
   uint64_t id() const { return id_; }
   const std::string& peer() const { return peer_; }
+  // The peer's address without its port.
+  const std::string& peer_address() const { return peer_address_; }
   bool loopback() const { return loopback_; }
   uint32_t frame_max() const { return frame_max_; }
   void set_frame_max(uint32_t n) { frame_max_ = n; }
@@ -92,6 +94,9 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
 
  private:
   void read_more();
+  // The read buffer's usual size: a read's worth once open, no more than
+  // one frame may take before.
+  size_t read_buffer_floor() const;
   void on_read(const std::error_code& ec, size_t n);
   void process_frames();
   void write_more();
@@ -110,6 +115,7 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   Keep keep() { return Keep{shared_from_this(), handler_.lock()}; }
   bool loopback_ = false;
   std::string peer_;
+  std::string peer_address_;
   uint32_t frame_max_;
   uint32_t heartbeat_s_ = 0;
   asio::steady_timer heartbeat_timer_;

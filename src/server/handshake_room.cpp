@@ -11,11 +11,63 @@ namespace strata::server {
 using namespace proto;
 
 HandshakeRoom::HandshakeRoom(Session& session, FrameChannel& channel,
-                             const ServerSettings& settings, Advertised advertised)
+                             const ServerSettings& settings, Advertised advertised,
+                             ServerCounters& counters, LoginThrottle& logins)
     : session_(session),
       channel_(channel),
       settings_(settings),
-      advertised_(std::move(advertised)) {}
+      advertised_(std::move(advertised)),
+      counters_(counters),
+      logins_(logins),
+      step_timer_(channel.strand()),
+      hold_timer_(channel.strand()) {}
+
+void HandshakeRoom::start() {
+  arm_step();
+}
+
+void HandshakeRoom::close() {
+  closed_ = true;
+  step_timer_.cancel();
+  hold_timer_.cancel();
+}
+
+void HandshakeRoom::advance(uint16_t key) {
+  const HandshakeState before = state_;
+  state_ = after(state_, key);
+  if (state_ != before) arm_step();
+}
+
+void HandshakeRoom::arm_step() {
+  if (closed_) return;
+  if (state_ == HandshakeState::open || state_ == HandshakeState::closing) {
+    step_timer_.cancel();
+    return;
+  }
+  const auto timeout = std::chrono::milliseconds(settings_.handshake_timeout_ms);
+  step_timer_.expires_after(timeout);
+  // The wait holds the connection; close() cancels it.
+  step_timer_.async_wait(
+      [this, keep = session_.hold(), state = state_, timeout](const std::error_code& ec) {
+        if (ec || closed_ || state_ != state || session_.closed()) return;
+        counters_.handshake_timeouts += 1;
+        spdlog::info("connection {} ({}): closing: handshake step timed out ({} for {} ms)",
+                     session_.id(), session_.peer(), handshake_state_name(state), timeout.count());
+        session_.close_now("handshake step timed out");
+      });
+}
+
+void HandshakeRoom::hold_for(std::chrono::milliseconds wait, std::function<void()> then) {
+  holding_ = true;
+  hold_timer_.expires_after(wait);
+  hold_timer_.async_wait(
+      [this, keep = session_.hold(), then = std::move(then)](const std::error_code& ec) {
+        if (ec || closed_ || session_.closed()) return;
+        holding_ = false;
+        then();
+        if (!holding_) channel_.resume_reading();
+      });
+}
 
 void HandshakeRoom::on(const PeerPropertiesRequest& r) {
   PeerPropertiesResponse resp;
@@ -33,7 +85,7 @@ void HandshakeRoom::on(const PeerPropertiesRequest& r) {
        fmt::format("strata {}: tiered stream storage speaking the stream protocol of RabbitMQ {}",
                    kStrataVersion, kSpokenRabbitMqVersion)}};
   send_message(session_, resp);
-  state_ = after(state_, kPeerProperties);
+  advance(kPeerProperties);
 }
 
 void HandshakeRoom::on(const SaslHandshakeRequest& r) {
@@ -53,17 +105,57 @@ void HandshakeRoom::on(const SaslAuthenticateRequest& r) {
                  ResponseCode::sasl_mechanism_not_supported);
     return;
   }
-  ResponseCode code = authenticate_plain(r.data, settings_.users, session_.loopback(), &user_);
-  respond_code(session_, kSaslAuthenticate, r.correlation_id, code);
-  if (code != ResponseCode::ok) {
-    spdlog::info("connection {} ({}): authentication of '{}' failed: {}", session_.id(),
-                 session_.peer(), user_, response_code_name(code));
-    session_.close_after_flush();
+  // An address with recent failures waits before its credentials are
+  // looked at: whatever it does meanwhile, it learns nothing sooner.
+  const auto admission = logins_.admit(channel_.peer_address(), std::chrono::steady_clock::now());
+  if (admission.refuse) {
+    spdlog::info("connection {} ({}): login refused unchecked: too many failures from {}",
+                 session_.id(), session_.peer(), channel_.peer_address());
+    refuse_login(r.correlation_id, ResponseCode::authentication_failure);
     return;
   }
-  state_ = after(state_, kSaslAuthenticate);
+  if (admission.wait.count() > 0) {
+    spdlog::info("connection {} ({}): login held {} ms after failures from {}", session_.id(),
+                 session_.peer(), admission.wait.count(), channel_.peer_address());
+    // The server's own wait is not the client's step: no deadline meanwhile.
+    step_timer_.cancel();
+    hold_for(admission.wait, [this, r] { authenticate(r); });
+    return;
+  }
+  authenticate(r);
+}
+
+void HandshakeRoom::authenticate(const SaslAuthenticateRequest& r) {
+  ResponseCode code = authenticate_plain(r.data, settings_.users, session_.loopback(), &user_);
+  if (code != ResponseCode::ok) {
+    refuse_login(r.correlation_id, code);
+    return;
+  }
+  logins_.succeeded(channel_.peer_address());
+  respond_code(session_, kSaslAuthenticate, r.correlation_id, code);
+  advance(kSaslAuthenticate);
   mechanism_ = r.mechanism;
   send_message(session_, TuneFrame{settings_.frame_max, settings_.heartbeat_s});
+}
+
+// Logged and counted; the answer (which never says whether the user or
+// the password was wrong) comes after a delay, then the connection closes.
+void HandshakeRoom::refuse_login(uint32_t correlation_id, ResponseCode code) {
+  counters_.auth_failures += 1;
+  logins_.failed(channel_.peer_address(), std::chrono::steady_clock::now());
+  spdlog::info("connection {} ({}): authentication of '{}' failed: {}", session_.id(),
+               session_.peer(), user_, response_code_name(code));
+  state_ = HandshakeState::closing;
+  step_timer_.cancel();
+  auto answer = [this, correlation_id, code] {
+    respond_code(session_, kSaslAuthenticate, correlation_id, code);
+    session_.close_after_flush();
+  };
+  if (settings_.auth_failure_delay_ms == 0) {
+    answer();
+    return;
+  }
+  hold_for(std::chrono::milliseconds(settings_.auth_failure_delay_ms), answer);
 }
 
 // A client whose credentials expire (a token) authenticates again on its
@@ -83,6 +175,7 @@ void HandshakeRoom::reauthenticate(const SaslAuthenticateRequest& r) {
   }
   respond_code(session_, kSaslAuthenticate, r.correlation_id, code);
   if (code != ResponseCode::ok) {
+    counters_.auth_failures += 1;
     spdlog::info("connection {} ({}): re-authentication of '{}' refused: {}", session_.id(),
                  session_.peer(), user_, response_code_name(code));
     session_.close_after_flush();
@@ -90,9 +183,11 @@ void HandshakeRoom::reauthenticate(const SaslAuthenticateRequest& r) {
 }
 
 void HandshakeRoom::on(const TuneFrame& r) {
-  channel_.set_frame_max(negotiate_frame_max(settings_.frame_max, r.frame_max));
+  // The agreed size applies from Open on: until then a frame stays within
+  // the ceiling for strangers.
+  tuned_frame_max_ = negotiate_frame_max(settings_.frame_max, r.frame_max);
   channel_.set_heartbeat(negotiate_heartbeat(settings_.heartbeat_s, r.heartbeat));
-  state_ = after(state_, kTune);
+  advance(kTune);
 }
 
 void HandshakeRoom::on(const OpenRequest& r) {
@@ -106,7 +201,8 @@ void HandshakeRoom::on(const OpenRequest& r) {
   resp.properties = {{"advertised_host", advertised_.host},
                      {"advertised_port", std::to_string(advertised_.port)}};
   send_message(session_, resp);
-  state_ = after(state_, kOpen);
+  channel_.set_frame_max(tuned_frame_max_);
+  advance(kOpen);
 }
 
 void HandshakeRoom::on(const CloseRequest& r) {

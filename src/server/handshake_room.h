@@ -4,15 +4,26 @@
 // (handshake.h decides what is allowed when) and what was negotiated, and
 // tunes the connection's transport (frame size, heartbeat).
 //
+// A stranger is kept short: each handshake step must come within
+// server.handshake_timeout_ms of the one before, frames stay within 8192
+// bytes until Open (server_limits.h), a login from an address with recent
+// failures waits before it is even looked at (login_throttle.h), and a
+// failed one is answered only after server.auth_failure_delay_ms. While a
+// login waits, the connection reads nothing more.
+//
 // Thread safety: the connection's strand.
 #pragma once
 
+#include <asio/steady_timer.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "server/frame_channel.h"
 #include "server/handshake.h"
+#include "server/login_throttle.h"
 #include "server/serve_config.h"
+#include "server/server_counters.h"
 #include "server/session.h"
 
 namespace strata::server {
@@ -32,7 +43,15 @@ struct Advertised {
 class HandshakeRoom {
  public:
   HandshakeRoom(Session& session, FrameChannel& channel, const ServerSettings& settings,
-                Advertised advertised);
+                Advertised advertised, ServerCounters& counters, LoginThrottle& logins);
+
+  // The connection started: the first step's deadline runs.
+  void start();
+  // The connection closed: no timer keeps it any longer.
+  void close();
+  // A login is waiting (throttled, or its refusal delayed): the connection
+  // reads nothing until it is decided.
+  bool holding() const { return holding_; }
 
   HandshakeState state() const { return state_; }
   // The server answered the client's Close: from then on only Close is
@@ -59,6 +78,24 @@ class HandshakeRoom {
   const ServerSettings& settings_;
   const Advertised advertised_;
   void reauthenticate(const proto::SaslAuthenticateRequest& r);
+  // Checks the credentials and answers (after the throttle's wait).
+  void authenticate(const proto::SaslAuthenticateRequest& r);
+  void refuse_login(uint32_t correlation_id, proto::ResponseCode code);
+  // Holds reading for `wait`, then runs `then` (unless the connection
+  // closed meanwhile).
+  void hold_for(std::chrono::milliseconds wait, std::function<void()> then);
+  // (Re)starts the deadline for the next handshake step; none once open.
+  void arm_step();
+  void advance(uint16_t key);
+
+  ServerCounters& counters_;
+  LoginThrottle& logins_;
+  asio::steady_timer step_timer_;
+  asio::steady_timer hold_timer_;
+  bool holding_ = false;
+  bool closed_ = false;
+  // Tune's agreed frame size, applied once Open succeeds.
+  uint32_t tuned_frame_max_ = 0;
 
   HandshakeState state_ = HandshakeState::peer_properties;
   std::string user_;

@@ -38,6 +38,11 @@ Status load_server_section(JsonSection s, ServerSettings* out) {
   STRATA_TRY(s.integer_in("append_linger_us", &out->append_linger_us, 0, 100'000));
   // A minute at most: a closing connection holds its socket and buffers.
   STRATA_TRY(s.integer_in("close_linger_ms", &out->close_linger_ms, 0, 60'000));
+  // At least 100 ms (a loaded machine's scheduling), at most ten minutes:
+  // longer is no deadline for a stranger holding a socket.
+  STRATA_TRY(s.integer_in("handshake_timeout_ms", &out->handshake_timeout_ms, 100, 600'000));
+  // Up to 10 s: longer only holds the refused connection's socket.
+  STRATA_TRY(s.integer_in("auth_failure_delay_ms", &out->auth_failure_delay_ms, 0, 10'000));
   return s.no_unknown();
 }
 

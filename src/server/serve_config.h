@@ -11,7 +11,8 @@
 //                 "consumer_update_timeout_ms": 60000,
 //                 "coalesce_bytes": 0,                         0: chunks as stored
 //                 "append_linger_us": 2000,                    0: no linger
-//                 "close_linger_ms": 2000 },
+//                 "close_linger_ms": 2000,
+//                 "handshake_timeout_ms": 10000, "auth_failure_delay_ms": 1000 },
 //     "users": [ { "name": "guest", "password": "guest" } ]     default: guest/guest
 //     "cluster": { "enabled": false, "node_id": "n1",
 //                  "lease_ttl_ms": 5000, "acquire_grace_ms": 0,     0: the TTL
@@ -71,6 +72,12 @@ struct ServerSettings {
   // CloseRequest) unless the client closes its side first; 0: closed as
   // soon as the answer is sent.
   uint32_t close_linger_ms = 2000;
+  // Each step of the handshake (PeerProperties, SASL, Tune, Open) must come
+  // within this of the previous one, else the connection is closed
+  // (RabbitMQ's connection_negotiation_step_timeout, 10 s).
+  uint32_t handshake_timeout_ms = 10'000;
+  // A failed login is answered only after this, and its connection closed.
+  uint32_t auth_failure_delay_ms = 1000;
   std::vector<User> users{{"guest", "guest"}};
 };
 

@@ -32,6 +32,7 @@ struct Server::Impl {
 
   const ServeConfig cfg;
   ServerCounters counters;
+  LoginThrottle logins;
   std::shared_ptr<node::Runtime> runtime;
   std::unique_ptr<node::Node> node;
   std::unique_ptr<OffsetStore> offsets;
@@ -81,6 +82,7 @@ Status Server::Impl::start() {
   env.settings = &cfg.server;
   env.advertised = Advertised{advertised_host(), advertised_port()};
   env.counters = &counters;
+  env.logins = &logins;
   env.tasks = runtime->tasks();
   env.streams = served.get();
   env.replicas = served.get();
@@ -264,6 +266,15 @@ std::string Server::metrics_text() const {
             double(c.replica_links.load()));
   w.counter("strata_server_protocol_errors_total", "Frames refused (malformed, out of order)", {},
             double(c.protocol_errors.load()));
+  w.counter("strata_server_auth_failures_total",
+            "Logins refused (bad credentials, guest from a remote peer, throttled)", {},
+            double(c.auth_failures.load()));
+  w.counter("strata_server_handshake_timeouts_total",
+            "Connections closed because a handshake step did not come in time", {},
+            double(c.handshake_timeouts.load()));
+  w.counter("strata_server_frames_too_large_total",
+            "Frames refused for their size (8192 bytes before Open, then frame_max)", {},
+            double(c.frames_too_large.load()));
   return text + w.text();
 }
 
@@ -285,6 +296,10 @@ nlohmann::json Server::status_json() const {
       {"replica_remote_chunks", c.replica_remote_chunks.load()},
       {"replica_forwarded_chunks", c.replica_forwarded_chunks.load()},
       {"replica_links", c.replica_links.load()},
+      {"protocol_errors", c.protocol_errors.load()},
+      {"auth_failures", c.auth_failures.load()},
+      {"handshake_timeouts", c.handshake_timeouts.load()},
+      {"frames_too_large", c.frames_too_large.load()},
   };
   return j;
 }

@@ -18,6 +18,11 @@ struct ServerCounters {
   std::atomic<uint64_t> chunks_joined{0};  // stored chunks sent inside another's Deliver
   std::atomic<uint64_t> bytes_out{0};
   std::atomic<uint64_t> protocol_errors{0};
+  // Logins refused (bad credentials, guest from afar), handshakes that did
+  // not finish in time, and frames refused for their size.
+  std::atomic<uint64_t> auth_failures{0};
+  std::atomic<uint64_t> handshake_timeouts{0};
+  std::atomic<uint64_t> frames_too_large{0};
   // Replica subscriptions (replica_feed.h): chunks read from the bucket and
   // forwarded from owners, and subscriptions made at owners.
   std::atomic<uint64_t> replica_remote_chunks{0};

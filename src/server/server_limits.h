@@ -12,12 +12,15 @@ namespace strata::server {
 
 // ---- a connection's transport (frame_channel.h) ----
 
-// Before Tune the peer is not even authenticated: it gets no frame larger
-// than this, whatever server.frame_max allows afterwards.
-inline constexpr uint32_t kPreTuneFrameMax = 1u << 20;
-// A socket is read into a buffer grown by this much at a time: a few
-// Publish frames of the usual size per read, without pinning much memory
-// per idle connection.
+// Until Open succeeds the peer is a stranger: no frame larger than this,
+// whatever server.frame_max allows afterwards (the protocol's ceiling
+// before Open, PROTOCOL.adoc; the handshake's frames are far smaller).
+inline constexpr uint32_t kPreOpenFrameMax = 8192;
+// An open connection's socket is read into a buffer of this much: a few
+// Publish frames of the usual size per read. Before Open the buffer is only
+// as large as a frame may be then, so a crowd of strangers costs little; a
+// large frame grows the buffer as its bytes arrive, never from its size
+// field alone.
 inline constexpr size_t kReadChunk = 64u << 10;
 // Small frames queued back to back go out in one gathered write of at most
 // this many frames (a burst of confirms and credits is one syscall).

@@ -4,19 +4,40 @@
 // confirms, consume with credit).
 #pragma once
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "server/stream_client.h"
+#include "support/http_get.h"
 #include "support/temp_dir.h"
 
 namespace strata::test {
 
 using namespace proto;
+
+// GET `path` on the HTTP port a server started with `--http 127.0.0.1:0`
+// printed ("" when it printed none).
+inline std::string serve_http_get(ServeProcess& server, const std::string& path) {
+  static const std::regex re("http on 127\\.0\\.0\\.1:([0-9]+)\n");
+  std::smatch m;
+  const std::string out = server.process().stdout_text();
+  if (!std::regex_search(out, m, re)) {
+    ADD_FAILURE() << "no http port in: " << out;
+    return "";
+  }
+  return http_get(fmt::format("http://127.0.0.1:{}{}", m[1].str(), path), std::chrono::seconds(10));
+}
+// Its /status as JSON.
+inline nlohmann::json serve_status(ServeProcess& server) {
+  return nlohmann::json::parse(serve_http_get(server, "/status"), nullptr, false);
+}
 
 class ServeTest : public ::testing::Test {
  protected:
@@ -26,11 +47,13 @@ class ServeTest : public ::testing::Test {
   }
   // Stops the server and starts it again on the same data with a config
   // file holding `config` (JSON).
-  void restart_with_config(const std::string& name, const std::string& config) {
+  void restart_with_config(const std::string& name, const std::string& config,
+                           std::vector<std::string> extra = {}) {
     ASSERT_EQ(server_.stop(), 0);
     const std::string cfg = dir_.sub(name);
     std::ofstream(cfg) << config;
-    server_ = ServeProcess::start(dir_.sub("data"), {"--config", cfg}, dir_.path());
+    extra.insert(extra.begin(), {"--config", cfg});
+    server_ = ServeProcess::start(dir_.sub("data"), extra, dir_.path());
     ASSERT_GT(server_.port(), 0) << server_.process().stderr_text();
   }
   StreamClient open_client() {

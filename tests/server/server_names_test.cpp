@@ -9,11 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-#include <regex>
 
-#include "server/stream_client.h"
-#include "support/http_get.h"
-#include "support/temp_dir.h"
+#include "server/serve_fixture.h"
 
 namespace strata::test {
 namespace {
@@ -73,25 +70,8 @@ class ServeNames : public ::testing::Test {
     EXPECT_EQ(p->code, ResponseCode::ok) << super;
     return p->streams;
   }
-  // The server's /status, from the HTTP port it printed at start.
-  json status() {
-    static const std::regex re("http on 127\\.0\\.0\\.1:([0-9]+)\n");
-    std::smatch m;
-    const std::string out = server_.process().stdout_text();
-    if (!std::regex_search(out, m, re)) {
-      ADD_FAILURE() << "no http port in: " << out;
-      return {};
-    }
-    std::string body = http_get(fmt::format("http://127.0.0.1:{}/status", m[1].str()), 10s);
-    return json::parse(body, nullptr, false);
-  }
-  std::string metrics() {
-    static const std::regex re("http on 127\\.0\\.0\\.1:([0-9]+)\n");
-    std::smatch m;
-    const std::string out = server_.process().stdout_text();
-    if (!std::regex_search(out, m, re)) return "";
-    return http_get(fmt::format("http://127.0.0.1:{}/metrics", m[1].str()), 10s);
-  }
+  json status() { return serve_status(server_); }
+  std::string metrics() { return serve_http_get(server_, "/metrics"); }
 
   TempDir dir_;
   ServeProcess server_;
