@@ -77,6 +77,19 @@ class ConnectionImpl final : public Connection,
   std::shared_ptr<FrameSink> frames() override { return channel_; }
   std::shared_ptr<StreamWatcher> watcher() override { return shared_from_this(); }
   uint32_t next_correlation() override { return channel_->next_correlation(); }
+  bool permitted(Permission p, const std::string& resource) override {
+    return env_.access == nullptr ||
+           env_.access->permitted(handshake_.user(), handshake_.vhost(), p, resource);
+  }
+  bool allowed(Permission p, const std::string& resource, std::string_view command) override {
+    if (permitted(p, resource)) return true;
+    env_.counters->access_refused += 1;
+    spdlog::info("connection {} ({}): {} refused: user '{}' has no {} permission on '{}' in vhost "
+                 "'{}'",
+                 id_, peer(), command, handshake_.user(), permission_name(p), resource,
+                 handshake_.vhost());
+    return false;
+  }
   void close_now(const std::string& why) override { channel_->close_now(why); }
   void close_with(ResponseCode code, const std::string& reason) override {
     channel_->close_with(code, reason);

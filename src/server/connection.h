@@ -47,6 +47,8 @@ struct ConnectionEnv {
   ConsumerOffsets* offsets = nullptr;
   SacCoordinator* sac = nullptr;
   LoginThrottle* logins = nullptr;
+  // Who may do what (nullptr: every authenticated user may do everything).
+  const AccessPolicy* access = nullptr;
   // The connection closed (once): the server forgets it.
   std::function<void(uint64_t id)> on_closed;
 };

@@ -201,6 +201,7 @@ void HandshakeRoom::on(const OpenRequest& r) {
   resp.properties = {{"advertised_host", advertised_.host},
                      {"advertised_port", std::to_string(advertised_.port)}};
   send_message(session_, resp);
+  vhost_ = r.virtual_host;
   channel_.set_frame_max(tuned_frame_max_);
   advance(kOpen);
 }

@@ -59,6 +59,9 @@ class HandshakeRoom {
   bool close_answered() const { return close_answered_; }
   // Deliver's version the client takes (2 once it said it knows it).
   uint16_t deliver_version() const { return deliver_version_; }
+  // Who authenticated, and the virtual host Open chose ("" before).
+  const std::string& user() const { return user_; }
+  const std::string& vhost() const { return vhost_; }
   // The frame size both sides agreed on (0: no limit).
   uint32_t frame_max() const { return channel_.frame_max(); }
 
@@ -99,7 +102,8 @@ class HandshakeRoom {
 
   HandshakeState state_ = HandshakeState::peer_properties;
   std::string user_;
-  std::string mechanism_;  // the one the connection authenticated with
+  std::string mechanism_;
+  std::string vhost_;  // the one the connection authenticated with
   uint16_t deliver_version_ = 1;
   bool close_answered_ = false;
 };

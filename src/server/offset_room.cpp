@@ -12,6 +12,8 @@ OffsetRoom::OffsetRoom(Session& session, ConsumerOffsets& offsets, TaskContext t
     : session_(session), offsets_(offsets), tasks_(std::move(tasks)) {}
 
 void OffsetRoom::on(const StoreOffsetRequest& r) {
+  // StoreOffset has no answer: a refusal is only logged and counted.
+  if (!session_.allowed(Permission::read, r.stream, "store offset")) return;
   Status st = offsets_.store(r.stream, r.reference, r.offset);
   // A store for a stream unknown here is dropped silently, as before.
   if (!st.ok() && st.code() != Errc::not_found) {
@@ -20,6 +22,13 @@ void OffsetRoom::on(const StoreOffsetRequest& r) {
 }
 
 void OffsetRoom::on(const QueryOffsetRequest& r) {
+  if (!session_.allowed(Permission::read, r.stream, "query offset")) {
+    QueryOffsetResponse resp;
+    resp.correlation_id = r.correlation_id;
+    resp.code = ResponseCode::access_refused;
+    send_message(session_, resp);
+    return;
+  }
   if (!offsets_.query_blocks()) {
     answer(r.correlation_id, r.stream, offsets_.query(r.stream, r.reference));
     return;

@@ -36,6 +36,10 @@ void PublisherRoom::on(const DeclarePublisherRequest& r) {
       }
     }
   }
+  if (!session_.allowed(Permission::write, r.stream, "declare publisher")) {
+    respond_code(session_, kDeclarePublisher, r.correlation_id, ResponseCode::access_refused);
+    return;
+  }
   auto s = streams_.served(r.stream);
   if (!s.ok()) {
     respond_code(session_, kDeclarePublisher, r.correlation_id, streams_.missing_code(r.stream));
@@ -99,7 +103,9 @@ void PublisherRoom::on(const QueryPublisherSequenceRequest& r) {
   QueryPublisherSequenceResponse resp;
   resp.correlation_id = r.correlation_id;
   auto s = streams_.served(r.stream);
-  if (!s.ok()) {
+  if (!session_.allowed(Permission::read, r.stream, "query publisher sequence")) {
+    resp.code = ResponseCode::access_refused;
+  } else if (!s.ok()) {
     resp.code = streams_.missing_code(r.stream);
   } else {
     resp.sequence = (*s)->appender().sequence(r.reference).value_or(0);

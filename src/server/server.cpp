@@ -275,6 +275,9 @@ std::string Server::metrics_text() const {
   w.counter("strata_server_frames_too_large_total",
             "Frames refused for their size (8192 bytes before Open, then frame_max)", {},
             double(c.frames_too_large.load()));
+  w.counter("strata_server_access_refused_total",
+            "Commands refused for want of a configure, write or read permission", {},
+            double(c.access_refused.load()));
   return text + w.text();
 }
 
@@ -300,6 +303,7 @@ nlohmann::json Server::status_json() const {
       {"auth_failures", c.auth_failures.load()},
       {"handshake_timeouts", c.handshake_timeouts.load()},
       {"frames_too_large", c.frames_too_large.load()},
+      {"access_refused", c.access_refused.load()},
   };
   return j;
 }

@@ -14,6 +14,7 @@
 #include "common/bytes.h"
 #include "common/task.h"
 #include "proto/commands.h"
+#include "server/access_policy.h"
 #include "server/delivery.h"
 #include "server/served_stream.h"
 
@@ -40,6 +41,12 @@ class Session {
   virtual std::shared_ptr<StreamWatcher> watcher() = 0;
   // The id of a request the server sends (Close, ConsumerUpdate).
   virtual uint32_t next_correlation() = 0;
+  // Whether the connection's user may do `p` on `resource` in its virtual
+  // host (access_policy.h).
+  virtual bool permitted(Permission p, const std::string& resource) = 0;
+  // The same for `command`, a refusal logged and counted here; the room
+  // answers it.
+  virtual bool allowed(Permission p, const std::string& resource, std::string_view command) = 0;
 
   // Closes at once, dropping what is not written.
   virtual void close_now(const std::string& why) = 0;
@@ -55,6 +62,12 @@ void send_message(Session& s, const Message& m) {
   Bytes f;
   encode(m, &f);
   s.send(std::move(f));
+}
+
+// Read or write: what Metadata and Partitions ask (quietly: a refusal is
+// an answer, not an incident).
+inline bool may_see(Session& s, const std::string& resource) {
+  return s.permitted(Permission::read, resource) || s.permitted(Permission::write, resource);
 }
 
 // The response of a command whose answer is a code alone.

@@ -58,6 +58,23 @@ void StreamAdminRoom::run_admin(uint16_t key, uint32_t correlation_id, std::stri
       });
 }
 
+// RabbitMQ's rule for managing a super stream (its exchange, its
+// partitions and the bindings between them): configure on the super stream
+// and on each partition, read on the super stream, write on each partition.
+bool StreamAdminRoom::super_stream_managed(const std::string& name,
+                                           const std::vector<std::string>& partitions,
+                                           std::string_view command) {
+  if (!session_.allowed(Permission::configure, name, command)) return false;
+  for (const auto& p : partitions) {
+    if (!session_.allowed(Permission::configure, p, command)) return false;
+  }
+  if (!session_.allowed(Permission::read, name, command)) return false;
+  for (const auto& p : partitions) {
+    if (!session_.allowed(Permission::write, p, command)) return false;
+  }
+  return true;
+}
+
 // A name the rule refuses (common/stream_name.h) is answered as RabbitMQ
 // answers one starting with "amq." or an empty one: precondition_failed.
 void StreamAdminRoom::on(const CreateStreamRequest& r) {
@@ -74,6 +91,10 @@ void StreamAdminRoom::on(const CreateStreamRequest& r) {
     respond_code(session_, kCreate, r.correlation_id, ResponseCode::precondition_failed);
     return;
   }
+  if (!session_.allowed(Permission::configure, r.stream, "create stream")) {
+    respond_code(session_, kCreate, r.correlation_id, ResponseCode::access_refused);
+    return;
+  }
   if (!ignored.empty()) {
     spdlog::info("connection {}: create {}: ignored unknown arguments {}", session_.id(),
                  printable_name(r.stream), fmt::join(ignored, ", "));
@@ -85,19 +106,36 @@ void StreamAdminRoom::on(const CreateStreamRequest& r) {
 }
 
 void StreamAdminRoom::on(const DeleteStreamRequest& r) {
+  if (!session_.allowed(Permission::configure, r.stream, "delete stream")) {
+    respond_code(session_, kDelete, r.correlation_id, ResponseCode::access_refused);
+    return;
+  }
   run_admin(kDelete, r.correlation_id, "delete stream " + r.stream,
             [admin = &admin_, name = r.stream] { return admin->delete_stream(name); });
 }
 
 void StreamAdminRoom::on(const MetadataRequest& r) {
-  MetadataResponse resp = admin_.metadata(r.streams);
+  // Only what the user may read or write is described; the others are
+  // answered 16, as RabbitMQ answers them (whether they exist or not).
+  std::vector<std::string> visible;
+  std::vector<std::string> hidden;
+  for (const auto& name : r.streams) (may_see(session_, name) ? visible : hidden).push_back(name);
+  MetadataResponse resp = admin_.metadata(visible);
   resp.correlation_id = r.correlation_id;
+  for (auto& name : hidden) {
+    resp.streams.push_back(StreamMetadata{std::move(name), ResponseCode::access_refused, 0xffff, {}});
+  }
   send_message(session_, resp);
 }
 
 void StreamAdminRoom::on(const StreamStatsRequest& r) {
   StreamStatsResponse resp;
   resp.correlation_id = r.correlation_id;
+  if (!session_.allowed(Permission::read, r.stream, "stream stats")) {
+    resp.code = ResponseCode::access_refused;
+    send_message(session_, resp);
+    return;
+  }
   auto s = streams_.served(r.stream);
   if (!s.ok()) {
     resp.code = streams_.missing_code(r.stream);
@@ -113,6 +151,11 @@ void StreamAdminRoom::on(const StreamStatsRequest& r) {
 void StreamAdminRoom::on(const RouteRequest& r) {
   RouteResponse resp;
   resp.correlation_id = r.correlation_id;
+  if (!session_.allowed(Permission::write, r.super_stream, "route")) {
+    resp.code = ResponseCode::access_refused;
+    send_message(session_, resp);
+    return;
+  }
   auto streams = admin_.route(r.super_stream, r.routing_key);
   if (streams.ok()) {
     resp.streams = std::move(streams).value();
@@ -125,6 +168,12 @@ void StreamAdminRoom::on(const RouteRequest& r) {
 void StreamAdminRoom::on(const PartitionsRequest& r) {
   PartitionsResponse resp;
   resp.correlation_id = r.correlation_id;
+  if (!may_see(session_, r.super_stream)) {
+    session_.allowed(Permission::read, r.super_stream, "partitions");  // logged and counted
+    resp.code = ResponseCode::access_refused;
+    send_message(session_, resp);
+    return;
+  }
   auto streams = admin_.partitions(r.super_stream);
   if (streams.ok()) {
     resp.streams = std::move(streams).value();
@@ -148,6 +197,10 @@ void StreamAdminRoom::on(const CreateSuperStreamRequest& r) {
     respond_code(session_, kCreateSuperStream, r.correlation_id, ResponseCode::precondition_failed);
     return;
   }
+  if (!super_stream_managed(r.name, r.partitions, "create super stream")) {
+    respond_code(session_, kCreateSuperStream, r.correlation_id, ResponseCode::access_refused);
+    return;
+  }
   run_admin(kCreateSuperStream, r.correlation_id, "create super stream " + printable_name(r.name),
             [admin = &admin_, ss, settings = std::move(args).value()] {
               return admin->create_super_stream(ss, settings);
@@ -155,6 +208,15 @@ void StreamAdminRoom::on(const CreateSuperStreamRequest& r) {
 }
 
 void StreamAdminRoom::on(const DeleteSuperStreamRequest& r) {
+  // Its partitions as the catalog knows them (none when it does not exist:
+  // then the super stream's own permission decides, and the deletion
+  // answers that it does not exist).
+  auto partitions = admin_.partitions(r.name);
+  if (!super_stream_managed(r.name, partitions.ok() ? *partitions : std::vector<std::string>{},
+                            "delete super stream")) {
+    respond_code(session_, kDeleteSuperStream, r.correlation_id, ResponseCode::access_refused);
+    return;
+  }
   run_admin(kDeleteSuperStream, r.correlation_id, "delete super stream " + r.name,
             [admin = &admin_, name = r.name] { return admin->delete_super_stream(name); });
 }

@@ -28,6 +28,8 @@ class StreamAdminRoom {
   void on(const proto::DeleteSuperStreamRequest& r);
 
  private:
+  bool super_stream_managed(const std::string& name, const std::vector<std::string>& partitions,
+                            std::string_view command);
   // Runs `op` as a task and answers `key` with its outcome's code.
   void run_admin(uint16_t key, uint32_t correlation_id, std::string what,
                  std::function<Status()> op);

@@ -62,6 +62,10 @@ void SubscriptionRoom::on(const SubscribeRequest& r) {
                  ResponseCode::subscription_id_already_exists);
     return;
   }
+  if (!session_.allowed(Permission::read, r.stream, "subscribe")) {
+    respond_code(session_, kSubscribe, r.correlation_id, ResponseCode::access_refused);
+    return;
+  }
   auto s = streams_.served(r.stream);
   if (!s.ok()) {
     if (subscribe_replica(r)) return;
@@ -326,6 +330,11 @@ void SubscriptionRoom::on(const ConsumerUpdateResponse& r) {
 // of the first chunk it would be delivered (the end of the stream when
 // there is none yet).
 void SubscriptionRoom::on(const ResolveOffsetSpecRequest& r) {
+  if (!session_.allowed(Permission::read, r.stream, "resolve offset spec")) {
+    send_message(session_, ResolveOffsetSpecResponse{r.correlation_id, ResponseCode::access_refused,
+                                                     uint16_t(OffsetType::offset), 0});
+    return;
+  }
   auto s = streams_.served(r.stream);
   if (!s.ok()) {
     send_message(session_,
