@@ -19,7 +19,9 @@ bool known_algorithm(HashAlgorithm a) {
   return a == HashAlgorithm::sha256 || a == HashAlgorithm::sha512 || a == HashAlgorithm::md5;
 }
 
-Error bad(std::string msg) { return Error(Errc::invalid_argument, std::move(msg)); }
+Error bad(std::string msg) {
+  return Error(Errc::invalid_argument, std::move(msg));
+}
 }  // namespace
 
 std::string_view op_name(Op op) {

@@ -81,8 +81,7 @@ class AccessControl {
   // Whether `op` on the resource named `resource` in `vhost` is granted: the
   // entry's regex for `op` matches the name somewhere. False when the user
   // has no entry in the vhost.
-  bool check(std::string_view user, std::string_view vhost, Op op,
-             std::string_view resource) const;
+  bool check(std::string_view user, std::string_view vhost, Op op, std::string_view resource) const;
 
   bool has_tag(std::string_view user, std::string_view tag) const;
   const User* find_user(std::string_view name) const;
@@ -105,7 +104,7 @@ class AccessControl {
     PermissionRegex configure, write, read;
   };
   struct UserEntry {
-    size_t index;                  // into users_
+    size_t index;                // into users_
     NameMap<Compiled> by_vhost;  // the user's permissions
   };
 

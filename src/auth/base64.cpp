@@ -8,8 +8,8 @@ std::string base64_encode(const uint8_t* data, size_t size) {
   std::string out(4 * ((size + 2) / 3), '\0');
   // EVP_EncodeBlock writes a terminating NUL after the text: one byte more.
   std::string buf(out.size() + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(buf.data()), data,
-                          static_cast<int>(size));
+  int n =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(buf.data()), data, static_cast<int>(size));
   buf.resize(static_cast<size_t>(n));
   return buf;
 }
@@ -23,8 +23,8 @@ bool in_alphabet(char c) {
 
 Result<std::vector<uint8_t>> base64_decode(std::string_view text) {
   if (text.size() % 4 != 0) {
-    return Error(Errc::invalid_argument, "base64 length " + std::to_string(text.size()) +
-                                             " is not a multiple of 4");
+    return Error(Errc::invalid_argument,
+                 "base64 length " + std::to_string(text.size()) + " is not a multiple of 4");
   }
   // EVP_DecodeBlock skips blanks and counts padding as zero bytes, so the
   // text is checked here and the padding subtracted afterwards.

@@ -16,8 +16,8 @@ struct Where {
   std::string name;
 
   Error error(std::string_view what) const {
-    std::string s = std::string(source) + ": " + std::string(section) + "[" +
-                    std::to_string(index) + "]";
+    std::string s =
+        std::string(source) + ": " + std::string(section) + "[" + std::to_string(index) + "]";
     if (!name.empty()) s += " ('" + name + "')";
     return Error(Errc::invalid_argument, s + ": " + std::string(what));
   }
@@ -149,8 +149,7 @@ Result<VHost> parse_vhost(const json& v, const Where& w0) {
   if (!desc) {
     auto md = v.find("metadata");
     if (md != v.end() && md->is_object()) {
-      Where wm = w;
-      STRATA_ASSIGN_OR_RETURN(desc, opt_string(*md, "description", wm));
+      STRATA_ASSIGN_OR_RETURN(desc, opt_string(*md, "description", w));
     }
   }
   vhost.description = desc.value_or("");
@@ -198,7 +197,8 @@ Status parse_queue(const json& q, const Where& w0, Definitions& out) {
     STRATA_ASSIGN_OR_RETURN(type, opt_string(q, "type", w));
   }
   if (type == "stream") {
-    out.streams.push_back(StreamDefinition{std::move(name), std::move(vhost), std::move(arguments)});
+    out.streams.push_back(
+        StreamDefinition{std::move(name), std::move(vhost), std::move(arguments)});
   } else {
     out.skipped_queues.push_back(
         SkippedQueue{std::move(name), std::move(vhost), type.value_or("classic")});
@@ -212,8 +212,8 @@ Result<const json*> section(const json& doc, std::string_view source, const char
   auto it = doc.find(key);
   if (it == doc.end() || it->is_null()) return &empty;
   if (!it->is_array()) {
-    return Error(Errc::invalid_argument, std::string(source) + ": " + key + " is " +
-                                             it->type_name() + ", not an array");
+    return Error(Errc::invalid_argument,
+                 std::string(source) + ": " + key + " is " + it->type_name() + ", not an array");
   }
   return &*it;
 }
@@ -235,7 +235,8 @@ Result<Definitions> parse_definitions(std::string_view text, std::string_view so
   }
   Definitions defs;
   auto version = doc.find("rabbit_version");
-  if (version != doc.end() && version->is_string()) defs.rabbit_version = version->get<std::string>();
+  if (version != doc.end() && version->is_string())
+    defs.rabbit_version = version->get<std::string>();
 
   STRATA_ASSIGN_OR_RETURN(const json* users, section(doc, source_name, "users"));
   for (size_t i = 0; i < users->size(); ++i) {
@@ -245,13 +246,14 @@ Result<Definitions> parse_definitions(std::string_view text, std::string_view so
   }
   STRATA_ASSIGN_OR_RETURN(const json* vhosts, section(doc, source_name, "vhosts"));
   for (size_t i = 0; i < vhosts->size(); ++i) {
-    STRATA_ASSIGN_OR_RETURN(VHost v, parse_vhost((*vhosts)[i], Where{source_name, "vhosts", i, {}}));
+    STRATA_ASSIGN_OR_RETURN(VHost v,
+                            parse_vhost((*vhosts)[i], Where{source_name, "vhosts", i, {}}));
     defs.vhosts.push_back(std::move(v));
   }
   STRATA_ASSIGN_OR_RETURN(const json* perms, section(doc, source_name, "permissions"));
   for (size_t i = 0; i < perms->size(); ++i) {
-    STRATA_ASSIGN_OR_RETURN(UserPermission p,
-                            parse_permission((*perms)[i], Where{source_name, "permissions", i, {}}));
+    STRATA_ASSIGN_OR_RETURN(
+        UserPermission p, parse_permission((*perms)[i], Where{source_name, "permissions", i, {}}));
     defs.permissions.push_back(std::move(p));
   }
   STRATA_ASSIGN_OR_RETURN(const json* queues, section(doc, source_name, "queues"));
@@ -272,10 +274,9 @@ std::string export_definitions(const Definitions& defs) {
   }
   json vhosts = json::array();
   for (const VHost& v : defs.vhosts) {
-    vhosts.push_back(
-        {{"name", v.name},
-         {"limits", json::array()},
-         {"metadata", {{"description", v.description}, {"tags", json::array()}}}});
+    vhosts.push_back({{"name", v.name},
+                      {"limits", json::array()},
+                      {"metadata", {{"description", v.description}, {"tags", json::array()}}}});
   }
   json perms = json::array();
   for (const UserPermission& p : defs.permissions) {
@@ -320,8 +321,7 @@ std::string export_definitions(const Definitions& defs) {
 
 Result<std::shared_ptr<const AccessControl>> build_access_control(
     const Definitions& defs, std::vector<std::string> loopback_users) {
-  return AccessControl::build(defs.users, defs.vhosts, defs.permissions,
-                              std::move(loopback_users));
+  return AccessControl::build(defs.users, defs.vhosts, defs.permissions, std::move(loopback_users));
 }
 
 }  // namespace strata::auth

@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "auth/base64.h"
@@ -28,8 +29,7 @@ const EVP_MD* evp_of(HashAlgorithm a) {
 }
 
 // H(salt ++ password) into `out` (digest_size(a) bytes).
-void salted_digest(std::string_view password, HashAlgorithm a, const uint8_t* salt,
-                   uint8_t* out) {
+void salted_digest(std::string_view password, HashAlgorithm a, const uint8_t* salt, uint8_t* out) {
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   unsigned int n = 0;
   EVP_DigestInit_ex(ctx, evp_of(a), nullptr);
@@ -47,8 +47,8 @@ Result<std::vector<uint8_t>> decode_stored(std::string_view stored_b64, HashAlgo
   size_t want = kSaltSize + digest_size(a);
   if (raw->size() != want) {
     return Error(Errc::corrupt, "stored password hash is " + std::to_string(raw->size()) +
-                                    " bytes; " + std::string(hash_algorithm_name(a)) +
-                                    " needs " + std::to_string(want) + " (4 salt + digest)");
+                                    " bytes; " + std::string(hash_algorithm_name(a)) + " needs " +
+                                    std::to_string(want) + " (4 salt + digest)");
   }
   return std::move(raw).value();
 }
@@ -70,10 +70,9 @@ Result<HashAlgorithm> parse_hash_algorithm(std::string_view name) {
   if (name == kSha256) return HashAlgorithm::sha256;
   if (name == kSha512) return HashAlgorithm::sha512;
   if (name == kMd5) return HashAlgorithm::md5;
-  return Error(Errc::invalid_argument,
-               "unknown password hashing algorithm '" + std::string(name) + "' (known: " +
-                   std::string(kSha256) + ", " + std::string(kSha512) + ", " +
-                   std::string(kMd5) + ")");
+  return Error(Errc::invalid_argument, "unknown password hashing algorithm '" + std::string(name) +
+                                           "' (known: " + std::string(kSha256) + ", " +
+                                           std::string(kSha512) + ", " + std::string(kMd5) + ")");
 }
 
 size_t digest_size(HashAlgorithm a) {

@@ -31,13 +31,12 @@ Result<PermissionRegex> PermissionRegex::compile(std::string_view pattern) {
   int err = 0;
   PCRE2_SIZE offset = 0;
   // Options 0: bytes (Erlang's re without `unicode`), unanchored.
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(effective.data()),
-                                   effective.size(), 0, &err, &offset, nullptr);
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(effective.data()), effective.size(),
+                                   0, &err, &offset, nullptr);
   if (code == nullptr) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof msg);
-    return Error(Errc::invalid_argument, "regex '" + std::string(pattern) +
-                                             "' does not compile: " +
+    return Error(Errc::invalid_argument, "regex '" + std::string(pattern) + "' does not compile: " +
                                              reinterpret_cast<const char*>(msg) + " at offset " +
                                              std::to_string(offset));
   }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 namespace strata::auth {
@@ -32,8 +33,7 @@ std::string build_error(std::vector<User> users, std::vector<VHost> vhosts,
 }
 
 TEST(AccessControl, RegexSemanticsAsRabbitMQ) {
-  auto ac = build_ok({user("u", "pw")}, {{"/", ""}},
-                     {{"u", "/", "", ".*", "^orders\\."}});
+  auto ac = build_ok({user("u", "pw")}, {{"/", ""}}, {{"u", "/", "", ".*", "^orders\\."}});
   ASSERT_TRUE(ac);
   // "" is "^$": only the empty name.
   EXPECT_FALSE(ac->check("u", "/", Op::configure, "orders"));
@@ -49,8 +49,8 @@ TEST(AccessControl, RegexSemanticsAsRabbitMQ) {
 }
 
 TEST(AccessControl, UnanchoredRegexMatchesAnywhere) {
-  auto ac = build_ok({user("u", "pw")}, {{"v", ""}},
-                     {{"u", "v", "^$", "orders|audit", "^bob-[0-9]+$"}});
+  auto ac =
+      build_ok({user("u", "pw")}, {{"v", ""}}, {{"u", "v", "^$", "orders|audit", "^bob-[0-9]+$"}});
   ASSERT_TRUE(ac);
   EXPECT_TRUE(ac->check("u", "v", Op::configure, ""));
   EXPECT_FALSE(ac->check("u", "v", Op::configure, "a"));
@@ -88,8 +88,8 @@ TEST(AccessControl, RefusalMessageNamesUserVhostOpAndResource) {
 }
 
 TEST(AccessControl, BadRegexNamesUserVhostPermissionAndOffset) {
-  std::string m = build_error({user("bob", "pw")}, {{"prod", ""}},
-                              {{"bob", "prod", ".*", "orders(", ".*"}});
+  std::string m =
+      build_error({user("bob", "pw")}, {{"prod", ""}}, {{"bob", "prod", ".*", "orders(", ".*"}});
   EXPECT_NE(m.find("user 'bob'"), std::string::npos) << m;
   EXPECT_NE(m.find("vhost 'prod'"), std::string::npos) << m;
   EXPECT_NE(m.find("write regex 'orders('"), std::string::npos) << m;
@@ -146,8 +146,8 @@ TEST(AccessControl, AuthenticatePlain) {
 
 TEST(AccessControl, BlankPasswordRefusedEvenIfItWasHashed) {
   // RabbitMQ's internal backend refuses a blank password before comparing.
-  User u{"e", hash_password("", HashAlgorithm::sha256, Salt{1, 1, 1, 1}), HashAlgorithm::sha256,
-         {}};
+  User u{
+      "e", hash_password("", HashAlgorithm::sha256, Salt{1, 1, 1, 1}), HashAlgorithm::sha256, {}};
   auto ac = build_ok({u}, {}, {});
   ASSERT_TRUE(ac);
   EXPECT_EQ(ac->authenticate_plain("e", "", true), AuthOutcome::refused);

@@ -189,7 +189,8 @@ TEST(Definitions, ErrorsNameSourceSectionAndEntry) {
   m = parse_error(R"({"users": [{"password_hash": "", "tags": []}]})");
   EXPECT_NE(m.find("defs.json: users[0]: name is missing"), std::string::npos) << m;
 
-  m = parse_error(R"({"users": [{"name": "a", "password": "x", "password_hash": "", "tags": []}]})");
+  m = parse_error(
+      R"({"users": [{"name": "a", "password": "x", "password_hash": "", "tags": []}]})");
   EXPECT_NE(m.find("users[0] ('a'): both password and password_hash"), std::string::npos) << m;
 
   m = parse_error(R"({"vhosts": [{"name": "a"}, {"name": 7}]})");
@@ -197,8 +198,7 @@ TEST(Definitions, ErrorsNameSourceSectionAndEntry) {
 
   m = parse_error(
       R"({"permissions": [{"user": "bob", "vhost": "prod", "configure": "", "write": ".*"}]})");
-  EXPECT_NE(m.find("permissions[0] ('user bob, vhost prod'): read is missing"),
-            std::string::npos)
+  EXPECT_NE(m.find("permissions[0] ('user bob, vhost prod'): read is missing"), std::string::npos)
       << m;
 
   m = parse_error(R"({"queues": [{"name": "q", "vhost": "/", "arguments": []}]})");
@@ -223,8 +223,7 @@ TEST(Definitions, DuplicatesAndUnknownNamesFailTheBuild) {
   ASSERT_TRUE(d.ok());
   auto ac = build_access_control(*d);
   ASSERT_FALSE(ac.ok());
-  EXPECT_NE(ac.error().message.find("user 'a' in vhost 'prod': no such vhost"),
-            std::string::npos)
+  EXPECT_NE(ac.error().message.find("user 'a' in vhost 'prod': no such vhost"), std::string::npos)
       << ac.error().message;
 }
 

@@ -22,7 +22,8 @@ const Vector kVectors[] = {
      "AQIDBANSvkE51MvG7pNDq4NjmP8SFay7rWsolg//30q7jnApCiuE049JxchapptDh7ryvu/"
      "VdvUXYHbwdpa9veVAv14="},
     {HashAlgorithm::sha512, "p\xc3\xa4ss w0rd",
-     "AQIDBI3ZXQL02WvvRNoBGrTITZuOOMjLLoBkRxHqdqpaY6kURZTOnIXIx3+qb9U8cexm6qW6C256aAeR4i6f3PNxuFU="},
+     "AQIDBI3ZXQL02WvvRNoBGrTITZuOOMjLLoBkRxHqdqpaY6kURZTOnIXIx3+"
+     "qb9U8cexm6qW6C256aAeR4i6f3PNxuFU="},
     {HashAlgorithm::md5, "guest", "AQIDBH/JkOf0oGZ5yhQgSBXkHS0="},
     {HashAlgorithm::md5, "p\xc3\xa4ss w0rd", "AQIDBLya2R0A4rwhoc0z/MZBlbg="},
 };

@@ -28,15 +28,16 @@ std::vector<std::string> find_ebin_dirs() {
   for (auto it = fs::recursive_directory_iterator(root, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const auto& p = it->path();
-    if (p.filename() == "rabbit_password.beam" ||
-        p.filename() == "rabbit_password_hashing.beam") {
+    if (p.filename() == "rabbit_password.beam" || p.filename() == "rabbit_password_hashing.beam") {
       dirs.push_back(p.parent_path().string());
     }
   }
   return dirs;
 }
 
-bool have_erl() { return std::system("command -v erl >/dev/null 2>&1") == 0; }
+bool have_erl() {
+  return std::system("command -v erl >/dev/null 2>&1") == 0;
+}
 
 // Runs erl with `eval` and returns its standard output (empty on failure).
 std::string run_erl(const std::vector<std::string>& ebins, const std::string& eval) {
@@ -58,7 +59,9 @@ std::string run_erl(const std::vector<std::string>& ebins, const std::string& ev
 // password_hash_test).
 const std::vector<std::string> kPasswords = {"guest", "s3cret with spaces", "x", "0123456789"};
 
-std::string binary_literal(const std::string& s) { return "<<\"" + s + "\">>"; }
+std::string binary_literal(const std::string& s) {
+  return "<<\"" + s + "\">>";
+}
 
 class RabbitMQPassword : public ::testing::Test {
  protected:
