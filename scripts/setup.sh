@@ -30,6 +30,9 @@ packages=(
   # ISA-L: zlib-compatible CRC32 (the stream protocol's chunk checksum) at
   # several times zlib's speed.
   libisal-dev
+  # PCRE2: the permission regexes of auth/access.h, matched as RabbitMQ's
+  # Erlang `re` (itself PCRE) matches them.
+  libpcre2-dev
   # RabbitMQ 3.10 with its stream plugin: the peer `strata perf` is compared
   # against (bench/server/).
   rabbitmq-server
