@@ -14,4 +14,21 @@ std::string_view permission_name(Permission p) {
   return "?";
 }
 
+bool AccessControlPolicy::permitted(const std::string& user, const std::string& vhost,
+                                    Permission p, const std::string& resource) const {
+  auth::Op op = auth::Op::read;
+  switch (p) {
+    case Permission::configure:
+      op = auth::Op::configure;
+      break;
+    case Permission::write:
+      op = auth::Op::write;
+      break;
+    case Permission::read:
+      op = auth::Op::read;
+      break;
+  }
+  return access_->check(user, vhost, op, resource);
+}
+
 }  // namespace strata::server

@@ -15,8 +15,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+
+#include "auth/access.h"
 
 namespace strata::server {
 
@@ -28,6 +31,19 @@ class AccessPolicy {
   virtual ~AccessPolicy() = default;
   virtual bool permitted(const std::string& user, const std::string& vhost, Permission p,
                          const std::string& resource) const = 0;
+};
+
+// The users' permissions as configured (auth::AccessControl): RabbitMQ's
+// regexes, matched against the resource's name.
+class AccessControlPolicy final : public AccessPolicy {
+ public:
+  explicit AccessControlPolicy(std::shared_ptr<const auth::AccessControl> access)
+      : access_(std::move(access)) {}
+  bool permitted(const std::string& user, const std::string& vhost, Permission p,
+                 const std::string& resource) const override;
+
+ private:
+  std::shared_ptr<const auth::AccessControl> access_;
 };
 
 }  // namespace strata::server

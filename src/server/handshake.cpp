@@ -61,7 +61,7 @@ HandshakeState after(HandshakeState s, uint16_t key) {
   }
 }
 
-ResponseCode authenticate_plain(std::string_view data, const std::vector<User>& users,
+ResponseCode authenticate_plain(std::string_view data, const auth::AccessControl& access,
                                 bool peer_is_loopback, std::string* user) {
   auto first = data.find('\0');
   if (first == std::string_view::npos) return ResponseCode::authentication_failure;
@@ -70,14 +70,13 @@ ResponseCode authenticate_plain(std::string_view data, const std::vector<User>& 
   std::string_view name = data.substr(first + 1, second - first - 1);
   std::string_view password = data.substr(second + 1);
   *user = std::string(name);
-  for (const User& u : users) {
-    if (u.name != name) continue;
-    if (u.password != password) return ResponseCode::authentication_failure;
-    // guest/guest is everybody's default: only a local client may use it.
-    if (u.name == "guest" && !peer_is_loopback) {
+  switch (access.authenticate_plain(name, password, peer_is_loopback)) {
+    case auth::AuthOutcome::ok:
+      return ResponseCode::ok;
+    case auth::AuthOutcome::loopback_only:
       return ResponseCode::sasl_authentication_failure_loopback;
-    }
-    return ResponseCode::ok;
+    case auth::AuthOutcome::refused:
+      break;
   }
   return ResponseCode::authentication_failure;
 }

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "auth/access.h"
 #include "proto/frame.h"
 #include "server/serve_config.h"
 
@@ -30,9 +31,10 @@ HandshakeState after(HandshakeState s, uint16_t key);
 
 // PLAIN: "[authzid]\0user\0password". ok, authentication_failure (unknown
 // user, wrong password, malformed data), or
-// sasl_authentication_failure_loopback (guest from a non-loopback peer).
-// `user` receives the user name when it could be parsed.
-proto::ResponseCode authenticate_plain(std::string_view data, const std::vector<User>& users,
+// sasl_authentication_failure_loopback (a loopback-only user such as guest,
+// with the right password, from a non-loopback peer). `user` receives the
+// user name when it could be parsed.
+proto::ResponseCode authenticate_plain(std::string_view data, const auth::AccessControl& access,
                                        bool peer_is_loopback, std::string* user);
 
 // The frame size both sides use after Tune: the smaller non-zero of the

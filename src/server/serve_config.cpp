@@ -46,22 +46,6 @@ Status load_server_section(JsonSection s, ServerSettings* out) {
   return s.no_unknown();
 }
 
-Status load_users(const json& u, std::vector<User>* out) {
-  if (!u.is_array() || u.empty()) return bad("users", "not a non-empty array");
-  out->clear();
-  for (size_t i = 0; i < u.size(); ++i) {
-    std::string path = fmt::format("users[{}]", i);
-    const json& e = u[i];
-    if (!e.is_object() || !e.contains("name") || !e.contains("password") || e.size() != 2 ||
-        !e["name"].is_string() || !e["password"].is_string() ||
-        e["name"].get<std::string>().empty()) {
-      return bad(path, "not {\"name\": non-empty string, \"password\": string}");
-    }
-    out->push_back({e["name"].get<std::string>(), e["password"].get<std::string>()});
-  }
-  return Status::OK();
-}
-
 Status load_cluster_section(JsonSection s, ClusterSettings* out) {
   STRATA_TRY(s.check_object());
   STRATA_TRY(s.boolean("enabled", &out->enabled));
@@ -117,10 +101,7 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
     STRATA_TRY(load_server_section(JsonSection(document["server"], "server"), &cfg.server));
     document.erase("server");
   }
-  if (document.contains("users")) {
-    if (auto st = load_users(document["users"], &cfg.server.users); !st.ok()) return st.error();
-    document.erase("users");
-  }
+  STRATA_ASSIGN_OR_RETURN(cfg.server.users, load_user_settings(&document));
   if (document.contains("cluster")) {
     STRATA_TRY(load_cluster_section(JsonSection(document["cluster"], "cluster"), &cfg.cluster));
     document.erase("cluster");
@@ -161,6 +142,13 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
                  "a cluster needs tiering (tiering.enabled true): streams "
                  "move between nodes through the object store");
     }
+    // Nodes log in to each other: one user's cleartext must be known here.
+    if (cfg.server.users.peer.user.empty()) {
+      return bad("cluster.enabled",
+                 "the nodes of a cluster log in to each other as the first user given a "
+                 "\"password\" or \"password_file\", and there is none (a definitions file holds "
+                 "only hashes)");
+    }
     if (auto st = cluster::validate(ownership_config(cfg.cluster, cfg.node, "")); !st.ok()) {
       return Error(Errc::invalid_argument, "serve config: " + st.error().message);
     }
@@ -180,7 +168,7 @@ SettingsRead serve_config_settings() {
   STRATA_ASSERT(load_cluster_section(JsonSection(json(nullptr), "cluster", &out), &cluster).ok(),
                 "the cluster section's reader refuses an absent section");
   out.insert("server");
-  out.insert("users");
+  user_settings_read(&out);
   out.insert("cluster");
   return out;
 }

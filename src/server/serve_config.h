@@ -13,7 +13,9 @@
 //                 "append_linger_us": 2000,                    0: no linger
 //                 "close_linger_ms": 2000,
 //                 "handshake_timeout_ms": 10000, "auth_failure_delay_ms": 1000 },
-//     "users": [ { "name": "guest", "password": "guest" } ]     default: guest/guest
+//     "users", "vhosts", "permissions", "loopback_users",
+//     "definitions_file": who may log in and do what (server/serve_users.h);
+//                  default: guest/guest, everything in "/", loopback only
 //     "cluster": { "enabled": false, "node_id": "n1",
 //                  "lease_ttl_ms": 5000, "acquire_grace_ms": 0,     0: the TTL
 //                  "rebalance": true, "rebalance_after_ms": 0 }     0: twice the TTL
@@ -25,7 +27,7 @@
 // name the etcd cluster.
 //
 // `guest` is accepted only from a loopback peer, like RabbitMQ's default
-// (its password is public knowledge).
+// (its password is public knowledge); `loopback_users` changes that.
 #pragma once
 
 #include <cstdint>
@@ -36,13 +38,9 @@
 #include "cluster/ownership.h"
 #include "common/result.h"
 #include "node/node_config.h"
+#include "server/serve_users.h"
 
 namespace strata::server {
-
-struct User {
-  std::string name;
-  std::string password;
-};
 
 struct ServerSettings {
   std::string listen = "127.0.0.1:5552";
@@ -78,7 +76,8 @@ struct ServerSettings {
   uint32_t handshake_timeout_ms = 10'000;
   // A failed login is answered only after this, and its connection closed.
   uint32_t auth_failure_delay_ms = 1000;
-  std::vector<User> users{{"guest", "guest"}};
+  // Users, vhosts, permissions; the node's own login to its peers.
+  UserSettings users = default_user_settings();
 };
 
 // Several nodes over one bucket: stream ownership on etcd leases

@@ -132,12 +132,10 @@ Result<ReplicaEnv> ServedStreams::replica_env(const std::string& name) {
     o.port = hp->second;
     return o;
   };
-  // Every node of a cluster runs one configuration: its first user is
-  // what nodes log in to each other as.
-  if (!cfg_.server.users.empty()) {
-    env.user = cfg_.server.users.front().name;
-    env.password = cfg_.server.users.front().password;
-  }
+  // Every node of a cluster runs one configuration: its first user with a
+  // cleartext password is what nodes log in to each other as.
+  env.user = cfg_.server.users.peer.user;
+  env.password = cfg_.server.users.peer.password;
   // A takeover takes a lease TTL plus the new owner's recovery; past three
   // TTLs and a margin the consumer is better told to look again.
   env.reconnect_limit =

@@ -8,6 +8,7 @@
 #include "common/fs.h"
 #include "common/metrics.h"
 #include "node/node.h"
+#include "server/access_policy.h"
 #include "server/connection_registry.h"
 #include "server/listener.h"
 #include "server/served_streams.h"
@@ -45,6 +46,7 @@ struct Server::Impl {
   std::unique_ptr<SacCoordinator> sac;
   ConnectionRegistry registry;
   std::unique_ptr<Listener> listener;
+  std::unique_ptr<AccessPolicy> access;
   ConnectionEnv env;
 
   std::mutex stop_mu;
@@ -80,6 +82,8 @@ Status Server::Impl::start() {
         if (auto c = registry.find(e.consumer.connection)) c->sac_effect(e);
       });
   env.settings = &cfg.server;
+  access = std::make_unique<AccessControlPolicy>(cfg.server.users.access);
+  env.access = access.get();
   env.advertised = Advertised{advertised_host(), advertised_port()};
   env.counters = &counters;
   env.logins = &logins;

@@ -46,7 +46,14 @@ TEST(Handshake, StepsInOrder) {
 }
 
 TEST(Handshake, PlainAuthentication) {
-  std::vector<User> users{{"guest", "guest"}, {"alice", "s3cret"}};
+  auto built = auth::AccessControl::build(
+      {{"guest", auth::hash_password("guest", auth::HashAlgorithm::sha256, {1, 2, 3, 4}),
+        auth::HashAlgorithm::sha256, {}},
+       {"alice", auth::hash_password("s3cret", auth::HashAlgorithm::sha512, {5, 6, 7, 8}),
+        auth::HashAlgorithm::sha512, {}}},
+      {{"/", ""}}, {});
+  ASSERT_TRUE(built.ok()) << built.error().message;
+  const auth::AccessControl& users = **built;
   std::string who;
   EXPECT_EQ(authenticate_plain(plain("alice", "s3cret"), users, false, &who), ResponseCode::ok);
   EXPECT_EQ(who, "alice");
@@ -57,6 +64,10 @@ TEST(Handshake, PlainAuthentication) {
   EXPECT_EQ(authenticate_plain(plain("guest", "guest"), users, true, &who), ResponseCode::ok);
   EXPECT_EQ(authenticate_plain(plain("guest", "guest"), users, false, &who),
             ResponseCode::sasl_authentication_failure_loopback);
+  // From afar a wrong guest password is a wrong password: the loopback
+  // rule is looked at only once the credentials are right, as RabbitMQ.
+  EXPECT_EQ(authenticate_plain(plain("guest", "nope"), users, false, &who),
+            ResponseCode::authentication_failure);
   // An authorization identity before the first NUL is allowed.
   EXPECT_EQ(authenticate_plain("admin" + plain("alice", "s3cret"), users, false, &who),
             ResponseCode::ok);

@@ -17,8 +17,11 @@ TEST(ServeConfig, DefaultsAndFlags) {
   auto c = load_serve_config(json(), f, no_env());
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->server.listen, "127.0.0.1:5552");
-  ASSERT_EQ(c->server.users.size(), 1u);
-  EXPECT_EQ(c->server.users[0].name, "guest");
+  ASSERT_EQ(c->server.users.access->users().size(), 1u);
+  EXPECT_EQ(c->server.users.access->users()[0].name, "guest");
+  EXPECT_TRUE(c->server.users.access->has_tag("guest", "administrator"));
+  EXPECT_TRUE(c->server.users.access->check("guest", "/", auth::Op::configure, "any"));
+  EXPECT_EQ(c->server.users.peer.user, "guest");
   EXPECT_EQ(c->node.data_dir, "/tmp/x");
   EXPECT_EQ(c->server.coalesce_bytes, 0u);
   EXPECT_EQ(c->server.append_linger_us, 2000u);
@@ -41,8 +44,13 @@ TEST(ServeConfig, DefaultsAndFlags) {
   EXPECT_EQ(c->server.heartbeat_s, 5u);
   EXPECT_EQ(c->server.coalesce_bytes, 0u);
   EXPECT_EQ(c->server.close_linger_ms, 0u);
-  ASSERT_EQ(c->server.users.size(), 1u);
-  EXPECT_EQ(c->server.users[0].name, "app");
+  ASSERT_EQ(c->server.users.access->users().size(), 1u);
+  EXPECT_EQ(c->server.users.access->users()[0].name, "app");
+  // Without permissions, every user everything in "/", as before.
+  EXPECT_TRUE(c->server.users.access->check("app", "/", auth::Op::write, "s"));
+  EXPECT_EQ(c->server.users.access->authenticate_plain("app", "pw", false), auth::AuthOutcome::ok);
+  EXPECT_EQ(c->server.users.peer.user, "app");
+  EXPECT_EQ(c->server.users.peer.password, "pw");
 }
 
 TEST(ServeConfig, ErrorsNameTheSetting) {
@@ -60,6 +68,21 @@ TEST(ServeConfig, ErrorsNameTheSetting) {
       {json{{"server", {{"close_linger_ms", 60'001}}}}, "server.close_linger_ms"},
       {json{{"users", json::array()}}, "users"},
       {json{{"users", {{{"name", "a"}}}}}, "users[0]"},
+      {json{{"users", {{{"name", "a"}, {"password", "x"}, {"pasword_hash", "y"}}}}},
+       "users[0].pasword_hash"},
+      {json{{"users", {{{"name", "a"}, {"password", "x"}, {"password_hash", "y"}}}}}, "users[0]"},
+      {json{{"users", {{{"name", "a"}, {"password_hash", "!!"}}}}}, "password_hash"},
+      {json{{"users", {{{"name", "a"}, {"password_file", "/nonexistent/pw"}}}}},
+       "users[0].password_file"},
+      {json{{"permissions", {{{"user", "nobody"}, {"vhost", "/"}, {"configure", ""},
+                              {"write", ""}, {"read", ""}}}}},
+       "nobody"},
+      {json{{"permissions", {{{"user", "guest"}, {"vhost", "/"}, {"configure", "("},
+                              {"write", ""}, {"read", ""}}}}},
+       "configure"},
+      {json{{"definitions_file", "/nonexistent/defs.json"}, {"users", json::array()}},
+       "definitions_file"},
+      {json{{"definitions_file", "/nonexistent/defs.json"}}, "/nonexistent/defs.json"},
       {json{{"tiering", {{"bogus", 1}}}}, "bogus"},
   };
   for (const auto& c : cases) {

@@ -114,12 +114,13 @@ bool StreamClient::closed_by_server(std::chrono::milliseconds timeout) {
 }
 
 Status StreamClient::handshake(const std::string& user, const std::string& password,
-                               bool exchange_versions) {
+                               bool exchange_versions, const std::string& vhost) {
   using namespace proto;
   ClientHandshakeOptions o;
   o.properties = {{"product", "strata-test"}};
   o.user = user;
   o.password = password;
+  o.virtual_host = vhost;
   if (exchange_versions) o.versions = supported_client_versions();
   ClientHandshake hs(std::move(o));
   Bytes out = hs.start();

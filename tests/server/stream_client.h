@@ -50,10 +50,10 @@ class StreamClient {
   // Waits for the server to close the connection (EOF), discarding frames.
   bool closed_by_server(std::chrono::milliseconds timeout = 10s);
 
-  // PeerProperties, SASL PLAIN, Tune, Open "/"; the response codes of the
-  // authentication and open steps.
+  // PeerProperties, SASL PLAIN, Tune, Open `vhost`; the response codes of
+  // the authentication and open steps.
   Status handshake(const std::string& user = "guest", const std::string& password = "guest",
-                   bool exchange_versions = true);
+                   bool exchange_versions = true, const std::string& vhost = "/");
   uint32_t corr() { return next_corr_++; }
 
   std::vector<proto::ServerFrame> skipped;

@@ -1,0 +1,58 @@
+// Who may log in to `strata serve` and what each may do: the users, vhosts
+// and permissions sections of its configuration, read into one immutable
+// auth::AccessControl (auth/access.h). The sections follow RabbitMQ's
+// definitions JSON, so a file exported from RabbitMQ can be named as is:
+//
+//   "users": [ { "name": "alice",
+//                "password_hash": "<base64>",               RabbitMQ's format
+//                "hashing_algorithm": "rabbit_password_hashing_sha256",
+//                "tags": ["administrator"] },
+//              { "name": "app", "password_file": "/etc/strata/app.pw" },
+//              { "name": "guest", "password": "guest" } ],
+//   "vhosts": [ { "name": "/" } ],                            default: "/"
+//   "permissions": [ { "user": "app", "vhost": "/",
+//                      "configure": "^app-", "write": "^app-", "read": ".*" } ],
+//   "loopback_users": ["guest"],                              default
+//   "definitions_file": "/etc/strata/definitions.json"       instead of the three
+//
+// Without "permissions" every user may configure, write and read every
+// stream of "/" (as strata did before it had permissions); with it, exactly
+// what it grants, as RabbitMQ: a user with no entry for a vhost cannot open
+// a connection to it. A cleartext password ("password", or "password_file":
+// a file readable by its owner only) is hashed when read; the first user
+// given one is also what the nodes of a cluster log in to each other as.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "auth/access.h"
+#include "common/json_config.h"
+#include "common/result.h"
+
+namespace strata::server {
+
+// A node's own login to its peers (the first user with a cleartext
+// password; empty name: none).
+struct PeerLogin {
+  std::string user;
+  std::string password;
+};
+
+struct UserSettings {
+  std::shared_ptr<const auth::AccessControl> access;
+  PeerLogin peer;
+};
+
+// guest/guest, tagged administrator, everything in "/", loopback only.
+const UserSettings& default_user_settings();
+
+// Reads and removes the keys above from `document`; absent: the defaults.
+// Errors name the setting by its path ("users[1].password_file: ...").
+Result<UserSettings> load_user_settings(nlohmann::json* document);
+
+// The keys load_user_settings reads (docs/CONFIGURATION.md documents them).
+void user_settings_read(SettingsRead* out);
+
+}  // namespace strata::server

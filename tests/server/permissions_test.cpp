@@ -1,0 +1,124 @@
+// Users and permissions on a live `strata serve`: every command checked as
+// RabbitMQ's stream reader checks it (server/access_policy.h), vhost access
+// at Open, passwords given as RabbitMQ's hashes.
+#include "auth/password_hash.h"
+#include "server/serve_fixture.h"
+
+namespace strata::test {
+namespace {
+
+class PermissionsTest : public ServeTest {
+ protected:
+  void SetUp() override {
+    ServeTest::SetUp();
+    const std::string reader_hash =
+        auth::hash_password("r", auth::HashAlgorithm::sha256, {7, 7, 7, 7});
+    restart_with_config("users.json", R"({
+      "users": [ {"name": "guest", "password": "guest", "tags": ["administrator"]},
+                 {"name": "reader", "password_hash": ")" + reader_hash + R"("},
+                 {"name": "app", "password": "a"},
+                 {"name": "stranger", "password": "s"} ],
+      "permissions": [
+        {"user": "guest", "vhost": "/", "configure": ".*", "write": ".*", "read": ".*"},
+        {"user": "reader", "vhost": "/", "configure": "", "write": "", "read": ".*"},
+        {"user": "app", "vhost": "/", "configure": "^app-", "write": "^app-", "read": "^app-"} ]
+    })",
+                        {"--http", "127.0.0.1:0"});
+    StreamClient admin = open_client();
+    create(admin, "shared");
+    declare(admin, 1, "shared");
+    publish_confirmed(admin, 1, 0, {"m0", "m1"});
+  }
+  StreamClient login(const std::string& user, const std::string& pw) {
+    auto c = StreamClient::connect(server_.port());
+    EXPECT_TRUE(c.ok()) << c.error().message;
+    auto st = c->handshake(user, pw);
+    EXPECT_TRUE(st.ok()) << user << ": " << st.error().message;
+    return std::move(c).value();
+  }
+  ResponseCode create_code(StreamClient& c, const std::string& name) {
+    EXPECT_TRUE(c.send(CreateStreamRequest{c.corr(), name, {}}).ok());
+    auto r = c.expect<CreateStreamResponse>();
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? r->code : ResponseCode::internal_error;
+  }
+  ResponseCode subscribe_code(StreamClient& c, uint8_t id, const std::string& stream) {
+    EXPECT_TRUE(c.send(SubscribeRequest{c.corr(), id, stream, {OffsetType::first, 0}, 10, {}}).ok());
+    auto r = c.expect<SubscribeResponse>();
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? r->code : ResponseCode::internal_error;
+  }
+};
+
+TEST_F(PermissionsTest, AReaderReadsAndNothingElse) {
+  StreamClient c = login("reader", "r");
+  EXPECT_EQ(create_code(c, "mine"), ResponseCode::access_refused);
+  declare(c, 1, "shared", "", ResponseCode::access_refused);
+  ASSERT_TRUE(c.send(DeleteStreamRequest{c.corr(), "shared"}).ok());
+  EXPECT_EQ(c.expect<DeleteStreamResponse>()->code, ResponseCode::access_refused);
+  ASSERT_EQ(subscribe_code(c, 0, "shared"), ResponseCode::ok);
+  EXPECT_EQ(consume(c, 0, 2), (std::vector<std::string>{"m0", "m1"}));
+  ASSERT_TRUE(c.send(QueryOffsetRequest{c.corr(), "ref", "shared"}).ok());
+  EXPECT_NE(c.expect<QueryOffsetResponse>()->code, ResponseCode::access_refused);
+  // The stream is still there: the refused Delete did nothing.
+  StreamClient admin = open_client();
+  ASSERT_TRUE(admin.send(MetadataRequest{admin.corr(), {"shared"}}).ok());
+  EXPECT_EQ(admin.expect<MetadataResponse>()->streams.at(0).code, ResponseCode::ok);
+}
+
+TEST_F(PermissionsTest, RegexesScopeAUserToItsStreams) {
+  StreamClient c = login("app", "a");
+  EXPECT_EQ(create_code(c, "app-orders"), ResponseCode::ok);
+  EXPECT_EQ(create_code(c, "orders"), ResponseCode::access_refused);
+  declare(c, 1, "app-orders");
+  publish_confirmed(c, 1, 0, {"x"});
+  declare(c, 2, "shared", "", ResponseCode::access_refused);
+  EXPECT_EQ(subscribe_code(c, 0, "shared"), ResponseCode::access_refused);
+  // Metadata describes only what the user may read or write; the others
+  // are 16, whether they exist or not.
+  ASSERT_TRUE(c.send(MetadataRequest{c.corr(), {"app-orders", "shared", "nope"}}).ok());
+  auto md = c.expect<MetadataResponse>();
+  ASSERT_TRUE(md.ok()) << md.error().message;
+  std::map<std::string, ResponseCode> codes;
+  for (const auto& s : md->streams) codes[s.stream] = s.code;
+  EXPECT_EQ(codes["app-orders"], ResponseCode::ok);
+  EXPECT_EQ(codes["shared"], ResponseCode::access_refused);
+  EXPECT_EQ(codes["nope"], ResponseCode::access_refused);
+  ASSERT_TRUE(c.send(StreamStatsRequest{c.corr(), "shared"}).ok());
+  EXPECT_EQ(c.expect<StreamStatsResponse>()->code, ResponseCode::access_refused);
+  ASSERT_TRUE(c.send(QueryPublisherSequenceRequest{c.corr(), "ref", "shared"}).ok());
+  EXPECT_EQ(c.expect<QueryPublisherSequenceResponse>()->code, ResponseCode::access_refused);
+  ASSERT_TRUE(c.send(QueryOffsetRequest{c.corr(), "ref", "shared"}).ok());
+  EXPECT_EQ(c.expect<QueryOffsetResponse>()->code, ResponseCode::access_refused);
+  // Still connected and served.
+  EXPECT_EQ(subscribe_code(c, 0, "app-orders"), ResponseCode::ok);
+  // Refusals are counted (Metadata's hidden streams are not refusals).
+  auto status = serve_status(server_);
+  EXPECT_EQ(status["server"]["access_refused"].get<int>(), 6) << status.dump();
+}
+
+TEST_F(PermissionsTest, OpenNeedsPermissionsInTheVhost) {
+  auto c = StreamClient::connect(server_.port());
+  ASSERT_TRUE(c.ok());
+  auto st = c->handshake("stranger", "s");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("(code 12)"), std::string::npos)
+      << st.error().message;
+  auto d = StreamClient::connect(server_.port());
+  ASSERT_TRUE(d.ok());
+  st = d->handshake("guest", "guest", true, "other");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("(code 12)"), std::string::npos)
+      << st.error().message;
+}
+
+TEST_F(PermissionsTest, HashedPasswordsAreCheckedAndWrongOnesRefused) {
+  auto c = StreamClient::connect(server_.port());
+  ASSERT_TRUE(c.ok());
+  auto st = c->handshake("reader", "wrong");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("authentication"), std::string::npos) << st.error().message;
+}
+
+}  // namespace
+}  // namespace strata::test
