@@ -5,8 +5,12 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <string_view>
+#include <thread>
 
 #include "cli/command.h"
 #include "server/admin_http.h"
@@ -14,6 +18,11 @@
 
 namespace strata::cli {
 namespace {
+
+// Longer than the bounded waits of Server::stop() together (appends 30 s,
+// connections 5 s, hand-overs 30 s, the blocking pool's grace 5 s, the
+// uploaders' last persists).
+constexpr std::chrono::seconds kStopDeadline{120};
 
 struct ServeCliFlags {
   std::string config;
@@ -58,6 +67,17 @@ void run_serve(const ServeCliFlags& f, Context& ctx) {
   sigwait(&set, &sig);
   std::cerr << fmt::format("strata serve: {} received, stopping\n",
                            sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  // Every step of a stop is bounded; should one hang all the same, the
+  // process must still end, saying where it hung. What is stored survives
+  // that as it survives a crash (the logs recover their tails at open).
+  std::thread([s] {
+    std::this_thread::sleep_for(kStopDeadline);
+    std::cerr << fmt::format(
+        "strata serve: stopping did not finish within {} s (at: {}); exiting without it\n",
+        kStopDeadline.count(), s->stop_stage());
+    std::cerr.flush();
+    std::_Exit(std::string_view(s->stop_stage()) == "done" ? 0 : 70);
+  }).detach();
   if (http) http->stop();
   Status st = s->stop();
   if (!st.ok()) return ctx.fail(Error(st.error()).with_context("serve: closing the node"));

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "common/fs.h"
@@ -50,6 +51,7 @@ struct Server::Impl {
   ConnectionEnv env;
 
   std::mutex stop_mu;
+  std::atomic<const char*> stage{""};
   bool stopped = false;
   Status stop_status;
 };
@@ -178,37 +180,50 @@ Status Server::Impl::stop() {
   std::lock_guard sl(stop_mu);
   if (stopped) return stop_status;
   stopped = true;
+  stage = "closing the listener";
   auto conns = registry.stop_accepting();
   auto streams = served ? served->all() : std::vector<std::shared_ptr<ServedStream>>{};
   if (listener) listener->close();
   // What was handed to the log is appended and confirmed before the
-  // connections go.
+  // connections go: one deadline for all streams, so that many streams do
+  // not add up their waits.
+  stage = "draining appends";
+  const auto drain_deadline = std::chrono::steady_clock::now() + kShutdownDrainWait;
   for (auto& s : streams) {
-    if (!s->appender().wait_idle(kShutdownDrainWait)) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        drain_deadline - std::chrono::steady_clock::now());
+    if (!s->appender().wait_idle(std::max(left, std::chrono::milliseconds(0)))) {
       spdlog::warn("serve: stream {}: appends still running at shutdown", s->name());
     }
   }
+  stage = "closing connections";
   for (auto& c : conns) c->shutdown();
   conns.clear();
   // Let the last confirms and the connections' closes go out.
   registry.await_empty(kShutdownCloseWait);
+  stage = "retiring streams";
   for (auto& s : streams) s->retire();
   if (sac) sac->stop();
   if (cluster_offsets) cluster_offsets->close();
   // Revokes the lease: other nodes take this node's streams over at once.
+  stage = "giving up ownership";
   if (ownership) ownership->stop();
   // Closes the uploaders (on the runtime, still running), then stops the
   // runtime: in-flight tasks given the pool's grace, the event loop's
   // threads joined, what connections left queued run out or dropped.
+  stage = "closing the node";
   if (node) stop_status = node->close();
+  stage = "stopping the event loop";
   if (runtime) runtime->stop();
   streams.clear();
   if (served) served->clear();
+  stage = "closing the offset store";
   if (offsets) {
     if (auto st = offsets->close(); !st.ok()) {
       spdlog::error("serve: closing the offset store: {}", st.error().to_string());
     }
   }
+  stage = "done";
   return stop_status;
 }
 
@@ -237,6 +252,10 @@ uint16_t Server::port() const {
 
 Status Server::stop() {
   return impl_->stop();
+}
+
+const char* Server::stop_stage() const {
+  return impl_->stage.load();
 }
 
 std::string Server::metrics_text() const {

@@ -44,6 +44,9 @@ class Server {
   // confirms go out, close every connection, close the node (manifests
   // persisted by its uploaders' close). Idempotent.
   Status stop();
+  // Which step of stop() runs now ("" before it starts, "done" after): what
+  // a watchdog names when a stop takes too long.
+  const char* stop_stage() const;
 
   std::string metrics_text() const;
   nlohmann::json status_json() const;

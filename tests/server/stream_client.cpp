@@ -10,6 +10,7 @@
 
 #include <csignal>
 #include <cstring>
+#include <iostream>
 #include <regex>
 
 #include "proto/client_handshake.h"
@@ -164,7 +165,23 @@ ServeProcess ServeProcess::start(const std::string& data_dir, const std::vector<
 
 std::optional<int> ServeProcess::stop(std::chrono::milliseconds timeout) {
   proc_.kill(SIGTERM);
-  return proc_.wait(timeout);
+  auto st = proc_.wait(timeout);
+  if (st || !proc_.running()) return st;
+  // A server that does not stop is a bug to be found, not waited out: show
+  // where each of its threads is (gdb, when the machine has it) and what
+  // it logged, then kill it so the test ends.
+  std::cerr << "strata serve (pid " << proc_.pid() << ") did not exit within " << timeout.count()
+            << " ms of SIGTERM; its threads:\n";
+  auto bt = run({"gdb", "-p", std::to_string(proc_.pid()), "-batch", "-nx", "-ex",
+                 "thread apply all bt 30"},
+                {}, std::chrono::seconds(60));
+  std::cerr << bt.output << "\n--- its stderr:\n"
+            << proc_.stderr_text() << "\n--- its stdout (tail):\n";
+  const std::string out = proc_.stdout_text();
+  std::cerr << out.substr(out.size() > 20000 ? out.size() - 20000 : 0) << std::endl;
+  proc_.kill(SIGKILL);
+  (void)proc_.wait(std::chrono::seconds(10));
+  return std::nullopt;
 }
 
 proto::PublishRequest make_publish(uint8_t publisher_id, uint64_t first_id,
