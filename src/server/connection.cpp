@@ -84,10 +84,10 @@ class ConnectionImpl final : public Connection,
   bool allowed(Permission p, const std::string& resource, std::string_view command) override {
     if (permitted(p, resource)) return true;
     env_.counters->access_refused += 1;
-    spdlog::info("connection {} ({}): {} refused: user '{}' has no {} permission on '{}' in vhost "
-                 "'{}'",
-                 id_, peer(), command, handshake_.user(), permission_name(p), resource,
-                 handshake_.vhost());
+    spdlog::info(
+        "connection {} ({}): {} refused: user '{}' has no {} permission on '{}' in vhost "
+        "'{}'",
+        id_, peer(), command, handshake_.user(), permission_name(p), resource, handshake_.vhost());
     return false;
   }
   void close_now(const std::string& why) override { channel_->close_now(why); }

@@ -126,7 +126,8 @@ void HandshakeRoom::on(const SaslAuthenticateRequest& r) {
 }
 
 void HandshakeRoom::authenticate(const SaslAuthenticateRequest& r) {
-  ResponseCode code = authenticate_plain(r.data, *settings_.users.access, session_.loopback(), &user_);
+  ResponseCode code =
+      authenticate_plain(r.data, *settings_.users.access, session_.loopback(), &user_);
   if (code != ResponseCode::ok) {
     refuse_login(r.correlation_id, code);
     return;
@@ -198,10 +199,10 @@ void HandshakeRoom::on(const OpenRequest& r) {
   // even one the definitions name, is refused with the same code.
   if (r.virtual_host != "/" || !settings_.users.access->vhost_access(user_, r.virtual_host)) {
     counters_.access_refused += 1;
-    spdlog::info("connection {} ({}): open of vhost '{}' refused for user '{}': {}", session_.id(),
-                 session_.peer(), r.virtual_host, user_,
-                 r.virtual_host != "/" ? "strata serves only the vhost '/'"
-                                       : "no permissions in it");
+    spdlog::info(
+        "connection {} ({}): open of vhost '{}' refused for user '{}': {}", session_.id(),
+        session_.peer(), r.virtual_host, user_,
+        r.virtual_host != "/" ? "strata serves only the vhost '/'" : "no permissions in it");
     resp.code = ResponseCode::virtual_host_access_failure;
     send_message(session_, resp);
     return;

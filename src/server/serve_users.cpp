@@ -28,9 +28,10 @@ Result<std::string> read_secret_file(const std::string& setting, const std::stri
     return bad_setting(setting, fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
   }
   if ((st.st_mode & 077) != 0) {
-    return bad_setting(setting, fmt::format("'{}' is readable or writable by group or others (mode {:04o}); "
-                                    "chmod 600 it",
-                                    path, st.st_mode & 07777));
+    return bad_setting(setting,
+                       fmt::format("'{}' is readable or writable by group or others (mode {:04o}); "
+                                   "chmod 600 it",
+                                   path, st.st_mode & 07777));
   }
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
@@ -66,7 +67,8 @@ Result<json> config_users(const json& users, PeerLogin* peer) {
       return bad_setting(path, "give exactly one of password, password_hash and password_file");
     }
     if (u.contains("password_file")) {
-      if (!u["password_file"].is_string()) return bad_setting(path + ".password_file", "not a string");
+      if (!u["password_file"].is_string())
+        return bad_setting(path + ".password_file", "not a string");
       STRATA_ASSIGN_OR_RETURN(std::string pw,
                               read_secret_file(path + ".password_file", u["password_file"]));
       u.erase("password_file");
@@ -86,8 +88,8 @@ Result<json> config_users(const json& users, PeerLogin* peer) {
   return out;
 }
 
-Result<UserSettings> build(const json& defs_doc, PeerLogin peer,
-                           std::vector<std::string> loopback, const std::string& source) {
+Result<UserSettings> build(const json& defs_doc, PeerLogin peer, std::vector<std::string> loopback,
+                           const std::string& source) {
   STRATA_ASSIGN_OR_RETURN(auto defs, auth::parse_definitions(defs_doc.dump(), source));
   // Queues in a definitions file (streams among them) are not read here:
   // streams are created by clients and by `strata stream create`.
@@ -132,7 +134,8 @@ Result<UserSettings> load_user_settings(json* document) {
 
   std::vector<std::string> loopback = auth::kDefaultLoopbackUsers;
   if (!loopback_doc.is_null()) {
-    if (!loopback_doc.is_array()) return bad_setting("loopback_users", "not an array of user names");
+    if (!loopback_doc.is_array())
+      return bad_setting("loopback_users", "not an array of user names");
     loopback.clear();
     for (const auto& n : loopback_doc) {
       if (!n.is_string()) return bad_setting("loopback_users", "not an array of user names");
@@ -142,7 +145,8 @@ Result<UserSettings> load_user_settings(json* document) {
 
   if (!definitions_file.is_null()) {
     if (!users.is_null() || !vhosts.is_null() || !permissions.is_null()) {
-      return bad_setting("definitions_file", "give either a definitions file or users/vhosts/permissions");
+      return bad_setting("definitions_file",
+                         "give either a definitions file or users/vhosts/permissions");
     }
     if (!definitions_file.is_string() || definitions_file.get<std::string>().empty()) {
       return bad_setting("definitions_file", "not a file name");

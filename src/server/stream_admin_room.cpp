@@ -123,7 +123,8 @@ void StreamAdminRoom::on(const MetadataRequest& r) {
   MetadataResponse resp = admin_.metadata(visible);
   resp.correlation_id = r.correlation_id;
   for (auto& name : hidden) {
-    resp.streams.push_back(StreamMetadata{std::move(name), ResponseCode::access_refused, 0xffff, {}});
+    resp.streams.push_back(
+        StreamMetadata{std::move(name), ResponseCode::access_refused, 0xffff, {}});
   }
   send_message(session_, resp);
 }

@@ -47,10 +47,14 @@ TEST(Handshake, StepsInOrder) {
 
 TEST(Handshake, PlainAuthentication) {
   auto built = auth::AccessControl::build(
-      {{"guest", auth::hash_password("guest", auth::HashAlgorithm::sha256, {1, 2, 3, 4}),
-        auth::HashAlgorithm::sha256, {}},
-       {"alice", auth::hash_password("s3cret", auth::HashAlgorithm::sha512, {5, 6, 7, 8}),
-        auth::HashAlgorithm::sha512, {}}},
+      {{"guest",
+        auth::hash_password("guest", auth::HashAlgorithm::sha256, {1, 2, 3, 4}),
+        auth::HashAlgorithm::sha256,
+        {}},
+       {"alice",
+        auth::hash_password("s3cret", auth::HashAlgorithm::sha512, {5, 6, 7, 8}),
+        auth::HashAlgorithm::sha512,
+        {}}},
       {{"/", ""}}, {});
   ASSERT_TRUE(built.ok()) << built.error().message;
   const auth::AccessControl& users = **built;
@@ -142,8 +146,8 @@ TEST(StreamArgs, BadArgumentsNamed) {
 // listed for the log; strata's own prefix is checked.
 TEST(StreamArgs, UnknownNamesAreIgnoredAndListed) {
   std::vector<std::string> ignored;
-  auto a = parse_stream_args(
-      {{"x-queue-type", "stream"}, {"max-age", "1h"}, {"x-unknown", "1"}}, &ignored);
+  auto a = parse_stream_args({{"x-queue-type", "stream"}, {"max-age", "1h"}, {"x-unknown", "1"}},
+                             &ignored);
   ASSERT_TRUE(a.ok()) << a.error().to_string();
   EXPECT_EQ(a->max_age_ms, 3'600'000);
   EXPECT_EQ(ignored, (std::vector<std::string>{"x-queue-type", "x-unknown"}));

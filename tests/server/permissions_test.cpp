@@ -13,9 +13,11 @@ class PermissionsTest : public ServeTest {
     ServeTest::SetUp();
     const std::string reader_hash =
         auth::hash_password("r", auth::HashAlgorithm::sha256, {7, 7, 7, 7});
-    restart_with_config("users.json", R"({
+    restart_with_config("users.json",
+                        R"({
       "users": [ {"name": "guest", "password": "guest", "tags": ["administrator"]},
-                 {"name": "reader", "password_hash": ")" + reader_hash + R"("},
+                 {"name": "reader", "password_hash": ")" +
+                            reader_hash + R"("},
                  {"name": "app", "password": "a"},
                  {"name": "stranger", "password": "s"} ],
       "permissions": [
@@ -43,7 +45,8 @@ class PermissionsTest : public ServeTest {
     return r.ok() ? r->code : ResponseCode::internal_error;
   }
   ResponseCode subscribe_code(StreamClient& c, uint8_t id, const std::string& stream) {
-    EXPECT_TRUE(c.send(SubscribeRequest{c.corr(), id, stream, {OffsetType::first, 0}, 10, {}}).ok());
+    EXPECT_TRUE(
+        c.send(SubscribeRequest{c.corr(), id, stream, {OffsetType::first, 0}, 10, {}}).ok());
     auto r = c.expect<SubscribeResponse>();
     EXPECT_TRUE(r.ok()) << r.error().message;
     return r.ok() ? r->code : ResponseCode::internal_error;
@@ -102,14 +105,12 @@ TEST_F(PermissionsTest, OpenNeedsPermissionsInTheVhost) {
   ASSERT_TRUE(c.ok());
   auto st = c->handshake("stranger", "s");
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message.find("(code 12)"), std::string::npos)
-      << st.error().message;
+  EXPECT_NE(st.error().message.find("(code 12)"), std::string::npos) << st.error().message;
   auto d = StreamClient::connect(server_.port());
   ASSERT_TRUE(d.ok());
   st = d->handshake("guest", "guest", true, "other");
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message.find("(code 12)"), std::string::npos)
-      << st.error().message;
+  EXPECT_NE(st.error().message.find("(code 12)"), std::string::npos) << st.error().message;
 }
 
 TEST_F(PermissionsTest, HashedPasswordsAreCheckedAndWrongOnesRefused) {

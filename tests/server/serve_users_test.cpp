@@ -24,7 +24,8 @@ TEST(ServeUsers, PermissionsAsGivenAndHashesAsRabbitMqWritesThem) {
   const std::string bob = auth::hash_password("pw", auth::HashAlgorithm::sha256, {9, 9, 9, 9});
   auto s = load(json::parse(R"({
     "users": [ {"name": "admin", "password": "secret", "tags": ["administrator"]},
-               {"name": "bob", "password_hash": ")" + bob + R"(",
+               {"name": "bob", "password_hash": ")" +
+                            bob + R"(",
                 "hashing_algorithm": "rabbit_password_hashing_sha256"} ],
     "vhosts": [ {"name": "/"}, {"name": "other"} ],
     "permissions": [ {"user": "bob", "vhost": "/", "configure": "^bob-", "write": "^bob-",
@@ -69,8 +70,10 @@ TEST(ServeUsers, PasswordFileMustBeTheOwnersAlone) {
 TEST(ServeUsers, DefinitionsFileAsRabbitMqExportsIt) {
   test::TempDir dir;
   auth::Definitions d;
-  d.users.push_back({"ops", auth::hash_password("pw", auth::HashAlgorithm::sha512, {1, 2, 3, 4}),
-                     auth::HashAlgorithm::sha512, {"monitoring"}});
+  d.users.push_back({"ops",
+                     auth::hash_password("pw", auth::HashAlgorithm::sha512, {1, 2, 3, 4}),
+                     auth::HashAlgorithm::sha512,
+                     {"monitoring"}});
   d.vhosts.push_back({"/", ""});
   d.permissions.push_back({"ops", "/", "", "", ".*"});
   const std::string f = dir.sub("defs.json");

@@ -172,9 +172,9 @@ std::optional<int> ServeProcess::stop(std::chrono::milliseconds timeout) {
   // it logged, then kill it so the test ends.
   std::cerr << "strata serve (pid " << proc_.pid() << ") did not exit within " << timeout.count()
             << " ms of SIGTERM; its threads:\n";
-  auto bt = run({"gdb", "-p", std::to_string(proc_.pid()), "-batch", "-nx", "-ex",
-                 "thread apply all bt 30"},
-                {}, std::chrono::seconds(60));
+  auto bt = run(
+      {"gdb", "-p", std::to_string(proc_.pid()), "-batch", "-nx", "-ex", "thread apply all bt 30"},
+      {}, std::chrono::seconds(60));
   std::cerr << bt.output << "\n--- its stderr:\n"
             << proc_.stderr_text() << "\n--- its stdout (tail):\n";
   const std::string out = proc_.stdout_text();
