@@ -1,7 +1,8 @@
 // `strata serve`: a node behind the RabbitMQ Stream protocol
 // (server/server.h). Prints `strata serve: listening on HOST:PORT` once
 // ready (and `strata serve: http on HOST:PORT` with an HTTP endpoint);
-// SIGTERM or SIGINT stop it gracefully (exit 0).
+// SIGTERM or SIGINT stop it gracefully (exit 0); SIGHUP re-reads the
+// configuration file's users, vhosts and permissions.
 #include <fmt/format.h>
 #include <signal.h>
 
@@ -29,6 +30,25 @@ struct ServeCliFlags {
   server::ServeFlags flags;
 };
 
+// SIGHUP: the users, vhosts and permissions of the file as it is now. A
+// file that does not load changes nothing (and says why); settings other
+// than those take effect at the next start.
+void reload_users(const ServeCliFlags& f, server::Server& s) {
+  if (f.config.empty()) {
+    std::cerr << "strata serve: SIGHUP: no --config file to reload users from\n";
+    return;
+  }
+  auto cfg = server::load_serve_config_file(f.config, f.flags, objstore::process_env());
+  if (!cfg.ok()) {
+    std::cerr << fmt::format("strata serve: SIGHUP: users not reloaded: {}\n",
+                             cfg.error().to_string());
+    return;
+  }
+  s.reload_users(cfg->server.users);
+  std::cerr << fmt::format("strata serve: SIGHUP: users, vhosts and permissions reloaded from {}\n",
+                           f.config);
+}
+
 void run_serve(const ServeCliFlags& f, Context& ctx) {
   auto cfg = server::load_serve_config_file(f.config, f.flags, objstore::process_env());
   if (!cfg.ok()) return ctx.fail(std::move(cfg).error().with_context("serve"));
@@ -38,6 +58,7 @@ void run_serve(const ServeCliFlags& f, Context& ctx) {
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   // A peer that closes while a Deliver body goes out by sendfile(2) makes
   // the kernel raise SIGPIPE (sendfile has no MSG_NOSIGNAL, unlike the
@@ -64,7 +85,11 @@ void run_serve(const ServeCliFlags& f, Context& ctx) {
   std::cout.flush();
 
   int sig = 0;
-  sigwait(&set, &sig);
+  for (;;) {
+    sigwait(&set, &sig);
+    if (sig != SIGHUP) break;
+    reload_users(f, *s);
+  }
   std::cerr << fmt::format("strata serve: {} received, stopping\n",
                            sig == SIGTERM ? "SIGTERM" : "SIGINT");
   // Every step of a stop is bounded; should one hang all the same, the

@@ -14,8 +14,8 @@ std::string_view permission_name(Permission p) {
   return "?";
 }
 
-bool AccessControlPolicy::permitted(const std::string& user, const std::string& vhost, Permission p,
-                                    const std::string& resource) const {
+bool AccessPolicy::permitted(const std::string& user, const std::string& vhost, Permission p,
+                             const std::string& resource) const {
   auth::Op op = auth::Op::read;
   switch (p) {
     case Permission::configure:
@@ -28,7 +28,7 @@ bool AccessControlPolicy::permitted(const std::string& user, const std::string& 
       op = auth::Op::read;
       break;
   }
-  return access_->check(user, vhost, op, resource);
+  return current()->check(user, vhost, op, resource);
 }
 
 }  // namespace strata::server

@@ -10,10 +10,12 @@
 //              creation, the super stream
 //   read or write  Metadata (a stream neither allows is answered with 16
 //              access refused), Partitions
-// The rules themselves (the users' regexes) live behind this interface; the
-// server asks, the rooms answer 16 "access refused".
+// The rules (the users' hashes and regexes, auth::AccessControl) are one
+// immutable value that a reload replaces whole: a command is checked
+// against the rules current when it arrives.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,22 +30,20 @@ std::string_view permission_name(Permission p);
 
 class AccessPolicy {
  public:
-  virtual ~AccessPolicy() = default;
-  virtual bool permitted(const std::string& user, const std::string& vhost, Permission p,
-                         const std::string& resource) const = 0;
-};
-
-// The users' permissions as configured (auth::AccessControl): RabbitMQ's
-// regexes, matched against the resource's name.
-class AccessControlPolicy final : public AccessPolicy {
- public:
-  explicit AccessControlPolicy(std::shared_ptr<const auth::AccessControl> access)
+  explicit AccessPolicy(std::shared_ptr<const auth::AccessControl> access)
       : access_(std::move(access)) {}
+
+  // The rules now (never null).
+  std::shared_ptr<const auth::AccessControl> current() const { return access_.load(); }
+  void replace(std::shared_ptr<const auth::AccessControl> access) {
+    access_.store(std::move(access));
+  }
+
   bool permitted(const std::string& user, const std::string& vhost, Permission p,
-                 const std::string& resource) const override;
+                 const std::string& resource) const;
 
  private:
-  std::shared_ptr<const auth::AccessControl> access_;
+  std::atomic<std::shared_ptr<const auth::AccessControl>> access_;
 };
 
 }  // namespace strata::server

@@ -40,7 +40,8 @@ class ConnectionImpl final : public Connection,
         channel_(std::make_shared<FrameChannel>(id, std::move(strand), std::move(socket),
                                                 std::min(kPreOpenFrameMax, env.settings->frame_max),
                                                 *env.counters)),
-        handshake_(*this, *channel_, *env.settings, env.advertised, *env.counters, *env.logins),
+        handshake_(*this, *channel_, *env.settings, *env.access, env.advertised, *env.counters,
+                   *env.logins),
         admin_(*this, *env.admin, *env.streams, env.tasks),
         publishers_(*this, *env.streams, *env.counters, [this] { channel_->resume_reading(); }),
         subscriptions_(*this, handshake_, *env.streams, *env.replicas, *env.sac, *env.settings,
@@ -66,6 +67,23 @@ class ConnectionImpl final : public Connection,
     });
   }
   void sac_effect(const SacEffect& e) override { subscriptions_.sac_effect(e); }
+  void recheck_access() override {
+    asio::post(strand(), [self = shared_from_this()] {
+      const std::string& user = self->handshake_.user();
+      const std::string& vhost = self->handshake_.vhost();
+      // Not open yet: its login and Open are checked against the new rules.
+      if (vhost.empty() || self->channel_->closing()) return;
+      auto rules = self->env_.access->current();
+      if (rules->find_user(user) == nullptr) {
+        self->channel_->close_with(ResponseCode::authentication_failure,
+                                   fmt::format("user '{}' was deleted", user));
+      } else if (!rules->vhost_access(user, vhost)) {
+        self->channel_->close_with(
+            ResponseCode::virtual_host_access_failure,
+            fmt::format("user '{}' has no permissions in vhost '{}' any more", user, vhost));
+      }
+    });
+  }
 
   // ---- Session ----
   const std::string& peer() const override { return channel_->peer(); }
@@ -78,8 +96,7 @@ class ConnectionImpl final : public Connection,
   std::shared_ptr<StreamWatcher> watcher() override { return shared_from_this(); }
   uint32_t next_correlation() override { return channel_->next_correlation(); }
   bool permitted(Permission p, const std::string& resource) override {
-    return env_.access == nullptr ||
-           env_.access->permitted(handshake_.user(), handshake_.vhost(), p, resource);
+    return env_.access->permitted(handshake_.user(), handshake_.vhost(), p, resource);
   }
   bool allowed(Permission p, const std::string& resource, std::string_view command) override {
     if (permitted(p, resource)) return true;

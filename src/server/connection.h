@@ -48,6 +48,7 @@ struct ConnectionEnv {
   SacCoordinator* sac = nullptr;
   LoginThrottle* logins = nullptr;
   // Who may do what (nullptr: every authenticated user may do everything).
+  // Who may do what (never null).
   const AccessPolicy* access = nullptr;
   // The connection closed (once): the server forgets it.
   std::function<void(uint64_t id)> on_closed;
@@ -66,6 +67,9 @@ class Connection {
   virtual void shutdown() = 0;
   // A single-active-consumer effect for one of its subscriptions.
   virtual void sac_effect(const SacEffect& e) = 0;
+  // The users were reloaded: a connection whose user is gone, or has lost
+  // its vhost, is closed (8 or 12); the others go on under the new rules.
+  virtual void recheck_access() = 0;
 };
 
 }  // namespace strata::server

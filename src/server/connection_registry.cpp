@@ -53,6 +53,15 @@ std::vector<std::shared_ptr<Connection>> ConnectionRegistry::stop_accepting() {
   return out;
 }
 
+std::vector<std::shared_ptr<Connection>> ConnectionRegistry::all() {
+  std::lock_guard l(mu_);
+  std::vector<std::shared_ptr<Connection>> out;
+  for (auto& [id, w] : connections_) {
+    if (auto c = w.lock()) out.push_back(std::move(c));
+  }
+  return out;
+}
+
 bool ConnectionRegistry::await_empty(std::chrono::milliseconds timeout) {
   std::unique_lock l(mu_);
   if (empty_cv_.wait_for(l, timeout, [&] { return connections_.empty(); })) return true;

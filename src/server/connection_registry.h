@@ -32,6 +32,8 @@ class ConnectionRegistry {
   size_t size();
   // No connection is accepted from now on; the ones open.
   std::vector<std::shared_ptr<Connection>> stop_accepting();
+  // The connections open now.
+  std::vector<std::shared_ptr<Connection>> all();
   // Waits until every connection is gone; whether they are.
   bool await_empty(std::chrono::milliseconds timeout);
 

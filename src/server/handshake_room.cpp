@@ -11,12 +11,14 @@ namespace strata::server {
 using namespace proto;
 
 HandshakeRoom::HandshakeRoom(Session& session, FrameChannel& channel,
-                             const ServerSettings& settings, Advertised advertised,
+                             const ServerSettings& settings, const AccessPolicy& access,
+                             Advertised advertised,
                              ServerCounters& counters, LoginThrottle& logins)
     : session_(session),
       channel_(channel),
       settings_(settings),
       advertised_(std::move(advertised)),
+      access_(access),
       counters_(counters),
       logins_(logins),
       step_timer_(channel.strand()),
@@ -127,7 +129,7 @@ void HandshakeRoom::on(const SaslAuthenticateRequest& r) {
 
 void HandshakeRoom::authenticate(const SaslAuthenticateRequest& r) {
   ResponseCode code =
-      authenticate_plain(r.data, *settings_.users.access, session_.loopback(), &user_);
+      authenticate_plain(r.data, *access_.current(), session_.loopback(), &user_);
   if (code != ResponseCode::ok) {
     refuse_login(r.correlation_id, code);
     return;
@@ -169,7 +171,7 @@ void HandshakeRoom::reauthenticate(const SaslAuthenticateRequest& r) {
   if (r.mechanism != mechanism_) {
     code = ResponseCode::sasl_cannot_change_mechanism;
   } else {
-    code = authenticate_plain(r.data, *settings_.users.access, session_.loopback(), &user);
+    code = authenticate_plain(r.data, *access_.current(), session_.loopback(), &user);
     if (code == ResponseCode::ok && user != user_) {
       code = ResponseCode::sasl_cannot_change_username;
     }
@@ -197,7 +199,7 @@ void HandshakeRoom::on(const OpenRequest& r) {
   // As RabbitMQ: a user opens only a vhost it has permissions in. Streams
   // live in "/" alone for now (docs/formats/access.md): another vhost,
   // even one the definitions name, is refused with the same code.
-  if (r.virtual_host != "/" || !settings_.users.access->vhost_access(user_, r.virtual_host)) {
+  if (r.virtual_host != "/" || !access_.current()->vhost_access(user_, r.virtual_host)) {
     counters_.access_refused += 1;
     spdlog::info(
         "connection {} ({}): open of vhost '{}' refused for user '{}': {}", session_.id(),

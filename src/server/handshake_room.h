@@ -43,6 +43,7 @@ struct Advertised {
 class HandshakeRoom {
  public:
   HandshakeRoom(Session& session, FrameChannel& channel, const ServerSettings& settings,
+                const AccessPolicy& access,
                 Advertised advertised, ServerCounters& counters, LoginThrottle& logins);
 
   // The connection started: the first step's deadline runs.
@@ -91,6 +92,7 @@ class HandshakeRoom {
   void arm_step();
   void advance(uint16_t key);
 
+  const AccessPolicy& access_;
   ServerCounters& counters_;
   LoginThrottle& logins_;
   asio::steady_timer step_timer_;

@@ -84,7 +84,7 @@ Status Server::Impl::start() {
         if (auto c = registry.find(e.consumer.connection)) c->sac_effect(e);
       });
   env.settings = &cfg.server;
-  access = std::make_unique<AccessControlPolicy>(cfg.server.users.access);
+  access = std::make_unique<AccessPolicy>(cfg.server.users.access);
   env.access = access.get();
   env.advertised = Advertised{advertised_host(), advertised_port()};
   env.counters = &counters;
@@ -252,6 +252,18 @@ uint16_t Server::port() const {
 
 Status Server::stop() {
   return impl_->stop();
+}
+
+void Server::reload_users(const UserSettings& users) {
+  const auto& a = *users.access;
+  impl_->access->replace(users.access);
+  spdlog::info("serve: users reloaded: {} users, {} vhosts, {} permission entries", a.users().size(),
+               a.vhosts().size(), a.permissions().size());
+  if (users.peer.user != impl_->cfg.server.users.peer.user) {
+    spdlog::warn("serve: the node's own login (user '{}') changes only at restart",
+                 impl_->cfg.server.users.peer.user);
+  }
+  for (auto& c : impl_->registry.all()) c->recheck_access();
 }
 
 const char* Server::stop_stage() const {

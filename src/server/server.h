@@ -48,6 +48,12 @@ class Server {
   // a watchdog names when a stop takes too long.
   const char* stop_stage() const;
 
+  // New users, vhosts and permissions, in force for the next login and the
+  // next command of every connection; the connections of a user that is
+  // gone, or has lost its vhost, are closed. The node's own peer login
+  // stays as it started.
+  void reload_users(const UserSettings& users);
+
   std::string metrics_text() const;
   nlohmann::json status_json() const;
 

@@ -1,6 +1,10 @@
 // Users and permissions on a live `strata serve`: every command checked as
 // RabbitMQ's stream reader checks it (server/access_policy.h), vhost access
 // at Open, passwords given as RabbitMQ's hashes.
+#include <csignal>
+#include <fstream>
+#include <thread>
+
 #include "auth/password_hash.h"
 #include "server/serve_fixture.h"
 
@@ -119,6 +123,49 @@ TEST_F(PermissionsTest, HashedPasswordsAreCheckedAndWrongOnesRefused) {
   auto st = c->handshake("reader", "wrong");
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message.find("authentication"), std::string::npos) << st.error().message;
+}
+
+// SIGHUP re-reads the users: the next command of an open connection is
+// checked against the new rules, a deleted user's connection is closed, a
+// file that does not load changes nothing.
+TEST_F(PermissionsTest, SighupReloadsUsersLive) {
+  StreamClient app = login("app", "a");
+  EXPECT_EQ(create_code(app, "app-1"), ResponseCode::ok);
+  StreamClient reader = login("reader", "r");
+  auto reload = [&](const std::string& config, const std::string& expect) {
+    std::ofstream(dir_.sub("users.json")) << config;
+    const size_t before = server_.process().stderr_text().size();
+    server_.process().kill(SIGHUP);
+    for (int i = 0; i < 1000; ++i) {
+      if (server_.process().stderr_text().find(expect, before) != std::string::npos) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    ADD_FAILURE() << "no '" << expect << "' in: " << server_.process().stderr_text();
+    return false;
+  };
+  ASSERT_TRUE(reload(R"({"users": [ {"name": "guest", "password": "guest"},
+                                     {"name": "app", "password": "a"} ],
+      "permissions": [
+        {"user": "guest", "vhost": "/", "configure": ".*", "write": ".*", "read": ".*"},
+        {"user": "app", "vhost": "/", "configure": "", "write": "", "read": "^app-"} ]})",
+                     "users, vhosts and permissions reloaded"));
+  // The deleted user's connection is closed with 8.
+  auto close = reader.expect<CloseRequest>();
+  ASSERT_TRUE(close.ok()) << close.error().message;
+  EXPECT_EQ(close->code, ResponseCode::authentication_failure);
+  // The open connection goes on under the new rules.
+  EXPECT_EQ(create_code(app, "app-2"), ResponseCode::access_refused);
+  EXPECT_EQ(subscribe_code(app, 0, "app-1"), ResponseCode::ok);
+  // The deleted user cannot log in again.
+  auto again = StreamClient::connect(server_.port());
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->handshake("reader", "r").ok());
+
+  // A file that does not load: refused, the rules stay.
+  ASSERT_TRUE(reload("{ not json", "users not reloaded"));
+  EXPECT_EQ(subscribe_code(app, 1, "app-1"), ResponseCode::ok);
+  StreamClient app2 = login("app", "a");
+  EXPECT_EQ(create_code(app2, "app-3"), ResponseCode::access_refused);
 }
 
 }  // namespace
