@@ -12,8 +12,7 @@ using namespace proto;
 
 HandshakeRoom::HandshakeRoom(Session& session, FrameChannel& channel,
                              const ServerSettings& settings, const AccessPolicy& access,
-                             Advertised advertised,
-                             ServerCounters& counters, LoginThrottle& logins)
+                             Advertised advertised, ServerCounters& counters, LoginThrottle& logins)
     : session_(session),
       channel_(channel),
       settings_(settings),
@@ -128,8 +127,7 @@ void HandshakeRoom::on(const SaslAuthenticateRequest& r) {
 }
 
 void HandshakeRoom::authenticate(const SaslAuthenticateRequest& r) {
-  ResponseCode code =
-      authenticate_plain(r.data, *access_.current(), session_.loopback(), &user_);
+  ResponseCode code = authenticate_plain(r.data, *access_.current(), session_.loopback(), &user_);
   if (code != ResponseCode::ok) {
     refuse_login(r.correlation_id, code);
     return;

@@ -43,8 +43,8 @@ struct Advertised {
 class HandshakeRoom {
  public:
   HandshakeRoom(Session& session, FrameChannel& channel, const ServerSettings& settings,
-                const AccessPolicy& access,
-                Advertised advertised, ServerCounters& counters, LoginThrottle& logins);
+                const AccessPolicy& access, Advertised advertised, ServerCounters& counters,
+                LoginThrottle& logins);
 
   // The connection started: the first step's deadline runs.
   void start();

@@ -89,8 +89,8 @@ Status load_named_files(
 Result<BytesView> checked_body(BytesView file, size_t min_size, std::string_view file_kind,
                                const std::string& where) {
   if (file.size() < std::max<size_t>(min_size, 4)) {
-    return Error(Errc::corrupt, fmt::format("{}: {} bytes is too short for {}", where,
-                                            file.size(), file_kind));
+    return Error(Errc::corrupt,
+                 fmt::format("{}: {} bytes is too short for {}", where, file.size(), file_kind));
   }
   const BytesView body = file.substr(0, file.size() - 4);
   const uint32_t stored = get_be32(u8(file.data() + body.size()));

@@ -257,8 +257,8 @@ Status Server::stop() {
 void Server::reload_users(const UserSettings& users) {
   const auto& a = *users.access;
   impl_->access->replace(users.access);
-  spdlog::info("serve: users reloaded: {} users, {} vhosts, {} permission entries", a.users().size(),
-               a.vhosts().size(), a.permissions().size());
+  spdlog::info("serve: users reloaded: {} users, {} vhosts, {} permission entries",
+               a.users().size(), a.vhosts().size(), a.permissions().size());
   if (users.peer.user != impl_->cfg.server.users.peer.user) {
     spdlog::warn("serve: the node's own login (user '{}') changes only at restart",
                  impl_->cfg.server.users.peer.user);

@@ -86,7 +86,8 @@ Bytes encode_super_stream_file(const SuperStream& s) {
 
 Result<SuperStream> decode_super_stream_file(BytesView in, const std::string& where,
                                              uint8_t* version_out) {
-  STRATA_ASSIGN_OR_RETURN(BytesView body, checked_body(in, 4 + 1 + 1 + 4 + 4, "a super stream file", where));
+  STRATA_ASSIGN_OR_RETURN(BytesView body,
+                          checked_body(in, 4 + 1 + 1 + 4 + 4, "a super stream file", where));
   ByteReader r(body, where);
   uint32_t magic = 0, count = 0;
   uint8_t version = 0, len = 0;

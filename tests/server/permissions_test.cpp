@@ -7,6 +7,7 @@
 
 #include "auth/password_hash.h"
 #include "server/serve_fixture.h"
+#include "support/cli.h"
 
 namespace strata::test {
 namespace {
@@ -166,6 +167,48 @@ TEST_F(PermissionsTest, SighupReloadsUsersLive) {
   EXPECT_EQ(subscribe_code(app, 1, "app-1"), ResponseCode::ok);
   StreamClient app2 = login("app", "a");
   EXPECT_EQ(create_code(app2, "app-3"), ResponseCode::access_refused);
+}
+
+// `strata users`: a hash made by hash-password is one RabbitMQ's format
+// verifies, and list shows what a configuration gives each user.
+TEST(UsersCli, HashPasswordAndList) {
+  TempDir dir;
+  const std::string pw = dir.sub("pw");
+  std::ofstream(pw) << "s3cret\n";
+  auto h = strata_cli(
+      {"--json", "users", "hash-password", "--algorithm", "sha512", "--password-file", pw});
+  ASSERT_EQ(h.status, 0) << h.err;
+  auto j = nlohmann::json::parse(h.out);
+  EXPECT_EQ(j["hashing_algorithm"], "rabbit_password_hashing_sha512");
+  const std::string hash = j["password_hash"];
+  auto ok = auth::verify_password("s3cret", hash, auth::HashAlgorithm::sha512);
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_TRUE(*ok);
+
+  const std::string cfg = dir.sub("serve.json");
+  std::ofstream(cfg) << nlohmann::json{
+      {"users",
+       {{{"name", "h"}, {"password_hash", hash}, {"hashing_algorithm", j["hashing_algorithm"]}},
+        {{"name", "guest"}, {"password", "guest"}, {"tags", {"administrator"}}}}},
+      {"permissions",
+       {{{"user", "guest"},
+         {"vhost", "/"},
+         {"configure", ".*"},
+         {"write", ".*"},
+         {"read", ".*"}}}}};
+  auto l = strata_cli({"--json", "users", "list", "--config", cfg});
+  ASSERT_EQ(l.status, 0) << l.err;
+  auto users = nlohmann::json::parse(l.out)["users"];
+  ASSERT_EQ(users.size(), 2u);
+  EXPECT_EQ(users[0]["name"], "h");
+  EXPECT_TRUE(users[0]["permissions"].empty());
+  EXPECT_EQ(users[1]["loopback_only"], true);
+  EXPECT_EQ(users[1]["node_login"], true);
+  EXPECT_EQ(users[1]["permissions"][0]["write"], ".*");
+
+  auto bad = strata_cli({"users", "hash-password", "--algorithm", "sha1", "--password-file", pw});
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("--algorithm"), std::string::npos) << bad.err;
 }
 
 }  // namespace
