@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
+#include <mutex>
 #include <string_view>
 #include <thread>
 
@@ -95,16 +97,29 @@ void run_serve(const ServeCliFlags& f, Context& ctx) {
   // Every step of a stop is bounded; should one hang all the same, the
   // process must still end, saying where it hung. What is stored survives
   // that as it survives a crash (the logs recover their tails at open).
-  std::thread([s] {
+  // The watchdog may wake after the server is gone (the process's exit
+  // hanging): it asks the server only while `stopping` says it is there.
+  struct StopWatch {
+    std::mutex mu;
+    bool stopping = true;
+  };
+  auto watch = std::make_shared<StopWatch>();
+  std::thread([s, watch] {
     std::this_thread::sleep_for(kStopDeadline);
+    std::lock_guard l(watch->mu);
+    const std::string stage = watch->stopping ? s->stop_stage() : "done";
     std::cerr << fmt::format(
         "strata serve: stopping did not finish within {} s (at: {}); exiting without it\n",
-        kStopDeadline.count(), s->stop_stage());
+        kStopDeadline.count(), stage);
     std::cerr.flush();
-    std::_Exit(std::string_view(s->stop_stage()) == "done" ? 0 : 70);
+    std::_Exit(stage == "done" ? 0 : 70);
   }).detach();
   if (http) http->stop();
   Status st = s->stop();
+  {
+    std::lock_guard l(watch->mu);
+    watch->stopping = false;
+  }
   if (!st.ok()) return ctx.fail(Error(st.error()).with_context("serve: closing the node"));
 }
 
