@@ -12,7 +12,6 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
-#include <string_view>
 #include <thread>
 
 #include "cli/command.h"

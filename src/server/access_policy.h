@@ -25,8 +25,8 @@
 
 namespace strata::server {
 
-enum class Permission : uint8_t { configure, write, read };
-std::string_view permission_name(Permission p);
+// RabbitMQ's three permissions, as the auth layer names them.
+using Permission = auth::Op;
 
 class AccessPolicy {
  public:

@@ -104,7 +104,7 @@ class ConnectionImpl final : public Connection,
     spdlog::info(
         "connection {} ({}): {} refused: user '{}' has no {} permission on '{}' in vhost "
         "'{}'",
-        id_, peer(), command, handshake_.user(), permission_name(p), resource, handshake_.vhost());
+        id_, peer(), command, handshake_.user(), auth::op_name(p), resource, handshake_.vhost());
     return false;
   }
   void close_now(const std::string& why) override { channel_->close_now(why); }

@@ -47,7 +47,6 @@ struct ConnectionEnv {
   ConsumerOffsets* offsets = nullptr;
   SacCoordinator* sac = nullptr;
   LoginThrottle* logins = nullptr;
-  // Who may do what (nullptr: every authenticated user may do everything).
   // Who may do what (never null).
   const AccessPolicy* access = nullptr;
   // The connection closed (once): the server forgets it.

@@ -104,8 +104,8 @@ class HandshakeRoom {
 
   HandshakeState state_ = HandshakeState::peer_properties;
   std::string user_;
-  std::string mechanism_;
-  std::string vhost_;  // the one the connection authenticated with
+  std::string mechanism_;  // the one the connection authenticated with
+  std::string vhost_;
   uint16_t deliver_version_ = 1;
   bool close_answered_ = false;
 };

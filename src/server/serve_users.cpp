@@ -99,24 +99,6 @@ Result<UserSettings> build(const json& defs_doc, PeerLogin peer, std::vector<std
 
 }  // namespace
 
-const UserSettings& default_user_settings() {
-  static const UserSettings d = [] {
-    json doc = {{"users", json::array({{{"name", "guest"},
-                                        {"password", "guest"},
-                                        {"tags", json::array({"administrator"})}}})},
-                {"vhosts", json::array({{{"name", "/"}}})},
-                {"permissions", json::array({{{"user", "guest"},
-                                              {"vhost", "/"},
-                                              {"configure", ".*"},
-                                              {"write", ".*"},
-                                              {"read", ".*"}}})}};
-    auto s = build(doc, PeerLogin{"guest", "guest"}, auth::kDefaultLoopbackUsers, "defaults");
-    STRATA_ASSERT(s.ok(), "the default users do not build");
-    return std::move(s).value();
-  }();
-  return d;
-}
-
 Result<UserSettings> load_user_settings(json* document) {
   auto take = [&](const char* key) {
     json v;
@@ -157,10 +139,6 @@ Result<UserSettings> load_user_settings(json* document) {
     // A definitions file holds hashes only: no node login among them.
     return build(*doc, PeerLogin{}, std::move(loopback), path);
   }
-  if (users.is_null() && vhosts.is_null() && permissions.is_null() && loopback_doc.is_null()) {
-    return default_user_settings();
-  }
-
   PeerLogin peer;
   json doc = json::object();
   if (users.is_null()) {
@@ -184,6 +162,18 @@ Result<UserSettings> load_user_settings(json* document) {
   if (!permissions.is_array()) return bad_setting("permissions", "not an array");
   doc["permissions"] = std::move(permissions);
   return build(doc, std::move(peer), std::move(loopback), "serve config");
+}
+
+// Built once: every ServerSettings starts from it, and hashing guest's
+// password for each would be work for nothing.
+const UserSettings& default_user_settings() {
+  static const UserSettings d = [] {
+    json none = json::object();
+    auto s = load_user_settings(&none);
+    STRATA_ASSERT(s.ok(), "the default users do not build");
+    return std::move(s).value();
+  }();
+  return d;
 }
 
 void user_settings_read(SettingsRead* out) {
