@@ -113,6 +113,15 @@ AuthOutcome AccessControl::authenticate_plain(std::string_view user, std::string
   return AuthOutcome::ok;
 }
 
+AuthOutcome AccessControl::authenticate_trusted(std::string_view user, bool loopback) const {
+  if (find_user(user) == nullptr) return AuthOutcome::refused;
+  if (!loopback &&
+      std::find(loopback_users_.begin(), loopback_users_.end(), user) != loopback_users_.end()) {
+    return AuthOutcome::loopback_only;
+  }
+  return AuthOutcome::ok;
+}
+
 const AccessControl::Compiled* AccessControl::find_permission(std::string_view user,
                                                               std::string_view vhost) const {
   auto u = user_index_.find(user);

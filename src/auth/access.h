@@ -74,6 +74,12 @@ class AccessControl {
   AuthOutcome authenticate_plain(std::string_view user, std::string_view password,
                                  bool loopback) const;
 
+  // A login whose identity was established without a password: SASL
+  // EXTERNAL (the user a verified client certificate names) and ANONYMOUS.
+  // As RabbitMQ's internal backend does for a login without a password:
+  // the user must exist; the loopback rule applies as for PLAIN.
+  AuthOutcome authenticate_trusted(std::string_view user, bool loopback) const;
+
   // Whether the user has a permission entry in the vhost (RabbitMQ's vhost
   // access check: any entry, even one of three empty regexes).
   bool vhost_access(std::string_view user, std::string_view vhost) const;

@@ -31,10 +31,11 @@ struct ServeCliFlags {
   server::ServeFlags flags;
 };
 
-// SIGHUP: the users, vhosts and permissions of the file as it is now. A
-// file that does not load changes nothing (and says why); settings other
-// than those take effect at the next start.
-void reload_users(const ServeCliFlags& f, server::Server& s) {
+// SIGHUP: the users, vhosts and permissions of the file as it is now, and
+// the TLS certificate, key, CA and rules. A file that does not load changes
+// nothing (and says why); a TLS section that does not load leaves TLS as it
+// was; settings other than those take effect at the next start.
+void reload(const ServeCliFlags& f, server::Server& s) {
   if (f.config.empty()) {
     std::cerr << "strata serve: SIGHUP: no --config file to reload users from\n";
     return;
@@ -48,6 +49,14 @@ void reload_users(const ServeCliFlags& f, server::Server& s) {
   s.reload_users(cfg->server.users);
   std::cerr << fmt::format("strata serve: SIGHUP: users, vhosts and permissions reloaded from {}\n",
                            f.config);
+  if (s.tls_port() == 0) return;
+  if (auto st = s.reload_tls(cfg->tls); !st.ok()) {
+    std::cerr << fmt::format("strata serve: SIGHUP: TLS not reloaded: {}\n",
+                             st.error().to_string());
+  } else {
+    std::cerr << fmt::format("strata serve: SIGHUP: TLS certificate reloaded from {}\n",
+                             cfg->tls.cert_file);
+  }
 }
 
 void run_serve(const ServeCliFlags& f, Context& ctx) {
@@ -68,6 +77,7 @@ void run_serve(const ServeCliFlags& f, Context& ctx) {
   ::signal(SIGPIPE, SIG_IGN);
 
   std::string http_listen = cfg->node.http_listen;
+  std::string tls_host = cfg->tls.listen.substr(0, cfg->tls.listen.rfind(':'));
   auto srv = server::Server::start(std::move(cfg).value());
   if (!srv.ok()) return ctx.fail(std::move(srv).error());
   server::Server* s = srv->get();
@@ -82,6 +92,9 @@ void run_serve(const ServeCliFlags& f, Context& ctx) {
     http = std::move(h).value();
   }
   std::cout << fmt::format("strata serve: listening on {}:{}\n", s->host(), s->port());
+  if (s->tls_port() != 0) {
+    std::cout << fmt::format("strata serve: tls on {}:{}\n", tls_host, s->tls_port());
+  }
   if (http) std::cout << fmt::format("strata serve: http on {}:{}\n", http->host(), http->port());
   std::cout.flush();
 
@@ -89,7 +102,7 @@ void run_serve(const ServeCliFlags& f, Context& ctx) {
   for (;;) {
     sigwait(&set, &sig);
     if (sig != SIGHUP) break;
-    reload_users(f, *s);
+    reload(f, *s);
   }
   std::cerr << fmt::format("strata serve: {} received, stopping\n",
                            sig == SIGTERM ? "SIGTERM" : "SIGINT");

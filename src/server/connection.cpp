@@ -34,13 +34,15 @@ class ConnectionImpl final : public Connection,
                              public StreamWatcher,
                              public std::enable_shared_from_this<ConnectionImpl> {
  public:
-  ConnectionImpl(const ConnectionEnv& env, uint64_t id, Strand strand, asio::ip::tcp::socket socket)
+  ConnectionImpl(const ConnectionEnv& env, uint64_t id, Strand strand,
+                 std::unique_ptr<Transport> transport, ConnectionOrigin origin)
       : env_(env),
         id_(id),
-        channel_(std::make_shared<FrameChannel>(id, std::move(strand), std::move(socket),
+        advertised_(origin.advertised),
+        channel_(std::make_shared<FrameChannel>(id, std::move(strand), std::move(transport),
                                                 std::min(kPreOpenFrameMax, env.settings->frame_max),
                                                 *env.counters)),
-        handshake_(*this, *channel_, *env.settings, *env.access, env.advertised, *env.counters,
+        handshake_(*this, *channel_, *env.settings, *env.access, std::move(origin), *env.counters,
                    *env.logins),
         admin_(*this, *env.admin, *env.streams, env.tasks),
         publishers_(*this, *env.streams, *env.counters, [this] { channel_->resume_reading(); }),
@@ -51,7 +53,8 @@ class ConnectionImpl final : public Connection,
   // ---- Connection ----
   uint64_t id() const override { return id_; }
   void start() override {
-    channel_->start(shared_from_this());
+    channel_->start(shared_from_this(),
+                    std::chrono::milliseconds(env_.settings->handshake_timeout_ms));
     asio::post(strand(), [self = shared_from_this()] { self->handshake_.start(); });
   }
   void shutdown() override {
@@ -88,6 +91,8 @@ class ConnectionImpl final : public Connection,
   // ---- Session ----
   const std::string& peer() const override { return channel_->peer(); }
   bool loopback() const override { return channel_->loopback(); }
+  const Advertised& advertised() const override { return advertised_; }
+  bool sendfile() const override { return channel_->transport().sendfile(); }
   Strand& strand() override { return channel_->strand(); }
   std::shared_ptr<void> hold() override { return shared_from_this(); }
   bool closed() const override { return channel_->closed(); }
@@ -147,6 +152,7 @@ class ConnectionImpl final : public Connection,
 
   const ConnectionEnv env_;
   const uint64_t id_;
+  const Advertised advertised_;
   const std::shared_ptr<FrameChannel> channel_;
   HandshakeRoom handshake_;
   StreamAdminRoom admin_;
@@ -221,8 +227,10 @@ void ConnectionImpl::dispatch(const ClientFrame& frame) {
 }  // namespace
 
 std::shared_ptr<Connection> Connection::make(const ConnectionEnv& env, uint64_t id, Strand strand,
-                                             asio::ip::tcp::socket socket) {
-  return std::make_shared<ConnectionImpl>(env, id, std::move(strand), std::move(socket));
+                                             std::unique_ptr<Transport> transport,
+                                             ConnectionOrigin origin) {
+  return std::make_shared<ConnectionImpl>(env, id, std::move(strand), std::move(transport),
+                                          std::move(origin));
 }
 
 }  // namespace strata::server

@@ -32,13 +32,13 @@
 #include "server/sac_coordinator.h"
 #include "server/serve_config.h"
 #include "server/server_counters.h"
+#include "server/transport.h"
 
 namespace strata::server {
 
 // What a connection's rooms are given of the server.
 struct ConnectionEnv {
   const ServerSettings* settings = nullptr;
-  Advertised advertised;
   ServerCounters* counters = nullptr;
   TaskContext tasks;
   StreamDirectory* streams = nullptr;
@@ -55,8 +55,11 @@ struct ConnectionEnv {
 
 class Connection {
  public:
+  // `transport`: plain TCP or TLS (transport.h); `origin`: the listener it
+  // came through.
   static std::shared_ptr<Connection> make(const ConnectionEnv& env, uint64_t id, Strand strand,
-                                          asio::ip::tcp::socket socket);
+                                          std::unique_ptr<Transport> transport,
+                                          ConnectionOrigin origin);
   virtual ~Connection() = default;
 
   virtual uint64_t id() const = 0;

@@ -15,40 +15,58 @@ namespace strata::server {
 
 using Clock = std::chrono::steady_clock;
 
-FrameChannel::FrameChannel(uint64_t id, Strand strand, asio::ip::tcp::socket socket,
+FrameChannel::FrameChannel(uint64_t id, Strand strand, std::unique_ptr<Transport> transport,
                            uint32_t frame_max, ServerCounters& counters)
     : id_(id),
       strand_(std::move(strand)),
-      socket_(std::move(socket)),
+      transport_(std::move(transport)),
       counters_(counters),
       frame_max_(frame_max),
       heartbeat_timer_(strand_),
       linger_timer_(strand_) {
   std::error_code ec;
-  auto ep = socket_.remote_endpoint(ec);
+  auto ep = transport_->tcp().remote_endpoint(ec);
   if (!ec) {
     loopback_ = ep.address().is_loopback();
     peer_address_ = ep.address().to_string();
     peer_ = fmt::format("{}:{}", peer_address_, ep.port());
   }
-  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  transport_->tcp().set_option(asio::ip::tcp::no_delay(true), ec);
 }
 
 FrameChannel::~FrameChannel() = default;
 
-void FrameChannel::start(const std::shared_ptr<FrameHandler>& handler) {
+void FrameChannel::start(const std::shared_ptr<FrameHandler>& handler,
+                         std::chrono::milliseconds transport_deadline) {
   handler_ = handler;
-  asio::post(strand_, [k = keep()] {
+  asio::post(strand_, [k = keep(), transport_deadline] {
     auto& self = k.channel;
-    self->last_read_ = self->last_write_ = Clock::now();
-    self->read_more();
+    self->transport_->start(transport_deadline, [k](std::error_code ec) {
+      auto& self = k.channel;
+      if (self->closed_) return;
+      if (ec) {
+        self->counters_.tls_handshake_failures += 1;
+        spdlog::info("connection {} ({}): TLS handshake failed: {}", self->id_, self->peer_,
+                     ec == asio::error::timed_out ? "not finished in time" : ec.message());
+        self->close_now("TLS handshake: " + ec.message());
+        return;
+      }
+      if (const TlsInfo* t = self->transport_->tls()) {
+        spdlog::debug("connection {} ({}): {} {}{}", self->id_, self->peer_, t->version, t->cipher,
+                      t->peer_subject.empty() ? "" : ", client " + t->peer_subject);
+      }
+      self->ready_ = true;
+      self->last_read_ = self->last_write_ = Clock::now();
+      self->read_more();
+      if (!self->write_active_) self->write_more();
+    });
   });
 }
 
 // ---- reading ----
 
 void FrameChannel::read_more() {
-  if (reading_ || closed_ || closing_) return;
+  if (!ready_ || reading_ || closed_ || closing_) return;
   auto h = handler_.lock();
   if (!h || !h->reading_allowed()) return;  // resumed by resume_reading
   const size_t floor = read_buffer_floor();
@@ -66,11 +84,9 @@ void FrameChannel::read_more() {
     if (in_.size() - in_end_ < floor / 4) in_.resize(in_.size() + std::max(floor, in_.size() / 2));
   }
   reading_ = true;
-  socket_.async_read_some(
+  transport_->read_some(
       asio::buffer(in_.data() + in_end_, in_.size() - in_end_),
-      asio::bind_executor(strand_, [k = keep()](const std::error_code& ec, size_t n) {
-        k.channel->on_read(ec, n);
-      }));
+      [k = keep()](const std::error_code& ec, size_t n) { k.channel->on_read(ec, n); });
 }
 
 size_t FrameChannel::read_buffer_floor() const {
@@ -157,6 +173,12 @@ void FrameChannel::send(std::shared_ptr<const ChunkFrame> frame,
 
 void FrameChannel::write_more() {
   if (closed_) return;
+  if (!ready_) {
+    // Closed before the transport was ready (a TLS handshake cut short by
+    // the handshake's deadline): nothing can be said to the peer.
+    if (close_after_write_) close_now("closed before the transport was ready");
+    return;
+  }
   if (out_q_.empty()) {
     write_active_ = false;
     if (close_after_write_) close_now("closed after the last frame");
@@ -168,22 +190,21 @@ void FrameChannel::write_more() {
     OutItem item = std::move(out_q_.front());
     out_q_.pop_front();
     uint64_t size = item.chunk->wire_size();
-    async_write_frame(socket_, item.chunk,
-                      [k = keep(), size, done = std::move(item.done)](std::error_code ec) mutable {
-                        auto& self = k.channel;
-                        // async_write_frame completes on the socket's executor: this
-                        // strand.
-                        STRATA_ASSERT(self->out_bytes_ >= size,
-                                      "a written frame was never counted as queued");
-                        self->out_bytes_ -= size;
-                        done(ec);
-                        if (ec) {
-                          self->close_now(ec.message());
-                          return;
-                        }
-                        self->last_write_ = Clock::now();
-                        self->write_more();
-                      });
+    transport_->write_frame(
+        item.chunk, [k = keep(), size, done = std::move(item.done)](std::error_code ec) mutable {
+          auto& self = k.channel;
+          // async_write_frame completes on the socket's executor: this
+          // strand.
+          STRATA_ASSERT(self->out_bytes_ >= size, "a written frame was never counted as queued");
+          self->out_bytes_ -= size;
+          done(ec);
+          if (ec) {
+            self->close_now(ec.message());
+            return;
+          }
+          self->last_write_ = Clock::now();
+          self->write_more();
+        });
     return;
   }
   writing_.clear();
@@ -194,18 +215,21 @@ void FrameChannel::write_more() {
   }
   bufs.reserve(writing_.size());
   for (const auto& b : writing_) bufs.emplace_back(b.data(), b.size());
-  asio::async_write(socket_, bufs,
-                    asio::bind_executor(strand_, [k = keep()](const std::error_code& ec, size_t n) {
-                      auto& self = k.channel;
-                      self->out_bytes_ -= n;
-                      self->writing_.clear();
-                      if (ec) {
-                        self->close_now(ec.message());
-                        return;
-                      }
-                      self->last_write_ = Clock::now();
-                      self->write_more();
-                    }));
+  transport_->write(bufs, [k = keep()](const std::error_code& ec, size_t) {
+    auto& self = k.channel;
+    // What was taken off the queue, written or not (a TLS write reports
+    // the bytes of its joined copy).
+    uint64_t n = 0;
+    for (const auto& b : self->writing_) n += b.size();
+    self->out_bytes_ -= n;
+    self->writing_.clear();
+    if (ec) {
+      self->close_now(ec.message());
+      return;
+    }
+    self->last_write_ = Clock::now();
+    self->write_more();
+  });
 }
 
 // ---- heartbeat ----
@@ -244,9 +268,7 @@ void FrameChannel::close_now(const std::string& why) {
   closed_ = true;
   closing_ = true;
   spdlog::debug("connection {} ({}): closed: {}", id_, peer_, why);
-  std::error_code ec;
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-  socket_.close(ec);
+  transport_->close();
   heartbeat_timer_.cancel();
   linger_timer_.cancel();
   // Frames not written: their deliveries learn it (each done runs once).

@@ -1,7 +1,9 @@
-// FrameChannel: the transport of one client connection — its socket on its
-// own strand, split into frames on the way in and written through one
-// queue on the way out (Deliver bodies by sendfile where the kernel
-// allows it), with the heartbeat and the ways to close. It knows frames,
+// FrameChannel: the frames of one client connection — its transport
+// (transport.h: plain TCP or TLS) on its own strand, split into frames on
+// the way in and written through one queue on the way out (Deliver bodies
+// by sendfile where the transport allows it), with the heartbeat and the
+// ways to close. Nothing is read or written before the transport is ready
+// (a TLS handshake done). It knows frames,
 // not commands: each whole frame goes to its handler (connection.h), which
 // decodes and runs it.
 //
@@ -28,6 +30,7 @@
 #include "proto/commands.h"
 #include "server/delivery.h"
 #include "server/server_counters.h"
+#include "server/transport.h"
 
 namespace strata::server {
 
@@ -47,15 +50,18 @@ class FrameHandler {
 class FrameChannel : public FrameSink, public std::enable_shared_from_this<FrameChannel> {
  public:
   // `frame_max`: the limit until set_frame_max (the one before Tune).
-  FrameChannel(uint64_t id, Strand strand, asio::ip::tcp::socket socket, uint32_t frame_max,
+  FrameChannel(uint64_t id, Strand strand, std::unique_ptr<Transport> transport, uint32_t frame_max,
                ServerCounters& counters);
   ~FrameChannel() override;
 
   // Starts reading; frames go to `handler`. Every operation in flight
   // (read, write, timer) keeps the handler alive, as the handler (the
   // connection) keeps the channel: when the event loop stops, dropping
-  // what is queued frees both.
-  void start(const std::shared_ptr<FrameHandler>& handler);
+  // what is queued frees both. The transport must be ready within
+  // `transport_deadline` (a TLS handshake), else the channel closes.
+  void start(const std::shared_ptr<FrameHandler>& handler,
+             std::chrono::milliseconds transport_deadline);
+  const Transport& transport() const { return *transport_; }
 
   Strand& strand() { return strand_; }
   uint64_t id() const { return id_; }
@@ -104,7 +110,7 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
 
   const uint64_t id_;
   Strand strand_;
-  asio::ip::tcp::socket socket_;
+  std::unique_ptr<Transport> transport_;
   ServerCounters& counters_;
   std::weak_ptr<FrameHandler> handler_;
   // Captured by every operation started, with the channel itself.
@@ -127,6 +133,7 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   size_t in_begin_ = 0;
   size_t in_end_ = 0;
   bool reading_ = false;
+  bool ready_ = false;  // the transport carries frames
 
   // One entry of the write queue: frame bytes, or a Deliver frame that may
   // carry file bytes for sendfile.

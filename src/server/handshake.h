@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -28,6 +29,39 @@ bool command_allowed(HandshakeState s, uint16_t key);
 
 // The state after a successful step (`key` was allowed and succeeded).
 HandshakeState after(HandshakeState s, uint16_t key);
+
+// What a login knows of its connection besides the SASL response.
+struct LoginPeer {
+  bool loopback = false;
+  // The user a verified client certificate names (tls.cert_login_from);
+  // empty: a plain connection, or no verified certificate.
+  std::string certificate_user;
+};
+
+// The SASL mechanisms offered to a connection: the configured ones
+// (server.auth_mechanisms), EXTERNAL only where a verified client
+// certificate names a user — as RabbitMQ offers a mechanism only where it
+// can succeed (rabbit_auth_mechanism:should_offer).
+std::vector<std::string> offered_mechanisms(const std::vector<std::string>& configured,
+                                            const LoginPeer& peer);
+
+// One SaslAuthenticate: `mechanism` must be offered (else
+// sasl_mechanism_not_supported); then PLAIN and AMQPLAIN check the
+// password, EXTERNAL logs in as the certificate's user, ANONYMOUS as
+// `anonymous_user`. ok, authentication_failure (unknown user, wrong
+// password, malformed data: never which), or
+// sasl_authentication_failure_loopback. `user` receives the user name when
+// it is known.
+proto::ResponseCode authenticate_sasl(std::string_view mechanism, std::string_view data,
+                                      const std::vector<std::string>& configured,
+                                      const std::string& anonymous_user,
+                                      const auth::AccessControl& access, const LoginPeer& peer,
+                                      std::string* user);
+
+// AMQPLAIN's response: an AMQP 0-9-1 field table without its length
+// prefix, holding LOGIN and PASSWORD as long strings. False when it is
+// malformed or either is missing.
+bool parse_amqplain(std::string_view data, std::string* login, std::string* password);
 
 // PLAIN: "[authzid]\0user\0password". ok, authentication_failure (unknown
 // user, wrong password, malformed data), or

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "common/version.h"
 #include "proto/dispatch.h"
 
@@ -12,16 +14,23 @@ using namespace proto;
 
 HandshakeRoom::HandshakeRoom(Session& session, FrameChannel& channel,
                              const ServerSettings& settings, const AccessPolicy& access,
-                             Advertised advertised, ServerCounters& counters, LoginThrottle& logins)
+                             ConnectionOrigin origin, ServerCounters& counters,
+                             LoginThrottle& logins)
     : session_(session),
       channel_(channel),
       settings_(settings),
-      advertised_(std::move(advertised)),
+      origin_(std::move(origin)),
       access_(access),
       counters_(counters),
       logins_(logins),
       step_timer_(channel.strand()),
       hold_timer_(channel.strand()) {}
+
+std::string HandshakeRoom::certificate_user() const {
+  const TlsInfo* t = channel_.transport().tls();
+  if (t == nullptr || !t->peer_verified) return "";
+  return origin_.cert_login_from == "common_name" ? t->peer_common_name : t->peer_subject;
+}
 
 void HandshakeRoom::start() {
   arm_step();
@@ -92,7 +101,8 @@ void HandshakeRoom::on(const PeerPropertiesRequest& r) {
 void HandshakeRoom::on(const SaslHandshakeRequest& r) {
   SaslHandshakeResponse resp;
   resp.correlation_id = r.correlation_id;
-  resp.mechanisms = {"PLAIN"};
+  resp.mechanisms = offered_mechanisms(settings_.auth_mechanisms,
+                                       LoginPeer{session_.loopback(), certificate_user()});
   send_message(session_, resp);
 }
 
@@ -101,7 +111,12 @@ void HandshakeRoom::on(const SaslAuthenticateRequest& r) {
     reauthenticate(r);
     return;
   }
-  if (r.mechanism != "PLAIN") {
+  const auto offered = offered_mechanisms(settings_.auth_mechanisms,
+                                          LoginPeer{session_.loopback(), certificate_user()});
+  if (std::find(offered.begin(), offered.end(), r.mechanism) == offered.end()) {
+    // The client may try another: the connection stays in its SASL step.
+    spdlog::info("connection {} ({}): SASL mechanism '{}' is not offered", session_.id(),
+                 session_.peer(), r.mechanism);
     respond_code(session_, kSaslAuthenticate, r.correlation_id,
                  ResponseCode::sasl_mechanism_not_supported);
     return;
@@ -127,7 +142,9 @@ void HandshakeRoom::on(const SaslAuthenticateRequest& r) {
 }
 
 void HandshakeRoom::authenticate(const SaslAuthenticateRequest& r) {
-  ResponseCode code = authenticate_plain(r.data, *access_.current(), session_.loopback(), &user_);
+  ResponseCode code = authenticate_sasl(r.mechanism, r.data, settings_.auth_mechanisms,
+                                        settings_.anonymous_user, *access_.current(),
+                                        LoginPeer{session_.loopback(), certificate_user()}, &user_);
   if (code != ResponseCode::ok) {
     refuse_login(r.correlation_id, code);
     return;
@@ -169,7 +186,9 @@ void HandshakeRoom::reauthenticate(const SaslAuthenticateRequest& r) {
   if (r.mechanism != mechanism_) {
     code = ResponseCode::sasl_cannot_change_mechanism;
   } else {
-    code = authenticate_plain(r.data, *access_.current(), session_.loopback(), &user);
+    code = authenticate_sasl(r.mechanism, r.data, settings_.auth_mechanisms,
+                             settings_.anonymous_user, *access_.current(),
+                             LoginPeer{session_.loopback(), certificate_user()}, &user);
     if (code == ResponseCode::ok && user != user_) {
       code = ResponseCode::sasl_cannot_change_username;
     }
@@ -207,8 +226,8 @@ void HandshakeRoom::on(const OpenRequest& r) {
     send_message(session_, resp);
     return;
   }
-  resp.properties = {{"advertised_host", advertised_.host},
-                     {"advertised_port", std::to_string(advertised_.port)}};
+  resp.properties = {{"advertised_host", origin_.advertised.host},
+                     {"advertised_port", std::to_string(origin_.advertised.port)}};
   send_message(session_, resp);
   vhost_ = r.virtual_host;
   channel_.set_frame_max(tuned_frame_max_);

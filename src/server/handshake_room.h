@@ -34,16 +34,18 @@ namespace strata::server {
 // and Deliver v2).
 inline constexpr const char* kSpokenRabbitMqVersion = "3.13.0";
 
-// Where clients are told to connect (Open's properties, Metadata).
-struct Advertised {
-  std::string host;
-  uint32_t port = 0;
+// How a client reached the server: where it is told to connect, and on
+// TLS which part of its certificate names its EXTERNAL user
+// (TlsSettings::cert_login_from).
+struct ConnectionOrigin {
+  Advertised advertised;
+  std::string cert_login_from;
 };
 
 class HandshakeRoom {
  public:
   HandshakeRoom(Session& session, FrameChannel& channel, const ServerSettings& settings,
-                const AccessPolicy& access, Advertised advertised, ServerCounters& counters,
+                const AccessPolicy& access, ConnectionOrigin origin, ServerCounters& counters,
                 LoginThrottle& logins);
 
   // The connection started: the first step's deadline runs.
@@ -80,7 +82,9 @@ class HandshakeRoom {
   Session& session_;
   FrameChannel& channel_;
   const ServerSettings& settings_;
-  const Advertised advertised_;
+  const ConnectionOrigin origin_;
+  // Who the connection's verified client certificate names (empty: none).
+  std::string certificate_user() const;
   void reauthenticate(const proto::SaslAuthenticateRequest& r);
   // Checks the credentials and answers (after the throttle's wait).
   void authenticate(const proto::SaslAuthenticateRequest& r);

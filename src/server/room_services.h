@@ -20,6 +20,12 @@
 
 namespace strata::server {
 
+// Where clients are told to connect (Open's properties, Metadata).
+struct Advertised {
+  std::string host;
+  uint32_t port = 0;
+};
+
 // The streams served here, for publishers, subscriptions and StreamStats.
 class StreamDirectory {
  public:
@@ -60,7 +66,10 @@ class StreamAdmin {
                                      const node::StreamSettings& settings) = 0;
   virtual Status delete_super_stream(const std::string& name) = 0;
   // Metadata's brokers and streams (its correlation id is the room's).
-  virtual proto::MetadataResponse metadata(const std::vector<std::string>& streams) = 0;
+  // `self`: this node as the asking client reaches it (the listener it
+  // came through).
+  virtual proto::MetadataResponse metadata(const std::vector<std::string>& streams,
+                                           const Advertised& self) = 0;
   virtual Result<std::vector<std::string>> route(const std::string& super,
                                                  const std::string& routing_key) = 0;
   virtual Result<std::vector<std::string>> partitions(const std::string& super) = 0;

@@ -1,6 +1,9 @@
 #include "server/serve_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "common/assert.h"
 #include "common/json_config.h"
@@ -12,6 +15,28 @@ using json = nlohmann::json;
 
 Error bad(const std::string& path, const std::string& why) {
   return Error(Errc::invalid_argument, fmt::format("serve config: {}: {}", path, why));
+}
+
+// A list of strings, each one of `allowed`, without repeats.
+Status string_list(JsonSection& s, std::string_view k, const std::vector<std::string>& allowed,
+                   std::vector<std::string>* out) {
+  const json* v = s.get(k);
+  if (!v) return Status::OK();
+  const std::string allowed_text = fmt::format("\"{}\"", fmt::join(allowed, "\", \""));
+  if (!v->is_array()) return JsonSection::bad(s.key(k), *v, "must be a list of " + allowed_text);
+  std::vector<std::string> list;
+  for (const auto& e : *v) {
+    if (!e.is_string() ||
+        std::find(allowed.begin(), allowed.end(), e.get<std::string>()) == allowed.end()) {
+      return JsonSection::bad(s.key(k), *v, "each entry must be one of " + allowed_text);
+    }
+    if (std::find(list.begin(), list.end(), e.get<std::string>()) != list.end()) {
+      return JsonSection::bad(s.key(k), *v, "names " + e.dump() + " twice");
+    }
+    list.push_back(e.get<std::string>());
+  }
+  *out = std::move(list);
+  return Status::OK();
 }
 
 // The server section. Read through JsonSection as the node's and the
@@ -43,7 +68,56 @@ Status load_server_section(JsonSection s, ServerSettings* out) {
   STRATA_TRY(s.integer_in("handshake_timeout_ms", &out->handshake_timeout_ms, 100, 600'000));
   // Up to 10 s: longer only holds the refused connection's socket.
   STRATA_TRY(s.integer_in("auth_failure_delay_ms", &out->auth_failure_delay_ms, 0, 10'000));
+  STRATA_TRY(string_list(s, "auth_mechanisms", {"PLAIN", "AMQPLAIN", "EXTERNAL", "ANONYMOUS"},
+                         &out->auth_mechanisms));
+  STRATA_TRY(s.string("anonymous_user", &out->anonymous_user));
+  if (out->auth_mechanisms.empty()) {
+    return bad(s.key("auth_mechanisms"), "must name at least one mechanism");
+  }
+  const bool anonymous = std::find(out->auth_mechanisms.begin(), out->auth_mechanisms.end(),
+                                   "ANONYMOUS") != out->auth_mechanisms.end();
+  if (anonymous && out->anonymous_user.empty()) {
+    return bad(s.key("anonymous_user"),
+               "ANONYMOUS is offered, so it must name the user it logs in as");
+  }
   return s.no_unknown();
+}
+
+Status load_tls_section(JsonSection s, TlsSettings* out) {
+  STRATA_TRY(s.check_object());
+  STRATA_TRY(s.string("listen", &out->listen));
+  STRATA_TRY(s.integer_in("advertised_port", &out->advertised_port, 0, 65535));
+  STRATA_TRY(s.string("cert_file", &out->cert_file));
+  STRATA_TRY(s.string("key_file", &out->key_file));
+  STRATA_TRY(s.string("ca_file", &out->ca_file));
+  STRATA_TRY(string_list(s, "versions", {"tlsv1.2", "tlsv1.3"}, &out->versions));
+  STRATA_TRY(s.string("ciphers", &out->ciphers));
+  STRATA_TRY(s.string("ciphersuites", &out->ciphersuites));
+  STRATA_TRY(s.boolean("verify_peer", &out->verify_peer));
+  STRATA_TRY(s.boolean("fail_if_no_peer_cert", &out->fail_if_no_peer_cert));
+  STRATA_TRY(s.string("cert_login_from", &out->cert_login_from));
+  STRATA_TRY(s.boolean("only", &out->only));
+  STRATA_TRY(s.no_unknown());
+  if (out->cert_login_from != "distinguished_name" && out->cert_login_from != "common_name") {
+    return bad(s.key("cert_login_from"), "must be \"distinguished_name\" or \"common_name\"");
+  }
+  if (!out->enabled()) {
+    if (out->only) return bad(s.key("only"), "TLS only, but tls.listen is not set");
+    return Status::OK();
+  }
+  if (auto hp = parse_host_port(s.key("listen"), out->listen); !hp.ok())
+    return std::move(hp).error();
+  if (out->cert_file.empty()) return bad(s.key("cert_file"), "required with tls.listen");
+  if (out->key_file.empty()) return bad(s.key("key_file"), "required with tls.listen");
+  if (out->versions.empty()) return bad(s.key("versions"), "must name at least one version");
+  if (out->verify_peer && out->ca_file.empty()) {
+    return bad(s.key("ca_file"),
+               "required with verify_peer: client certificates are checked against it");
+  }
+  if (out->fail_if_no_peer_cert && !out->verify_peer) {
+    return bad(s.key("fail_if_no_peer_cert"), "needs verify_peer");
+  }
+  return Status::OK();
 }
 
 Status load_cluster_section(JsonSection s, ClusterSettings* out) {
@@ -106,6 +180,10 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
     STRATA_TRY(load_cluster_section(JsonSection(document["cluster"], "cluster"), &cfg.cluster));
     document.erase("cluster");
   }
+  if (document.contains("tls")) {
+    STRATA_TRY(load_tls_section(JsonSection(document["tls"], "tls"), &cfg.tls));
+    document.erase("tls");
+  }
   if (!flags.listen.empty()) cfg.server.listen = flags.listen;
   if (!flags.advertised_host.empty()) cfg.server.advertised_host = flags.advertised_host;
   if (flags.advertised_port != 0) {
@@ -152,6 +230,11 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
     if (auto st = cluster::validate(ownership_config(cfg.cluster, cfg.node, "")); !st.ok()) {
       return Error(Errc::invalid_argument, "serve config: " + st.error().message);
     }
+    // The owner link and the replica feed dial peers' plain listeners.
+    if (cfg.tls.only) {
+      return bad("tls.only",
+                 "the nodes of a cluster reach each other on the plain listener (server.listen)");
+    }
     // Streams are opened as this node comes to own them.
     cfg.node.open_streams_at_start = false;
   }
@@ -163,6 +246,10 @@ SettingsRead serve_config_settings() {
   // Absent sections: every key reads as absent, and is listed.
   ServerSettings server;
   ClusterSettings cluster;
+  TlsSettings tls;
+  STRATA_ASSERT(load_tls_section(JsonSection(json(nullptr), "tls", &out), &tls).ok(),
+                "the tls section's reader refuses an absent section");
+  out.insert("tls");
   STRATA_ASSERT(load_server_section(JsonSection(json(nullptr), "server", &out), &server).ok(),
                 "the server section's reader refuses an absent section");
   STRATA_ASSERT(load_cluster_section(JsonSection(json(nullptr), "cluster", &out), &cluster).ok(),

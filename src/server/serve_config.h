@@ -16,6 +16,11 @@
 //     "users", "vhosts", "permissions", "loopback_users",
 //     "definitions_file": who may log in and do what (server/serve_users.h);
 //                  default: guest/guest, everything in "/", loopback only
+//     "tls": { "listen": "0.0.0.0:5551", "cert_file", "key_file", "ca_file",
+//              "versions": ["tlsv1.2", "tlsv1.3"], "ciphers", "ciphersuites",
+//              "verify_peer": false, "fail_if_no_peer_cert": false,
+//              "cert_login_from": "distinguished_name", "only": false,
+//              "advertised_port": 0 }          server/tls_context.h
 //     "cluster": { "enabled": false, "node_id": "n1",
 //                  "lease_ttl_ms": 5000, "acquire_grace_ms": 0,     0: the TTL
 //                  "rebalance": true, "rebalance_after_ms": 0 }     0: twice the TTL
@@ -76,8 +81,39 @@ struct ServerSettings {
   uint32_t handshake_timeout_ms = 10'000;
   // A failed login is answered only after this, and its connection closed.
   uint32_t auth_failure_delay_ms = 1000;
+  // The SASL mechanisms offered, of PLAIN, AMQPLAIN, EXTERNAL (a verified
+  // TLS client certificate names the user) and ANONYMOUS (logs in as
+  // anonymous_user); RabbitMQ's `auth_mechanisms`, same default.
+  std::vector<std::string> auth_mechanisms = {"PLAIN", "AMQPLAIN"};
+  std::string anonymous_user;
   // Users, vhosts, permissions; the node's own login to its peers.
   UserSettings users = default_user_settings();
+};
+
+// The stream protocol over TLS (server/tls_context.h): a second listener,
+// RabbitMQ's `stream.listeners.ssl` and `ssl_options`.
+struct TlsSettings {
+  // "host:port" of the TLS listener; empty: none (RabbitMQ's port is 5551).
+  std::string listen;
+  uint32_t advertised_port = 0;  // 0: the TLS listener's port
+  std::string cert_file;         // PEM: the server's certificate (chain)
+  std::string key_file;          // PEM: its private key
+  std::string ca_file;           // PEM: CAs client certificates are checked against
+  // Protocol versions accepted: "tlsv1.2", "tlsv1.3".
+  std::vector<std::string> versions = {"tlsv1.2", "tlsv1.3"};
+  std::string ciphers;       // TLS 1.2 cipher list (OpenSSL syntax); "": OpenSSL's default
+  std::string ciphersuites;  // TLS 1.3 suites (OpenSSL syntax); "": OpenSSL's default
+  // Ask for a client certificate and check it against ca_file; with
+  // fail_if_no_peer_cert, a client without one is refused.
+  bool verify_peer = false;
+  bool fail_if_no_peer_cert = false;
+  // Which part of a verified client certificate names the EXTERNAL user:
+  // "distinguished_name" (RFC 4514, as RabbitMQ's default) or "common_name".
+  std::string cert_login_from = "distinguished_name";
+  // The plain listener (server.listen) is closed: TLS only.
+  bool only = false;
+
+  bool enabled() const { return !listen.empty(); }
 };
 
 // Several nodes over one bucket: stream ownership on etcd leases
@@ -101,6 +137,7 @@ struct ServeConfig {
   node::NodeConfig node;
   ServerSettings server;
   ClusterSettings cluster;
+  TlsSettings tls;
 };
 
 // Command-line values that override the document ("" / 0: not given).

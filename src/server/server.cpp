@@ -15,7 +15,9 @@
 #include "server/served_streams.h"
 #include "server/server_limits.h"
 #include "server/stream_ops.h"
+#include "server/tls_context.h"
 #include "server/tracked_offsets.h"
+#include "server/transport.h"
 
 namespace strata::server {
 
@@ -27,7 +29,10 @@ struct Server::Impl {
   Status start();
   Status open_state();
   Status join_cluster();
-  void on_accept(asio::ip::tcp::socket socket, Strand strand);
+  void on_accept(asio::ip::tcp::socket socket, Strand strand, bool tls);
+  // The listener clients find the node on: the plain one, unless TLS only.
+  const Listener& front() const { return listener ? *listener : *tls_listener; }
+  Advertised tls_advertised() const;
   Status stop();
   std::string advertised_host() const;
   uint32_t advertised_port() const;
@@ -47,6 +52,8 @@ struct Server::Impl {
   std::unique_ptr<SacCoordinator> sac;
   ConnectionRegistry registry;
   std::unique_ptr<Listener> listener;
+  std::unique_ptr<Listener> tls_listener;
+  std::unique_ptr<TlsContexts> tls;
   std::unique_ptr<AccessPolicy> access;
   ConnectionEnv env;
 
@@ -63,7 +70,15 @@ Status Server::Impl::start() {
   ro.io_threads = std::max(ro.io_threads, cfg.server.threads);
   runtime = node::Runtime::start(ro);
   STRATA_TRY(open_state());
-  STRATA_ASSIGN_OR_RETURN(listener, Listener::open(runtime->io(), cfg.server.listen));
+  if (cfg.tls.enabled()) {
+    auto t = TlsContexts::make(cfg.tls);
+    if (!t.ok()) return std::move(t).error().with_context("serve");
+    tls = std::move(t).value();
+    STRATA_ASSIGN_OR_RETURN(tls_listener, Listener::open(runtime->io(), cfg.tls.listen));
+  }
+  if (!cfg.tls.only) {
+    STRATA_ASSIGN_OR_RETURN(listener, Listener::open(runtime->io(), cfg.server.listen));
+  }
   StreamOpsDeps d;
   d.node = node.get();
   d.served = served.get();
@@ -86,7 +101,6 @@ Status Server::Impl::start() {
   env.settings = &cfg.server;
   access = std::make_unique<AccessPolicy>(cfg.server.users.access);
   env.access = access.get();
-  env.advertised = Advertised{advertised_host(), advertised_port()};
   env.counters = &counters;
   env.logins = &logins;
   env.tasks = runtime->tasks();
@@ -98,9 +112,16 @@ Status Server::Impl::start() {
   env.on_closed = [this](uint64_t id) {
     if (registry.remove(id)) counters.connections_open -= 1;
   };
-  listener->start([this](asio::ip::tcp::socket s, Strand strand) {
-    on_accept(std::move(s), std::move(strand));
-  });
+  if (listener) {
+    listener->start([this](asio::ip::tcp::socket s, Strand strand) {
+      on_accept(std::move(s), std::move(strand), /*tls=*/false);
+    });
+  }
+  if (tls_listener) {
+    tls_listener->start([this](asio::ip::tcp::socket s, Strand strand) {
+      on_accept(std::move(s), std::move(strand), /*tls=*/true);
+    });
+  }
   return Status::OK();
 }
 
@@ -153,10 +174,22 @@ Status Server::Impl::join_cluster() {
   return Status::OK();
 }
 
-void Server::Impl::on_accept(asio::ip::tcp::socket socket, Strand strand) {
+void Server::Impl::on_accept(asio::ip::tcp::socket socket, Strand strand, bool over_tls) {
   auto id = registry.reserve();
   if (!id) return;  // full or stopping: the socket closes as it goes
-  auto c = Connection::make(env, *id, std::move(strand), std::move(socket));
+  std::shared_ptr<Connection> c;
+  if (over_tls) {
+    // The context in force now; a reload later changes it for later
+    // connections only.
+    auto current = tls->current();
+    c = Connection::make(env, *id, strand,
+                         tls_transport(std::move(socket), strand, std::move(current.context)),
+                         ConnectionOrigin{tls_advertised(), current.settings->cert_login_from});
+    counters.tls_connections += 1;
+  } else {
+    c = Connection::make(env, *id, strand, plain_transport(std::move(socket), strand),
+                         ConnectionOrigin{{advertised_host(), advertised_port()}, ""});
+  }
   registry.add(c);
   counters.connections_accepted += 1;
   counters.connections_open += 1;
@@ -165,7 +198,7 @@ void Server::Impl::on_accept(asio::ip::tcp::socket socket, Strand strand) {
 
 std::string Server::Impl::advertised_host() const {
   if (!cfg.server.advertised_host.empty()) return cfg.server.advertised_host;
-  const std::string& host = listener ? listener->host() : "";
+  const std::string& host = listener || tls_listener ? front().host() : "";
   // A wildcard listener is no address to connect to.
   if (host == "0.0.0.0" || host == "::") return "localhost";
   return host;
@@ -173,7 +206,13 @@ std::string Server::Impl::advertised_host() const {
 
 uint32_t Server::Impl::advertised_port() const {
   if (cfg.server.advertised_port != 0) return cfg.server.advertised_port;
-  return listener ? listener->port() : 0;
+  return listener || tls_listener ? front().port() : 0;
+}
+
+Advertised Server::Impl::tls_advertised() const {
+  uint32_t port = cfg.tls.advertised_port;
+  if (port == 0 && tls_listener) port = tls_listener->port();
+  return Advertised{advertised_host(), port};
 }
 
 Status Server::Impl::stop() {
@@ -184,6 +223,7 @@ Status Server::Impl::stop() {
   auto conns = registry.stop_accepting();
   auto streams = served ? served->all() : std::vector<std::shared_ptr<ServedStream>>{};
   if (listener) listener->close();
+  if (tls_listener) tls_listener->close();
   // What was handed to the log is appended and confirmed before the
   // connections go: one deadline for all streams, so that many streams do
   // not add up their waits.
@@ -243,11 +283,26 @@ Server::~Server() {
 }
 
 const std::string& Server::host() const {
-  return impl_->listener->host();
+  return impl_->front().host();
 }
 
 uint16_t Server::port() const {
-  return impl_->listener->port();
+  return impl_->front().port();
+}
+
+uint16_t Server::tls_port() const {
+  return impl_->tls_listener ? impl_->tls_listener->port() : 0;
+}
+
+Status Server::reload_tls(const TlsSettings& s) {
+  if (!impl_->tls) return Status::OK();
+  if (s.listen != impl_->cfg.tls.listen) {
+    spdlog::warn("serve: the TLS listener's address ({}) changes only at restart",
+                 impl_->cfg.tls.listen);
+  }
+  STRATA_TRY(impl_->tls->reload(s));
+  spdlog::info("serve: TLS certificate and settings reloaded ({}, {})", s.cert_file, s.key_file);
+  return Status::OK();
 }
 
 Status Server::stop() {
@@ -310,6 +365,13 @@ std::string Server::metrics_text() const {
   w.counter("strata_server_frames_too_large_total",
             "Frames refused for their size (8192 bytes before Open, then frame_max)", {},
             double(c.frames_too_large.load()));
+  w.counter("strata_server_tls_connections_total", "Connections accepted on the TLS listener", {},
+            double(c.tls_connections.load()));
+  w.counter("strata_server_tls_handshake_failures_total",
+            "TLS handshakes that failed or did not finish in time", {},
+            double(c.tls_handshake_failures.load()));
+  w.counter("strata_server_tls_reloads_total", "TLS certificate reloads that took effect", {},
+            double(impl_->tls ? impl_->tls->reloads() : 0));
   w.counter("strata_server_access_refused_total",
             "Commands refused for want of a configure, write or read permission", {},
             double(c.access_refused.load()));
@@ -340,6 +402,23 @@ nlohmann::json Server::status_json() const {
       {"frames_too_large", c.frames_too_large.load()},
       {"access_refused", c.access_refused.load()},
   };
+  if (m.tls) {
+    auto cur = m.tls->current();
+    j["server"]["tls"] = {
+        {"listen", fmt::format("{}:{}", m.tls_listener->host(), m.tls_listener->port())},
+        {"advertised", fmt::format("{}:{}", m.tls_advertised().host, m.tls_advertised().port)},
+        {"only", m.cfg.tls.only},
+        {"versions", cur.settings->versions},
+        {"verify_peer", cur.settings->verify_peer},
+        {"connections", c.tls_connections.load()},
+        {"handshake_failures", c.tls_handshake_failures.load()},
+        {"reloads", m.tls->reloads()},
+        // Which delivery path TLS connections take (server/transport.h):
+        // bodies are encrypted in user space, read into memory first.
+        {"zero_copy", false},
+        {"delivery", "copy (user-space TLS)"},
+    };
+  }
   return j;
 }
 

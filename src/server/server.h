@@ -39,6 +39,8 @@ class Server {
   // The bound address ("127.0.0.1", the real port when 0 was asked for).
   const std::string& host() const;
   uint16_t port() const;
+  // The TLS listener's port (0: none).
+  uint16_t tls_port() const;
 
   // Graceful stop: stop accepting, let appends in flight finish and their
   // confirms go out, close every connection, close the node (manifests
@@ -53,6 +55,10 @@ class Server {
   // gone, or has lost its vhost, are closed. The node's own peer login
   // stays as it started.
   void reload_users(const UserSettings& users);
+  // A new TLS certificate, key, CA and rules for the next TLS connections
+  // (open ones keep theirs). An error (a file that does not load) changes
+  // nothing; without a TLS listener there is nothing to reload.
+  Status reload_tls(const TlsSettings& s);
 
   std::string metrics_text() const;
   nlohmann::json status_json() const;

@@ -25,6 +25,10 @@ struct ServerCounters {
   std::atomic<uint64_t> frames_too_large{0};
   // Commands refused for want of a permission (access_policy.h).
   std::atomic<uint64_t> access_refused{0};
+  // TLS: connections accepted on the TLS listener, and handshakes that
+  // failed (bad certificate, wrong protocol, not finished in time).
+  std::atomic<uint64_t> tls_connections{0};
+  std::atomic<uint64_t> tls_handshake_failures{0};
   // Replica subscriptions (replica_feed.h): chunks read from the bucket and
   // forwarded from owners, and subscriptions made at owners.
   std::atomic<uint64_t> replica_remote_chunks{0};

@@ -16,6 +16,7 @@
 #include "proto/commands.h"
 #include "server/access_policy.h"
 #include "server/delivery.h"
+#include "server/room_services.h"
 #include "server/served_stream.h"
 
 namespace strata::server {
@@ -27,6 +28,12 @@ class Session {
   virtual uint64_t id() const = 0;
   virtual const std::string& peer() const = 0;
   virtual bool loopback() const = 0;
+  // The address this client is told to use for this node (the listener it
+  // came through: plain or TLS).
+  virtual const Advertised& advertised() const = 0;
+  // Whether Deliver bodies may go out by sendfile (transport.h): false
+  // over TLS, so deliveries read them into memory on the pool.
+  virtual bool sendfile() const = 0;
   virtual Strand& strand() = 0;
   // Keeps the connection and its rooms alive; captured by callbacks that
   // come back to a room after a task or a wait.

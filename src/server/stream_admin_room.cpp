@@ -120,7 +120,7 @@ void StreamAdminRoom::on(const MetadataRequest& r) {
   std::vector<std::string> visible;
   std::vector<std::string> hidden;
   for (const auto& name : r.streams) (may_see(session_, name) ? visible : hidden).push_back(name);
-  MetadataResponse resp = admin_.metadata(visible);
+  MetadataResponse resp = admin_.metadata(visible, session_.advertised());
   resp.correlation_id = r.correlation_id;
   for (auto& name : hidden) {
     resp.streams.push_back(

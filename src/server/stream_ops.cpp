@@ -125,10 +125,11 @@ Result<std::vector<std::string>> StreamOps::partitions(const std::string& super)
   return d_.supers->partitions(super);
 }
 
-MetadataResponse StreamOps::metadata(const std::vector<std::string>& streams) {
-  if (ownership_.load()) return cluster_metadata(streams);
+MetadataResponse StreamOps::metadata(const std::vector<std::string>& streams,
+                                     const Advertised& self) {
+  if (ownership_.load()) return cluster_metadata(streams, self);
   MetadataResponse resp;
-  resp.brokers.push_back(Broker{0, d_.advertised.host, d_.advertised.port});
+  resp.brokers.push_back(Broker{0, self.host, self.port});
   for (const auto& s : streams) {
     StreamMetadata m;
     m.stream = s;
@@ -153,16 +154,25 @@ MetadataResponse StreamOps::metadata(const std::vector<std::string>& streams) {
 // stream's consumers (replica_feed.h), so clients may place them there. A
 // stream in the catalog without an owner (during a takeover) is
 // stream_not_available: clients retry.
-MetadataResponse StreamOps::cluster_metadata(const std::vector<std::string>& streams) {
+MetadataResponse StreamOps::cluster_metadata(const std::vector<std::string>& streams,
+                                             const Advertised& self) {
   MetadataResponse resp;
   auto view = ownership_.load()->view();
+  // Nodes register their plain address: this node is described as the
+  // client reached it (its TLS listener, for a TLS client). The other
+  // nodes' TLS ports are not registered (docs/ARCHITECTURE.md).
+  const std::string registered = fmt::format("{}:{}", d_.advertised.host, d_.advertised.port);
   std::map<std::string, uint16_t> refs;
   for (const auto& [id, address] : view.nodes) {
     auto hp = parse_host_port("node " + id, address);
     if (!hp.ok()) continue;
     uint16_t ref = uint16_t(resp.brokers.size());
     refs[id] = ref;
-    resp.brokers.push_back(Broker{ref, hp->first, hp->second});
+    if (address == registered) {
+      resp.brokers.push_back(Broker{ref, self.host, self.port});
+    } else {
+      resp.brokers.push_back(Broker{ref, hp->first, hp->second});
+    }
   }
   for (const auto& s : streams) {
     StreamMetadata m;

@@ -48,7 +48,8 @@ class StreamOps final : public StreamAdmin {
   Status delete_stream(const std::string& name) override;
   Status create_super_stream(const SuperStream& s, const node::StreamSettings& settings) override;
   Status delete_super_stream(const std::string& name) override;
-  proto::MetadataResponse metadata(const std::vector<std::string>& streams) override;
+  proto::MetadataResponse metadata(const std::vector<std::string>& streams,
+                                   const Advertised& self) override;
   Result<std::vector<std::string>> route(const std::string& super,
                                          const std::string& routing_key) override;
   Result<std::vector<std::string>> partitions(const std::string& super) override;
@@ -57,7 +58,8 @@ class StreamOps final : public StreamAdmin {
   Status create_cluster_stream(const std::string& name, const node::StreamSettings& settings);
   Status already_exists_as(const std::string& name, const node::StreamSettings& settings,
                            Error exists);
-  proto::MetadataResponse cluster_metadata(const std::vector<std::string>& streams);
+  proto::MetadataResponse cluster_metadata(const std::vector<std::string>& streams,
+                                           const Advertised& self);
 
   const StreamOpsDeps d_;
   // Set once by attach_cluster while ownership's callbacks may already run.

@@ -190,6 +190,7 @@ void SubscriptionRoom::on_reader(const SubPtr& sub, uint64_t generation,
   opts.version = handshake_.deliver_version();
   opts.coalesce_bytes = coalesce_limit();
   opts.filter = sub->filter;
+  opts.use_sendfile = session_.sendfile();
   std::weak_ptr<void> weak = session_.hold();
   sub->delivery = Delivery::start(
       std::move(*out.value).value(), sub->served->stream(), session_.frames(), session_.strand(),

@@ -81,6 +81,107 @@ TEST(Handshake, PlainAuthentication) {
             ResponseCode::authentication_failure);
 }
 
+// An AMQP 0-9-1 field table entry holding a long string, as AMQPLAIN
+// clients send LOGIN and PASSWORD.
+std::string long_string_field(const std::string& name, const std::string& value) {
+  std::string out(1, char(name.size()));
+  out += name;
+  out += 'S';
+  const uint32_t n = uint32_t(value.size());
+  out += char(n >> 24);
+  out += char(n >> 16);
+  out += char(n >> 8);
+  out += char(n);
+  return out + value;
+}
+
+TEST(Handshake, SaslMechanisms) {
+  auto built = auth::AccessControl::build(
+      {{"guest",
+        auth::hash_password("guest", auth::HashAlgorithm::sha256, {1, 2, 3, 4}),
+        auth::HashAlgorithm::sha256,
+        {}},
+       {"alice",
+        auth::hash_password("s3cret", auth::HashAlgorithm::sha256, {5, 6, 7, 8}),
+        auth::HashAlgorithm::sha256,
+        {}},
+       // No password: only EXTERNAL (or ANONYMOUS) logs it in.
+       {"CN=app,O=Example", "", auth::HashAlgorithm::sha256, {}}},
+      {{"/", ""}}, {});
+  ASSERT_TRUE(built.ok()) << built.error().message;
+  const auth::AccessControl& users = **built;
+  const std::vector<std::string> all = {"PLAIN", "AMQPLAIN", "EXTERNAL", "ANONYMOUS"};
+  const LoginPeer plain_peer{true, ""};
+  const LoginPeer cert_peer{false, "CN=app,O=Example"};
+
+  // EXTERNAL is offered only where a verified certificate names a user.
+  EXPECT_EQ(offered_mechanisms(all, plain_peer),
+            (std::vector<std::string>{"PLAIN", "AMQPLAIN", "ANONYMOUS"}));
+  EXPECT_EQ(offered_mechanisms(all, cert_peer), all);
+  EXPECT_EQ(offered_mechanisms({"PLAIN"}, cert_peer), std::vector<std::string>{"PLAIN"});
+
+  std::string who;
+  const std::string amqplain =
+      long_string_field("LOGIN", "alice") + long_string_field("PASSWORD", "s3cret");
+  EXPECT_EQ(authenticate_sasl("AMQPLAIN", amqplain, all, "", users, plain_peer, &who),
+            ResponseCode::ok);
+  EXPECT_EQ(who, "alice");
+  // Fields in any order, unknown long-string fields ignored.
+  EXPECT_EQ(
+      authenticate_sasl("AMQPLAIN",
+                        long_string_field("PASSWORD", "s3cret") +
+                            long_string_field("x-extra", "1") + long_string_field("LOGIN", "alice"),
+                        all, "", users, plain_peer, &who),
+      ResponseCode::ok);
+  EXPECT_EQ(
+      authenticate_sasl(
+          "AMQPLAIN", long_string_field("LOGIN", "alice") + long_string_field("PASSWORD", "wrong"),
+          all, "", users, plain_peer, &who),
+      ResponseCode::authentication_failure);
+  // Malformed tables: truncated, a missing field, another field type.
+  EXPECT_EQ(authenticate_sasl("AMQPLAIN", amqplain.substr(0, amqplain.size() - 2), all, "", users,
+                              plain_peer, &who),
+            ResponseCode::authentication_failure);
+  EXPECT_EQ(authenticate_sasl("AMQPLAIN", long_string_field("LOGIN", "alice"), all, "", users,
+                              plain_peer, &who),
+            ResponseCode::authentication_failure);
+  std::string typed = amqplain;
+  typed[1 + 5] = 'I';
+  EXPECT_EQ(authenticate_sasl("AMQPLAIN", typed, all, "", users, plain_peer, &who),
+            ResponseCode::authentication_failure);
+  // Not configured: not supported, whatever the response holds.
+  EXPECT_EQ(authenticate_sasl("AMQPLAIN", amqplain, {"PLAIN"}, "", users, plain_peer, &who),
+            ResponseCode::sasl_mechanism_not_supported);
+  EXPECT_EQ(authenticate_sasl("CRAM-MD5", "", all, "", users, plain_peer, &who),
+            ResponseCode::sasl_mechanism_not_supported);
+
+  // EXTERNAL: the certificate's user, which must exist; the response is
+  // ignored; without a certificate user it is not offered.
+  EXPECT_EQ(authenticate_sasl("EXTERNAL", "", all, "", users, cert_peer, &who), ResponseCode::ok);
+  EXPECT_EQ(who, "CN=app,O=Example");
+  EXPECT_EQ(
+      authenticate_sasl("EXTERNAL", "", all, "", users, LoginPeer{false, "CN=stranger"}, &who),
+      ResponseCode::authentication_failure);
+  EXPECT_EQ(authenticate_sasl("EXTERNAL", "", all, "", users, plain_peer, &who),
+            ResponseCode::sasl_mechanism_not_supported);
+  // ... and the loopback rule holds for it as for PLAIN.
+  EXPECT_EQ(authenticate_sasl("EXTERNAL", "", all, "", users, LoginPeer{false, "guest"}, &who),
+            ResponseCode::sasl_authentication_failure_loopback);
+
+  // ANONYMOUS: the configured user, under the same rules.
+  EXPECT_EQ(authenticate_sasl("ANONYMOUS", "", all, "guest", users, plain_peer, &who),
+            ResponseCode::ok);
+  EXPECT_EQ(who, "guest");
+  EXPECT_EQ(authenticate_sasl("ANONYMOUS", "", all, "guest", users, LoginPeer{false, ""}, &who),
+            ResponseCode::sasl_authentication_failure_loopback);
+  EXPECT_EQ(authenticate_sasl("ANONYMOUS", "", all, "", users, plain_peer, &who),
+            ResponseCode::authentication_failure);
+  // A user without a password never logs in with one.
+  EXPECT_EQ(
+      authenticate_sasl("PLAIN", plain("CN=app,O=Example", ""), all, "", users, cert_peer, &who),
+      ResponseCode::authentication_failure);
+}
+
 TEST(Handshake, Negotiation) {
   EXPECT_EQ(negotiate_frame_max(1 << 20, 0), 1u << 20);
   EXPECT_EQ(negotiate_frame_max(1 << 20, 4096), 4096u);

@@ -60,6 +60,7 @@ TEST(ServeConfig, ErrorsNameTheSetting) {
     json doc;
     std::string needle;
   };
+  auto tls = [](json section) { return json{{"tls", std::move(section)}}; };
   std::vector<Case> cases = {
       {json{{"server", {{"listen", "nocolon"}}}}, "server.listen"},
       {json{{"server", {{"frame_max", 10}}}}, "server.frame_max"},
@@ -92,6 +93,27 @@ TEST(ServeConfig, ErrorsNameTheSetting) {
        "definitions_file"},
       {json{{"definitions_file", "/nonexistent/defs.json"}}, "/nonexistent/defs.json"},
       {json{{"tiering", {{"bogus", 1}}}}, "bogus"},
+      {json{{"server", {{"auth_mechanisms", {"PLAIN", "CRAM-MD5"}}}}}, "server.auth_mechanisms"},
+      {json{{"server", {{"auth_mechanisms", {"PLAIN", "PLAIN"}}}}}, "server.auth_mechanisms"},
+      {json{{"server", {{"auth_mechanisms", json::array()}}}}, "server.auth_mechanisms"},
+      {json{{"server", {{"auth_mechanisms", {"ANONYMOUS"}}}}}, "server.anonymous_user"},
+      {tls({{"listen", "127.0.0.1:0"}}), "tls.cert_file"},
+      {tls({{"listen", "127.0.0.1:0"}, {"cert_file", "c"}}), "tls.key_file"},
+      {tls({{"listen", "nocolon"}, {"cert_file", "c"}, {"key_file", "k"}}), "tls.listen"},
+      {tls({{"listen", "127.0.0.1:0"},
+            {"cert_file", "c"},
+            {"key_file", "k"},
+            {"verify_peer", true}}),
+       "tls.ca_file"},
+      {tls({{"versions", {"tlsv1.1"}}}), "tls.versions"},
+      {tls({{"cert_login_from", "email"}}), "tls.cert_login_from"},
+      {tls({{"only", true}}), "tls.only"},
+      {tls({{"listen", "127.0.0.1:0"},
+            {"cert_file", "c"},
+            {"key_file", "k"},
+            {"fail_if_no_peer_cert", true}}),
+       "tls.fail_if_no_peer_cert"},
+      {tls({{"sslv3", true}}), "tls.sslv3"},
   };
   for (const auto& c : cases) {
     auto r = load_serve_config(c.doc, f, no_env());

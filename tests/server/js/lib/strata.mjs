@@ -31,6 +31,12 @@ export class StrataServer {
     const m = await this.proc.waitForOutput(/strata serve: listening on ([0-9.]+):([0-9]+)\r?\n/, 60000);
     this.host = m[1];
     this.port = Number(m[2]);
+    if (this.config?.tls?.listen) {
+      const t = await this.proc.waitForOutput(/strata serve: tls on ([0-9.]+):([0-9]+)\r?\n/, 10000);
+      // A restart keeps the TLS port too (the config asks for the one it got).
+      this.tlsPort = Number(t[2]);
+      this.config.tls.listen = `127.0.0.1:${this.tlsPort}`;
+    }
     if (argv.includes("--http")) {
       const h = await this.proc.waitForOutput(/strata serve: http on ([0-9.]+:[0-9]+)\r?\n/, 10000);
       this.http = `http://${h[1]}`;

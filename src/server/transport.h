@@ -1,0 +1,77 @@
+// Transport: the byte stream under a client connection's frames
+// (frame_channel.h) — plain TCP, or TLS over it (tls_context.h). The
+// channel reads, writes and closes through it and never sees which.
+//
+// Deliver frames (delivery.h, ChunkFrame) go out as the transport can:
+//  - plain TCP: the in-memory part by write, a file part by sendfile(2),
+//    never entering user space;
+//  - TLS: encrypted in user space by OpenSSL through Asio's SSL stream, so
+//    a connection over TLS asks its deliveries for in-memory bodies
+//    (sendfile() false: read on the blocking pool, not on the event loop).
+//    Kernel TLS would let sendfile(2) carry encrypted bodies, but Asio's
+//    engine feeds OpenSSL through memory BIOs, where kernel TLS never
+//    engages; `zero_copy` in the status says which path runs.
+//
+// Thread safety: the connection's strand (the socket's executor); every
+// completion runs there.
+#pragma once
+
+#include <asio/ip/tcp.hpp>
+#include <asio/ssl/context.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "common/task.h"
+#include "server/delivery.h"
+
+namespace strata::server {
+
+// What the TLS handshake settled, for the log, EXTERNAL and the status.
+struct TlsInfo {
+  std::string version;  // "TLSv1.3"
+  std::string cipher;   // "TLS_AES_256_GCM_SHA384"
+  // The client certificate, when one was presented and verified against
+  // the CA: its subject as RFC 4514 text ("CN=app,O=Example") and its
+  // common name.
+  bool peer_verified = false;
+  std::string peer_subject;
+  std::string peer_common_name;
+};
+
+class Transport {
+ public:
+  using IoDone = std::function<void(const std::error_code&, size_t)>;
+  virtual ~Transport() = default;
+
+  // The TCP socket underneath (addresses, options).
+  virtual asio::ip::tcp::socket& tcp() = 0;
+  // Calls `ready` once frames may flow: at once for plain TCP; for TLS
+  // after the handshake, which must finish within `deadline` (an error
+  // then: asio::error::timed_out, or the handshake's).
+  virtual void start(std::chrono::milliseconds deadline,
+                     std::function<void(std::error_code)> ready) = 0;
+  virtual void read_some(asio::mutable_buffer into, IoDone done) = 0;
+  // Writes all of `buffers` (they stay valid until `done`).
+  virtual void write(const std::vector<asio::const_buffer>& buffers, IoDone done) = 0;
+  // Writes one Deliver frame, file part included; `done` once, with the
+  // first error or success.
+  virtual void write_frame(std::shared_ptr<const ChunkFrame> frame,
+                           std::function<void(std::error_code)> done) = 0;
+  // Closes at once; operations in flight end with an error.
+  virtual void close() = 0;
+  // Whether a file part goes out without a copy (sendfile).
+  virtual bool sendfile() const = 0;
+  // Null for plain TCP; for TLS, set once start() succeeded.
+  virtual const TlsInfo* tls() const = 0;
+};
+
+std::unique_ptr<Transport> plain_transport(asio::ip::tcp::socket socket, Strand strand);
+// `context` stays alive as long as the transport.
+std::unique_ptr<Transport> tls_transport(asio::ip::tcp::socket socket, Strand strand,
+                                         std::shared_ptr<asio::ssl::context> context);
+
+}  // namespace strata::server
