@@ -26,6 +26,7 @@
 #include <memory>
 
 #include "common/task.h"
+#include "server/connection_quota.h"
 #include "server/handshake_room.h"
 #include "server/login_throttle.h"
 #include "server/room_services.h"
@@ -47,6 +48,8 @@ struct ConnectionEnv {
   ConsumerOffsets* offsets = nullptr;
   SacCoordinator* sac = nullptr;
   LoginThrottle* logins = nullptr;
+  // Places per user and vhost (never null).
+  ConnectionQuota* quota = nullptr;
   // Who may do what (never null).
   const AccessPolicy* access = nullptr;
   // The connection closed (once): the server forgets it.

@@ -15,7 +15,7 @@ using namespace proto;
 HandshakeRoom::HandshakeRoom(Session& session, FrameChannel& channel,
                              const ServerSettings& settings, const AccessPolicy& access,
                              ConnectionOrigin origin, ServerCounters& counters,
-                             LoginThrottle& logins)
+                             LoginThrottle& logins, ConnectionQuota& quota)
     : session_(session),
       channel_(channel),
       settings_(settings),
@@ -23,6 +23,7 @@ HandshakeRoom::HandshakeRoom(Session& session, FrameChannel& channel,
       access_(access),
       counters_(counters),
       logins_(logins),
+      quota_(quota),
       step_timer_(channel.strand()),
       hold_timer_(channel.strand()) {}
 
@@ -222,6 +223,22 @@ void HandshakeRoom::on(const OpenRequest& r) {
         "connection {} ({}): open of vhost '{}' refused for user '{}': {}", session_.id(),
         session_.peer(), r.virtual_host, user_,
         r.virtual_host != "/" ? "strata serves only the vhost '/'" : "no permissions in it");
+    resp.code = ResponseCode::virtual_host_access_failure;
+    send_message(session_, resp);
+    return;
+  }
+  // The connection limits of the user and the vhost; the place taken is
+  // given back when the connection closes (Server, on_closed).
+  const auto place = quota_.take(session_.id(), user_, r.virtual_host);
+  if (place != ConnectionQuota::Outcome::taken) {
+    counters_.connections_refused_limit += 1;
+    const bool vhost_full = place == ConnectionQuota::Outcome::vhost_full;
+    spdlog::info(
+        "connection {} ({}): open of vhost '{}' refused for user '{}': {} connection "
+        "limit ({}) reached",
+        session_.id(), session_.peer(), r.virtual_host, user_,
+        vhost_full ? "the vhost's" : "the user's",
+        vhost_full ? quota_.per_vhost() : quota_.per_user());
     resp.code = ResponseCode::virtual_host_access_failure;
     send_message(session_, resp);
     return;

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 
+#include "server/connection_quota.h"
 #include "server/frame_channel.h"
 #include "server/handshake.h"
 #include "server/login_throttle.h"
@@ -46,7 +47,7 @@ class HandshakeRoom {
  public:
   HandshakeRoom(Session& session, FrameChannel& channel, const ServerSettings& settings,
                 const AccessPolicy& access, ConnectionOrigin origin, ServerCounters& counters,
-                LoginThrottle& logins);
+                LoginThrottle& logins, ConnectionQuota& quota);
 
   // The connection started: the first step's deadline runs.
   void start();
@@ -99,6 +100,7 @@ class HandshakeRoom {
   const AccessPolicy& access_;
   ServerCounters& counters_;
   LoginThrottle& logins_;
+  ConnectionQuota& quota_;
   asio::steady_timer step_timer_;
   asio::steady_timer hold_timer_;
   bool holding_ = false;

@@ -54,6 +54,9 @@ Status load_server_section(JsonSection s, ServerSettings* out) {
   STRATA_TRY(s.integer_in("heartbeat_s", &out->heartbeat_s, 0, 3600));
   STRATA_TRY(s.integer_in("threads", &out->threads, 1, 64));
   STRATA_TRY(s.integer_in("max_connections", &out->max_connections, 1, 1u << 20));
+  STRATA_TRY(s.integer_in("max_connections_per_user", &out->max_connections_per_user, 0, 1u << 20));
+  STRATA_TRY(
+      s.integer_in("max_connections_per_vhost", &out->max_connections_per_vhost, 0, 1u << 20));
   // Up to a day: a larger value would be no deadline at all.
   STRATA_TRY(
       s.integer_in("consumer_update_timeout_ms", &out->consumer_update_timeout_ms, 1, 86'400'000));

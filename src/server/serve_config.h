@@ -7,7 +7,8 @@
 //     "server": { "listen": "127.0.0.1:5552",           port 0: a free one
 //                 "advertised_host": "", "advertised_port": 0,   "" / 0: the listener's
 //                 "frame_max": 1048576, "heartbeat_s": 60, "threads": 2,
-//                 "max_connections": 1024,
+//                 "max_connections": 1024, "max_connections_per_user": 0,
+//                 "max_connections_per_vhost": 0,            0: no limit
 //                 "consumer_update_timeout_ms": 60000,
 //                 "coalesce_bytes": 0,                         0: chunks as stored
 //                 "append_linger_us": 2000,                    0: no linger
@@ -56,6 +57,10 @@ struct ServerSettings {
   uint32_t heartbeat_s = 60;
   uint32_t threads = 2;  // event-loop threads for every connection
   uint32_t max_connections = 1024;
+  // Open connections per user and per virtual host (0: no limit);
+  // connection_quota.h.
+  uint32_t max_connections_per_user = 0;
+  uint32_t max_connections_per_vhost = 0;
   // How long a single-active consumer has to answer a ConsumerUpdate
   // before it is failed and its connection closed (RabbitMQ's
   // `rabbitmq_stream.request_timeout`, 60 s by default).

@@ -40,6 +40,7 @@ struct Server::Impl {
   const ServeConfig cfg;
   ServerCounters counters;
   LoginThrottle logins;
+  ConnectionQuota quota{cfg.server.max_connections_per_user, cfg.server.max_connections_per_vhost};
   std::shared_ptr<node::Runtime> runtime;
   std::unique_ptr<node::Node> node;
   std::unique_ptr<OffsetStore> offsets;
@@ -103,6 +104,7 @@ Status Server::Impl::start() {
   env.access = access.get();
   env.counters = &counters;
   env.logins = &logins;
+  env.quota = &quota;
   env.tasks = runtime->tasks();
   env.streams = served.get();
   env.replicas = served.get();
@@ -110,6 +112,7 @@ Status Server::Impl::start() {
   env.offsets = tracked.get();
   env.sac = sac.get();
   env.on_closed = [this](uint64_t id) {
+    quota.release(id);
     if (registry.remove(id)) counters.connections_open -= 1;
   };
   if (listener) {
@@ -176,7 +179,18 @@ Status Server::Impl::join_cluster() {
 
 void Server::Impl::on_accept(asio::ip::tcp::socket socket, Strand strand, bool over_tls) {
   auto id = registry.reserve();
-  if (!id) return;  // full or stopping: the socket closes as it goes
+  if (!id) {
+    // Full or stopping: the socket closes as it goes. Logged once in a
+    // while: a flood of refusals must not flood the log too.
+    const uint64_t n = ++counters.connections_refused_limit;
+    if ((n & (n - 1)) == 0) {
+      spdlog::warn(
+          "serve: connection refused: {} connections open (server.max_connections) or "
+          "stopping; {} refused so far",
+          registry.size(), n);
+    }
+    return;
+  }
   std::shared_ptr<Connection> c;
   if (over_tls) {
     // The context in force now; a reload later changes it for later
@@ -372,6 +386,9 @@ std::string Server::metrics_text() const {
             double(c.tls_handshake_failures.load()));
   w.counter("strata_server_tls_reloads_total", "TLS certificate reloads that took effect", {},
             double(impl_->tls ? impl_->tls->reloads() : 0));
+  w.counter("strata_server_connections_refused_limit_total",
+            "Connections refused for server.max_connections or a per-user or per-vhost limit", {},
+            double(c.connections_refused_limit.load()));
   w.counter("strata_server_access_refused_total",
             "Commands refused for want of a configure, write or read permission", {},
             double(c.access_refused.load()));
@@ -401,6 +418,7 @@ nlohmann::json Server::status_json() const {
       {"handshake_timeouts", c.handshake_timeouts.load()},
       {"frames_too_large", c.frames_too_large.load()},
       {"access_refused", c.access_refused.load()},
+      {"connections_refused_limit", c.connections_refused_limit.load()},
   };
   if (m.tls) {
     auto cur = m.tls->current();

@@ -25,6 +25,9 @@ struct ServerCounters {
   std::atomic<uint64_t> frames_too_large{0};
   // Commands refused for want of a permission (access_policy.h).
   std::atomic<uint64_t> access_refused{0};
+  // Connections refused for a limit: server.max_connections when accepted,
+  // the per-user and per-vhost limits at Open.
+  std::atomic<uint64_t> connections_refused_limit{0};
   // TLS: connections accepted on the TLS listener, and handshakes that
   // failed (bad certificate, wrong protocol, not finished in time).
   std::atomic<uint64_t> tls_connections{0};

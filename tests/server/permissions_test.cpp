@@ -118,6 +118,48 @@ TEST_F(PermissionsTest, OpenNeedsPermissionsInTheVhost) {
   EXPECT_NE(st.error().message.find("(code 12)"), std::string::npos) << st.error().message;
 }
 
+// server.max_connections_per_user and _per_vhost: a connection over
+// either is refused at Open with 12, counted, and a place comes back when a
+// connection closes.
+TEST_F(PermissionsTest, ConnectionLimitsPerUserAndVhost) {
+  restart_with_config("limits.json", R"({
+      "server": { "max_connections_per_user": 2, "max_connections_per_vhost": 3 },
+      "users": [ {"name": "guest", "password": "guest", "tags": ["administrator"]},
+                 {"name": "app", "password": "a"} ]
+    })",
+                      {"--http", "127.0.0.1:0"});
+  auto refused_at_open = [&](const std::string& user, const std::string& pw) {
+    auto c = StreamClient::connect(server_.port());
+    EXPECT_TRUE(c.ok());
+    auto st = c->handshake(user, pw);
+    EXPECT_FALSE(st.ok()) << user << " was let in over a limit";
+    if (!st.ok()) {
+      EXPECT_NE(st.error().message.find("(code 12)"), std::string::npos) << st.error().message;
+    }
+  };
+  auto g1 = std::make_unique<StreamClient>(login("guest", "guest"));
+  StreamClient g2 = login("guest", "guest");
+  refused_at_open("guest", "guest");  // the user's limit
+  StreamClient a1 = login("app", "a");
+  refused_at_open("app", "a");  // the vhost's limit, though app has one
+  // A connection that goes gives its place back.
+  g1.reset();
+  bool in = false;
+  for (int i = 0; i < 100 && !in; ++i) {
+    auto c = StreamClient::connect(server_.port());
+    ASSERT_TRUE(c.ok());
+    in = c->handshake("app", "a").ok();
+    if (!in) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(in) << "a closed connection's place never came back";
+  auto st = serve_status(server_);
+  EXPECT_GE(st["server"]["connections_refused_limit"].get<uint64_t>(), 2u) << st.dump();
+  // What is open still works.
+  create(g2, "limits");
+  EXPECT_TRUE(a1.send(MetadataRequest{a1.corr(), {"limits"}}).ok());
+  EXPECT_EQ(a1.expect<MetadataResponse>()->streams.at(0).code, ResponseCode::ok);
+}
+
 TEST_F(PermissionsTest, HashedPasswordsAreCheckedAndWrongOnesRefused) {
   auto c = StreamClient::connect(server_.port());
   ASSERT_TRUE(c.ok());
