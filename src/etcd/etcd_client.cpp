@@ -59,11 +59,12 @@ struct Attempt {
 };
 
 Attempt post(CURL* h, const std::string& url, const std::string& body,
-             std::chrono::milliseconds timeout, std::chrono::milliseconds connect_timeout) {
+             std::chrono::milliseconds timeout, std::chrono::milliseconds connect_timeout,
+             const TlsFiles& tls) {
   Attempt a;
   char errbuf[CURL_ERROR_SIZE] = {0};
   curl_easy_reset(h);
-  curl_slist* headers = set_json_post(h, url, body);
+  curl_slist* headers = set_json_post(h, url, body, tls);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, long(std::max<int64_t>(1, timeout.count())));
@@ -199,8 +200,9 @@ Result<EtcdClient::Reply> EtcdClient::call(std::string_view op, std::string_view
         failures.push_back("no free connection before the deadline");
         return out_of_time(what, failures);
       }
-      Attempt a = post(lease.get(), ep + std::string(path), body,
-                       std::min(left, options_.attempt_timeout), options_.connect_timeout);
+      Attempt a =
+          post(lease.get(), ep + std::string(path), body, std::min(left, options_.attempt_timeout),
+               options_.connect_timeout, options_.tls);
       Verdict v = judge(a, ep, what);
       if (v.refusal) return std::move(*v.refusal);
       maybe_applied = maybe_applied || v.maybe_applied;

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "etcd/curl_post.h"
 
 namespace strata::net {
 class CurlPool;
@@ -58,6 +59,8 @@ struct ClientOptions {
   // A watch silent this long asks its member for a linearizable read (one
   // attempt_timeout); no answer moves the watch to the next endpoint. 0: off.
   std::chrono::milliseconds watch_probe_interval{2000};
+  // https endpoints: CA, client certificate and key (curl_post.h).
+  TlsFiles tls;
 };
 
 // "endpoints": non-empty, each http://host:port (https is passed to libcurl

@@ -104,7 +104,7 @@ class EtcdWatch final : public Watch {
     if (!p->h) return;
     p->body = range_json(req_.key, "", 1).dump();
     p->reply.clear();
-    p->headers = set_json_post(p->h, ep + "/v3/kv/range", p->body);
+    p->headers = set_json_post(p->h, ep + "/v3/kv/range", p->body, opts_.tls);
     curl_easy_setopt(p->h, CURLOPT_CONNECTTIMEOUT_MS, long(opts_.connect_timeout.count()));
     curl_easy_setopt(p->h, CURLOPT_TIMEOUT_MS, long(opts_.attempt_timeout.count()));
     curl_easy_setopt(p->h, CURLOPT_WRITEFUNCTION, on_probe_data);
@@ -248,7 +248,7 @@ class EtcdWatch final : public Watch {
   CURL* start_transfer(const std::string& ep, const std::string& body, curl_slist** headers) {
     CURL* h = curl_easy_init();
     if (!h) return nullptr;
-    *headers = set_json_post(h, ep + "/v3/watch", body);
+    *headers = set_json_post(h, ep + "/v3/watch", body, opts_.tls);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, long(opts_.connect_timeout.count()));
     curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, kWatchKeepIdleSeconds);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, kWatchKeepIntervalSeconds);

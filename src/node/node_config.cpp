@@ -1,7 +1,10 @@
 #include "node/node_config.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <set>
 
 #include "catalog/etcd_catalog.h"
@@ -48,6 +51,22 @@ Status read_etcd_catalog(JsonSection& s, EtcdCatalogSettings& e) {
   STRATA_TRY(catalog::validate_namespace(e.ns));
   STRATA_TRY(s.integer("request_timeout_ms", &e.request_timeout_ms));
   STRATA_TRY(s.integer("attempt_timeout_ms", &e.attempt_timeout_ms));
+  STRATA_TRY(s.string("ca_file", &e.ca_file));
+  STRATA_TRY(s.string("cert_file", &e.cert_file));
+  STRATA_TRY(s.string("key_file", &e.key_file));
+  // Files that cannot be read would fail every request later, as a TLS
+  // error far from its cause.
+  for (const auto& [key, file] : {std::pair<const char*, const std::string&>{"ca_file", e.ca_file},
+                                  {"cert_file", e.cert_file},
+                                  {"key_file", e.key_file}}) {
+    if (!file.empty() && ::access(file.c_str(), R_OK) != 0) {
+      return bad(s.key(key), file, std::string("cannot be read: ") + std::strerror(errno));
+    }
+  }
+  if (e.cert_file.empty() != e.key_file.empty()) {
+    return bad(s.key(e.cert_file.empty() ? "cert_file" : "key_file"), "",
+               "a client certificate needs both cert_file and key_file");
+  }
   return Status::OK();
 }
 
@@ -250,7 +269,10 @@ json describe_node_config(const NodeConfig& c) {
                              {"endpoints", c.catalog_etcd.endpoints},
                              {"namespace", c.catalog_etcd.ns},
                              {"request_timeout_ms", c.catalog_etcd.request_timeout_ms},
-                             {"attempt_timeout_ms", c.catalog_etcd.attempt_timeout_ms}}
+                             {"attempt_timeout_ms", c.catalog_etcd.attempt_timeout_ms},
+                             {"ca_file", c.catalog_etcd.ca_file},
+                             {"cert_file", c.catalog_etcd.cert_file},
+                             {"key_file", c.catalog_etcd.key_file}}
                       : json{{"backend", "embedded"}, {"capacity", c.catalog_capacity}}},
       {"log",
        {{"fsync", log::fsync_policy_name(c.fsync)},

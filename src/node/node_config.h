@@ -89,6 +89,11 @@ struct EtcdCatalogSettings {
   std::string ns = "strata";
   int64_t request_timeout_ms = 5'000;
   int64_t attempt_timeout_ms = 1'500;
+  // https endpoints: the CA file, and the client certificate and key for
+  // members that verify clients (etcd's --client-cert-auth).
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
 };
 
 struct NodeConfig {

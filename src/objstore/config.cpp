@@ -1,9 +1,12 @@
 #include "objstore/config.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 
 #include "common/assert.h"
@@ -45,6 +48,7 @@ constexpr Field kFields[] = {
     {"s3.stall_timeout_ms", Kind::integer, false},
     {"s3.max_connections", Kind::integer, false},
     {"s3.tls_verify", Kind::boolean, false},
+    {"s3.ca_file", Kind::string, false},
 };
 
 const Field* find_field(const std::string& path) {
@@ -202,6 +206,7 @@ Status collect_settings(const json& document, const EnvLookup& env,
       {"AWS_REGION", "s3.region"},  // wins over AWS_DEFAULT_REGION, as in the AWS SDKs
       {"AWS_ENDPOINT_URL", "s3.endpoint"},
       {"AWS_ENDPOINT_URL_S3", "s3.endpoint"},  // service-specific wins
+      {"AWS_CA_BUNDLE", "s3.ca_file"},
   };
   if (env) {
     for (const auto& m : env_map) {
@@ -265,6 +270,7 @@ Status apply_settings(Values& vals, const Origins& origins, ObjectStoreConfig& c
   if (has("s3.secret_access_key")) s.secret_access_key = vals["s3.secret_access_key"].s;
   if (has("s3.session_token")) s.session_token = vals["s3.session_token"].s;
   if (has("s3.tls_verify")) s.tls_verify = vals["s3.tls_verify"].b;
+  if (has("s3.ca_file")) s.ca_file = vals["s3.ca_file"].s;
   // Virtual-hosted is AWS's default; a custom endpoint (MinIO, s3rver, ...)
   // usually wants path-style.
   s.addressing = s.endpoint.empty() ? Addressing::virtual_hosted : Addressing::path;
@@ -326,6 +332,12 @@ Status validate_s3(const S3Config& s, const Origins& origins) {
       return bad_setting(origins, "s3.endpoint", "'" + s.endpoint + "'",
                          "expected http://host[:port] or https://host[:port], without a path");
     }
+  }
+  // A CA bundle that cannot be read would fail every request later, as a
+  // TLS error far from its cause.
+  if (!s.ca_file.empty() && ::access(s.ca_file.c_str(), R_OK) != 0) {
+    return bad_setting(origins, "s3.ca_file", "'" + s.ca_file + "'",
+                       std::string("cannot be read: ") + std::strerror(errno));
   }
   if (s.access_key_id.empty() || s.secret_access_key.empty()) {
     return Error(Errc::invalid_argument,
@@ -403,7 +415,8 @@ nlohmann::json describe_config(const ObjectStoreConfig& c) {
              {"request_timeout_ms", s.request_timeout_ms},
              {"stall_timeout_ms", s.stall_timeout_ms},
              {"max_connections", s.max_connections},
-             {"tls_verify", s.tls_verify}};
+             {"tls_verify", s.tls_verify},
+             {"ca_file", s.ca_file}};
   return j;
 }
 

@@ -46,6 +46,9 @@ struct S3Config {
   // wait for a slot, at most request_timeout_ms.
   int max_connections = 16;
   bool tls_verify = true;
+  // PEM bundle of the CAs the endpoint's certificate is checked against
+  // ("": the system's).
+  std::string ca_file;
 
   // The endpoint actually used (default filled in), without trailing '/'.
   std::string effective_endpoint() const;

@@ -241,6 +241,7 @@ HttpResponse perform(CURL* h, const HttpSettings& s, const HttpRequest& req) {
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, s.tls_verify ? 1L : 0L);
   curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, s.tls_verify ? 2L : 0L);
+  if (!s.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, s.ca_file.c_str());
 
   const std::string sigv4 = "aws:amz:" + s.region + ":s3";
   curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sigv4.c_str());

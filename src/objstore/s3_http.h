@@ -30,6 +30,7 @@ struct HttpSettings {
   int request_timeout_ms = 120'000;
   int stall_timeout_ms = 15'000;
   bool tls_verify = true;
+  std::string ca_file;  // "": the system's CAs
 };
 
 struct HttpRequest {

@@ -131,7 +131,7 @@ S3ObjectStore::S3ObjectStore(const S3Config& c, std::string base_url, uint64_t m
     : config_(c),
       settings_{c.region,           c.access_key_id,      c.secret_access_key,
                 c.session_token,    c.connect_timeout_ms, c.request_timeout_ms,
-                c.stall_timeout_ms, c.tls_verify},
+                c.stall_timeout_ms, c.tls_verify,         c.ca_file},
       base_url_(std::move(base_url)),
       bucket_path_(c.addressing == Addressing::path ? "/" + uri_encode(c.bucket, false) : ""),
       max_get_bytes_(max_get_bytes),

@@ -8,6 +8,7 @@
 
 #include "common/fs.h"
 #include "common/metrics.h"
+#include "node/catalog_open.h"
 #include "node/node.h"
 #include "server/access_policy.h"
 #include "server/connection_registry.h"
@@ -145,11 +146,7 @@ Status Server::Impl::open_state() {
 
 Status Server::Impl::join_cluster() {
   const auto& e = cfg.node.catalog_etcd;
-  etcd::ClientOptions o;
-  o.endpoints = e.endpoints;
-  o.request_timeout = std::chrono::milliseconds(e.request_timeout_ms);
-  o.attempt_timeout = std::chrono::milliseconds(e.attempt_timeout_ms);
-  auto client = etcd::EtcdClient::open(o);
+  auto client = etcd::EtcdClient::open(node::etcd_client_options(e));
   if (!client.ok()) return std::move(client).error().with_context("serve: cluster: etcd client");
   std::shared_ptr<etcd::EtcdClient> shared(std::move(client).value());
   auto oc = ownership_config(cfg.cluster, cfg.node,

@@ -114,6 +114,16 @@ TEST(ServeConfig, ErrorsNameTheSetting) {
             {"fail_if_no_peer_cert", true}}),
        "tls.fail_if_no_peer_cert"},
       {tls({{"sslv3", true}}), "tls.sslv3"},
+      {json{{"catalog",
+             {{"backend", "etcd"},
+              {"endpoints", {"https://127.0.0.1:2379"}},
+              {"ca_file", "/nonexistent/ca.pem"}}}},
+       "catalog.ca_file"},
+      {json{{"catalog",
+             {{"backend", "etcd"},
+              {"endpoints", {"https://127.0.0.1:2379"}},
+              {"cert_file", "/etc/passwd"}}}},
+       "catalog.key_file"},
   };
   for (const auto& c : cases) {
     auto r = load_serve_config(c.doc, f, no_env());

@@ -11,7 +11,7 @@
 namespace strata::test {
 
 std::unique_ptr<EtcdCluster> EtcdCluster::start(const std::string& dir, int members,
-                                                std::string* error) {
+                                                std::string* error, std::optional<EtcdTls> tls) {
   if (!have_program("etcd")) {
     *error = "etcd is not on PATH: run scripts/setup.sh (Debian package etcd-server)";
     return nullptr;
@@ -21,6 +21,7 @@ std::unique_ptr<EtcdCluster> EtcdCluster::start(const std::string& dir, int memb
   constexpr int kAttempts = 5;
   for (int attempt = 0;; ++attempt) {
     std::unique_ptr<EtcdCluster> c(new EtcdCluster());
+    c->tls_ = tls;
     std::set<int> used;
     auto fresh_port = [&] {
       int p = free_port();
@@ -36,6 +37,7 @@ std::unique_ptr<EtcdCluster> EtcdCluster::start(const std::string& dir, int memb
       std::filesystem::create_directories(m.log_dir);
       m.client_port = fresh_port();
       m.peer_port = fresh_port();
+      if (tls) m.metrics_port = fresh_port();
       if (!c->initial_cluster_.empty()) c->initial_cluster_ += ",";
       c->initial_cluster_ += m.name + "=http://127.0.0.1:" + std::to_string(m.peer_port);
       c->members_.push_back(std::move(m));
@@ -57,35 +59,50 @@ std::unique_ptr<EtcdCluster> EtcdCluster::start(const std::string& dir, int memb
 }
 
 Process EtcdCluster::spawn(const Member& m) const {
-  const std::string client = "http://127.0.0.1:" + std::to_string(m.client_port);
+  const std::string client =
+      (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(m.client_port);
   const std::string peer = "http://127.0.0.1:" + std::to_string(m.peer_port);
-  return Process::spawn({"etcd",
-                         "--name",
-                         m.name,
-                         "--data-dir",
-                         m.data_dir,
-                         "--listen-client-urls",
-                         client,
-                         "--advertise-client-urls",
-                         client,
-                         "--listen-peer-urls",
-                         peer,
-                         "--initial-advertise-peer-urls",
-                         peer,
-                         "--initial-cluster",
-                         initial_cluster_,
-                         "--initial-cluster-state",
-                         "new",
-                         "--initial-cluster-token",
-                         "strata-test",
-                         "--heartbeat-interval",
-                         "50",
-                         "--election-timeout",
-                         "500",
-                         "--logger=zap",
-                         "--log-level",
-                         "warn"},
-                        m.log_dir);
+  std::vector<std::string> tls_args;
+  if (tls_) {
+    tls_args = {"--cert-file",
+                tls_->cert_file,
+                "--key-file",
+                tls_->key_file,
+                "--listen-metrics-urls",
+                "http://127.0.0.1:" + std::to_string(m.metrics_port)};
+    if (!tls_->client_ca_file.empty()) {
+      tls_args.insert(tls_args.end(),
+                      {"--client-cert-auth", "--trusted-ca-file", tls_->client_ca_file});
+    }
+  }
+  std::vector<std::string> argv = {"etcd",
+                                   "--name",
+                                   m.name,
+                                   "--data-dir",
+                                   m.data_dir,
+                                   "--listen-client-urls",
+                                   client,
+                                   "--advertise-client-urls",
+                                   client,
+                                   "--listen-peer-urls",
+                                   peer,
+                                   "--initial-advertise-peer-urls",
+                                   peer,
+                                   "--initial-cluster",
+                                   initial_cluster_,
+                                   "--initial-cluster-state",
+                                   "new",
+                                   "--initial-cluster-token",
+                                   "strata-test",
+                                   "--heartbeat-interval",
+                                   "50",
+                                   "--election-timeout",
+                                   "500",
+                                   "--logger=zap",
+                                   "--log-level",
+                                   "warn"};
+  argv.insert(argv.end(), tls_args.begin(), tls_args.end());
+  return Process::spawn(argv, m.log_dir);
 }
 
 EtcdCluster::~EtcdCluster() {
@@ -103,7 +120,8 @@ std::vector<std::string> EtcdCluster::endpoints() const {
 }
 
 std::string EtcdCluster::endpoint(int i) const {
-  return "http://127.0.0.1:" + std::to_string(members_[size_t(i)].client_port);
+  return (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") +
+         std::to_string(members_[size_t(i)].client_port);
 }
 
 void EtcdCluster::kill(int i) {
@@ -139,7 +157,11 @@ bool EtcdCluster::restart(int i, std::string* error) {
 
 bool EtcdCluster::wait_healthy(int i, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  const std::string url = endpoint(i) + "/health";
+  // Over TLS the client URL wants a client certificate: health is read on
+  // the plain metrics URL instead.
+  const std::string url =
+      tls_ ? "http://127.0.0.1:" + std::to_string(members_[size_t(i)].metrics_port) + "/health"
+           : endpoint(i) + "/health";
   while (std::chrono::steady_clock::now() < deadline) {
     if (!members_[size_t(i)].proc.running()) return false;
     if (http_get(url, std::chrono::milliseconds(1000)).find("\"true\"") != std::string::npos)

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,15 +18,24 @@
 
 namespace strata::test {
 
+// TLS on the members' client URLs (https): their certificate and key, and
+// with client_ca_file set, client certificates verified against it
+// (--client-cert-auth). Health is then read on a plain metrics URL.
+struct EtcdTls {
+  std::string cert_file;
+  std::string key_file;
+  std::string client_ca_file;
+};
+
 class EtcdCluster {
  public:
   // `dir` must exist; members get <dir>/etcd-<i>.
-  static std::unique_ptr<EtcdCluster> start(const std::string& dir, int members,
-                                            std::string* error);
+  static std::unique_ptr<EtcdCluster> start(const std::string& dir, int members, std::string* error,
+                                            std::optional<EtcdTls> tls = std::nullopt);
   ~EtcdCluster();
 
   int size() const { return int(members_.size()); }
-  // http://127.0.0.1:<client port> of every member, in member order.
+  // http(s)://127.0.0.1:<client port> of every member, in member order.
   std::vector<std::string> endpoints() const;
   std::string endpoint(int i) const;
 
@@ -47,7 +57,7 @@ class EtcdCluster {
  private:
   struct Member {
     std::string name, data_dir, log_dir;
-    int client_port = 0, peer_port = 0;
+    int client_port = 0, peer_port = 0, metrics_port = 0;
     Process proc;
   };
   EtcdCluster() = default;
@@ -55,6 +65,7 @@ class EtcdCluster {
 
   std::vector<Member> members_;
   std::string initial_cluster_;
+  std::optional<EtcdTls> tls_;
 };
 
 }  // namespace strata::test
