@@ -23,7 +23,8 @@ FrameChannel::FrameChannel(uint64_t id, Strand strand, std::unique_ptr<Transport
       counters_(counters),
       frame_max_(frame_max),
       heartbeat_timer_(strand_),
-      linger_timer_(strand_) {
+      linger_timer_(strand_),
+      partial_timer_(strand_) {
   std::error_code ec;
   auto ep = transport_->tcp().remote_endpoint(ec);
   if (!ec) {
@@ -98,6 +99,15 @@ size_t FrameChannel::read_buffer_floor() const {
 void FrameChannel::on_read(const std::error_code& ec, size_t n) {
   reading_ = false;
   if (closed_) return;
+  if (draining_) {
+    // Half-closed: what the peer still sends is dropped until it closes.
+    if (ec) {
+      close_now(drain_why_);
+    } else {
+      drain_more();
+    }
+    return;
+  }
   if (ec) {
     // After an answered Close, the client's end of the stream: the answers
     // still queued go out first.
@@ -120,10 +130,15 @@ void FrameChannel::resume_reading() {
 }
 
 void FrameChannel::process_frames() {
+  bool completed = false;
+  bool paused = false;
   for (;;) {
     if (closed_ || closing_) break;
     auto h = handler_.lock();
-    if (!h || !h->reading_allowed()) break;
+    if (!h || !h->reading_allowed()) {
+      paused = true;
+      break;
+    }
     BytesView buf(in_.data() + in_begin_, in_end_ - in_begin_);
     proto::FrameSplit sp = proto::split_frame(buf, frame_max_);
     if (sp.kind == proto::FrameSplit::too_large) {
@@ -136,6 +151,13 @@ void FrameChannel::process_frames() {
     if (sp.kind == proto::FrameSplit::need_more) break;
     h->on_frame(sp.body(buf));
     in_begin_ += sp.total();
+    completed = true;
+  }
+  // Paused by flow control: a frame waiting now is the server's doing.
+  if (paused) {
+    partial_since_.reset();
+  } else {
+    track_partial(completed);
   }
   if (in_begin_ == in_end_) {
     in_begin_ = in_end_ = 0;
@@ -181,7 +203,7 @@ void FrameChannel::write_more() {
   }
   if (out_q_.empty()) {
     write_active_ = false;
-    if (close_after_write_) close_now("closed after the last frame");
+    if (close_after_write_) half_close("closed after the last frame");
     return;
   }
   write_active_ = true;
@@ -232,6 +254,80 @@ void FrameChannel::write_more() {
   });
 }
 
+// ---- closing gracefully ----
+
+void FrameChannel::half_close(const std::string& why) {
+  if (closed_ || draining_) return;
+  closing_ = true;
+  draining_ = true;
+  drain_why_ = why;
+  // Closing a socket with bytes of the peer unread makes the kernel reset
+  // the connection, and a reset can destroy the last frames (a Close saying
+  // why) before the peer reads them — a client still writing a refused
+  // frame is the usual case. So: our side ends (the peer reads our frames,
+  // then end of stream), what the peer still sends is read and dropped
+  // until it closes too, and after kHalfCloseLinger the socket closes
+  // whatever the peer does.
+  transport_->shutdown_send();
+  linger_timer_.expires_after(kHalfCloseLinger);
+  linger_timer_.async_wait([k = keep()](const std::error_code& ec) {
+    auto& self = k.channel;
+    if (ec || self->closed_) return;
+    self->close_now(self->drain_why_);
+  });
+  if (!reading_) drain_more();
+}
+
+void FrameChannel::drain_more() {
+  if (closed_) return;
+  in_begin_ = in_end_ = 0;
+  if (in_.size() < kPreOpenFrameMax) in_.resize(kPreOpenFrameMax);
+  reading_ = true;
+  transport_->read_some(
+      asio::buffer(in_.data(), in_.size()),
+      [k = keep()](const std::error_code& ec, size_t n) { k.channel->on_read(ec, n); });
+}
+
+// ---- a frame left unfinished ----
+
+void FrameChannel::set_partial_frame_timeout(std::chrono::milliseconds timeout) {
+  partial_timeout_ = timeout;
+  track_partial(false);
+}
+
+void FrameChannel::track_partial(bool frame_completed) {
+  if (partial_timeout_.count() == 0 || closed_ || closing_) return;
+  if (frame_completed || in_begin_ == in_end_) partial_since_.reset();
+  if (in_begin_ == in_end_ || partial_since_) return;
+  partial_since_ = Clock::now();
+  if (!partial_armed_) arm_partial_timer(partial_timeout_);
+}
+
+void FrameChannel::arm_partial_timer(std::chrono::milliseconds after) {
+  partial_armed_ = true;
+  partial_timer_.expires_after(after);
+  partial_timer_.async_wait([k = keep()](const std::error_code& ec) {
+    auto& self = k.channel;
+    self->partial_armed_ = false;
+    if (ec || self->closed_ || self->closing_ || !self->partial_since_) return;
+    const auto waited = Clock::now() - *self->partial_since_;
+    if (waited < self->partial_timeout_) {
+      // The frame in the buffer now was begun later: its own deadline.
+      self->arm_partial_timer(
+          std::chrono::duration_cast<std::chrono::milliseconds>(self->partial_timeout_ - waited));
+      return;
+    }
+    self->counters_.partial_frame_timeouts += 1;
+    spdlog::info(
+        "connection {} ({}): closing: a frame begun {} ms ago is still incomplete "
+        "({} bytes of it arrived; server.partial_frame_timeout_ms)",
+        self->id_, self->peer_,
+        std::chrono::duration_cast<std::chrono::milliseconds>(waited).count(),
+        self->in_end_ - self->in_begin_);
+    self->close_now("partial frame timeout");
+  });
+}
+
 // ---- heartbeat ----
 
 void FrameChannel::set_heartbeat(uint32_t seconds) {
@@ -271,6 +367,7 @@ void FrameChannel::close_now(const std::string& why) {
   transport_->close();
   heartbeat_timer_.cancel();
   linger_timer_.cancel();
+  partial_timer_.cancel();
   // Frames not written: their deliveries learn it (each done runs once).
   auto q = std::move(out_q_);
   out_q_.clear();

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,9 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   // Heartbeats every `seconds` (0: none), and a peer silent for two
   // intervals is closed.
   void set_heartbeat(uint32_t seconds);
+  // From now on a frame begun must be complete within `timeout` while the
+  // channel reads (0: no limit): a peer trickling one frame is closed.
+  void set_partial_frame_timeout(std::chrono::milliseconds timeout);
   // Flow control was lifted: the frames already read run, and reading
   // goes on.
   void resume_reading();
@@ -100,6 +104,10 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
 
  private:
   void read_more();
+  // Ends our side after the last frame and drops what the peer still sends
+  // until it closes (at most kHalfCloseLinger), then closes.
+  void half_close(const std::string& why);
+  void drain_more();
   // The read buffer's usual size: a read's worth once open, no more than
   // one frame may take before.
   size_t read_buffer_floor() const;
@@ -107,6 +115,11 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   void process_frames();
   void write_more();
   void arm_heartbeat();
+  // The partial-frame clock: started when bytes of an unfinished frame wait
+  // in the buffer while reading, stopped by a completed frame, an empty
+  // buffer or a pause.
+  void track_partial(bool frame_completed);
+  void arm_partial_timer(std::chrono::milliseconds after);
 
   const uint64_t id_;
   Strand strand_;
@@ -126,6 +139,10 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   uint32_t heartbeat_s_ = 0;
   asio::steady_timer heartbeat_timer_;
   asio::steady_timer linger_timer_;
+  asio::steady_timer partial_timer_;
+  std::chrono::milliseconds partial_timeout_{0};
+  std::optional<std::chrono::steady_clock::time_point> partial_since_;
+  bool partial_armed_ = false;
   std::chrono::steady_clock::time_point last_read_;
   std::chrono::steady_clock::time_point last_write_;
 
@@ -149,6 +166,8 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   bool close_after_write_ = false;
   bool closing_ = false;
   bool lingering_ = false;  // close_after: the client's end closes it at once
+  bool draining_ = false;   // half_close: our side ended, the peer's read and dropped
+  std::string drain_why_;
   bool closed_ = false;
   uint32_t next_correlation_ = 1;
 };

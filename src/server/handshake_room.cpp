@@ -248,6 +248,8 @@ void HandshakeRoom::on(const OpenRequest& r) {
   send_message(session_, resp);
   vhost_ = r.virtual_host;
   channel_.set_frame_max(tuned_frame_max_);
+  // Before Open the handshake's step deadline bounds a half frame.
+  channel_.set_partial_frame_timeout(std::chrono::milliseconds(settings_.partial_frame_timeout_ms));
   advance(kOpen);
 }
 

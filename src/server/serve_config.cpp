@@ -71,6 +71,9 @@ Status load_server_section(JsonSection s, ServerSettings* out) {
   STRATA_TRY(s.integer_in("handshake_timeout_ms", &out->handshake_timeout_ms, 100, 600'000));
   // Up to 10 s: longer only holds the refused connection's socket.
   STRATA_TRY(s.integer_in("auth_failure_delay_ms", &out->auth_failure_delay_ms, 0, 10'000));
+  // An hour at most: longer is no deadline for a client holding a buffer.
+  STRATA_TRY(
+      s.integer_in("partial_frame_timeout_ms", &out->partial_frame_timeout_ms, 100, 3'600'000));
   STRATA_TRY(string_list(s, "auth_mechanisms", {"PLAIN", "AMQPLAIN", "EXTERNAL", "ANONYMOUS"},
                          &out->auth_mechanisms));
   STRATA_TRY(s.string("anonymous_user", &out->anonymous_user));

@@ -13,7 +13,8 @@
 //                 "coalesce_bytes": 0,                         0: chunks as stored
 //                 "append_linger_us": 2000,                    0: no linger
 //                 "close_linger_ms": 2000,
-//                 "handshake_timeout_ms": 10000, "auth_failure_delay_ms": 1000 },
+//                 "handshake_timeout_ms": 10000, "auth_failure_delay_ms": 1000,
+//                 "partial_frame_timeout_ms": 60000 },
 //     "users", "vhosts", "permissions", "loopback_users",
 //     "definitions_file": who may log in and do what (server/serve_users.h);
 //                  default: guest/guest, everything in "/", loopback only
@@ -86,6 +87,10 @@ struct ServerSettings {
   uint32_t handshake_timeout_ms = 10'000;
   // A failed login is answered only after this, and its connection closed.
   uint32_t auth_failure_delay_ms = 1000;
+  // After Open, a frame begun must be complete within this (else the
+  // connection is closed): a client trickling a frame byte by byte keeps
+  // heartbeats happy but holds its buffer (frame_channel.h).
+  uint32_t partial_frame_timeout_ms = 60'000;
   // The SASL mechanisms offered, of PLAIN, AMQPLAIN, EXTERNAL (a verified
   // TLS client certificate names the user) and ANONYMOUS (logs in as
   // anonymous_user); RabbitMQ's `auth_mechanisms`, same default.

@@ -373,6 +373,10 @@ std::string Server::metrics_text() const {
   w.counter("strata_server_handshake_timeouts_total",
             "Connections closed because a handshake step did not come in time", {},
             double(c.handshake_timeouts.load()));
+  w.counter("strata_server_partial_frame_timeouts_total",
+            "Open connections closed for a frame left incomplete past "
+            "server.partial_frame_timeout_ms",
+            {}, double(c.partial_frame_timeouts.load()));
   w.counter("strata_server_frames_too_large_total",
             "Frames refused for their size (8192 bytes before Open, then frame_max)", {},
             double(c.frames_too_large.load()));
@@ -414,6 +418,7 @@ nlohmann::json Server::status_json() const {
       {"auth_failures", c.auth_failures.load()},
       {"handshake_timeouts", c.handshake_timeouts.load()},
       {"frames_too_large", c.frames_too_large.load()},
+      {"partial_frame_timeouts", c.partial_frame_timeouts.load()},
       {"access_refused", c.access_refused.load()},
       {"connections_refused_limit", c.connections_refused_limit.load()},
   };

@@ -23,6 +23,9 @@ struct ServerCounters {
   std::atomic<uint64_t> auth_failures{0};
   std::atomic<uint64_t> handshake_timeouts{0};
   std::atomic<uint64_t> frames_too_large{0};
+  // Open connections closed because a frame begun was not completed in
+  // server.partial_frame_timeout_ms.
+  std::atomic<uint64_t> partial_frame_timeouts{0};
   // Commands refused for want of a permission (access_policy.h).
   std::atomic<uint64_t> access_refused{0};
   // Connections refused for a limit: server.max_connections when accepted,

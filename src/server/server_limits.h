@@ -25,6 +25,11 @@ inline constexpr size_t kReadChunk = 64u << 10;
 // Small frames queued back to back go out in one gathered write of at most
 // this many frames (a burst of confirms and credits is one syscall).
 inline constexpr size_t kWriteBatchFrames = 64;
+// A connection closed by the server ends its side first and reads what the
+// peer still sends for at most this long before closing: closing with
+// unread bytes resets the connection, which can destroy the Close frame
+// that says why before the peer reads it.
+inline constexpr std::chrono::milliseconds kHalfCloseLinger{1000};
 
 // ---- publishing (publisher_room.h, stream_appender.h) ----
 

@@ -32,6 +32,10 @@ class PlainTransport final : public Transport {
                    std::function<void(std::error_code)> done) override {
     async_write_frame(socket_, std::move(frame), std::move(done));
   }
+  void shutdown_send() override {
+    std::error_code ec;
+    socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  }
   void close() override {
     std::error_code ec;
     socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
@@ -155,6 +159,10 @@ class TlsTransport final : public Transport {
           [frame, body, done = std::move(done)](const std::error_code& ec, size_t) { done(ec); });
   }
 
+  void shutdown_send() override {
+    std::error_code ec;
+    tcp().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  }
   void close() override {
     std::error_code ec;
     tcp().shutdown(asio::ip::tcp::socket::shutdown_both, ec);

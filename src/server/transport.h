@@ -61,6 +61,9 @@ class Transport {
   // first error or success.
   virtual void write_frame(std::shared_ptr<const ChunkFrame> frame,
                            std::function<void(std::error_code)> done) = 0;
+  // Ends the sending side (TCP half-close; over TLS without close_notify):
+  // the peer reads what was written, then end of stream.
+  virtual void shutdown_send() = 0;
   // Closes at once; operations in flight end with an error.
   virtual void close() = 0;
   // Whether a file part goes out without a copy (sendfile).

@@ -167,6 +167,35 @@ TEST_F(StrangerLimitsTest, EachHandshakeStepHasADeadlineAndAnOpenConnectionNone)
   create(open, "still-open");
 }
 
+// After Open: a frame trickled byte by byte (heartbeats cannot see it) is
+// closed once it has been incomplete for server.partial_frame_timeout_ms;
+// a connection sending whole frames slowly is not.
+TEST_F(StrangerLimitsTest, AnOpenConnectionTricklingOneFrameIsClosed) {
+  restart_with_config("partial.json", R"({"server": {"partial_frame_timeout_ms": 600}})",
+                      {"--http", "127.0.0.1:0", "--log-level", "info"});
+  StreamClient trickler = open_client();
+  StreamClient steady = open_client();
+  create(steady, "trickle");
+  ASSERT_TRUE(trickler.send_raw(head_announcing(200, kPublish)).ok());
+  const auto t0 = Clock::now();
+  bool cut = false;
+  for (int i = 0; i < 60 && !cut; ++i) {
+    // One more byte of the frame every 100 ms, and a whole Metadata on the
+    // steady connection, answered each time.
+    cut = !trickler.send_raw(Bytes(1, 'x')).ok();
+    ASSERT_TRUE(steady.send(MetadataRequest{steady.corr(), {"trickle"}}).ok());
+    ASSERT_TRUE(steady.expect<MetadataResponse>().ok()) << "the steady connection was cut";
+    std::this_thread::sleep_for(100ms);
+    if (!cut) cut = trickler.closed_by_server(1ms);
+  }
+  EXPECT_TRUE(cut || trickler.closed_by_server(5s)) << "a trickled frame kept its connection";
+  EXPECT_GE(Clock::now() - t0, 500ms);
+  EXPECT_LT(Clock::now() - t0, 5s);
+  auto st = serve_status(server_);
+  EXPECT_EQ(st["server"]["partial_frame_timeouts"].get<uint64_t>(), 1u) << st.dump();
+  EXPECT_NE(server_log().find("still incomplete"), std::string::npos) << server_log();
+}
+
 // A slow but steady handshake passes: each step comes within the deadline
 // though the whole takes longer than one.
 TEST_F(StrangerLimitsTest, ASlowHandshakeWithinEachStepsDeadlinePasses) {
