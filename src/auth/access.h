@@ -23,6 +23,8 @@ struct User {
   std::string password_hash;
   HashAlgorithm algorithm = HashAlgorithm::sha256;
   std::vector<std::string> tags;
+
+  bool operator==(const User&) const = default;
 };
 
 struct VHost {
@@ -33,6 +35,8 @@ struct VHost {
 // A user's three regexes in one virtual host, as RabbitMQ stores them.
 struct UserPermission {
   std::string user, vhost, configure, write, read;
+
+  bool operator==(const UserPermission&) const = default;
 };
 
 enum class Op { configure, write, read };

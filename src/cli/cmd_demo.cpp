@@ -352,7 +352,8 @@ void run_demo(const DemoFlags& f, Context& ctx) {
   if (!cfg->http_listen.empty()) {
     node::Node* n = node->get();
     auto h = server::AdminHttp::start(cfg->http_listen, {[n] { return n->metrics_text(); },
-                                                         [n] { return n->status_json().dump(); }});
+                                                         [n] { return n->status_json().dump(); },
+                                                         /*api=*/nullptr});
     if (!h.ok()) return ctx.fail(std::move(h).error().with_context("demo"));
     http = std::move(h).value();
   }

@@ -84,7 +84,8 @@ void run_serve(const ServeCliFlags& f, Context& ctx) {
   std::unique_ptr<server::AdminHttp> http;
   if (!http_listen.empty()) {
     auto h = server::AdminHttp::start(
-        http_listen, {[s] { return s->metrics_text(); }, [s] { return s->status_json().dump(); }});
+        http_listen, {[s] { return s->metrics_text(); }, [s] { return s->status_json().dump(); },
+                      [s](const server::ApiRequest& r) { return s->api(r); }});
     if (!h.ok()) {
       (void)s->stop();
       return ctx.fail(std::move(h).error().with_context("serve"));

@@ -7,12 +7,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "auth/password_hash.h"
 #include "cli/command.h"
+#include "cli/password_input.h"
 #include "common/json_config.h"
 #include "server/serve_users.h"
 
@@ -24,31 +23,13 @@ struct HashFlags {
   std::string password_file;
 };
 
-Result<std::string> read_password(const std::string& file) {
-  std::string pw;
-  if (file.empty()) {
-    std::getline(std::cin, pw);
-  } else {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return Error(Errc::io, fmt::format("cannot read '{}'", file));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    pw = ss.str();
-    // One trailing line end, as `strata serve` reads a password_file.
-    if (!pw.empty() && pw.back() == '\n') pw.pop_back();
-  }
-  if (!pw.empty() && pw.back() == '\r') pw.pop_back();
-  if (pw.empty()) return Error(Errc::invalid_argument, "the password is empty");
-  return pw;
-}
-
 void run_hash(const HashFlags& f, Context& ctx) {
   // Short names as well as RabbitMQ's module names.
   std::string name = f.algorithm;
   if (name.find("rabbit_password_hashing_") != 0) name = "rabbit_password_hashing_" + name;
   auto alg = auth::parse_hash_algorithm(name);
   if (!alg.ok()) return ctx.fail(std::move(alg).error().with_context("--algorithm"));
-  auto pw = read_password(f.password_file);
+  auto pw = read_password_input(f.password_file);
   if (!pw.ok()) return ctx.fail(std::move(pw).error().with_context("users hash-password"));
   auto hash = auth::hash_password_random(*pw, *alg);
   if (!hash.ok()) return ctx.fail(std::move(hash).error());

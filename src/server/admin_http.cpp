@@ -46,6 +46,25 @@ Result<std::unique_ptr<AdminHttp>> AdminHttp::start(const std::string& listen,
   svr.Get("/status", [h = handlers](const httplib::Request&, httplib::Response& res) {
     res.set_content(h.status(), "application/json");
   });
+  if (handlers.api) {
+    auto serve_api = [h = handlers](const httplib::Request& req, httplib::Response& res) {
+      ApiRequest r;
+      r.method = req.method;
+      r.path = req.path;
+      r.body = req.body;
+      r.authorization = req.get_header_value("Authorization");
+      r.loopback = req.remote_addr == "127.0.0.1" || req.remote_addr == "::1" ||
+                   req.remote_addr.starts_with("127.") || req.remote_addr == "::ffff:127.0.0.1";
+      ApiReply a = h.api(r);
+      res.status = a.status;
+      if (a.status == 401) res.set_header("WWW-Authenticate", "Basic realm=\"strata\"");
+      if (!a.body.empty()) res.set_content(a.body, "application/json");
+    };
+    svr.Get("/api/.*", serve_api);
+    svr.Put("/api/.*", serve_api);
+    svr.Delete("/api/.*", serve_api);
+    svr.Post("/api/.*", serve_api);
+  }
   // Two workers are plenty for scrapes and status calls; a node's thread
   // count should not grow with the CPU count.
   svr.new_task_queue = [] { return new httplib::ThreadPool(2); };
@@ -107,6 +126,27 @@ Result<std::string> admin_get(const std::string& url, const std::string& path, i
     return Error(Errc::io, fmt::format("GET {}{}: HTTP {}", url, path, res->status));
   }
   return res->body;
+}
+
+Result<ApiReply> api_request(const std::string& url, const ApiCall& call, int timeout_ms) {
+  httplib::Client cli(url);
+  cli.set_connection_timeout(std::chrono::milliseconds(timeout_ms));
+  cli.set_read_timeout(std::chrono::milliseconds(timeout_ms));
+  cli.set_write_timeout(std::chrono::milliseconds(timeout_ms));
+  cli.set_basic_auth(call.user, call.password);
+  if (call.method != "GET" && call.method != "PUT" && call.method != "DELETE" &&
+      call.method != "POST") {
+    return Error(Errc::invalid_argument, "api_request: method " + call.method);
+  }
+  httplib::Result res = call.method == "GET"    ? cli.Get(call.path)
+                        : call.method == "PUT"  ? cli.Put(call.path, call.body, "application/json")
+                        : call.method == "POST" ? cli.Post(call.path, call.body, "application/json")
+                                                : cli.Delete(call.path);
+  if (!res) {
+    return Error(Errc::unavailable, fmt::format("{} {}{}: {}", call.method, url, call.path,
+                                                httplib::to_string(res.error())));
+  }
+  return ApiReply{res->status, res->body};
 }
 
 }  // namespace strata::server

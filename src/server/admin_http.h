@@ -1,6 +1,8 @@
 // AdminHttp: the node's operator endpoint over HTTP (cpp-httplib, two
-// worker threads): GET /metrics (Prometheus text) and GET /status (JSON).
-// Loopback by default; it serves only what the callbacks return.
+// worker threads): GET /metrics (Prometheus text), GET /status (JSON), and
+// the management API under /api (server/management_api.h), which
+// authenticates each request itself. Loopback by default; it serves only
+// what the callbacks return.
 #pragma once
 
 #include <functional>
@@ -9,12 +11,15 @@
 #include <thread>
 
 #include "common/result.h"
+#include "server/management_api.h"
 
 namespace strata::server {
 
 struct AdminHandlers {
   std::function<std::string()> metrics;  // Prometheus text
   std::function<std::string()> status;   // a JSON document
+  // /api/...: any method; unset: 404.
+  std::function<ApiReply(const ApiRequest&)> api;
 };
 
 class AdminHttp {
@@ -46,5 +51,14 @@ class AdminHttp {
 // the body, or an error naming the URL.
 Result<std::string> admin_get(const std::string& url, const std::string& path,
                               int timeout_ms = 5000);
+
+// One management API call with HTTP Basic credentials: the status and the
+// body, whatever the status; an error only when no answer came (naming the
+// URL). `path` is sent as given (the caller encodes it).
+struct ApiCall {
+  std::string method, path, body;
+  std::string user, password;
+};
+Result<ApiReply> api_request(const std::string& url, const ApiCall& call, int timeout_ms = 10000);
 
 }  // namespace strata::server

@@ -3,15 +3,20 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <asio/bind_executor.hpp>
 #include <asio/ip/address.hpp>
 #include <asio/post.hpp>
 
 #include "server/serve_config.h"
+#include "server/server_limits.h"
 
 namespace strata::server {
 
 Listener::Listener(asio::io_context& io, std::unique_ptr<asio::ip::tcp::acceptor> acceptor)
-    : io_(io), acceptor_(std::move(acceptor)) {}
+    : io_(io),
+      strand_(asio::make_strand(io)),
+      acceptor_(std::move(acceptor)),
+      retry_timer_(strand_) {}
 
 Listener::~Listener() = default;
 
@@ -40,26 +45,49 @@ Result<std::unique_ptr<Listener>> Listener::open(asio::io_context& io, const std
 
 void Listener::start(OnAccept on_accept) {
   on_accept_ = std::move(on_accept);
-  accept();
+  asio::post(strand_, [this] { accept(); });
 }
 
 void Listener::accept() {
-  Strand strand = asio::make_strand(io_);
-  acceptor_->async_accept(strand,
-                          [this, strand](const std::error_code& ec, asio::ip::tcp::socket sock) {
-                            if (ec) {
-                              if (ec == asio::error::operation_aborted) return;
-                              spdlog::warn("serve: accept: {}", ec.message());
-                            } else {
-                              on_accept_(std::move(sock), strand);
-                            }
-                            accept();
-                          });
+  if (closed_) return;
+  Strand conn_strand = asio::make_strand(io_);
+  acceptor_->async_accept(
+      conn_strand, asio::bind_executor(strand_, [this, conn_strand](const std::error_code& ec,
+                                                                    asio::ip::tcp::socket sock) {
+        on_accepted(ec, std::move(sock), conn_strand);
+      }));
+}
+
+void Listener::on_accepted(const std::error_code& ec, asio::ip::tcp::socket sock,
+                           Strand conn_strand) {
+  // Closed while this completion was queued: an accept on the closed
+  // acceptor would fail at once, again and again (a stop that never ends).
+  if (closed_ || ec == asio::error::operation_aborted) return;
+  if (!ec) {
+    failures_ = 0;
+    on_accept_(std::move(sock), conn_strand);
+    accept();
+    return;
+  }
+  failures_ += 1;
+  // Out of descriptors (EMFILE) fails every accept until a connection
+  // closes: pause instead of spinning, and log the first failure and then
+  // at powers of two.
+  if ((failures_ & (failures_ - 1)) == 0) {
+    spdlog::warn("serve: accepting on {}:{} failed ({} in a row): {}; retrying in {} ms", host_,
+                 port_, failures_, ec.message(), kAcceptRetryPause.count());
+  }
+  retry_timer_.expires_after(kAcceptRetryPause);
+  retry_timer_.async_wait([this](const std::error_code& wait_ec) {
+    if (!wait_ec) accept();
+  });
 }
 
 void Listener::close() {
-  asio::post(io_, [this] {
+  asio::post(strand_, [this] {
+    closed_ = true;
     std::error_code ec;
+    retry_timer_.cancel();
     acceptor_->close(ec);
   });
 }

@@ -10,6 +10,7 @@
 #include "common/metrics.h"
 #include "node/catalog_open.h"
 #include "node/node.h"
+#include "server/access_admin.h"
 #include "server/access_policy.h"
 #include "server/connection_registry.h"
 #include "server/listener.h"
@@ -57,6 +58,10 @@ struct Server::Impl {
   std::unique_ptr<Listener> tls_listener;
   std::unique_ptr<TlsContexts> tls;
   std::unique_ptr<AccessPolicy> access;
+  // The etcd client of a cluster node (null on a single node).
+  std::shared_ptr<etcd::EtcdClient> etcd;
+  std::unique_ptr<AccessAdmin> access_admin;
+  ApiCounters api_counters;
   ConnectionEnv env;
 
   std::mutex stop_mu;
@@ -103,6 +108,19 @@ Status Server::Impl::start() {
   env.settings = &cfg.server;
   access = std::make_unique<AccessPolicy>(cfg.server.users.access);
   env.access = access.get();
+  // Live changes to the users sit beside the catalog: in etcd for a
+  // cluster (every node polls them), in the data directory otherwise.
+  access_admin =
+      std::make_unique<AccessAdmin>(access.get(),
+                                    etcd ? etcd_access_store(etcd, cfg.node.catalog_etcd.ns)
+                                         : file_access_store(posix_fs(), cfg.node.data_dir),
+                                    cfg.server.users.access, [this] {
+                                      for (auto& c : registry.all()) c->recheck_access();
+                                    });
+  if (auto st = access_admin->start(etcd ? kAccessPollInterval : std::chrono::milliseconds(0));
+      !st.ok()) {
+    return std::move(st).error().with_context("serve");
+  }
   env.counters = &counters;
   env.logins = &logins;
   env.quota = &quota;
@@ -149,6 +167,7 @@ Status Server::Impl::join_cluster() {
   auto client = etcd::EtcdClient::open(node::etcd_client_options(e));
   if (!client.ok()) return std::move(client).error().with_context("serve: cluster: etcd client");
   std::shared_ptr<etcd::EtcdClient> shared(std::move(client).value());
+  etcd = shared;
   auto oc = ownership_config(cfg.cluster, cfg.node,
                              fmt::format("{}:{}", advertised_host(), advertised_port()));
   oc.on_release = [this](const std::string& name) {
@@ -255,6 +274,7 @@ Status Server::Impl::stop() {
   stage = "retiring streams";
   for (auto& s : streams) s->retire();
   if (sac) sac->stop();
+  if (access_admin) access_admin->stop();
   if (cluster_offsets) cluster_offsets->close();
   // Revokes the lease: other nodes take this node's streams over at once.
   stage = "giving up ownership";
@@ -321,15 +341,21 @@ Status Server::stop() {
 }
 
 void Server::reload_users(const UserSettings& users) {
-  const auto& a = *users.access;
-  impl_->access->replace(users.access);
-  spdlog::info("serve: users reloaded: {} users, {} vhosts, {} permission entries",
-               a.users().size(), a.vhosts().size(), a.permissions().size());
+  impl_->access_admin->set_base(users.access);
+  const auto a = impl_->access->current();
+  spdlog::info(
+      "serve: users reloaded: {} users, {} vhosts, {} permission entries (with the live changes "
+      "in {})",
+      a->users().size(), a->vhosts().size(), a->permissions().size(),
+      impl_->access_admin->store_where());
   if (users.peer.user != impl_->cfg.server.users.peer.user) {
     spdlog::warn("serve: the node's own login (user '{}') changes only at restart",
                  impl_->cfg.server.users.peer.user);
   }
-  for (auto& c : impl_->registry.all()) c->recheck_access();
+}
+
+ApiReply Server::api(const ApiRequest& r) {
+  return handle_management_api(*impl_->access_admin, impl_->api_counters, r);
 }
 
 const char* Server::stop_stage() const {
@@ -393,6 +419,12 @@ std::string Server::metrics_text() const {
   w.counter("strata_server_access_refused_total",
             "Commands refused for want of a configure, write or read permission", {},
             double(c.access_refused.load()));
+  w.counter("strata_http_api_auth_failures_total",
+            "Management API requests refused for wrong credentials", {},
+            double(impl_->api_counters.auth_failures.load()));
+  w.counter("strata_access_changes_total",
+            "Live changes to users and permissions made through this node's management API", {},
+            double(impl_->api_counters.changes.load()));
   return text + w.text();
 }
 
@@ -422,6 +454,15 @@ nlohmann::json Server::status_json() const {
       {"access_refused", c.access_refused.load()},
       {"connections_refused_limit", c.connections_refused_limit.load()},
   };
+  if (m.access_admin) {
+    const auto a = m.access->current();
+    j["server"]["users"] = {
+        {"users", a->users().size()},
+        {"permissions", a->permissions().size()},
+        {"live_changes", m.access_admin->store_where()},
+        {"live_changes_version", m.access_admin->version()},
+    };
+  }
   if (m.tls) {
     auto cur = m.tls->current();
     j["server"]["tls"] = {

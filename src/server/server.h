@@ -24,6 +24,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "server/management_api.h"
 #include "server/serve_config.h"
 
 namespace strata::server {
@@ -59,6 +60,9 @@ class Server {
   // (open ones keep theirs). An error (a file that does not load) changes
   // nothing; without a TLS listener there is nothing to reload.
   Status reload_tls(const TlsSettings& s);
+
+  // The management API (server/management_api.h); from any thread.
+  ApiReply api(const ApiRequest& r);
 
   std::string metrics_text() const;
   nlohmann::json status_json() const;

@@ -30,6 +30,13 @@ inline constexpr size_t kWriteBatchFrames = 64;
 // unread bytes resets the connection, which can destroy the Close frame
 // that says why before the peer reads it.
 inline constexpr std::chrono::milliseconds kHalfCloseLinger{1000};
+// How often a cluster node re-reads the live changes to users another node
+// may have stored (server/access_admin.h): a change made on one node is in
+// force on every node within about this long.
+inline constexpr std::chrono::milliseconds kAccessPollInterval{2000};
+// After a failed accept (EMFILE: out of descriptors until a connection
+// closes), the listener waits this long before accepting again.
+inline constexpr std::chrono::milliseconds kAcceptRetryPause{100};
 
 // ---- publishing (publisher_room.h, stream_appender.h) ----
 

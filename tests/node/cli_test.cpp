@@ -156,9 +156,9 @@ TEST(NodeCli, StatusShowsARunningNodesStreams) {
   ASSERT_OK((*log)->append(std::span<const BytesView>(views)));
   ASSERT_OK((*n)->flush("orders", std::chrono::seconds(30)));
   Node* node = n->get();
-  auto http = server::AdminHttp::start(
-      "127.0.0.1:0",
-      {[node] { return node->metrics_text(); }, [node] { return node->status_json().dump(); }});
+  auto http = server::AdminHttp::start("127.0.0.1:0",
+                                       {[node] { return node->metrics_text(); },
+                                        [node] { return node->status_json().dump(); }, nullptr});
   ASSERT_OK(http);
   auto r = strata_cmd({"status", "--url", (*http)->url()});
   ASSERT_EQ(r.status, 0) << r.output;
@@ -242,9 +242,9 @@ TEST(NodeCli, StatusListsPendingDeletions) {
   auto n = Node::open(*cfg);
   ASSERT_OK(n);
   Node* node = n->get();
-  auto http = server::AdminHttp::start(
-      "127.0.0.1:0",
-      {[node] { return node->metrics_text(); }, [node] { return node->status_json().dump(); }});
+  auto http = server::AdminHttp::start("127.0.0.1:0",
+                                       {[node] { return node->metrics_text(); },
+                                        [node] { return node->status_json().dump(); }, nullptr});
   ASSERT_OK(http);
   auto j = strata_cmd({"--json", "status", "--url", (*http)->url()});
   ASSERT_EQ(j.status, 0) << j.output;
@@ -268,7 +268,8 @@ TEST(NodeCli, AnAdminEndpointStoppedRightAfterStartStops) {
   int rounds = 0;
   std::thread t([&] {
     for (; rounds < 300; ++rounds) {
-      auto http = server::AdminHttp::start("127.0.0.1:0", {[] { return ""; }, [] { return ""; }});
+      auto http =
+          server::AdminHttp::start("127.0.0.1:0", {[] { return ""; }, [] { return ""; }, nullptr});
       if (!http.ok()) break;
       (*http)->stop();
     }

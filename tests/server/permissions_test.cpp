@@ -1,8 +1,10 @@
 // Users and permissions on a live `strata serve`: every command checked as
 // RabbitMQ's stream reader checks it (server/access_policy.h), vhost access
 // at Open, passwords given as RabbitMQ's hashes.
+#include <algorithm>
 #include <csignal>
 #include <fstream>
+#include <regex>
 #include <thread>
 
 #include "auth/password_hash.h"
@@ -209,6 +211,118 @@ TEST_F(PermissionsTest, SighupReloadsUsersLive) {
   EXPECT_EQ(subscribe_code(app, 1, "app-1"), ResponseCode::ok);
   StreamClient app2 = login("app", "a");
   EXPECT_EQ(create_code(app2, "app-3"), ResponseCode::access_refused);
+}
+
+// The node's HTTP endpoint, as `strata serve` printed it.
+std::string http_url(ServeProcess& server) {
+  static const std::regex re("http on (127\\.0\\.0\\.1:[0-9]+)\n");
+  std::smatch m;
+  const std::string out = server.process().stdout_text();
+  if (!std::regex_search(out, m, re)) return "";
+  return "http://" + m[1].str();
+}
+
+// Live administration through the management API (`strata user`,
+// `strata permissions`): a user added on the running node logs in, gets
+// exactly the permissions set, loses them live; only administrators may
+// change users; the changes outlive a restart and a configuration reload.
+TEST_F(PermissionsTest, UsersAndPermissionsChangeLiveThroughTheCli) {
+  const std::string url = http_url(server_);
+  ASSERT_FALSE(url.empty()) << server_.process().stdout_text();
+  const std::string admin_pw = dir_.sub("guest.pw");
+  std::ofstream(admin_pw) << "guest\n";
+  const std::string bob_pw = dir_.sub("bob.pw");
+  std::ofstream(bob_pw) << "b0b\n";
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.end(), {"--node", url, "--admin-password-file", admin_pw});
+    return strata_cli(args);
+  };
+  auto r = cli({"user", "add", "bob", "--password-file", bob_pw, "--tags", "monitoring"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("user 'bob' added"), std::string::npos) << r.out;
+  // No permissions yet: bob cannot open "/".
+  {
+    auto c = StreamClient::connect(server_.port());
+    ASSERT_TRUE(c.ok());
+    EXPECT_FALSE(c->handshake("bob", "b0b").ok());
+  }
+  r = cli({"permissions", "set", "bob", "^bob-", "^bob-", ".*"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  StreamClient bob = login("bob", "b0b");
+  EXPECT_EQ(create_code(bob, "bob-1"), ResponseCode::ok);
+  EXPECT_EQ(create_code(bob, "shared-2"), ResponseCode::access_refused);
+  EXPECT_EQ(subscribe_code(bob, 0, "shared"), ResponseCode::ok);
+
+  r = cli({"--json", "user", "list"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto users = nlohmann::json::parse(r.out)["users"];
+  auto it = std::find_if(users.begin(), users.end(), [](auto& u) { return u["name"] == "bob"; });
+  ASSERT_NE(it, users.end()) << r.out;
+  EXPECT_EQ((*it)["tags"], nlohmann::json::array({"monitoring"}));
+  r = cli({"--json", "permissions", "list"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find(R"("configure":"^bob-")"), std::string::npos) << r.out;
+  r = cli({"vhost", "list"});
+  EXPECT_EQ(r.out, "/\n") << r.err;
+
+  // bob is no administrator: 403; a wrong password: 401, counted.
+  auto as_bob = strata_cli(
+      {"user", "list", "--node", url, "--admin-user", "bob", "--admin-password-file", bob_pw});
+  EXPECT_EQ(as_bob.status, 1);
+  EXPECT_NE(as_bob.err.find("HTTP 403"), std::string::npos) << as_bob.err;
+  auto wrong = strata_cli({"user", "list", "--node", url, "--admin-password-file", bob_pw});
+  EXPECT_EQ(wrong.status, 1);
+  EXPECT_NE(wrong.err.find("HTTP 401"), std::string::npos) << wrong.err;
+  EXPECT_NE(serve_http_get(server_, "/metrics").find("strata_http_api_auth_failures_total 1"),
+            std::string::npos);
+  // A permission for a vhost that does not exist, and a bad regex: refused.
+  r = cli({"permissions", "set", "bob", ".*", ".*", ".*", "--vhost", "nope"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("no vhost 'nope'"), std::string::npos) << r.err;
+  r = cli({"permissions", "set", "bob", "(", ".*", ".*"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("HTTP 400"), std::string::npos) << r.err;
+
+  // Cleared: bob's open connection loses "/" and is closed.
+  r = cli({"permissions", "clear", "bob"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto close = bob.expect<CloseRequest>();
+  ASSERT_TRUE(close.ok()) << close.error().message;
+
+  // A new password; the configuration's user "app" deleted live.
+  std::ofstream(bob_pw, std::ios::trunc) << "n3w\n";
+  ASSERT_EQ(cli({"user", "passwd", "bob", "--password-file", bob_pw}).status, 0);
+  ASSERT_EQ(cli({"permissions", "set", "bob", "", "", ".*"}).status, 0);
+  r = cli({"user", "delete", "app"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = cli({"user", "delete", "nobody"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("HTTP 404"), std::string::npos) << r.err;
+
+  // After a restart with the same configuration (which still has "app"),
+  // and after a SIGHUP, the live changes stand.
+  ASSERT_EQ(server_.stop(), 0);
+  server_ = ServeProcess::start(
+      dir_.sub("data"), {"--config", dir_.sub("users.json"), "--http", "127.0.0.1:0"}, dir_.path());
+  ASSERT_GT(server_.port(), 0) << server_.process().stderr_text();
+  server_.process().kill(SIGHUP);
+  for (int i = 0; i < 500; ++i) {
+    if (server_.process().stderr_text().find("reloaded") != std::string::npos) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  StreamClient bob2 = login("bob", "n3w");
+  EXPECT_EQ(subscribe_code(bob2, 0, "shared"), ResponseCode::ok);
+  EXPECT_EQ(create_code(bob2, "bob-2"), ResponseCode::access_refused);
+  for (auto [who, pw] : {std::pair{"bob", "b0b"}, std::pair{"app", "a"}}) {
+    auto c = StreamClient::connect(server_.port());
+    ASSERT_TRUE(c.ok());
+    EXPECT_FALSE(c->handshake(who, pw).ok()) << who;
+  }
+  const std::string defs = strata_cli({"--json", "user", "list", "--node", http_url(server_),
+                                       "--admin-password-file", admin_pw})
+                               .out;
+  EXPECT_NE(defs.find("\"bob\""), std::string::npos) << defs;
+  EXPECT_EQ(defs.find("\"app\""), std::string::npos) << defs;
 }
 
 // `strata users`: a hash made by hash-password is one RabbitMQ's format

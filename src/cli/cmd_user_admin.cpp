@@ -1,0 +1,300 @@
+// Live administration of a running node's users, through its management
+// API (server/management_api.h) — RabbitMQ's rabbitmqctl verbs:
+//   strata user add NAME [--tags a,b] [--password-file F | --no-password]
+//   strata user passwd NAME [--password-file F]
+//   strata user tags NAME [TAG...]
+//   strata user delete NAME
+//   strata user list
+//   strata permissions set USER CONFIGURE WRITE READ [--vhost V]
+//   strata permissions clear USER [--vhost V]
+//   strata permissions list [--vhost V]
+//   strata vhost list
+// Every command logs in as --admin-user (default guest) with the password
+// of --admin-password-file, else $STRATA_ADMIN_PASSWORD, else "guest",
+// against --node (default http://127.0.0.1:9552, the node's --http). New
+// passwords are read from a file or stdin, never from argv.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/password_input.h"
+#include "server/admin_http.h"
+
+namespace strata::cli {
+namespace {
+
+using json = nlohmann::json;
+
+struct AdminLogin {
+  std::string node = "http://127.0.0.1:9552";
+  std::string user = "guest";
+  std::string password_file;
+};
+
+void add_login_flags(CLI::App* cmd, AdminLogin* l) {
+  cmd->add_option("--node", l->node, "The node's HTTP endpoint (its --http address)");
+  cmd->add_option("--admin-user", l->user, "Log in as this administrator")
+      ->envname("STRATA_ADMIN_USER");
+  cmd->add_option("--admin-password-file", l->password_file,
+                  "The administrator's password (default: $STRATA_ADMIN_PASSWORD, else guest)");
+}
+
+// Percent-encodes a path segment (a vhost "/" becomes %2F).
+std::string encode_segment(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += char(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+// One API call; the reply when its status is one of `ok`, else an error
+// naming the call and the node's reason.
+Result<server::ApiReply> admin_call(const AdminLogin& l, std::string method, std::string path,
+                                    std::string body, std::initializer_list<int> ok) {
+  server::ApiCall c{std::move(method), std::move(path), std::move(body), l.user, {}};
+  if (!l.password_file.empty()) {
+    STRATA_ASSIGN_OR_RETURN(c.password, read_password_input(l.password_file));
+  } else if (const char* env = std::getenv("STRATA_ADMIN_PASSWORD")) {
+    c.password = env;
+  } else {
+    c.password = "guest";
+  }
+  STRATA_ASSIGN_OR_RETURN(server::ApiReply r, server::api_request(l.node, c));
+  for (int s : ok) {
+    if (r.status == s) return r;
+  }
+  std::string reason = r.body;
+  json b = json::parse(r.body, nullptr, false);
+  if (b.is_object() && b.contains("reason") && b["reason"].is_string()) {
+    reason = b["reason"].get<std::string>();
+  }
+  const Errc errc = r.status == 404   ? Errc::not_found
+                    : r.status == 400 ? Errc::invalid_argument
+                                      : Errc::unavailable;
+  return Error(errc, fmt::format("{} {}{}: HTTP {}: {}", c.method, l.node, c.path, r.status,
+                                 reason.empty() ? "(no reason given)" : reason));
+}
+
+Result<json> admin_get_json(const AdminLogin& l, const std::string& path) {
+  STRATA_ASSIGN_OR_RETURN(server::ApiReply r, admin_call(l, "GET", path, "", {200}));
+  json j = json::parse(r.body, nullptr, false);
+  if (j.is_discarded()) {
+    return Error(Errc::corrupt, fmt::format("GET {}{}: the answer is not JSON", l.node, path));
+  }
+  return j;
+}
+
+std::vector<std::string> split_tags(const std::vector<std::string>& args) {
+  std::vector<std::string> tags;
+  for (const auto& a : args) {
+    size_t i = 0;
+    while (i <= a.size()) {
+      size_t j = a.find(',', i);
+      if (j == std::string::npos) j = a.size();
+      if (j > i) tags.push_back(a.substr(i, j - i));
+      i = j + 1;
+    }
+  }
+  return tags;
+}
+
+struct UserFlags {
+  AdminLogin login;
+  std::string name;
+  std::vector<std::string> tags;
+  std::string password_file;
+  bool no_password = false;
+};
+
+void user_put(const UserFlags& f, Context& ctx, bool keep_tags, bool keep_password) {
+  json body = json::object();
+  if (keep_tags || keep_password) {
+    auto cur = admin_get_json(f.login, "/api/users/" + encode_segment(f.name));
+    if (!cur.ok()) return ctx.fail(cur.error());
+    if (keep_tags) body["tags"] = (*cur)["tags"];
+    if (keep_password) {
+      body["password_hash"] = (*cur)["password_hash"];
+      body["hashing_algorithm"] = (*cur)["hashing_algorithm"];
+    }
+  }
+  if (!keep_tags) body["tags"] = split_tags(f.tags);
+  if (!keep_password && !f.no_password) {
+    auto pw = read_password_input(f.password_file);
+    if (!pw.ok()) return ctx.fail(std::move(pw).error().with_context("new password"));
+    body["password"] = *pw;
+  }
+  auto r =
+      admin_call(f.login, "PUT", "/api/users/" + encode_segment(f.name), body.dump(), {201, 204});
+  if (!r.ok()) return ctx.fail(r.error());
+  const bool created = r->status == 201;
+  if (ctx.json) {
+    ctx.print_json({{"user", f.name}, {"created", created}});
+  } else {
+    std::cout << fmt::format("user '{}' {}\n", f.name, created ? "added" : "changed");
+  }
+}
+
+void user_delete(const UserFlags& f, Context& ctx) {
+  auto r = admin_call(f.login, "DELETE", "/api/users/" + encode_segment(f.name), "", {204});
+  if (!r.ok()) return ctx.fail(r.error());
+  if (ctx.json) {
+    ctx.print_json({{"user", f.name}, {"deleted", true}});
+  } else {
+    std::cout << fmt::format("user '{}' deleted\n", f.name);
+  }
+}
+
+void user_list(const AdminLogin& l, Context& ctx) {
+  auto users = admin_get_json(l, "/api/users");
+  if (!users.ok()) return ctx.fail(users.error());
+  if (ctx.json) {
+    json out = json::array();
+    for (const auto& u : *users) out.push_back({{"name", u["name"]}, {"tags", u["tags"]}});
+    ctx.print_json({{"users", out}});
+    return;
+  }
+  for (const auto& u : *users) {
+    std::cout << fmt::format("{}  [{}]\n", u["name"].get<std::string>(),
+                             fmt::join(u["tags"].get<std::vector<std::string>>(), ", "));
+  }
+}
+
+struct PermFlags {
+  AdminLogin login;
+  std::string vhost = "/";
+  std::string user, configure, write, read;
+};
+
+std::string permission_path(const PermFlags& f) {
+  return "/api/permissions/" + encode_segment(f.vhost) + "/" + encode_segment(f.user);
+}
+
+void permissions_set(const PermFlags& f, Context& ctx) {
+  json body = {{"configure", f.configure}, {"write", f.write}, {"read", f.read}};
+  auto r = admin_call(f.login, "PUT", permission_path(f), body.dump(), {201, 204});
+  if (!r.ok()) return ctx.fail(r.error());
+  if (ctx.json) {
+    ctx.print_json({{"user", f.user}, {"vhost", f.vhost}, {"set", true}});
+  } else {
+    std::cout << fmt::format("permissions of '{}' in vhost '{}' set\n", f.user, f.vhost);
+  }
+}
+
+void permissions_clear(const PermFlags& f, Context& ctx) {
+  auto r = admin_call(f.login, "DELETE", permission_path(f), "", {204});
+  if (!r.ok()) return ctx.fail(r.error());
+  if (ctx.json) {
+    ctx.print_json({{"user", f.user}, {"vhost", f.vhost}, {"cleared", true}});
+  } else {
+    std::cout << fmt::format("permissions of '{}' in vhost '{}' cleared\n", f.user, f.vhost);
+  }
+}
+
+void permissions_list(const PermFlags& f, Context& ctx) {
+  auto perms = admin_get_json(f.login, "/api/permissions");
+  if (!perms.ok()) return ctx.fail(perms.error());
+  json out = json::array();
+  for (const auto& p : *perms) {
+    if (p["vhost"] == f.vhost) out.push_back(p);
+  }
+  if (ctx.json) {
+    ctx.print_json({{"vhost", f.vhost}, {"permissions", out}});
+    return;
+  }
+  for (const auto& p : out) {
+    std::cout << fmt::format("{}  configure '{}'  write '{}'  read '{}'\n",
+                             p["user"].get<std::string>(), p["configure"].get<std::string>(),
+                             p["write"].get<std::string>(), p["read"].get<std::string>());
+  }
+}
+
+void vhost_list(const AdminLogin& l, Context& ctx) {
+  auto vhosts = admin_get_json(l, "/api/vhosts");
+  if (!vhosts.ok()) return ctx.fail(vhosts.error());
+  if (ctx.json) {
+    ctx.print_json({{"vhosts", *vhosts}});
+    return;
+  }
+  for (const auto& v : *vhosts) std::cout << v["name"].get<std::string>() << "\n";
+}
+
+Registrar reg_user_admin([](CLI::App& app, Context& ctx) {
+  auto* user = app.add_subcommand("user", "Users of a running node (its management API)");
+  user->require_subcommand(1);
+
+  auto uf = std::make_shared<UserFlags>();
+  auto* add = user->add_subcommand(
+      "add", "Add a user, or replace one (password read from --password-file or stdin)");
+  add->add_option("name", uf->name, "User name")->required();
+  add->add_option("--tags", uf->tags, "Tags (administrator, monitoring, ...)")->delimiter(',');
+  add->add_option("--password-file", uf->password_file, "Read the password from this file");
+  add->add_flag("--no-password", uf->no_password,
+                "No password: the user can log in only by certificate (EXTERNAL)");
+  add_login_flags(add, &uf->login);
+  add->callback([uf, &ctx] { user_put(*uf, ctx, false, false); });
+
+  auto* passwd = user->add_subcommand(
+      "passwd", "Change a user's password (read from --password-file or stdin); tags stay");
+  passwd->add_option("name", uf->name, "User name")->required();
+  passwd->add_option("--password-file", uf->password_file, "Read the password from this file");
+  add_login_flags(passwd, &uf->login);
+  passwd->callback([uf, &ctx] { user_put(*uf, ctx, true, false); });
+
+  auto* tags = user->add_subcommand("tags", "Set a user's tags (none: clear them); password stays");
+  tags->add_option("name", uf->name, "User name")->required();
+  tags->add_option("tags", uf->tags, "Tags");
+  add_login_flags(tags, &uf->login);
+  tags->callback([uf, &ctx] { user_put(*uf, ctx, false, true); });
+
+  auto* del = user->add_subcommand("delete", "Delete a user and its permissions");
+  del->add_option("name", uf->name, "User name")->required();
+  add_login_flags(del, &uf->login);
+  del->callback([uf, &ctx] { user_delete(*uf, ctx); });
+
+  auto* list = user->add_subcommand("list", "List the users and their tags");
+  add_login_flags(list, &uf->login);
+  list->callback([uf, &ctx] { user_list(uf->login, ctx); });
+
+  auto* perms = app.add_subcommand("permissions", "Permissions on a running node");
+  perms->require_subcommand(1);
+  auto pf = std::make_shared<PermFlags>();
+  auto* set = perms->add_subcommand(
+      "set", "Set a user's configure, write and read regexes in a vhost (RabbitMQ's meaning)");
+  set->add_option("user", pf->user, "User name")->required();
+  set->add_option("configure", pf->configure, "Configure regex")->required();
+  set->add_option("write", pf->write, "Write regex")->required();
+  set->add_option("read", pf->read, "Read regex")->required();
+  set->add_option("--vhost,-p", pf->vhost, "Virtual host (default /)");
+  add_login_flags(set, &pf->login);
+  set->callback([pf, &ctx] { permissions_set(*pf, ctx); });
+
+  auto* clear = perms->add_subcommand("clear", "Clear a user's permissions in a vhost");
+  clear->add_option("user", pf->user, "User name")->required();
+  clear->add_option("--vhost,-p", pf->vhost, "Virtual host (default /)");
+  add_login_flags(clear, &pf->login);
+  clear->callback([pf, &ctx] { permissions_clear(*pf, ctx); });
+
+  auto* plist = perms->add_subcommand("list", "List the permissions in a vhost");
+  plist->add_option("--vhost,-p", pf->vhost, "Virtual host (default /)");
+  add_login_flags(plist, &pf->login);
+  plist->callback([pf, &ctx] { permissions_list(*pf, ctx); });
+
+  auto* vhost = app.add_subcommand("vhost", "Virtual hosts of a running node");
+  vhost->require_subcommand(1);
+  auto vl = std::make_shared<AdminLogin>();
+  auto* vlist = vhost->add_subcommand("list", "List the virtual hosts");
+  add_login_flags(vlist, vl.get());
+  vlist->callback([vl, &ctx] { vhost_list(*vl, ctx); });
+});
+
+}  // namespace
+}  // namespace strata::cli

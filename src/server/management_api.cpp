@@ -1,0 +1,293 @@
+#include "server/management_api.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
+
+#include "auth/base64.h"
+#include "auth/definitions.h"
+
+namespace strata::server {
+
+using json = nlohmann::json;
+
+namespace {
+
+ApiReply reply(int status, const json& body) {
+  return ApiReply{status, body.dump(-1, ' ', false, json::error_handler_t::replace)};
+}
+ApiReply error_reply(int status, std::string_view error, std::string_view reason) {
+  return reply(status, {{"error", error}, {"reason", reason}});
+}
+ApiReply no_content() {
+  return ApiReply{204, ""};
+}
+
+// The status an edit's refusal gets.
+ApiReply refused(const Error& e) {
+  switch (e.code) {
+    case Errc::not_found:
+      return error_reply(404, "not_found", e.message);
+    case Errc::invalid_argument:
+      return error_reply(400, "bad_request", e.message);
+    default:
+      return error_reply(503, "unavailable", e.message);
+  }
+}
+
+std::optional<std::pair<std::string, std::string>> basic_credentials(const std::string& header) {
+  constexpr std::string_view kBasic = "Basic ";
+  if (header.size() <= kBasic.size() || header.compare(0, kBasic.size(), kBasic) != 0) {
+    return std::nullopt;
+  }
+  auto raw = auth::base64_decode(std::string_view(header).substr(kBasic.size()));
+  if (!raw.ok()) return std::nullopt;
+  std::string text(raw->begin(), raw->end());
+  auto colon = text.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  return std::pair{text.substr(0, colon), text.substr(colon + 1)};
+}
+
+json user_json(const auth::User& u) {
+  return {{"name", u.name},
+          {"password_hash", u.password_hash},
+          {"hashing_algorithm", auth::hash_algorithm_name(u.algorithm)},
+          {"tags", u.tags}};
+}
+
+json permission_json(const auth::UserPermission& p) {
+  return {{"user", p.user},
+          {"vhost", p.vhost},
+          {"configure", p.configure},
+          {"write", p.write},
+          {"read", p.read}};
+}
+
+// "/api/a/b/c" -> {"a", "b", "c"}. The vhost "/" arrives decoded as an
+// empty segment between two slashes ("/api/permissions///guest"); it is
+// the one vhost name with a slash strata can have, so an empty segment in
+// a vhost position reads as "/".
+std::vector<std::string> segments(std::string_view path) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < path.size() && path[i] == '/') ++i;
+  while (i <= path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string_view::npos) j = path.size();
+    out.emplace_back(path.substr(i, j - i));
+    if (j == path.size()) break;
+    i = j + 1;
+  }
+  return out;
+}
+
+// /api/permissions/VHOST/USER with VHOST "/" decoded: "permissions", "",
+// "", "USER". Folds the two empty segments of "/" back into one "/".
+std::vector<std::string> fold_root_vhost(std::vector<std::string> s) {
+  if (s.size() == 5 && s[1] == "permissions" && s[2].empty() && s[3].empty()) {
+    return {s[0], s[1], "/", s[4]};
+  }
+  return s;
+}
+
+Result<auth::User> user_from_body(const std::string& name, const std::string& body) {
+  json b = json::parse(body.empty() ? "{}" : body, nullptr, false);
+  if (!b.is_object()) {
+    return Error(Errc::invalid_argument, "the request body is not a JSON object");
+  }
+  b["name"] = name;
+  // RabbitMQ's PUT /api/users takes a user without tags as one with none.
+  if (!b.contains("tags")) b["tags"] = json::array();
+  json doc = {{"users", json::array({b})}};
+  STRATA_ASSIGN_OR_RETURN(auth::Definitions d, auth::parse_definitions(doc.dump(), "request body"));
+  return std::move(d.users.front());
+}
+
+Result<auth::UserPermission> permission_from_body(const std::string& vhost, const std::string& user,
+                                                  const std::string& body) {
+  json b = json::parse(body.empty() ? "{}" : body, nullptr, false);
+  if (!b.is_object()) {
+    return Error(Errc::invalid_argument, "the request body is not a JSON object");
+  }
+  b["user"] = user;
+  b["vhost"] = vhost;
+  json doc = {{"permissions", json::array({b})}};
+  STRATA_ASSIGN_OR_RETURN(auth::Definitions d, auth::parse_definitions(doc.dump(), "request body"));
+  return std::move(d.permissions.front());
+}
+
+class Api {
+ public:
+  Api(AccessAdmin& admin, ApiCounters& counters, const ApiRequest& r)
+      : admin_(admin), counters_(counters), r_(r), now_(admin.current()) {}
+
+  ApiReply run() {
+    auto creds = basic_credentials(r_.authorization);
+    if (!creds) return unauthorized("credentials required (HTTP Basic)");
+    if (now_->authenticate_plain(creds->first, creds->second, r_.loopback) !=
+        auth::AuthOutcome::ok) {
+      counters_.auth_failures += 1;
+      spdlog::info("http: {} {}: login refused for user '{}'", r_.method, r_.path, creds->first);
+      return unauthorized("login refused");
+    }
+    caller_ = creds->first;
+    auto s = fold_root_vhost(segments(r_.path));
+    if (s.size() < 2 || s[0] != "api") return error_reply(404, "not_found", "no such resource");
+    if (s[1] == "whoami" && s.size() == 2 && r_.method == "GET") {
+      return reply(200, {{"name", caller_}, {"tags", now_->find_user(caller_)->tags}});
+    }
+    if (!now_->has_tag(caller_, "administrator")) {
+      return error_reply(403, "not_authorised",
+                         fmt::format("user '{}' is not tagged administrator", caller_));
+    }
+    if (s[1] == "users") return users(s);
+    if (s[1] == "permissions") return permissions(s);
+    if (s[1] == "vhosts" && s.size() == 2 && r_.method == "GET") return vhosts();
+    if (s[1] == "definitions" && s.size() == 2 && r_.method == "GET") return definitions();
+    return error_reply(404, "not_found", "no such resource");
+  }
+
+ private:
+  ApiReply unauthorized(std::string_view why) {
+    ApiReply a = error_reply(401, "not_authorized", why);
+    return a;
+  }
+  ApiReply method_not_allowed() {
+    return error_reply(405, "method_not_allowed", r_.method + " " + r_.path);
+  }
+
+  ApiReply changed(const Status& st, int ok_status, const std::string& what) {
+    if (!st.ok()) return refused(st.error());
+    counters_.changes += 1;
+    spdlog::info("http: user '{}' {}", caller_, what);
+    return ok_status == 204 ? no_content() : ApiReply{ok_status, ""};
+  }
+
+  ApiReply users(const std::vector<std::string>& s) {
+    if (s.size() == 2) {
+      if (r_.method != "GET") return method_not_allowed();
+      json out = json::array();
+      for (const auto& u : now_->users()) out.push_back(user_json(u));
+      return reply(200, out);
+    }
+    const std::string& name = s[2];
+    if (s.size() == 4 && s[3] == "permissions" && r_.method == "GET") {
+      if (!now_->find_user(name)) return error_reply(404, "not_found", "no such user");
+      json out = json::array();
+      for (const auto& p : now_->permissions()) {
+        if (p.user == name) out.push_back(permission_json(p));
+      }
+      return reply(200, out);
+    }
+    if (s.size() != 3 || name.empty()) return error_reply(404, "not_found", "no such resource");
+    if (r_.method == "GET") {
+      const auth::User* u = now_->find_user(name);
+      if (!u) return error_reply(404, "not_found", "no such user");
+      return reply(200, user_json(*u));
+    }
+    if (r_.method == "PUT") {
+      auto user = user_from_body(name, r_.body);
+      if (!user.ok()) return refused(user.error());
+      const bool existed = now_->find_user(name) != nullptr;
+      Status st = admin_.edit([&](auth::AccessOverlay* o, const auth::AccessControl&) {
+        overlay_put_user(o, *user);
+        return Status::OK();
+      });
+      return changed(st, existed ? 204 : 201,
+                     fmt::format("{} user '{}'", existed ? "changed" : "added", name));
+    }
+    if (r_.method == "DELETE") {
+      Status st = admin_.edit([&](auth::AccessOverlay* o, const auth::AccessControl& now) {
+        if (!now.find_user(name)) return Status(Error(Errc::not_found, "no such user"));
+        overlay_delete_user(o, name);
+        return Status::OK();
+      });
+      return changed(st, 204, fmt::format("deleted user '{}'", name));
+    }
+    return method_not_allowed();
+  }
+
+  ApiReply permissions(const std::vector<std::string>& s) {
+    if (s.size() == 2) {
+      if (r_.method != "GET") return method_not_allowed();
+      json out = json::array();
+      for (const auto& p : now_->permissions()) out.push_back(permission_json(p));
+      return reply(200, out);
+    }
+    if (s.size() != 4) return error_reply(404, "not_found", "no such resource");
+    const std::string& vhost = s[2];
+    const std::string& user = s[3];
+    auto find = [&](const auth::AccessControl& a) -> const auth::UserPermission* {
+      for (const auto& p : a.permissions()) {
+        if (p.user == user && p.vhost == vhost) return &p;
+      }
+      return nullptr;
+    };
+    if (r_.method == "GET") {
+      const auth::UserPermission* p = find(*now_);
+      if (!p) return error_reply(404, "not_found", "no such permission entry");
+      return reply(200, permission_json(*p));
+    }
+    if (r_.method == "PUT") {
+      auto perm = permission_from_body(vhost, user, r_.body);
+      if (!perm.ok()) return refused(perm.error());
+      const bool existed = find(*now_) != nullptr;
+      Status st = admin_.edit([&](auth::AccessOverlay* o, const auth::AccessControl& now) {
+        if (!now.find_user(user)) {
+          return Status(Error(Errc::invalid_argument, fmt::format("no user '{}'", user)));
+        }
+        if (!now.has_vhost(vhost)) {
+          return Status(Error(Errc::invalid_argument, fmt::format("no vhost '{}'", vhost)));
+        }
+        overlay_set_permission(o, *perm);
+        return Status::OK();
+      });
+      return changed(st, existed ? 204 : 201,
+                     fmt::format("set permissions of '{}' in vhost '{}'", user, vhost));
+    }
+    if (r_.method == "DELETE") {
+      Status st = admin_.edit([&](auth::AccessOverlay* o, const auth::AccessControl& now) {
+        if (!find(now)) return Status(Error(Errc::not_found, "no such permission entry"));
+        overlay_clear_permission(o, user, vhost);
+        return Status::OK();
+      });
+      return changed(st, 204,
+                     fmt::format("cleared permissions of '{}' in vhost '{}'", user, vhost));
+    }
+    return method_not_allowed();
+  }
+
+  ApiReply vhosts() {
+    json out = json::array();
+    for (const auto& v : now_->vhosts()) {
+      out.push_back({{"name", v.name}, {"description", v.description}});
+    }
+    return reply(200, out);
+  }
+
+  ApiReply definitions() {
+    auth::Definitions d;
+    d.users = now_->users();
+    d.vhosts = now_->vhosts();
+    d.permissions = now_->permissions();
+    return ApiReply{200, auth::export_definitions(d)};
+  }
+
+  AccessAdmin& admin_;
+  ApiCounters& counters_;
+  const ApiRequest& r_;
+  std::shared_ptr<const auth::AccessControl> now_;
+  std::string caller_;
+};
+
+}  // namespace
+
+ApiReply handle_management_api(AccessAdmin& admin, ApiCounters& counters, const ApiRequest& r) {
+  return Api(admin, counters, r).run();
+}
+
+}  // namespace strata::server

@@ -1,0 +1,53 @@
+// The management API's user administration, in the shapes of RabbitMQ's
+// management plugin (so rabbitmqadmin-style scripts and `strata user`
+// speak one dialect), served under /api on the node's HTTP endpoint:
+//   GET    /api/whoami                       the caller: name, tags
+//   GET    /api/users                        [{name, password_hash, hashing_algorithm, tags}]
+//   GET    /api/users/NAME
+//   PUT    /api/users/NAME                   {"password": "..."} or {"password_hash": "...",
+//                                            "hashing_algorithm": "..."}, "tags": "a,b" or
+//                                            ["a","b"]: 201 created, 204 replaced
+//   DELETE /api/users/NAME                   204; the user's permissions go with it
+//   GET    /api/users/NAME/permissions
+//   GET    /api/vhosts                       [{name, description}]
+//   GET    /api/permissions                  [{user, vhost, configure, write, read}]
+//   GET    /api/permissions/VHOST/USER
+//   PUT    /api/permissions/VHOST/USER       {"configure": RE, "write": RE, "read": RE}
+//   DELETE /api/permissions/VHOST/USER
+//   GET    /api/definitions                  users, vhosts, permissions as RabbitMQ exports
+// Every call authenticates with HTTP Basic as a strata user (the stream
+// protocol's rules: loopback-only users only from loopback) and needs the
+// `administrator` tag, except whoami: 401 without valid credentials, 403
+// without the tag. Errors are {"error": ..., "reason": ...} as RabbitMQ's.
+// VHOST in a path is URL-encoded ("/" is %2F).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "server/access_admin.h"
+
+namespace strata::server {
+
+struct ApiRequest {
+  std::string method;  // GET, PUT, DELETE, POST
+  std::string path;    // decoded: "/api/permissions///guest" for vhost "/"
+  std::string body;
+  std::string authorization;  // the Authorization header as sent ("" when absent)
+  bool loopback = false;      // the peer's address is a loopback address
+};
+
+struct ApiReply {
+  int status = 200;
+  std::string body;  // JSON ("" for 204)
+};
+
+struct ApiCounters {
+  std::atomic<uint64_t> auth_failures{0};  // 401 answers to credentials that were given
+  std::atomic<uint64_t> changes{0};        // edits stored
+};
+
+ApiReply handle_management_api(AccessAdmin& admin, ApiCounters& counters, const ApiRequest& r);
+
+}  // namespace strata::server
