@@ -9,6 +9,8 @@
 //   strata permissions clear USER [--vhost V]
 //   strata permissions list [--vhost V]
 //   strata vhost list
+//   strata definitions export [--file F]
+//   strata definitions import FILE [--from-vhost V]
 // Every command logs in as --admin-user (default guest) with the password
 // of --admin-password-file, else $STRATA_ADMIN_PASSWORD, else "guest",
 // against --node (default http://127.0.0.1:9552, the node's --http). New
@@ -17,8 +19,10 @@
 #include <fmt/ranges.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli/command.h"
 #include "cli/password_input.h"
@@ -227,6 +231,53 @@ void vhost_list(const AdminLogin& l, Context& ctx) {
   for (const auto& v : *vhosts) std::cout << v["name"].get<std::string>() << "\n";
 }
 
+struct DefinitionsFlags {
+  AdminLogin login;
+  std::string file;
+  std::string from_vhost;
+};
+
+void definitions_export(const DefinitionsFlags& f, Context& ctx) {
+  auto r = admin_call(f.login, "GET", "/api/definitions", "", {200});
+  if (!r.ok()) return ctx.fail(r.error());
+  if (f.file.empty()) {
+    std::cout << r->body << "\n";
+    return;
+  }
+  std::ofstream out(f.file, std::ios::binary | std::ios::trunc);
+  out << r->body << "\n";
+  out.close();
+  if (!out) return ctx.fail(Error(Errc::io, fmt::format("cannot write '{}'", f.file)));
+  if (ctx.json) {
+    ctx.print_json({{"file", f.file}, {"bytes", r->body.size() + 1}});
+  } else {
+    std::cout << fmt::format("definitions written to {}\n", f.file);
+  }
+}
+
+void definitions_import(const DefinitionsFlags& f, Context& ctx) {
+  std::ifstream in(f.file, std::ios::binary);
+  if (!in) return ctx.fail(Error(Errc::io, fmt::format("cannot read '{}'", f.file)));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string path =
+      "/api/definitions" +
+      (f.from_vhost.empty() ? "" : "?from_vhost=" + encode_segment(f.from_vhost));
+  auto r = admin_call(f.login, "POST", path, ss.str(), {200});
+  if (!r.ok()) return ctx.fail(std::move(r).error().with_context(f.file));
+  json j = json::parse(r->body, nullptr, false);
+  if (ctx.json || !j.is_object()) {
+    ctx.print_json(j);
+    return;
+  }
+  std::cout << fmt::format(
+      "{}: {} users, {} permission entries; streams created: {}; already "
+      "there: {}\n",
+      f.file, j["users"].get<int>(), j["permissions"].get<int>(), j["streams_created"].size(),
+      j["streams_existing"].size());
+  for (const auto& s : j["skipped"]) std::cout << "  skipped: " << s.get<std::string>() << "\n";
+}
+
 Registrar reg_user_admin([](CLI::App& app, Context& ctx) {
   auto* user = app.add_subcommand("user", "Users of a running node (its management API)");
   user->require_subcommand(1);
@@ -294,6 +345,25 @@ Registrar reg_user_admin([](CLI::App& app, Context& ctx) {
   auto* vlist = vhost->add_subcommand("list", "List the virtual hosts");
   add_login_flags(vlist, vl.get());
   vlist->callback([vl, &ctx] { vhost_list(*vl, ctx); });
+
+  auto* defs = app.add_subcommand(
+      "definitions",
+      "RabbitMQ definitions JSON (users, vhosts, permissions, streams) of a running node");
+  defs->require_subcommand(1);
+  auto df = std::make_shared<DefinitionsFlags>();
+  auto* exp = defs->add_subcommand("export", "Export the node's definitions (stdout or --file)");
+  exp->add_option("--file", df->file, "Write to this file");
+  add_login_flags(exp, &df->login);
+  exp->callback([df, &ctx] { definitions_export(*df, ctx); });
+  auto* imp = defs->add_subcommand(
+      "import",
+      "Import a definitions file (RabbitMQ's export_definitions): users, permissions, "
+      "streams; the rest is listed as skipped");
+  imp->add_option("file", df->file, "The definitions file")->required();
+  imp->add_option("--from-vhost", df->from_vhost,
+                  "Take this vhost's permissions and streams as those of / (strata serves /)");
+  add_login_flags(imp, &df->login);
+  imp->callback([df, &ctx] { definitions_import(*df, ctx); });
 });
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "auth/base64.h"
 #include "auth/definitions.h"
+#include "server/definitions_streams.h"
 
 namespace strata::server {
 
@@ -122,8 +123,8 @@ Result<auth::UserPermission> permission_from_body(const std::string& vhost, cons
 
 class Api {
  public:
-  Api(AccessAdmin& admin, ApiCounters& counters, const ApiRequest& r)
-      : admin_(admin), counters_(counters), r_(r), now_(admin.current()) {}
+  Api(AccessAdmin& admin, ApiCounters& counters, const ApiStreams& streams, const ApiRequest& r)
+      : admin_(admin), counters_(counters), streams_(streams), r_(r), now_(admin.current()) {}
 
   ApiReply run() {
     auto creds = basic_credentials(r_.authorization);
@@ -148,6 +149,7 @@ class Api {
     if (s[1] == "permissions") return permissions(s);
     if (s[1] == "vhosts" && s.size() == 2 && r_.method == "GET") return vhosts();
     if (s[1] == "definitions" && s.size() == 2 && r_.method == "GET") return definitions();
+    if (s[1] == "definitions" && s.size() == 2 && r_.method == "POST") return import_definitions();
     return error_reply(404, "not_found", "no such resource");
   }
 
@@ -274,11 +276,121 @@ class Api {
     d.users = now_->users();
     d.vhosts = now_->vhosts();
     d.permissions = now_->permissions();
+    auto streams = streams_.list();
+    if (!streams.ok()) return refused(streams.error());
+    for (const auto& [name, settings] : *streams) {
+      d.streams.push_back({name, "/", queue_arguments_from_settings(settings)});
+    }
     return ApiReply{200, auth::export_definitions(d)};
+  }
+
+  // RabbitMQ's import, for what strata models: everything is checked
+  // before anything changes (a malformed file, a stream argument strata
+  // refuses, a stream that exists with other arguments: 400, nothing
+  // done); then the users and permissions go in as one live change and
+  // the streams are created. What strata does not hold (other vhosts,
+  // queues that are not streams) is listed as skipped.
+  ApiReply import_definitions() {
+    auto defs = auth::parse_definitions(r_.body, "request body");
+    if (!defs.ok()) return refused(defs.error());
+    // With from_vhost, that vhost's entries are "/"'s, and only they count.
+    const std::string& from = r_.from_vhost;
+    auto take = [&](std::string* vhost) {
+      if (from.empty()) return now_->has_vhost(*vhost);
+      if (*vhost != from) return false;
+      *vhost = "/";
+      return true;
+    };
+    json skipped = json::array();
+    for (const auto& v : defs->vhosts) {
+      if (from.empty() ? !now_->has_vhost(v.name) : v.name != from) {
+        skipped.push_back(fmt::format("vhost '{}': vhosts come from the configuration", v.name));
+      }
+    }
+    std::vector<auth::UserPermission> perms;
+    for (auto p : defs->permissions) {
+      const std::string was = p.vhost;
+      if (take(&p.vhost)) {
+        perms.push_back(std::move(p));
+      } else {
+        skipped.push_back(fmt::format("permissions of '{}' in vhost '{}'", p.user, was));
+      }
+    }
+    for (const auto& q : defs->skipped_queues) {
+      skipped.push_back(fmt::format("queue '{}' in vhost '{}': type {}", q.name, q.vhost, q.type));
+    }
+    auto existing = streams_.list();
+    if (!existing.ok()) return refused(existing.error());
+    std::vector<std::pair<std::string, node::StreamSettings>> to_create;
+    json existed = json::array();
+    for (auto sd : defs->streams) {
+      const std::string was = sd.vhost;
+      if (!take(&sd.vhost) || sd.vhost != "/") {
+        skipped.push_back(fmt::format("stream '{}' in vhost '{}'", sd.name, was));
+        continue;
+      }
+      std::vector<std::string> ignored;
+      auto settings = settings_from_queue_arguments(sd.arguments, &ignored);
+      if (!settings.ok()) {
+        return error_reply(400, "bad_request",
+                           fmt::format("stream '{}': {}", sd.name, settings.error().message));
+      }
+      for (const auto& i : ignored) {
+        skipped.push_back(fmt::format("stream '{}': argument {}", sd.name, i));
+      }
+      auto it = std::find_if(existing->begin(), existing->end(),
+                             [&](const auto& e) { return e.first == sd.name; });
+      if (it == existing->end()) {
+        to_create.emplace_back(sd.name, *settings);
+      } else if (it->second == *settings) {
+        existed.push_back(sd.name);
+      } else {
+        return error_reply(400, "bad_request",
+                           fmt::format("stream '{}' exists with other arguments", sd.name));
+      }
+    }
+    Status st = admin_.edit([&](auth::AccessOverlay* o, const auth::AccessControl& now) {
+      for (const auto& u : defs->users) overlay_put_user(o, u);
+      for (const auto& p : perms) {
+        const bool known = now.find_user(p.user) != nullptr ||
+                           std::any_of(defs->users.begin(), defs->users.end(),
+                                       [&](const auth::User& u) { return u.name == p.user; });
+        if (!known) {
+          return Status(Error(Errc::invalid_argument,
+                              fmt::format("permissions of unknown user '{}'", p.user)));
+        }
+        overlay_set_permission(o, p);
+      }
+      return Status::OK();
+    });
+    if (!st.ok()) return refused(st.error());
+    if (!defs->users.empty() || !perms.empty()) counters_.changes += 1;
+    json created = json::array();
+    for (const auto& [name, settings] : to_create) {
+      Status c = streams_.create(name, settings);
+      if (!c.ok() && c.error().code != Errc::already_exists) {
+        return error_reply(
+            500, "internal_error",
+            fmt::format("stream '{}': {} (users, permissions and the streams before it are "
+                        "imported)",
+                        name, c.error().message));
+      }
+      (c.ok() ? created : existed).push_back(name);
+    }
+    spdlog::info(
+        "http: user '{}' imported definitions: {} users, {} permissions, {} streams "
+        "created, {} skipped",
+        caller_, defs->users.size(), perms.size(), created.size(), skipped.size());
+    return reply(200, {{"users", defs->users.size()},
+                       {"permissions", perms.size()},
+                       {"streams_created", created},
+                       {"streams_existing", existed},
+                       {"skipped", skipped}});
   }
 
   AccessAdmin& admin_;
   ApiCounters& counters_;
+  const ApiStreams& streams_;
   const ApiRequest& r_;
   std::shared_ptr<const auth::AccessControl> now_;
   std::string caller_;
@@ -286,8 +398,9 @@ class Api {
 
 }  // namespace
 
-ApiReply handle_management_api(AccessAdmin& admin, ApiCounters& counters, const ApiRequest& r) {
-  return Api(admin, counters, r).run();
+ApiReply handle_management_api(AccessAdmin& admin, ApiCounters& counters, const ApiStreams& streams,
+                               const ApiRequest& r) {
+  return Api(admin, counters, streams, r).run();
 }
 
 }  // namespace strata::server

@@ -14,7 +14,13 @@
 //   GET    /api/permissions/VHOST/USER
 //   PUT    /api/permissions/VHOST/USER       {"configure": RE, "write": RE, "read": RE}
 //   DELETE /api/permissions/VHOST/USER
-//   GET    /api/definitions                  users, vhosts, permissions as RabbitMQ exports
+//   GET    /api/definitions                  users, vhosts, permissions and streams (queues of
+//                                            type stream) as RabbitMQ exports them
+//   POST   /api/definitions                  imports a RabbitMQ definitions file: its users
+//                                            and permissions become live changes, its streams
+//                                            are created (server/definitions_streams.h);
+//                                            ?from_vhost=V takes vhost V's permissions and
+//                                            streams as those of "/" (and skips the others)
 // Every call authenticates with HTTP Basic as a strata user (the stream
 // protocol's rules: loopback-only users only from loopback) and needs the
 // `administrator` tag, except whoami: 401 without valid credentials, 403
@@ -24,8 +30,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "node/stream_settings.h"
 #include "server/access_admin.h"
 
 namespace strata::server {
@@ -34,6 +44,7 @@ struct ApiRequest {
   std::string method;  // GET, PUT, DELETE, POST
   std::string path;    // decoded: "/api/permissions///guest" for vhost "/"
   std::string body;
+  std::string from_vhost;     // the query parameter of that name ("" when absent)
   std::string authorization;  // the Authorization header as sent ("" when absent)
   bool loopback = false;      // the peer's address is a loopback address
 };
@@ -48,6 +59,16 @@ struct ApiCounters {
   std::atomic<uint64_t> changes{0};        // edits stored
 };
 
-ApiReply handle_management_api(AccessAdmin& admin, ApiCounters& counters, const ApiRequest& r);
+// What the API needs of the node's streams (the definitions' queues).
+struct ApiStreams {
+  // Every stream with the settings it was created with.
+  std::function<Result<std::vector<std::pair<std::string, node::StreamSettings>>>()> list;
+  // As a Create: already_exists when present with these settings,
+  // invalid_argument with others.
+  std::function<Status(const std::string&, const node::StreamSettings&)> create;
+};
+
+ApiReply handle_management_api(AccessAdmin& admin, ApiCounters& counters, const ApiStreams& streams,
+                               const ApiRequest& r);
 
 }  // namespace strata::server

@@ -126,6 +126,28 @@ Status load_tls_section(JsonSection s, TlsSettings* out) {
   return Status::OK();
 }
 
+// cluster.peer_user and peer_password_file: the nodes' login to each other.
+// A user the configuration has must accept the password (a typo would
+// otherwise show only as replica links refused at run time); one it does
+// not have may be a user added live (management API).
+Status apply_peer_login(const ClusterSettings& c, UserSettings* users) {
+  if (c.peer_user.empty() && c.peer_password_file.empty()) return Status::OK();
+  if (c.peer_user.empty() || c.peer_password_file.empty()) {
+    return bad(c.peer_user.empty() ? "cluster.peer_user" : "cluster.peer_password_file",
+               "cluster.peer_user and cluster.peer_password_file go together");
+  }
+  STRATA_ASSIGN_OR_RETURN(std::string pw,
+                          read_secret_file("cluster.peer_password_file", c.peer_password_file));
+  if (users->access->find_user(c.peer_user) != nullptr &&
+      users->access->authenticate_plain(c.peer_user, pw, /*loopback=*/true) !=
+          auth::AuthOutcome::ok) {
+    return bad("cluster.peer_password_file", fmt::format("the password in '{}' is not user '{}''s",
+                                                         c.peer_password_file, c.peer_user));
+  }
+  users->peer = PeerLogin{c.peer_user, std::move(pw)};
+  return Status::OK();
+}
+
 Status load_cluster_section(JsonSection s, ClusterSettings* out) {
   STRATA_TRY(s.check_object());
   STRATA_TRY(s.boolean("enabled", &out->enabled));
@@ -136,6 +158,8 @@ Status load_cluster_section(JsonSection s, ClusterSettings* out) {
   STRATA_TRY(s.integer_in("acquire_grace_ms", &out->acquire_grace_ms, 0, 3'600'000));
   STRATA_TRY(s.boolean("rebalance", &out->rebalance));
   STRATA_TRY(s.integer_in("rebalance_after_ms", &out->rebalance_after_ms, 0, 86'400'000));
+  STRATA_TRY(s.string("peer_user", &out->peer_user));
+  STRATA_TRY(s.string("peer_password_file", &out->peer_password_file));
   return s.no_unknown();
 }
 
@@ -186,6 +210,7 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
     STRATA_TRY(load_cluster_section(JsonSection(document["cluster"], "cluster"), &cfg.cluster));
     document.erase("cluster");
   }
+  STRATA_TRY(apply_peer_login(cfg.cluster, &cfg.server.users));
   if (document.contains("tls")) {
     STRATA_TRY(load_tls_section(JsonSection(document["tls"], "tls"), &cfg.tls));
     document.erase("tls");
@@ -229,9 +254,9 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
     // Nodes log in to each other: one user's cleartext must be known here.
     if (cfg.server.users.peer.user.empty()) {
       return bad("cluster.enabled",
-                 "the nodes of a cluster log in to each other as the first user given a "
-                 "\"password\" or \"password_file\", and there is none (a definitions file holds "
-                 "only hashes)");
+                 "the nodes of a cluster log in to each other as cluster.peer_user (with "
+                 "cluster.peer_password_file) or else the first user given a \"password\" or "
+                 "\"password_file\", and there is none (a definitions file holds only hashes)");
     }
     if (auto st = cluster::validate(ownership_config(cfg.cluster, cfg.node, "")); !st.ok()) {
       return Error(Errc::invalid_argument, "serve config: " + st.error().message);

@@ -141,6 +141,11 @@ struct ClusterSettings {
   // a node that joins takes its share (cluster/ownership_core.h).
   bool rebalance = true;
   int64_t rebalance_after_ms = 0;
+  // The user the nodes log in to each other as (owner links, replica
+  // feeds), its password in a file only its owner may read; both or
+  // neither. Neither: the first user given a cleartext password.
+  std::string peer_user;
+  std::string peer_password_file;
 };
 
 struct ServeConfig {

@@ -20,6 +20,8 @@ Error bad_setting(const std::string& path, const std::string& why) {
   return Error(Errc::invalid_argument, fmt::format("serve config: {}: {}", path, why));
 }
 
+}  // namespace
+
 // A secret kept in a file is worth as much as the file's mode: one that
 // others can read is refused, as ssh refuses such a key.
 Result<std::string> read_secret_file(const std::string& setting, const std::string& path) {
@@ -44,6 +46,8 @@ Result<std::string> read_secret_file(const std::string& setting, const std::stri
   if (s.empty()) return bad_setting(setting, fmt::format("'{}' is empty", path));
   return s;
 }
+
+namespace {
 
 // The configuration's users in the definitions' shape: a password file
 // read into "password", tags optional. Unknown keys are refused here (a

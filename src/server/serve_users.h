@@ -20,7 +20,8 @@
 // what it grants, as RabbitMQ: a user with no entry for a vhost cannot open
 // a connection to it. A cleartext password ("password", or "password_file":
 // a file readable by its owner only) is hashed when read; the first user
-// given one is also what the nodes of a cluster log in to each other as.
+// given one is also what the nodes of a cluster log in to each other as,
+// unless cluster.peer_user names another (server/serve_config.h).
 #pragma once
 
 #include <memory>
@@ -51,6 +52,11 @@ const UserSettings& default_user_settings();
 // Reads and removes the keys above from `document`; absent: the defaults.
 // Errors name the setting by its path ("users[1].password_file: ...").
 Result<UserSettings> load_user_settings(nlohmann::json* document);
+
+// A secret kept in a file (trailing line end dropped): refused, naming
+// `setting`, when the file is missing, unreadable, empty, or readable or
+// writable by group or others.
+Result<std::string> read_secret_file(const std::string& setting, const std::string& path);
 
 // The keys load_user_settings reads (docs/CONFIGURATION.md documents them).
 void user_settings_read(SettingsRead* out);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "catalog/catalog.h"
 #include "common/fs.h"
 #include "common/metrics.h"
 #include "node/catalog_open.h"
@@ -31,6 +32,9 @@ struct Server::Impl {
   Status start();
   Status open_state();
   Status join_cluster();
+  // Every stream and the settings it was created with: a cluster's from
+  // the catalog (any node's streams), a single node's from its data.
+  Result<std::vector<std::pair<std::string, node::StreamSettings>>> stream_definitions();
   void on_accept(asio::ip::tcp::socket socket, Strand strand, bool tls);
   // The listener clients find the node on: the plain one, unless TLS only.
   const Listener& front() const { return listener ? *listener : *tls_listener; }
@@ -62,6 +66,7 @@ struct Server::Impl {
   std::shared_ptr<etcd::EtcdClient> etcd;
   std::unique_ptr<AccessAdmin> access_admin;
   ApiCounters api_counters;
+  ApiStreams api_streams;
   ConnectionEnv env;
 
   std::mutex stop_mu;
@@ -121,6 +126,10 @@ Status Server::Impl::start() {
       !st.ok()) {
     return std::move(st).error().with_context("serve");
   }
+  api_streams.list = [this] { return stream_definitions(); };
+  api_streams.create = [this](const std::string& name, const node::StreamSettings& settings) {
+    return ops->create_stream(name, settings);
+  };
   env.counters = &counters;
   env.logins = &logins;
   env.quota = &quota;
@@ -191,6 +200,25 @@ Status Server::Impl::join_cluster() {
   served->attach_cluster(ownership.get());
   ops->attach_cluster(ownership.get(), cluster_offsets.get());
   return Status::OK();
+}
+
+Result<std::vector<std::pair<std::string, node::StreamSettings>>>
+Server::Impl::stream_definitions() {
+  std::vector<std::string> names;
+  if (ownership) {
+    STRATA_ASSIGN_OR_RETURN(auto entries, node->catalog().list());
+    for (auto& e : entries) names.push_back(std::move(e.stream));
+  } else {
+    names = node->streams();
+  }
+  std::vector<std::pair<std::string, node::StreamSettings>> out;
+  for (auto& name : names) {
+    auto s = ownership ? node->catalog_stream_settings(name) : node->stream_settings(name);
+    // Deleted meanwhile, or created before streams kept their settings.
+    if (!s.ok() && s.error().code != Errc::not_found) return std::move(s).error();
+    out.emplace_back(std::move(name), s.ok() ? *s : node::StreamSettings{});
+  }
+  return out;
 }
 
 void Server::Impl::on_accept(asio::ip::tcp::socket socket, Strand strand, bool over_tls) {
@@ -355,7 +383,7 @@ void Server::reload_users(const UserSettings& users) {
 }
 
 ApiReply Server::api(const ApiRequest& r) {
-  return handle_management_api(*impl_->access_admin, impl_->api_counters, r);
+  return handle_management_api(*impl_->access_admin, impl_->api_counters, impl_->api_streams, r);
 }
 
 const char* Server::stop_stage() const {

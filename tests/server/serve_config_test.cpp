@@ -1,6 +1,11 @@
 #include "server/serve_config.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include "support/temp_dir.h"
 
 namespace strata::server {
 namespace {
@@ -226,6 +231,60 @@ TEST(ServeConfig, Cluster) {
       {json{{"cluster", {{"rebalance_after_ms", -5}}}}, "cluster.rebalance_after_ms"},
       {json{{"cluster", {{"typo", 1}}}}, "cluster.typo"},
       {json{{"cluster", 3}}, "cluster"},
+  };
+  for (const auto& k : cases) {
+    auto r = load_serve_config(k.doc, f, no_env());
+    ASSERT_FALSE(r.ok()) << k.doc.dump();
+    EXPECT_NE(r.error().message.find(k.needle), std::string::npos) << r.error().message;
+  }
+}
+
+// cluster.peer_user: the nodes log in to each other as a configured user,
+// not as whichever user the list gives a cleartext password first.
+TEST(ServeConfig, ClusterPeerLogin) {
+  test::TempDir dir;
+  const std::string pw = dir.sub("peer.pw");
+  std::ofstream(pw) << "r3pl\n";
+  ::chmod(pw.c_str(), 0600);
+  const std::string open_pw = dir.sub("open.pw");
+  std::ofstream(open_pw) << "r3pl\n";
+  ::chmod(open_pw.c_str(), 0644);
+  ServeFlags f;
+  f.data_dir = "/tmp/x";
+  const json users =
+      json::array({{{"name", "guest"}, {"password", "guest"}, {"tags", {"administrator"}}},
+                   {{"name", "replicator"},
+                    {"password_hash", auth::hash_password("r3pl", auth::HashAlgorithm::sha256,
+                                                          auth::Salt{1, 1, 1, 1})}}});
+  auto doc = [&](json cluster) {
+    cluster["enabled"] = true;
+    cluster["node_id"] = "n1";
+    return json{{"catalog", etcd_catalog()}, {"users", users}, {"cluster", cluster}};
+  };
+  auto c = load_serve_config(doc(json::object()), f, no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->server.users.peer.user, "guest");
+  c = load_serve_config(doc({{"peer_user", "replicator"}, {"peer_password_file", pw}}), f,
+                        no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->server.users.peer.user, "replicator");
+  EXPECT_EQ(c->server.users.peer.password, "r3pl");
+  // A user only the live changes will have: taken as given.
+  c = load_serve_config(doc({{"peer_user", "later"}, {"peer_password_file", pw}}), f, no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->server.users.peer.user, "later");
+
+  struct Case {
+    json doc;
+    std::string needle;
+  };
+  std::vector<Case> cases = {
+      {doc({{"peer_user", "replicator"}}), "go together"},
+      {doc({{"peer_password_file", pw}}), "cluster.peer_user"},
+      {doc({{"peer_user", "guest"}, {"peer_password_file", pw}}), "is not user 'guest''s"},
+      {doc({{"peer_user", "replicator"}, {"peer_password_file", open_pw}}), "chmod 600"},
+      {doc({{"peer_user", "replicator"}, {"peer_password_file", dir.sub("none")}}),
+       "cluster.peer_password_file: cannot read"},
   };
   for (const auto& k : cases) {
     auto r = load_serve_config(k.doc, f, no_env());
