@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "common/version.h"
 
 namespace strata::cli {
 
@@ -55,7 +56,11 @@ int main(int argc, char** argv) {
   Context ctx;
   app.add_flag("--json", ctx.json, "Machine-readable JSON output");
   std::string level = "warn";
-  app.add_option("--log-level", level, "trace|debug|info|warn|error")->capture_default_str();
+  // A typo ("verbose") must be refused, not read by spdlog as "off".
+  app.add_option("--log-level", level, "trace|debug|info|warn|error|critical|off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  app.set_version_flag("--version", std::string(strata::kStrataVersion));
   for (auto& setup : registry()) setup(app, ctx);
   app.parse_complete_callback([&] { spdlog::set_level(spdlog::level::from_str(level)); });
   spdlog::set_default_logger(spdlog::default_logger());

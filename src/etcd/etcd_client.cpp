@@ -60,11 +60,11 @@ struct Attempt {
 
 Attempt post(CURL* h, const std::string& url, const std::string& body,
              std::chrono::milliseconds timeout, std::chrono::milliseconds connect_timeout,
-             const TlsFiles& tls) {
+             const TlsFiles& tls, const std::string& token) {
   Attempt a;
   char errbuf[CURL_ERROR_SIZE] = {0};
   curl_easy_reset(h);
-  curl_slist* headers = set_json_post(h, url, body, tls);
+  curl_slist* headers = set_json_post(h, url, body, tls, token);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, long(std::max<int64_t>(1, timeout.count())));
@@ -178,8 +178,53 @@ std::string summarize_failures(const std::vector<std::string>& failures) {
 
 }  // namespace
 
+namespace {
+// etcd's answer to a request whose token expired or that a restarted
+// member does not know (gRPC unauthenticated).
+bool invalid_token(const Error& e) {
+  return e.message.find("invalid auth token") != std::string::npos;
+}
+}  // namespace
+
+Result<std::string> EtcdClient::auth_token(bool renew) {
+  if (options_.user.empty()) return std::string();
+  std::lock_guard l(token_mu_);
+  if (!token_.empty() && !renew) return token_;
+  const std::string body = json{{"name", options_.user}, {"password", options_.password}}.dump();
+  auto r = call_with_token("authenticate", "", "/v3/auth/authenticate", body, "");
+  if (!r.ok()) {
+    return std::move(r).error().with_context(
+        fmt::format("etcd authentication as user '{}'", options_.user));
+  }
+  auto t = r->body.find("token");
+  if (t == r->body.end() || !t->is_string() || t->get<std::string>().empty()) {
+    return Error(Errc::corrupt, fmt::format("etcd authentication as user '{}': no token in the "
+                                            "answer of {}",
+                                            options_.user, r->endpoint));
+  }
+  token_ = t->get<std::string>();
+  return token_;
+}
+
 Result<EtcdClient::Reply> EtcdClient::call(std::string_view op, std::string_view key,
                                            std::string_view path, const std::string& body) {
+  STRATA_ASSIGN_OR_RETURN(std::string token, auth_token(false));
+  auto r = call_with_token(op, key, path, body, token);
+  // Refused outright, or (a streamed reply: lease keepalive) in the body.
+  const bool expired =
+      r.ok() ? r->body.contains("error") &&
+                   r->body["error"].dump().find("invalid auth token") != std::string::npos
+             : invalid_token(r.error());
+  if (options_.user.empty() || !expired) return r;
+  // Once: a second refusal of a fresh token is an answer, not an expiry.
+  STRATA_ASSIGN_OR_RETURN(token, auth_token(true));
+  return call_with_token(op, key, path, body, token);
+}
+
+Result<EtcdClient::Reply> EtcdClient::call_with_token(std::string_view op, std::string_view key,
+                                                      std::string_view path,
+                                                      const std::string& body,
+                                                      const std::string& token) {
   const auto deadline = Clock::now() + options_.request_timeout;
   const std::string what = fmt::format("etcd {} of key \"{}\"", op, printable_key(key));
   const size_t n = options_.endpoints.size();
@@ -202,7 +247,7 @@ Result<EtcdClient::Reply> EtcdClient::call(std::string_view op, std::string_view
       }
       Attempt a =
           post(lease.get(), ep + std::string(path), body, std::min(left, options_.attempt_timeout),
-               options_.connect_timeout, options_.tls);
+               options_.connect_timeout, options_.tls, token);
       Verdict v = judge(a, ep, what);
       if (v.refusal) return std::move(*v.refusal);
       maybe_applied = maybe_applied || v.maybe_applied;

@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -61,6 +62,13 @@ struct ClientOptions {
   std::chrono::milliseconds watch_probe_interval{2000};
   // https endpoints: CA, client certificate and key (curl_post.h).
   TlsFiles tls;
+  // etcd's own authentication (`etcdctl auth enable`): the user and its
+  // password; "" user: none. The client authenticates at its first call,
+  // sends the token with every request and watch, and authenticates again
+  // once when a member says the token is invalid (expired, or the member
+  // restarted).
+  std::string user;
+  std::string password;
 };
 
 // "endpoints": non-empty, each http://host:port (https is passed to libcurl
@@ -223,8 +231,14 @@ class EtcdClient {
   Result<Reply> call(std::string_view op, std::string_view key, std::string_view path,
                      const std::string& body);
   size_t preferred_endpoint() const { return preferred_.load(); }
+  // The authentication token ("" without a user): the one held, or a new
+  // one when `renew` or none is held. Errors name etcd's refusal (a wrong
+  // password: invalid_argument).
+  Result<std::string> auth_token(bool renew);
 
  private:
+  Result<Reply> call_with_token(std::string_view op, std::string_view key, std::string_view path,
+                                const std::string& body, const std::string& token);
   explicit EtcdClient(ClientOptions options);
   // unavailable: no endpoint answered `what` before the deadline, with
   // each distinct failure seen.
@@ -233,6 +247,8 @@ class EtcdClient {
   const ClientOptions options_;
   std::unique_ptr<net::CurlPool> pool_;
   std::atomic<size_t> preferred_{0};
+  std::mutex token_mu_;  // token_; held while authenticating
+  std::string token_;
 };
 
 }  // namespace strata::etcd

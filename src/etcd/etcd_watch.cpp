@@ -31,9 +31,12 @@ using nlohmann::json;
 
 class EtcdWatch final : public Watch {
  public:
+  using TokenFn = std::function<Result<std::string>(bool renew)>;
+
   EtcdWatch(const ClientOptions& opts, size_t first_endpoint, WatchRequest req,
-            WatchEventsFn on_events, WatchErrorFn on_error)
+            WatchEventsFn on_events, WatchErrorFn on_error, TokenFn token)
       : opts_(opts),
+        token_fn_(std::move(token)),
         req_(std::move(req)),
         on_events_(std::move(on_events)),
         on_error_(std::move(on_error)),
@@ -64,7 +67,17 @@ class EtcdWatch final : public Watch {
 
   void run() {
     while (!stopping()) {
-      End e = stream_once(opts_.endpoints[endpoint_ % opts_.endpoints.size()]);
+      // With etcd's authentication on: the client's token, a new one after
+      // a member refused it. Not getting one (etcd unreachable) is a
+      // reconnect like any other.
+      End e = End::reconnect;
+      if (auto t = token_fn_(renew_token_); t.ok()) {
+        token_ = std::move(t).value();
+        renew_token_ = false;
+        e = stream_once(opts_.endpoints[endpoint_ % opts_.endpoints.size()]);
+      } else {
+        last_problem_ = t.error().message;
+      }
       if (e != End::reconnect) return;
       ++endpoint_;
       // A short pause before the next endpoint (woken at once by stop).
@@ -104,7 +117,7 @@ class EtcdWatch final : public Watch {
     if (!p->h) return;
     p->body = range_json(req_.key, "", 1).dump();
     p->reply.clear();
-    p->headers = set_json_post(p->h, ep + "/v3/kv/range", p->body, opts_.tls);
+    p->headers = set_json_post(p->h, ep + "/v3/kv/range", p->body, opts_.tls, token_);
     curl_easy_setopt(p->h, CURLOPT_CONNECTTIMEOUT_MS, long(opts_.connect_timeout.count()));
     curl_easy_setopt(p->h, CURLOPT_TIMEOUT_MS, long(opts_.attempt_timeout.count()));
     curl_easy_setopt(p->h, CURLOPT_WRITEFUNCTION, on_probe_data);
@@ -166,7 +179,11 @@ class EtcdWatch final : public Watch {
     if (res == msg.end() || !res->is_object()) {
       auto ge = decode_gateway_error(
           msg.contains("error") && msg["error"].is_object() ? msg["error"] : msg);
-      if (ge && !retry_elsewhere(ge->grpc_code)) {
+      if (ge && ge->message.find("invalid auth token") != std::string::npos) {
+        // Expired: reconnect with a new one.
+        renew_token_ = true;
+        last_problem_ = ge->message;
+      } else if (ge && !retry_elsewhere(ge->grpc_code)) {
         finish(Error(errc_for_grpc(ge->grpc_code), ge->message));
       } else {
         last_problem_ = ge ? ge->message : "a watch message without \"result\"";
@@ -177,7 +194,9 @@ class EtcdWatch final : public Watch {
     return deliver(*res);
   }
 
-  // A compacted start revision or a cancelled watch ends the watch.
+  // A compacted start revision or a cancelled watch ends the watch; a watch
+  // cancelled for an expired token ends only this connection (true, no
+  // finish()).
   bool ended_by_etcd(const json& res) {
     auto compact = int64_field(res, "compact_revision");
     if (compact.ok() && *compact > 0) {
@@ -190,6 +209,14 @@ class EtcdWatch final : public Watch {
     auto canceled = res.find("canceled");
     if (canceled != res.end() && canceled->is_boolean() && canceled->get<bool>()) {
       auto reason = res.find("cancel_reason");
+      // With etcd's authentication on, a member cancels a watch whose
+      // token expired: reconnect (with a new token), not the watch's end.
+      if (reason != res.end() && reason->is_string() &&
+          reason->get<std::string>().find("invalid auth token") != std::string::npos) {
+        renew_token_ = true;
+        last_problem_ = reason->get<std::string>();
+        return true;
+      }
       finish(Error(Errc::invalid_argument, fmt::format("etcd cancelled the watch: {}",
                                                        reason != res.end() && reason->is_string()
                                                            ? reason->get<std::string>()
@@ -248,7 +275,7 @@ class EtcdWatch final : public Watch {
   CURL* start_transfer(const std::string& ep, const std::string& body, curl_slist** headers) {
     CURL* h = curl_easy_init();
     if (!h) return nullptr;
-    *headers = set_json_post(h, ep + "/v3/watch", body, opts_.tls);
+    *headers = set_json_post(h, ep + "/v3/watch", body, opts_.tls, token_);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, long(opts_.connect_timeout.count()));
     curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, kWatchKeepIdleSeconds);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, kWatchKeepIntervalSeconds);
@@ -335,6 +362,9 @@ class EtcdWatch final : public Watch {
   }
 
   const ClientOptions opts_;
+  const TokenFn token_fn_;
+  std::string token_;  // the one this connection sends
+  bool renew_token_ = false;
   const WatchRequest req_;
   WatchEventsFn on_events_;
   WatchErrorFn on_error_;
@@ -357,7 +387,8 @@ class EtcdWatch final : public Watch {
 std::unique_ptr<Watch> EtcdClient::watch(WatchRequest request, WatchEventsFn on_events,
                                          WatchErrorFn on_error) {
   return std::make_unique<EtcdWatch>(options_, preferred_endpoint(), std::move(request),
-                                     std::move(on_events), std::move(on_error));
+                                     std::move(on_events), std::move(on_error),
+                                     [this](bool renew) { return auth_token(renew); });
 }
 
 }  // namespace strata::etcd

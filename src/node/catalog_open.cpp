@@ -10,6 +10,8 @@ etcd::ClientOptions etcd_client_options(const EtcdCatalogSettings& s) {
   o.request_timeout = std::chrono::milliseconds(s.request_timeout_ms);
   o.attempt_timeout = std::chrono::milliseconds(s.attempt_timeout_ms);
   o.tls = {s.ca_file, s.cert_file, s.key_file};
+  o.user = s.user;
+  o.password = s.password;
   return o;
 }
 

@@ -11,6 +11,7 @@
 #include "common/assert.h"
 #include "common/fs.h"
 #include "common/json_config.h"
+#include "common/secret_file.h"
 #include "etcd/etcd_client.h"
 #include "tier/object_keys.h"
 
@@ -66,6 +67,17 @@ Status read_etcd_catalog(JsonSection& s, EtcdCatalogSettings& e) {
   if (e.cert_file.empty() != e.key_file.empty()) {
     return bad(s.key(e.cert_file.empty() ? "cert_file" : "key_file"), "",
                "a client certificate needs both cert_file and key_file");
+  }
+  STRATA_TRY(s.string("user", &e.user));
+  STRATA_TRY(s.string("password_file", &e.password_file));
+  if (e.user.empty() != e.password_file.empty()) {
+    return bad(s.key(e.user.empty() ? "user" : "password_file"), "",
+               "etcd authentication needs both user and password_file");
+  }
+  if (!e.password_file.empty()) {
+    auto pw = read_secret_file(e.password_file);
+    if (!pw.ok()) return bad(s.key("password_file"), e.password_file, pw.error().message);
+    e.password = std::move(pw).value();
   }
   return Status::OK();
 }
@@ -272,7 +284,9 @@ json describe_node_config(const NodeConfig& c) {
                              {"attempt_timeout_ms", c.catalog_etcd.attempt_timeout_ms},
                              {"ca_file", c.catalog_etcd.ca_file},
                              {"cert_file", c.catalog_etcd.cert_file},
-                             {"key_file", c.catalog_etcd.key_file}}
+                             {"key_file", c.catalog_etcd.key_file},
+                             {"user", c.catalog_etcd.user},
+                             {"password_file", c.catalog_etcd.password_file}}
                       : json{{"backend", "embedded"}, {"capacity", c.catalog_capacity}}},
       {"log",
        {{"fsync", log::fsync_policy_name(c.fsync)},

@@ -94,6 +94,11 @@ struct EtcdCatalogSettings {
   std::string ca_file;
   std::string cert_file;
   std::string key_file;
+  // etcd's own authentication: the user, and its password read from
+  // password_file at load (a file its owner alone may read).
+  std::string user;
+  std::string password_file;
+  std::string password;
 };
 
 struct NodeConfig {

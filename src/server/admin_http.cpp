@@ -66,6 +66,14 @@ Result<std::unique_ptr<AdminHttp>> AdminHttp::start(const std::string& listen,
     svr.Delete("/api/.*", serve_api);
     svr.Post("/api/.*", serve_api);
   }
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a
+  // second node given the same --http address binds it too and the kernel
+  // splits requests between the two (a Prometheus scraping either at
+  // random). The port must be refused instead.
+  svr.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   // Two workers are plenty for scrapes and status calls; a node's thread
   // count should not grow with the CPU count.
   svr.new_task_queue = [] { return new httplib::ThreadPool(2); };

@@ -1,15 +1,12 @@
 #include "server/serve_users.h"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
 
-#include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "auth/definitions.h"
 #include "common/assert.h"
+#include "common/secret_file.h"
 
 namespace strata::server {
 namespace {
@@ -22,28 +19,9 @@ Error bad_setting(const std::string& path, const std::string& why) {
 
 }  // namespace
 
-// A secret kept in a file is worth as much as the file's mode: one that
-// others can read is refused, as ssh refuses such a key.
 Result<std::string> read_secret_file(const std::string& setting, const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    return bad_setting(setting, fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
-  }
-  if ((st.st_mode & 077) != 0) {
-    return bad_setting(setting,
-                       fmt::format("'{}' is readable or writable by group or others (mode {:04o}); "
-                                   "chmod 600 it",
-                                   path, st.st_mode & 07777));
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (!in.good() && !in.eof()) return bad_setting(setting, fmt::format("cannot read '{}'", path));
-  std::string s = ss.str();
-  // One trailing line end, as `echo secret > file` writes it.
-  if (!s.empty() && s.back() == '\n') s.pop_back();
-  if (!s.empty() && s.back() == '\r') s.pop_back();
-  if (s.empty()) return bad_setting(setting, fmt::format("'{}' is empty", path));
+  auto s = strata::read_secret_file(path);
+  if (!s.ok()) return bad_setting(setting, s.error().message);
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/fs.h"
+#include "common/version.h"
 #include "node/node.h"
 #include "node/node_test_util.h"
 #include "server/admin_http.h"
@@ -337,6 +338,19 @@ TEST(NodeCli, StreamCreateWithSettingsAndStreamInfoShowsThem) {
   EXPECT_EQ(none.status, 1) << none.output;
   EXPECT_EQ(last_json(none.output)["error"]["code"], "not_found") << none.output;
   ASSERT_OK((*n)->close());
+}
+
+// `strata --version`, and a --log-level typo refused rather than read as
+// "off" (which silenced every log line).
+TEST(NodeCli, VersionFlagAndAnUnknownLogLevel) {
+  auto v = strata_cmd({"--version"});
+  EXPECT_EQ(v.status, 0) << v.output;
+  EXPECT_TRUE(contains(v.output, kStrataVersion)) << v.output;
+  auto bad = strata_cmd({"--log-level", "verbose", "version"});
+  EXPECT_NE(bad.status, 0) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "verbose")) << bad.output;
+  auto ok = strata_cmd({"--log-level", "debug", "version"});
+  EXPECT_EQ(ok.status, 0) << ok.output;
 }
 
 }  // namespace

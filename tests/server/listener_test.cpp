@@ -11,6 +11,8 @@
 #include <asio/connect.hpp>
 #include <vector>
 
+#include "server/admin_http.h"
+
 namespace strata::server {
 namespace {
 
@@ -86,6 +88,22 @@ TEST_F(ListenerTest, AfterCloseNothingIsAcceptedAndNothingSpins) {
   // The event loop has nothing left to do: the listener holds no work.
   io.restart();
   EXPECT_EQ(io.poll(), 0u);
+}
+
+// A second HTTP endpoint on a port one already holds is refused: with
+// SO_REUSEPORT both would bind and share the requests at random.
+TEST(AdminHttpTest, APortInUseIsRefused) {
+  AdminHandlers h{[] { return std::string("m"); }, [] { return std::string("{}"); }, nullptr};
+  auto first = AdminHttp::start("127.0.0.1:0", h);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  const std::string taken = "127.0.0.1:" + std::to_string((*first)->port());
+  auto second = AdminHttp::start(taken, h);
+  ASSERT_FALSE(second.ok()) << "two endpoints on " << taken;
+  EXPECT_NE(second.error().message.find(taken), std::string::npos) << second.error().message;
+  // The first still answers.
+  auto m = admin_get((*first)->url(), "/metrics");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(*m, "m");
 }
 
 }  // namespace

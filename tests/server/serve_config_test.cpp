@@ -293,5 +293,36 @@ TEST(ServeConfig, ClusterPeerLogin) {
   }
 }
 
+// catalog.user and password_file: etcd's own authentication.
+TEST(ServeConfig, EtcdLogin) {
+  test::TempDir dir;
+  const std::string pw = dir.sub("etcd.pw");
+  std::ofstream(pw) << "e7cd\n";
+  ::chmod(pw.c_str(), 0600);
+  const std::string open_pw = dir.sub("open.pw");
+  std::ofstream(open_pw) << "e7cd\n";
+  ::chmod(open_pw.c_str(), 0640);
+  ServeFlags f;
+  f.data_dir = "/tmp/x";
+  auto with = [](json extra) {
+    json c = etcd_catalog();
+    c.update(extra);
+    return json{{"catalog", c}};
+  };
+  auto c = load_serve_config(with({{"user", "strata"}, {"password_file", pw}}), f, no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->node.catalog_etcd.user, "strata");
+  EXPECT_EQ(c->node.catalog_etcd.password, "e7cd");
+  for (const auto& [extra, needle] : std::vector<std::pair<json, std::string>>{
+           {{{"user", "strata"}}, "catalog.password_file"},
+           {{{"password_file", pw}}, "catalog.user"},
+           {{{"user", "strata"}, {"password_file", open_pw}}, "chmod 600"},
+           {{{"user", "strata"}, {"password_file", dir.sub("none")}}, "cannot read"}}) {
+    auto r = load_serve_config(with(extra), f, no_env());
+    ASSERT_FALSE(r.ok()) << extra.dump();
+    EXPECT_NE(r.error().message.find(needle), std::string::npos) << r.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace strata::server

@@ -11,7 +11,8 @@
 namespace strata::test {
 
 std::unique_ptr<EtcdCluster> EtcdCluster::start(const std::string& dir, int members,
-                                                std::string* error, std::optional<EtcdTls> tls) {
+                                                std::string* error, std::optional<EtcdTls> tls,
+                                                std::vector<std::string> extra_flags) {
   if (!have_program("etcd")) {
     *error = "etcd is not on PATH: run scripts/setup.sh (Debian package etcd-server)";
     return nullptr;
@@ -22,6 +23,7 @@ std::unique_ptr<EtcdCluster> EtcdCluster::start(const std::string& dir, int memb
   for (int attempt = 0;; ++attempt) {
     std::unique_ptr<EtcdCluster> c(new EtcdCluster());
     c->tls_ = tls;
+    c->extra_flags_ = extra_flags;
     std::set<int> used;
     auto fresh_port = [&] {
       int p = free_port();
@@ -102,6 +104,7 @@ Process EtcdCluster::spawn(const Member& m) const {
                                    "--log-level",
                                    "warn"};
   argv.insert(argv.end(), tls_args.begin(), tls_args.end());
+  argv.insert(argv.end(), extra_flags_.begin(), extra_flags_.end());
   return Process::spawn(argv, m.log_dir);
 }
 

@@ -30,8 +30,10 @@ struct EtcdTls {
 class EtcdCluster {
  public:
   // `dir` must exist; members get <dir>/etcd-<i>.
+  // `extra_flags` go to every member's command line (--auth-token-ttl 1).
   static std::unique_ptr<EtcdCluster> start(const std::string& dir, int members, std::string* error,
-                                            std::optional<EtcdTls> tls = std::nullopt);
+                                            std::optional<EtcdTls> tls = std::nullopt,
+                                            std::vector<std::string> extra_flags = {});
   ~EtcdCluster();
 
   int size() const { return int(members_.size()); }
@@ -66,6 +68,7 @@ class EtcdCluster {
   std::vector<Member> members_;
   std::string initial_cluster_;
   std::optional<EtcdTls> tls_;
+  std::vector<std::string> extra_flags_;
 };
 
 }  // namespace strata::test
