@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/admin_client.h"
 #include "cli/command.h"
 #include "cli/password_input.h"
 #include "server/admin_http.h"
@@ -32,70 +33,6 @@ namespace strata::cli {
 namespace {
 
 using json = nlohmann::json;
-
-struct AdminLogin {
-  std::string node = "http://127.0.0.1:9552";
-  std::string user = "guest";
-  std::string password_file;
-};
-
-void add_login_flags(CLI::App* cmd, AdminLogin* l) {
-  cmd->add_option("--node", l->node, "The node's HTTP endpoint (its --http address)");
-  cmd->add_option("--admin-user", l->user, "Log in as this administrator")
-      ->envname("STRATA_ADMIN_USER");
-  cmd->add_option("--admin-password-file", l->password_file,
-                  "The administrator's password (default: $STRATA_ADMIN_PASSWORD, else guest)");
-}
-
-// Percent-encodes a path segment (a vhost "/" becomes %2F).
-std::string encode_segment(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += char(c);
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
-
-// One API call; the reply when its status is one of `ok`, else an error
-// naming the call and the node's reason.
-Result<server::ApiReply> admin_call(const AdminLogin& l, std::string method, std::string path,
-                                    std::string body, std::initializer_list<int> ok) {
-  server::ApiCall c{std::move(method), std::move(path), std::move(body), l.user, {}};
-  if (!l.password_file.empty()) {
-    STRATA_ASSIGN_OR_RETURN(c.password, read_password_input(l.password_file));
-  } else if (const char* env = std::getenv("STRATA_ADMIN_PASSWORD")) {
-    c.password = env;
-  } else {
-    c.password = "guest";
-  }
-  STRATA_ASSIGN_OR_RETURN(server::ApiReply r, server::api_request(l.node, c));
-  for (int s : ok) {
-    if (r.status == s) return r;
-  }
-  std::string reason = r.body;
-  json b = json::parse(r.body, nullptr, false);
-  if (b.is_object() && b.contains("reason") && b["reason"].is_string()) {
-    reason = b["reason"].get<std::string>();
-  }
-  const Errc errc = r.status == 404   ? Errc::not_found
-                    : r.status == 400 ? Errc::invalid_argument
-                                      : Errc::unavailable;
-  return Error(errc, fmt::format("{} {}{}: HTTP {}: {}", c.method, l.node, c.path, r.status,
-                                 reason.empty() ? "(no reason given)" : reason));
-}
-
-Result<json> admin_get_json(const AdminLogin& l, const std::string& path) {
-  STRATA_ASSIGN_OR_RETURN(server::ApiReply r, admin_call(l, "GET", path, "", {200}));
-  json j = json::parse(r.body, nullptr, false);
-  if (j.is_discarded()) {
-    return Error(Errc::corrupt, fmt::format("GET {}{}: the answer is not JSON", l.node, path));
-  }
-  return j;
-}
 
 std::vector<std::string> split_tags(const std::vector<std::string>& args) {
   std::vector<std::string> tags;

@@ -53,6 +53,8 @@ Result<std::unique_ptr<AdminHttp>> AdminHttp::start(const std::string& listen,
       r.path = req.path;
       r.body = req.body;
       r.from_vhost = req.get_param_value("from_vhost");
+      r.page = req.get_param_value("page");
+      r.page_size = req.get_param_value("page_size");
       r.authorization = req.get_header_value("Authorization");
       r.loopback = req.remote_addr == "127.0.0.1" || req.remote_addr == "::1" ||
                    req.remote_addr.starts_with("127.") || req.remote_addr == "::ffff:127.0.0.1";

@@ -88,6 +88,30 @@ class ConnectionImpl final : public Connection,
     });
   }
 
+  void describe(std::function<void(nlohmann::json)> done) override {
+    asio::post(strand(), [self = shared_from_this(), done = std::move(done)] {
+      nlohmann::json props = nlohmann::json::object();
+      for (const auto& [k, v] : self->handshake_.client_properties()) props[k] = v;
+      nlohmann::json j = {
+          {"id", self->id_},
+          {"peer", self->channel_->peer_address()},
+          {"user", self->handshake_.user()},
+          {"vhost", self->handshake_.vhost()},
+          {"state", handshake_state_name(self->handshake_.state())},
+          {"client_properties", std::move(props)},
+          {"tls", self->channel_->tls() != nullptr},
+          {"publishers", self->publishers_.describe()},
+          {"subscriptions", self->subscriptions_.describe()},
+      };
+      if (const TlsInfo* t = self->channel_->tls()) {
+        j["tls_version"] = t->version;
+        j["tls_cipher"] = t->cipher;
+        if (!t->peer_subject.empty()) j["tls_peer_subject"] = t->peer_subject;
+      }
+      done(std::move(j));
+    });
+  }
+
   // ---- Session ----
   const std::string& peer() const override { return channel_->peer(); }
   bool loopback() const override { return channel_->loopback(); }

@@ -24,6 +24,7 @@
 #include <asio/ip/tcp.hpp>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "common/task.h"
 #include "server/connection_quota.h"
@@ -75,6 +76,10 @@ class Connection {
   // The users were reloaded: a connection whose user is gone, or has lost
   // its vhost, is closed (8 or 12); the others go on under the new rules.
   virtual void recheck_access() = 0;
+  // What the management API lists of it (peer, user, vhost, state, client
+  // properties, TLS, its publishers and subscriptions), taken on its
+  // strand and handed to `done` there.
+  virtual void describe(std::function<void(nlohmann::json)> done) = 0;
 };
 
 }  // namespace strata::server

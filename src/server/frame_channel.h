@@ -69,6 +69,8 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   const std::string& peer() const { return peer_; }
   // The peer's address without its port.
   const std::string& peer_address() const { return peer_address_; }
+  // The TLS session (null over plain TCP, or before the handshake ended).
+  const TlsInfo* tls() const { return ready_ ? transport_->tls() : nullptr; }
   bool loopback() const { return loopback_; }
   uint32_t frame_max() const { return frame_max_; }
   void set_frame_max(uint32_t n) { frame_max_ = n; }

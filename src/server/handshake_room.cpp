@@ -81,6 +81,7 @@ void HandshakeRoom::hold_for(std::chrono::milliseconds wait, std::function<void(
 }
 
 void HandshakeRoom::on(const PeerPropertiesRequest& r) {
+  client_properties_ = r.properties;
   PeerPropertiesResponse resp;
   resp.correlation_id = r.correlation_id;
   // Clients read `version` as the RabbitMQ version whose features they may

@@ -66,6 +66,8 @@ class HandshakeRoom {
   // Who authenticated, and the virtual host Open chose ("" before).
   const std::string& user() const { return user_; }
   const std::string& vhost() const { return vhost_; }
+  // What the client said of itself in PeerProperties (connection_name, product, ...).
+  const proto::Properties& client_properties() const { return client_properties_; }
   // The frame size both sides agreed on (0: no limit).
   uint32_t frame_max() const { return channel_.frame_max(); }
 
@@ -112,6 +114,7 @@ class HandshakeRoom {
   std::string user_;
   std::string mechanism_;  // the one the connection authenticated with
   std::string vhost_;
+  proto::Properties client_properties_;
   uint16_t deliver_version_ = 1;
   bool close_answered_ = false;
 };

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
@@ -123,8 +124,8 @@ Result<auth::UserPermission> permission_from_body(const std::string& vhost, cons
 
 class Api {
  public:
-  Api(AccessAdmin& admin, ApiCounters& counters, const ApiStreams& streams, const ApiRequest& r)
-      : admin_(admin), counters_(counters), streams_(streams), r_(r), now_(admin.current()) {}
+  Api(AccessAdmin& admin, ApiCounters& counters, const ApiNode& node, const ApiRequest& r)
+      : admin_(admin), counters_(counters), node_(node), r_(r), now_(admin.current()) {}
 
   ApiReply run() {
     auto creds = basic_credentials(r_.authorization);
@@ -140,6 +141,10 @@ class Api {
     if (s.size() < 2 || s[0] != "api") return error_reply(404, "not_found", "no such resource");
     if (s[1] == "whoami" && s.size() == 2 && r_.method == "GET") {
       return reply(200, {{"name", caller_}, {"tags", now_->find_user(caller_)->tags}});
+    }
+    if (s[1] == "stream" && s.size() == 3 && r_.method == "GET" &&
+        (now_->has_tag(caller_, "administrator") || now_->has_tag(caller_, "monitoring"))) {
+      return stream_lists(s[2]);
     }
     if (!now_->has_tag(caller_, "administrator")) {
       return error_reply(403, "not_authorised",
@@ -276,7 +281,7 @@ class Api {
     d.users = now_->users();
     d.vhosts = now_->vhosts();
     d.permissions = now_->permissions();
-    auto streams = streams_.list();
+    auto streams = node_.list();
     if (!streams.ok()) return refused(streams.error());
     for (const auto& [name, settings] : *streams) {
       d.streams.push_back({name, "/", queue_arguments_from_settings(settings)});
@@ -319,7 +324,7 @@ class Api {
     for (const auto& q : defs->skipped_queues) {
       skipped.push_back(fmt::format("queue '{}' in vhost '{}': type {}", q.name, q.vhost, q.type));
     }
-    auto existing = streams_.list();
+    auto existing = node_.list();
     if (!existing.ok()) return refused(existing.error());
     std::vector<std::pair<std::string, node::StreamSettings>> to_create;
     json existed = json::array();
@@ -367,7 +372,7 @@ class Api {
     if (!defs->users.empty() || !perms.empty()) counters_.changes += 1;
     json created = json::array();
     for (const auto& [name, settings] : to_create) {
-      Status c = streams_.create(name, settings);
+      Status c = node_.create(name, settings);
       if (!c.ok() && c.error().code != Errc::already_exists) {
         return error_reply(
             500, "internal_error",
@@ -388,9 +393,72 @@ class Api {
                        {"skipped", skipped}});
   }
 
+  // /api/stream/connections, publishers, consumers.
+  ApiReply stream_lists(const std::string& what) {
+    if (what != "connections" && what != "publishers" && what != "consumers") {
+      return error_reply(404, "not_found", "no such resource");
+    }
+    json conns = node_.connections ? node_.connections() : json::array();
+    json items = json::array();
+    for (auto& c : conns) {
+      if (what == "connections") {
+        json j = c;
+        j["publishers"] = c["publishers"].size();
+        j["consumers"] = c["subscriptions"].size();
+        j.erase("subscriptions");
+        items.push_back(std::move(j));
+        continue;
+      }
+      const char* list = what == "publishers" ? "publishers" : "subscriptions";
+      for (auto& e : c[list]) {
+        json j = e;
+        j["connection"] = c["id"];
+        j["peer"] = c["peer"];
+        j["user"] = c["user"];
+        j["vhost"] = c["vhost"];
+        items.push_back(std::move(j));
+      }
+    }
+    return paginate(std::move(items));
+  }
+
+  // RabbitMQ's pagination: only when asked for (?page=N, page_size
+  // default 100, at most 500).
+  ApiReply paginate(json items) {
+    if (r_.page.empty()) return reply(200, items);
+    auto number = [](const std::string& text, int64_t fallback) -> int64_t {
+      if (text.empty()) return fallback;
+      int64_t v = 0;
+      auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      return ec == std::errc() && p == text.data() + text.size() ? v : -1;
+    };
+    const int64_t page = number(r_.page, 1);
+    const int64_t size = number(r_.page_size, 100);
+    if (page < 1 || size < 1 || size > 500) {
+      return error_reply(400, "bad_request", "page must be >= 1 and page_size 1..500");
+    }
+    const int64_t total = int64_t(items.size());
+    const int64_t pages = std::max<int64_t>(1, (total + size - 1) / size);
+    if (page > pages) {
+      return error_reply(400, "bad_request",
+                         fmt::format("page {} is beyond the last page ({})", page, pages));
+    }
+    json slice = json::array();
+    for (int64_t i = (page - 1) * size; i < std::min(total, page * size); ++i) {
+      slice.push_back(std::move(items[size_t(i)]));
+    }
+    return reply(200, {{"items", slice},
+                       {"page", page},
+                       {"page_size", size},
+                       {"page_count", pages},
+                       {"item_count", slice.size()},
+                       {"total_count", total},
+                       {"filtered_count", total}});
+  }
+
   AccessAdmin& admin_;
   ApiCounters& counters_;
-  const ApiStreams& streams_;
+  const ApiNode& node_;
   const ApiRequest& r_;
   std::shared_ptr<const auth::AccessControl> now_;
   std::string caller_;
@@ -398,7 +466,7 @@ class Api {
 
 }  // namespace
 
-ApiReply handle_management_api(AccessAdmin& admin, ApiCounters& counters, const ApiStreams& streams,
+ApiReply handle_management_api(AccessAdmin& admin, ApiCounters& counters, const ApiNode& streams,
                                const ApiRequest& r) {
   return Api(admin, counters, streams, r).run();
 }

@@ -21,9 +21,19 @@
 //                                            are created (server/definitions_streams.h);
 //                                            ?from_vhost=V takes vhost V's permissions and
 //                                            streams as those of "/" (and skips the others)
+//   GET    /api/stream/connections           the stream protocol's connections: id, peer,
+//                                            user, vhost, state, client properties, TLS,
+//                                            publisher and consumer counts
+//   GET    /api/stream/publishers            [{connection, publisher_id, reference, stream,
+//                                            published, confirmed, errored}]
+//   GET    /api/stream/consumers             [{connection, subscription_id, stream,
+//                                            offset_spec, credit, messages_delivered, ...}]
+//   The lists take RabbitMQ's ?page=N&page_size=M (then {"items": [...], "page",
+//   "page_size", "page_count", "item_count", "total_count", "filtered_count"}).
 // Every call authenticates with HTTP Basic as a strata user (the stream
 // protocol's rules: loopback-only users only from loopback) and needs the
-// `administrator` tag, except whoami: 401 without valid credentials, 403
+// `administrator` tag, except whoami, and the GETs under /api/stream, which
+// a `monitoring` user may make too: 401 without valid credentials, 403
 // without the tag. Errors are {"error": ..., "reason": ...} as RabbitMQ's.
 // VHOST in a path is URL-encoded ("/" is %2F).
 #pragma once
@@ -31,6 +41,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,9 +55,10 @@ struct ApiRequest {
   std::string method;  // GET, PUT, DELETE, POST
   std::string path;    // decoded: "/api/permissions///guest" for vhost "/"
   std::string body;
-  std::string from_vhost;     // the query parameter of that name ("" when absent)
-  std::string authorization;  // the Authorization header as sent ("" when absent)
-  bool loopback = false;      // the peer's address is a loopback address
+  std::string from_vhost;       // the query parameter of that name ("" when absent)
+  std::string page, page_size;  // the query parameters of those names ("" when absent)
+  std::string authorization;    // the Authorization header as sent ("" when absent)
+  bool loopback = false;        // the peer's address is a loopback address
 };
 
 struct ApiReply {
@@ -59,16 +71,19 @@ struct ApiCounters {
   std::atomic<uint64_t> changes{0};        // edits stored
 };
 
-// What the API needs of the node's streams (the definitions' queues).
-struct ApiStreams {
+// What the API needs of the node: its streams (the definitions' queues)
+// and its connections.
+struct ApiNode {
   // Every stream with the settings it was created with.
   std::function<Result<std::vector<std::pair<std::string, node::StreamSettings>>>()> list;
   // As a Create: already_exists when present with these settings,
   // invalid_argument with others.
   std::function<Status(const std::string&, const node::StreamSettings&)> create;
+  // Connection::describe of every open connection, in id order.
+  std::function<nlohmann::json()> connections;
 };
 
-ApiReply handle_management_api(AccessAdmin& admin, ApiCounters& counters, const ApiStreams& streams,
+ApiReply handle_management_api(AccessAdmin& admin, ApiCounters& counters, const ApiNode& node,
                                const ApiRequest& r);
 
 }  // namespace strata::server

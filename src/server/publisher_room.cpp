@@ -64,6 +64,7 @@ void PublisherRoom::on(const PublishRequest& r) {
     return;
   }
   if (r.messages.empty()) return;
+  it->second.published += r.messages.size();
   uint64_t bytes = 0;
   for (const auto& m : r.messages) bytes += m.entry.size() + 8;
   unconfirmed_bytes_ += bytes;
@@ -82,6 +83,9 @@ void PublisherRoom::on_appended(uint8_t publisher_id, std::vector<uint64_t> ids,
                   "a publish outcome for more bytes than were handed to the appender");
     unconfirmed_bytes_ -= bytes;
     if (session_.closed()) return;
+    if (auto p = publishers_.find(publisher_id); p != publishers_.end()) {
+      (code == ResponseCode::ok ? p->second.confirmed : p->second.errored) += ids.size();
+    }
     if (!ids.empty()) {
       Bytes f;
       if (code == ResponseCode::ok) {
@@ -140,6 +144,19 @@ bool PublisherRoom::drop_stream(const std::string& stream) {
 void PublisherRoom::close() {
   counters_.publishers -= publishers_.size();
   publishers_.clear();
+}
+
+nlohmann::json PublisherRoom::describe() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [id, p] : publishers_) {
+    out.push_back({{"publisher_id", id},
+                   {"reference", p.ref},
+                   {"stream", p.stream},
+                   {"published", p.published},
+                   {"confirmed", p.confirmed},
+                   {"errored", p.errored}});
+  }
+  return out;
 }
 
 }  // namespace strata::server

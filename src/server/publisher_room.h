@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "server/room_services.h"
@@ -46,12 +47,16 @@ class PublisherRoom : public PublishSink {
   bool drop_stream(const std::string& stream);
   // The connection closed: every publisher goes.
   void close();
+  // Each publisher: id, reference, stream, and the messages it published,
+  // had confirmed and had refused (the management API's publisher list).
+  nlohmann::json describe() const;
 
  private:
   struct Publisher {
     std::string stream;
     std::string ref;
     std::shared_ptr<ServedStream> served;
+    uint64_t published = 0, confirmed = 0, errored = 0;
   };
 
   Session& session_;

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 
 #include "catalog/catalog.h"
@@ -32,6 +34,9 @@ struct Server::Impl {
   Status start();
   Status open_state();
   Status join_cluster();
+  // Connection::describe of every open connection, in id order; one that
+  // does not answer within a second (its strand stuck) is left out.
+  nlohmann::json connections_json();
   // Every stream and the settings it was created with: a cluster's from
   // the catalog (any node's streams), a single node's from its data.
   Result<std::vector<std::pair<std::string, node::StreamSettings>>> stream_definitions();
@@ -66,7 +71,7 @@ struct Server::Impl {
   std::shared_ptr<etcd::EtcdClient> etcd;
   std::unique_ptr<AccessAdmin> access_admin;
   ApiCounters api_counters;
-  ApiStreams api_streams;
+  ApiNode api_node;
   ConnectionEnv env;
 
   std::mutex stop_mu;
@@ -126,10 +131,11 @@ Status Server::Impl::start() {
       !st.ok()) {
     return std::move(st).error().with_context("serve");
   }
-  api_streams.list = [this] { return stream_definitions(); };
-  api_streams.create = [this](const std::string& name, const node::StreamSettings& settings) {
+  api_node.list = [this] { return stream_definitions(); };
+  api_node.create = [this](const std::string& name, const node::StreamSettings& settings) {
     return ops->create_stream(name, settings);
   };
+  api_node.connections = [this] { return connections_json(); };
   env.counters = &counters;
   env.logins = &logins;
   env.quota = &quota;
@@ -200,6 +206,34 @@ Status Server::Impl::join_cluster() {
   served->attach_cluster(ownership.get());
   ops->attach_cluster(ownership.get(), cluster_offsets.get());
   return Status::OK();
+}
+
+nlohmann::json Server::Impl::connections_json() {
+  auto conns = registry.all();
+  struct Gathered {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<nlohmann::json> got;
+    size_t left = 0;
+  };
+  auto g = std::make_shared<Gathered>();
+  g->left = conns.size();
+  for (auto& c : conns) {
+    c->describe([g](nlohmann::json j) {
+      std::lock_guard l(g->mu);
+      g->got.push_back(std::move(j));
+      g->left -= 1;
+      g->cv.notify_all();
+    });
+  }
+  std::unique_lock l(g->mu);
+  g->cv.wait_for(l, kDescribeWait, [&] { return g->left == 0; });
+  std::vector<nlohmann::json> got = g->got;
+  l.unlock();
+  std::sort(got.begin(), got.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a["id"].get<uint64_t>() < b["id"].get<uint64_t>();
+  });
+  return nlohmann::json(got);
 }
 
 Result<std::vector<std::pair<std::string, node::StreamSettings>>>
@@ -383,7 +417,7 @@ void Server::reload_users(const UserSettings& users) {
 }
 
 ApiReply Server::api(const ApiRequest& r) {
-  return handle_management_api(*impl_->access_admin, impl_->api_counters, impl_->api_streams, r);
+  return handle_management_api(*impl_->access_admin, impl_->api_counters, impl_->api_node, r);
 }
 
 const char* Server::stop_stage() const {

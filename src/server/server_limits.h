@@ -34,6 +34,9 @@ inline constexpr std::chrono::milliseconds kHalfCloseLinger{1000};
 // may have stored (server/access_admin.h): a change made on one node is in
 // force on every node within about this long.
 inline constexpr std::chrono::milliseconds kAccessPollInterval{2000};
+// How long the management API waits for the connections to describe
+// themselves (each on its strand).
+inline constexpr std::chrono::milliseconds kDescribeWait{1000};
 // After a failed accept (EMFILE: out of descriptors until a connection
 // closes), the listener waits this long before accepting again.
 inline constexpr std::chrono::milliseconds kAcceptRetryPause{100};

@@ -402,4 +402,51 @@ void SubscriptionRoom::close() {
   }
 }
 
+namespace {
+std::string_view spec_name(proto::OffsetType t) {
+  switch (t) {
+    case proto::OffsetType::first:
+      return "first";
+    case proto::OffsetType::last:
+      return "last";
+    case proto::OffsetType::next:
+      return "next";
+    case proto::OffsetType::offset:
+      return "offset";
+    case proto::OffsetType::timestamp:
+      return "timestamp";
+  }
+  return "?";
+}
+}  // namespace
+
+nlohmann::json SubscriptionRoom::describe() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [id, sub] : subscriptions_) {
+    nlohmann::json j = {{"subscription_id", id},
+                        {"stream", sub->stream},
+                        {"offset_spec", spec_name(sub->spec.type)},
+                        {"replica", sub->replica != nullptr}};
+    if (sub->spec.type == proto::OffsetType::offset ||
+        sub->spec.type == proto::OffsetType::timestamp) {
+      j["offset_spec_value"] = sub->spec.value;
+    }
+    if (sub->delivery) {
+      const DeliveryStats st = sub->delivery->stats();
+      j["credit"] = sub->delivery->credit();
+      j["chunks_delivered"] = st.chunks;
+      j["messages_delivered"] = st.records;
+      j["bytes_delivered"] = st.bytes;
+    } else {
+      j["credit"] = sub->credit;
+    }
+    if (!sub->sac_name.empty()) {
+      j["single_active_consumer"] = sub->sac_name;
+      j["active"] = sub->active;
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 }  // namespace strata::server

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -46,6 +47,9 @@ class SubscriptionRoom {
   // The connection closed: every subscription stops, and its groups learn
   // it.
   void close();
+  // Each subscription: id, stream, where it started, its credit, and for a
+  // single active consumer its group and whether it is the active one.
+  nlohmann::json describe() const;
 
  private:
   struct Subscription {

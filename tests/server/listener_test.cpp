@@ -40,6 +40,11 @@ class ListenerTest : public ::testing::Test {
 };
 
 TEST_F(ListenerTest, OutOfDescriptorsPausesThenAcceptsWhenOneIsFree) {
+#if defined(STRATA_SANITIZE)
+  // The sanitizers' runtime needs descriptors of its own (UBSan probes
+  // memory through a pipe): with none left it reports false errors.
+  GTEST_SKIP() << "runs in the regular build only";
+#endif
   auto client = connect();
   // Lower the descriptor limit and use up what is left under it.
   rlimit old{};

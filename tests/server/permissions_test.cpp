@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "auth/password_hash.h"
+#include "server/admin_http.h"
 #include "server/serve_fixture.h"
 #include "support/cli.h"
 
@@ -392,6 +393,91 @@ TEST_F(PermissionsTest, RabbitMqDefinitionsImportAndExport) {
   auto c = StreamClient::connect(server_.port());
   ASSERT_TRUE(c.ok());
   EXPECT_FALSE(c->handshake("eve", "e").ok());
+}
+
+// The stream protocol's clients through the management API and `strata
+// list`: connections with their user and client properties, publishers
+// with their counts, consumers with their credit; a monitoring user reads
+// them and cannot change users; RabbitMQ's pagination.
+TEST_F(PermissionsTest, ConnectionsPublishersAndConsumersAreListed) {
+  const std::string url = http_url(server_);
+  ASSERT_FALSE(url.empty());
+  const std::string admin_pw = dir_.sub("guest.pw");
+  std::ofstream(admin_pw) << "guest\n";
+  const std::string mon_pw = dir_.sub("mon.pw");
+  std::ofstream(mon_pw) << "m0n\n";
+  auto r = strata_cli({"user", "add", "mon", "--tags", "monitoring", "--password-file", mon_pw,
+                       "--node", url, "--admin-password-file", admin_pw});
+  ASSERT_EQ(r.status, 0) << r.err;
+
+  StreamClient app = login("app", "a");
+  create(app, "app-orders");
+  declare(app, 3, "app-orders", "app-ref");
+  publish_confirmed(app, 3, 0, {"a", "b", "c"});
+  StreamClient reader = login("reader", "r");
+  ASSERT_TRUE(
+      reader.send(SubscribeRequest{reader.corr(), 5, "shared", {OffsetType::first, 0}, 7, {}})
+          .ok());
+  ASSERT_EQ(reader.expect<SubscribeResponse>()->code, ResponseCode::ok);
+
+  auto list = [&](const std::string& what) {
+    auto out = strata_cli({"--json", "list", what, "--node", url, "--admin-user", "mon",
+                           "--admin-password-file", mon_pw});
+    EXPECT_EQ(out.status, 0) << out.err;
+    return nlohmann::json::parse(out.out, nullptr, false)[what];
+  };
+  auto conns = list("connections");
+  ASSERT_TRUE(conns.is_array()) << conns.dump();
+  std::map<std::string, nlohmann::json> by_user;
+  for (const auto& c : conns) by_user[c["user"]] = c;
+  ASSERT_TRUE(by_user.count("app") && by_user.count("reader")) << conns.dump();
+  EXPECT_EQ(by_user["app"]["vhost"], "/");
+  EXPECT_EQ(by_user["app"]["state"], "open");
+  EXPECT_EQ(by_user["app"]["publishers"], 1);
+  EXPECT_EQ(by_user["reader"]["consumers"], 1);
+  EXPECT_EQ(by_user["app"]["tls"], false);
+  EXPECT_TRUE(by_user["app"]["client_properties"].is_object());
+
+  auto pubs = list("publishers");
+  ASSERT_EQ(pubs.size(), 1u) << pubs.dump();
+  EXPECT_EQ(pubs[0]["reference"], "app-ref");
+  EXPECT_EQ(pubs[0]["stream"], "app-orders");
+  EXPECT_EQ(pubs[0]["publisher_id"], 3);
+  EXPECT_EQ(pubs[0]["published"], 3);
+  EXPECT_EQ(pubs[0]["confirmed"], 3);
+  EXPECT_EQ(pubs[0]["user"], "app");
+
+  auto cons = list("consumers");
+  ASSERT_EQ(cons.size(), 1u) << cons.dump();
+  EXPECT_EQ(cons[0]["stream"], "shared");
+  EXPECT_EQ(cons[0]["subscription_id"], 5);
+  EXPECT_EQ(cons[0]["offset_spec"], "first");
+  EXPECT_EQ(cons[0]["connection"], by_user["reader"]["id"]);
+
+  // Pagination as RabbitMQ's: one connection per page.
+  auto page = server::api_request(
+      url, {"GET", "/api/stream/connections?page=2&page_size=1", "", "mon", "m0n"});
+  ASSERT_TRUE(page.ok()) << page.error().message;
+  ASSERT_EQ(page->status, 200) << page->body;
+  auto p = nlohmann::json::parse(page->body);
+  EXPECT_EQ(p["page"], 2);
+  EXPECT_EQ(p["item_count"], 1);
+  EXPECT_EQ(p["total_count"], conns.size());
+  EXPECT_EQ(p["page_count"], conns.size());
+  auto beyond = server::api_request(
+      url, {"GET", "/api/stream/connections?page=99&page_size=1", "", "mon", "m0n"});
+  ASSERT_TRUE(beyond.ok());
+  EXPECT_EQ(beyond->status, 400);
+
+  // A monitoring user reads, and changes nothing.
+  auto change = strata_cli({"user", "delete", "app", "--node", url, "--admin-user", "mon",
+                            "--admin-password-file", mon_pw});
+  EXPECT_EQ(change.status, 1);
+  EXPECT_NE(change.err.find("HTTP 403"), std::string::npos) << change.err;
+  // A user with neither tag reads nothing.
+  auto none = server::api_request(url, {"GET", "/api/stream/connections", "", "app", "a"});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->status, 403);
 }
 
 // `strata users`: a hash made by hash-password is one RabbitMQ's format
