@@ -20,16 +20,22 @@ bool contains(const std::vector<T>& v, const T& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
+// Replaces the entry `same` finds, or appends.
+template <typename T, typename Same>
+void upsert(std::vector<T>* v, T item, Same same) {
+  auto it = std::find_if(v->begin(), v->end(), same);
+  if (it != v->end()) {
+    *it = std::move(item);
+  } else {
+    v->push_back(std::move(item));
+  }
+}
+
 }  // namespace
 
 void overlay_put_user(AccessOverlay* o, User user) {
-  auto it = std::find_if(o->users.begin(), o->users.end(),
-                         [&](const User& u) { return u.name == user.name; });
-  if (it != o->users.end()) {
-    *it = std::move(user);
-  } else {
-    o->users.push_back(std::move(user));
-  }
+  const std::string name = user.name;
+  upsert(&o->users, std::move(user), [&](const User& u) { return u.name == name; });
 }
 
 void overlay_delete_user(AccessOverlay* o, std::string_view name) {
@@ -42,13 +48,9 @@ void overlay_delete_user(AccessOverlay* o, std::string_view name) {
 }
 
 void overlay_set_permission(AccessOverlay* o, UserPermission p) {
-  auto it = std::find_if(o->permissions.begin(), o->permissions.end(),
-                         [&](const UserPermission& q) { return same_place(q, p.user, p.vhost); });
-  if (it != o->permissions.end()) {
-    *it = std::move(p);
-  } else {
-    o->permissions.push_back(std::move(p));
-  }
+  const std::string user = p.user, vhost = p.vhost;
+  upsert(&o->permissions, std::move(p),
+         [&](const UserPermission& q) { return same_place(q, user, vhost); });
 }
 
 void overlay_clear_permission(AccessOverlay* o, std::string_view user, std::string_view vhost) {

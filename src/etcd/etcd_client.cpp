@@ -178,14 +178,6 @@ std::string summarize_failures(const std::vector<std::string>& failures) {
 
 }  // namespace
 
-namespace {
-// etcd's answer to a request whose token expired or that a restarted
-// member does not know (gRPC unauthenticated).
-bool invalid_token(const Error& e) {
-  return e.message.find("invalid auth token") != std::string::npos;
-}
-}  // namespace
-
 Result<std::string> EtcdClient::auth_token(bool renew) {
   if (options_.user.empty()) return std::string();
   std::lock_guard l(token_mu_);
@@ -211,10 +203,11 @@ Result<EtcdClient::Reply> EtcdClient::call(std::string_view op, std::string_view
   STRATA_ASSIGN_OR_RETURN(std::string token, auth_token(false));
   auto r = call_with_token(op, key, path, body, token);
   // Refused outright, or (a streamed reply: lease keepalive) in the body.
-  const bool expired =
-      r.ok() ? r->body.contains("error") &&
-                   r->body["error"].dump().find("invalid auth token") != std::string::npos
-             : invalid_token(r.error());
+  bool expired = !r.ok() && invalid_auth_token(r.error().message);
+  if (r.ok() && r->body.contains("error")) {
+    auto ge = decode_gateway_error(r->body["error"]);
+    expired = ge && invalid_auth_token(ge->message);
+  }
   if (options_.user.empty() || !expired) return r;
   // Once: a second refusal of a fresh token is an answer, not an expiry.
   STRATA_ASSIGN_OR_RETURN(token, auth_token(true));

@@ -315,4 +315,8 @@ Errc errc_for_grpc(int grpc_code) {
   }
 }
 
+bool invalid_auth_token(std::string_view message) {
+  return message.find("invalid auth token") != std::string_view::npos;
+}
+
 }  // namespace strata::etcd

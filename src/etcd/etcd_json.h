@@ -52,5 +52,8 @@ bool retry_elsewhere(int grpc_code);
 // not_found (5), invalid_argument (3), out_of_range (11, compacted),
 // failed_precondition (9), otherwise transient.
 Errc errc_for_grpc(int grpc_code);
+// Whether etcd's message says the request's auth token is no longer valid
+// (expired, or unknown to a restarted member): authenticate again, once.
+bool invalid_auth_token(std::string_view message);
 
 }  // namespace strata::etcd

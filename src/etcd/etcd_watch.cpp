@@ -179,7 +179,7 @@ class EtcdWatch final : public Watch {
     if (res == msg.end() || !res->is_object()) {
       auto ge = decode_gateway_error(
           msg.contains("error") && msg["error"].is_object() ? msg["error"] : msg);
-      if (ge && ge->message.find("invalid auth token") != std::string::npos) {
+      if (ge && invalid_auth_token(ge->message)) {
         // Expired: reconnect with a new one.
         renew_token_ = true;
         last_problem_ = ge->message;
@@ -212,7 +212,7 @@ class EtcdWatch final : public Watch {
       // With etcd's authentication on, a member cancels a watch whose
       // token expired: reconnect (with a new token), not the watch's end.
       if (reason != res.end() && reason->is_string() &&
-          reason->get<std::string>().find("invalid auth token") != std::string::npos) {
+          invalid_auth_token(reason->get<std::string>())) {
         renew_token_ = true;
         last_problem_ = reason->get<std::string>();
         return true;

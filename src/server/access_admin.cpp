@@ -58,18 +58,30 @@ int64_t AccessAdmin::version() const {
   return version_;
 }
 
-Status AccessAdmin::put_in_force_locked(const auth::AccessOverlay& o, int64_t version) {
+Result<std::shared_ptr<const auth::AccessControl>> AccessAdmin::build_locked(
+    const auth::AccessOverlay& o) const {
   std::vector<std::string> ignored;
   auto rules = auth::apply_overlay(*base_, o, &ignored);
-  if (!rules.ok()) {
-    return std::move(rules).error().with_context("users: the live changes in " + store_->where());
-  }
+  if (!rules.ok()) return rules;
   for (const auto& why : ignored) {
     spdlog::warn("serve: users: a live change in {} is not applied: {}", store_->where(), why);
   }
-  overlay_ = o;
+  return rules;
+}
+
+void AccessAdmin::install_locked(auth::AccessOverlay o, int64_t version,
+                                 std::shared_ptr<const auth::AccessControl> rules) {
+  overlay_ = std::move(o);
   version_ = version;
-  policy_->replace(std::move(rules).value());
+  policy_->replace(std::move(rules));
+}
+
+Status AccessAdmin::put_in_force_locked(const auth::AccessOverlay& o, int64_t version) {
+  auto rules = build_locked(o);
+  if (!rules.ok()) {
+    return std::move(rules).error().with_context("users: the live changes in " + store_->where());
+  }
+  install_locked(o, version, std::move(rules).value());
   return Status::OK();
 }
 
@@ -106,14 +118,12 @@ Status AccessAdmin::edit(const Edit& e) {
     for (int attempt = 0;; ++attempt) {
       auth::AccessOverlay next = overlay_;
       STRATA_TRY(e(&next, *policy_->current()));
-      // Checked before it is stored: a change that does not build is
+      // Built before it is stored: a change that does not build is
       // refused, not kept for every node to trip over.
-      if (auto built = auth::apply_overlay(*base_, next); !built.ok()) {
-        return std::move(built).error();
-      }
+      STRATA_ASSIGN_OR_RETURN(auto rules, build_locked(next));
       STRATA_ASSIGN_OR_RETURN(auto saved, store_->save(next, version_));
       if (saved) {
-        STRATA_TRY(put_in_force_locked(next, *saved));
+        install_locked(std::move(next), *saved, std::move(rules));
         break;
       }
       if (attempt + 1 == kEditAttempts) {

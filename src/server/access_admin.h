@@ -55,6 +55,12 @@ class AccessAdmin {
   int64_t version() const;
 
  private:
+  // The base with `o` applied (what of it cannot apply is logged).
+  Result<std::shared_ptr<const auth::AccessControl>> build_locked(
+      const auth::AccessOverlay& o) const;
+  void install_locked(auth::AccessOverlay o, int64_t version,
+                      std::shared_ptr<const auth::AccessControl> rules);
+  // build_locked, then install_locked; an error names the store.
   Status put_in_force_locked(const auth::AccessOverlay& o, int64_t version);
 
   AccessPolicy* policy_;

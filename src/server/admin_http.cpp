@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <asio/ip/address.hpp>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -32,6 +33,18 @@ Result<std::pair<std::string, int>> parse_listen(const std::string& listen) {
   return std::make_pair(listen.substr(0, colon), port);
 }
 
+// As the stream listener decides it (asio's is_loopback), and an IPv4
+// loopback address mapped into IPv6 too.
+bool is_loopback_address(const std::string& text) {
+  std::error_code ec;
+  auto a = asio::ip::make_address(text, ec);
+  if (ec) return false;
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) {
+    return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6()).is_loopback();
+  }
+  return a.is_loopback();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<AdminHttp>> AdminHttp::start(const std::string& listen,
@@ -56,8 +69,7 @@ Result<std::unique_ptr<AdminHttp>> AdminHttp::start(const std::string& listen,
       r.page = req.get_param_value("page");
       r.page_size = req.get_param_value("page_size");
       r.authorization = req.get_header_value("Authorization");
-      r.loopback = req.remote_addr == "127.0.0.1" || req.remote_addr == "::1" ||
-                   req.remote_addr.starts_with("127.") || req.remote_addr == "::ffff:127.0.0.1";
+      r.loopback = is_loopback_address(req.remote_addr);
       ApiReply a = h.api(r);
       res.status = a.status;
       if (a.status == 401) res.set_header("WWW-Authenticate", "Basic realm=\"strata\"");

@@ -96,29 +96,37 @@ std::vector<std::string> fold_root_vhost(std::vector<std::string> s) {
   return s;
 }
 
-Result<auth::User> user_from_body(const std::string& name, const std::string& body) {
+// A request body: a JSON object ("" reads as {}).
+Result<json> body_object(const std::string& body) {
   json b = json::parse(body.empty() ? "{}" : body, nullptr, false);
   if (!b.is_object()) {
     return Error(Errc::invalid_argument, "the request body is not a JSON object");
   }
+  return b;
+}
+
+// `entry` read as the one entry of a definitions section, with the
+// checks RabbitMQ's import makes of it.
+Result<auth::Definitions> as_definitions_entry(const char* section, json entry) {
+  json doc = {{section, json::array({std::move(entry)})}};
+  return auth::parse_definitions(doc.dump(), "request body");
+}
+
+Result<auth::User> user_from_body(const std::string& name, const std::string& body) {
+  STRATA_ASSIGN_OR_RETURN(json b, body_object(body));
   b["name"] = name;
   // RabbitMQ's PUT /api/users takes a user without tags as one with none.
   if (!b.contains("tags")) b["tags"] = json::array();
-  json doc = {{"users", json::array({b})}};
-  STRATA_ASSIGN_OR_RETURN(auth::Definitions d, auth::parse_definitions(doc.dump(), "request body"));
+  STRATA_ASSIGN_OR_RETURN(auth::Definitions d, as_definitions_entry("users", std::move(b)));
   return std::move(d.users.front());
 }
 
 Result<auth::UserPermission> permission_from_body(const std::string& vhost, const std::string& user,
                                                   const std::string& body) {
-  json b = json::parse(body.empty() ? "{}" : body, nullptr, false);
-  if (!b.is_object()) {
-    return Error(Errc::invalid_argument, "the request body is not a JSON object");
-  }
+  STRATA_ASSIGN_OR_RETURN(json b, body_object(body));
   b["user"] = user;
   b["vhost"] = vhost;
-  json doc = {{"permissions", json::array({b})}};
-  STRATA_ASSIGN_OR_RETURN(auth::Definitions d, auth::parse_definitions(doc.dump(), "request body"));
+  STRATA_ASSIGN_OR_RETURN(auth::Definitions d, as_definitions_entry("permissions", std::move(b)));
   return std::move(d.permissions.front());
 }
 
@@ -159,10 +167,7 @@ class Api {
   }
 
  private:
-  ApiReply unauthorized(std::string_view why) {
-    ApiReply a = error_reply(401, "not_authorized", why);
-    return a;
-  }
+  ApiReply unauthorized(std::string_view why) { return error_reply(401, "not_authorized", why); }
   ApiReply method_not_allowed() {
     return error_reply(405, "method_not_allowed", r_.method + " " + r_.path);
   }
@@ -308,7 +313,7 @@ class Api {
     };
     json skipped = json::array();
     for (const auto& v : defs->vhosts) {
-      if (from.empty() ? !now_->has_vhost(v.name) : v.name != from) {
+      if (std::string name = v.name; !take(&name)) {
         skipped.push_back(fmt::format("vhost '{}': vhosts come from the configuration", v.name));
       }
     }
