@@ -1,7 +1,9 @@
-// `strata list connections|publishers|consumers`: a running node's stream
-// protocol clients, as `rabbitmq-streams list_stream_connections` (and
-// _publishers, _consumers) show RabbitMQ's — through the management API
-// (GET /api/stream/...), as an administrator or a monitoring user.
+// `strata list connections|publishers|consumers|streams`: a running node's
+// stream protocol clients, as `rabbitmq-streams list_stream_connections`
+// (and _publishers, _consumers) show RabbitMQ's, and its streams with their
+// tiers and lags — through the management API (GET /api/stream/...,
+// /api/streams), as an administrator or a monitoring user. `strata
+// connection close ID` closes one (an administrator).
 #include <fmt/format.h>
 
 #include <iostream>
@@ -29,8 +31,20 @@ void print_rows(const nlohmann::json& items, const std::vector<std::string>& col
   }
 }
 
+// A stream's entry flattened for one line: its tiers' bytes and its lags.
+nlohmann::json stream_row(const nlohmann::json& s) {
+  nlohmann::json row = s;
+  auto at = [&](const char* obj, const char* key) {
+    return s.contains(obj) && s[obj].is_object() ? s[obj].value(key, nlohmann::json()) : nlohmann::json();
+  };
+  row["local_bytes"] = at("local", "bytes");
+  row["remote_bytes"] = at("remote", "bytes");
+  row["upload_lag"] = at("upload_lag", "offsets");
+  return row;
+}
+
 void run_list_clients(const std::string& what, const AdminLogin& login, Context& ctx) {
-  auto items = admin_get_json(login, "/api/stream/" + what);
+  auto items = admin_get_json(login, what == "streams" ? "/api/streams" : "/api/stream/" + what);
   if (!items.ok()) return ctx.fail(items.error());
   if (ctx.json) {
     ctx.print_json({{what, *items}});
@@ -45,22 +59,47 @@ void run_list_clients(const std::string& what, const AdminLogin& login, Context&
   } else if (what == "publishers") {
     print_rows(*items, {"connection", "publisher_id", "reference", "stream", "published",
                         "confirmed", "errored"});
-  } else {
+  } else if (what == "consumers") {
     print_rows(*items, {"connection", "subscription_id", "stream", "offset_spec", "credit",
-                        "messages_delivered", "single_active_consumer", "active"});
+                        "messages_delivered", "offset", "offset_lag", "single_active_consumer",
+                        "active"});
+  } else {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& s : *items) rows.push_back(stream_row(s));
+    print_rows(rows, {"name", "served_here", "messages", "first_offset", "next_offset",
+                      "local_bytes", "remote_bytes", "upload_lag", "publishers", "consumers",
+                      "consumer_max_lag"});
   }
 }
 
 Registrar reg_list([](CLI::App& app, Context& ctx) {
   auto* list = app.add_subcommand(
-      "list", "A running node's stream connections, publishers or consumers (management API)");
+      "list",
+      "A running node's stream connections, publishers, consumers or streams (management API)");
   list->require_subcommand(1);
-  for (const char* what : {"connections", "publishers", "consumers"}) {
+  for (const char* what : {"connections", "publishers", "consumers", "streams"}) {
     auto login = std::make_shared<AdminLogin>();
     auto* cmd = list->add_subcommand(what, std::string("List the node's ") + what);
     add_login_flags(cmd, login.get());
     cmd->callback([what, login, &ctx] { run_list_clients(what, *login, ctx); });
   }
+});
+
+Registrar reg_connection([](CLI::App& app, Context& ctx) {
+  auto* conn = app.add_subcommand("connection", "A running node's stream connections");
+  conn->require_subcommand(1);
+  auto login = std::make_shared<AdminLogin>();
+  auto id = std::make_shared<uint64_t>(0);
+  auto* close = conn->add_subcommand(
+      "close", "Close a connection (its client sees a lost connection and may reconnect)");
+  close->add_option("id", *id, "The connection's id (strata list connections)")->required();
+  add_login_flags(close, login.get());
+  close->callback([login, id, &ctx] {
+    auto r = admin_call(*login, "DELETE", "/api/connections/" + std::to_string(*id), "", {204});
+    if (!r.ok()) return ctx.fail(r.error());
+    if (ctx.json) return ctx.print_json({{"closed", *id}});
+    std::cout << fmt::format("connection {} closed\n", *id);
+  });
 });
 
 }  // namespace

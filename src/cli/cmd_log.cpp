@@ -16,6 +16,7 @@
 
 #include "cli/cmd_log_demo.h"
 #include "cli/command.h"
+#include "cli/node_tools.h"
 #include "log/inspect.h"
 #include "log/reader.h"
 #include "log/registry.h"
@@ -218,7 +219,7 @@ void print_records(const ConsumeFlags& f, Context& ctx, RecordSource src) {
 // Across both tiers: the node's configuration names the data directory,
 // the object store and the key prefix.
 void run_consume_tiered(ConsumeFlags f, const log::OffsetSpec& spec, Context& ctx) {
-  auto cfg = node::load_node_config_file(f.config, f.data_dir, objstore::process_env());
+  auto cfg = load_tool_config(f.config, f.data_dir);
   if (!cfg.ok()) return ctx.fail(cfg.error());
   auto view = node::NodeReadView::open(*cfg);
   if (!view.ok()) return ctx.fail(view.error());

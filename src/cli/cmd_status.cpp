@@ -1,10 +1,13 @@
-// `strata status --url URL`: a running node's /status, for a person (a
-// line per stream) or as JSON (--json).
+// `strata status [--url URL | --config FILE]`: a running node's /status,
+// for a person (a line per stream) or as JSON (--json). With --config the
+// address is the node's own http.listen (a wildcard host reads as
+// 127.0.0.1).
 #include <fmt/format.h>
 
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/node_tools.h"
 #include "server/admin_http.h"
 
 namespace strata::cli {
@@ -65,9 +68,26 @@ void print_status(const json& s) {
 
 Registrar reg_status([](CLI::App& app, Context& ctx) {
   auto url = std::make_shared<std::string>("http://127.0.0.1:9552");
+  auto config = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("status", "Show a running node's streams and uploads");
-  cmd->add_option("--url", *url, "The node's HTTP endpoint")->capture_default_str();
-  cmd->callback([url, &ctx] {
+  auto* url_opt = cmd->add_option("--url", *url, "The node's HTTP endpoint")->capture_default_str();
+  cmd->add_option("--config", *config,
+                  "The node's configuration file: its http.listen is the endpoint")
+      ->excludes(url_opt);
+  cmd->callback([url, config, &ctx] {
+    if (!config->empty()) {
+      auto cfg = load_tool_config(*config, "");
+      if (!cfg.ok()) return ctx.fail(std::move(cfg).error().with_context("status"));
+      if (cfg->http_listen.empty()) {
+        return ctx.fail(fmt::format("status: {} sets no http.listen: the node has no HTTP "
+                                    "endpoint to ask",
+                                    *config));
+      }
+      std::string hp = cfg->http_listen;
+      if (hp.starts_with("0.0.0.0:")) hp = "127.0.0.1:" + hp.substr(8);
+      if (hp.starts_with("[::]:")) hp = "[::1]:" + hp.substr(5);
+      *url = "http://" + hp;
+    }
     auto body = server::admin_get(*url, "/status");
     if (!body.ok()) return ctx.fail(std::move(body).error().with_context("status"));
     json s = json::parse(*body, nullptr, false);

@@ -7,14 +7,18 @@
 //    a running node;
 //  - delete: its local log, every object under its key prefix and its
 //    catalog entry (docs/formats/stream-deletion.md).
-// create and delete open the node themselves, so the node must not be
-// running: the data directory's lock refuses a second process with an error
-// that says so.
+// With --config, create and delete open the node themselves, so the node
+// must not be running: the data directory's lock refuses a second process
+// with an error that says so. Without --config they ask the running node
+// at --node (its management API, PUT/DELETE /api/streams/NAME, as an
+// administrator): the same arguments, the same checks.
 #include <fmt/format.h>
 
 #include <iostream>
 
+#include "cli/admin_client.h"
 #include "cli/command.h"
+#include "cli/node_tools.h"
 #include "common/stream_name.h"
 #include "log/inspect.h"
 #include "log/registry.h"
@@ -31,10 +35,19 @@ struct DeleteFlags {
   std::string config;
   std::string data_dir;
   std::string name;
+  AdminLogin login;
 };
 
+void run_delete_live(const DeleteFlags& f, Context& ctx) {
+  auto r = admin_call(f.login, "DELETE", "/api/streams/" + encode_segment(f.name), "", {204});
+  if (!r.ok()) return ctx.fail(std::move(r).error().with_context("stream delete " + f.name));
+  if (ctx.json) return ctx.print_json({{"stream", f.name}, {"deleted", true}, {"node", f.login.node}});
+  std::cout << fmt::format("stream {} deleted by the node at {}\n", f.name, f.login.node);
+}
+
 void run_delete(const DeleteFlags& f, Context& ctx) {
-  auto cfg = node::load_node_config_file(f.config, f.data_dir, objstore::process_env());
+  if (f.config.empty()) return run_delete_live(f, ctx);
+  auto cfg = load_tool_config(f.config, f.data_dir);
   if (!cfg.ok()) return ctx.fail(std::move(cfg).error().with_context("stream delete"));
   auto n = node::Node::open(*cfg);
   if (!n.ok()) {
@@ -56,6 +69,7 @@ struct CreateFlags {
   std::string data_dir;
   std::string name;
   std::vector<std::pair<std::string, std::string>> args;
+  AdminLogin login;
 };
 
 void print_settings(const std::string& verb, const std::string& name, const std::string& data_dir,
@@ -70,8 +84,28 @@ void print_settings(const std::string& verb, const std::string& name, const std:
                            j["effective"].dump());
 }
 
+void run_create_live(const CreateFlags& f, Context& ctx) {
+  // The protocol's argument names as RabbitMQ's queue arguments
+  // (server/definitions_streams.h): "x-" before them, strata's own as
+  // they are.
+  json arguments = json::object();
+  for (const auto& [k, v] : f.args) arguments[k.starts_with("x-strata-") ? k : "x-" + k] = v;
+  auto r = admin_call(f.login, "PUT", "/api/streams/" + encode_segment(f.name),
+                      json{{"arguments", arguments}}.dump(), {201, 204});
+  if (!r.ok()) return ctx.fail(std::move(r).error().with_context("stream create " + f.name));
+  const bool created = r->status == 201;
+  if (ctx.json) {
+    return ctx.print_json(
+        {{"stream", f.name}, {"created", created}, {"arguments", arguments}, {"node", f.login.node}});
+  }
+  std::cout << fmt::format("stream {} {} on the node at {}\n", f.name,
+                           created ? "created" : "already exists with these arguments",
+                           f.login.node);
+}
+
 void run_create(const CreateFlags& f, Context& ctx) {
-  auto cfg = node::load_node_config_file(f.config, f.data_dir, objstore::process_env());
+  if (f.config.empty()) return run_create_live(f, ctx);
+  auto cfg = load_tool_config(f.config, f.data_dir);
   if (!cfg.ok()) return ctx.fail(std::move(cfg).error().with_context("stream create"));
   auto settings = server::parse_stream_args(f.args);
   if (!settings.ok()) return ctx.fail(std::move(settings).error().with_context("stream create"));
@@ -88,7 +122,7 @@ void run_create(const CreateFlags& f, Context& ctx) {
 }
 
 void run_info(const CreateFlags& f, Context& ctx) {
-  auto cfg = node::load_node_config_file(f.config, f.data_dir, objstore::process_env());
+  auto cfg = load_tool_config(f.config, f.data_dir);
   if (!cfg.ok()) return ctx.fail(std::move(cfg).error().with_context("stream info"));
   const std::string streams = path_join(cfg->data_dir, "streams");
   if (Status v = validate_stream_name(f.name); !v.ok()) return ctx.fail(v.error());
@@ -115,8 +149,11 @@ Registrar reg_stream([](CLI::App& app, Context& ctx) {
   auto* create = cmd->add_subcommand(
       "create",
       "Create a stream with its own retention, segment size and tiering (the stream protocol's "
-      "Create arguments); the node must not be running");
-  create->add_option("--config", c->config, "The node's JSON configuration file")->required();
+      "Create arguments): with --config in a stopped node's data directory, else through the "
+      "running node at --node");
+  create->add_option("--config", c->config,
+                     "The node's JSON configuration file (the node must not be running)");
+  add_login_flags(create, &c->login);
   create->add_option("--data-dir", c->data_dir, "Data directory (overrides the file's data_dir)");
   create->add_option("NAME", c->name, "The stream")->required();
   add_arg_flag(create, c, "max-length-bytes", "Retention of the whole stream by size (bytes)");
@@ -126,6 +163,8 @@ Registrar reg_stream([](CLI::App& app, Context& ctx) {
   add_arg_flag(create, c, "x-strata-fragment-target-bytes", "Fragment size (tiered streams)");
   add_arg_flag(create, c, "x-strata-fragment-max-age-ms",
                "Longest wait before a fragment is cut (tiered streams)");
+  add_arg_flag(create, c, "x-strata-confirm",
+               "local or remote: confirm a publish once it is on local disk, or in the bucket");
   add_arg_flag(create, c, "x-strata-local-max-bytes",
                "Local disk kept of a tiered stream once uploaded (bytes)");
   create->callback([c, &ctx] { run_create(*c, ctx); });
@@ -144,8 +183,11 @@ Registrar reg_stream([](CLI::App& app, Context& ctx) {
   auto* del = cmd->add_subcommand(
       "delete",
       "Delete a stream: its local log, its remote objects and its catalog entry (crash-safe: an "
-      "interrupted deletion finishes when the node next opens)");
-  del->add_option("--config", f->config, "The node's JSON configuration file")->required();
+      "interrupted deletion finishes when the node next opens): with --config in a stopped "
+      "node's data directory, else through the running node at --node");
+  del->add_option("--config", f->config,
+                  "The node's JSON configuration file (the node must not be running)");
+  add_login_flags(del, &f->login);
   del->add_option("--data-dir", f->data_dir, "Data directory (overrides the file's data_dir)");
   del->add_option("NAME", f->name, "The stream")->required();
   del->callback([f, &ctx] { run_delete(*f, ctx); });

@@ -7,6 +7,7 @@
 #include "catalog/embedded_catalog.h"
 #include "common/fs.h"
 #include "node/catalog_open.h"
+#include "server/serve_config.h"
 
 namespace strata::cli {
 
@@ -23,10 +24,17 @@ Result<std::unique_ptr<catalog::EmbeddedCatalog>> open_catalog(const std::string
 
 }  // namespace
 
+Result<node::NodeConfig> load_tool_config(const std::string& path, const std::string& data_dir) {
+  server::ServeFlags flags;
+  flags.data_dir = data_dir;
+  auto cfg = server::load_serve_config_file(path, flags, objstore::process_env());
+  if (!cfg.ok()) return std::move(cfg).error().with_context(path.empty() ? "config" : path);
+  return std::move(cfg->node);
+}
+
 Result<NodeTools> open_node_tools(const std::string& config_path, const std::string& data_dir) {
   NodeTools t;
-  STRATA_ASSIGN_OR_RETURN(
-      t.config, node::load_node_config_file(config_path, data_dir, objstore::process_env()));
+  STRATA_ASSIGN_OR_RETURN(t.config, load_tool_config(config_path, data_dir));
   auto store = objstore::open_object_store(t.config.objstore);
   if (!store.ok()) return std::move(store).error().with_context("opening the object store");
   t.store = std::move(store).value();

@@ -21,8 +21,14 @@ struct NodeTools {
   tier::CatalogSource catalog;
 };
 
-// Loads the node configuration file (`data_dir`, if not empty, overrides
-// its data_dir), opens the object store and checks the catalog opens.
+// The node part of a configuration file as `strata serve` reads it (a
+// node's own file with its server, users, tls and cluster sections, or a
+// node-only file), checked whole; `data_dir`, if not empty, overrides the
+// file's. Every tool that takes --config reads it so.
+Result<node::NodeConfig> load_tool_config(const std::string& path, const std::string& data_dir);
+
+// Loads the configuration file (load_tool_config), opens the object store
+// and checks the catalog opens.
 Result<NodeTools> open_node_tools(const std::string& config_path, const std::string& data_dir);
 
 // "90m", "1h", "30s", "250ms", "2d", "0" -> milliseconds. Errors name the

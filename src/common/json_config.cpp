@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "common/fs.h"
 
 namespace strata {
@@ -12,11 +14,27 @@ Result<json> read_json_config_file(const std::string& path) {
   if (path.empty()) return json();
   auto text = read_file(posix_fs(), path);
   if (!text.ok()) return std::move(text).error().with_context("reading config file " + path);
-  json doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
-    return Error(Errc::invalid_argument, "config file " + path + ": not valid JSON");
+  try {
+    return json::parse(*text);
+  } catch (const json::parse_error& e) {
+    // Where: line and column of the byte the parser stopped at (its
+    // message names the token).
+    const size_t at = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text->size());
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i < at; ++i) {
+      if ((*text)[i] == '\n') {
+        line += 1;
+        column = 1;
+      } else {
+        column += 1;
+      }
+    }
+    std::string why = e.what();
+    if (auto colon = why.find(": "); colon != std::string::npos) why = why.substr(colon + 2);
+    return Error(Errc::invalid_argument,
+                 fmt::format("config file {}: not valid JSON at line {}, column {}: {}", path,
+                             line, column, why));
   }
-  return doc;
 }
 
 JsonSection::JsonSection(json doc, std::string path, SettingsRead* read)

@@ -20,7 +20,8 @@ namespace strata {
 
 // Reads and parses a JSON configuration file. An empty path means "no
 // file": a null document. Errors: the read's, in the context "reading
-// config file PATH", and "config file PATH: not valid JSON".
+// config file PATH", and "config file PATH: not valid JSON at line L,
+// column C: WHAT" (the byte the parser stopped at, and why).
 Result<nlohmann::json> read_json_config_file(const std::string& path);
 
 // The full paths of the settings a reader asked for, whether present or

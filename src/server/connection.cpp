@@ -69,6 +69,13 @@ class ConnectionImpl final : public Connection,
       self->channel_->close_after_flush();
     });
   }
+  void close_by_operator(std::string why) override {
+    asio::post(strand(), [self = shared_from_this(), why = std::move(why)] {
+      if (self->channel_->closing()) return;
+      spdlog::info("connection {} ({}): closing: {}", self->id_, self->peer(), why);
+      self->channel_->close_after_flush();
+    });
+  }
   void sac_effect(const SacEffect& e) override { subscriptions_.sac_effect(e); }
   void recheck_access() override {
     asio::post(strand(), [self = shared_from_this()] {

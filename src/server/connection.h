@@ -80,6 +80,9 @@ class Connection {
   // properties, TLS, its publishers and subscriptions), taken on its
   // strand and handed to `done` there.
   virtual void describe(std::function<void(nlohmann::json)> done) = 0;
+  // An operator closes it (management API): logged with `why`, then
+  // closed as at shutdown.
+  virtual void close_by_operator(std::string why) = 0;
 };
 
 }  // namespace strata::server

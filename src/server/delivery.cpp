@@ -170,6 +170,7 @@ Result<bool> add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uin
     auto f = std::make_shared<ChunkFrame>();
     f->chunk_id = c.header.first_offset;
     f->num_records = c.header.num_records;
+    f->next_offset = c.header.first_offset + c.header.num_records;
     proto::encode_deliver_head(o.version, o.subscription_id, committed_id,
                                osiris_header_for(c.header, *crc), &f->bytes);
     f->file = FileSpan{c.file, fd, data_pos, c.header.data_len};
@@ -230,6 +231,7 @@ Result<bool> add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uin
     b->crc_computed += 1;
   }
   f->num_records += c.header.num_records;
+  f->next_offset = c.header.first_offset + c.header.num_records;
   *mem += size;
   Bytes h;
   if (join) {
@@ -336,6 +338,7 @@ std::shared_ptr<Delivery> Delivery::start(std::unique_ptr<tier::StreamReader> re
   opts.batch_chunks = std::max<uint32_t>(opts.batch_chunks, 1);
   std::shared_ptr<Delivery> d(new Delivery(std::move(strand), std::move(tasks), opts));
   d->src_ = std::make_shared<Source>();
+  d->st_.next_offset = reader->next_offset();
   d->src_->reader = std::move(reader);
   d->src_->limit = limit;
   d->limit_ = std::move(limit);
@@ -447,6 +450,11 @@ void Delivery::pump() {
   }
 }
 
+uint64_t Delivery::lag() const {
+  const uint64_t end = stream_->committed_next();
+  return end > st_.next_offset ? end - st_.next_offset : 0;
+}
+
 void Delivery::send_next() {
   sending_ = true;
   auto f = queue_.front();
@@ -469,6 +477,7 @@ void Delivery::send_next() {
       self->st_.writes += 1;
       self->st_.records += f->num_records;
       self->st_.bytes += f->wire_size();
+      self->st_.next_offset = std::max(self->st_.next_offset, f->next_offset);
       self->pump();
     });
   });

@@ -91,6 +91,7 @@ struct ChunkFrame {
   uint32_t num_records = 0;
   uint32_t chunks = 1;
   uint32_t joined = 0;  // stored chunks that went out inside an earlier one of its Delivers
+  uint64_t next_offset = 0;  // the offset after its last record
 
   uint64_t wire_size() const { return bytes.size() + (file ? file->length : 0); }
 };
@@ -174,6 +175,10 @@ struct DeliveryOptions {
 };
 
 struct DeliveryStats {
+  // The offset after the last record written (before the first frame:
+  // where the reader started). A filtered subscription passes over chunks
+  // without moving it.
+  uint64_t next_offset = 0;
   uint64_t chunks = 0;   // Deliver frames (chunks) written
   uint64_t writes = 0;   // ChunkFrames written (several small chunks share one)
   uint64_t records = 0;  // records in them
@@ -217,6 +222,10 @@ class Delivery : public std::enable_shared_from_this<Delivery> {
   bool stopped() const { return stopped_; }
   uint32_t credit() const { return credit_; }
   DeliveryStats stats() const { return st_; }
+  // Messages committed to the stream and not yet written to this
+  // subscription: the stream's committed end less stats().next_offset
+  // (RabbitMQ's offset_lag).
+  uint64_t lag() const;
 
   // Internal (read jobs): the reader and what it shares with them.
   struct Source;

@@ -12,34 +12,13 @@
 #include "auth/base64.h"
 #include "auth/definitions.h"
 #include "server/definitions_streams.h"
+#include "server/management_streams.h"
 
 namespace strata::server {
 
 using json = nlohmann::json;
 
 namespace {
-
-ApiReply reply(int status, const json& body) {
-  return ApiReply{status, body.dump(-1, ' ', false, json::error_handler_t::replace)};
-}
-ApiReply error_reply(int status, std::string_view error, std::string_view reason) {
-  return reply(status, {{"error", error}, {"reason", reason}});
-}
-ApiReply no_content() {
-  return ApiReply{204, ""};
-}
-
-// The status an edit's refusal gets.
-ApiReply refused(const Error& e) {
-  switch (e.code) {
-    case Errc::not_found:
-      return error_reply(404, "not_found", e.message);
-    case Errc::invalid_argument:
-      return error_reply(400, "bad_request", e.message);
-    default:
-      return error_reply(503, "unavailable", e.message);
-  }
-}
 
 std::optional<std::pair<std::string, std::string>> basic_credentials(const std::string& header) {
   constexpr std::string_view kBasic = "Basic ";
@@ -150,13 +129,28 @@ class Api {
     if (s[1] == "whoami" && s.size() == 2 && r_.method == "GET") {
       return reply(200, {{"name", caller_}, {"tags", now_->find_user(caller_)->tags}});
     }
-    if (s[1] == "stream" && s.size() == 3 && r_.method == "GET" &&
-        (now_->has_tag(caller_, "administrator") || now_->has_tag(caller_, "monitoring"))) {
+    const bool monitor =
+        now_->has_tag(caller_, "administrator") || now_->has_tag(caller_, "monitoring");
+    if (s[1] == "stream" && s.size() == 3 && r_.method == "GET" && monitor) {
       return stream_lists(s[2]);
+    }
+    // The rest of the path is the stream's name, slashes and all.
+    constexpr std::string_view kStreams = "/api/streams/";
+    const std::string stream_name =
+        r_.path.rfind(kStreams, 0) == 0 ? r_.path.substr(kStreams.size()) : "";
+    if (s[1] == "streams" && r_.method == "GET" && monitor) {
+      return streams_api(node_, r_, stream_name, caller_);
     }
     if (!now_->has_tag(caller_, "administrator")) {
       return error_reply(403, "not_authorised",
                          fmt::format("user '{}' is not tagged administrator", caller_));
+    }
+    if (s[1] == "streams") return streams_api(node_, r_, stream_name, caller_);
+    if (r_.method == "DELETE" && s.size() == 3 && s[1] == "connections") {
+      return close_connection_api(node_, s[2], caller_);
+    }
+    if (r_.method == "DELETE" && s.size() == 4 && s[1] == "stream" && s[2] == "connections") {
+      return close_connection_api(node_, s[3], caller_);
     }
     if (s[1] == "users") return users(s);
     if (s[1] == "permissions") return permissions(s);

@@ -28,12 +28,16 @@
 //                                            published, confirmed, errored}]
 //   GET    /api/stream/consumers             [{connection, subscription_id, stream,
 //                                            offset_spec, credit, messages_delivered, ...}]
+//   DELETE /api/connections/ID               closes a connection (also under /api/stream/)
+//   GET    /api/streams[/NAME]               streams: arguments, tiers, upload lag, clients
+//   PUT    /api/streams/NAME                 {"arguments": {...}}: creates
+//   DELETE /api/streams/NAME                 deletes (management_streams.h)
 //   The lists take RabbitMQ's ?page=N&page_size=M (then {"items": [...], "page",
 //   "page_size", "page_count", "item_count", "total_count", "filtered_count"}).
 // Every call authenticates with HTTP Basic as a strata user (the stream
 // protocol's rules: loopback-only users only from loopback) and needs the
-// `administrator` tag, except whoami, and the GETs under /api/stream, which
-// a `monitoring` user may make too: 401 without valid credentials, 403
+// `administrator` tag, except whoami, and the GETs under /api/stream and
+// /api/streams, which a `monitoring` user may make too: 401 without valid credentials, 403
 // without the tag. Errors are {"error": ..., "reason": ...} as RabbitMQ's.
 // VHOST in a path is URL-encoded ("/" is %2F).
 #pragma once
@@ -48,6 +52,7 @@
 
 #include "node/stream_settings.h"
 #include "server/access_admin.h"
+#include "server/api_reply.h"
 
 namespace strata::server {
 
@@ -59,11 +64,6 @@ struct ApiRequest {
   std::string page, page_size;  // the query parameters of those names ("" when absent)
   std::string authorization;    // the Authorization header as sent ("" when absent)
   bool loopback = false;        // the peer's address is a loopback address
-};
-
-struct ApiReply {
-  int status = 200;
-  std::string body;  // JSON ("" for 204)
 };
 
 struct ApiCounters {
@@ -81,6 +81,12 @@ struct ApiNode {
   std::function<Status(const std::string&, const node::StreamSettings&)> create;
   // Connection::describe of every open connection, in id order.
   std::function<nlohmann::json()> connections;
+  // The node's /status "streams": the streams it serves, by name.
+  std::function<nlohmann::json()> stream_status;
+  // As a Delete: not_found when there is no such stream.
+  std::function<Status(const std::string&)> remove;
+  // Closes connection `id` (false: no such connection), logging `why`.
+  std::function<bool(uint64_t id, const std::string& why)> close_connection;
 };
 
 ApiReply handle_management_api(AccessAdmin& admin, ApiCounters& counters, const ApiNode& node,

@@ -136,6 +136,14 @@ Status Server::Impl::start() {
     return ops->create_stream(name, settings);
   };
   api_node.connections = [this] { return connections_json(); };
+  api_node.stream_status = [this] { return node->status_json()["streams"]; };
+  api_node.remove = [this](const std::string& name) { return ops->delete_stream(name); };
+  api_node.close_connection = [this](uint64_t id, const std::string& why) {
+    auto c = registry.find(id);
+    if (!c) return false;
+    c->close_by_operator(why);
+    return true;
+  };
   env.counters = &counters;
   env.logins = &logins;
   env.quota = &quota;

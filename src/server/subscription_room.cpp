@@ -437,6 +437,10 @@ nlohmann::json SubscriptionRoom::describe() const {
       j["chunks_delivered"] = st.chunks;
       j["messages_delivered"] = st.records;
       j["bytes_delivered"] = st.bytes;
+      // RabbitMQ's names: the next offset to deliver, and the committed
+      // messages after it.
+      j["offset"] = st.next_offset;
+      j["offset_lag"] = sub->delivery->lag();
     } else {
       j["credit"] = sub->credit;
     }

@@ -340,6 +340,48 @@ TEST(NodeCli, StreamCreateWithSettingsAndStreamInfoShowsThem) {
   ASSERT_OK((*n)->close());
 }
 
+// One configuration per node: the tools read the file `strata serve` reads
+// (server, users, tls and cluster sections beside the node's), check it
+// whole, and `strata status --config` finds the node's HTTP address in it.
+TEST(NodeCli, EveryToolTakesTheServeConfiguration) {
+  strata::test::TempDir tmp;
+  json doc = test::small_node_doc();
+  doc["data_dir"] = tmp.sub("d");
+  doc["server"] = {{"listen", "127.0.0.1:0"}};
+  doc["users"] = json::array({{{"name", "guest"}, {"password", "guest"}}});
+  doc["http"] = {{"listen", "127.0.0.1:1"}};
+  const std::string config = tmp.sub("serve.json");
+  ASSERT_OK(write_file_atomic(posix_fs(), config, doc.dump()));
+  auto made = strata_cmd({"stream", "create", "--config", config, "s1", "--max-age", "2h"});
+  ASSERT_EQ(made.status, 0) << made.output;
+  auto info = strata_cmd({"stream", "info", "--config", config, "s1"});
+  EXPECT_EQ(info.status, 0) << info.output;
+  auto scrub = strata_cmd({"scrub", "--config", config});
+  EXPECT_EQ(scrub.status, 0) << scrub.output;
+  auto gc = strata_cmd({"gc", "--config", config, "--dry-run"});
+  EXPECT_EQ(gc.status, 0) << gc.output;
+  auto consume = strata_cmd({"consume", "--config", config, "s1", "--from", "first"});
+  EXPECT_EQ(consume.status, 0) << consume.output;
+  // No node runs there: status names the address it read from the file.
+  auto status = strata_cmd({"status", "--config", config});
+  EXPECT_EQ(status.status, 1) << status.output;
+  EXPECT_TRUE(contains(status.output, "127.0.0.1:1")) << status.output;
+  auto gone = strata_cmd({"stream", "delete", "--config", config, "s1"});
+  EXPECT_EQ(gone.status, 0) << gone.output;
+
+  // Still checked whole: a typo in the server section is named.
+  doc["server"]["listne"] = "127.0.0.1:5552";
+  ASSERT_OK(write_file_atomic(posix_fs(), config, doc.dump()));
+  auto typo = strata_cmd({"stream", "info", "--config", config, "s1"});
+  EXPECT_EQ(typo.status, 1) << typo.output;
+  EXPECT_TRUE(contains(typo.output, "server.listne")) << typo.output;
+  // A syntax error is placed.
+  ASSERT_OK(write_file_atomic(posix_fs(), config, "{\n  \"data_dir\": 1,,\n}"));
+  auto syntax = strata_cmd({"scrub", "--config", config});
+  EXPECT_EQ(syntax.status, 1) << syntax.output;
+  EXPECT_TRUE(contains(syntax.output, "line 2, column")) << syntax.output;
+}
+
 // `strata --version`, and a --log-level typo refused rather than read as
 // "off" (which silenced every log line).
 TEST(NodeCli, VersionFlagAndAnUnknownLogLevel) {

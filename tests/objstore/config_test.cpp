@@ -229,6 +229,12 @@ TEST(Config, ReportsBadJsonAndWrongShapes) {
   auto r = load_config_file(path, kNoEnv);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(error_of(r).find(path + ": not valid JSON"), std::string::npos) << error_of(r);
+  // A syntax error is placed: line and column of where the parser stopped.
+  std::ofstream(path) << "{\n  \"data_dir\": \"/d\",\n  \"log\": {\"fsync\": always}\n}\n";
+  auto placed = load_config_file(path, kNoEnv);
+  ASSERT_FALSE(placed.ok());
+  EXPECT_NE(error_of(placed).find("at line 3, column 20: syntax error"), std::string::npos)
+      << error_of(placed);
   auto missing = load_config_file(dir.sub("nope.json"), kNoEnv);
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(error_of(missing).find("nope.json"), std::string::npos);

@@ -216,20 +216,12 @@ TEST_F(PermissionsTest, SighupReloadsUsersLive) {
 }
 
 // The node's HTTP endpoint, as `strata serve` printed it.
-std::string http_url(ServeProcess& server) {
-  static const std::regex re("http on (127\\.0\\.0\\.1:[0-9]+)\n");
-  std::smatch m;
-  const std::string out = server.process().stdout_text();
-  if (!std::regex_search(out, m, re)) return "";
-  return "http://" + m[1].str();
-}
-
 // Live administration through the management API (`strata user`,
 // `strata permissions`): a user added on the running node logs in, gets
 // exactly the permissions set, loses them live; only administrators may
 // change users; the changes outlive a restart and a configuration reload.
 TEST_F(PermissionsTest, UsersAndPermissionsChangeLiveThroughTheCli) {
-  const std::string url = http_url(server_);
+  const std::string url = serve_http_url(server_);
   ASSERT_FALSE(url.empty()) << server_.process().stdout_text();
   const std::string admin_pw = dir_.sub("guest.pw");
   std::ofstream(admin_pw) << "guest\n";
@@ -320,7 +312,7 @@ TEST_F(PermissionsTest, UsersAndPermissionsChangeLiveThroughTheCli) {
     ASSERT_TRUE(c.ok());
     EXPECT_FALSE(c->handshake(who, pw).ok()) << who;
   }
-  const std::string defs = strata_cli({"--json", "user", "list", "--node", http_url(server_),
+  const std::string defs = strata_cli({"--json", "user", "list", "--node", serve_http_url(server_),
                                        "--admin-password-file", admin_pw})
                                .out;
   EXPECT_NE(defs.find("\"bob\""), std::string::npos) << defs;
@@ -333,7 +325,7 @@ TEST_F(PermissionsTest, UsersAndPermissionsChangeLiveThroughTheCli) {
 // does not hold is listed as skipped; strata's export reads back; a file
 // with an argument strata refuses changes nothing.
 TEST_F(PermissionsTest, RabbitMqDefinitionsImportAndExport) {
-  const std::string url = http_url(server_);
+  const std::string url = serve_http_url(server_);
   ASSERT_FALSE(url.empty());
   const std::string admin_pw = dir_.sub("guest.pw");
   std::ofstream(admin_pw) << "guest\n";
@@ -400,7 +392,7 @@ TEST_F(PermissionsTest, RabbitMqDefinitionsImportAndExport) {
 // with their counts, consumers with their credit; a monitoring user reads
 // them and cannot change users; RabbitMQ's pagination.
 TEST_F(PermissionsTest, ConnectionsPublishersAndConsumersAreListed) {
-  const std::string url = http_url(server_);
+  const std::string url = serve_http_url(server_);
   ASSERT_FALSE(url.empty());
   const std::string admin_pw = dir_.sub("guest.pw");
   std::ofstream(admin_pw) << "guest\n";
@@ -453,6 +445,39 @@ TEST_F(PermissionsTest, ConnectionsPublishersAndConsumersAreListed) {
   EXPECT_EQ(cons[0]["subscription_id"], 5);
   EXPECT_EQ(cons[0]["offset_spec"], "first");
   EXPECT_EQ(cons[0]["connection"], by_user["reader"]["id"]);
+
+  // Consumer lag (RabbitMQ's offset_lag): a subscription without credit
+  // lags by the stream's three messages; once a chunk is delivered, by none.
+  ASSERT_TRUE(
+      reader.send(SubscribeRequest{reader.corr(), 6, "app-orders", {OffsetType::first, 0}, 0, {}})
+          .ok());
+  ASSERT_EQ(reader.expect<SubscribeResponse>()->code, ResponseCode::ok);
+  auto consumer = [&](int id) {
+    for (const auto& c : list("consumers")) {
+      if (c["subscription_id"] == id) return c;
+    }
+    return nlohmann::json();
+  };
+  auto lagging = consumer(6);
+  EXPECT_EQ(lagging["offset"], 0) << lagging.dump();
+  EXPECT_EQ(lagging["offset_lag"], 3) << lagging.dump();
+  ASSERT_TRUE(reader.send(CreditRequest{6, 1}).ok());
+  // Subscription 5's Delivers of "shared" may come first.
+  for (int i = 0; i < 4; ++i) {
+    auto d = reader.expect<DeliverFrame>();
+    ASSERT_TRUE(d.ok()) << d.error().message;
+    if (d->subscription_id == 6) break;
+  }
+  nlohmann::json caught_up;
+  for (int i = 0; i < 100; ++i) {
+    caught_up = consumer(6);
+    if (caught_up["offset_lag"] == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(caught_up["offset_lag"], 0) << caught_up.dump();
+  EXPECT_EQ(caught_up["offset"], 3) << caught_up.dump();
+  EXPECT_EQ(caught_up["messages_delivered"], 3) << caught_up.dump();
+  cons = list("consumers");
 
   // Pagination as RabbitMQ's: one connection per page.
   auto page = server::api_request(

@@ -1,0 +1,148 @@
+#include "server/management_streams.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+#include "server/definitions_streams.h"
+
+namespace strata::server {
+
+using json = nlohmann::json;
+
+namespace {
+
+uint64_t u64(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
+}
+
+// Per stream: its publishers, consumers and their largest lag.
+struct Clients {
+  uint64_t publishers = 0;
+  uint64_t consumers = 0;
+  uint64_t max_lag = 0;
+};
+
+Clients clients_of(const std::string& name, const json& connections) {
+  Clients c;
+  if (!connections.is_array()) return c;
+  for (const auto& conn : connections) {
+    for (const auto& p : conn.value("publishers", json::array())) {
+      if (p.value("stream", "") == name) c.publishers += 1;
+    }
+    for (const auto& s : conn.value("subscriptions", json::array())) {
+      if (s.value("stream", "") != name) continue;
+      c.consumers += 1;
+      c.max_lag = std::max(c.max_lag, u64(s, "offset_lag"));
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+json stream_entry(const std::string& name, const node::StreamSettings& settings,
+                  const json& status, const json& connections) {
+  const Clients c = clients_of(name, connections);
+  json j = {{"name", name},
+            {"vhost", "/"},
+            {"type", "stream"},
+            {"durable", true},
+            {"arguments", queue_arguments_from_settings(settings)},
+            {"served_here", status.is_object()},
+            {"publishers", c.publishers},
+            {"consumers", c.consumers},
+            {"consumer_max_lag", c.max_lag}};
+  if (!status.is_object()) return j;
+  const uint64_t local_first = u64(status, "local_first_offset");
+  const uint64_t next = u64(status, "local_next_offset");
+  j["effective"] = status.value("effective", json::object());
+  j["local"] = {{"first_offset", local_first},
+                {"next_offset", next},
+                {"bytes", u64(status, "local_bytes")}};
+  uint64_t first = local_first;
+  auto t = status.find("tiering");
+  if (t != status.end() && t->is_object()) {
+    const uint64_t rf = u64(*t, "remote_first_offset"), rn = u64(*t, "remote_next_offset");
+    j["remote"] = {{"first_offset", rf}, {"next_offset", rn}, {"bytes", u64(*t, "remote_bytes")}};
+    // The remote tier reaches further back once local retention freed
+    // what it holds.
+    if (rn > rf) first = std::min(first, rf);
+    j["upload_lag"] = {{"offsets", u64(*t, "unpersisted_tail_offsets")},
+                       {"bytes", u64(*t, "unpersisted_tail_bytes")},
+                       {"seconds_since_last_persist", t->value("seconds_since_last_persist", json())}};
+    j["tiering_state"] = t->value("state", "");
+    j["tiering_error"] = t->value("last_error", "");
+  } else {
+    j["remote"] = nullptr;
+    j["upload_lag"] = nullptr;
+  }
+  j["first_offset"] = first;
+  j["next_offset"] = next;
+  j["messages"] = next > first ? next - first : 0;
+  return j;
+}
+
+ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string& name,
+                     const std::string& caller) {
+  if (r.method == "GET") {
+    if (!node.list) return error_reply(503, "unavailable", "no streams here");
+    auto all = node.list();
+    if (!all.ok()) return refused(all.error());
+    const json status = node.stream_status ? node.stream_status() : json::object();
+    const json conns = node.connections ? node.connections() : json::array();
+    json items = json::array();
+    for (const auto& [n, s] : *all) {
+      if (!name.empty() && n != name) continue;
+      auto st = status.find(n);
+      items.push_back(stream_entry(n, s, st == status.end() ? json() : *st, conns));
+    }
+    if (name.empty()) return reply(200, items);
+    if (items.empty()) return error_reply(404, "not_found", fmt::format("no stream '{}'", name));
+    return reply(200, items[0]);
+  }
+  if (name.empty()) return error_reply(405, "method_not_allowed", r.method + " " + r.path);
+  if (r.method == "PUT") {
+    json b = json::parse(r.body.empty() ? "{}" : r.body, nullptr, false);
+    if (!b.is_object()) {
+      return error_reply(400, "bad_request", "the request body is not a JSON object");
+    }
+    std::vector<std::string> ignored;
+    auto settings =
+        settings_from_queue_arguments(b.value("arguments", json::object()), &ignored);
+    if (!settings.ok()) return refused(settings.error());
+    Status st = node.create(name, *settings);
+    if (!st.ok() && st.error().code == Errc::already_exists) return no_content();
+    if (!st.ok()) return refused(st.error());
+    spdlog::info("http: user '{}' created stream '{}'", caller, name);
+    return reply(201, {{"name", name}, {"ignored_arguments", ignored}});
+  }
+  if (r.method == "DELETE") {
+    Status st = node.remove(name);
+    if (!st.ok()) return refused(st.error());
+    spdlog::info("http: user '{}' deleted stream '{}'", caller, name);
+    return no_content();
+  }
+  return error_reply(405, "method_not_allowed", r.method + " " + r.path);
+}
+
+ApiReply close_connection_api(const ApiNode& node, const std::string& id,
+                              const std::string& caller) {
+  uint64_t n = 0;
+  auto [p, ec] = std::from_chars(id.data(), id.data() + id.size(), n);
+  if (ec != std::errc() || p != id.data() + id.size()) {
+    return error_reply(404, "not_found", fmt::format("no connection '{}'", id));
+  }
+  if (!node.close_connection ||
+      !node.close_connection(n, fmt::format("closed by user '{}' through the management API",
+                                            caller))) {
+    return error_reply(404, "not_found", fmt::format("no connection {}", n));
+  }
+  return no_content();
+}
+
+}  // namespace strata::server

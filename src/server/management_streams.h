@@ -1,0 +1,41 @@
+// The management API's streams, and closing a connection (the paths are
+// listed in management_api.h):
+//   GET    /api/streams, /api/streams/NAME   every stream of the catalog with
+//          its arguments and, where this node serves it, its tiers (first
+//          and next offsets, bytes), its upload lag and its publishers and
+//          consumers (the largest consumer lag among them)
+//   PUT    /api/streams/NAME   {"arguments": {...}} as RabbitMQ's queue
+//          arguments (definitions_streams.h): created 201, already there
+//          with these arguments 204, with others 400
+//   DELETE /api/streams/NAME   204, 404 when there is no such stream
+//   DELETE /api/connections/ID (or /api/stream/connections/ID)
+// NAME is the rest of the path, so a stream name may hold "/" (sent as %2F).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "node/stream_settings.h"
+#include "server/management_api.h"
+
+namespace strata::server {
+
+// One entry of GET /api/streams: `status` is the stream's entry in the
+// node's /status "streams" (null when this node does not serve it),
+// `connections` what ApiNode::connections returns.
+nlohmann::json stream_entry(const std::string& name, const node::StreamSettings& settings,
+                            const nlohmann::json& status, const nlohmann::json& connections);
+
+// /api/streams[/NAME]: `name` empty for the list. GETs need the caller to
+// be an administrator or a monitoring user, changes an administrator (the
+// caller checks); `caller` names them in the log.
+ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string& name,
+                     const std::string& caller);
+
+// DELETE /api/connections/ID: the connection is closed after what is
+// queued for it goes out (as at shutdown: clients take it as a lost
+// connection and reconnect).
+ApiReply close_connection_api(const ApiNode& node, const std::string& id,
+                              const std::string& caller);
+
+}  // namespace strata::server

@@ -1,0 +1,157 @@
+// Streams and connections administered live through the management API
+// (server/management_streams.h) and the CLI over it: `strata list
+// streams`, `strata stream create|delete` without --config, `strata
+// connection close`; a monitoring user reads and changes nothing.
+#include <fstream>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "server/admin_http.h"
+#include "server/serve_fixture.h"
+#include "support/cli.h"
+
+namespace strata::test {
+namespace {
+
+class ManagementStreamsTest : public ServeTest {
+ protected:
+  void SetUp() override {
+    ServeTest::SetUp();
+    restart_with_config("users.json", R"({
+      "users": [ {"name": "guest", "password": "guest", "tags": ["administrator"]},
+                 {"name": "mon", "password": "m0n", "tags": ["monitoring"]} ],
+      "permissions": [
+        {"user": "guest", "vhost": "/", "configure": ".*", "write": ".*", "read": ".*"},
+        {"user": "mon", "vhost": "/", "configure": "", "write": "", "read": ".*"} ]
+    })",
+                        {"--http", "127.0.0.1:0"});
+    url_ = serve_http_url(server_);
+    ASSERT_FALSE(url_.empty()) << server_.process().stdout_text();
+    admin_pw_ = dir_.sub("guest.pw");
+    std::ofstream(admin_pw_) << "guest\n";
+    mon_pw_ = dir_.sub("mon.pw");
+    std::ofstream(mon_pw_) << "m0n\n";
+  }
+  CliOut as_admin(std::vector<std::string> args) {
+    args.insert(args.end(), {"--node", url_, "--admin-password-file", admin_pw_});
+    return strata_cli(args);
+  }
+  CliOut as_monitor(std::vector<std::string> args) {
+    args.insert(args.end(),
+                {"--node", url_, "--admin-user", "mon", "--admin-password-file", mon_pw_});
+    return strata_cli(args);
+  }
+  std::map<std::string, nlohmann::json> streams() {
+    auto out = as_monitor({"--json", "list", "streams"});
+    EXPECT_EQ(out.status, 0) << out.err;
+    std::map<std::string, nlohmann::json> by_name;
+    const auto doc = nlohmann::json::parse(out.out, nullptr, false);
+    for (const auto& s : doc["streams"]) by_name[s["name"].get<std::string>()] = s;
+    return by_name;
+  }
+
+  std::string url_, admin_pw_, mon_pw_;
+};
+
+TEST_F(ManagementStreamsTest, StreamsAreCreatedListedAndDeletedOnTheRunningNode) {
+  auto made = as_admin({"--json", "stream", "create", "live-1", "--max-age", "7D",
+                        "--x-strata-confirm", "remote"});
+  ASSERT_EQ(made.status, 0) << made.err;
+  EXPECT_EQ(nlohmann::json::parse(made.out)["created"], true) << made.out;
+  // The same arguments again: there already; other arguments: refused.
+  auto again = as_admin({"--json", "stream", "create", "live-1", "--max-age", "7D",
+                         "--x-strata-confirm", "remote"});
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["created"], false) << again.out;
+  auto other = as_admin({"stream", "create", "live-1", "--max-age", "1D"});
+  EXPECT_EQ(other.status, 1);
+  EXPECT_NE(other.err.find("live-1"), std::string::npos) << other.err;
+  auto bad = as_admin({"stream", "create", "live-2", "--max-age", "soon"});
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("max-age"), std::string::npos) << bad.err;
+
+  // A client sees it at once, and writes to it.
+  StreamClient c = open_client();
+  declare(c, 1, "live-1", "ref-1");
+  publish_confirmed(c, 1, 0, {"a", "b", "c", "d"});
+  ASSERT_TRUE(
+      c.send(SubscribeRequest{c.corr(), 2, "live-1", {OffsetType::first, 0}, 0, {}}).ok());
+  ASSERT_EQ(c.expect<SubscribeResponse>()->code, ResponseCode::ok);
+
+  auto all = streams();
+  ASSERT_TRUE(all.count("live-1")) << as_monitor({"--json", "list", "streams"}).out;
+  const auto& s = all["live-1"];
+  EXPECT_EQ(s["vhost"], "/");
+  EXPECT_EQ(s["type"], "stream");
+  EXPECT_EQ(s["served_here"], true);
+  EXPECT_EQ(s["arguments"]["x-max-age"], "604800s") << s.dump();
+  EXPECT_EQ(s["arguments"]["x-strata-confirm"], "remote") << s.dump();
+  EXPECT_EQ(s["messages"], 4) << s.dump();
+  EXPECT_EQ(s["next_offset"], 4) << s.dump();
+  EXPECT_GT(s["local"]["bytes"].get<uint64_t>(), 0u) << s.dump();
+  EXPECT_EQ(s["publishers"], 1) << s.dump();
+  EXPECT_EQ(s["consumers"], 1) << s.dump();
+  // The consumer has no credit: it lags by all four.
+  EXPECT_EQ(s["consumer_max_lag"], 4) << s.dump();
+  auto one = server::api_request(url_, {"GET", "/api/streams/live-1", "", "mon", "m0n"});
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  ASSERT_EQ(one->status, 200) << one->body;
+  EXPECT_EQ(nlohmann::json::parse(one->body)["name"], "live-1");
+  auto none = server::api_request(url_, {"GET", "/api/streams/nope", "", "mon", "m0n"});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->status, 404);
+  // The text form names the columns.
+  auto text = as_monitor({"list", "streams"});
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("name=live-1"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("consumer_max_lag=4"), std::string::npos) << text.out;
+
+  // A monitoring user changes nothing.
+  auto refused = as_monitor({"stream", "delete", "live-1"});
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.err.find("HTTP 403"), std::string::npos) << refused.err;
+
+  auto gone = as_admin({"stream", "delete", "live-1"});
+  ASSERT_EQ(gone.status, 0) << gone.err;
+  EXPECT_FALSE(streams().count("live-1"));
+  auto again_gone = as_admin({"stream", "delete", "live-1"});
+  EXPECT_EQ(again_gone.status, 1);
+  EXPECT_NE(again_gone.err.find("HTTP 404"), std::string::npos) << again_gone.err;
+}
+
+TEST_F(ManagementStreamsTest, AnOperatorClosesAConnection) {
+  auto victim = std::make_unique<StreamClient>(open_client());
+  StreamClient bystander = open_client();
+  auto conns = as_monitor({"--json", "list", "connections"});
+  ASSERT_EQ(conns.status, 0) << conns.err;
+  auto list = nlohmann::json::parse(conns.out)["connections"];
+  ASSERT_EQ(list.size(), 2u) << conns.out;
+  const uint64_t id = list[0]["id"];
+  // A monitoring user may not; an administrator may.
+  auto refused = as_monitor({"connection", "close", std::to_string(id)});
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.err.find("HTTP 403"), std::string::npos) << refused.err;
+  auto closed = as_admin({"connection", "close", std::to_string(id)});
+  ASSERT_EQ(closed.status, 0) << closed.err;
+  EXPECT_TRUE(victim->closed_by_server());
+  // The server's side ends once the client's does (it reads until then).
+  victim.reset();
+  // The other connection goes on.
+  create(bystander, "still-here");
+  auto unknown = as_admin({"connection", "close", "999999"});
+  EXPECT_EQ(unknown.status, 1);
+  EXPECT_NE(unknown.err.find("HTTP 404"), std::string::npos) << unknown.err;
+  // It is gone from the list; the other one is not.
+  nlohmann::json after;
+  for (int i = 0; i < 100; ++i) {
+    after = nlohmann::json::parse(as_monitor({"--json", "list", "connections"}).out);
+    if (after["connections"].size() == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(after["connections"].size(), 1u) << after.dump();
+  EXPECT_NE(after["connections"][0]["id"], id);
+}
+
+}  // namespace
+}  // namespace strata::test
