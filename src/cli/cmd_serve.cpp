@@ -4,6 +4,7 @@
 // SIGTERM or SIGINT stop it gracefully (exit 0); SIGHUP re-reads the
 // configuration file's users, vhosts and permissions.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <signal.h>
 
 #include <chrono>
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "cli/log_output.h"
 #include "server/admin_http.h"
 #include "server/server.h"
 
@@ -62,6 +64,10 @@ void reload(const ServeCliFlags& f, server::Server& s) {
 void run_serve(const ServeCliFlags& f, Context& ctx) {
   auto cfg = server::load_serve_config_file(f.config, f.flags, objstore::process_env());
   if (!cfg.ok()) return ctx.fail(std::move(cfg).error().with_context("serve"));
+  // A node logs at info unless told otherwise (connections opened and
+  // closed, logins refused); the other commands at warn.
+  if (!ctx.log_level_given) spdlog::set_level(spdlog::level::from_str(cfg->logging.level));
+  if (cfg->logging.format == "json") spdlog::set_formatter(json_log_formatter());
   // Every thread the server starts inherits this mask: the signals are
   // taken here, by sigwait, and nowhere else.
   sigset_t set;

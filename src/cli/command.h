@@ -16,6 +16,8 @@ namespace strata::cli {
 struct Context {
   bool json = false;  // --json: machine-readable output on stdout
   int exit_code = 0;
+  // --log-level was given (it wins over a configuration's logging.level).
+  bool log_level_given = false;
 
   // Prints an error (as {"error":{...}} with --json) and sets exit code 1.
   void fail(const Error& e);

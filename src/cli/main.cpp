@@ -57,12 +57,17 @@ int main(int argc, char** argv) {
   app.add_flag("--json", ctx.json, "Machine-readable JSON output");
   std::string level = "warn";
   // A typo ("verbose") must be refused, not read by spdlog as "off".
-  app.add_option("--log-level", level, "trace|debug|info|warn|error|critical|off")
-      ->capture_default_str()
+  auto* level_opt = app.add_option("--log-level", level,
+                                   "trace|debug|info|warn|error|critical|off (strata serve: its "
+                                   "logging.level, else info)");
+  level_opt->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   app.set_version_flag("--version", std::string(strata::kStrataVersion));
   for (auto& setup : registry()) setup(app, ctx);
-  app.parse_complete_callback([&] { spdlog::set_level(spdlog::level::from_str(level)); });
+  app.parse_complete_callback([&] {
+    ctx.log_level_given = level_opt->count() > 0;
+    spdlog::set_level(spdlog::level::from_str(level));
+  });
   spdlog::set_default_logger(spdlog::default_logger());
   try {
     app.parse(argc, argv);

@@ -39,6 +39,7 @@ json uploader_json(const tier::UploaderStatus& u, int64_t now_ms) {
       {"unpersisted_tail_offsets", unpersisted_tail_offsets(u)},
       {"unpersisted_tail_bytes", unpersisted_tail_bytes(u)},
       {"state", tier::uploader_state_name(u.state)},
+      {"consecutive_failures", u.consecutive_failures},
       {"epoch", u.epoch},
       {"revision", u.revision},
       {"root_key", u.root_key},
@@ -245,8 +246,13 @@ void write_uploader_metrics(PromWriter& w, const Labels& l, const tier::Uploader
   w.counter("strata_tier_local_segments_deleted_total",
             "Local segments deleted once the remote tier covered them.", l,
             double(u.local_segments_deleted));
-  w.gauge("strata_tier_up", "1 while the uploader runs.", l,
-          u.state == tier::UploaderState::running ? 1.0 : 0.0);
+  w.gauge("strata_tier_up",
+          "1 while the uploader runs and its last request to the object store and catalog "
+          "succeeded.",
+          l, u.state == tier::UploaderState::running && u.consecutive_failures == 0 ? 1.0 : 0.0);
+  w.gauge("strata_tier_consecutive_failures",
+          "Failed requests since the uploader's last successful one.", l,
+          double(u.consecutive_failures));
   w.histogram("strata_tier_time_to_remote_seconds",
               "Time from a fragment's first chunk to the persist that covers it.", l,
               u.time_to_remote);

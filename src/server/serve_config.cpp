@@ -89,6 +89,26 @@ Status load_server_section(JsonSection s, ServerSettings* out) {
   return s.no_unknown();
 }
 
+// One value of `allowed` (or absent: *out unchanged).
+Status one_of(JsonSection& s, std::string_view k, const std::vector<std::string>& allowed,
+              std::string* out) {
+  std::string v = *out;
+  STRATA_TRY(s.string(k, &v));
+  if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
+    return bad(s.key(k), fmt::format("\"{}\" is not one of {}", v, fmt::join(allowed, ", ")));
+  }
+  *out = v;
+  return Status::OK();
+}
+
+Status load_logging_section(JsonSection s, LogSettings* out) {
+  STRATA_TRY(s.check_object());
+  STRATA_TRY(one_of(s, "level", {"trace", "debug", "info", "warn", "error", "critical", "off"},
+                    &out->level));
+  STRATA_TRY(one_of(s, "format", {"text", "json"}, &out->format));
+  return s.no_unknown();
+}
+
 Status load_tls_section(JsonSection s, TlsSettings* out) {
   STRATA_TRY(s.check_object());
   STRATA_TRY(s.string("listen", &out->listen));
@@ -215,6 +235,10 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
     STRATA_TRY(load_tls_section(JsonSection(document["tls"], "tls"), &cfg.tls));
     document.erase("tls");
   }
+  if (document.contains("logging")) {
+    STRATA_TRY(load_logging_section(JsonSection(document["logging"], "logging"), &cfg.logging));
+    document.erase("logging");
+  }
   if (!flags.listen.empty()) cfg.server.listen = flags.listen;
   if (!flags.advertised_host.empty()) cfg.server.advertised_host = flags.advertised_host;
   if (flags.advertised_port != 0) {
@@ -281,6 +305,11 @@ SettingsRead serve_config_settings() {
   STRATA_ASSERT(load_tls_section(JsonSection(json(nullptr), "tls", &out), &tls).ok(),
                 "the tls section's reader refuses an absent section");
   out.insert("tls");
+  LogSettings logging;
+  STRATA_ASSERT(
+      load_logging_section(JsonSection(json(nullptr), "logging", &out), &logging).ok(),
+      "the logging section's reader refuses an absent section");
+  out.insert("logging");
   STRATA_ASSERT(load_server_section(JsonSection(json(nullptr), "server", &out), &server).ok(),
                 "the server section's reader refuses an absent section");
   STRATA_ASSERT(load_cluster_section(JsonSection(json(nullptr), "cluster", &out), &cluster).ok(),

@@ -148,8 +148,17 @@ struct ClusterSettings {
   std::string peer_password_file;
 };
 
+// How `strata serve` logs (its "logging" section).
+struct LogSettings {
+  // trace, debug, info, warn, error, critical or off; --log-level wins.
+  std::string level = "info";
+  // "text", or "json": one JSON object per line (ts in UTC, level, msg).
+  std::string format = "text";
+};
+
 struct ServeConfig {
   node::NodeConfig node;
+  LogSettings logging;
   ServerSettings server;
   ClusterSettings cluster;
   TlsSettings tls;
@@ -169,7 +178,8 @@ struct ServeFlags {
 Result<ServeConfig> load_serve_config(nlohmann::json document, const ServeFlags& flags,
                                       const objstore::EnvLookup& env);
 // Every setting path load_serve_config accepts: the node's
-// (node::node_config_settings()) and the keys of server, users and cluster,
+// (node::node_config_settings()) and the keys of server, users, tls,
+// logging and cluster,
 // with the sections holding them. docs/CONFIGURATION.md documents each
 // (tests/docs checks it).
 SettingsRead serve_config_settings();

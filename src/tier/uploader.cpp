@@ -258,6 +258,7 @@ void Uploader::Impl::on_loaded(uint64_t gen, bool take_over, TaskOutcome<Result<
       }
     }
     start_failures_ = 0;
+    note_success();
     start_core(std::move(st));
     return;
   }
@@ -265,8 +266,8 @@ void Uploader::Impl::on_loaded(uint64_t gen, bool take_over, TaskOutcome<Result<
   note_failure("start", err.to_string());
   int64_t delay =
       err.code == Errc::conflict ? 0 : backoff_ms(opts_.start_backoff, start_failures_, rng_);
-  spdlog::warn("uploader {}: start attempt {} failed: {}; retrying in {} ms", opts_.stream,
-               start_failures_, err.to_string(), delay);
+  warn_repeated(fmt::format("start attempt {} failed: {}; retrying in {} ms", start_failures_,
+                            err.to_string(), delay));
   retry_later(delay, [this, gen, take_over] {
     if (!closed_ && gen == gen_) load(take_over);
   });
@@ -561,8 +562,8 @@ void Uploader::Impl::on_catchup_read(uint64_t from, TaskOutcome<CatchUpRead> o) 
   }
   if (!failure.empty()) {
     note_failure("catch_up", failure);
-    spdlog::warn("uploader {}: reading the log from offset {} failed: {}; retrying", opts_.stream,
-                 from, failure);
+    warn_repeated(
+        fmt::format("reading the log from offset {} failed: {}; retrying", from, failure));
     retry_later(1000, [this] { pump(); });
     return;
   }

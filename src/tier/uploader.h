@@ -135,6 +135,9 @@ struct UploaderStatus {
   std::string stream;
   UploaderState state = UploaderState::starting;
   std::string last_error;  // the most recent failure, for operators
+  // Failures since the last request that succeeded (an upload, a group,
+  // a persist, a start): 0 when the last one did.
+  uint64_t consecutive_failures = 0;
   uint64_t epoch = 0;
   uint64_t revision = 0;
   std::string root_key;

@@ -13,6 +13,26 @@ using namespace upload;
 void Uploader::Impl::note_failure(const std::string& cls, const std::string& message) {
   st_.failures_by_class[cls] += 1;
   st_.last_error = message;
+  st_.consecutive_failures += 1;
+}
+
+void Uploader::Impl::note_success() {
+  st_.consecutive_failures = 0;
+  if (uint64_t held = warnings_.reset()) {
+    spdlog::warn("uploader {}: requests succeed again ({} more failure warnings were held back)",
+                 opts_.stream, held);
+  }
+}
+
+void Uploader::Impl::warn_repeated(const std::string& message) {
+  uint64_t held = 0;
+  if (!warnings_.admit(now(), &held)) return;
+  if (held == 0) {
+    spdlog::warn("uploader {}: {}", opts_.stream, message);
+  } else {
+    spdlog::warn("uploader {}: {} ({} more like it held back over the last {} s)", opts_.stream,
+                 message, held, kRepeatedWarningMs / 1000);
+  }
 }
 
 void Uploader::Impl::publish_status() {
@@ -156,14 +176,15 @@ void Uploader::Impl::on_transfer_done(const SubmitTransfer& t, TaskOutcome<Trans
       if (o.value->ok()) {
         st_.fragments_uploaded += 1;
         st_.bytes_uploaded += o.value->value();
+        note_success();
         feed(TransferComplete{t.ref, t.token});
       } else {
         const TransferFailure& f = o.value->error();
         bool transient = is_transient(f);
         (transient ? st_.retries_transient : st_.retries_fatal) += 1;
         note_failure(transient ? "transient" : "fatal", f.to_string());
-        spdlog::warn("uploader {}: {} failed ({}), attempt {}: {}", opts_.stream, t.key,
-                     transient ? "transient" : "fatal", t.attempt, f.to_string());
+        warn_repeated(fmt::format("{} failed ({}), attempt {}: {}", t.key,
+                                  transient ? "transient" : "fatal", t.attempt, f.to_string()));
         feed(TransferFailed{t.ref, t.token, f});
       }
       break;
@@ -171,7 +192,7 @@ void Uploader::Impl::on_transfer_done(const SubmitTransfer& t, TaskOutcome<Trans
       st_.deadlines += 1;
       st_.retries_transient += 1;
       note_failure("deadline", o.error.message);
-      spdlog::warn("uploader {}: {}", opts_.stream, o.error.message);
+      warn_repeated(o.error.message);
       feed(TransferDeadline{t.ref, t.token});
       break;
     case TaskEnd::threw:
@@ -201,6 +222,7 @@ void Uploader::Impl::upload_group(const UploadGroup& g) {
         auto& me = *self;
         if (me.closed_ || gen != me.gen_) return;
         if (o.end == TaskEnd::completed && o.value->ok()) {
+          me.note_success();
           me.feed(GroupUploadComplete{token});
         } else if (o.end == TaskEnd::deadline) {
           me.note_failure("deadline", o.error.message);
@@ -238,6 +260,7 @@ void Uploader::Impl::start_persist(const StartPersist& p) {
           me.st_.revision = o.value->revision;
           me.st_.root_key = key;
           me.attempted_roots_.clear();
+          me.note_success();
           me.feed(PersistComplete{token, o.value->revision});
         } else if (o.end == TaskEnd::deadline) {
           me.note_failure("deadline", o.error.message);
@@ -248,7 +271,7 @@ void Uploader::Impl::start_persist(const StartPersist& p) {
           me.note_failure(
               d.error == PersistError::transient ? "persist_transient" : "persist_refused",
               d.message);
-          spdlog::warn("uploader {}: persist failed: {}", me.opts_.stream, d.message);
+          me.warn_repeated("persist failed: " + d.message);
           me.feed(PersistFailed{token, d.error, d.message});
         } else {
           me.note_failure(std::string(task_end_name(o.end)), o.error.message);
@@ -306,7 +329,7 @@ void Uploader::Impl::delete_later(const DeleteObjects& d) {
             me.st_.delete_failures += o.value->failures.size();
             for (const auto& f : o.value->failures) {
               me.note_failure("delete", f + " (left for gc)");
-              spdlog::warn("uploader {}: delete failed: {}", me.opts_.stream, f);
+              me.warn_repeated("delete failed: " + f);
             }
           }
           me.publish_status();

@@ -7,11 +7,16 @@
 #include <map>
 #include <set>
 
+#include "common/log_limiter.h"
 #include "common/random.h"
 #include "tier/upload_jobs.h"
 #include "tier/uploader.h"
 
 namespace strata::tier {
+
+// A failure that is retried is logged once, then at most once per this
+// long while the failures go on (with how many were held back).
+constexpr int64_t kRepeatedWarningMs = 30'000;
 
 class Uploader::Impl : public std::enable_shared_from_this<Impl> {
  public:
@@ -114,6 +119,13 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   void update_local_retention(const upload::UpdateLocalRetention& u);
   void reply_waiters(const upload::ReplyWaiters& w);
   void note_failure(const std::string& cls, const std::string& message);
+  // A request to the store or the catalog succeeded: the failure streak
+  // ends (strata_tier_up is 1 again, the next warning is logged at once).
+  void note_success();
+  // A warning of a failure that is retried: rate-limited per uploader
+  // (kRepeatedWarningMs), so a store that fails every request does not
+  // flood the log.
+  void warn_repeated(const std::string& message);
   void publish_status();
 
   UploaderEnv env_;
@@ -165,6 +177,7 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   bool local_retention_again_ = false;
 
   UploaderStatus st_;  // counters and state, published by publish_status()
+  LogLimiter warnings_{kRepeatedWarningMs};
 
   // ---- status (status_mu_) ----
   mutable std::mutex status_mu_;

@@ -23,7 +23,7 @@ const char* kDoc = "docs/CONFIGURATION.md";
 // settings by their JSON path.
 const std::set<std::string> kFileSections = {
     "The node's configuration file",
-    "`strata serve`: `server`, `users`, `tls`, `cluster`",
+    "`strata serve`: `server`, `users`, `tls`, `logging`, `cluster`",
     "Object store (`objstore`)",
 };
 const char* kStreamSection = "Per-stream settings";

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <thread>
 
 #include "node/node_s3_fixture.h"
 #include "support/fault_proxy.h"
@@ -94,6 +95,38 @@ class NodeS3Fault : public NodeS3 {
 
   std::unique_ptr<strata::test::FaultProxy> proxy_;
 };
+
+// While every fragment upload fails the stream's tier reads as down
+// (strata_tier_up 0, consecutive_failures counting) although the uploader
+// runs; the first success brings it back up.
+TEST_F(NodeS3Fault, TheTierIsDownWhileUploadsFailAndUpOnceOneSucceeds) {
+  ASSERT_NO_FATAL_FAILURE(start_proxy(json::array({on_fragment_puts(respond(500, kInternal), 6)})));
+  json doc = s3_doc(proxy_->endpoint(), {});
+  doc["tiering"]["request_timeout_ms"] = 1000;
+  auto n = open_node(doc);
+  ASSERT_TRUE(n) << proxy_->logs();
+  auto log = n->create_stream("s1");
+  ASSERT_OK(log);
+  append_values(**log, 20);
+  bool saw_down = false;
+  json st;
+  for (int i = 0; i < 800 && !saw_down; ++i) {
+    st = n->status_json()["streams"]["s1"]["tiering"];
+    if (st["state"] == "running" && st["consecutive_failures"].get<uint64_t>() >= 2) {
+      auto up = metric_value(n->metrics_text(), "strata_tier_up{stream=\"s1\"}");
+      saw_down = up && *up == 0.0;
+    }
+    if (!saw_down) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(saw_down) << st.dump();
+  ASSERT_OK(n->flush("s1", std::chrono::seconds(30)));
+  st = n->status_json()["streams"]["s1"]["tiering"];
+  EXPECT_EQ(st["consecutive_failures"], 0) << st.dump();
+  auto up = metric_value(n->metrics_text(), "strata_tier_up{stream=\"s1\"}");
+  ASSERT_TRUE(up);
+  EXPECT_EQ(*up, 1.0);
+  ASSERT_OK(n->close());
+}
 
 TEST_F(NodeS3Fault, TooManyRequestsWithAnXmlBodyIsRetried) {
   Outcome o;

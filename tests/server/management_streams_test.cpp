@@ -4,6 +4,8 @@
 // connection close`; a monitoring user reads and changes nothing.
 #include <fstream>
 #include <map>
+#include <regex>
+#include <sstream>
 #include <memory>
 #include <thread>
 
@@ -151,6 +153,32 @@ TEST_F(ManagementStreamsTest, AnOperatorClosesAConnection) {
   }
   ASSERT_EQ(after["connections"].size(), 1u) << after.dump();
   EXPECT_NE(after["connections"][0]["id"], id);
+}
+
+// `strata serve` logs at info by default, so a refused login shows without
+// --log-level; logging.format "json" makes every log line one JSON object
+// with a UTC timestamp.
+TEST_F(ServeTest, RefusedLoginsAreLoggedByDefaultAsJsonLines) {
+  restart_with_config("logging.json", R"({"logging": {"format": "json"}})");
+  auto c = StreamClient::connect(server_.port());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_FALSE(c->handshake("guest", "not-the-password").ok());
+  nlohmann::json line;
+  for (int i = 0; i < 500 && line.is_null(); ++i) {
+    std::istringstream out(server_.process().stdout_text());
+    for (std::string l; std::getline(out, l);) {
+      if (l.find("authentication of 'guest' failed") == std::string::npos) continue;
+      line = nlohmann::json::parse(l, nullptr, false);
+      break;
+    }
+    if (line.is_null()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(line.is_object()) << server_.process().stdout_text();
+  EXPECT_EQ(line["level"], "info");
+  EXPECT_TRUE(std::regex_match(line["ts"].get<std::string>(),
+                               std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")))
+      << line.dump();
+  EXPECT_NE(line["msg"].get<std::string>().find("connection"), std::string::npos) << line.dump();
 }
 
 }  // namespace

@@ -31,6 +31,13 @@ TEST(ServeConfig, DefaultsAndFlags) {
   EXPECT_EQ(c->server.coalesce_bytes, 0u);
   EXPECT_EQ(c->server.append_linger_us, 2000u);
   EXPECT_EQ(c->server.close_linger_ms, 2000u);
+  EXPECT_EQ(c->logging.level, "info");
+  EXPECT_EQ(c->logging.format, "text");
+  auto logged = load_serve_config(json{{"logging", {{"level", "debug"}, {"format", "json"}}}}, f,
+                                  no_env());
+  ASSERT_TRUE(logged.ok()) << logged.error().message;
+  EXPECT_EQ(logged->logging.level, "debug");
+  EXPECT_EQ(logged->logging.format, "json");
 
   f.listen = "127.0.0.1:0";
   f.advertised_host = "example.org";
@@ -119,6 +126,9 @@ TEST(ServeConfig, ErrorsNameTheSetting) {
             {"fail_if_no_peer_cert", true}}),
        "tls.fail_if_no_peer_cert"},
       {tls({{"sslv3", true}}), "tls.sslv3"},
+      {json{{"logging", {{"level", "verbose"}}}}, "logging.level"},
+      {json{{"logging", {{"format", "xml"}}}}, "logging.format"},
+      {json{{"logging", {{"colour", true}}}}, "logging.colour"},
       {json{{"catalog",
              {{"backend", "etcd"},
               {"endpoints", {"https://127.0.0.1:2379"}},
