@@ -68,6 +68,8 @@ Result<std::unique_ptr<AdminHttp>> AdminHttp::start(const std::string& listen,
       r.from_vhost = req.get_param_value("from_vhost");
       r.page = req.get_param_value("page");
       r.page_size = req.get_param_value("page_size");
+      r.stream = req.get_param_value("stream");
+      r.reference = req.get_param_value("reference");
       r.authorization = req.get_header_value("Authorization");
       r.loopback = is_loopback_address(req.remote_addr);
       ApiReply a = h.api(r);

@@ -141,11 +141,15 @@ class Api {
     if (s[1] == "streams" && r_.method == "GET" && monitor) {
       return streams_api(node_, r_, stream_name, caller_);
     }
+    if (s[1] == "offsets" && s.size() == 2 && r_.method == "GET" && monitor) {
+      return offsets_api(node_, r_, caller_);
+    }
     if (!now_->has_tag(caller_, "administrator")) {
       return error_reply(403, "not_authorised",
                          fmt::format("user '{}' is not tagged administrator", caller_));
     }
     if (s[1] == "streams") return streams_api(node_, r_, stream_name, caller_);
+    if (s[1] == "offsets" && s.size() == 2) return offsets_api(node_, r_, caller_);
     if (r_.method == "DELETE" && s.size() == 3 && s[1] == "connections") {
       return close_connection_api(node_, s[2], caller_);
     }

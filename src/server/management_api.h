@@ -32,12 +32,14 @@
 //   GET    /api/streams[/NAME]               streams: arguments, tiers, upload lag, clients
 //   PUT    /api/streams/NAME                 {"arguments": {...}}: creates
 //   DELETE /api/streams/NAME                 deletes (management_streams.h)
+//   GET    /api/offsets?stream=S&reference=R a consumer's tracked offset
+//   PUT    /api/offsets?stream=S&reference=R {"offset": N | "first" | "next"}: sets it
 //   The lists take RabbitMQ's ?page=N&page_size=M (then {"items": [...], "page",
 //   "page_size", "page_count", "item_count", "total_count", "filtered_count"}).
 // Every call authenticates with HTTP Basic as a strata user (the stream
 // protocol's rules: loopback-only users only from loopback) and needs the
-// `administrator` tag, except whoami, and the GETs under /api/stream and
-// /api/streams, which a `monitoring` user may make too: 401 without valid credentials, 403
+// `administrator` tag, except whoami, and the GETs under /api/stream,
+// /api/streams and /api/offsets, which a `monitoring` user may make too: 401 without valid credentials, 403
 // without the tag. Errors are {"error": ..., "reason": ...} as RabbitMQ's.
 // VHOST in a path is URL-encoded ("/" is %2F).
 #pragma once
@@ -46,6 +48,7 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,6 +65,7 @@ struct ApiRequest {
   std::string body;
   std::string from_vhost;       // the query parameter of that name ("" when absent)
   std::string page, page_size;  // the query parameters of those names ("" when absent)
+  std::string stream, reference;  // the query parameters of those names ("" when absent)
   std::string authorization;    // the Authorization header as sent ("" when absent)
   bool loopback = false;        // the peer's address is a loopback address
 };
@@ -87,6 +91,13 @@ struct ApiNode {
   std::function<Status(const std::string&)> remove;
   // Closes connection `id` (false: no such connection), logging `why`.
   std::function<bool(uint64_t id, const std::string& why)> close_connection;
+  // A consumer reference's tracked offset on a stream, as StoreOffset and
+  // QueryOffset have it (not_found: a stream this node does not know).
+  std::function<Status(const std::string& stream, const std::string& reference, uint64_t)>
+      store_offset;
+  std::function<Result<std::optional<uint64_t>>(const std::string& stream,
+                                                const std::string& reference)>
+      query_offset;
 };
 
 ApiReply handle_management_api(AccessAdmin& admin, ApiCounters& counters, const ApiNode& node,

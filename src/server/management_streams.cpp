@@ -130,6 +130,46 @@ ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string
   return error_reply(405, "method_not_allowed", r.method + " " + r.path);
 }
 
+ApiReply offsets_api(const ApiNode& node, const ApiRequest& r, const std::string& caller) {
+  if (r.stream.empty() || r.reference.empty()) {
+    return error_reply(400, "bad_request", "?stream=NAME&reference=REF are required");
+  }
+  if (!node.store_offset || !node.query_offset) {
+    return error_reply(503, "unavailable", "no offset tracking here");
+  }
+  if (r.method == "GET") {
+    auto q = node.query_offset(r.stream, r.reference);
+    if (!q.ok()) return refused(q.error());
+    return reply(200, {{"stream", r.stream},
+                       {"reference", r.reference},
+                       {"offset", *q ? json(**q) : json(nullptr)}});
+  }
+  if (r.method != "PUT") return error_reply(405, "method_not_allowed", r.method + " " + r.path);
+  json b = json::parse(r.body.empty() ? "{}" : r.body, nullptr, false);
+  const json o = b.is_object() ? b.value("offset", json()) : json();
+  uint64_t offset = 0;
+  if (o.is_number_unsigned()) {
+    offset = o.get<uint64_t>();
+  } else if (o == "first" || o == "next") {
+    const json status = node.stream_status ? node.stream_status() : json::object();
+    auto st = status.find(r.stream);
+    if (st == status.end()) {
+      return error_reply(400, "bad_request",
+                         fmt::format("stream '{}' is not served here: give a number", r.stream));
+    }
+    const json entry = stream_entry(r.stream, {}, *st, json::array());
+    offset = entry[o == "first" ? "first_offset" : "next_offset"].get<uint64_t>();
+  } else {
+    return error_reply(400, "bad_request",
+                       "the body must be {\"offset\": N}, with N an offset, \"first\" or \"next\"");
+  }
+  Status st = node.store_offset(r.stream, r.reference, offset);
+  if (!st.ok()) return refused(st.error());
+  spdlog::info("http: user '{}' set the offset of reference '{}' on stream '{}' to {}", caller,
+               r.reference, r.stream, offset);
+  return reply(200, {{"stream", r.stream}, {"reference", r.reference}, {"offset", offset}});
+}
+
 ApiReply close_connection_api(const ApiNode& node, const std::string& id,
                               const std::string& caller) {
   uint64_t n = 0;

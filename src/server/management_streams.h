@@ -9,6 +9,13 @@
 //          with these arguments 204, with others 400
 //   DELETE /api/streams/NAME   204, 404 when there is no such stream
 //   DELETE /api/connections/ID (or /api/stream/connections/ID)
+//   GET    /api/offsets?stream=S&reference=R   {"stream", "reference",
+//          "offset": N or null when none is stored}
+//   PUT    /api/offsets?stream=S&reference=R   {"offset": N, "first" or
+//          "next"} — a consumer group's offset reset, as if it had stored
+//          it (a running consumer reads it when it next queries its offset,
+//          e.g. when it subscribes again); "first" and "next" only where the
+//          stream is served
 // NAME is the rest of the path, so a stream name may hold "/" (sent as %2F).
 #pragma once
 
@@ -31,6 +38,9 @@ nlohmann::json stream_entry(const std::string& name, const node::StreamSettings&
 // caller checks); `caller` names them in the log.
 ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string& name,
                      const std::string& caller);
+
+// /api/offsets (GET for monitoring users too, PUT for administrators).
+ApiReply offsets_api(const ApiNode& node, const ApiRequest& r, const std::string& caller);
 
 // DELETE /api/connections/ID: the connection is closed after what is
 // queued for it goes out (as at shutdown: clients take it as a lost

@@ -138,6 +138,13 @@ Status Server::Impl::start() {
   api_node.connections = [this] { return connections_json(); };
   api_node.stream_status = [this] { return node->status_json()["streams"]; };
   api_node.remove = [this](const std::string& name) { return ops->delete_stream(name); };
+  api_node.store_offset = [this](const std::string& stream, const std::string& reference,
+                                 uint64_t offset) {
+    return tracked->store(stream, reference, offset);
+  };
+  api_node.query_offset = [this](const std::string& stream, const std::string& reference) {
+    return tracked->query(stream, reference);
+  };
   api_node.close_connection = [this](uint64_t id, const std::string& why) {
     auto c = registry.find(id);
     if (!c) return false;

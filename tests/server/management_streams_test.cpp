@@ -155,6 +155,61 @@ TEST_F(ManagementStreamsTest, AnOperatorClosesAConnection) {
   EXPECT_NE(after["connections"][0]["id"], id);
 }
 
+// A consumer group's offset read and reset through the API (`strata offset
+// get|set`): what StoreOffset wrote is shown, a reset is what QueryOffset
+// answers next; "first" and "next" resolve on the serving node.
+TEST_F(ManagementStreamsTest, AConsumerGroupsOffsetIsReadAndReset) {
+  StreamClient c = open_client();
+  create(c, "orders");
+  declare(c, 1, "orders");
+  publish_confirmed(c, 1, 0, {"a", "b", "c", "d", "e"});
+  ASSERT_TRUE(c.send(StoreOffsetRequest{"billing", "orders", 2}).ok());
+  auto query = [&] {
+    EXPECT_TRUE(c.send(QueryOffsetRequest{c.corr(), "billing", "orders"}).ok());
+    auto r = c.expect<QueryOffsetResponse>();
+    EXPECT_TRUE(r.ok() && r->code == ResponseCode::ok);
+    return r.ok() ? r->offset : ~0ull;
+  };
+  ASSERT_EQ(query(), 2u);  // stored (StoreOffset has no answer)
+  auto got = as_monitor(
+      {"--json", "offset", "get", "--stream", "orders", "--reference", "billing"});
+  ASSERT_EQ(got.status, 0) << got.err;
+  EXPECT_EQ(nlohmann::json::parse(got.out)["offset"], 2) << got.out;
+  auto none = as_monitor({"--json", "offset", "get", "--stream", "orders", "--reference", "x"});
+  ASSERT_EQ(none.status, 0) << none.err;
+  EXPECT_TRUE(nlohmann::json::parse(none.out)["offset"].is_null()) << none.out;
+
+  auto set = as_admin({"offset", "set", "--stream", "orders", "--reference", "billing",
+                       "--offset", "4"});
+  ASSERT_EQ(set.status, 0) << set.err;
+  EXPECT_EQ(query(), 4u);
+  ASSERT_EQ(as_admin({"offset", "set", "--stream", "orders", "--reference", "billing",
+                      "--offset", "next"})
+                .status,
+            0);
+  EXPECT_EQ(query(), 5u);
+  ASSERT_EQ(as_admin({"offset", "set", "--stream", "orders", "--reference", "billing",
+                      "--offset", "first"})
+                .status,
+            0);
+  EXPECT_EQ(query(), 0u);
+
+  // Refused: a monitoring user, an unknown stream, a word that is no offset.
+  auto monitor = as_monitor({"offset", "set", "--stream", "orders", "--reference", "billing",
+                             "--offset", "1"});
+  EXPECT_EQ(monitor.status, 1);
+  EXPECT_NE(monitor.err.find("HTTP 403"), std::string::npos) << monitor.err;
+  auto unknown = as_admin({"offset", "set", "--stream", "nope", "--reference", "billing",
+                           "--offset", "1"});
+  EXPECT_EQ(unknown.status, 1);
+  EXPECT_NE(unknown.err.find("HTTP 404"), std::string::npos) << unknown.err;
+  auto word = as_admin({"offset", "set", "--stream", "orders", "--reference", "billing",
+                        "--offset", "last"});
+  EXPECT_EQ(word.status, 1);
+  EXPECT_NE(word.err.find("HTTP 400"), std::string::npos) << word.err;
+  EXPECT_EQ(query(), 0u);
+}
+
 // `strata serve` logs at info by default, so a refused login shows without
 // --log-level; logging.format "json" makes every log line one JSON object
 // with a UTC timestamp.
