@@ -27,4 +27,12 @@ ApiReply refused(const Error& e) {
   }
 }
 
+Result<json> body_object(const std::string& body) {
+  json b = json::parse(body.empty() ? "{}" : body, nullptr, false);
+  if (!b.is_object()) {
+    return Error(Errc::invalid_argument, "the request body is not a JSON object");
+  }
+  return b;
+}
+
 }  // namespace strata::server

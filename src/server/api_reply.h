@@ -22,4 +22,7 @@ ApiReply no_content();
 // not be made now: a catalog or store that failed).
 ApiReply refused(const Error& e);
 
+// A request body: a JSON object ("" reads as {}); invalid_argument otherwise.
+Result<nlohmann::json> body_object(const std::string& body);
+
 }  // namespace strata::server

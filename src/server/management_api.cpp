@@ -75,15 +75,6 @@ std::vector<std::string> fold_root_vhost(std::vector<std::string> s) {
   return s;
 }
 
-// A request body: a JSON object ("" reads as {}).
-Result<json> body_object(const std::string& body) {
-  json b = json::parse(body.empty() ? "{}" : body, nullptr, false);
-  if (!b.is_object()) {
-    return Error(Errc::invalid_argument, "the request body is not a JSON object");
-  }
-  return b;
-}
-
 // `entry` read as the one entry of a definitions section, with the
 // checks RabbitMQ's import makes of it.
 Result<auth::Definitions> as_definitions_entry(const char* section, json entry) {

@@ -107,13 +107,11 @@ ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string
   }
   if (name.empty()) return error_reply(405, "method_not_allowed", r.method + " " + r.path);
   if (r.method == "PUT") {
-    json b = json::parse(r.body.empty() ? "{}" : r.body, nullptr, false);
-    if (!b.is_object()) {
-      return error_reply(400, "bad_request", "the request body is not a JSON object");
-    }
+    auto b = body_object(r.body);
+    if (!b.ok()) return refused(b.error());
     std::vector<std::string> ignored;
     auto settings =
-        settings_from_queue_arguments(b.value("arguments", json::object()), &ignored);
+        settings_from_queue_arguments(b->value("arguments", json::object()), &ignored);
     if (!settings.ok()) return refused(settings.error());
     Status st = node.create(name, *settings);
     if (!st.ok() && st.error().code == Errc::already_exists) return no_content();
@@ -145,8 +143,9 @@ ApiReply offsets_api(const ApiNode& node, const ApiRequest& r, const std::string
                        {"offset", *q ? json(**q) : json(nullptr)}});
   }
   if (r.method != "PUT") return error_reply(405, "method_not_allowed", r.method + " " + r.path);
-  json b = json::parse(r.body.empty() ? "{}" : r.body, nullptr, false);
-  const json o = b.is_object() ? b.value("offset", json()) : json();
+  auto b = body_object(r.body);
+  if (!b.ok()) return refused(b.error());
+  const json o = b->value("offset", json());
   uint64_t offset = 0;
   if (o.is_number_unsigned()) {
     offset = o.get<uint64_t>();
