@@ -22,6 +22,13 @@ Result<StreamEntry> Catalog::create_with_settings(std::string_view stream, uint6
                            describe(), stream));
 }
 
+Status Catalog::update_settings(std::string_view stream, std::string_view) {
+  return Error(Errc::unsupported,
+               fmt::format("catalog {}: stream {}: this backend keeps no stream settings (the "
+                           "stream's settings file does)",
+                           describe(), stream));
+}
+
 Result<std::optional<std::string>> Catalog::settings(std::string_view stream) {
   return Error(Errc::unsupported,
                fmt::format("catalog {}: stream {}: this backend keeps no stream settings (the "

@@ -123,13 +123,15 @@ class Catalog {
                                                 uint64_t min_epoch, const OwnerCondition& owner);
   // Stream settings kept with the entry (a cluster: every owner runs the stream as it was
   // created). create_with_settings is create() that also stores `settings` — opaque here, the
-  // node layer's JSON (node/stream_settings.h) — in the same atomic step; they never change
-  // after and go with the entry's remove. settings(): what was stored, nullopt when none (also
-  // for an absent stream). Backends that keep settings elsewhere (embedded, memory: the
-  // stream's settings file): unsupported.
+  // node layer's JSON (node/stream_settings.h) — in the same atomic step; they change only by
+  // update_settings (an operator altering the stream's retention: replaces them while the entry
+  // exists, not_found otherwise; durable before ok) and go with the entry's remove.
+  // settings(): what was stored, nullopt when none (also for an absent stream). Backends that
+  // keep settings elsewhere (embedded, memory: the stream's settings file): unsupported.
   virtual Result<StreamEntry> create_with_settings(std::string_view stream, uint64_t epoch,
                                                    std::string_view settings);
   virtual Result<std::optional<std::string>> settings(std::string_view stream);
+  virtual Status update_settings(std::string_view stream, std::string_view settings);
   // Deletes the entry if its revision equals expected_revision (conflict otherwise; not_found if
   // absent). Durable before ok.
   virtual Result<PutResult> remove(std::string_view stream, uint64_t expected_revision) = 0;

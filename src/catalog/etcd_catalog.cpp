@@ -168,6 +168,23 @@ Result<std::optional<std::string>> EtcdCatalog::settings(std::string_view stream
   return std::optional<std::string>(std::move(r.kvs.front().value));
 }
 
+Status EtcdCatalog::update_settings(std::string_view stream, std::string_view settings) {
+  STRATA_TRY(validate_stream_name(stream));
+  TxnRequest t;
+  // Only while the entry exists: a deleted stream's settings must not
+  // come back, and a stream created anew brings its own.
+  t.compare.push_back(
+      Compare::revision(entry_key(stream), CompareTarget::create_revision, CompareOp::greater, 0));
+  t.success = {PutOp{settings_key(stream), std::string(settings), 0}};
+  // The compare does not depend on the put, so a retried attempt fails
+  // only if the entry is gone.
+  STRATA_ASSIGN_OR_RETURN(auto r, client_->txn(t));
+  if (r.succeeded) return Status::OK();
+  return Error(Errc::not_found,
+               fmt::format("etcd catalog: no stream \"{}\" whose settings could change",
+                           printable_name(stream)));
+}
+
 Result<StreamEntry> EtcdCatalog::get(std::string_view stream) {
   STRATA_TRY(validate_stream_name(stream));
   STRATA_ASSIGN_OR_RETURN(auto r, client_->range(entry_key(stream)));

@@ -63,6 +63,7 @@ class EtcdCatalog final : public Catalog, public CatalogWatch {
   Result<StreamEntry> create_with_settings(std::string_view stream, uint64_t epoch,
                                            std::string_view settings) override;
   Result<std::optional<std::string>> settings(std::string_view stream) override;
+  Status update_settings(std::string_view stream, std::string_view settings) override;
   Result<StreamEntry> get(std::string_view stream) override;
   Result<std::vector<StreamEntry>> list() override;
   Result<PutResult> put(std::string_view stream, std::string_view root_key, uint64_t epoch,

@@ -27,6 +27,9 @@ class OwnerGuardedCatalog final : public Catalog {
   Result<std::optional<std::string>> settings(std::string_view stream) override {
     return inner_->settings(stream);
   }
+  Status update_settings(std::string_view stream, std::string_view settings) override {
+    return inner_->update_settings(stream, settings);
+  }
   Result<StreamEntry> get(std::string_view stream) override { return inner_->get(stream); }
   Result<std::vector<StreamEntry>> list() override { return inner_->list(); }
   Result<PutResult> put(std::string_view stream, std::string_view root_key, uint64_t epoch,

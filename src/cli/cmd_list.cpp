@@ -55,7 +55,8 @@ void run_list_clients(const std::string& what, const AdminLogin& login, Context&
     return;
   }
   if (what == "connections") {
-    print_rows(*items, {"id", "peer", "user", "vhost", "state", "tls", "publishers", "consumers"});
+    print_rows(*items, {"id", "peer", "user", "vhost", "state", "tls", "recv_oct", "send_oct",
+                       "publishers", "consumers"});
   } else if (what == "publishers") {
     print_rows(*items, {"connection", "publisher_id", "reference", "stream", "published",
                         "confirmed", "errored"});

@@ -39,25 +39,21 @@ struct ServeCliFlags {
 // was; settings other than those take effect at the next start.
 void reload(const ServeCliFlags& f, server::Server& s) {
   if (f.config.empty()) {
-    std::cerr << "strata serve: SIGHUP: no --config file to reload users from\n";
+    spdlog::warn("serve: SIGHUP: no --config file to reload users from");
     return;
   }
   auto cfg = server::load_serve_config_file(f.config, f.flags, objstore::process_env());
   if (!cfg.ok()) {
-    std::cerr << fmt::format("strata serve: SIGHUP: users not reloaded: {}\n",
-                             cfg.error().to_string());
+    spdlog::error("serve: SIGHUP: users not reloaded: {}", cfg.error().to_string());
     return;
   }
   s.reload_users(cfg->server.users);
-  std::cerr << fmt::format("strata serve: SIGHUP: users, vhosts and permissions reloaded from {}\n",
-                           f.config);
+  spdlog::info("serve: SIGHUP: users, vhosts and permissions reloaded from {}", f.config);
   if (s.tls_port() == 0) return;
   if (auto st = s.reload_tls(cfg->tls); !st.ok()) {
-    std::cerr << fmt::format("strata serve: SIGHUP: TLS not reloaded: {}\n",
-                             st.error().to_string());
+    spdlog::error("serve: SIGHUP: TLS not reloaded: {}", st.error().to_string());
   } else {
-    std::cerr << fmt::format("strata serve: SIGHUP: TLS certificate reloaded from {}\n",
-                             cfg->tls.cert_file);
+    spdlog::info("serve: SIGHUP: TLS certificate reloaded from {}", cfg->tls.cert_file);
   }
 }
 
@@ -111,8 +107,7 @@ void run_serve(const ServeCliFlags& f, Context& ctx) {
     if (sig != SIGHUP) break;
     reload(f, *s);
   }
-  std::cerr << fmt::format("strata serve: {} received, stopping\n",
-                           sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  spdlog::info("serve: {} received, stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   // Every step of a stop is bounded; should one hang all the same, the
   // process must still end, saying where it hung. What is stored survives
   // that as it survives a crash (the logs recover their tails at open).

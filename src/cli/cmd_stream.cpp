@@ -1,7 +1,9 @@
-// `strata stream create|info|delete --config NODE.json NAME`:
+// `strata stream create|alter|info|delete --config NODE.json NAME`:
 //  - create: a stream with the protocol's stream arguments as flags
 //    (server/stream_args.h: the same names, the same checks), persisted
 //    with it (node/stream_settings_file.h);
+//  - alter: its retention (max-age, max-length-bytes, local bytes) changed
+//    while it runs (node/node.h, alter_stream), kept with it;
 //  - info: what a stream was created with and what it runs with under the
 //    node's configuration; reads the settings file only, so it works beside
 //    a running node;
@@ -10,7 +12,7 @@
 // With --config, create and delete open the node themselves, so the node
 // must not be running: the data directory's lock refuses a second process
 // with an error that says so. Without --config they ask the running node
-// at --node (its management API, PUT/DELETE /api/streams/NAME, as an
+// at --node (its management API, PUT/PATCH/DELETE /api/streams/NAME, as an
 // administrator): the same arguments, the same checks.
 #include <fmt/format.h>
 
@@ -134,6 +136,71 @@ void run_info(const CreateFlags& f, Context& ctx) {
   print_settings("", f.name, cfg->data_dir, *s, node::effective_settings(*cfg, *s), ctx);
 }
 
+// The arguments of an alteration as the management API's PATCH takes them:
+// RabbitMQ's queue-argument names, "none" as null (the limit removed).
+json alter_arguments(const CreateFlags& f) {
+  json arguments = json::object();
+  for (const auto& [k, v] : f.args) {
+    arguments[k.starts_with("x-strata-") ? k : "x-" + k] = v == "none" ? json(nullptr) : json(v);
+  }
+  return arguments;
+}
+
+void run_alter_live(const CreateFlags& f, Context& ctx) {
+  auto r = admin_call(f.login, "PATCH", "/api/streams/" + encode_segment(f.name),
+                      json{{"arguments", alter_arguments(f)}}.dump(), {200});
+  if (!r.ok()) return ctx.fail(std::move(r).error().with_context("stream alter " + f.name));
+  json body = json::parse(r->body, nullptr, false);
+  const json now = body.is_object() ? body.value("arguments", json::object()) : json::object();
+  if (ctx.json) {
+    return ctx.print_json({{"stream", f.name}, {"arguments", now}, {"node", f.login.node}});
+  }
+  std::cout << fmt::format("stream {} altered on the node at {}; its arguments now: {}\n", f.name,
+                           f.login.node, now.dump());
+}
+
+void run_alter(const CreateFlags& f, Context& ctx) {
+  if (f.args.empty()) {
+    return ctx.fail(Error(Errc::invalid_argument,
+                          "stream alter: give at least one of --max-age, --max-length-bytes, "
+                          "--x-strata-local-max-bytes"));
+  }
+  if (f.config.empty()) return run_alter_live(f, ctx);
+  auto cfg = load_tool_config(f.config, f.data_dir);
+  if (!cfg.ok()) return ctx.fail(std::move(cfg).error().with_context("stream alter"));
+  auto n = node::Node::open(*cfg);
+  if (!n.ok()) return ctx.fail(std::move(n).error().with_context("stream alter: opening the node"));
+  auto cur = (*n)->stream_settings(f.name);
+  Status s = cur.ok() ? Status::OK() : Status(std::move(cur).error());
+  node::StreamSettings to;
+  if (s.ok()) {
+    to = *cur;
+    std::vector<std::pair<std::string, std::string>> given;
+    for (const auto& [k, v] : f.args) {
+      if (v != "none") given.emplace_back(k, v);
+    }
+    auto g = server::parse_stream_args(given);
+    if (!g.ok()) {
+      s = std::move(g).error();
+    } else {
+      for (const auto& [k, v] : f.args) {
+        const bool clear = v == "none";
+        if (k == "max-length-bytes") to.max_bytes = clear ? std::nullopt : g->max_bytes;
+        if (k == "max-age") to.max_age_ms = clear ? std::nullopt : g->max_age_ms;
+        if (k == "x-strata-local-max-bytes") {
+          to.local_max_bytes = clear ? std::nullopt : g->local_max_bytes;
+        }
+      }
+      s = (*n)->alter_stream(f.name, to);
+    }
+  }
+  auto eff = (*n)->effective_settings(f.name);
+  if (Status c = (*n)->close(); !c.ok() && s.ok()) s = c;
+  if (!s.ok()) return ctx.fail(std::move(s).error().with_context("stream alter " + f.name));
+  print_settings(" altered", f.name, cfg->data_dir, to,
+                 eff.ok() ? *eff : node::effective_settings(*cfg, to), ctx);
+}
+
 // --NAME VALUE for each stream argument, kept in the order given.
 void add_arg_flag(CLI::App* cmd, const std::shared_ptr<CreateFlags>& f, const std::string& arg,
                   const std::string& help) {
@@ -168,6 +235,23 @@ Registrar reg_stream([](CLI::App& app, Context& ctx) {
   add_arg_flag(create, c, "x-strata-local-max-bytes",
                "Local disk kept of a tiered stream once uploaded (bytes)");
   create->callback([c, &ctx] { run_create(*c, ctx); });
+
+  auto a = std::make_shared<CreateFlags>();
+  auto* alter = cmd->add_subcommand(
+      "alter",
+      "Change a stream's retention while it runs, as a RabbitMQ policy changes max-age and "
+      "max-length-bytes (\"none\" removes a limit): through the running node at --node, or "
+      "with --config in a stopped node's data directory");
+  alter->add_option("--config", a->config,
+                    "The node's JSON configuration file (the node must not be running)");
+  add_login_flags(alter, &a->login);
+  alter->add_option("--data-dir", a->data_dir, "Data directory (overrides the file's data_dir)");
+  alter->add_option("NAME", a->name, "The stream")->required();
+  add_arg_flag(alter, a, "max-length-bytes", "Retention of the whole stream by size (bytes)");
+  add_arg_flag(alter, a, "max-age", "Retention by age: N and one of Y M D h m s (e.g. 7D)");
+  add_arg_flag(alter, a, "x-strata-local-max-bytes",
+               "Local disk kept of a tiered stream once uploaded (bytes)");
+  alter->callback([a, &ctx] { run_alter(*a, ctx); });
 
   auto i = std::make_shared<CreateFlags>();
   auto* info = cmd->add_subcommand(

@@ -29,6 +29,9 @@ struct RetentionOptions {
   std::optional<uint64_t> max_bytes;
   // Delete the oldest segments whose newest chunk is older than this (ms).
   std::optional<int64_t> max_age_ms;
+
+  bool any() const { return max_bytes || max_age_ms; }
+  bool operator==(const RetentionOptions&) const = default;
 };
 
 // Where FsyncPolicy::never reserves a segment's space to, once a write ends

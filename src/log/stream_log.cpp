@@ -97,6 +97,12 @@ const std::string& StreamLog::dir() const {
 const LogOptions& StreamLog::options() const {
   return impl_->options();
 }
+RetentionOptions StreamLog::retention() const {
+  return impl_->retention();
+}
+void StreamLog::set_retention(const RetentionOptions& r) {
+  impl_->set_retention(r);
+}
 const std::vector<std::string>& StreamLog::repairs() const {
   return impl_->repairs();
 }
@@ -170,7 +176,8 @@ StreamLog::Impl::Impl(std::string dir, LogOptions opts)
     : dir_(std::move(dir)),
       opts_(std::move(opts)),
       fs_(opts_.fs ? *opts_.fs : posix_fs()),
-      clock_(opts_.clock ? *opts_.clock : system_clock()) {}
+      clock_(opts_.clock ? *opts_.clock : system_clock()),
+      limits_(opts_.retention) {}
 
 Status StreamLog::Impl::open() {
   if (!opts_.read_only && &fs_ == &posix_fs()) {

@@ -155,6 +155,8 @@ class StreamLog : public std::enable_shared_from_this<StreamLog> {
   std::vector<SegmentInfo> segments() const;
   uint64_t epoch() const;
   const std::string& dir() const;
+  // What the log was opened with; its retention may have changed since
+  // (retention()).
   const LogOptions& options() const;
   // What recovery repaired when this log was opened (also logged).
   const std::vector<std::string>& repairs() const;
@@ -204,6 +206,11 @@ class StreamLog : public std::enable_shared_from_this<StreamLog> {
   // active segment; LogHooks::may_delete_segment can veto). Runs after each
   // segment roll when retention_on_roll is set.
   Result<RetentionOutcome> apply_retention();
+  // The limits apply_retention enforces: options().retention until
+  // set_retention replaces them (an operator altering a live stream's
+  // retention). The next apply_retention, and every roll after, uses them.
+  RetentionOptions retention() const;
+  void set_retention(const RetentionOptions& r);
 
   // Commit listeners, the one way to observe commits (the tier's uploader
   // through tier::TieringHooks, the server's deliveries and served streams

@@ -127,6 +127,8 @@ class StreamLog::Impl {
 
   // stream_log_retention.cpp
   Result<RetentionOutcome> apply_retention();
+  RetentionOptions retention() const;
+  void set_retention(const RetentionOptions& r);
 
   // stream_log_refresh.cpp
   Result<uint64_t> refresh();
@@ -259,6 +261,10 @@ class StreamLog::Impl {
 
   std::mutex files_mu_;      // the read handles in LogSegment
   std::mutex retention_mu_;  // one retention run at a time
+  // The limits in force (set_retention); guarded by limits_mu_, which is
+  // held only to copy them.
+  mutable std::mutex limits_mu_;
+  RetentionOptions limits_;
   std::mutex refresh_mu_;    // one refresh at a time (read-only mode)
 
   WriterState w_;  // the leader's (see above)

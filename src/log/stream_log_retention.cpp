@@ -9,6 +9,16 @@
 
 namespace strata::log {
 
+RetentionOptions StreamLog::Impl::retention() const {
+  std::lock_guard<std::mutex> g(limits_mu_);
+  return limits_;
+}
+
+void StreamLog::Impl::set_retention(const RetentionOptions& r) {
+  std::lock_guard<std::mutex> g(limits_mu_);
+  limits_ = r;
+}
+
 Result<RetentionOutcome> StreamLog::Impl::apply_retention() {
   if (opts_.read_only) {
     return Error(Errc::invalid_argument, fmt::format("stream {} is open read-only", dir_));
@@ -16,7 +26,7 @@ Result<RetentionOutcome> StreamLog::Impl::apply_retention() {
   std::lock_guard<std::mutex> rl(retention_mu_);
   std::vector<SegmentInfo> infos = segments();
   RetentionOutcome out;
-  RetentionPlan plan = plan_retention(infos, opts_.retention, clock_.now_ms());
+  RetentionPlan plan = plan_retention(infos, retention(), clock_.now_ms());
   for (size_t i = 0; i < plan.count; ++i) {
     if (opts_.hooks && !opts_.hooks->may_delete_segment(infos[i])) {
       out.vetoed = true;

@@ -159,8 +159,7 @@ void StreamLog::Impl::lead(std::unique_lock<std::mutex>& l) {
   // Still the leader (our batch is at the queue front), so notifications of
   // consecutive groups cannot overtake each other.
   notify_commit(written);
-  if (rolled && opts_.retention_on_roll &&
-      (opts_.retention.max_bytes || opts_.retention.max_age_ms)) {
+  if (rolled && opts_.retention_on_roll && retention().any()) {
     auto r = apply_retention();
     if (!r.ok()) {
       spdlog::error("stream {}: retention after segment roll failed: {}", dir_,

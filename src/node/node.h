@@ -107,6 +107,15 @@ class Node {
   // saying so (create it again once the deletion has finished).
   Result<std::shared_ptr<log::StreamLog>> create_stream(const std::string& name,
                                                         const StreamSettings& settings = {});
+  // Changes the retention of an open stream while it runs (`to`: its
+  // settings with max_bytes, max_age_ms and local_max_bytes as they are to
+  // be; any other difference is Errc::invalid_argument naming it, as are
+  // invalid values). Kept where the stream's settings are (the catalog
+  // entry's when the catalog keeps them, and the settings file), then
+  // applied: the log's retention and the uploader's remote retention,
+  // evaluated at once. Errors: not_found / unavailable as stream(), the
+  // store's, and nothing is applied then. Blocks on I/O.
+  Status alter_stream(const std::string& name, const StreamSettings& to);
   // What an open stream was created with, and what it runs with.
   Result<StreamSettings> stream_settings(const std::string& name) const;
   Result<EffectiveSettings> effective_settings(const std::string& name) const;

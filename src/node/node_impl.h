@@ -6,6 +6,7 @@
 //   node_ownership.cpp  acquire / release / hand-over for cluster/ownership
 //   node_deletion.cpp   the deletion queue: markers, runs, their waiters
 //   node_status.cpp     /status and /metrics
+//   stream_alter.cpp    changing a live stream's retention
 // One mutex (mu) guards the stream table, the deletions and `closed_`; it
 // is never held across I/O or a wait on anything but its own condition
 // variables.
@@ -152,6 +153,9 @@ class Node::Impl {
   std::string background;                  // the stream whose queued run is in progress
   std::condition_variable deletions_cv;    // an attempt ended
   bool closed = false;
+  // One alteration at a time (stream_alter.cpp): each reads the settings,
+  // writes them where they are kept, then applies them; never held with mu.
+  std::mutex alter_mu;
 };
 
 }  // namespace strata::node

@@ -1,5 +1,6 @@
 // The node's /status (JSON) and /metrics (Prometheus text).
 #include <fmt/format.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -330,6 +331,9 @@ std::string Node::Impl::metrics_text() const {
     log::LocalRange r = e.log->local_range();
     w.gauge("strata_log_first_offset", "Oldest offset on local disk.", l, double(r.first_offset));
     w.gauge("strata_log_next_offset", "Committed next offset.", l, double(r.next_offset));
+    uint64_t bytes = 0;
+    for (const auto& seg : e.log->segments()) bytes += seg.size_bytes;
+    w.gauge("strata_log_bytes", "Segment bytes of the stream on local disk.", l, double(bytes));
     if (e.uploader) write_uploader_metrics(w, l, e.uploader->status(), now);
   }
   write_shared_metrics(w, governor.get(), cache.get(), runtime.get());
@@ -337,6 +341,16 @@ std::string Node::Impl::metrics_text() const {
   w.gauge("strata_node_deletions_pending",
           "Stream deletions requested and not finished (running, queued, failed or blocked).", {},
           double(pending_deletions().size()));
+  // The file system holding the data directory: what an operator alerts on
+  // before the log's writes fail for want of space.
+  struct statvfs fs_info {};
+  if (::statvfs(cfg.data_dir.c_str(), &fs_info) == 0) {
+    w.gauge("strata_node_disk_free_bytes",
+            "Bytes available to the node on the file system of its data directory.", {},
+            double(fs_info.f_bavail) * double(fs_info.f_frsize));
+    w.gauge("strata_node_disk_size_bytes", "Size of the file system of the data directory.", {},
+            double(fs_info.f_blocks) * double(fs_info.f_frsize));
+  }
   w.gauge("strata_process_threads", "Threads of the process.", {}, double(thread_count()));
   w.gauge("strata_process_resident_bytes", "Resident memory of the process.", {},
           double(rss_bytes()));

@@ -187,6 +187,22 @@ Result<StreamSettings> settings_from_json(const json& j) {
   return s;
 }
 
+Status check_alteration(const StreamSettings& from, const StreamSettings& to) {
+  json a = settings_to_json(from), b = settings_to_json(to);
+  for (const char* k : kAlterableSettings) {
+    a.erase(k);
+    b.erase(k);
+  }
+  if (a == b) return Status::OK();
+  for (const auto& f : kFields) {
+    if (a.value(f.name, json()) != b.value(f.name, json())) {
+      return bad(f.name, "is fixed when the stream is created; only the retention (max_bytes, "
+                         "max_age_ms, local_max_bytes) changes while it runs");
+    }
+  }
+  return Status::OK();
+}
+
 std::vector<std::string> stream_settings_fields() {
   std::vector<std::string> out;
   for (const auto& f : kFields) out.emplace_back(f.name);

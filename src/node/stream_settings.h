@@ -80,6 +80,15 @@ struct EffectiveSettings {
 // cannot honour (see the rules above) and values out of range.
 Status validate_settings(const NodeConfig& cfg, const StreamSettings& s);
 
+// The settings an operator may change while a stream runs (Node::
+// alter_stream): its retention — max_bytes, max_age_ms, local_max_bytes —
+// as a RabbitMQ policy changes max-age and max-length-bytes. Every other
+// setting is fixed at creation: Errc::invalid_argument naming the first one
+// that differs between `from` and `to`.
+inline constexpr const char* kAlterableSettings[] = {"max_bytes", "max_age_ms",
+                                                     "local_max_bytes"};
+Status check_alteration(const StreamSettings& from, const StreamSettings& to);
+
 // Requires validate_settings(cfg, s) to pass.
 EffectiveSettings effective_settings(const NodeConfig& cfg, const StreamSettings& s);
 

@@ -32,6 +32,18 @@ const StreamEntry* StreamTable::find(const std::string& name) const {
   return &it->second.entry;
 }
 
+bool StreamTable::update_settings(const std::string& name, const log::StreamLog* log,
+                                  const StreamSettings& settings,
+                                  const EffectiveSettings& effective) {
+  auto it = slots_.find(name);
+  if (it == slots_.end() || it->second.state != State::open || it->second.entry.log.get() != log) {
+    return false;
+  }
+  it->second.entry.settings = settings;
+  it->second.entry.effective = effective;
+  return true;
+}
+
 std::vector<std::string> StreamTable::names() const {
   std::vector<std::string> out;
   for (const auto& [name, s] : slots_) {

@@ -52,6 +52,10 @@ class StreamTable {
 
   // The open entry of `name`, or null.
   const StreamEntry* find(const std::string& name) const;
+  // An open entry's settings after an alteration, if it is still the
+  // entry whose log is `log` (false: released, reopened or handed over).
+  bool update_settings(const std::string& name, const log::StreamLog* log,
+                       const StreamSettings& settings, const EffectiveSettings& effective);
   std::vector<std::string> names() const;
   // Copies of the open entries (status, metrics, close).
   std::map<std::string, StreamEntry> open_entries() const;

@@ -80,6 +80,7 @@ Result<std::unique_ptr<AdminHttp>> AdminHttp::start(const std::string& listen,
     svr.Get("/api/.*", serve_api);
     svr.Put("/api/.*", serve_api);
     svr.Delete("/api/.*", serve_api);
+    svr.Patch("/api/.*", serve_api);
     svr.Post("/api/.*", serve_api);
   }
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a
@@ -160,13 +161,15 @@ Result<ApiReply> api_request(const std::string& url, const ApiCall& call, int ti
   cli.set_write_timeout(std::chrono::milliseconds(timeout_ms));
   cli.set_basic_auth(call.user, call.password);
   if (call.method != "GET" && call.method != "PUT" && call.method != "DELETE" &&
-      call.method != "POST") {
+      call.method != "POST" && call.method != "PATCH") {
     return Error(Errc::invalid_argument, "api_request: method " + call.method);
   }
   httplib::Result res = call.method == "GET"    ? cli.Get(call.path)
                         : call.method == "PUT"  ? cli.Put(call.path, call.body, "application/json")
                         : call.method == "POST" ? cli.Post(call.path, call.body, "application/json")
-                                                : cli.Delete(call.path);
+                        : call.method == "PATCH"
+                            ? cli.Patch(call.path, call.body, "application/json")
+                            : cli.Delete(call.path);
   if (!res) {
     return Error(Errc::unavailable, fmt::format("{} {}{}: {}", call.method, url, call.path,
                                                 httplib::to_string(res.error())));

@@ -107,6 +107,8 @@ class ConnectionImpl final : public Connection,
           {"state", handshake_state_name(self->handshake_.state())},
           {"client_properties", std::move(props)},
           {"tls", self->channel_->tls() != nullptr},
+          {"recv_oct", self->channel_->bytes_received()},
+          {"send_oct", self->channel_->bytes_sent()},
           {"publishers", self->publishers_.describe()},
           {"subscriptions", self->subscriptions_.describe()},
       };

@@ -98,6 +98,7 @@ size_t FrameChannel::read_buffer_floor() const {
 
 void FrameChannel::on_read(const std::error_code& ec, size_t n) {
   reading_ = false;
+  if (!ec) recv_oct_ += n;
   if (closed_) return;
   if (draining_) {
     // Half-closed: what the peer still sends is dropped until it closes.
@@ -219,6 +220,7 @@ void FrameChannel::write_more() {
           // strand.
           STRATA_ASSERT(self->out_bytes_ >= size, "a written frame was never counted as queued");
           self->out_bytes_ -= size;
+          if (!ec) self->send_oct_ += size;
           done(ec);
           if (ec) {
             self->close_now(ec.message());
@@ -244,6 +246,7 @@ void FrameChannel::write_more() {
     uint64_t n = 0;
     for (const auto& b : self->writing_) n += b.size();
     self->out_bytes_ -= n;
+    if (!ec) self->send_oct_ += n;
     self->writing_.clear();
     if (ec) {
       self->close_now(ec.message());

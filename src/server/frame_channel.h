@@ -69,6 +69,10 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   const std::string& peer() const { return peer_; }
   // The peer's address without its port.
   const std::string& peer_address() const { return peer_address_; }
+  // Bytes read from and written to the peer so far (RabbitMQ's recv_oct
+  // and send_oct; a TLS connection's plaintext). On the strand.
+  uint64_t bytes_received() const { return recv_oct_; }
+  uint64_t bytes_sent() const { return send_oct_; }
   // The TLS session (null over plain TCP, or before the handshake ended).
   const TlsInfo* tls() const { return ready_ ? transport_->tls() : nullptr; }
   bool loopback() const { return loopback_; }
@@ -137,6 +141,8 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   bool loopback_ = false;
   std::string peer_;
   std::string peer_address_;
+  uint64_t recv_oct_ = 0;  // on the strand
+  uint64_t send_oct_ = 0;
   uint32_t frame_max_;
   uint32_t heartbeat_s_ = 0;
   asio::steady_timer heartbeat_timer_;

@@ -87,6 +87,10 @@ struct ApiNode {
   std::function<nlohmann::json()> connections;
   // The node's /status "streams": the streams it serves, by name.
   std::function<nlohmann::json()> stream_status;
+  // A stream's retention changed while it runs (StreamOps::alter_stream),
+  // and the settings it has now.
+  std::function<Status(const std::string&, const node::StreamSettings&)> alter;
+  std::function<Result<node::StreamSettings>(const std::string&)> settings;
   // As a Delete: not_found when there is no such stream.
   std::function<Status(const std::string&)> remove;
   // Closes connection `id` (false: no such connection), logging `why`.

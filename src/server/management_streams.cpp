@@ -20,34 +20,79 @@ uint64_t u64(const json& j, const char* key) {
   return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
 }
 
-// Per stream: its publishers, consumers and their largest lag.
-struct Clients {
-  uint64_t publishers = 0;
-  uint64_t consumers = 0;
-  uint64_t max_lag = 0;
+// The arguments an alteration may carry, by their names without RabbitMQ's
+// "x-" (as Create has them), and the settings they change.
+struct Alterable {
+  const char* argument;
+  std::optional<uint64_t> node::StreamSettings::*bytes;
+  std::optional<int64_t> node::StreamSettings::*ms;
+};
+constexpr Alterable kAlterable[] = {
+    {"max-length-bytes", &node::StreamSettings::max_bytes, nullptr},
+    {"max-age", nullptr, &node::StreamSettings::max_age_ms},
+    {"x-strata-local-max-bytes", &node::StreamSettings::local_max_bytes, nullptr},
 };
 
-Clients clients_of(const std::string& name, const json& connections) {
-  Clients c;
-  if (!connections.is_array()) return c;
-  for (const auto& conn : connections) {
-    for (const auto& p : conn.value("publishers", json::array())) {
-      if (p.value("stream", "") == name) c.publishers += 1;
+// `cur` with the retention the PATCH body's arguments give (null removes a
+// limit: the node's configuration applies again).
+Result<node::StreamSettings> altered(node::StreamSettings cur, const json& arguments) {
+  static const std::string kWhich =
+      "x-max-age, x-max-length-bytes and x-strata-local-max-bytes (null removes one)";
+  if (!arguments.is_object() || arguments.empty()) {
+    return Error(Errc::invalid_argument,
+                 "the body must be {\"arguments\": {...}} with any of " + kWhich);
+  }
+  json given = json::object();
+  for (const auto& [key, value] : arguments.items()) {
+    const std::string k =
+        key.starts_with("x-") && !key.starts_with("x-strata-") ? key.substr(2) : key;
+    const Alterable* a = nullptr;
+    for (const auto& c : kAlterable) {
+      if (k == c.argument) a = &c;
     }
-    for (const auto& s : conn.value("subscriptions", json::array())) {
-      if (s.value("stream", "") != name) continue;
-      c.consumers += 1;
-      c.max_lag = std::max(c.max_lag, u64(s, "offset_lag"));
+    if (!a) {
+      return Error(Errc::invalid_argument,
+                   fmt::format("argument {} is fixed when the stream is created; only {} change "
+                               "while it runs",
+                               key, kWhich));
+    }
+    if (value.is_null()) {
+      if (a->bytes) cur.*(a->bytes) = std::nullopt;
+      if (a->ms) cur.*(a->ms) = std::nullopt;
+    } else {
+      given[k] = value;
     }
   }
-  return c;
+  std::vector<std::string> ignored;
+  STRATA_ASSIGN_OR_RETURN(node::StreamSettings g, settings_from_queue_arguments(given, &ignored));
+  for (const auto& c : kAlterable) {
+    if (!given.contains(c.argument)) continue;
+    if (c.bytes) cur.*(c.bytes) = g.*(c.bytes);
+    if (c.ms) cur.*(c.ms) = g.*(c.ms);
+  }
+  return cur;
 }
 
 }  // namespace
 
+std::map<std::string, StreamClients> stream_clients(const json& connections) {
+  std::map<std::string, StreamClients> by_stream;
+  if (!connections.is_array()) return by_stream;
+  for (const auto& conn : connections) {
+    for (const auto& p : conn.value("publishers", json::array())) {
+      by_stream[p.value("stream", "")].publishers += 1;
+    }
+    for (const auto& s : conn.value("subscriptions", json::array())) {
+      StreamClients& c = by_stream[s.value("stream", "")];
+      c.consumers += 1;
+      c.max_lag = std::max(c.max_lag, u64(s, "offset_lag"));
+    }
+  }
+  return by_stream;
+}
+
 json stream_entry(const std::string& name, const node::StreamSettings& settings,
-                  const json& status, const json& connections) {
-  const Clients c = clients_of(name, connections);
+                  const json& status, const StreamClients& c) {
   json j = {{"name", name},
             {"vhost", "/"},
             {"type", "stream"},
@@ -94,12 +139,14 @@ ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string
     auto all = node.list();
     if (!all.ok()) return refused(all.error());
     const json status = node.stream_status ? node.stream_status() : json::object();
-    const json conns = node.connections ? node.connections() : json::array();
+    const auto clients = stream_clients(node.connections ? node.connections() : json::array());
     json items = json::array();
     for (const auto& [n, s] : *all) {
       if (!name.empty() && n != name) continue;
       auto st = status.find(n);
-      items.push_back(stream_entry(n, s, st == status.end() ? json() : *st, conns));
+      auto c = clients.find(n);
+      items.push_back(stream_entry(n, s, st == status.end() ? json() : *st,
+                                   c == clients.end() ? StreamClients{} : c->second));
     }
     if (name.empty()) return reply(200, items);
     if (items.empty()) return error_reply(404, "not_found", fmt::format("no stream '{}'", name));
@@ -118,6 +165,20 @@ ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string
     if (!st.ok()) return refused(st.error());
     spdlog::info("http: user '{}' created stream '{}'", caller, name);
     return reply(201, {{"name", name}, {"ignored_arguments", ignored}});
+  }
+  if (r.method == "PATCH") {
+    if (!node.alter || !node.settings) return error_reply(503, "unavailable", "no streams here");
+    auto b = body_object(r.body);
+    if (!b.ok()) return refused(b.error());
+    auto cur = node.settings(name);
+    if (!cur.ok()) return refused(cur.error());
+    auto to = altered(*cur, b->value("arguments", json()));
+    if (!to.ok()) return refused(to.error());
+    Status st = node.alter(name, *to);
+    if (!st.ok()) return refused(st.error());
+    spdlog::info("http: user '{}' altered stream '{}': {}", caller, name,
+                 queue_arguments_from_settings(*to).dump());
+    return reply(200, {{"name", name}, {"arguments", queue_arguments_from_settings(*to)}});
   }
   if (r.method == "DELETE") {
     Status st = node.remove(name);
@@ -156,7 +217,7 @@ ApiReply offsets_api(const ApiNode& node, const ApiRequest& r, const std::string
       return error_reply(400, "bad_request",
                          fmt::format("stream '{}' is not served here: give a number", r.stream));
     }
-    const json entry = stream_entry(r.stream, {}, *st, json::array());
+    const json entry = stream_entry(r.stream, {}, *st, StreamClients{});
     offset = entry[o == "first" ? "first_offset" : "next_offset"].get<uint64_t>();
   } else {
     return error_reply(400, "bad_request",

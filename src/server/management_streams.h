@@ -19,6 +19,7 @@
 // NAME is the rest of the path, so a stream name may hold "/" (sent as %2F).
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -27,11 +28,22 @@
 
 namespace strata::server {
 
+// A stream's clients on this node: its publishers, its consumers and the
+// largest offset_lag among them.
+struct StreamClients {
+  uint64_t publishers = 0;
+  uint64_t consumers = 0;
+  uint64_t max_lag = 0;
+};
+// By stream, from what ApiNode::connections returns (streams without
+// clients are absent).
+std::map<std::string, StreamClients> stream_clients(const nlohmann::json& connections);
+
 // One entry of GET /api/streams: `status` is the stream's entry in the
 // node's /status "streams" (null when this node does not serve it),
-// `connections` what ApiNode::connections returns.
+// `clients` its clients here.
 nlohmann::json stream_entry(const std::string& name, const node::StreamSettings& settings,
-                            const nlohmann::json& status, const nlohmann::json& connections);
+                            const nlohmann::json& status, const StreamClients& clients);
 
 // /api/streams[/NAME]: `name` empty for the list. GETs need the caller to
 // be an administrator or a monitoring user, changes an administrator (the

@@ -17,6 +17,7 @@
 #include "server/access_policy.h"
 #include "server/connection_registry.h"
 #include "server/listener.h"
+#include "server/management_streams.h"
 #include "server/served_streams.h"
 #include "server/server_limits.h"
 #include "server/stream_ops.h"
@@ -138,6 +139,10 @@ Status Server::Impl::start() {
   api_node.connections = [this] { return connections_json(); };
   api_node.stream_status = [this] { return node->status_json()["streams"]; };
   api_node.remove = [this](const std::string& name) { return ops->delete_stream(name); };
+  api_node.alter = [this](const std::string& name, const node::StreamSettings& to) {
+    return ops->alter_stream(name, to);
+  };
+  api_node.settings = [this](const std::string& name) { return ops->stream_settings(name); };
   api_node.store_offset = [this](const std::string& stream, const std::string& reference,
                                  uint64_t offset) {
     return tracked->store(stream, reference, offset);
@@ -502,6 +507,23 @@ std::string Server::metrics_text() const {
   w.counter("strata_access_changes_total",
             "Live changes to users and permissions made through this node's management API", {},
             double(impl_->api_counters.changes.load()));
+  // Per stream served here (0 without clients, so a series does not vanish
+  // with its last consumer) and per stream other nodes serve that has
+  // clients here (replica subscriptions).
+  auto clients = stream_clients(impl_->connections_json());
+  for (const auto& name : impl_->node->streams()) clients.try_emplace(name);
+  for (const auto& [name, c] : clients) {
+    const Labels l{{"stream", name}};
+    w.gauge("strata_stream_publishers", "Publishers declared on the stream on this node", l,
+            double(c.publishers));
+    w.gauge("strata_stream_consumers", "Subscriptions to the stream on this node", l,
+            double(c.consumers));
+    w.gauge("strata_stream_consumer_max_offset_lag",
+            "The largest offset_lag of the stream's consumers on this node: committed messages "
+            "beyond the next offset each will be sent (RabbitMQ's "
+            "rabbitmq_stream_consumer_max_offset_lag)",
+            l, double(c.max_lag));
+  }
   return text + w.text();
 }
 

@@ -100,6 +100,25 @@ Status StreamOps::delete_stream(const std::string& name) {
   return st;
 }
 
+Status StreamOps::alter_stream(const std::string& name, const node::StreamSettings& to) {
+  cluster::Ownership* own = ownership_.load();
+  if (own && !own->serving(name)) {
+    const std::string owner = own->owner_address(name);
+    return Error(Errc::unavailable,
+                 fmt::format("stream {} is served by {}; alter it on that node", name,
+                             owner.empty() ? "no node right now" : owner));
+  }
+  return d_.node->alter_stream(name, to);
+}
+
+Result<node::StreamSettings> StreamOps::stream_settings(const std::string& name) {
+  if (ownership_.load()) {
+    auto kept = d_.node->catalog_stream_settings(name);
+    if (kept.ok() || kept.error().code != Errc::not_found) return kept;
+  }
+  return d_.node->stream_settings(name);
+}
+
 Status StreamOps::create_super_stream(const SuperStream& s, const node::StreamSettings& settings) {
   return d_.supers->create(
       s,

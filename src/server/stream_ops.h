@@ -46,6 +46,14 @@ class StreamOps final : public StreamAdmin {
   // told. Not served here in a cluster: forwarded through the catalog to
   // the node that serves it.
   Status delete_stream(const std::string& name) override;
+  // Changes a stream's retention while it runs (node/node.h, alter_stream):
+  // `to` is its settings as they are to be. In a cluster only the node that
+  // serves the stream alters it (the catalog keeps the new settings for
+  // its later owners); elsewhere Errc::unavailable naming that node.
+  Status alter_stream(const std::string& name, const node::StreamSettings& to);
+  // The settings `name` was created with (or last altered to): the
+  // catalog's in a cluster, else the node's.
+  Result<node::StreamSettings> stream_settings(const std::string& name);
   Status create_super_stream(const SuperStream& s, const node::StreamSettings& settings) override;
   Status delete_super_stream(const std::string& name) override;
   proto::MetadataResponse metadata(const std::vector<std::string>& streams,

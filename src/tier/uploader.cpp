@@ -73,6 +73,10 @@ void Uploader::force_cut() {
 void Uploader::request_retention() {
   impl_->request_retention();
 }
+
+void Uploader::set_retention(const RetentionSpec& spec) {
+  impl_->set_retention(spec);
+}
 UploaderStatus Uploader::status() const {
   return impl_->status();
 }
@@ -173,6 +177,15 @@ void Uploader::Impl::force_cut() {
 void Uploader::Impl::request_retention() {
   on_strand([this] {
     if (core_) feed(RetentionRequested{});
+    publish_status();
+  });
+}
+
+void Uploader::Impl::set_retention(const RetentionSpec& spec) {
+  on_strand([this, spec] {
+    // A core built later (start, reinitialization) takes it from opts_.
+    opts_.retention = spec;
+    if (core_) feed(RetentionRequested{spec});
     publish_status();
   });
 }

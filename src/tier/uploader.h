@@ -205,6 +205,9 @@ class Uploader {
   void force_cut();
   // Asks the core to evaluate remote retention now.
   void request_retention();
+  // Applies `spec` as the remote tier's retention from now on (an operator
+  // altered the stream's retention) and evaluates it at once.
+  void set_retention(const RetentionSpec& spec);
   UploaderStatus status() const;
   UploaderState state() const;
   // Stops: queued transfers are cancelled, in-flight tasks finish on their

@@ -120,7 +120,13 @@ Status UploaderCore::handle(const Event& e, int64_t now, Effects& out) {
             return Status::OK();
           },
           [&](const AwaitOffset& x) { return on_await(x, out); },
-          [&](const RetentionRequested&) {
+          [&](const RetentionRequested& x) {
+            if (x.spec) {
+              cfg_.retention = *x.spec;
+              // What was idle under the old limits may not be under these.
+              retention_idle_ = false;
+              retention_recheck_at_.reset();
+            }
             retention_requested_ = true;
             retention_not_before_ = 0;
             return Status::OK();

@@ -350,8 +350,7 @@ void Uploader::Impl::update_local_retention(const UpdateLocalRetention& u) {
   }
   // Segments that just became deletable: let the log's retention run (its
   // veto, the tiering hook, reads persisted_next).
-  const auto& ret = log_->options().retention;
-  if (!ret.max_bytes && !ret.max_age_ms) return;
+  if (!log_->retention().any()) return;
   if (local_retention_running_) {
     local_retention_again_ = true;
     return;

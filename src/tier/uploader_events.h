@@ -89,8 +89,11 @@ struct AwaitOffset {
   uint64_t waiter = 0;
   bool urgent = false;
 };
-// Evaluate remote retention now (operator command, retention settings changed).
-struct RetentionRequested {};
+// Evaluate remote retention now (operator command, retention settings
+// changed); with `spec`, under these limits from now on.
+struct RetentionRequested {
+  std::optional<RetentionSpec> spec;
+};
 
 using Event = std::variant<FragmentCut, TransferComplete, TransferFailed, TransferDeadline,
                            GroupUploadComplete, GroupUploadFailed, PersistComplete, PersistFailed,

@@ -29,6 +29,7 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   void await_persisted(uint64_t offset, std::function<void(Status)> done, bool urgent, bool hurry);
   void force_cut();
   void request_retention();
+  void set_retention(const RetentionSpec& spec);
   void close();
   UploaderStatus status() const;
 
@@ -129,7 +130,8 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   void publish_status();
 
   UploaderEnv env_;
-  const UploaderOptions opts_;
+  // Changed only by set_retention (its `retention`), on the strand.
+  UploaderOptions opts_;
   const std::shared_ptr<log::StreamLog> log_;
   const ObjectKeys keys_;
   const uint64_t owner_;

@@ -305,14 +305,14 @@ TEST_F(OwnershipTest, AWriterFencedWhileItsNodeStillOwnsTheStreamIsAcquiredAgain
 
 // A stream's settings live with it in the catalog: the owner that creates
 // nothing on disk runs them, and so does a node with an empty disk that
-// takes the stream over.
+// takes the stream over — with the retention an operator altered since.
 TEST_F(OwnershipTest, SettingsKeptInTheCatalogFollowTheStreamToAFreshNode) {
   auto a = start_node("a", etcd_->endpoints());
   auto b = start_node("b", etcd_->endpoints());
   ASSERT_TRUE(a && b);
   ASSERT_TRUE(eventually(
       10s, [&] { return a->own->view().nodes.size() == 2 && b->own->view().nodes.size() == 2; }));
-  const node::StreamSettings want{
+  node::StreamSettings want{
       .max_age_ms = 86'400'000, .segment_bytes = 32 << 10, .fragment_target_bytes = 8 << 10};
   // Settings the nodes cannot honour are refused and nothing is created.
   auto bad = b->node->create_catalog_stream("badsettings", {.segment_bytes = 1});
@@ -335,11 +335,26 @@ TEST_F(OwnershipTest, SettingsKeptInTheCatalogFollowTheStreamToAFreshNode) {
   ASSERT_OK(log);
   const uint64_t flushed = node::test::append_values(**log, 10);
   ASSERT_OK(a->node->flush(s, 10s));
+  // Its retention altered on its owner: kept in the catalog for the next
+  // owner. A node that does not serve it has nothing to alter; an absent
+  // stream's settings cannot be written.
+  node::StreamSettings altered = want;
+  altered.max_age_ms = 3'600'000;
+  altered.max_bytes = 1ull << 30;
+  EXPECT_EQ(b->node->alter_stream(s, altered).code(), Errc::not_found);
+  ASSERT_OK(a->node->alter_stream(s, altered));
+  kept = admin_->settings(s);
+  ASSERT_OK(kept);
+  ASSERT_TRUE(kept->has_value());
+  EXPECT_EQ(json::parse(**kept), node::settings_to_json(altered));
+  EXPECT_EQ(admin_->update_settings("never-created", "{}").code(), Errc::not_found);
+  EXPECT_FALSE(admin_->settings("never-created")->has_value());
 
   // a stops (its lease revoked): b, which never held the stream, takes it
   // over with the catalog's settings, on disk too.
   a->own->stop();
   ASSERT_TRUE(eventually(15s, [&] { return b->own->serving(s); }));
+  want = altered;
   auto got = b->node->stream_settings(s);
   ASSERT_OK(got);
   EXPECT_EQ(*got, want);

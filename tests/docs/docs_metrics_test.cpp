@@ -6,8 +6,11 @@
 // only failures write), and a cluster node over etcd.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -243,5 +246,87 @@ TEST(MetricsDoc, EveryMetricFamilyIsDocumentedAndEveryRowIsExposed) {
   }
 }
 
+// deploy/grafana/strata.json, the dashboard an operator imports: every
+// metric its queries name is one docs/METRICS.md documents (a histogram's
+// _bucket, _sum and _count series too), with labels it has, so a renamed
+// metric cannot leave a panel silently empty.
+TEST(MetricsDoc, TheGrafanaDashboardQueriesOnlyDocumentedMetricsAndLabels) {
+  const std::string doc = read_source_file(kDoc);
+  ASSERT_FALSE(doc.empty()) << "cannot read " << kDoc;
+  std::map<std::string, Family> documented;
+  for (const auto& row : doc_rows(doc)) {
+    if (row.cells[0].rfind("strata_", 0) == 0 && row.cells.size() >= 3) {
+      documented[row.cells[0]] = {row.cells[1], comma_list(row.cells[2])};
+    }
+  }
+  const char* kDashboard = "deploy/grafana/strata.json";
+  const std::string text = read_source_file(kDashboard);
+  ASSERT_FALSE(text.empty()) << "cannot read " << kDashboard;
+  const auto dash = nlohmann::json::parse(text, nullptr, false);
+  ASSERT_FALSE(dash.is_discarded()) << kDashboard << " is not JSON";
+
+  std::vector<std::string> exprs;
+  std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& j) {
+    if (j.is_object()) {
+      for (const auto& [k, v] : j.items()) {
+        if ((k == "expr" || k == "definition") && v.is_string()) exprs.push_back(v);
+        walk(v);
+      }
+    } else if (j.is_array()) {
+      for (const auto& v : j) walk(v);
+    }
+  };
+  walk(dash);
+  ASSERT_GE(exprs.size(), 20u) << "the dashboard has lost its panels";
+
+  // Labels Prometheus adds (instance, job) or a histogram has (le).
+  const std::set<std::string> kAlways = {"instance", "job", "le"};
+  std::set<std::string> shown;
+  const std::regex selector(R"((strata_[a-z0-9_]+)(\{([^}]*)\})?)");
+  const std::regex label_name(R"(([a-z_]+)\s*(=~|!~|!=|=))");
+  const std::regex by(R"(by \(([^)]*)\))");
+  for (const auto& e : exprs) {
+    std::set<std::string> labels = kAlways;
+    for (std::sregex_iterator m(e.begin(), e.end(), selector), end; m != end; ++m) {
+      std::string name = (*m)[1];
+      for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+        const std::string s(suffix);
+        const std::string base =
+            name.size() > s.size() ? name.substr(0, name.size() - s.size()) : "";
+        if (name.ends_with(s) && documented.count(base) &&
+            documented[base].type == "histogram") {
+          name = base;
+        }
+      }
+      auto it = documented.find(name);
+      if (it == documented.end()) {
+        ADD_FAILURE() << kDashboard << " queries `" << (*m)[1] << "`, which " << kDoc
+                      << " does not document: " << e;
+        continue;
+      }
+      shown.insert(name);
+      labels.insert(it->second.labels.begin(), it->second.labels.end());
+      const std::string sel = (*m)[3];
+      for (std::sregex_iterator l(sel.begin(), sel.end(), label_name); l != end; ++l) {
+        EXPECT_TRUE(kAlways.count((*l)[1]) || it->second.labels.count((*l)[1]))
+            << kDashboard << " selects label `" << (*l)[1] << "` of `" << name
+            << "`, which it does not have: " << e;
+      }
+    }
+    for (std::sregex_iterator m(e.begin(), e.end(), by), end; m != end; ++m) {
+      for (const auto& l : comma_list((*m)[1])) {
+        EXPECT_TRUE(labels.count(l)) << kDashboard << " groups by `" << l
+                                     << "`, a label none of its metrics has: " << e;
+      }
+    }
+  }
+  // What an operator looks at first is on it.
+  for (const char* must : {"strata_stream_consumer_max_offset_lag", "strata_tier_unpersisted_tail_bytes",
+                           "strata_tier_up", "strata_node_disk_free_bytes", "strata_log_bytes"}) {
+    EXPECT_TRUE(shown.count(must)) << kDashboard << " has no panel for `" << must << "`";
+  }
+}
+
 }  // namespace
 }  // namespace strata::test
+

@@ -23,4 +23,13 @@ inline StreamSettings settings_for(uint64_t i) {
                         .segment_bytes = 4096 * (1 + i % 16)};
 }
 
+// Stream s0's settings after its k-th alteration: settings_for(0) with
+// other retention (max_age_ms removed on odd k: a limit taken away).
+inline StreamSettings altered_for(uint64_t k) {
+  StreamSettings s = settings_for(0);
+  s.max_bytes = 200'000 + k;
+  s.max_age_ms = k % 2 ? std::nullopt : std::optional<int64_t>(5000 + int64_t(k));
+  return s;
+}
+
 }  // namespace strata::node::test

@@ -3,7 +3,8 @@
 // has — each one acknowledged, and perhaps the one the kill interrupted —
 // has exactly the settings it was created with. A stream is never visible
 // without its settings file (it is written before the stream's directory
-// is renamed into place).
+// is renamed into place). And kill -9 during alterations of a stream's
+// retention: the last acknowledged one (or the interrupted one) is kept.
 #include "node/node_settings_kill.h"
 
 #include <gtest/gtest.h>
@@ -24,15 +25,16 @@ namespace {
 using strata::test::Process;
 using strata::test::TempDir;
 
-// The highest i of a complete "created i" line; -1 for none.
-int64_t last_created(const std::string& out) {
+// The highest i of a complete "<verb> i" line; -1 for none.
+int64_t last_line(const std::string& out, const char* verb = "created") {
   std::istringstream in(out);
   std::string line;
   int64_t last = -1;
+  const std::string format = std::string(verb) + " %ld";
   while (std::getline(in, line)) {
     if (in.eof()) break;  // no newline: cut by the kill
     long v = 0;
-    if (std::sscanf(line.c_str(), "created %ld", &v) == 1) last = std::max<int64_t>(last, v);
+    if (std::sscanf(line.c_str(), format.c_str(), &v) == 1) last = std::max<int64_t>(last, v);
   }
   return last;
 }
@@ -56,7 +58,7 @@ TEST(NodeSettingsKill, AStreamIsNeverVisibleWithoutItsSettings) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5 + rng() % 200));
     p.kill(9);
     p.wait();
-    int64_t acked = last_created(p.stdout_text());
+    int64_t acked = last_line(p.stdout_text());
     ASSERT_GE(acked, 0);
 
     auto cfg = load_node_config(test::settings_kill_doc(), dir, objstore::process_env());
@@ -84,6 +86,46 @@ TEST(NodeSettingsKill, AStreamIsNeverVisibleWithoutItsSettings) {
   // before its acknowledgement.
   std::printf("streams created but not acknowledged before the kill: %ld of %d rounds\n",
               long(interrupted_seen), rounds);
+}
+
+// kill -9 while a stream's retention is altered again and again: after
+// each, the stream runs with the last acknowledged alteration or the one
+// the kill interrupted — never older ones, never a mix, never unreadable.
+TEST(NodeSettingsKill, AnAlterationIsKeptOnceAcknowledged) {
+  TempDir tmp;
+  uint64_t seed = strata::test::test_seed(std::random_device{}());
+  std::mt19937_64 rng(seed);
+  int rounds = std::max(2, strata::test::scaled(6));
+  for (int round = 0; round < rounds; ++round) {
+    SCOPED_TRACE(fmt::format("seed {} round {}", seed, round));
+    std::string dir = tmp.sub(fmt::format("node{}", round));
+    std::string logs = tmp.sub(fmt::format("logs{}", round));
+    ASSERT_OK(create_dirs(posix_fs(), logs));
+    Process p = Process::spawn({NODE_SETTINGS_CHILD, dir, "alter"}, logs);
+    ASSERT_TRUE(p.wait_for_output("altered 0", std::chrono::seconds(30)).has_value())
+        << p.stderr_text();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 + rng() % 200));
+    p.kill(9);
+    p.wait();
+    const int64_t acked = last_line(p.stdout_text(), "altered");
+    ASSERT_GE(acked, 0);
+
+    auto cfg = load_node_config(test::settings_kill_doc(), dir, objstore::process_env());
+    ASSERT_OK(cfg);
+    auto n = Node::open(*cfg);
+    ASSERT_OK(n);
+    auto s = (*n)->stream_settings("s0");
+    ASSERT_OK(s);
+    const bool last = *s == test::altered_for(uint64_t(acked));
+    const bool interrupted = *s == test::altered_for(uint64_t(acked) + 1);
+    EXPECT_TRUE(last || interrupted)
+        << "acknowledged " << acked << ", found " << settings_to_json(*s).dump();
+    auto eff = (*n)->effective_settings("s0");
+    ASSERT_OK(eff);
+    EXPECT_EQ(eff->local_retention.max_bytes, s->max_bytes);
+    EXPECT_EQ(eff->local_retention.max_age_ms, s->max_age_ms);
+    ASSERT_OK((*n)->close());
+  }
 }
 
 }  // namespace

@@ -269,5 +269,98 @@ TEST(NodeSettings, ALostLocalLogRecreatedAfterTheRemoteTierKeepsItsSettings) {
   EXPECT_EQ(read_settings_file(posix_fs(), tmp.sub("streams/s1"))->max_bytes, 1u << 20);
 }
 
+TEST(NodeSettings, AlteringALocalStreamsRetentionAppliesAtOnceAndIsKept) {
+  TempDir tmp;
+  uint64_t next = 0;
+  {
+    auto n = open_node(tmp.path(), local_doc());
+    ASSERT_TRUE(n);
+    auto log = n->create_stream("s1", {.segment_bytes = 8192});
+    ASSERT_OK(log);
+    next = append_values(**log, 100);
+    ASSERT_EQ((*log)->first_offset(), 0u);
+    ASSERT_OK(n->alter_stream("s1", {.max_bytes = 32 << 10, .segment_bytes = 8192}));
+    // Applied by the alteration itself, not at the next roll.
+    EXPECT_GT((*log)->first_offset(), next / 2);
+    EXPECT_LE(local_bytes(**log), (32u << 10) + 2 * 8192u);
+    EXPECT_EQ(n->effective_settings("s1")->local_retention.max_bytes, 32u << 10);
+    EXPECT_EQ(n->status_json()["streams"]["s1"]["settings"]["max_bytes"], 32 << 10);
+    // And at every roll after.
+    const uint64_t first = (*log)->first_offset();
+    next = append_values(**log, 100);
+    EXPECT_GT((*log)->first_offset(), first);
+    EXPECT_LE(local_bytes(**log), (32u << 10) + 2 * 8192u);
+    ASSERT_OK(n->close());
+  }
+  // Kept: the next open runs the stream with it.
+  EXPECT_EQ(read_settings_file(posix_fs(), tmp.sub("streams/s1"))->max_bytes, 32u << 10);
+  auto n = open_node(tmp.path(), local_doc());
+  ASSERT_TRUE(n);
+  EXPECT_EQ(*n->stream_settings("s1"), (StreamSettings{.max_bytes = 32 << 10, .segment_bytes = 8192}));
+  // Removing the limit: the node's configuration (none here) applies again.
+  ASSERT_OK(n->alter_stream("s1", {.segment_bytes = 8192}));
+  auto log = n->stream("s1");
+  ASSERT_OK(log);
+  const uint64_t first = (*log)->first_offset();
+  append_values(**log, 100);
+  EXPECT_EQ((*log)->first_offset(), first);
+  EXPECT_FALSE(read_settings_file(posix_fs(), tmp.sub("streams/s1"))->max_bytes);
+}
+
+TEST(NodeSettings, OnlyTheRetentionOfALiveStreamChanges) {
+  TempDir tmp;
+  auto n = open_node(tmp.path());
+  ASSERT_TRUE(n);
+  const StreamSettings s{.max_bytes = 1 << 20, .segment_bytes = 8192};
+  ASSERT_OK(n->create_stream("s1", s));
+  const std::string file = tmp.sub("streams/s1/settings.json");
+  auto before = read_file(posix_fs(), file);
+  ASSERT_OK(before);
+  auto refused = [&](const StreamSettings& to, Errc code, const std::string& names) {
+    Status st = n->alter_stream("s1", to);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error().code, code);
+    EXPECT_NE(st.error().message.find(names), std::string::npos) << st.error().message;
+  };
+  refused({.max_bytes = 1 << 20, .segment_bytes = 16384}, Errc::invalid_argument, "segment_bytes");
+  refused({.max_bytes = 1 << 20, .segment_bytes = 8192, .confirm = ConfirmMode::remote},
+          Errc::invalid_argument, "confirm");
+  refused({.max_bytes = 0, .segment_bytes = 8192}, Errc::invalid_argument, "max_bytes");
+  refused({.max_age_ms = -5, .segment_bytes = 8192}, Errc::invalid_argument, "max_age_ms");
+  Status absent = n->alter_stream("nope", {});
+  EXPECT_EQ(absent.error().code, Errc::not_found);
+  // Nothing refused was kept or applied.
+  EXPECT_EQ(*read_file(posix_fs(), file), *before);
+  EXPECT_EQ(*n->stream_settings("s1"), s);
+  EXPECT_EQ(n->effective_settings("s1")->remote_retention.max_bytes, 1u << 20);
+}
+
+TEST(NodeSettings, AlteringATieredStreamsRetentionTrimsBothTiers) {
+  TempDir tmp;
+  auto n = open_node(tmp.path());
+  ASSERT_TRUE(n);
+  auto log = n->create_stream("s1", {.segment_bytes = 8192});
+  ASSERT_OK(log);
+  auto up = n->uploader("s1");
+  ASSERT_TRUE(up);
+  uint64_t next = append_values(**log, 300);
+  ASSERT_OK(n->flush("s1", std::chrono::seconds(30)));
+  ASSERT_EQ(up->status().remote_first_offset, 0u);
+  ASSERT_OK(n->alter_stream("s1", {.max_bytes = 64 << 10, .segment_bytes = 8192}));
+  EXPECT_GT((*log)->first_offset(), 0u);
+  EXPECT_LE(local_bytes(**log), (64u << 10) + 2 * 8192u);
+  // The remote tier too, without a restart (within a fragment: 16 KiB).
+  const uint64_t bound = (64u << 10) + (20u << 10);
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (up->status().remote_bytes > bound && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto st = up->status();
+  EXPECT_GT(st.remote_first_offset, 0u);
+  EXPECT_EQ(st.remote_next_offset, next);
+  EXPECT_LE(st.remote_bytes, bound);
+  EXPECT_EQ(n->effective_settings("s1")->remote_retention.max_bytes, 64u << 10);
+}
+
 }  // namespace
 }  // namespace strata::node

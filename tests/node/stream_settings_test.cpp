@@ -148,6 +148,26 @@ TEST(StreamSettings, SettingsThatWouldDoNothingAreRefusedNamingThem) {
   }
 }
 
+TEST(StreamSettings, OnlyRetentionMayChangeOnALiveStream) {
+  const StreamSettings from{.max_bytes = 1 << 20, .segment_bytes = 8192, .tiering = true};
+  EXPECT_TRUE(check_alteration(from, from).ok());
+  EXPECT_TRUE(check_alteration(from, {.max_age_ms = 1000,
+                                      .segment_bytes = 8192,
+                                      .tiering = true,
+                                      .local_max_bytes = 4096})
+                  .ok());
+  auto refused = [&](const StreamSettings& to, std::string_view name) {
+    Status st = check_alteration(from, to);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error().code, Errc::invalid_argument);
+    EXPECT_NE(st.error().message.find(name), std::string::npos) << st.error().message;
+  };
+  refused({.max_bytes = 1 << 20, .tiering = true}, "segment_bytes");
+  refused({.max_bytes = 1 << 20, .segment_bytes = 8192, .tiering = false}, "tiering");
+  refused({.max_bytes = 1 << 20, .segment_bytes = 8192, .tiering = true, .filter_size_bytes = 32},
+          "filter_size_bytes");
+}
+
 TEST(StreamSettingsFile, RoundTripsEverySetting) {
   StreamSettings s{.max_bytes = 1,
                    .max_age_ms = 2,

@@ -1,6 +1,6 @@
 // Streams and connections administered live through the management API
 // (server/management_streams.h) and the CLI over it: `strata list
-// streams`, `strata stream create|delete` without --config, `strata
+// streams`, `strata stream create|alter|delete` without --config, `strata
 // connection close`; a monitoring user reads and changes nothing.
 #include <fstream>
 #include <map>
@@ -103,6 +103,13 @@ TEST_F(ManagementStreamsTest, StreamsAreCreatedListedAndDeletedOnTheRunningNode)
   auto none = server::api_request(url_, {"GET", "/api/streams/nope", "", "mon", "m0n"});
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->status, 404);
+  // And Prometheus sees the same per stream.
+  const std::string metrics = serve_http_get(server_, "/metrics");
+  EXPECT_NE(metrics.find("strata_stream_consumer_max_offset_lag{stream=\"live-1\"} 4"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("strata_stream_publishers{stream=\"live-1\"} 1"), std::string::npos);
+  EXPECT_NE(metrics.find("strata_stream_consumers{stream=\"live-1\"} 1"), std::string::npos);
   // The text form names the columns.
   auto text = as_monitor({"list", "streams"});
   ASSERT_EQ(text.status, 0) << text.err;
@@ -130,6 +137,12 @@ TEST_F(ManagementStreamsTest, AnOperatorClosesAConnection) {
   auto list = nlohmann::json::parse(conns.out)["connections"];
   ASSERT_EQ(list.size(), 2u) << conns.out;
   const uint64_t id = list[0]["id"];
+  // Each has carried its handshake both ways (PeerProperties, SASL, Tune,
+  // Open: well over 100 bytes each way).
+  for (const auto& c : list) {
+    EXPECT_GT(c["recv_oct"].get<uint64_t>(), 100u) << c.dump();
+    EXPECT_GT(c["send_oct"].get<uint64_t>(), 100u) << c.dump();
+  }
   // A monitoring user may not; an administrator may.
   auto refused = as_monitor({"connection", "close", std::to_string(id)});
   EXPECT_EQ(refused.status, 1);
@@ -208,6 +221,67 @@ TEST_F(ManagementStreamsTest, AConsumerGroupsOffsetIsReadAndReset) {
   EXPECT_EQ(word.status, 1);
   EXPECT_NE(word.err.find("HTTP 400"), std::string::npos) << word.err;
   EXPECT_EQ(query(), 0u);
+}
+
+// A stream's retention changed while it runs (`strata stream alter`, PATCH
+// /api/streams/NAME), as a RabbitMQ policy changes max-age and
+// max-length-bytes: applied at once, shown in the stream's arguments, and
+// nothing else about the stream may change so.
+TEST_F(ManagementStreamsTest, AStreamsRetentionIsAlteredWhileItRuns) {
+  auto made = as_admin({"stream", "create", "kept", "--stream-max-segment-size-bytes", "8192",
+                        "--x-strata-tiering", "false"});
+  ASSERT_EQ(made.status, 0) << made.err;
+  StreamClient c = open_client();
+  declare(c, 1, "kept");
+  const std::string kib(1024, 'x');
+  for (int batch = 0; batch < 10; ++batch) {
+    publish_confirmed(c, 1, uint64_t(batch) * 10, std::vector<std::string>(10, kib));
+  }
+  auto before = streams()["kept"];
+  ASSERT_EQ(before["first_offset"], 0) << before.dump();
+  ASSERT_EQ(before["next_offset"], 100) << before.dump();
+
+  auto altered = as_admin({"--json", "stream", "alter", "kept", "--max-length-bytes", "20000"});
+  ASSERT_EQ(altered.status, 0) << altered.err;
+  EXPECT_EQ(nlohmann::json::parse(altered.out)["arguments"]["x-max-length-bytes"], 20000)
+      << altered.out;
+  auto after = streams()["kept"];
+  EXPECT_EQ(after["arguments"]["x-max-length-bytes"], 20000) << after.dump();
+  EXPECT_EQ(after["arguments"]["x-stream-max-segment-size-bytes"], 8192) << after.dump();
+  EXPECT_GT(after["first_offset"].get<uint64_t>(), 50u) << after.dump();
+  EXPECT_LE(after["local"]["bytes"].get<uint64_t>(), 20000u + 2 * 8192u) << after.dump();
+
+  // Refused, naming why: a setting fixed at creation, a bad value, a
+  // monitoring user, an unknown stream. None changes the stream.
+  auto fixed = server::api_request(
+      url_, {"PATCH", "/api/streams/kept",
+             R"({"arguments": {"x-strata-confirm": "remote"}})", "guest", "guest"});
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_EQ(fixed->status, 400);
+  EXPECT_NE(fixed->body.find("x-strata-confirm"), std::string::npos) << fixed->body;
+  auto bad = as_admin({"stream", "alter", "kept", "--max-age", "soon"});
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("max-age"), std::string::npos) << bad.err;
+  auto monitor = as_monitor({"stream", "alter", "kept", "--max-age", "1D"});
+  EXPECT_EQ(monitor.status, 1);
+  EXPECT_NE(monitor.err.find("HTTP 403"), std::string::npos) << monitor.err;
+  auto unknown = as_admin({"stream", "alter", "nope", "--max-age", "1D"});
+  EXPECT_EQ(unknown.status, 1);
+  EXPECT_NE(unknown.err.find("HTTP 404"), std::string::npos) << unknown.err;
+  EXPECT_EQ(streams()["kept"]["arguments"], after["arguments"]);
+
+  // "none" removes the limit: nothing more is dropped.
+  auto cleared = as_admin({"stream", "alter", "kept", "--max-length-bytes", "none", "--max-age",
+                           "7D"});
+  ASSERT_EQ(cleared.status, 0) << cleared.err;
+  const uint64_t first = streams()["kept"]["first_offset"];
+  for (int batch = 10; batch < 20; ++batch) {
+    publish_confirmed(c, 1, uint64_t(batch) * 10, std::vector<std::string>(10, kib));
+  }
+  auto last = streams()["kept"];
+  EXPECT_EQ(last["first_offset"], first) << last.dump();
+  EXPECT_FALSE(last["arguments"].contains("x-max-length-bytes")) << last.dump();
+  EXPECT_EQ(last["arguments"]["x-max-age"], "604800s") << last.dump();
 }
 
 // `strata serve` logs at info by default, so a refused login shows without

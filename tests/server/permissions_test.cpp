@@ -181,13 +181,14 @@ TEST_F(PermissionsTest, SighupReloadsUsersLive) {
   StreamClient reader = login("reader", "r");
   auto reload = [&](const std::string& config, const std::string& expect) {
     std::ofstream(dir_.sub("users.json")) << config;
-    const size_t before = server_.process().stderr_text().size();
+    // The outcome is logged (spdlog: stdout).
+    const size_t before = server_.process().stdout_text().size();
     server_.process().kill(SIGHUP);
     for (int i = 0; i < 1000; ++i) {
-      if (server_.process().stderr_text().find(expect, before) != std::string::npos) return true;
+      if (server_.process().stdout_text().find(expect, before) != std::string::npos) return true;
       std::this_thread::sleep_for(10ms);
     }
-    ADD_FAILURE() << "no '" << expect << "' in: " << server_.process().stderr_text();
+    ADD_FAILURE() << "no '" << expect << "' in: " << server_.process().stdout_text();
     return false;
   };
   ASSERT_TRUE(reload(R"({"users": [ {"name": "guest", "password": "guest"},
