@@ -393,6 +393,27 @@ TEST(TierUploaderRetention, RequestedRetentionRunsAtOnceWhenNothingElseIsInFligh
   EXPECT_EQ(h.core.metrics().retention_evaluations, 1u);
 }
 
+TEST(TierUploaderRetention, NewLimitsApplyFromTheRequestThatCarriesThem) {
+  // No limits: retention never runs, even when asked.
+  Harness h(test_config());
+  h.persist_ok(one<StartPersist>(h.apply(5)));
+  EXPECT_FALSE(has<EvaluateRetention>(h.on(RetentionRequested{})));
+  // An operator sets one: evaluated at once, under it.
+  RetentionSpec spec;
+  spec.max_bytes = 250;
+  auto ev = one<EvaluateRetention>(h.on(RetentionRequested{spec}));
+  EXPECT_EQ(ev.spec.max_bytes, 250u);
+  auto fx = run_retention(h, ev);
+  h.persist_ok(one<StartPersist>(fx));
+  EXPECT_EQ(h.core.metrics().retention_evaluations, 1u);
+  EXPECT_LT(h.core.live_manifest().total_size, 500u);
+  // And taken away again: with nothing in flight, a request that ran at
+  // once under the limit now runs nothing.
+  ASSERT_EQ(h.core.in_flight(), UploaderCore::Op::none);
+  EXPECT_FALSE(has<EvaluateRetention>(h.on(RetentionRequested{RetentionSpec{}})));
+  EXPECT_FALSE(has<EvaluateRetention>(h.on(RetentionRequested{})));
+}
+
 // ---- deadlines ----
 
 TEST(TierUploaderDeadlines, EveryOperationIsClearedByItsDeadline) {
