@@ -45,6 +45,9 @@ packages=(
   openssl
   # flock(1), the independent lock holder of tests/common/file_lock_test.cpp.
   util-linux
+  # A real browser for the web console's test (driven by playwright-core
+  # from tools/package.json).
+  chromium
 )
 
 missing=()
@@ -71,11 +74,12 @@ else
   echo "setup: all Debian packages present"
 fi
 
-# The test S3 server (s3rver) and the RabbitMQ Stream JavaScript client,
-# pinned by tools/package-lock.json.
+# The test S3 server (s3rver), the RabbitMQ Stream JavaScript client and
+# playwright-core (drives chromium), pinned by tools/package-lock.json.
 if [ -f "$here/tools/package.json" ]; then
   if [ ! -d "$here/tools/node_modules/s3rver" ] ||
-    [ ! -d "$here/tools/node_modules/rabbitmq-stream-js-client" ]; then
+    [ ! -d "$here/tools/node_modules/rabbitmq-stream-js-client" ] ||
+    [ ! -d "$here/tools/node_modules/playwright-core" ]; then
     echo "setup: npm ci in tools/"
     (cd "$here/tools" && npm ci --no-audit --no-fund --loglevel=error)
   else

@@ -10,6 +10,8 @@
 #include <memory>
 #include <thread>
 
+#include "server/console_assets.h"
+
 namespace strata::server {
 
 struct AdminHttp::Impl {
@@ -74,9 +76,39 @@ Result<std::unique_ptr<AdminHttp>> AdminHttp::start(const std::string& listen,
       r.loopback = is_loopback_address(req.remote_addr);
       ApiReply a = h.api(r);
       res.status = a.status;
-      if (a.status == 401) res.set_header("WWW-Authenticate", "Basic realm=\"strata\"");
+      // Not to a script that says it is one (the web console): a browser
+      // would answer the challenge with its own login dialog.
+      if (a.status == 401 && !req.has_header("X-Requested-With")) {
+        res.set_header("WWW-Authenticate", "Basic realm=\"strata\"");
+      }
       if (!a.body.empty()) res.set_content(a.body, "application/json");
     };
+    // The web console (console_assets.h): static files; what they show
+    // comes from /api with the credentials the user logs in with.
+    auto to_console = [](const httplib::Request&, httplib::Response& res) {
+      res.set_redirect("/console/");
+    };
+    svr.Get("/", to_console);
+    svr.Get("/console", to_console);
+    svr.Get(R"(/console/(.*))", [](const httplib::Request& req, httplib::Response& res) {
+      std::string name = req.matches[1];
+      if (name.empty()) name = "index.html";
+      for (const auto& a : console_assets()) {
+        if (a.name != name) continue;
+        const std::string_view type = name.ends_with(".html") ? "text/html; charset=utf-8"
+                                      : name.ends_with(".js") ? "text/javascript; charset=utf-8"
+                                                              : "text/css; charset=utf-8";
+        res.set_header("Cache-Control", "no-cache");
+        res.set_header("X-Content-Type-Options", "nosniff");
+        // Nothing from elsewhere, no inline script, not framed.
+        res.set_header("Content-Security-Policy",
+                       "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
+        res.set_content(std::string(a.body), std::string(type));
+        return;
+      }
+      res.status = 404;
+      res.set_content("no such file of the console\n", "text/plain");
+    });
     svr.Get("/api/.*", serve_api);
     svr.Put("/api/.*", serve_api);
     svr.Delete("/api/.*", serve_api);
@@ -91,10 +123,13 @@ Result<std::unique_ptr<AdminHttp>> AdminHttp::start(const std::string& listen,
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
-  // Two workers are plenty for scrapes and status calls; a node's thread
-  // count should not grow with the CPU count.
-  svr.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  // A fixed count, not one per CPU. Each keep-alive connection holds a
+  // worker while it idles, and a browser on the console keeps up to six
+  // open beside Prometheus and the CLI: eight workers, and idle
+  // connections let go after 2 s, so no request waits on another's idle one.
+  svr.new_task_queue = [] { return new httplib::ThreadPool(8); };
   svr.set_keep_alive_max_count(100);
+  svr.set_keep_alive_timeout(2);
   a->host_ = hp.first;
   int port = hp.second;
   if (port == 0) {
