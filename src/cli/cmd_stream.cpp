@@ -208,6 +208,25 @@ void add_arg_flag(CLI::App* cmd, const std::shared_ptr<CreateFlags>& f, const st
       "--" + arg, [f, arg](const std::string& v) { f->args.emplace_back(arg, v); }, help);
 }
 
+// The node a create or alter acts on (a stopped node's configuration, or
+// the running node's address and login) and the stream's name.
+void add_target_flags(CLI::App* cmd, const std::shared_ptr<CreateFlags>& f) {
+  cmd->add_option("--config", f->config,
+                  "The node's JSON configuration file (the node must not be running)");
+  add_login_flags(cmd, &f->login);
+  cmd->add_option("--data-dir", f->data_dir, "Data directory (overrides the file's data_dir)");
+  cmd->add_option("NAME", f->name, "The stream")->required();
+}
+
+// The arguments a stream's retention is made of: given at create, changed
+// by alter.
+void add_retention_flags(CLI::App* cmd, const std::shared_ptr<CreateFlags>& f) {
+  add_arg_flag(cmd, f, "max-length-bytes", "Retention of the whole stream by size (bytes)");
+  add_arg_flag(cmd, f, "max-age", "Retention by age: N and one of Y M D h m s (e.g. 7D)");
+  add_arg_flag(cmd, f, "x-strata-local-max-bytes",
+               "Local disk kept of a tiered stream once uploaded (bytes)");
+}
+
 Registrar reg_stream([](CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("stream", "Streams of a node's data directory");
   cmd->require_subcommand(1);
@@ -218,13 +237,8 @@ Registrar reg_stream([](CLI::App& app, Context& ctx) {
       "Create a stream with its own retention, segment size and tiering (the stream protocol's "
       "Create arguments): with --config in a stopped node's data directory, else through the "
       "running node at --node");
-  create->add_option("--config", c->config,
-                     "The node's JSON configuration file (the node must not be running)");
-  add_login_flags(create, &c->login);
-  create->add_option("--data-dir", c->data_dir, "Data directory (overrides the file's data_dir)");
-  create->add_option("NAME", c->name, "The stream")->required();
-  add_arg_flag(create, c, "max-length-bytes", "Retention of the whole stream by size (bytes)");
-  add_arg_flag(create, c, "max-age", "Retention by age: N and one of Y M D h m s (e.g. 7D)");
+  add_target_flags(create, c);
+  add_retention_flags(create, c);
   add_arg_flag(create, c, "stream-max-segment-size-bytes", "Local segment size (bytes)");
   add_arg_flag(create, c, "x-strata-tiering", "true or false: tier this stream or keep it local");
   add_arg_flag(create, c, "x-strata-fragment-target-bytes", "Fragment size (tiered streams)");
@@ -232,8 +246,6 @@ Registrar reg_stream([](CLI::App& app, Context& ctx) {
                "Longest wait before a fragment is cut (tiered streams)");
   add_arg_flag(create, c, "x-strata-confirm",
                "local or remote: confirm a publish once it is on local disk, or in the bucket");
-  add_arg_flag(create, c, "x-strata-local-max-bytes",
-               "Local disk kept of a tiered stream once uploaded (bytes)");
   create->callback([c, &ctx] { run_create(*c, ctx); });
 
   auto a = std::make_shared<CreateFlags>();
@@ -242,15 +254,8 @@ Registrar reg_stream([](CLI::App& app, Context& ctx) {
       "Change a stream's retention while it runs, as a RabbitMQ policy changes max-age and "
       "max-length-bytes (\"none\" removes a limit): through the running node at --node, or "
       "with --config in a stopped node's data directory");
-  alter->add_option("--config", a->config,
-                    "The node's JSON configuration file (the node must not be running)");
-  add_login_flags(alter, &a->login);
-  alter->add_option("--data-dir", a->data_dir, "Data directory (overrides the file's data_dir)");
-  alter->add_option("NAME", a->name, "The stream")->required();
-  add_arg_flag(alter, a, "max-length-bytes", "Retention of the whole stream by size (bytes)");
-  add_arg_flag(alter, a, "max-age", "Retention by age: N and one of Y M D h m s (e.g. 7D)");
-  add_arg_flag(alter, a, "x-strata-local-max-bytes",
-               "Local disk kept of a tiered stream once uploaded (bytes)");
+  add_target_flags(alter, a);
+  add_retention_flags(alter, a);
   alter->callback([a, &ctx] { run_alter(*a, ctx); });
 
   auto i = std::make_shared<CreateFlags>();

@@ -289,9 +289,9 @@ TEST(NodeCli, AnAdminEndpointStoppedRightAfterStartStops) {
   EXPECT_EQ(rounds, 300);
 }
 
-// `strata stream create` with the stream arguments as flags, then `strata
-// stream info` (beside a running node) and a node that runs the stream
-// with them.
+// `strata stream create` with the stream arguments as flags, `strata
+// stream alter` of its retention, then `strata stream info` (beside a
+// running node) and a node that runs the stream with them.
 TEST(NodeCli, StreamCreateWithSettingsAndStreamInfoShowsThem) {
   strata::test::TempDir tmp;
   json doc = test::small_node_doc();
@@ -323,6 +323,23 @@ TEST(NodeCli, StreamCreateWithSettingsAndStreamInfoShowsThem) {
   EXPECT_EQ(nothing.status, 1) << nothing.output;
   EXPECT_TRUE(contains(nothing.output, "local_max_bytes")) << nothing.output;
 
+  // alter --config, on the stopped node: its retention changes ("none"
+  // removes a limit), nothing else does.
+  auto altered = strata_cmd({"--json", "stream", "alter", "--config", config, "s1",
+                             "--max-length-bytes", "2097152", "--max-age", "none"});
+  ASSERT_EQ(altered.status, 0) << altered.output;
+  out = last_json(altered.output);
+  EXPECT_EQ(out["settings"]["max_bytes"], 2097152) << altered.output;
+  EXPECT_FALSE(out["settings"].contains("max_age_ms")) << altered.output;
+  EXPECT_EQ(out["settings"]["segment_bytes"], 65536) << altered.output;
+  EXPECT_EQ(out["effective"]["remote_retention"]["max_bytes"], 2097152) << altered.output;
+  auto no_args = strata_cmd({"stream", "alter", "--config", config, "s1"});
+  EXPECT_EQ(no_args.status, 1) << no_args.output;
+  EXPECT_TRUE(contains(no_args.output, "--max-age")) << no_args.output;
+  auto absent = strata_cmd({"stream", "alter", "--config", config, "s9", "--max-age", "1D"});
+  EXPECT_EQ(absent.status, 1) << absent.output;
+  EXPECT_TRUE(contains(absent.output, "s9")) << absent.output;
+
   auto cfg = load_node_config(doc, "", objstore::process_env());
   ASSERT_OK(cfg);
   auto n = Node::open(*cfg);
@@ -333,6 +350,7 @@ TEST(NodeCli, StreamCreateWithSettingsAndStreamInfoShowsThem) {
   auto info = strata_cmd({"stream", "info", "--config", config, "s1"});
   ASSERT_EQ(info.status, 0) << info.output;
   EXPECT_TRUE(contains(info.output, "\"segment_bytes\":65536")) << info.output;
+  EXPECT_TRUE(contains(info.output, "\"max_bytes\":2097152")) << info.output;
   EXPECT_TRUE(contains(info.output, "created with")) << info.output;
   auto none = strata_cmd({"--json", "stream", "info", "--config", config, "nope"});
   EXPECT_EQ(none.status, 1) << none.output;

@@ -32,6 +32,16 @@ uint64_t local_bytes(log::StreamLog& log) {
   return b;
 }
 
+// The uploader's status once its remote tier holds at most `bound` bytes
+// (retention runs in the background), or after 30 s.
+tier::UploaderStatus remote_bytes_at_most(tier::Uploader& up, uint64_t bound) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (up.status().remote_bytes > bound && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return up.status();
+}
+
 TEST(NodeSettings, PersistedWithTheStreamAndLoadedAtEveryOpen) {
   TempDir tmp;
   StreamSettings s{.max_bytes = 1 << 20, .segment_bytes = 8192, .fragment_target_bytes = 4096};
@@ -156,11 +166,7 @@ TEST(NodeSettings, TieredRetentionDropsOnlyWhatIsPersistedAndTrimsTheRemoteTier)
   // The remote tier holds the same bound (within a fragment: 16 KiB here).
   up->request_retention();
   const uint64_t bound = (64u << 10) + (20u << 10);
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (up->status().remote_bytes > bound && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  auto st = up->status();
+  auto st = remote_bytes_at_most(*up, bound);
   EXPECT_GT(st.remote_first_offset, 0u);
   EXPECT_EQ(st.remote_next_offset, next);
   EXPECT_LE(st.remote_bytes, bound);
@@ -351,11 +357,7 @@ TEST(NodeSettings, AlteringATieredStreamsRetentionTrimsBothTiers) {
   EXPECT_LE(local_bytes(**log), (64u << 10) + 2 * 8192u);
   // The remote tier too, without a restart (within a fragment: 16 KiB).
   const uint64_t bound = (64u << 10) + (20u << 10);
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (up->status().remote_bytes > bound && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  auto st = up->status();
+  auto st = remote_bytes_at_most(*up, bound);
   EXPECT_GT(st.remote_first_offset, 0u);
   EXPECT_EQ(st.remote_next_offset, next);
   EXPECT_LE(st.remote_bytes, bound);
