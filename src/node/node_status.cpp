@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 
 #include "node/node_impl.h"
 #include "objstore/metered_store.h"
@@ -103,6 +104,38 @@ json deletion_json(const std::string& state, int64_t requested_at_ms, uint64_t r
           {"last_error", last_error}};
 }
 
+// The file system holding `dir`: bytes available to the node and its size
+// (statvfs); nullopt when it cannot be read.
+struct DiskSpace {
+  uint64_t free_bytes = 0;
+  uint64_t size_bytes = 0;
+};
+std::optional<DiskSpace> disk_space(const std::string& dir) {
+  struct statvfs v {};
+  if (::statvfs(dir.c_str(), &v) != 0) return std::nullopt;
+  return DiskSpace{uint64_t(v.f_bavail) * v.f_frsize, uint64_t(v.f_blocks) * v.f_frsize};
+}
+
+// Per operation requested at least once: requests, errors by retry class
+// and body bytes (the same counts as the strata_objstore_* metrics).
+json objstore_requests_json(objstore::ObjectStore* store) {
+  json j = json::object();
+  auto* m = dynamic_cast<objstore::MeteredStore*>(store);
+  if (!m) return j;
+  for (auto op : {objstore::Op::put, objstore::Op::get, objstore::Op::get_range,
+                  objstore::Op::head, objstore::Op::remove, objstore::Op::remove_many,
+                  objstore::Op::list, objstore::Op::check}) {
+    auto s = m->stats(op);
+    if (s.requests == 0) continue;
+    j[std::string(objstore::op_name(op))] = {{"requests", s.requests},
+                                             {"transient_errors", s.transient_errors},
+                                             {"fatal_errors", s.fatal_errors},
+                                             {"not_found", s.not_found},
+                                             {"bytes", s.bytes}};
+  }
+  return j;
+}
+
 }  // namespace
 
 json Node::Impl::deletions_json() const {
@@ -157,6 +190,7 @@ json Node::Impl::status_json() const {
   auto p = runtime ? runtime->pool_stats() : BlockingPoolStats{};
   auto c = cache ? cache->stats() : tier::ManifestCacheStats{};
   auto gc = cache ? cache->groups().stats() : tier::GroupCacheStats{};
+  const auto disk = disk_space(cfg.data_dir);
   return {
       {"node",
        {{"data_dir", cfg.data_dir},
@@ -167,6 +201,10 @@ json Node::Impl::status_json() const {
         {"takeover_dropped_offsets", takeover_dropped.load()},
         {"threads", thread_count()},
         {"rss_bytes", rss_bytes()},
+        {"disk",
+         disk ? json{{"free_bytes", disk->free_bytes}, {"size_bytes", disk->size_bytes}}
+              : json(nullptr)},
+        {"object_store_requests", objstore_requests_json(store.get())},
         {"governor",
          {{"queued", g.queued},
           {"queued_bytes", g.queued_bytes},
@@ -343,13 +381,12 @@ std::string Node::Impl::metrics_text() const {
           double(pending_deletions().size()));
   // The file system holding the data directory: what an operator alerts on
   // before the log's writes fail for want of space.
-  struct statvfs fs_info {};
-  if (::statvfs(cfg.data_dir.c_str(), &fs_info) == 0) {
+  if (const auto disk = disk_space(cfg.data_dir)) {
     w.gauge("strata_node_disk_free_bytes",
             "Bytes available to the node on the file system of its data directory.", {},
-            double(fs_info.f_bavail) * double(fs_info.f_frsize));
+            double(disk->free_bytes));
     w.gauge("strata_node_disk_size_bytes", "Size of the file system of the data directory.", {},
-            double(fs_info.f_blocks) * double(fs_info.f_frsize));
+            double(disk->size_bytes));
   }
   w.gauge("strata_process_threads", "Threads of the process.", {}, double(thread_count()));
   w.gauge("strata_process_resident_bytes", "Resident memory of the process.", {},

@@ -219,6 +219,7 @@ const pages = {
         card("largest consumer lag", num(Math.max(0, ...served.map((x) => x.consumer_max_lag || 0)))),
         card("upload lag", bytes(total((x) => (x.upload_lag ? x.upload_lag.bytes : 0)))),
         card("streams whose uploads fail", num(served.filter((x) => x.tiering_error).length))),
+      nodeSection(state.data.status.node),
       h("h2", {}, "The last hour"),
       h("div", { class: "charts" },
         chart("Messages", state.totals, (p) => p.messages, num),
@@ -325,6 +326,29 @@ const pages = {
     return out;
   },
 };
+
+// The node: where its data and objects are, its disk, and its object
+// store requests by operation and outcome (/status "node").
+function nodeSection(node) {
+  if (!node) return null;
+  const disk = node.disk ? `${bytes(node.disk.free_bytes)} free of ${bytes(node.disk.size_bytes)}` : "—";
+  const ops = Object.entries(node.object_store_requests || {});
+  return h("div", {},
+    h("h2", {}, "Node"),
+    h("div", { class: "cards" },
+      card("disk", disk, "disk"),
+      card("memory", bytes(node.rss_bytes)),
+      card("uptime", `${Math.round(node.uptime_s)} s`)),
+    h("p", { class: "muted" }, `data ${node.data_dir} · objects ${node.object_store} · catalog ${node.catalog}`),
+    ops.length ? table([
+      { title: "Object store operation", value: ([op]) => op },
+      { title: "Requests", num: true, value: ([, x]) => num(x.requests) },
+      { title: "Transient errors", num: true, value: ([, x]) => num(x.transient_errors) },
+      { title: "Fatal errors", num: true, value: ([, x]) => num(x.fatal_errors) },
+      { title: "Not found", num: true, value: ([, x]) => num(x.not_found) },
+      { title: "Bytes", num: true, value: ([, x]) => bytes(x.bytes) },
+    ], ops, ([op]) => ({ "data-op": op })) : null);
+}
 
 function consumersTable(rows) {
   return table([

@@ -100,6 +100,7 @@ export async function run({ server, dir, log }) {
     check((await page.textContent("#who")).includes("guest"), "the console does not name the user");
     check(await page.isHidden("#login"), "the login form is still shown after logging in");
     await page.waitForSelector("h1:has-text('Overview')");
+    check((await page.textContent(".card.disk .value")).includes("free of"), "the overview shows no disk space");
     log("logged in");
 
     await page.click("#nav a[data-page=streams]");
@@ -147,6 +148,10 @@ export async function run({ server, dir, log }) {
     check(line >= 50, `the upload-lag chart's screenshot holds ${line} pixels of the line's colour`);
     log(`screenshot: ${png.length} bytes; the chart line is ${line} pixels`);
 
+    // The overview now counts the uploads among the object store's requests.
+    await page.click("#nav a[data-page=overview]");
+    await until("the object store's puts on the overview", async () =>
+      Number((await page.textContent("tr[data-op=put] td:nth-child(2)")).replace(/,/g, "")) > 0);
     await page.click("#nav a[data-page=connections]");
     await page.waitForSelector("h1:has-text('Connections')");
     check((await page.$$("main table tbody tr")).length >= 1, "the Connections page lists no connection");
