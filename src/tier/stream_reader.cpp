@@ -1,6 +1,7 @@
 #include "tier/stream_reader.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "tier/remote_reader.h"
 #include "tier/tier_limits.h"
@@ -280,6 +281,22 @@ Result<bool> StreamReader::Impl::local_step(bool located, std::optional<TieredCh
       cursor = local->next_chunk_offset();
       local.reset();
       tier = Tier::remote;
+      return true;
+    }
+    if (r.error().code == Errc::out_of_range && log->first_offset() > cursor) {
+      // A local stream has nothing below its log: retention removed what
+      // this reader was about to read (a slow consumer, or retention
+      // shrunk under it). It goes on from the oldest chunk left, as a
+      // reader from `first` would; the offsets in between are gone.
+      STRATA_ASSIGN_OR_RETURN(auto next,
+                              log->open_reader(log::OffsetSpec::at_offset(log->first_offset()),
+                                               log::ReaderOptions{opts.verify_crc}));
+      spdlog::warn("stream {}: a reader at offset {} goes on at {}: retention removed the offsets "
+                   "in between",
+                   ctx.stream, cursor, next->next_chunk_offset());
+      st.retention_skipped_offsets += next->next_chunk_offset() - cursor;
+      cursor = next->next_chunk_offset();
+      local = std::move(next);
       return true;
     }
     return annotate(r.error());

@@ -99,6 +99,9 @@ struct StreamReaderStats {
   uint64_t group_reads = 0;
   uint64_t peak_buffered_bytes = 0;  // never above prefetch_bytes + one chunk
   uint64_t tier_switches = 0;
+  // Offsets of a local stream that retention removed before this reader
+  // reached them; it went on after them.
+  uint64_t retention_skipped_offsets = 0;
 };
 
 // What a RemoteReader of this stream reads through, under these options

@@ -240,6 +240,15 @@ TEST_F(ManagementStreamsTest, AStreamsRetentionIsAlteredWhileItRuns) {
   auto before = streams()["kept"];
   ASSERT_EQ(before["first_offset"], 0) << before.dump();
   ASSERT_EQ(before["next_offset"], 100) << before.dump();
+  // A consumer from the start, one chunk at a time: the shrink happens
+  // under it.
+  StreamClient reader = open_client();
+  ASSERT_TRUE(reader.send(SubscribeRequest{reader.corr(), 7, "kept", {OffsetType::first, 0}, 1, {}})
+                  .ok());
+  ASSERT_EQ(reader.expect<SubscribeResponse>()->code, ResponseCode::ok);
+  auto first_chunk = reader.expect<DeliverFrame>();
+  ASSERT_TRUE(first_chunk.ok()) << first_chunk.error().message;
+  ASSERT_EQ(decode_osiris_header(first_chunk->chunk)->chunk_id, 0u);
 
   auto altered = as_admin({"--json", "stream", "alter", "kept", "--max-length-bytes", "20000"});
   ASSERT_EQ(altered.status, 0) << altered.err;
@@ -250,6 +259,22 @@ TEST_F(ManagementStreamsTest, AStreamsRetentionIsAlteredWhileItRuns) {
   EXPECT_EQ(after["arguments"]["x-stream-max-segment-size-bytes"], 8192) << after.dump();
   EXPECT_GT(after["first_offset"].get<uint64_t>(), 50u) << after.dump();
   EXPECT_LE(after["local"]["bytes"].get<uint64_t>(), 20000u + 2 * 8192u) << after.dump();
+  // The consumer goes on, in offset order, to the stream's end: past what
+  // the shrink removed (skipped or still read from its open segment), never
+  // stuck and never closed.
+  uint64_t last_chunk = 0, end = 0;
+  for (int i = 0; i < 200 && end < 100; ++i) {
+    ASSERT_TRUE(reader.send(CreditRequest{7, 1}).ok());
+    auto d = reader.expect<DeliverFrame>();
+    ASSERT_TRUE(d.ok()) << d.error().message << " after offset " << end << "; the server's log:\n"
+                        << server_.process().stdout_text();
+    auto h = decode_osiris_header(d->chunk);
+    ASSERT_TRUE(h.ok());
+    EXPECT_GT(h->chunk_id, last_chunk);
+    last_chunk = h->chunk_id;
+    end = h->chunk_id + h->num_records;
+  }
+  EXPECT_EQ(end, 100u) << server_.process().stdout_text();
 
   // Refused, naming why: a setting fixed at creation, a bad value, a
   // monitoring user, an unknown stream. None changes the stream.
