@@ -26,6 +26,7 @@
 #include "log/registry.h"
 #include "node/node.h"
 #include "node/stream_settings_file.h"
+#include "server/definitions_streams.h"
 #include "server/stream_args.h"
 
 namespace strata::cli {
@@ -74,6 +75,12 @@ struct CreateFlags {
   AdminLogin login;
 };
 
+// A protocol argument's name as RabbitMQ's queue argument
+// (server/definitions_streams.h): "x-" before it, strata's own as it is.
+std::string queue_argument_name(const std::string& arg) {
+  return arg.starts_with("x-strata-") ? arg : "x-" + arg;
+}
+
 void print_settings(const std::string& verb, const std::string& name, const std::string& data_dir,
                     const node::StreamSettings& s, const node::EffectiveSettings& e, Context& ctx) {
   json j = {{"stream", name},
@@ -87,11 +94,8 @@ void print_settings(const std::string& verb, const std::string& name, const std:
 }
 
 void run_create_live(const CreateFlags& f, Context& ctx) {
-  // The protocol's argument names as RabbitMQ's queue arguments
-  // (server/definitions_streams.h): "x-" before them, strata's own as
-  // they are.
   json arguments = json::object();
-  for (const auto& [k, v] : f.args) arguments[k.starts_with("x-strata-") ? k : "x-" + k] = v;
+  for (const auto& [k, v] : f.args) arguments[queue_argument_name(k)] = v;
   auto r = admin_call(f.login, "PUT", "/api/streams/" + encode_segment(f.name),
                       json{{"arguments", arguments}}.dump(), {201, 204});
   if (!r.ok()) return ctx.fail(std::move(r).error().with_context("stream create " + f.name));
@@ -141,7 +145,7 @@ void run_info(const CreateFlags& f, Context& ctx) {
 json alter_arguments(const CreateFlags& f) {
   json arguments = json::object();
   for (const auto& [k, v] : f.args) {
-    arguments[k.starts_with("x-strata-") ? k : "x-" + k] = v == "none" ? json(nullptr) : json(v);
+    arguments[queue_argument_name(k)] = v == "none" ? json(nullptr) : json(v);
   }
   return arguments;
 }
@@ -174,25 +178,10 @@ void run_alter(const CreateFlags& f, Context& ctx) {
   Status s = cur.ok() ? Status::OK() : Status(std::move(cur).error());
   node::StreamSettings to;
   if (s.ok()) {
-    to = *cur;
-    std::vector<std::pair<std::string, std::string>> given;
-    for (const auto& [k, v] : f.args) {
-      if (v != "none") given.emplace_back(k, v);
-    }
-    auto g = server::parse_stream_args(given);
-    if (!g.ok()) {
-      s = std::move(g).error();
-    } else {
-      for (const auto& [k, v] : f.args) {
-        const bool clear = v == "none";
-        if (k == "max-length-bytes") to.max_bytes = clear ? std::nullopt : g->max_bytes;
-        if (k == "max-age") to.max_age_ms = clear ? std::nullopt : g->max_age_ms;
-        if (k == "x-strata-local-max-bytes") {
-          to.local_max_bytes = clear ? std::nullopt : g->local_max_bytes;
-        }
-      }
-      s = (*n)->alter_stream(f.name, to);
-    }
+    // The same merge as the management API's PATCH.
+    auto altered = server::alter_retention(*cur, alter_arguments(f));
+    if (altered.ok()) to = *altered;
+    s = altered.ok() ? (*n)->alter_stream(f.name, to) : Status(std::move(altered).error());
   }
   auto eff = (*n)->effective_settings(f.name);
   if (Status c = (*n)->close(); !c.ok() && s.ok()) s = c;

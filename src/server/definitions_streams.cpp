@@ -39,6 +39,61 @@ Result<node::StreamSettings> settings_from_queue_arguments(const json& arguments
   return parse_stream_args(args, ignored);
 }
 
+namespace {
+
+// The arguments an alteration may carry, by their names without RabbitMQ's
+// "x-" (as Create has them), and the settings they change.
+struct Alterable {
+  const char* argument;
+  std::optional<uint64_t> node::StreamSettings::*bytes;
+  std::optional<int64_t> node::StreamSettings::*ms;
+};
+constexpr Alterable kAlterable[] = {
+    {"max-length-bytes", &node::StreamSettings::max_bytes, nullptr},
+    {"max-age", nullptr, &node::StreamSettings::max_age_ms},
+    {"x-strata-local-max-bytes", &node::StreamSettings::local_max_bytes, nullptr},
+};
+
+}  // namespace
+
+Result<node::StreamSettings> alter_retention(node::StreamSettings cur, const json& arguments) {
+  static const std::string kWhich =
+      "x-max-age, x-max-length-bytes and x-strata-local-max-bytes (null removes one)";
+  if (!arguments.is_object() || arguments.empty()) {
+    return Error(Errc::invalid_argument,
+                 "the body must be {\"arguments\": {...}} with any of " + kWhich);
+  }
+  json given = json::object();
+  for (const auto& [key, value] : arguments.items()) {
+    const std::string k =
+        key.starts_with("x-") && !key.starts_with("x-strata-") ? key.substr(2) : key;
+    const Alterable* a = nullptr;
+    for (const auto& c : kAlterable) {
+      if (k == c.argument) a = &c;
+    }
+    if (!a) {
+      return Error(Errc::invalid_argument,
+                   fmt::format("argument {} is fixed when the stream is created; only {} change "
+                               "while it runs",
+                               key, kWhich));
+    }
+    if (value.is_null()) {
+      if (a->bytes) cur.*(a->bytes) = std::nullopt;
+      if (a->ms) cur.*(a->ms) = std::nullopt;
+    } else {
+      given[k] = value;
+    }
+  }
+  std::vector<std::string> ignored;
+  STRATA_ASSIGN_OR_RETURN(node::StreamSettings g, settings_from_queue_arguments(given, &ignored));
+  for (const auto& c : kAlterable) {
+    if (!given.contains(c.argument)) continue;
+    if (c.bytes) cur.*(c.bytes) = g.*(c.bytes);
+    if (c.ms) cur.*(c.ms) = g.*(c.ms);
+  }
+  return cur;
+}
+
 json queue_arguments_from_settings(const node::StreamSettings& s) {
   json a = json::object();
   a["x-queue-type"] = "stream";

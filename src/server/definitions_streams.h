@@ -26,6 +26,14 @@ namespace strata::server {
 Result<node::StreamSettings> settings_from_queue_arguments(const nlohmann::json& arguments,
                                                            std::vector<std::string>* ignored);
 
+// `cur` with the retention `arguments` give — x-max-age, x-max-length-bytes,
+// x-strata-local-max-bytes (or without "x-"), null removing a limit so the
+// node's configuration applies again — for an alteration of a running
+// stream (node/node.h, alter_stream). invalid_argument naming any other
+// argument, a value parse_stream_args refuses, or no argument at all.
+Result<node::StreamSettings> alter_retention(node::StreamSettings cur,
+                                             const nlohmann::json& arguments);
+
 // The arguments object of a stream created with `s` (what was given, not
 // defaults), x-queue-type included.
 nlohmann::json queue_arguments_from_settings(const node::StreamSettings& s);

@@ -20,59 +20,6 @@ uint64_t u64(const json& j, const char* key) {
   return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
 }
 
-// The arguments an alteration may carry, by their names without RabbitMQ's
-// "x-" (as Create has them), and the settings they change.
-struct Alterable {
-  const char* argument;
-  std::optional<uint64_t> node::StreamSettings::*bytes;
-  std::optional<int64_t> node::StreamSettings::*ms;
-};
-constexpr Alterable kAlterable[] = {
-    {"max-length-bytes", &node::StreamSettings::max_bytes, nullptr},
-    {"max-age", nullptr, &node::StreamSettings::max_age_ms},
-    {"x-strata-local-max-bytes", &node::StreamSettings::local_max_bytes, nullptr},
-};
-
-// `cur` with the retention the PATCH body's arguments give (null removes a
-// limit: the node's configuration applies again).
-Result<node::StreamSettings> altered(node::StreamSettings cur, const json& arguments) {
-  static const std::string kWhich =
-      "x-max-age, x-max-length-bytes and x-strata-local-max-bytes (null removes one)";
-  if (!arguments.is_object() || arguments.empty()) {
-    return Error(Errc::invalid_argument,
-                 "the body must be {\"arguments\": {...}} with any of " + kWhich);
-  }
-  json given = json::object();
-  for (const auto& [key, value] : arguments.items()) {
-    const std::string k =
-        key.starts_with("x-") && !key.starts_with("x-strata-") ? key.substr(2) : key;
-    const Alterable* a = nullptr;
-    for (const auto& c : kAlterable) {
-      if (k == c.argument) a = &c;
-    }
-    if (!a) {
-      return Error(Errc::invalid_argument,
-                   fmt::format("argument {} is fixed when the stream is created; only {} change "
-                               "while it runs",
-                               key, kWhich));
-    }
-    if (value.is_null()) {
-      if (a->bytes) cur.*(a->bytes) = std::nullopt;
-      if (a->ms) cur.*(a->ms) = std::nullopt;
-    } else {
-      given[k] = value;
-    }
-  }
-  std::vector<std::string> ignored;
-  STRATA_ASSIGN_OR_RETURN(node::StreamSettings g, settings_from_queue_arguments(given, &ignored));
-  for (const auto& c : kAlterable) {
-    if (!given.contains(c.argument)) continue;
-    if (c.bytes) cur.*(c.bytes) = g.*(c.bytes);
-    if (c.ms) cur.*(c.ms) = g.*(c.ms);
-  }
-  return cur;
-}
-
 }  // namespace
 
 std::map<std::string, StreamClients> stream_clients(const json& connections) {
@@ -172,7 +119,7 @@ ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string
     if (!b.ok()) return refused(b.error());
     auto cur = node.settings(name);
     if (!cur.ok()) return refused(cur.error());
-    auto to = altered(*cur, b->value("arguments", json()));
+    auto to = alter_retention(*cur, b->value("arguments", json()));
     if (!to.ok()) return refused(to.error());
     Status st = node.alter(name, *to);
     if (!st.ok()) return refused(st.error());
