@@ -142,7 +142,8 @@ export async function run({ server, dir, log }) {
     const png = await page.screenshot({ fullPage: true });
     fs.writeFileSync(path.join(dir, "web_console.png"), png);
     // Clipped from the page rather than an element screenshot: the console redraws the element every 300 ms.
-    const box = await page.locator("figure.chart-upload-lag").boundingBox();
+    // null while a redraw swaps the element: measured again.
+    const box = await until("the upload-lag chart's box", () => page.locator("figure.chart-upload-lag").boundingBox());
     const chartPng = await page.screenshot({ clip: box });
     const line = await pixelsOfColour(browser, chartPng, ACCENT);
     check(line >= 50, `the upload-lag chart's screenshot holds ${line} pixels of the line's colour`);
