@@ -2,7 +2,8 @@
 //   strata produce <data-dir> <stream>   append stdin lines (or --generate N --size S)
 //   strata consume <data-dir> <stream>   print records from --from SPEC [--follow] [--max N]
 //   strata consume --config NODE.json <stream>   the same across a node's two tiers
-//   strata inspect <data-dir>[/<stream>] segments, chunks, indexes, CRC verification
+//   strata inspect <data-dir>[/<stream>] | --config F   segments, chunks, indexes, CRCs
+//                                       (a node's data directory: its streams/)
 // consume and inspect open streams read-only (no repair, no writer lock), so
 // they can run next to a live producer.
 #include <fmt/format.h>
@@ -278,6 +279,7 @@ void run_consume(ConsumeFlags f, Context& ctx) {
 
 struct InspectFlags {
   std::string path;
+  std::string config;
   bool chunks = false;
   bool no_verify = false;
 };
@@ -357,13 +359,31 @@ void print_stream(const log::StreamReport& r, bool chunks) {
   for (const auto& p : r.problems) std::cout << "  problem: " << p << "\n";
 }
 
-void run_inspect(const InspectFlags& f, Context& ctx) {
+// A node's data directory (`strata serve`'s): its LOCK beside a streams/
+// folder. Its logs are in streams/; its other folders (catalog, objects,
+// tracking, super_streams, …) are not streams and are not damage.
+bool is_node_data_dir(const std::string& dir) {
+  auto streams = posix_fs().stat(path_join(dir, "streams"));
+  auto lock = posix_fs().stat(path_join(dir, "LOCK"));
+  return streams.ok() && streams->is_dir && lock.ok() && !lock->is_dir;
+}
+
+void run_inspect(InspectFlags f, Context& ctx) {
+  if (!f.config.empty()) {
+    auto cfg = load_tool_config(f.config, f.path);
+    if (!cfg.ok()) return ctx.fail(std::move(cfg).error().with_context("inspect"));
+    f.path = cfg->data_dir;
+  } else if (f.path.empty()) {
+    return ctx.fail(Error(Errc::invalid_argument, "inspect: give a path or --config"));
+  }
   auto st = posix_fs().stat(f.path);
   if (!st.ok())
     return ctx.fail(Error(st.code(), fmt::format("inspect: {} does not exist", f.path)));
   if (!st->is_dir)
     return ctx.fail(
         Error(Errc::invalid_argument, fmt::format("inspect: {} is not a directory", f.path)));
+  const std::string node_dir = is_node_data_dir(f.path) ? f.path : "";
+  const std::string logs = node_dir.empty() ? f.path : path_join(node_dir, "streams");
   log::InspectOptions io;
   io.verify_crc = !f.no_verify;
   io.include_chunks = f.chunks;
@@ -373,35 +393,45 @@ void run_inspect(const InspectFlags& f, Context& ctx) {
                                 human_bytes(double(total))));
   };
   std::vector<std::string> dirs;
-  bool single = log::is_stream_dir(posix_fs(), f.path);
+  std::vector<std::string> names;
+  bool single = node_dir.empty() && log::is_stream_dir(posix_fs(), f.path);
   if (single) {
     dirs.push_back(f.path);
   } else {
-    auto names = posix_fs().list_dir(f.path);
-    if (!names.ok()) return ctx.fail(names.error());
-    for (const auto& n : *names) {
-      std::string d = path_join(f.path, n);
+    auto entries = posix_fs().list_dir(logs);
+    if (!entries.ok()) return ctx.fail(entries.error());
+    for (const auto& n : *entries) {
+      std::string d = path_join(logs, n);
       auto s = posix_fs().stat(d);
-      if (s.ok() && s->is_dir && log::stream_of_entry(posix_fs(), f.path, n)) dirs.push_back(d);
+      if (!s.ok() || !s->is_dir) continue;
+      if (auto name = log::stream_of_entry(posix_fs(), logs, n)) {
+        dirs.push_back(d);
+        names.push_back(*name);
+      }
     }
   }
   json all = json::array();
   bool ok = true;
-  for (const auto& d : dirs) {
-    auto r = log::inspect_stream(posix_fs(), d, io);
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    auto r = log::inspect_stream(posix_fs(), dirs[i], io);
     progress.done();
     if (!r.ok()) return ctx.fail(r.error());
     ok = ok && r->ok();
     if (ctx.json) {
-      all.push_back(stream_json(*r, f.chunks));
+      json j = stream_json(*r, f.chunks);
+      if (!single) j["name"] = names[i];
+      all.push_back(std::move(j));
     } else {
       print_stream(*r, f.chunks);
     }
   }
   if (ctx.json) {
-    ctx.print_json(single ? all.at(0) : json{{"data_dir", f.path}, {"ok", ok}, {"streams", all}});
+    json whole = {{"data_dir", f.path}, {"ok", ok}, {"streams", all}};
+    if (!node_dir.empty()) whole["node"] = true;
+    ctx.print_json(single ? all.at(0) : whole);
   } else if (!single) {
-    std::cout << fmt::format("{} stream(s) in {}: {}\n", dirs.size(), f.path,
+    std::cout << fmt::format("{} stream(s) in {}{}: {}\n", dirs.size(), f.path,
+                             node_dir.empty() ? "" : " (a node's data directory)",
                              ok ? "OK" : "PROBLEMS");
   }
   // Problems are findings, not a failure to inspect: exit 2 so scripts can tell.
@@ -450,7 +480,10 @@ Registrar reg_log([](CLI::App& app, Context& ctx) {
     auto f = std::make_shared<InspectFlags>();
     auto* cmd = app.add_subcommand(
         "inspect", "Check a data directory or stream: segments, chunks, indexes, CRCs (read-only)");
-    cmd->add_option("path", f->path, "<data-dir> or <data-dir>/<stream>")->required();
+    cmd->add_option("path", f->path,
+                    "<data-dir> (a node's or produce's) or <data-dir>/<stream>; with --config: "
+                    "overrides the file's data_dir");
+    cmd->add_option("--config", f->config, "The node's configuration file (its data_dir)");
     cmd->add_flag("--chunks", f->chunks, "List every chunk");
     cmd->add_flag("--no-verify", f->no_verify, "Skip reading chunk bodies (headers only)");
     cmd->callback([f, &ctx] { run_inspect(*f, ctx); });

@@ -380,6 +380,20 @@ TEST(NodeCli, EveryToolTakesTheServeConfiguration) {
   EXPECT_EQ(gc.status, 0) << gc.output;
   auto consume = strata_cmd({"consume", "--config", config, "s1", "--from", "first"});
   EXPECT_EQ(consume.status, 0) << consume.output;
+  // inspect: the node's streams only; the folders `strata serve` keeps
+  // beside them (offsets, super streams, the catalog) are not damage.
+  ASSERT_OK(create_dirs(posix_fs(), tmp.sub("d") + "/tracking"));
+  ASSERT_OK(create_dirs(posix_fs(), tmp.sub("d") + "/super_streams"));
+  for (const auto& args : {std::vector<std::string>{"--json", "inspect", "--config", config},
+                           std::vector<std::string>{"--json", "inspect", tmp.sub("d")}}) {
+    auto inspect = strata_cmd(args);
+    ASSERT_EQ(inspect.status, 0) << inspect.output;
+    json report = json::parse(inspect.output);
+    EXPECT_TRUE(report["ok"].get<bool>()) << report.dump();
+    EXPECT_TRUE(report["node"].get<bool>()) << report.dump();
+    ASSERT_EQ(report["streams"].size(), 1u) << report.dump();
+    EXPECT_EQ(report["streams"][0]["name"], "s1");
+  }
   // No node runs there: status names the address it read from the file.
   auto status = strata_cmd({"status", "--config", config});
   EXPECT_EQ(status.status, 1) << status.output;
