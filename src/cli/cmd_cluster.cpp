@@ -35,9 +35,13 @@ Registrar reg_cluster([](CLI::App& app, Context& ctx) {
     std::cout << fmt::format("namespace {} at revision {}: {} node(s), {} stream(s)\n", *ns,
                              j["revision"].dump(), j["nodes"].size(), j["streams"].size());
     for (auto it = j["nodes"].begin(); it != j["nodes"].end(); ++it) {
-      std::cout << fmt::format("node {:<16} {:<22} lease {:x} ttl {} s\n", it.key(),
-                               it.value()["address"].get<std::string>(),
-                               it.value()["lease"].get<int64_t>(), it.value()["ttl_s"].dump());
+      // etcdctl shows lease ids in hex; the JSON has them in decimal.
+      const json& lease = it.value()["lease"];
+      const std::string id =
+          lease.is_string() ? fmt::format("{:x}", std::stoll(lease.get<std::string>())) : "none";
+      std::cout << fmt::format("node {:<16} {:<22} lease {} ttl {} s\n", it.key(),
+                               it.value()["address"].get<std::string>(), id,
+                               it.value()["ttl_s"].dump());
     }
     for (auto it = j["streams"].begin(); it != j["streams"].end(); ++it) {
       std::string owner = it.value()["owner"].get<std::string>();

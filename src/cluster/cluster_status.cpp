@@ -21,6 +21,8 @@ json epoch_of(const json& entry) {
 
 }  // namespace
 
+json lease_json(int64_t lease) { return lease == 0 ? json(nullptr) : json(std::to_string(lease)); }
+
 Result<json> read_cluster_status(etcd::EtcdClient& client, const std::string& ns) {
   const std::string prefix = ns + "/";
   STRATA_ASSIGN_OR_RETURN(auto r, client.range(prefix, etcd::prefix_end(prefix)));
@@ -38,7 +40,7 @@ Result<json> read_cluster_status(etcd::EtcdClient& client, const std::string& ns
     if (under("nodes/", &name)) {
       auto j = json::parse(kv.value, nullptr, false);
       json n = {{"address", j.is_object() && j.contains("address") ? j["address"] : json("")},
-                {"lease", kv.lease},
+                {"lease", lease_json(kv.lease)},
                 {"ttl_s", nullptr}};
       if (auto t = client.lease_time_to_live(kv.lease); t.ok()) n["ttl_s"] = t->ttl_seconds;
       nodes[name] = n;
@@ -46,7 +48,7 @@ Result<json> read_cluster_status(etcd::EtcdClient& client, const std::string& ns
       owners[name] = {kv.value, kv.lease};
     } else if (under("streams/", &name)) {
       auto j = json::parse(kv.value, nullptr, false);
-      json st = {{"epoch", epoch_of(j)}, {"root_key", ""}, {"owner", ""}, {"owner_lease", 0}};
+      json st = {{"epoch", epoch_of(j)}, {"root_key", ""}, {"owner", ""}, {"owner_lease", nullptr}};
       if (j.is_object() && j.contains("root_key")) st["root_key"] = j["root_key"];
       streams[name] = st;
     }
@@ -54,7 +56,7 @@ Result<json> read_cluster_status(etcd::EtcdClient& client, const std::string& ns
   for (const auto& [name, o] : owners) {
     if (!streams.contains(name)) continue;
     streams[name]["owner"] = o.first;
-    streams[name]["owner_lease"] = o.second;
+    streams[name]["owner_lease"] = lease_json(o.second);
   }
   return json{{"namespace", ns}, {"revision", r.revision}, {"nodes", nodes}, {"streams", streams}};
 }

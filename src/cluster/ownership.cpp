@@ -9,6 +9,7 @@
 #include <future>
 
 #include "cluster/cluster_limits.h"
+#include "cluster/cluster_status.h"
 #include "cluster/ownership_impl.h"
 #include "node/node.h"
 
@@ -290,10 +291,10 @@ json Ownership::Impl::status_json() const {
                                                                : "acquiring";
   }
   json owners = json::object();
-  for (const auto& [s, o] : view_.owners) owners[s] = {{"node", o.node_id}, {"lease", o.lease}};
+  for (const auto& [s, o] : view_.owners) owners[s] = {{"node", o.node_id}, {"lease", lease_json(o.lease)}};
   return {{"node_id", cfg_.node_id},
           {"advertise", cfg_.advertise},
-          {"lease", lease_},
+          {"lease", lease_json(lease_)},
           {"fences", fences_},
           {"writer_fences", writer_fences_},
           {"handoffs", handoffs_},

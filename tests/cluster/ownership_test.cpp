@@ -238,7 +238,7 @@ TEST_F(OwnershipTest, ARevokedLeaseStopsTheOwnerAtOnceAndTheStreamIsOwnedAgain) 
   const uint64_t flushed = node::test::append_values(**log, 10);
   ASSERT_OK(a->node->flush(s, 10s));
   const uint64_t epoch_a = admin_->get(s)->epoch;
-  const int64_t lease = a->own->status_json()["lease"].get<int64_t>();
+  const int64_t lease = std::stoll(a->own->status_json()["lease"].get<std::string>());
   ASSERT_OK(admin_client_->lease_revoke(lease));
   // The next keepalive (within a third of the TTL) hears "not found".
   EXPECT_TRUE(eventually(std::chrono::milliseconds(kTtlMs), [&] { return a->own->fences() >= 1; }));
@@ -446,10 +446,14 @@ TEST_F(OwnershipTest, NodesRacingForManyOwnerlessStreamsSplitThemOneOwnerEach) {
   EXPECT_EQ((*st)["nodes"].size(), 2u);
   EXPECT_EQ((*st)["nodes"]["a"]["address"], a->own->config().advertise);
   EXPECT_GT((*st)["nodes"]["b"]["ttl_s"].get<int64_t>(), 0);
+  // Lease ids as decimal strings (63 bits; a JavaScript number keeps 53).
+  EXPECT_EQ((*st)["nodes"]["a"]["lease"], a->own->status_json()["lease"]);
+  EXPECT_TRUE((*st)["nodes"]["a"]["lease"].is_string());
   for (int i = 0; i < n; ++i) {
     const json& e = (*st)["streams"]["race" + std::to_string(i)];
     EXPECT_EQ(e["owner"], a->own->view().owners.at("race" + std::to_string(i)).node_id);
     EXPECT_GE(e["epoch"].get<uint64_t>(), 2u);
+    EXPECT_EQ(e["owner_lease"], lease_json(a->own->view().owners.at("race" + std::to_string(i)).lease));
   }
 }
 
@@ -466,6 +470,7 @@ TEST_F(OwnershipTest, ClusterStatusShowsAnUnreadableEpochAsNull) {
   EXPECT_EQ((*st)["streams"]["bad"]["root_key"], "r");
   EXPECT_TRUE((*st)["streams"]["big"]["epoch"].is_null());
   EXPECT_EQ((*st)["streams"]["good"]["epoch"].get<uint64_t>(), 7u);
+  EXPECT_TRUE((*st)["streams"]["good"]["owner_lease"].is_null());
 }
 
 }  // namespace
