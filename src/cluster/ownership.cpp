@@ -83,6 +83,9 @@ Status Ownership::request_deletion(const std::string& stream, milliseconds timeo
 json Ownership::status_json() const {
   return impl_->status_json();
 }
+std::string Ownership::metrics_text() const {
+  return impl_->metrics_text();
+}
 uint64_t Ownership::fences() const {
   return impl_->fences();
 }
@@ -303,6 +306,36 @@ json Ownership::Impl::status_json() const {
           {"nodes", view_.nodes},
           {"owners", owners},
           {"revision", view_.revision}};
+}
+
+std::string Ownership::Impl::metrics_text() const {
+  PromWriter w;
+  std::lock_guard l(mu_);
+  uint64_t serving = 0;
+  for (const auto& [s, st] : owned_) serving += st == OwnershipCore::StreamState::serving;
+  w.gauge("strata_cluster_lease_up",
+          "1 while the node holds its etcd lease (streams may be served); 0 after it gave it up",
+          {}, lease_ != 0 ? 1 : 0);
+  w.counter("strata_cluster_fences_total",
+            "Times the node stopped every stream for want of a renewed lease", {},
+            double(fences_));
+  w.counter("strata_cluster_writer_fences_total",
+            "Streams re-acquired after their uploader was fenced while this node owned them", {},
+            double(writer_fences_));
+  w.gauge("strata_cluster_streams_serving", "Streams this node owns and serves", {},
+          double(serving));
+  w.counter("strata_cluster_streams_acquired_total", "Streams this node began serving", {},
+            double(streams_acquired_));
+  w.counter("strata_cluster_streams_released_total",
+            "Streams this node stopped serving (released, handed over, fenced)", {},
+            double(streams_released_));
+  w.counter("strata_cluster_handoffs_total", "Streams handed over to their first-choice node",
+            {}, double(handoffs_));
+  w.gauge("strata_cluster_nodes", "Nodes registered in the cluster as this node sees them", {},
+          double(view_.nodes.size()));
+  w.histogram("strata_cluster_etcd_keepalive_seconds",
+              "Round trip of the lease keepalives etcd answered", {}, keepalive_rtt_.snapshot());
+  return w.text();
 }
 
 }  // namespace strata::cluster

@@ -103,6 +103,8 @@ class Ownership {
   // finishes it), etcd's.
   Status request_deletion(const std::string& stream, std::chrono::milliseconds timeout);
   nlohmann::json status_json() const;
+  // The cluster's part of /metrics (docs/METRICS.md, "Cluster").
+  std::string metrics_text() const;
   uint64_t fences() const;
   // Served streams re-acquired after their writer was fenced (core's writer_fences).
   uint64_t writer_fences() const;

@@ -58,7 +58,15 @@ void Ownership::Impl::execute(const Effects& fx) {
 void Ownership::Impl::publish() {
   {
     std::lock_guard l(mu_);
-    owned_ = core_.streams();
+    auto now = core_.streams();
+    for (const auto& [s, st] : now) {
+      if (st != OwnershipCore::StreamState::serving) continue;
+      auto was = owned_.find(s);
+      if (was == owned_.end() || was->second != OwnershipCore::StreamState::serving) {
+        streams_acquired_ += 1;
+      }
+    }
+    owned_ = std::move(now);
     lease_ = core_.lease();
     fences_ = core_.fences();
     writer_fences_ = core_.writer_fences();
@@ -76,6 +84,10 @@ void Ownership::Impl::require_current_lease(int64_t lease, const char* what) con
 // Stopping comes at once: no task, no wait for etcd.
 void Ownership::Impl::close_stream(const effect::Close& e) {
   spdlog::info("cluster: {}: stops serving stream {}", cfg_.node_id, e.stream);
+  {
+    std::lock_guard l(mu_);
+    streams_released_ += 1;
+  }
   node_->release_stream(e.stream);
   if (cfg_.on_release) cfg_.on_release(e.stream);
 }
@@ -113,7 +125,13 @@ void Ownership::Impl::keepalive(const effect::Keepalive& e) {
   run_task<Result<int64_t>>(
       tasks(), strand_, call_deadline(), "cluster: lease keepalive",
       [c = client_, lease = e.lease] { return c->lease_keepalive(lease); },
-      [this, lease = e.lease](TaskOutcome<Result<int64_t>> out) {
+      [this, lease = e.lease,
+       started = std::chrono::steady_clock::now()](TaskOutcome<Result<int64_t>> out) {
+        if (out.end == TaskEnd::completed) {
+          keepalive_rtt_.record_us(uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                std::chrono::steady_clock::now() - started)
+                                                .count()));
+        }
         ev::KeepaliveDone k{lease, false, false, ""};
         if (out.end != TaskEnd::completed) {
           k.why = out.error.to_string();

@@ -14,6 +14,7 @@
 
 #include "cluster/ownership.h"
 #include "common/blocking_pool.h"
+#include "common/metrics.h"
 #include "common/task.h"
 
 namespace strata::cluster {
@@ -34,6 +35,7 @@ class Ownership::Impl {
   Result<std::string> await_owner(const std::string& stream, std::chrono::milliseconds timeout);
   Status request_deletion(const std::string& stream, std::chrono::milliseconds timeout);
   nlohmann::json status_json() const;
+  std::string metrics_text() const;
   uint64_t fences() const;
   uint64_t writer_fences() const;
   uint64_t handoffs() const;
@@ -100,7 +102,13 @@ class Ownership::Impl {
   uint64_t fences_ = 0;
   uint64_t writer_fences_ = 0;
   uint64_t handoffs_ = 0;
+  // Streams this node began serving (acquired, or taken back) and stopped
+  // serving (released, handed over, fenced), since it started.
+  uint64_t streams_acquired_ = 0;
+  uint64_t streams_released_ = 0;
   std::string last_fence_;
+  // Round trips of lease keepalives that etcd answered (any answer).
+  LatencyHistogram keepalive_rtt_;
   // Where an uploader's fenced report goes: it may come from the node's
   // event loop after stop(), so it checks `open` under its own lock.
   struct FenceSink {

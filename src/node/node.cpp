@@ -133,8 +133,16 @@ tier::TierContext Node::Impl::tier_context(const std::string& name, bool tiered)
     ctx.cache = cache;
     ctx.key_prefix = cfg.tiering.key_prefix;
     ctx.pool = runtime->pool();
+    ctx.reads = reads_of(name);
   }
   return ctx;
+}
+
+std::shared_ptr<tier::RemoteReadCounters> Node::Impl::reads_of(const std::string& name) const {
+  std::lock_guard l(reads_mu);
+  auto& c = reads[name];
+  if (!c) c = std::make_shared<tier::RemoteReadCounters>();
+  return c;
 }
 
 std::shared_ptr<StreamHandle> Node::Impl::handle_for(const std::string& name,

@@ -156,6 +156,12 @@ class Node::Impl {
   // One alteration at a time (stream_alter.cpp): each reads the settings,
   // writes them where they are kept, then applies them; never held with mu.
   std::mutex alter_mu;
+  // By stream: what readers (subscriptions, replica feeds) read from the
+  // bucket since the node started, handed to every reader through
+  // tier_context(). Its own mutex: taken by readers' opens, never with mu.
+  mutable std::mutex reads_mu;
+  mutable std::map<std::string, std::shared_ptr<tier::RemoteReadCounters>> reads;
+  std::shared_ptr<tier::RemoteReadCounters> reads_of(const std::string& name) const;
 };
 
 }  // namespace strata::node

@@ -179,6 +179,13 @@ json Node::Impl::status_json() const {
     uint64_t local_bytes = 0;
     for (const auto& seg : e.log->segments()) local_bytes += seg.size_bytes;
     s["local_bytes"] = local_bytes;
+    const Status health = e.log->health();
+    s["writer"] = health.ok() ? json{{"state", "running"}}
+                              : json{{"state", "failed"}, {"error", health.error().to_string()}};
+    if (e.effective.tiering) {
+      const auto reads = reads_of(name);
+      s["remote_reads"] = {{"chunks", reads->chunks.load()}, {"bytes", reads->bytes.load()}};
+    }
     // What the stream was created with (its stream arguments) and what it
     // runs with (those over the node's configuration).
     s["settings"] = settings_to_json(e.settings);
@@ -372,7 +379,19 @@ std::string Node::Impl::metrics_text() const {
     uint64_t bytes = 0;
     for (const auto& seg : e.log->segments()) bytes += seg.size_bytes;
     w.gauge("strata_log_bytes", "Segment bytes of the stream on local disk.", l, double(bytes));
+    w.gauge("strata_log_writer_up",
+            "1 while the stream's writer accepts appends; 0 once an I/O failure stopped it.", l,
+            e.log->health().ok() ? 1 : 0);
     if (e.uploader) write_uploader_metrics(w, l, e.uploader->status(), now);
+    if (e.effective.tiering) {
+      const auto reads = reads_of(name);
+      w.counter("strata_tier_remote_read_chunks_total",
+                "Chunks readers of the stream read from the object store.", l,
+                double(reads->chunks.load()));
+      w.counter("strata_tier_remote_read_bytes_total",
+                "Chunk bytes readers of the stream read from the object store.", l,
+                double(reads->bytes.load()));
+    }
   }
   write_shared_metrics(w, governor.get(), cache.get(), runtime.get());
   write_objstore_metrics(w, store.get());

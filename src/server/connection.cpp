@@ -17,6 +17,7 @@ namespace strata::server {
 using namespace proto;
 
 void respond_code(Session& s, uint16_t key, uint32_t correlation_id, ResponseCode code) {
+  if (code != ResponseCode::ok) s.count_error(code);
   Bytes f;
   size_t start = begin_frame(&f, uint16_t(key | kResponseFlag), 1);
   WireWriter w(&f);
@@ -145,6 +146,7 @@ class ConnectionImpl final : public Connection,
         id_, peer(), command, handshake_.user(), auth::op_name(p), resource, handshake_.vhost());
     return false;
   }
+  void count_error(ResponseCode code) override { env_.counters->count_error(code); }
   void close_now(const std::string& why) override { channel_->close_now(why); }
   void close_with(ResponseCode code, const std::string& reason) override {
     channel_->close_with(code, reason);

@@ -188,6 +188,7 @@ void FrameChannel::send(std::shared_ptr<const ChunkFrame> frame,
     self->out_bytes_ += frame->wire_size();
     self->counters_.chunks_out += frame->chunks;
     self->counters_.chunks_joined += frame->joined;
+    self->counters_.records_out += frame->num_records;
     self->counters_.bytes_out += frame->wire_size();
     self->out_q_.push_back(OutItem{Bytes(), std::move(frame), std::move(done)});
     if (!self->write_active_) self->write_more();

@@ -60,6 +60,7 @@ void PublisherRoom::on(const PublishRequest& r) {
     ResponseCode code = it == publishers_.end() ? ResponseCode::publisher_does_not_exist
                                                 : ResponseCode::stream_not_available;
     for (const auto& m : r.messages) e.errors.push_back({m.publishing_id, code});
+    counters_.count_publish_errors(code, e.errors.size());
     send_message(session_, e);
     return;
   }
@@ -95,6 +96,7 @@ void PublisherRoom::on_appended(uint8_t publisher_id, std::vector<uint64_t> ids,
         PublishError e;
         e.publisher_id = publisher_id;
         for (uint64_t id : ids) e.errors.push_back({id, code});
+        counters_.count_publish_errors(code, e.errors.size());
         encode(e, &f);
       }
       session_.send(std::move(f));

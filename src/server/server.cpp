@@ -10,7 +10,6 @@
 
 #include "catalog/catalog.h"
 #include "common/fs.h"
-#include "common/metrics.h"
 #include "node/catalog_open.h"
 #include "node/node.h"
 #include "server/access_admin.h"
@@ -20,6 +19,7 @@
 #include "server/management_streams.h"
 #include "server/served_streams.h"
 #include "server/server_limits.h"
+#include "server/server_metrics.h"
 #include "server/stream_ops.h"
 #include "server/tls_context.h"
 #include "server/tracked_offsets.h"
@@ -445,86 +445,17 @@ const char* Server::stop_stage() const {
 }
 
 std::string Server::metrics_text() const {
-  const ServerCounters& c = impl_->counters;
-  std::string text = impl_->node->metrics_text();
-  PromWriter w;
-  w.gauge("strata_server_connections", "Open client connections", {},
-          double(c.connections_open.load()));
-  w.counter("strata_server_connections_accepted_total", "Client connections accepted", {},
-            double(c.connections_accepted.load()));
-  w.gauge("strata_server_publishers", "Declared publishers", {}, double(c.publishers.load()));
-  w.gauge("strata_server_consumers", "Subscriptions", {}, double(c.consumers.load()));
-  w.counter("strata_server_messages_in_total", "Messages received in Publish frames", {},
-            double(c.messages_in.load()));
-  w.counter("strata_server_messages_confirmed_total", "Publishing ids confirmed", {},
-            double(c.messages_confirmed.load()));
-  w.counter("strata_server_chunks_out_total", "Chunks delivered (Deliver frames)", {},
-            double(c.chunks_out.load()));
-  w.counter("strata_server_chunks_joined_total",
-            "Stored chunks delivered inside another chunk's Deliver (server.coalesce_bytes)", {},
-            double(c.chunks_joined.load()));
-  w.counter("strata_server_bytes_out_total", "Bytes of Deliver frames", {},
-            double(c.bytes_out.load()));
-  w.counter("strata_server_replica_remote_chunks_total",
-            "Chunks replica subscriptions read from the bucket", {},
-            double(c.replica_remote_chunks.load()));
-  w.counter("strata_server_replica_forwarded_chunks_total",
-            "Chunks replica subscriptions forwarded from owners", {},
-            double(c.replica_forwarded_chunks.load()));
-  w.counter("strata_server_replica_links_total", "Subscriptions replicas made at owners", {},
-            double(c.replica_links.load()));
-  w.counter("strata_server_protocol_errors_total", "Frames refused (malformed, out of order)", {},
-            double(c.protocol_errors.load()));
-  w.counter("strata_server_auth_failures_total",
-            "Logins refused (bad credentials, guest from a remote peer, throttled)", {},
-            double(c.auth_failures.load()));
-  w.counter("strata_server_handshake_timeouts_total",
-            "Connections closed because a handshake step did not come in time", {},
-            double(c.handshake_timeouts.load()));
-  w.counter("strata_server_partial_frame_timeouts_total",
-            "Open connections closed for a frame left incomplete past "
-            "server.partial_frame_timeout_ms",
-            {}, double(c.partial_frame_timeouts.load()));
-  w.counter("strata_server_frames_too_large_total",
-            "Frames refused for their size (8192 bytes before Open, then frame_max)", {},
-            double(c.frames_too_large.load()));
-  w.counter("strata_server_tls_connections_total", "Connections accepted on the TLS listener", {},
-            double(c.tls_connections.load()));
-  w.counter("strata_server_tls_handshake_failures_total",
-            "TLS handshakes that failed or did not finish in time", {},
-            double(c.tls_handshake_failures.load()));
-  w.counter("strata_server_tls_reloads_total", "TLS certificate reloads that took effect", {},
-            double(impl_->tls ? impl_->tls->reloads() : 0));
-  w.counter("strata_server_connections_refused_limit_total",
-            "Connections refused for server.max_connections or a per-user or per-vhost limit", {},
-            double(c.connections_refused_limit.load()));
-  w.counter("strata_server_access_refused_total",
-            "Commands refused for want of a configure, write or read permission", {},
-            double(c.access_refused.load()));
-  w.counter("strata_http_api_auth_failures_total",
-            "Management API requests refused for wrong credentials", {},
-            double(impl_->api_counters.auth_failures.load()));
-  w.counter("strata_access_changes_total",
-            "Live changes to users and permissions made through this node's management API", {},
-            double(impl_->api_counters.changes.load()));
   // Per stream served here (0 without clients, so a series does not vanish
   // with its last consumer) and per stream other nodes serve that has
   // clients here (replica subscriptions).
   auto clients = stream_clients(impl_->connections_json());
   for (const auto& name : impl_->node->streams()) clients.try_emplace(name);
-  for (const auto& [name, c] : clients) {
-    const Labels l{{"stream", name}};
-    w.gauge("strata_stream_publishers", "Publishers declared on the stream on this node", l,
-            double(c.publishers));
-    w.gauge("strata_stream_consumers", "Subscriptions to the stream on this node", l,
-            double(c.consumers));
-    w.gauge("strata_stream_consumer_max_offset_lag",
-            "The largest offset_lag of the stream's consumers on this node: committed messages "
-            "beyond the next offset each will be sent (RabbitMQ's "
-            "rabbitmq_stream_consumer_max_offset_lag)",
-            l, double(c.max_lag));
-  }
-  return text + w.text();
+  ServerMetricsInput in{impl_->counters, clients};
+  in.tls_reloads = impl_->tls ? impl_->tls->reloads() : 0;
+  in.api_auth_failures = impl_->api_counters.auth_failures.load();
+  in.access_changes = impl_->api_counters.changes.load();
+  return impl_->node->metrics_text() + server_metrics_text(in) +
+         (impl_->ownership ? impl_->ownership->metrics_text() : "");
 }
 
 nlohmann::json Server::status_json() const {

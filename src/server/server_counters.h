@@ -2,8 +2,11 @@
 // atomics, incremented by connections and feeds on any thread.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+
+#include "proto/frame.h"
 
 namespace strata::server {
 
@@ -16,6 +19,9 @@ struct ServerCounters {
   std::atomic<uint64_t> messages_confirmed{0};
   std::atomic<uint64_t> chunks_out{0};
   std::atomic<uint64_t> chunks_joined{0};  // stored chunks sent inside another's Deliver
+  // Records in the chunks delivered (a first chunk's records before the
+  // subscription's offset included: chunks go out whole).
+  std::atomic<uint64_t> records_out{0};
   std::atomic<uint64_t> bytes_out{0};
   std::atomic<uint64_t> protocol_errors{0};
   // Logins refused (bad credentials, guest from afar), handshakes that did
@@ -40,6 +46,23 @@ struct ServerCounters {
   std::atomic<uint64_t> replica_remote_chunks{0};
   std::atomic<uint64_t> replica_forwarded_chunks{0};
   std::atomic<uint64_t> replica_links{0};
+
+  // By protocol response code (the index; codes past the array count at 0):
+  // commands answered with an error code, and PublishError frames once
+  // each (RabbitMQ's stream_error_* counters); and messages refused in
+  // PublishError frames.
+  static constexpr size_t kCodes = 32;
+  std::array<std::atomic<uint64_t>, kCodes> errors_by_code{};
+  std::array<std::atomic<uint64_t>, kCodes> publish_errors_by_code{};
+
+  static size_t code_index(proto::ResponseCode c) {
+    return size_t(c) < kCodes ? size_t(c) : 0;
+  }
+  void count_error(proto::ResponseCode c) { errors_by_code[code_index(c)] += 1; }
+  void count_publish_errors(proto::ResponseCode c, uint64_t messages) {
+    errors_by_code[code_index(c)] += 1;
+    publish_errors_by_code[code_index(c)] += messages;
+  }
 };
 
 }  // namespace strata::server

@@ -55,6 +55,10 @@ class Session {
   // answers it.
   virtual bool allowed(Permission p, const std::string& resource, std::string_view command) = 0;
 
+  // Counts an answer with an error code (ServerCounters::errors_by_code);
+  // send_message and respond_code call it.
+  virtual void count_error(proto::ResponseCode code) = 0;
+
   // Closes at once, dropping what is not written.
   virtual void close_now(const std::string& why) = 0;
   // Sends Close (code, reason), then closes once it is written.
@@ -66,6 +70,13 @@ class Session {
 // Encodes one protocol message (proto/commands.h) and queues it.
 template <class Message>
 void send_message(Session& s, const Message& m) {
+  // A response with an error code is counted (notices such as
+  // MetadataUpdate carry a code too, but answer nothing).
+  if constexpr (requires { m.code; }) {
+    if ((Message::kKey & proto::kResponseFlag) != 0 && m.code != proto::ResponseCode::ok) {
+      s.count_error(m.code);
+    }
+  }
   Bytes f;
   encode(m, &f);
   s.send(std::move(f));

@@ -220,6 +220,10 @@ Result<std::optional<RemoteChunk>> RemoteReader::next(uint64_t stop_at) {
     f.pos += total;
     cursor_ = h.next_offset();
     delivered_ += 1;
+    if (deps_.counters) {
+      deps_.counters->chunks += 1;
+      deps_.counters->bytes += total;
+    }
     if (deps_.verify_crc) {
       STRATA_TRY(log::verify_chunk_body(h, bytes.substr(log::kChunkHeaderSize), where));
     }

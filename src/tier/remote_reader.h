@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,13 @@ struct RemoteChunk {
   BytesView bytes;  // header + data + trailer; valid until the next call
 };
 
+// Chunks and bytes read from the bucket, summed over every reader of one
+// stream (the node's strata_tier_remote_read_*_total).
+struct RemoteReadCounters {
+  std::atomic<uint64_t> chunks{0};
+  std::atomic<uint64_t> bytes{0};
+};
+
 struct RemoteReaderDeps {
   std::shared_ptr<objstore::ObjectStore> store;
   std::shared_ptr<BlockingPool> pool;
@@ -51,6 +59,7 @@ struct RemoteReaderDeps {
   uint64_t range_bytes = 4ull << 20;
   bool verify_crc = true;
   RangePrefetchOptions prefetch;
+  std::shared_ptr<RemoteReadCounters> counters;  // none: not counted
 };
 
 class RemoteReader {

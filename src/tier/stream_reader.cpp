@@ -86,6 +86,7 @@ RemoteReaderDeps remote_reader_deps(const TierContext& ctx, const StreamReaderOp
   d.prefetch.max_in_flight = std::max<uint32_t>(o.max_ranges_in_flight, 1);
   d.prefetch.deadline = o.request_deadline;
   d.prefetch.transient_retries = o.transient_retries;
+  d.counters = ctx.reads;
   return d;
 }
 

@@ -87,6 +87,7 @@ struct TierContext {
   std::shared_ptr<ManifestCache> cache;
   std::string key_prefix;
   std::shared_ptr<BlockingPool> pool;  // runs the prefetching GETs (none: on the caller's thread)
+  std::shared_ptr<RemoteReadCounters> reads;  // the stream's, on a node (none: not counted)
 };
 
 struct StreamReaderStats {

@@ -6,6 +6,7 @@
 // server with injected faults is in node_s3_reader_test.cpp.
 #include "tier/stream_reader.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -100,6 +101,20 @@ TEST(StreamReader, FromFirstAcrossBothTiersIsByteIdentical) {
   EXPECT_EQ(got->stats.tier_switches, 1u);
   EXPECT_EQ((*r)->tier(), tier::Tier::local);
   EXPECT_EQ((*r)->next_offset(), t.next);
+  // The node counts what its readers read from the bucket, per stream.
+  const std::string metrics = t.node->metrics_text();
+  EXPECT_NE(metrics.find(fmt::format("strata_tier_remote_read_chunks_total{{stream=\"s1\"}} {}\n",
+                                     got->stats.remote_chunks)),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find(fmt::format("strata_tier_remote_read_bytes_total{{stream=\"s1\"}} {}\n",
+                                     got->stats.remote_bytes)),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("strata_log_writer_up{stream=\"s1\"} 1\n"), std::string::npos);
+  const auto status = t.node->status_json()["streams"]["s1"];
+  EXPECT_EQ(status["remote_reads"]["chunks"], got->stats.remote_chunks) << status.dump();
+  EXPECT_EQ(status["writer"]["state"], "running") << status.dump();
 }
 
 TEST(StreamReader, ChunksAreDeliveredVerbatimFromBothTiers) {

@@ -129,6 +129,65 @@ TEST_F(ManagementStreamsTest, StreamsAreCreatedListedAndDeletedOnTheRunningNode)
   EXPECT_NE(again_gone.err.find("HTTP 404"), std::string::npos) << again_gone.err;
 }
 
+// The value of one sample of a Prometheus page ("name{labels}"), or -1.
+double sample(const std::string& page, const std::string& series) {
+  const std::string line = "\n" + series + " ";
+  const size_t at = page.find(line);
+  if (at == std::string::npos) return -1;
+  return std::stod(page.substr(at + line.size()));
+}
+
+// Errors by protocol code (and publish errors by message), records
+// delivered, the writer and the build, under strata's names and under
+// RabbitMQ's rabbitmq_prometheus names with the same meaning.
+TEST_F(ManagementStreamsTest, MetricsCountErrorsByCodeUnderBothNames) {
+  StreamClient c = open_client();
+  create(c, "m-1");
+  declare(c, 1, "m-1");
+  publish_confirmed(c, 1, 0, {"a", "b", "c"});
+  // Two answers with code 2, one PublishError of 2 messages (code 18).
+  declare(c, 2, "missing", "", ResponseCode::stream_does_not_exist);
+  ASSERT_TRUE(
+      c.send(SubscribeRequest{c.corr(), 5, "missing", {OffsetType::first, 0}, 1, {}}).ok());
+  ASSERT_EQ(c.expect<SubscribeResponse>()->code, ResponseCode::stream_does_not_exist);
+  Bytes storage;
+  ASSERT_TRUE(c.send(make_publish(9, 1, {"x", "y"}, &storage)).ok());
+  ASSERT_EQ(c.expect<PublishError>()->errors.size(), 2u);
+  ASSERT_TRUE(c.send(SubscribeRequest{c.corr(), 6, "m-1", {OffsetType::first, 0}, 5, {}}).ok());
+  ASSERT_EQ(c.expect<SubscribeResponse>()->code, ResponseCode::ok);
+  ASSERT_EQ(consume(c, 6, 3).size(), 3u);
+
+  const std::string m = serve_http_get(server_, "/metrics");
+  EXPECT_EQ(sample(m, R"(strata_server_errors_total{code="2",reason="stream_does_not_exist"})"), 2)
+      << m;
+  EXPECT_EQ(sample(m, R"(rabbitmq_global_stream_error_stream_does_not_exist_total{protocol="stream"})"),
+            2);
+  EXPECT_EQ(
+      sample(m, R"(strata_server_errors_total{code="18",reason="publisher_does_not_exist"})"), 1);
+  EXPECT_EQ(sample(m,
+                   R"(strata_server_publish_errors_total{code="18",reason="publisher_does_not_exist"})"),
+            2);
+  EXPECT_EQ(
+      sample(m, R"(strata_server_publish_errors_total{code="6",reason="stream_not_available"})"), 0);
+  EXPECT_EQ(sample(m, R"(strata_server_errors_total{code="5",reason="stream_already_exists"})"), 0);
+  // Records: 5 received, 3 confirmed, 3 delivered.
+  EXPECT_EQ(sample(m, "strata_server_messages_in_total"), 5);
+  EXPECT_EQ(sample(m, R"(rabbitmq_global_messages_received_total{protocol="stream"})"), 5);
+  EXPECT_EQ(sample(m, R"(rabbitmq_global_messages_confirmed_total{protocol="stream"})"), 3);
+  EXPECT_EQ(sample(m, "strata_server_messages_out_total"), 3);
+  EXPECT_EQ(sample(m,
+                   R"(rabbitmq_global_messages_delivered_total{protocol="stream",queue_type="rabbit_stream_queue"})"),
+            3);
+  EXPECT_EQ(sample(m, R"(rabbitmq_global_publishers{protocol="stream"})"), 1);
+  EXPECT_EQ(sample(m, R"(rabbitmq_global_consumers{protocol="stream"})"), 1);
+  EXPECT_EQ(sample(m, "rabbitmq_connections"), 1);
+  EXPECT_EQ(sample(m, R"(rabbitmq_detailed_stream_consumer_max_offset_lag{vhost="/",queue="m-1"})"),
+            0);
+  EXPECT_EQ(sample(m, R"(strata_log_writer_up{stream="m-1"})"), 1);
+  EXPECT_NE(m.find("strata_build_info{version=\""), std::string::npos) << m;
+  EXPECT_EQ(serve_status(server_)["streams"]["m-1"]["writer"]["state"], "running");
+}
+
 TEST_F(ManagementStreamsTest, AnOperatorClosesAConnection) {
   auto victim = std::make_unique<StreamClient>(open_client());
   StreamClient bystander = open_client();
