@@ -17,6 +17,10 @@ void add_login_flags(CLI::App* cmd, AdminLogin* l) {
                   "The administrator's password (default: $STRATA_ADMIN_PASSWORD, else guest)");
 }
 
+std::string queue_argument_name(const std::string& arg) {
+  return arg.starts_with("x-strata-") ? arg : "x-" + arg;
+}
+
 std::string encode_segment(std::string_view s) {
   std::string out;
   for (unsigned char c : s) {
@@ -50,6 +54,7 @@ Result<server::ApiReply> admin_call(const AdminLogin& l, std::string method, std
   }
   const Errc errc = r.status == 404   ? Errc::not_found
                     : r.status == 400 ? Errc::invalid_argument
+                    : r.status == 409 ? Errc::already_exists
                                       : Errc::unavailable;
   return Error(errc, fmt::format("{} {}{}: HTTP {}: {}", c.method, l.node, c.path, r.status,
                                  reason.empty() ? "(no reason given)" : reason));

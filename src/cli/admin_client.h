@@ -28,9 +28,13 @@ void add_login_flags(CLI::App* cmd, AdminLogin* l);
 // Percent-encodes a path segment (a vhost "/" becomes %2F).
 std::string encode_segment(std::string_view s);
 
+// A protocol argument's name as the API takes it, RabbitMQ's queue argument
+// (server/definitions_streams.h): "x-" before it, strata's own as it is.
+std::string queue_argument_name(const std::string& arg);
+
 // One API call; the reply when its status is one of `ok`, else an error
 // naming the call and the node's reason (404: not_found, 400:
-// invalid_argument, others: unavailable).
+// invalid_argument, 409: already_exists, others: unavailable).
 Result<server::ApiReply> admin_call(const AdminLogin& l, std::string method, std::string path,
                                     std::string body, std::initializer_list<int> ok);
 // A GET answered 200 with JSON.

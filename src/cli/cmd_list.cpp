@@ -1,9 +1,11 @@
-// `strata list connections|publishers|consumers|streams`: a running node's
-// stream protocol clients, as `rabbitmq-streams list_stream_connections`
-// (and _publishers, _consumers) show RabbitMQ's, and its streams with their
-// tiers and lags — through the management API (GET /api/stream/...,
-// /api/streams), as an administrator or a monitoring user. `strata
-// connection close ID` closes one (an administrator).
+// `strata list connections|publishers|consumers|streams|super-streams|nodes`:
+// a running node's stream protocol clients, as `rabbitmq-streams
+// list_stream_connections` (and _publishers, _consumers) show RabbitMQ's,
+// its streams with their tiers and lags, its super streams, and the
+// cluster's nodes — through the management API (GET /api/stream/...,
+// /api/streams, /api/super-streams, /api/cluster), as an administrator or a
+// monitoring user. `strata connection close ID` closes one (an
+// administrator); `strata super-stream create|delete` (an administrator).
 #include <fmt/format.h>
 
 #include <iostream>
@@ -43,9 +45,18 @@ nlohmann::json stream_row(const nlohmann::json& s) {
   return row;
 }
 
+std::string list_path(const std::string& what) {
+  if (what == "streams") return "/api/streams";
+  if (what == "super-streams") return "/api/super-streams";
+  if (what == "nodes") return "/api/cluster";
+  return "/api/stream/" + what;
+}
+
 void run_list_clients(const std::string& what, const AdminLogin& login, Context& ctx) {
-  auto items = admin_get_json(login, what == "streams" ? "/api/streams" : "/api/stream/" + what);
+  auto items = admin_get_json(login, list_path(what));
   if (!items.ok()) return ctx.fail(items.error());
+  // The cluster document holds the nodes beside the node's own lease.
+  if (what == "nodes") items = nlohmann::json((*items)["nodes"]);
   if (ctx.json) {
     ctx.print_json({{what, *items}});
     return;
@@ -64,6 +75,10 @@ void run_list_clients(const std::string& what, const AdminLogin& login, Context&
     print_rows(*items, {"connection", "subscription_id", "stream", "offset_spec", "credit",
                         "messages_delivered", "offset", "offset_lag", "single_active_consumer",
                         "active"});
+  } else if (what == "super-streams") {
+    print_rows(*items, {"name", "partitions", "binding_keys"});
+  } else if (what == "nodes") {
+    print_rows(*items, {"name", "address", "this_node", "streams_owned"});
   } else {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& s : *items) rows.push_back(stream_row(s));
@@ -76,9 +91,11 @@ void run_list_clients(const std::string& what, const AdminLogin& login, Context&
 Registrar reg_list([](CLI::App& app, Context& ctx) {
   auto* list = app.add_subcommand(
       "list",
-      "A running node's stream connections, publishers, consumers or streams (management API)");
+      "A running node's stream connections, publishers, consumers, streams, super streams or "
+      "the cluster's nodes (management API)");
   list->require_subcommand(1);
-  for (const char* what : {"connections", "publishers", "consumers", "streams"}) {
+  for (const char* what :
+       {"connections", "publishers", "consumers", "streams", "super-streams", "nodes"}) {
     auto login = std::make_shared<AdminLogin>();
     auto* cmd = list->add_subcommand(what, std::string("List the node's ") + what);
     add_login_flags(cmd, login.get());
@@ -100,6 +117,80 @@ Registrar reg_connection([](CLI::App& app, Context& ctx) {
     if (!r.ok()) return ctx.fail(r.error());
     if (ctx.json) return ctx.print_json({{"closed", *id}});
     std::cout << fmt::format("connection {} closed\n", *id);
+  });
+});
+
+struct SuperFlags {
+  AdminLogin login;
+  std::string name;
+  uint32_t partitions = 0;
+  std::vector<std::string> binding_keys;
+  std::vector<std::pair<std::string, std::string>> args;
+};
+
+// As `rabbitmq-streams add_super_stream NAME --partitions N` (or
+// --binding-keys a,b): partitions NAME-0.. or NAME-a.., each with the
+// stream arguments given.
+void run_super_create(const SuperFlags& f, Context& ctx) {
+  nlohmann::json body = nlohmann::json::object();
+  if (f.partitions > 0) body["partitions"] = f.partitions;
+  if (!f.binding_keys.empty()) body["binding_keys"] = f.binding_keys;
+  nlohmann::json arguments = nlohmann::json::object();
+  for (const auto& [k, v] : f.args) arguments[queue_argument_name(k)] = v;
+  body["arguments"] = arguments;
+  auto r = admin_call(f.login, "PUT", "/api/super-streams/" + encode_segment(f.name), body.dump(),
+                      {201, 204});
+  if (!r.ok()) return ctx.fail(std::move(r).error().with_context("super-stream create " + f.name));
+  auto got = admin_get_json(f.login, "/api/super-streams/" + encode_segment(f.name));
+  if (!got.ok()) return ctx.fail(got.error());
+  const bool created = r->status == 201;
+  if (ctx.json) return ctx.print_json({{"super_stream", *got}, {"created", created}});
+  std::cout << fmt::format("super stream {} {}: partitions {}\n", f.name,
+                           created ? "created" : "already exists with these partitions",
+                           (*got)["partitions"].dump());
+}
+
+Registrar reg_super_stream([](CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand(
+      "super-stream", "A running node's super streams (partitioned streams; management API)");
+  cmd->require_subcommand(1);
+  auto c = std::make_shared<SuperFlags>();
+  auto* create = cmd->add_subcommand(
+      "create", "Create a super stream and its partitions, as rabbitmq-streams add_super_stream");
+  create->add_option("NAME", c->name, "The super stream")->required();
+  auto* parts = create->add_option("--partitions", c->partitions,
+                                   "Partitions NAME-0 .. NAME-(N-1), binding keys 0 .. N-1");
+  create
+      ->add_option("--binding-keys", c->binding_keys,
+                   "Binding keys (comma-separated): a partition NAME-KEY each")
+      ->delimiter(',')
+      ->excludes(parts);
+  for (const char* arg : {"max-length-bytes", "max-age", "stream-max-segment-size-bytes",
+                          "x-strata-local-max-bytes", "x-strata-tiering", "x-strata-confirm"}) {
+    create->add_option_function<std::string>(
+        std::string("--") + arg,
+        [c, a = std::string(arg)](const std::string& v) { c->args.emplace_back(a, v); },
+        "Each partition's stream argument (as stream create)");
+  }
+  add_login_flags(create, &c->login);
+  create->callback([c, &ctx] {
+    if (c->partitions == 0 && c->binding_keys.empty()) {
+      return ctx.fail(
+          Error(Errc::invalid_argument, "super-stream create: give --partitions or --binding-keys"));
+    }
+    run_super_create(*c, ctx);
+  });
+
+  auto d = std::make_shared<SuperFlags>();
+  auto* del = cmd->add_subcommand("delete", "Delete a super stream and its partitions");
+  del->add_option("NAME", d->name, "The super stream")->required();
+  add_login_flags(del, &d->login);
+  del->callback([d, &ctx] {
+    auto r = admin_call(d->login, "DELETE", "/api/super-streams/" + encode_segment(d->name), "",
+                        {204});
+    if (!r.ok()) return ctx.fail(std::move(r).error().with_context("super-stream delete " + d->name));
+    if (ctx.json) return ctx.print_json({{"super_stream", d->name}, {"deleted", true}});
+    std::cout << fmt::format("super stream {} deleted with its partitions\n", d->name);
   });
 });
 

@@ -75,12 +75,6 @@ struct CreateFlags {
   AdminLogin login;
 };
 
-// A protocol argument's name as RabbitMQ's queue argument
-// (server/definitions_streams.h): "x-" before it, strata's own as it is.
-std::string queue_argument_name(const std::string& arg) {
-  return arg.starts_with("x-strata-") ? arg : "x-" + arg;
-}
-
 void print_settings(const std::string& verb, const std::string& name, const std::string& data_dir,
                     const node::StreamSettings& s, const node::EffectiveSettings& e, Context& ctx) {
   json j = {{"stream", name},

@@ -22,6 +22,8 @@ ApiReply refused(const Error& e) {
       return error_reply(404, "not_found", e.message);
     case Errc::invalid_argument:
       return error_reply(400, "bad_request", e.message);
+    case Errc::already_exists:
+      return error_reply(409, "conflict", e.message);
     default:
       return error_reply(503, "unavailable", e.message);
   }

@@ -18,7 +18,7 @@ struct ApiReply {
 ApiReply reply(int status, const nlohmann::json& body);
 ApiReply error_reply(int status, std::string_view error, std::string_view reason);
 ApiReply no_content();
-// not_found 404, invalid_argument 400, anything else 503 (the change could
+// not_found 404, invalid_argument 400, already_exists 409, anything else 503 (the change could
 // not be made now: a catalog or store that failed).
 ApiReply refused(const Error& e);
 

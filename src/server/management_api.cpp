@@ -12,6 +12,7 @@
 #include "auth/base64.h"
 #include "auth/definitions.h"
 #include "server/definitions_streams.h"
+#include "server/management_cluster.h"
 #include "server/management_streams.h"
 
 namespace strata::server {
@@ -135,11 +136,21 @@ class Api {
     if (s[1] == "offsets" && s.size() == 2 && r_.method == "GET" && monitor) {
       return offsets_api(node_, r_, caller_);
     }
+    constexpr std::string_view kSupers = "/api/super-streams/";
+    const std::string super_name =
+        r_.path.rfind(kSupers, 0) == 0 ? r_.path.substr(kSupers.size()) : "";
+    if (s[1] == "super-streams" && r_.method == "GET" && monitor) {
+      return super_streams_api(node_, r_, super_name, caller_);
+    }
+    if (s[1] == "cluster" && s.size() == 2 && r_.method == "GET" && monitor) {
+      return cluster_api(node_);
+    }
     if (!now_->has_tag(caller_, "administrator")) {
       return error_reply(403, "not_authorised",
                          fmt::format("user '{}' is not tagged administrator", caller_));
     }
     if (s[1] == "streams") return streams_api(node_, r_, stream_name, caller_);
+    if (s[1] == "super-streams") return super_streams_api(node_, r_, super_name, caller_);
     if (s[1] == "offsets" && s.size() == 2) return offsets_api(node_, r_, caller_);
     if (r_.method == "DELETE" && s.size() == 3 && s[1] == "connections") {
       return close_connection_api(node_, s[2], caller_);

@@ -32,6 +32,13 @@
 //   GET    /api/streams[/NAME]               streams: arguments, tiers, upload lag, clients
 //   PUT    /api/streams/NAME                 {"arguments": {...}}: creates
 //   DELETE /api/streams/NAME                 deletes (management_streams.h)
+//   GET    /api/super-streams[/NAME]         [{name, vhost, partitions, binding_keys}]
+//   PUT    /api/super-streams/NAME           {"partitions": N | [names], "binding_keys": [...],
+//                                            "arguments": {...}}: creates it and its
+//                                            partitions (management_cluster.h)
+//   DELETE /api/super-streams/NAME           deletes it and its partitions
+//   GET    /api/cluster                      nodes, leases, stream owners (one node alone:
+//                                            itself, owning every stream)
 //   GET    /api/offsets?stream=S&reference=R a consumer's tracked offset
 //   PUT    /api/offsets?stream=S&reference=R {"offset": N | "first" | "next"}: sets it
 //   The lists take RabbitMQ's ?page=N&page_size=M (then {"items": [...], "page",
@@ -39,7 +46,8 @@
 // Every call authenticates with HTTP Basic as a strata user (the stream
 // protocol's rules: loopback-only users only from loopback) and needs the
 // `administrator` tag, except whoami, and the GETs under /api/stream,
-// /api/streams and /api/offsets, which a `monitoring` user may make too: 401 without valid credentials, 403
+// /api/streams, /api/super-streams, /api/cluster and /api/offsets, which a
+// `monitoring` user may make too: 401 without valid credentials, 403
 // without the tag. Errors are {"error": ..., "reason": ...} as RabbitMQ's.
 // VHOST in a path is URL-encoded ("/" is %2F).
 #pragma once
@@ -56,6 +64,7 @@
 #include "node/stream_settings.h"
 #include "server/access_admin.h"
 #include "server/api_reply.h"
+#include "server/super_streams.h"
 
 namespace strata::server {
 
@@ -102,6 +111,13 @@ struct ApiNode {
   std::function<Result<std::optional<uint64_t>>(const std::string& stream,
                                                 const std::string& reference)>
       query_offset;
+  // Super streams: every one, and creating and deleting one with its
+  // partitions (StreamOps).
+  std::function<std::vector<SuperStream>()> super_streams;
+  std::function<Status(const SuperStream&, const node::StreamSettings&)> create_super_stream;
+  std::function<Status(const std::string&)> delete_super_stream;
+  // GET /api/cluster's document (management_cluster.h).
+  std::function<nlohmann::json()> cluster;
 };
 
 ApiReply handle_management_api(AccessAdmin& admin, ApiCounters& counters, const ApiNode& node,

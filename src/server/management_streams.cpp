@@ -87,6 +87,12 @@ ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string
     if (!all.ok()) return refused(all.error());
     const json status = node.stream_status ? node.stream_status() : json::object();
     const auto clients = stream_clients(node.connections ? node.connections() : json::array());
+    std::map<std::string, std::string> super_of;
+    if (node.super_streams) {
+      for (const auto& ss : node.super_streams()) {
+        for (const auto& p : ss.partitions) super_of[p] = ss.name;
+      }
+    }
     json items = json::array();
     for (const auto& [n, s] : *all) {
       if (!name.empty() && n != name) continue;
@@ -94,6 +100,8 @@ ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string
       auto c = clients.find(n);
       items.push_back(stream_entry(n, s, st == status.end() ? json() : *st,
                                    c == clients.end() ? StreamClients{} : c->second));
+      auto sup = super_of.find(n);
+      items.back()["super_stream"] = sup == super_of.end() ? json() : json(sup->second);
     }
     if (name.empty()) return reply(200, items);
     if (items.empty()) return error_reply(404, "not_found", fmt::format("no stream '{}'", name));

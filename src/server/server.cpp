@@ -16,6 +16,7 @@
 #include "server/access_policy.h"
 #include "server/connection_registry.h"
 #include "server/listener.h"
+#include "server/management_cluster.h"
 #include "server/management_streams.h"
 #include "server/served_streams.h"
 #include "server/server_limits.h"
@@ -143,6 +144,18 @@ Status Server::Impl::start() {
     return ops->alter_stream(name, to);
   };
   api_node.settings = [this](const std::string& name) { return ops->stream_settings(name); };
+  api_node.super_streams = [this] { return supers->all(); };
+  api_node.create_super_stream = [this](const SuperStream& s, const node::StreamSettings& st) {
+    return ops->create_super_stream(s, st);
+  };
+  api_node.delete_super_stream = [this](const std::string& name) {
+    return ops->delete_super_stream(name);
+  };
+  api_node.cluster = [this] {
+    if (ownership) return cluster_document(ownership->status_json());
+    return single_node_cluster(fmt::format("{}:{}", advertised_host(), advertised_port()),
+                               node->streams());
+  };
   api_node.store_offset = [this](const std::string& stream, const std::string& reference,
                                  uint64_t offset) {
     return tracked->store(stream, reference, offset);

@@ -281,4 +281,11 @@ std::vector<std::string> SuperStreams::names() const {
   return out;
 }
 
+std::vector<SuperStream> SuperStreams::all() const {
+  std::lock_guard l(mu_);
+  std::vector<SuperStream> out;
+  for (const auto& [name, s] : supers_) out.push_back(s);
+  return out;
+}
+
 }  // namespace strata::server

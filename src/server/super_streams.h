@@ -76,6 +76,8 @@ class SuperStreams {
   // The super stream a stream is a partition of, if any.
   std::optional<std::string> super_stream_of(std::string_view stream) const;
   std::vector<std::string> names() const;
+  // Every super stream, by name.
+  std::vector<SuperStream> all() const;
 
  private:
   SuperStreams(std::string dir, FileSystem& fs) : dir_(std::move(dir)), fs_(fs) {}

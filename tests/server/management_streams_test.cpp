@@ -188,6 +188,79 @@ TEST_F(ManagementStreamsTest, MetricsCountErrorsByCodeUnderBothNames) {
   EXPECT_EQ(serve_status(server_)["streams"]["m-1"]["writer"]["state"], "running");
 }
 
+// Super streams created, listed and deleted on the running node, named
+// as rabbitmq-streams add_super_stream names them; a client sees the
+// partitions at once; a monitoring user reads and changes nothing. The
+// cluster view of a node alone.
+TEST_F(ManagementStreamsTest, SuperStreamsAreAdministeredLiveAndTheClusterViewShowsTheNode) {
+  auto made = as_admin({"--json", "super-stream", "create", "orders", "--partitions", "3",
+                        "--max-age", "1D"});
+  ASSERT_EQ(made.status, 0) << made.err;
+  auto doc = nlohmann::json::parse(made.out);
+  EXPECT_EQ(doc["created"], true);
+  EXPECT_EQ(doc["super_stream"]["partitions"],
+            nlohmann::json::array({"orders-0", "orders-1", "orders-2"}))
+      << made.out;
+  EXPECT_EQ(doc["super_stream"]["binding_keys"], nlohmann::json::array({"0", "1", "2"}));
+  // The same again: there already; other partitions: refused (409).
+  auto again = as_admin({"--json", "super-stream", "create", "orders", "--partitions", "3"});
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["created"], false);
+  auto other = as_admin({"super-stream", "create", "orders", "--partitions", "2"});
+  EXPECT_EQ(other.status, 1);
+  EXPECT_NE(other.err.find("HTTP 409"), std::string::npos) << other.err;
+  auto keyed = as_admin({"super-stream", "create", "inv", "--binding-keys", "eu,us"});
+  ASSERT_EQ(keyed.status, 0) << keyed.err;
+  auto none = as_admin({"super-stream", "create", "bare"});
+  EXPECT_EQ(none.status, 1);
+  // A body with an unknown field is refused, naming it.
+  auto bad = server::api_request(
+      url_, {"PUT", "/api/super-streams/odd", R"({"partitons": 2})", "guest", "guest"});
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(bad->body.find("partitons"), std::string::npos) << bad->body;
+
+  // Read by a monitoring user; each partition carries the arguments and
+  // names its super stream.
+  auto list = as_monitor({"--json", "list", "super-streams"});
+  ASSERT_EQ(list.status, 0) << list.err;
+  auto supers = nlohmann::json::parse(list.out)["super-streams"];
+  ASSERT_EQ(supers.size(), 2u) << list.out;
+  EXPECT_EQ(supers[0]["name"], "inv");
+  EXPECT_EQ(supers[0]["partitions"], nlohmann::json::array({"inv-eu", "inv-us"}));
+  auto all = streams();
+  ASSERT_TRUE(all.count("orders-1"));
+  EXPECT_EQ(all["orders-1"]["super_stream"], "orders");
+  EXPECT_EQ(all["orders-1"]["arguments"]["x-max-age"], "86400s") << all["orders-1"].dump();
+  EXPECT_TRUE(all["inv-us"].contains("super_stream"));
+  auto refused = as_monitor({"super-stream", "delete", "orders"});
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.err.find("HTTP 403"), std::string::npos) << refused.err;
+  // A client sees the partitions.
+  StreamClient c = open_client();
+  ASSERT_TRUE(c.send(PartitionsRequest{c.corr(), "inv"}).ok());
+  auto parts = c.expect<PartitionsResponse>();
+  ASSERT_TRUE(parts.ok());
+  EXPECT_EQ(parts->streams, (std::vector<std::string>{"inv-eu", "inv-us"}));
+
+  // The cluster view of a node without a cluster section: itself.
+  auto nodes = as_monitor({"--json", "list", "nodes"});
+  ASSERT_EQ(nodes.status, 0) << nodes.err;
+  auto n = nlohmann::json::parse(nodes.out)["nodes"];
+  ASSERT_EQ(n.size(), 1u) << nodes.out;
+  EXPECT_EQ(n[0]["this_node"], true);
+  EXPECT_EQ(n[0]["streams_owned"], 5) << nodes.out;
+
+  auto gone = as_admin({"super-stream", "delete", "inv"});
+  ASSERT_EQ(gone.status, 0) << gone.err;
+  EXPECT_FALSE(streams().count("inv-eu"));
+  ASSERT_TRUE(c.send(PartitionsRequest{c.corr(), "inv"}).ok());
+  EXPECT_EQ(c.expect<PartitionsResponse>()->code, ResponseCode::stream_does_not_exist);
+  auto twice = as_admin({"super-stream", "delete", "inv"});
+  EXPECT_EQ(twice.status, 1);
+  EXPECT_NE(twice.err.find("HTTP 404"), std::string::npos) << twice.err;
+}
+
 TEST_F(ManagementStreamsTest, AnOperatorClosesAConnection) {
   auto victim = std::make_unique<StreamClient>(open_client());
   StreamClient bystander = open_client();
