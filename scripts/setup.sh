@@ -48,6 +48,9 @@ packages=(
   # A real browser for the web console's test (driven by playwright-core
   # from tools/package.json).
   chromium
+  # promtool, Prometheus's own checker of a /metrics page (the metrics docs
+  # test runs it on live nodes).
+  prometheus
 )
 
 missing=()

@@ -3,14 +3,17 @@
 // has a row with the same type and labels, and every row names a family a
 // server writes. The families come from scraping real servers: a node whose
 // stream uploads and persists, one whose uploads fail (the families that
-// only failures write), and a cluster node over etcd.
+// only failures write), and a cluster node over etcd. Each page also
+// passes `promtool check metrics`, Prometheus's own parser and linter.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -203,6 +206,20 @@ std::string cluster_scrape(const std::string& dir) {
   return text;
 }
 
+// `promtool check metrics` (Prometheus's parser and linter) on a page:
+// "" when it is clean, else what promtool said (or why it could not run).
+std::string promtool_check(const std::string& text, const std::string& file) {
+  const std::string promtool = STRATA_PROMTOOL;
+  if (promtool.empty()) return "promtool not found (Debian's prometheus package: scripts/setup.sh)";
+  std::ofstream(file) << text;
+  const std::string out = file + ".promtool";
+  const int rc = std::system((promtool + " check metrics < " + file + " > " + out + " 2>&1").c_str());
+  std::ifstream in(out);
+  std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (rc == 0 && said.empty()) return "";
+  return "exit " + std::to_string(rc) + ": " + said;
+}
+
 TEST(MetricsDoc, EveryMetricFamilyIsDocumentedAndEveryRowIsExposed) {
   const std::string doc = read_source_file(kDoc);
   ASSERT_FALSE(doc.empty()) << "cannot read " << kDoc;
@@ -223,6 +240,8 @@ TEST(MetricsDoc, EveryMetricFamilyIsDocumentedAndEveryRowIsExposed) {
         {"failing", serve_and_scrape(tmp.sub("failing"), true)},
         {"cluster", cluster_scrape(tmp.path())}}) {
     ASSERT_FALSE(text.empty()) << "no /metrics from the " << name << " server";
+    const std::string lint = promtool_check(text, tmp.sub("metrics-" + name));
+    EXPECT_EQ(lint, "") << "promtool check metrics on the " << name << " server's /metrics";
     for (const auto& [f, fam] : families_of(text)) {
       exposed[f].type = fam.type;
       exposed[f].labels.insert(fam.labels.begin(), fam.labels.end());
