@@ -33,6 +33,10 @@ std::map<std::string, StreamClients> stream_clients(const json& connections) {
       StreamClients& c = by_stream[s.value("stream", "")];
       c.consumers += 1;
       c.max_lag = std::max(c.max_lag, u64(s, "offset_lag"));
+      if (const std::string g = s.value("consumer_group", ""); !g.empty()) {
+        uint64_t& lag = c.group_lag[g];
+        lag = std::max(lag, u64(s, "offset_lag"));
+      }
     }
   }
   return by_stream;

@@ -34,6 +34,9 @@ struct StreamClients {
   uint64_t publishers = 0;
   uint64_t consumers = 0;
   uint64_t max_lag = 0;
+  // By consumer group (named consumers): the largest offset_lag of its
+  // consumers here.
+  std::map<std::string, uint64_t> group_lag;
 };
 // By stream, from what ApiNode::connections returns (streams without
 // clients are absent).

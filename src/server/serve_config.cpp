@@ -74,6 +74,9 @@ Status load_server_section(JsonSection s, ServerSettings* out) {
   // An hour at most: longer is no deadline for a client holding a buffer.
   STRATA_TRY(
       s.integer_in("partial_frame_timeout_ms", &out->partial_frame_timeout_ms, 100, 3'600'000));
+  // Each series costs every scrape and Prometheus's memory; past 10 000 a
+  // dashboard cannot show them anyway.
+  STRATA_TRY(s.integer_in("consumer_group_metrics", &out->consumer_group_metrics, 0, 10'000));
   STRATA_TRY(string_list(s, "auth_mechanisms", {"PLAIN", "AMQPLAIN", "EXTERNAL", "ANONYMOUS"},
                          &out->auth_mechanisms));
   STRATA_TRY(s.string("anonymous_user", &out->anonymous_user));

@@ -91,6 +91,10 @@ struct ServerSettings {
   // connection is closed): a client trickling a frame byte by byte keeps
   // heartbeats happy but holds its buffer (frame_channel.h).
   uint32_t partial_frame_timeout_ms = 60'000;
+  // At most this many series of strata_consumer_group_offset_lag (the
+  // largest lags first): one per stream and named consumer group, a label
+  // set that clients choose; 0: none.
+  uint32_t consumer_group_metrics = 100;
   // The SASL mechanisms offered, of PLAIN, AMQPLAIN, EXTERNAL (a verified
   // TLS client certificate names the user) and ANONYMOUS (logs in as
   // anonymous_user); RabbitMQ's `auth_mechanisms`, same default.

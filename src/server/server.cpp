@@ -467,6 +467,7 @@ std::string Server::metrics_text() const {
   in.tls_reloads = impl_->tls ? impl_->tls->reloads() : 0;
   in.api_auth_failures = impl_->api_counters.auth_failures.load();
   in.access_changes = impl_->api_counters.changes.load();
+  in.consumer_group_series = impl_->cfg.server.consumer_group_metrics;
   return impl_->node->metrics_text() + server_metrics_text(in) +
          (impl_->ownership ? impl_->ownership->metrics_text() : "");
 }

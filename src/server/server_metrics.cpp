@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string_view>
+#include <vector>
 
 #include "common/metrics.h"
 #include "common/version.h"
@@ -72,6 +73,38 @@ void write_errors(PromWriter& w, const ServerCounters& c) {
                 "Messages refused in PublishError frames, by code", l, double(refused));
     }
   }
+}
+
+// The largest consumer group lags, at most `limit` series (a bounded label
+// set: clients name their groups), and how many were left out.
+void write_group_lags(PromWriter& w, const std::map<std::string, StreamClients>& clients,
+                      uint32_t limit) {
+  struct GroupLag {
+    const std::string* stream;
+    const std::string* group;
+    uint64_t lag;
+  };
+  std::vector<GroupLag> all;
+  for (const auto& [stream, c] : clients) {
+    for (const auto& [group, lag] : c.group_lag) all.push_back({&stream, &group, lag});
+  }
+  const size_t shown = std::min<size_t>(all.size(), limit);
+  std::partial_sort(all.begin(), all.begin() + ptrdiff_t(shown), all.end(),
+                    [](const GroupLag& a, const GroupLag& b) {
+                      if (a.lag != b.lag) return a.lag > b.lag;
+                      if (*a.stream != *b.stream) return *a.stream < *b.stream;
+                      return *a.group < *b.group;
+                    });
+  for (size_t i = 0; i < shown; ++i) {
+    w.gauge("strata_consumer_group_offset_lag",
+            "The largest offset_lag of a named consumer group's consumers on this node, for the "
+            "groups with the largest lags (server.consumer_group_metrics)",
+            {{"stream", *all[i].stream}, {"group", *all[i].group}}, double(all[i].lag));
+  }
+  w.gauge("strata_consumer_group_series_omitted",
+          "Consumer groups with consumers here left out of strata_consumer_group_offset_lag by "
+          "server.consumer_group_metrics",
+          {}, double(all.size() - shown));
 }
 
 // rabbitmq_prometheus's names for what strata counts the same way
@@ -204,6 +237,7 @@ std::string server_metrics_text(const ServerMetricsInput& in) {
             "rabbitmq_stream_consumer_max_offset_lag)",
             l, double(s.max_lag));
   }
+  write_group_lags(w, in.clients, in.consumer_group_series);
   w.gauge("strata_build_info", "1, labelled with the build: version and compiler",
           {{"version", kStrataVersion}, {"compiler", kCompiler}}, 1);
   write_rabbitmq_names(w, c, in.clients);

@@ -21,6 +21,8 @@ struct ServerMetricsInput {
   uint64_t tls_reloads = 0;
   uint64_t api_auth_failures = 0;
   uint64_t access_changes = 0;
+  // server.consumer_group_metrics: the most consumer group series written.
+  uint32_t consumer_group_series = 100;
 };
 
 // The Prometheus text of those metrics.

@@ -85,6 +85,7 @@ void SubscriptionRoom::on(const SubscribeRequest& r) {
   sub->served = *s;
   sub->credit = r.credit;
   sub->spec = r.offset;
+  sub->group = props["name"];
   sub->filter = filter_of(r.properties);
   if (sac) {
     sub->sac_name = props["name"];
@@ -444,6 +445,7 @@ nlohmann::json SubscriptionRoom::describe() const {
     } else {
       j["credit"] = sub->credit;
     }
+    if (!sub->group.empty()) j["consumer_group"] = sub->group;
     if (!sub->sac_name.empty()) {
       j["single_active_consumer"] = sub->sac_name;
       j["active"] = sub->active;

@@ -69,6 +69,9 @@ class SubscriptionRoom {
     // the group made it the active one, and the offset spec the client
     // answered its coming activation with (none: `spec`).
     std::string sac_name;
+    // The consumer's group: its "name" property, the reference its offsets
+    // are tracked under ("" when unnamed).
+    std::string group;
     bool active = true;
     std::optional<proto::OffsetSpec> answered;
     uint64_t generation = 0;  // bumped by every (de)activation

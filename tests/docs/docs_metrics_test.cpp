@@ -16,6 +16,7 @@
 #include <iterator>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -127,8 +128,10 @@ std::string http_url(ServeProcess& s) {
   return "";
 }
 
-// Creates `stream` and publishes a few messages, each confirmed.
-void create_and_publish(int port, const std::string& stream) {
+// Creates `stream` and publishes a few messages, each confirmed, then
+// subscribes a consumer of a named group without credit (it lags by all of
+// them) on the connection it leaves in *out.
+void create_and_publish(int port, const std::string& stream, std::optional<StreamClient>* out) {
   auto c = StreamClient::connect(port);
   ASSERT_TRUE(c.ok()) << c.error().message;
   ASSERT_TRUE(c->handshake().ok());
@@ -149,6 +152,13 @@ void create_and_publish(int port, const std::string& stream) {
     ASSERT_TRUE(conf.ok()) << conf.error().message;
     for (uint64_t id : conf->publishing_ids) want.erase(id);
   }
+  ASSERT_TRUE(c->send(SubscribeRequest{c->corr(), 1, stream, {OffsetType::first, 0}, 0,
+                                       {{"name", "docs-group"}}})
+                  .ok());
+  auto sub = c->expect<SubscribeResponse>();
+  ASSERT_TRUE(sub.ok()) << sub.error().message;
+  ASSERT_EQ(sub->code, ResponseCode::ok);
+  out->emplace(std::move(c).value());
 }
 
 // One `strata serve` on a fresh data directory with fast uploads; if
@@ -171,7 +181,8 @@ std::string serve_and_scrape(const std::string& dir, bool block_uploads) {
   const std::string url = http_url(s);
   EXPECT_FALSE(url.empty()) << s.process().stdout_text();
   if (url.empty()) return "";
-  create_and_publish(s.port(), "docs");
+  std::optional<StreamClient> client;
+  create_and_publish(s.port(), "docs", &client);
   // Failing: the first failure counted. Healthy: the first persist.
   const std::string want = block_uploads ? "strata_tier_failures_total{stream=\"docs\""
                                          : "strata_tier_persists_total{stream=\"docs\"} ";

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <memory>
 #include <thread>
@@ -259,6 +260,53 @@ TEST_F(ManagementStreamsTest, SuperStreamsAreAdministeredLiveAndTheClusterViewSh
   auto twice = as_admin({"super-stream", "delete", "inv"});
   EXPECT_EQ(twice.status, 1);
   EXPECT_NE(twice.err.find("HTTP 404"), std::string::npos) << twice.err;
+}
+
+// Consumer group lag: one series per stream and named group, the largest
+// lags first, at most server.consumer_group_metrics of them.
+TEST_F(ManagementStreamsTest, ConsumerGroupLagSeriesAreBounded) {
+  restart_with_config("groups.json", R"({
+      "server": {"consumer_group_metrics": 2},
+      "users": [ {"name": "guest", "password": "guest", "tags": ["administrator"]} ]
+    })",
+                      {"--http", "127.0.0.1:0"});
+  StreamClient c = open_client();
+  create(c, "g-1");
+  declare(c, 1, "g-1");
+  publish_confirmed(c, 1, 0, {"a", "b", "c", "d", "e"});
+  // Without credit each lags by what lies past where it starts.
+  const std::vector<std::pair<std::string, int64_t>> groups = {{"ga", 0}, {"gb", 2}, {"gc", 4}};
+  uint8_t id = 1;
+  for (const auto& [g, from] : groups) {
+    ASSERT_TRUE(c.send(SubscribeRequest{c.corr(), id++, "g-1", {OffsetType::offset, from}, 0,
+                                        {{"name", g}}})
+                    .ok());
+    ASSERT_EQ(c.expect<SubscribeResponse>()->code, ResponseCode::ok);
+  }
+  ASSERT_TRUE(c.send(SubscribeRequest{c.corr(), id++, "g-1", {OffsetType::first, 0}, 0, {}}).ok());
+  ASSERT_EQ(c.expect<SubscribeResponse>()->code, ResponseCode::ok);
+  std::string m;
+  for (int i = 0; i < 100; ++i) {
+    m = serve_http_get(server_, "/metrics");
+    if (sample(m, R"(strata_consumer_group_offset_lag{stream="g-1",group="ga"})") == 5 &&
+        sample(m, R"(strata_consumer_group_offset_lag{stream="g-1",group="gb"})") == 3) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(sample(m, R"(strata_consumer_group_offset_lag{stream="g-1",group="ga"})"), 5) << m;
+  EXPECT_EQ(sample(m, R"(strata_consumer_group_offset_lag{stream="g-1",group="gb"})"), 3);
+  // The smallest lag is the one left out, and counted.
+  EXPECT_EQ(sample(m, R"(strata_consumer_group_offset_lag{stream="g-1",group="gc"})"), -1);
+  EXPECT_EQ(sample(m, "strata_consumer_group_series_omitted"), 1);
+  // The consumer list names each consumer's group.
+  const auto consumers = nlohmann::json::parse(
+      server::api_request(serve_http_url(server_),
+                          {"GET", "/api/stream/consumers", "", "guest", "guest"})
+          ->body);
+  std::set<std::string> named;
+  for (const auto& k : consumers) named.insert(k.value("consumer_group", ""));
+  EXPECT_EQ(named, (std::set<std::string>{"", "ga", "gb", "gc"})) << consumers.dump();
 }
 
 TEST_F(ManagementStreamsTest, AnOperatorClosesAConnection) {
