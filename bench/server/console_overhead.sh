@@ -37,6 +37,7 @@ command -v curl >/dev/null || { echo "console_overhead.sh: needs curl" >&2; exit
 work=$(mktemp -d /tmp/strata-console-overhead.XXXXXX)
 serve_pid=""
 poller_pid=""
+perf_pid=""
 stop_poller() {
   if [ -n "$poller_pid" ]; then
     kill -TERM "$poller_pid" 2>/dev/null || true
@@ -52,6 +53,10 @@ stop_serve() {
   fi
 }
 cleanup() {
+  if [ -n "$perf_pid" ]; then
+    kill -TERM "$perf_pid" 2>/dev/null || true
+    wait "$perf_pid" 2>/dev/null || true
+  fi
   stop_poller
   stop_serve
   rm -rf "$work"
@@ -117,11 +122,16 @@ run() {
     poller "http://127.0.0.1:$http_port" "$work/$name.polls" &
     poller_pid=$!
   fi
+  # In the background and waited for: a signal to the script is handled at
+  # once, not after perf.
   "$strata" --json perf --port "$serve_port" -x 1 -y 1 -z "$TIME" -s "$SIZE" \
-    >"$work/$name.json" 2>"$work/$name.err" || {
+    >"$work/$name.json" 2>"$work/$name.err" &
+  perf_pid=$!
+  wait "$perf_pid" || {
     echo "console_overhead.sh: perf of run $name failed:" >&2
     tail -3 "$work/$name.err" >&2
   }
+  perf_pid=""
   stop_poller
   stop_serve
   python3 - "$work/$name.json" "$name" "$work/$name.polls" <<'PY' >&2

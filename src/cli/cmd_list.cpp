@@ -73,8 +73,8 @@ void run_list_clients(const std::string& what, const AdminLogin& login, Context&
                         "confirmed", "errored"});
   } else if (what == "consumers") {
     print_rows(*items, {"connection", "subscription_id", "stream", "offset_spec", "credit",
-                        "messages_delivered", "offset", "offset_lag", "single_active_consumer",
-                        "active"});
+                        "messages_delivered", "offset", "offset_lag", "offset_lag_bytes",
+                        "consumer_group", "single_active_consumer", "active"});
   } else if (what == "super-streams") {
     print_rows(*items, {"name", "partitions", "binding_keys"});
   } else if (what == "nodes") {

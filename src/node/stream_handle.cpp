@@ -63,6 +63,10 @@ uint64_t StreamHandle::first_offset() const {
   return first;
 }
 
+LagBytes StreamHandle::lag_bytes(const std::optional<LogMark>& mark, uint64_t from_offset) const {
+  return bytes_after(log_->segments(), mark, from_offset, log_->committed_next());
+}
+
 uint64_t StreamHandle::persisted_next() const {
   return uploader_ ? uploader_->persisted_next() : 0;
 }

@@ -22,6 +22,7 @@
 #include "log/hooks.h"
 #include "log/offset_spec.h"
 #include "log/stream_log.h"
+#include "node/lag_bytes.h"
 #include "node/stream_settings.h"
 #include "tier/stream_reader.h"
 
@@ -58,6 +59,9 @@ class StreamHandle {
   // unsubscribe.
   uint64_t subscribe(std::function<void(const log::CommittedChunk&)> listener);
   void unsubscribe(uint64_t id);
+  // The bytes past a consumer whose next offset is `from_offset` and whose
+  // last chunk, if local, ended at `mark` (lag_bytes.h).
+  LagBytes lag_bytes(const std::optional<LogMark>& mark, uint64_t from_offset) const;
   // First offset of the last committed chunk; nullopt when the log is empty.
   std::optional<uint64_t> last_chunk_id();
   // The oldest offset over both tiers: the persisted remote tier's first

@@ -146,6 +146,12 @@ Result<BytesView> chunk_filter(const tier::TieredChunk& c, Bytes* buf) {
 // the open Deliver, or appended to the batch's last frame when that one is
 // in memory too and has room. False (nothing added): the chunk did not join
 // after all and the batch has max_chunks Delivers; the caller carries it.
+// Where a chunk ends in the local log; none for a remote chunk.
+std::optional<node::LogMark> end_of(const tier::TieredChunk& c) {
+  if (c.tier != tier::Tier::local) return std::nullopt;
+  return node::LogMark{c.segment_first_offset, c.position + c.header.total_size()};
+}
+
 Result<bool> add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uint64_t committed,
                        uint32_t max_chunks, ReadBatch* b, uint64_t* mem) {
   // A filtered subscription: a chunk the filter rules out is passed over
@@ -171,6 +177,7 @@ Result<bool> add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uin
     f->chunk_id = c.header.first_offset;
     f->num_records = c.header.num_records;
     f->next_offset = c.header.first_offset + c.header.num_records;
+    f->end_mark = end_of(c);
     proto::encode_deliver_head(o.version, o.subscription_id, committed_id,
                                osiris_header_for(c.header, *crc), &f->bytes);
     f->file = FileSpan{c.file, fd, data_pos, c.header.data_len};
@@ -232,6 +239,7 @@ Result<bool> add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uin
   }
   f->num_records += c.header.num_records;
   f->next_offset = c.header.first_offset + c.header.num_records;
+  f->end_mark = end_of(c);
   *mem += size;
   Bytes h;
   if (join) {
@@ -455,6 +463,10 @@ uint64_t Delivery::lag() const {
   return end > st_.next_offset ? end - st_.next_offset : 0;
 }
 
+node::LagBytes Delivery::lag_bytes() const {
+  return stream_->lag_bytes(st_.end_mark, st_.next_offset);
+}
+
 void Delivery::send_next() {
   sending_ = true;
   auto f = queue_.front();
@@ -477,7 +489,10 @@ void Delivery::send_next() {
       self->st_.writes += 1;
       self->st_.records += f->num_records;
       self->st_.bytes += f->wire_size();
-      self->st_.next_offset = std::max(self->st_.next_offset, f->next_offset);
+      if (f->next_offset >= self->st_.next_offset) {
+        self->st_.next_offset = f->next_offset;
+        self->st_.end_mark = f->end_mark;
+      }
       self->pump();
     });
   });

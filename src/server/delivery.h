@@ -92,6 +92,8 @@ struct ChunkFrame {
   uint32_t chunks = 1;
   uint32_t joined = 0;  // stored chunks that went out inside an earlier one of its Delivers
   uint64_t next_offset = 0;  // the offset after its last record
+  // Where its last chunk ends in the local log (none: a remote chunk).
+  std::optional<node::LogMark> end_mark;
 
   uint64_t wire_size() const { return bytes.size() + (file ? file->length : 0); }
 };
@@ -179,6 +181,9 @@ struct DeliveryStats {
   // where the reader started). A filtered subscription passes over chunks
   // without moving it.
   uint64_t next_offset = 0;
+  // Where the last chunk written ends in the local log (none: nothing
+  // written yet, or a remote chunk).
+  std::optional<node::LogMark> end_mark;
   uint64_t chunks = 0;   // Deliver frames (chunks) written
   uint64_t writes = 0;   // ChunkFrames written (several small chunks share one)
   uint64_t records = 0;  // records in them
@@ -226,6 +231,8 @@ class Delivery : public std::enable_shared_from_this<Delivery> {
   // subscription: the stream's committed end less stats().next_offset
   // (RabbitMQ's offset_lag).
   uint64_t lag() const;
+  // The bytes of that lag (exact once a local chunk has been written).
+  node::LagBytes lag_bytes() const;
 
   // Internal (read jobs): the reader and what it shares with them.
   struct Source;

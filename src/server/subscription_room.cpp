@@ -442,6 +442,9 @@ nlohmann::json SubscriptionRoom::describe() const {
       // messages after it.
       j["offset"] = st.next_offset;
       j["offset_lag"] = sub->delivery->lag();
+      const node::LagBytes lb = sub->delivery->lag_bytes();
+      j["offset_lag_bytes"] = lb.bytes;
+      if (!lb.exact) j["offset_lag_bytes_estimated"] = true;
     } else {
       j["credit"] = sub->credit;
     }

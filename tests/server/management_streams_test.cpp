@@ -305,8 +305,40 @@ TEST_F(ManagementStreamsTest, ConsumerGroupLagSeriesAreBounded) {
                           {"GET", "/api/stream/consumers", "", "guest", "guest"})
           ->body);
   std::set<std::string> named;
-  for (const auto& k : consumers) named.insert(k.value("consumer_group", ""));
+  for (const auto& k : consumers) {
+    named.insert(k.value("consumer_group", ""));
+    // Nothing delivered yet: the lag's bytes estimated from the log.
+    EXPECT_GT(k["offset_lag_bytes"].get<uint64_t>(), 0u) << k.dump();
+    EXPECT_EQ(k.value("offset_lag_bytes_estimated", false), true) << k.dump();
+  }
   EXPECT_EQ(named, (std::set<std::string>{"", "ga", "gb", "gc"})) << consumers.dump();
+
+  // A consumer given one chunk of two: the bytes of the second, exactly
+  // (measured from where the first ends in the segment file).
+  publish_confirmed(c, 1, 5, {"f", "g", "h"});
+  StreamClient r = open_client();
+  ASSERT_TRUE(r.send(SubscribeRequest{r.corr(), 1, "g-1", {OffsetType::first, 0}, 1, {}}).ok());
+  ASSERT_EQ(r.expect<SubscribeResponse>()->code, ResponseCode::ok);
+  ASSERT_TRUE(r.expect<DeliverFrame>().ok());
+  nlohmann::json mine;
+  for (int i = 0; i < 100; ++i) {
+    const auto list = nlohmann::json::parse(
+        server::api_request(serve_http_url(server_),
+                            {"GET", "/api/stream/consumers", "", "guest", "guest"})
+            ->body);
+    for (const auto& k : list) {
+      if (k["offset"] == 5 && k["messages_delivered"] == 5) mine = k;
+    }
+    if (!mine.is_null()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(mine.is_null());
+  EXPECT_EQ(mine["offset_lag"], 3) << mine.dump();
+  EXPECT_FALSE(mine.contains("offset_lag_bytes_estimated")) << mine.dump();
+  // Three one-byte messages and their chunk's headers: more than 3 bytes,
+  // far less than a kilobyte.
+  EXPECT_GT(mine["offset_lag_bytes"].get<uint64_t>(), 3u) << mine.dump();
+  EXPECT_LT(mine["offset_lag_bytes"].get<uint64_t>(), 1024u) << mine.dump();
 }
 
 TEST_F(ManagementStreamsTest, AnOperatorClosesAConnection) {

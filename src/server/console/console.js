@@ -357,6 +357,8 @@ function consumersTable(rows) {
     { title: "Stream", value: (c) => streamLink(c.stream) },
     { title: "Offset", num: true, value: (c) => num(c.offset) },
     { title: "Lag", num: true, cls: "consumer-lag", value: (c) => num(c.offset_lag) },
+    { title: "Lag bytes", num: true, value: (c) => (c.offset_lag_bytes == null ? "" : (c.offset_lag_bytes_estimated ? "≈ " : "") + bytes(c.offset_lag_bytes)) },
+    { title: "Group", value: (c) => c.consumer_group || "" },
     { title: "Credit", num: true, value: (c) => num(c.credit) },
     { title: "Delivered", num: true, value: (c) => num(c.messages_delivered) },
     { title: "Single active", value: (c) => (c.single_active_consumer ? JSON.stringify(c.single_active_consumer) : "") },
