@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <iterator>
+#include <vector>
 
 namespace strata {
 
@@ -86,28 +88,41 @@ std::string& PromWriter::family(std::string_view name, std::string_view help,
 }
 
 std::string PromWriter::text() const {
+  size_t size = 0;
+  for (const auto& [n, f] : families_) size += f.size();
   std::string t;
+  t.reserve(size);
   for (const auto& n : order_) t += families_.at(n);
   return t;
 }
 
 void PromWriter::sample(std::string& out, std::string_view name, const Labels& labels,
                         double value) {
+  // Appended in place: a scrape of a node with a thousand streams writes
+  // tens of thousands of samples.
   out += name;
   if (!labels.empty()) {
     out += '{';
     for (size_t i = 0; i < labels.size(); ++i) {
       if (i) out += ',';
-      out += fmt::format("{}=\"{}\"", labels[i].first, prom_escape(labels[i].second));
+      out += labels[i].first;
+      out += "=\"";
+      const std::string& v = labels[i].second;
+      if (v.find_first_of("\\\"\n") == std::string::npos) {
+        out += v;
+      } else {
+        out += prom_escape(v);
+      }
+      out += '"';
     }
     out += '}';
   }
   if (std::isinf(value)) {
     out += value > 0 ? " +Inf\n" : " -Inf\n";
   } else if (value == std::floor(value) && std::fabs(value) < 1e15) {
-    out += fmt::format(" {}\n", int64_t(value));
+    fmt::format_to(std::back_inserter(out), " {}\n", int64_t(value));
   } else {
-    out += fmt::format(" {}\n", value);
+    fmt::format_to(std::back_inserter(out), " {}\n", value);
   }
 }
 
@@ -128,22 +143,27 @@ void PromWriter::histogram(std::string_view name, std::string_view help, const L
   // the fine buckets whose upper bound is at or below the bound.
   static constexpr double kBounds[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                                        1,     2.5,   5,    10,    30,   60,  120,  300};
+  static const std::vector<std::string> kLe = [] {
+    std::vector<std::string> v;
+    for (double b : kBounds) v.push_back(fmt::format("{}", b));
+    return v;
+  }();
   std::string bucket = std::string(name) + "_bucket";
   size_t fine = 0;
   uint64_t cum = 0;
-  for (double b : kBounds) {
-    uint64_t bound_us = uint64_t(b * 1e6);
+  Labels l = labels;
+  l.emplace_back("le", "");
+  for (size_t i = 0; i < std::size(kBounds); ++i) {
+    uint64_t bound_us = uint64_t(kBounds[i] * 1e6);
     while (fine < LatencyHistogram::kBuckets &&
            LatencyHistogram::bucket_upper_us(fine) <= bound_us) {
       cum += s.counts[fine++];
     }
-    Labels l = labels;
-    l.emplace_back("le", fmt::format("{}", b));
+    l.back().second = kLe[i];
     sample(out, bucket, l, double(cum));
   }
-  Labels inf = labels;
-  inf.emplace_back("le", "+Inf");
-  sample(out, bucket, inf, double(s.count));
+  l.back().second = "+Inf";
+  sample(out, bucket, l, double(s.count));
   sample(out, std::string(name) + "_sum", labels, double(s.sum_us) / 1e6);
   sample(out, std::string(name) + "_count", labels, double(s.count));
 }

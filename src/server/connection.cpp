@@ -122,6 +122,15 @@ class ConnectionImpl final : public Connection,
     });
   }
 
+  void tally(std::function<void(ClientTally)> done) override {
+    asio::post(strand(), [self = shared_from_this(), done = std::move(done)] {
+      ClientTally t;
+      self->publishers_.tally(&t);
+      self->subscriptions_.tally(&t);
+      done(std::move(t));
+    });
+  }
+
   // ---- Session ----
   const std::string& peer() const override { return channel_->peer(); }
   bool loopback() const override { return channel_->loopback(); }

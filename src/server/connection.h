@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/task.h"
+#include "server/client_tally.h"
 #include "server/connection_quota.h"
 #include "server/handshake_room.h"
 #include "server/login_throttle.h"
@@ -80,6 +81,9 @@ class Connection {
   // properties, TLS, its publishers and subscriptions), taken on its
   // strand and handed to `done` there.
   virtual void describe(std::function<void(nlohmann::json)> done) = 0;
+  // Its publishers' and consumers' streams and lags (client_tally.h), the
+  // same way.
+  virtual void tally(std::function<void(ClientTally)> done) = 0;
   // An operator closes it (management API): logged with `why`, then
   // closed as at shutdown.
   virtual void close_by_operator(std::string why) = 0;

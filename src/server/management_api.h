@@ -64,6 +64,7 @@
 #include "node/stream_settings.h"
 #include "server/access_admin.h"
 #include "server/api_reply.h"
+#include "server/client_tally.h"
 #include "server/super_streams.h"
 
 namespace strata::server {
@@ -94,6 +95,8 @@ struct ApiNode {
   std::function<Status(const std::string&, const node::StreamSettings&)> create;
   // Connection::describe of every open connection, in id order.
   std::function<nlohmann::json()> connections;
+  // Every open connection's tally (client_tally.h).
+  std::function<std::vector<ClientTally>()> tallies;
   // The node's /status "streams": the streams it serves, by name.
   std::function<nlohmann::json()> stream_status;
   // A stream's retention changed while it runs (StreamOps::alter_stream),

@@ -22,20 +22,17 @@ uint64_t u64(const json& j, const char* key) {
 
 }  // namespace
 
-std::map<std::string, StreamClients> stream_clients(const json& connections) {
+std::map<std::string, StreamClients> stream_clients(const std::vector<ClientTally>& tallies) {
   std::map<std::string, StreamClients> by_stream;
-  if (!connections.is_array()) return by_stream;
-  for (const auto& conn : connections) {
-    for (const auto& p : conn.value("publishers", json::array())) {
-      by_stream[p.value("stream", "")].publishers += 1;
-    }
-    for (const auto& s : conn.value("subscriptions", json::array())) {
-      StreamClients& c = by_stream[s.value("stream", "")];
+  for (const auto& t : tallies) {
+    for (const auto& p : t.publisher_streams) by_stream[p].publishers += 1;
+    for (const auto& s : t.consumers) {
+      StreamClients& c = by_stream[s.stream];
       c.consumers += 1;
-      c.max_lag = std::max(c.max_lag, u64(s, "offset_lag"));
-      if (const std::string g = s.value("consumer_group", ""); !g.empty()) {
-        uint64_t& lag = c.group_lag[g];
-        lag = std::max(lag, u64(s, "offset_lag"));
+      c.max_lag = std::max(c.max_lag, s.lag);
+      if (!s.group.empty()) {
+        uint64_t& lag = c.group_lag[s.group];
+        lag = std::max(lag, s.lag);
       }
     }
   }
@@ -90,7 +87,7 @@ ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string
     auto all = node.list();
     if (!all.ok()) return refused(all.error());
     const json status = node.stream_status ? node.stream_status() : json::object();
-    const auto clients = stream_clients(node.connections ? node.connections() : json::array());
+    const auto clients = stream_clients(node.tallies ? node.tallies() : std::vector<ClientTally>{});
     std::map<std::string, std::string> super_of;
     if (node.super_streams) {
       for (const auto& ss : node.super_streams()) {

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "node/stream_settings.h"
+#include "server/client_tally.h"
 #include "server/management_api.h"
 
 namespace strata::server {
@@ -38,9 +39,9 @@ struct StreamClients {
   // consumers here.
   std::map<std::string, uint64_t> group_lag;
 };
-// By stream, from what ApiNode::connections returns (streams without
-// clients are absent).
-std::map<std::string, StreamClients> stream_clients(const nlohmann::json& connections);
+// By stream, from every connection's tally (streams without clients are
+// absent).
+std::map<std::string, StreamClients> stream_clients(const std::vector<ClientTally>& tallies);
 
 // One entry of GET /api/streams: `status` is the stream's entry in the
 // node's /status "streams" (null when this node does not serve it),

@@ -148,6 +148,10 @@ void PublisherRoom::close() {
   publishers_.clear();
 }
 
+void PublisherRoom::tally(ClientTally* t) const {
+  for (const auto& [id, p] : publishers_) t->publisher_streams.push_back(p.stream);
+}
+
 nlohmann::json PublisherRoom::describe() const {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [id, p] : publishers_) {

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "server/client_tally.h"
 #include "server/room_services.h"
 #include "server/server_counters.h"
 #include "server/session.h"
@@ -50,6 +51,7 @@ class PublisherRoom : public PublishSink {
   // Each publisher: id, reference, stream, and the messages it published,
   // had confirmed and had refused (the management API's publisher list).
   nlohmann::json describe() const;
+  void tally(ClientTally* t) const;
 
  private:
   struct Publisher {

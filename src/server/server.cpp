@@ -39,6 +39,7 @@ struct Server::Impl {
   // Connection::describe of every open connection, in id order; one that
   // does not answer within a second (its strand stuck) is left out.
   nlohmann::json connections_json();
+  std::vector<ClientTally> client_tallies();
   // Every stream and the settings it was created with: a cluster's from
   // the catalog (any node's streams), a single node's from its data.
   Result<std::vector<std::pair<std::string, node::StreamSettings>>> stream_definitions();
@@ -138,6 +139,7 @@ Status Server::Impl::start() {
     return ops->create_stream(name, settings);
   };
   api_node.connections = [this] { return connections_json(); };
+  api_node.tallies = [this] { return client_tallies(); };
   api_node.stream_status = [this] { return node->status_json()["streams"]; };
   api_node.remove = [this](const std::string& name) { return ops->delete_stream(name); };
   api_node.alter = [this](const std::string& name, const node::StreamSettings& to) {
@@ -241,32 +243,44 @@ Status Server::Impl::join_cluster() {
   return Status::OK();
 }
 
-nlohmann::json Server::Impl::connections_json() {
-  auto conns = registry.all();
+// What `ask` (describe or tally) hands back from every open connection, each
+// taken on its own strand; a connection that does not answer within
+// kDescribeWait is left out.
+template <class T, class Ask>
+std::vector<T> gather(const std::vector<std::shared_ptr<Connection>>& conns, Ask ask) {
   struct Gathered {
     std::mutex mu;
     std::condition_variable cv;
-    std::vector<nlohmann::json> got;
+    std::vector<T> got;
     size_t left = 0;
   };
   auto g = std::make_shared<Gathered>();
   g->left = conns.size();
-  for (auto& c : conns) {
-    c->describe([g](nlohmann::json j) {
+  for (const auto& c : conns) {
+    ask(*c, [g](T t) {
       std::lock_guard l(g->mu);
-      g->got.push_back(std::move(j));
+      g->got.push_back(std::move(t));
       g->left -= 1;
       g->cv.notify_all();
     });
   }
   std::unique_lock l(g->mu);
   g->cv.wait_for(l, kDescribeWait, [&] { return g->left == 0; });
-  std::vector<nlohmann::json> got = g->got;
-  l.unlock();
+  return g->got;
+}
+
+nlohmann::json Server::Impl::connections_json() {
+  auto got = gather<nlohmann::json>(
+      registry.all(), [](Connection& c, auto done) { c.describe(std::move(done)); });
   std::sort(got.begin(), got.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
     return a["id"].get<uint64_t>() < b["id"].get<uint64_t>();
   });
   return nlohmann::json(got);
+}
+
+std::vector<ClientTally> Server::Impl::client_tallies() {
+  return gather<ClientTally>(registry.all(),
+                             [](Connection& c, auto done) { c.tally(std::move(done)); });
 }
 
 Result<std::vector<std::pair<std::string, node::StreamSettings>>>
@@ -461,7 +475,7 @@ std::string Server::metrics_text() const {
   // Per stream served here (0 without clients, so a series does not vanish
   // with its last consumer) and per stream other nodes serve that has
   // clients here (replica subscriptions).
-  auto clients = stream_clients(impl_->connections_json());
+  auto clients = stream_clients(impl_->client_tallies());
   for (const auto& name : impl_->node->streams()) clients.try_emplace(name);
   ServerMetricsInput in{impl_->counters, clients};
   in.tls_reloads = impl_->tls ? impl_->tls->reloads() : 0;

@@ -421,6 +421,12 @@ std::string_view spec_name(proto::OffsetType t) {
 }
 }  // namespace
 
+void SubscriptionRoom::tally(ClientTally* t) const {
+  for (const auto& [id, sub] : subscriptions_) {
+    t->consumers.push_back({sub->stream, sub->delivery ? sub->delivery->lag() : 0, sub->group});
+  }
+}
+
 nlohmann::json SubscriptionRoom::describe() const {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [id, sub] : subscriptions_) {

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "common/task.h"
+#include "server/client_tally.h"
 #include "server/handshake_room.h"
 #include "server/room_services.h"
 #include "server/sac_coordinator.h"
@@ -50,6 +51,7 @@ class SubscriptionRoom {
   // Each subscription: id, stream, where it started, its credit, and for a
   // single active consumer its group and whether it is the active one.
   nlohmann::json describe() const;
+  void tally(ClientTally* t) const;
 
  private:
   struct Subscription {
