@@ -145,6 +145,9 @@ class Api {
     if (s[1] == "cluster" && s.size() == 2 && r_.method == "GET" && monitor) {
       return cluster_api(node_);
     }
+    if (s[1] == "history" && s.size() == 2 && r_.method == "GET" && monitor) {
+      return history();
+    }
     if (!now_->has_tag(caller_, "administrator")) {
       return error_reply(403, "not_authorised",
                          fmt::format("user '{}' is not tagged administrator", caller_));
@@ -396,6 +399,19 @@ class Api {
                        {"streams_created", created},
                        {"streams_existing", existed},
                        {"skipped", skipped}});
+  }
+
+  // GET /api/history[?stream=S]: a stream's samples (404 for one this
+  // node has not sampled: not served here, or not yet), or the totals.
+  ApiReply history() {
+    if (!node_.history) return error_reply(503, "unavailable", "no history here");
+    if (!r_.stream.empty() && !node_.history->knows(r_.stream)) {
+      return error_reply(404, "not_found",
+                         fmt::format("no history of stream '{}' on this node", r_.stream));
+    }
+    return reply(200, {{"stream", r_.stream.empty() ? json() : json(r_.stream)},
+                       {"interval_ms", node_.history_interval_ms},
+                       {"samples", history_json(node_.history->of(r_.stream))}});
   }
 
   // /api/stream/connections, publishers, consumers.

@@ -39,6 +39,9 @@
 //   DELETE /api/super-streams/NAME           deletes it and its partitions
 //   GET    /api/cluster                      nodes, leases, stream owners (one node alone:
 //                                            itself, owning every stream)
+//   GET    /api/history[?stream=S]           the last hour of a stream's (or all streams')
+//                                            messages, upload lag and consumer lag,
+//                                            sampled every server.history_interval_ms
 //   GET    /api/offsets?stream=S&reference=R a consumer's tracked offset
 //   PUT    /api/offsets?stream=S&reference=R {"offset": N | "first" | "next"}: sets it
 //   The lists take RabbitMQ's ?page=N&page_size=M (then {"items": [...], "page",
@@ -46,7 +49,8 @@
 // Every call authenticates with HTTP Basic as a strata user (the stream
 // protocol's rules: loopback-only users only from loopback) and needs the
 // `administrator` tag, except whoami, and the GETs under /api/stream,
-// /api/streams, /api/super-streams, /api/cluster and /api/offsets, which a
+// /api/streams, /api/super-streams, /api/cluster, /api/history and
+// /api/offsets, which a
 // `monitoring` user may make too: 401 without valid credentials, 403
 // without the tag. Errors are {"error": ..., "reason": ...} as RabbitMQ's.
 // VHOST in a path is URL-encoded ("/" is %2F).
@@ -65,6 +69,7 @@
 #include "server/access_admin.h"
 #include "server/api_reply.h"
 #include "server/client_tally.h"
+#include "server/stream_history.h"
 #include "server/super_streams.h"
 
 namespace strata::server {
@@ -121,6 +126,9 @@ struct ApiNode {
   std::function<Status(const std::string&)> delete_super_stream;
   // GET /api/cluster's document (management_cluster.h).
   std::function<nlohmann::json()> cluster;
+  // The sampled last hour (stream_history.h) and how often it is sampled.
+  const StreamHistory* history = nullptr;
+  int64_t history_interval_ms = 0;
 };
 
 ApiReply handle_management_api(AccessAdmin& admin, ApiCounters& counters, const ApiNode& node,

@@ -80,12 +80,10 @@ json stream_entry(const std::string& name, const node::StreamSettings& settings,
   return j;
 }
 
-ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string& name,
-                     const std::string& caller) {
-  if (r.method == "GET") {
-    if (!node.list) return error_reply(503, "unavailable", "no streams here");
-    auto all = node.list();
-    if (!all.ok()) return refused(all.error());
+Result<json> stream_entries(const ApiNode& node, const std::string& name) {
+  if (!node.list) return Error(Errc::unavailable, "no streams here");
+  STRATA_ASSIGN_OR_RETURN(auto all, node.list());
+  {
     const json status = node.stream_status ? node.stream_status() : json::object();
     const auto clients = stream_clients(node.tallies ? node.tallies() : std::vector<ClientTally>{});
     std::map<std::string, std::string> super_of;
@@ -95,7 +93,7 @@ ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string
       }
     }
     json items = json::array();
-    for (const auto& [n, s] : *all) {
+    for (const auto& [n, s] : all) {
       if (!name.empty() && n != name) continue;
       auto st = status.find(n);
       auto c = clients.find(n);
@@ -104,6 +102,16 @@ ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string
       auto sup = super_of.find(n);
       items.back()["super_stream"] = sup == super_of.end() ? json() : json(sup->second);
     }
+    return items;
+  }
+}
+
+ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string& name,
+                     const std::string& caller) {
+  if (r.method == "GET") {
+    auto entries = stream_entries(node, name);
+    if (!entries.ok()) return refused(entries.error());
+    const json& items = *entries;
     if (name.empty()) return reply(200, items);
     if (items.empty()) return error_reply(404, "not_found", fmt::format("no stream '{}'", name));
     return reply(200, items[0]);

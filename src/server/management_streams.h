@@ -49,6 +49,9 @@ std::map<std::string, StreamClients> stream_clients(const std::vector<ClientTall
 nlohmann::json stream_entry(const std::string& name, const node::StreamSettings& settings,
                             const nlohmann::json& status, const StreamClients& clients);
 
+// The entries of GET /api/streams (every stream, or only `name`).
+Result<nlohmann::json> stream_entries(const ApiNode& node, const std::string& name);
+
 // /api/streams[/NAME]: `name` empty for the list. GETs need the caller to
 // be an administrator or a monitoring user, changes an administrator (the
 // caller checks); `caller` names them in the log.

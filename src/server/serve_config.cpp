@@ -77,6 +77,9 @@ Status load_server_section(JsonSection s, ServerSettings* out) {
   // Each series costs every scrape and Prometheus's memory; past 10 000 a
   // dashboard cannot show them anyway.
   STRATA_TRY(s.integer_in("consumer_group_metrics", &out->consumer_group_metrics, 0, 10'000));
+  // 100 ms at the least (a sample reads every stream's status); at most
+  // ten minutes (six points an hour).
+  STRATA_TRY(s.integer_in("history_interval_ms", &out->history_interval_ms, 100, 600'000));
   STRATA_TRY(string_list(s, "auth_mechanisms", {"PLAIN", "AMQPLAIN", "EXTERNAL", "ANONYMOUS"},
                          &out->auth_mechanisms));
   STRATA_TRY(s.string("anonymous_user", &out->anonymous_user));

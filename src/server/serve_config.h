@@ -95,6 +95,9 @@ struct ServerSettings {
   // largest lags first): one per stream and named consumer group, a label
   // set that clients choose; 0: none.
   uint32_t consumer_group_metrics = 100;
+  // How often the last hour the console charts (GET /api/history) is
+  // sampled, while the node has an HTTP endpoint.
+  uint32_t history_interval_ms = 10'000;
   // The SASL mechanisms offered, of PLAIN, AMQPLAIN, EXTERNAL (a verified
   // TLS client certificate names the user) and ANONYMOUS (logs in as
   // anonymous_user); RabbitMQ's `auth_mechanisms`, same default.

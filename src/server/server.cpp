@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "catalog/catalog.h"
 #include "common/fs.h"
@@ -21,6 +22,7 @@
 #include "server/served_streams.h"
 #include "server/server_limits.h"
 #include "server/server_metrics.h"
+#include "server/stream_history.h"
 #include "server/stream_ops.h"
 #include "server/tls_context.h"
 #include "server/tracked_offsets.h"
@@ -75,6 +77,14 @@ struct Server::Impl {
   std::unique_ptr<AccessAdmin> access_admin;
   ApiCounters api_counters;
   ApiNode api_node;
+  // The last hour the console charts (stream_history.h), sampled by
+  // history_thread while the node has an HTTP endpoint.
+  StreamHistory history{kHistoryWindowMs};
+  std::thread history_thread;
+  std::mutex history_mu;
+  std::condition_variable history_cv;
+  bool history_stop = false;
+  void sample_history();
   ConnectionEnv env;
 
   std::mutex stop_mu;
@@ -140,6 +150,9 @@ Status Server::Impl::start() {
   };
   api_node.connections = [this] { return connections_json(); };
   api_node.tallies = [this] { return client_tallies(); };
+  api_node.history = &history;
+  api_node.history_interval_ms = cfg.server.history_interval_ms;
+
   api_node.stream_status = [this] { return node->status_json()["streams"]; };
   api_node.remove = [this](const std::string& name) { return ops->delete_stream(name); };
   api_node.alter = [this](const std::string& name, const node::StreamSettings& to) {
@@ -192,6 +205,18 @@ Status Server::Impl::start() {
   if (tls_listener) {
     tls_listener->start([this](asio::ip::tcp::socket s, Strand strand) {
       on_accept(std::move(s), std::move(strand), /*tls=*/true);
+    });
+  }
+  // Last: a sample reads everything started above.
+  if (!cfg.node.http_listen.empty()) {
+    history_thread = std::thread([this] {
+      std::unique_lock l(history_mu);
+      const auto every = std::chrono::milliseconds(cfg.server.history_interval_ms);
+      while (!history_cv.wait_for(l, every, [&] { return history_stop; })) {
+        l.unlock();
+        sample_history();
+        l.lock();
+      }
     });
   }
   return Status::OK();
@@ -278,6 +303,20 @@ nlohmann::json Server::Impl::connections_json() {
   return nlohmann::json(got);
 }
 
+void Server::Impl::sample_history() {
+  auto entries = stream_entries(api_node, "");
+  if (!entries.ok()) return;
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  std::map<std::string, HistorySample> round;
+  for (const auto& e : *entries) {
+    if (!e.value("served_here", false)) continue;
+    round[e["name"].get<std::string>()] = sample_of_entry(now, e);
+  }
+  history.record(now, round);
+}
+
 std::vector<ClientTally> Server::Impl::client_tallies() {
   return gather<ClientTally>(registry.all(),
                              [](Connection& c, auto done) { c.tally(std::move(done)); });
@@ -358,6 +397,12 @@ Status Server::Impl::stop() {
   std::lock_guard sl(stop_mu);
   if (stopped) return stop_status;
   stopped = true;
+  {
+    std::lock_guard l(history_mu);
+    history_stop = true;
+  }
+  history_cv.notify_all();
+  if (history_thread.joinable()) history_thread.join();
   stage = "closing the listener";
   auto conns = registry.stop_accepting();
   auto streams = served ? served->all() : std::vector<std::shared_ptr<ServedStream>>{};

@@ -37,6 +37,8 @@ inline constexpr std::chrono::milliseconds kAccessPollInterval{2000};
 // How long the management API waits for the connections to describe
 // themselves (each on its strand).
 inline constexpr std::chrono::milliseconds kDescribeWait{1000};
+// How far back GET /api/history reaches (the console's "last hour").
+inline constexpr int64_t kHistoryWindowMs = 3'600'000;
 // After a failed accept (EMFILE: out of descriptors until a connection
 // closes), the listener waits this long before accepting again.
 inline constexpr std::chrono::milliseconds kAcceptRetryPause{100};

@@ -341,6 +341,55 @@ TEST_F(ManagementStreamsTest, ConsumerGroupLagSeriesAreBounded) {
   EXPECT_LT(mine["offset_lag_bytes"].get<uint64_t>(), 1024u) << mine.dump();
 }
 
+// The hour the console charts, sampled by the node: a stream's messages
+// and lags at each sample, the totals, read by a monitoring user.
+TEST_F(ManagementStreamsTest, TheNodeSamplesTheLastHourOfEachStream) {
+  restart_with_config("history.json", R"({
+      "server": {"history_interval_ms": 100},
+      "users": [ {"name": "guest", "password": "guest", "tags": ["administrator"]},
+                 {"name": "mon", "password": "m0n", "tags": ["monitoring"]} ]
+    })",
+                      {"--http", "127.0.0.1:0"});
+  StreamClient c = open_client();
+  create(c, "h-1");
+  declare(c, 1, "h-1");
+  publish_confirmed(c, 1, 0, {"a", "b", "c"});
+  const std::string url = serve_http_url(server_);
+  nlohmann::json doc;
+  for (int i = 0; i < 100; ++i) {
+    auto r = server::api_request(url, {"GET", "/api/history?stream=h-1", "", "mon", "m0n"});
+    ASSERT_TRUE(r.ok());
+    if (r->status == 200) {
+      doc = nlohmann::json::parse(r->body);
+      size_t with_three = 0;
+      for (const auto& x : doc["samples"]) with_three += x["messages"] == 3;
+      if (with_three >= 2) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(doc.is_object()) << "no history of h-1";
+  EXPECT_EQ(doc["stream"], "h-1");
+  EXPECT_EQ(doc["interval_ms"], 100);
+  const auto& samples = doc["samples"];
+  ASSERT_GE(samples.size(), 2u) << doc.dump();
+  // Oldest first, each with the figures the console charts.
+  EXPECT_LT(samples[0]["t"].get<int64_t>(), samples[samples.size() - 1]["t"].get<int64_t>());
+  EXPECT_EQ(samples[samples.size() - 1]["messages"], 3) << doc.dump();
+  for (const char* k : {"upload_lag_bytes", "upload_lag_offsets", "consumer_max_lag"}) {
+    EXPECT_TRUE(samples[0].contains(k)) << k;
+  }
+  // The totals over every stream served here.
+  auto all = server::api_request(url, {"GET", "/api/history", "", "mon", "m0n"});
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->status, 200) << all->body;
+  const auto totals = nlohmann::json::parse(all->body)["samples"];
+  ASSERT_FALSE(totals.empty());
+  EXPECT_EQ(totals[totals.size() - 1]["messages"], 3) << all->body;
+  auto none = server::api_request(url, {"GET", "/api/history?stream=nope", "", "mon", "m0n"});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->status, 404) << none->body;
+}
+
 TEST_F(ManagementStreamsTest, AnOperatorClosesAConnection) {
   auto victim = std::make_unique<StreamClient>(open_client());
   StreamClient bystander = open_client();

@@ -2,7 +2,9 @@
 // request carries the credentials the user logged in with (HTTP Basic);
 // nothing is loaded from elsewhere. It polls the API (every 2 s, or
 // ?poll=MS), keeps the last hour of each stream's upload lag and consumer
-// lag in memory for the charts, and draws the page the address names:
+// lag in memory for the charts (the hour before the page opened comes from
+// the node's own samples, GET /api/history), and draws the page the
+// address names:
 // #/overview, #/streams, #/streams/NAME, #/connections, #/consumers, #/cluster.
 "use strict";
 
@@ -14,6 +16,7 @@ const state = {
   data: null,
   totals: [],            // [{t, messages, uploadBytes, lag}]
   history: new Map(),    // stream -> [{t, uploadBytes, uploadOffsets, lag, messages}]
+  loaded: new Set(),     // streams ("" : the totals) whose server-side hour is merged in
   timer: null,
 };
 
@@ -106,7 +109,35 @@ function start() {
   document.getElementById("nav").hidden = false;
   const out = h("button", { type: "button", onclick: () => showLogin("Logged out.") }, "Log out");
   document.getElementById("who").replaceChildren(`${state.user} `, out);
+  loadHistory("");
   poll();
+}
+
+// The hour before the page opened, as the node sampled it (GET
+// /api/history), put in front of what the page has recorded since.
+function seed(arr, samples) {
+  const first = arr.length ? arr[0].t : Infinity;
+  const older = samples.filter((x) => x.t < first).map((x) => ({
+    t: x.t,
+    messages: x.messages,
+    uploadBytes: x.upload_lag_bytes,
+    uploadOffsets: x.upload_lag_offsets,
+    lag: x.consumer_max_lag,
+  }));
+  arr.unshift(...older);
+}
+
+async function loadHistory(stream) {
+  if (state.loaded.has(stream)) return;
+  state.loaded.add(stream);
+  try {
+    const r = await api(stream ? `/api/history?stream=${encodeURIComponent(stream)}` : "/api/history");
+    if (stream && !state.history.has(stream)) state.history.set(stream, []);
+    seed(stream ? state.history.get(stream) : state.totals, r.samples || []);
+    render();
+  } catch {
+    // No history here (not served, or not sampled yet): the charts start now.
+  }
 }
 
 // ---- polling ----
@@ -252,6 +283,7 @@ const pages = {
   stream(name) {
     const st = state.data.streams.find((x) => x.name === name);
     if (!st) return [h("h1", {}, name), h("p", { class: "error" }, "No such stream (deleted?).")];
+    loadHistory(name);
     const hist = state.history.get(name) || [];
     const mine = state.data.consumers.filter((c) => c.stream === name);
     const args = Object.entries(st.arguments || {});

@@ -12,10 +12,12 @@ export const name = "web_console";
 export const timeoutSec = 180;
 export const strataOnly = "the web console is strata's";
 
-// Fragments cut by age (1.5 s), so a running publisher always leaves an upload lag that falls once it stops.
+// Fragments cut by age (1.5 s), so a running publisher always leaves an upload lag that falls once it stops. The node
+// samples its streams every 200 ms for the charts' history.
 export const strataServer = () => ({
   config: {
     tiering: { fragment_target_bytes: 67108864, fragment_max_age_ms: 1500, persist_threshold: 1, persist_interval_ms: 100 },
+    server: { history_interval_ms: 200 },
   },
   args: ["--http", "127.0.0.1:0"],
 });
@@ -156,6 +158,27 @@ export async function run({ server, dir, log }) {
     await page.click("#nav a[data-page=connections]");
     await page.waitForSelector("h1:has-text('Connections')");
     check((await page.$$("main table tbody tr")).length >= 1, "the Connections page lists no connection");
+
+    // A console opened now (a fresh session, polling every 2 s) charts the time before it: the node's own samples.
+    const late = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    try {
+      await late.goto(`${server.http}/console/#/streams/${encodeURIComponent(stream)}`);
+      await late.fill("#user", "guest");
+      await late.fill("#password", "guest");
+      await late.click("button[type=submit]");
+      await late.waitForSelector(`h1:has-text('Stream ${stream}')`);
+      const opened = Date.now();
+      const n = await until("the stream's history charted", async () => {
+        const p = await late.getAttribute("figure.chart-upload-lag polyline", "points");
+        const count = p ? p.trim().split(" ").length : 0;
+        return count >= 10 ? count : null;
+      }, 10000);
+      // At a poll every 2 s the page itself had recorded a point or two by then.
+      check(Date.now() - opened < 4000, `the history took ${Date.now() - opened} ms to show`);
+      log(`a console opened later charts ${n} points of the node's history`);
+    } finally {
+      await late.close();
+    }
     check(failures.length === 0, failures.join("; "));
   } catch (e) {
     try { fs.writeFileSync(path.join(dir, "web_console_failure.png"), await page.screenshot({ fullPage: true })); } catch { /* closed */ }
