@@ -48,8 +48,8 @@ LagBytes bytes_after(const std::vector<log::SegmentInfo>& segments,
   // Offsets below the local log (read from the remote tier).
   const uint64_t local_first = segments.front().first_offset;
   if (from_offset < local_first && local_messages > 0) {
-    out.bytes += uint64_t(double(local_bytes) * double(local_first - from_offset) /
-                          double(local_messages));
+    out.bytes +=
+        uint64_t(double(local_bytes) * double(local_first - from_offset) / double(local_messages));
   }
   return out;
 }

@@ -39,9 +39,9 @@ Result<std::vector<std::string>> string_list(const json& v, const char* field) {
 Result<SuperStream> super_stream_from_body(const std::string& name, const json& body) {
   for (auto it = body.begin(); it != body.end(); ++it) {
     if (it.key() != "partitions" && it.key() != "binding_keys" && it.key() != "arguments") {
-      return Error(Errc::invalid_argument,
-                   fmt::format("unknown field \"{}\" (partitions, binding_keys, arguments)",
-                               it.key()));
+      return Error(
+          Errc::invalid_argument,
+          fmt::format("unknown field \"{}\" (partitions, binding_keys, arguments)", it.key()));
     }
   }
   SuperStream s;
