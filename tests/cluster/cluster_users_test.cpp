@@ -31,14 +31,19 @@ bool logs_in(int port, const std::string& user, const std::string& pw) {
   return c.ok() && c->handshake(user, pw).ok();
 }
 
-TEST(ClusterUsers, AUserAddedOnOneNodeLogsInOnEveryNode) {
-  TempDir dir;
+// Two nodes over a one-member etcd, each with its HTTP endpoint.
+std::unique_ptr<ServeCluster> two_nodes_with_http(TempDir& dir, std::string* error) {
   ServeClusterOptions o;
   o.nodes = 2;
   o.etcd_members = 1;
   o.patch = {{"http", {{"listen", "127.0.0.1:0"}}}};
+  return ServeCluster::start(dir.path(), o, error);
+}
+
+TEST(ClusterUsers, AUserAddedOnOneNodeLogsInOnEveryNode) {
+  TempDir dir;
   std::string error;
-  auto cluster = ServeCluster::start(dir.path(), o, &error);
+  auto cluster = two_nodes_with_http(dir, &error);
   ASSERT_NE(cluster, nullptr) << error;
   const std::string a = node_http(cluster->node(0));
   const std::string b = node_http(cluster->node(1));
@@ -75,12 +80,8 @@ TEST(ClusterUsers, AUserAddedOnOneNodeLogsInOnEveryNode) {
 // streams each node owns adding up to all of them.
 TEST(ClusterUsers, EveryNodeShowsTheClusterItsNodesAndTheStreamsOwners) {
   TempDir dir;
-  ServeClusterOptions o;
-  o.nodes = 2;
-  o.etcd_members = 1;
-  o.patch = {{"http", {{"listen", "127.0.0.1:0"}}}};
   std::string error;
-  auto cluster = ServeCluster::start(dir.path(), o, &error);
+  auto cluster = two_nodes_with_http(dir, &error);
   ASSERT_NE(cluster, nullptr) << error;
   const std::vector<std::string> streams = {"view-a", "view-b", "view-c"};
   for (const auto& s : streams) ASSERT_TRUE(cluster->create_stream(0, s).ok()) << s;
