@@ -5,7 +5,7 @@
 // cluster's nodes — through the management API (GET /api/stream/...,
 // /api/streams, /api/super-streams, /api/cluster), as an administrator or a
 // monitoring user. `strata connection close ID` closes one (an
-// administrator); `strata super-stream create|delete` (an administrator).
+// administrator).
 #include <fmt/format.h>
 
 #include <iostream>
@@ -117,80 +117,6 @@ Registrar reg_connection([](CLI::App& app, Context& ctx) {
     if (!r.ok()) return ctx.fail(r.error());
     if (ctx.json) return ctx.print_json({{"closed", *id}});
     std::cout << fmt::format("connection {} closed\n", *id);
-  });
-});
-
-struct SuperFlags {
-  AdminLogin login;
-  std::string name;
-  uint32_t partitions = 0;
-  std::vector<std::string> binding_keys;
-  std::vector<std::pair<std::string, std::string>> args;
-};
-
-// As `rabbitmq-streams add_super_stream NAME --partitions N` (or
-// --binding-keys a,b): partitions NAME-0.. or NAME-a.., each with the
-// stream arguments given.
-void run_super_create(const SuperFlags& f, Context& ctx) {
-  nlohmann::json body = nlohmann::json::object();
-  if (f.partitions > 0) body["partitions"] = f.partitions;
-  if (!f.binding_keys.empty()) body["binding_keys"] = f.binding_keys;
-  nlohmann::json arguments = nlohmann::json::object();
-  for (const auto& [k, v] : f.args) arguments[queue_argument_name(k)] = v;
-  body["arguments"] = arguments;
-  auto r = admin_call(f.login, "PUT", "/api/super-streams/" + encode_segment(f.name), body.dump(),
-                      {201, 204});
-  if (!r.ok()) return ctx.fail(std::move(r).error().with_context("super-stream create " + f.name));
-  auto got = admin_get_json(f.login, "/api/super-streams/" + encode_segment(f.name));
-  if (!got.ok()) return ctx.fail(got.error());
-  const bool created = r->status == 201;
-  if (ctx.json) return ctx.print_json({{"super_stream", *got}, {"created", created}});
-  std::cout << fmt::format("super stream {} {}: partitions {}\n", f.name,
-                           created ? "created" : "already exists with these partitions",
-                           (*got)["partitions"].dump());
-}
-
-Registrar reg_super_stream([](CLI::App& app, Context& ctx) {
-  auto* cmd = app.add_subcommand(
-      "super-stream", "A running node's super streams (partitioned streams; management API)");
-  cmd->require_subcommand(1);
-  auto c = std::make_shared<SuperFlags>();
-  auto* create = cmd->add_subcommand(
-      "create", "Create a super stream and its partitions, as rabbitmq-streams add_super_stream");
-  create->add_option("NAME", c->name, "The super stream")->required();
-  auto* parts = create->add_option("--partitions", c->partitions,
-                                   "Partitions NAME-0 .. NAME-(N-1), binding keys 0 .. N-1");
-  create
-      ->add_option("--binding-keys", c->binding_keys,
-                   "Binding keys (comma-separated): a partition NAME-KEY each")
-      ->delimiter(',')
-      ->excludes(parts);
-  for (const char* arg : {"max-length-bytes", "max-age", "stream-max-segment-size-bytes",
-                          "x-strata-local-max-bytes", "x-strata-tiering", "x-strata-confirm"}) {
-    create->add_option_function<std::string>(
-        std::string("--") + arg,
-        [c, a = std::string(arg)](const std::string& v) { c->args.emplace_back(a, v); },
-        "Each partition's stream argument (as stream create)");
-  }
-  add_login_flags(create, &c->login);
-  create->callback([c, &ctx] {
-    if (c->partitions == 0 && c->binding_keys.empty()) {
-      return ctx.fail(
-          Error(Errc::invalid_argument, "super-stream create: give --partitions or --binding-keys"));
-    }
-    run_super_create(*c, ctx);
-  });
-
-  auto d = std::make_shared<SuperFlags>();
-  auto* del = cmd->add_subcommand("delete", "Delete a super stream and its partitions");
-  del->add_option("NAME", d->name, "The super stream")->required();
-  add_login_flags(del, &d->login);
-  del->callback([d, &ctx] {
-    auto r = admin_call(d->login, "DELETE", "/api/super-streams/" + encode_segment(d->name), "",
-                        {204});
-    if (!r.ok()) return ctx.fail(std::move(r).error().with_context("super-stream delete " + d->name));
-    if (ctx.json) return ctx.print_json({{"super_stream", d->name}, {"deleted", true}});
-    std::cout << fmt::format("super stream {} deleted with its partitions\n", d->name);
   });
 });
 

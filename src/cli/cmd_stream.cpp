@@ -87,9 +87,15 @@ void print_settings(const std::string& verb, const std::string& name, const std:
                            j["effective"].dump());
 }
 
-void run_create_live(const CreateFlags& f, Context& ctx) {
+// The stream arguments given, as the API's PUT takes them.
+json create_arguments(const CreateFlags& f) {
   json arguments = json::object();
   for (const auto& [k, v] : f.args) arguments[queue_argument_name(k)] = v;
+  return arguments;
+}
+
+void run_create_live(const CreateFlags& f, Context& ctx) {
+  const json arguments = create_arguments(f);
   auto r = admin_call(f.login, "PUT", "/api/streams/" + encode_segment(f.name),
                       json{{"arguments", arguments}}.dump(), {201, 204});
   if (!r.ok()) return ctx.fail(std::move(r).error().with_context("stream create " + f.name));
@@ -210,6 +216,36 @@ void add_retention_flags(CLI::App* cmd, const std::shared_ptr<CreateFlags>& f) {
                "Local disk kept of a tiered stream once uploaded (bytes)");
 }
 
+// The partitions of `strata super-stream create`: a count or binding keys.
+struct PartitionFlags {
+  uint32_t partitions = 0;
+  std::vector<std::string> binding_keys;
+};
+
+// As `rabbitmq-streams add_super_stream NAME --partitions N` (or
+// --binding-keys a,b): partitions NAME-0.. or NAME-a.. through the running
+// node's API, each with the stream arguments given.
+void run_super_create(const CreateFlags& f, const PartitionFlags& p, Context& ctx) {
+  if (p.partitions == 0 && p.binding_keys.empty()) {
+    return ctx.fail(
+        Error(Errc::invalid_argument, "super-stream create: give --partitions or --binding-keys"));
+  }
+  json body = json::object();
+  if (p.partitions > 0) body["partitions"] = p.partitions;
+  if (!p.binding_keys.empty()) body["binding_keys"] = p.binding_keys;
+  body["arguments"] = create_arguments(f);
+  auto r = admin_call(f.login, "PUT", "/api/super-streams/" + encode_segment(f.name), body.dump(),
+                      {201, 204});
+  if (!r.ok()) return ctx.fail(std::move(r).error().with_context("super-stream create " + f.name));
+  auto got = admin_get_json(f.login, "/api/super-streams/" + encode_segment(f.name));
+  if (!got.ok()) return ctx.fail(got.error());
+  const bool created = r->status == 201;
+  if (ctx.json) return ctx.print_json({{"super_stream", *got}, {"created", created}});
+  std::cout << fmt::format("super stream {} {}: partitions {}\n", f.name,
+                           created ? "created" : "already exists with these partitions",
+                           (*got)["partitions"].dump());
+}
+
 Registrar reg_stream([](CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("stream", "Streams of a node's data directory");
   cmd->require_subcommand(1);
@@ -263,6 +299,47 @@ Registrar reg_stream([](CLI::App& app, Context& ctx) {
   del->add_option("--data-dir", f->data_dir, "Data directory (overrides the file's data_dir)");
   del->add_option("NAME", f->name, "The stream")->required();
   del->callback([f, &ctx] { run_delete(*f, ctx); });
+});
+
+Registrar reg_super_stream([](CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand(
+      "super-stream", "A running node's super streams (partitioned streams; management API)");
+  cmd->require_subcommand(1);
+  auto c = std::make_shared<CreateFlags>();
+  auto p = std::make_shared<PartitionFlags>();
+  auto* create = cmd->add_subcommand(
+      "create", "Create a super stream and its partitions, as rabbitmq-streams add_super_stream");
+  create->add_option("NAME", c->name, "The super stream")->required();
+  auto* parts = create->add_option("--partitions", p->partitions,
+                                   "Partitions NAME-0 .. NAME-(N-1), binding keys 0 .. N-1");
+  create
+      ->add_option("--binding-keys", p->binding_keys,
+                   "Binding keys (comma-separated): a partition NAME-KEY each")
+      ->delimiter(',')
+      ->excludes(parts);
+  // Each partition's stream arguments, as stream create takes them.
+  add_retention_flags(create, c);
+  add_arg_flag(create, c, "stream-max-segment-size-bytes", "Local segment size (bytes)");
+  add_arg_flag(create, c, "x-strata-tiering",
+               "true or false: tier the partitions or keep them local");
+  add_arg_flag(create, c, "x-strata-confirm",
+               "local or remote: confirm a publish once it is on local disk, or in the bucket");
+  add_login_flags(create, &c->login);
+  create->callback([c, p, &ctx] { run_super_create(*c, *p, ctx); });
+
+  auto d = std::make_shared<DeleteFlags>();
+  auto* del = cmd->add_subcommand("delete", "Delete a super stream and its partitions");
+  del->add_option("NAME", d->name, "The super stream")->required();
+  add_login_flags(del, &d->login);
+  del->callback([d, &ctx] {
+    auto r =
+        admin_call(d->login, "DELETE", "/api/super-streams/" + encode_segment(d->name), "", {204});
+    if (!r.ok()) {
+      return ctx.fail(std::move(r).error().with_context("super-stream delete " + d->name));
+    }
+    if (ctx.json) return ctx.print_json({{"super_stream", d->name}, {"deleted", true}});
+    std::cout << fmt::format("super stream {} deleted with its partitions\n", d->name);
+  });
 });
 
 }  // namespace

@@ -405,13 +405,15 @@ class Api {
   // node has not sampled: not served here, or not yet), or the totals.
   ApiReply history() {
     if (!node_.history) return error_reply(503, "unavailable", "no history here");
-    if (!r_.stream.empty() && !node_.history->knows(r_.stream)) {
+    const auto samples = node_.history->of(r_.stream);
+    // The totals exist from the first round; before it they are empty.
+    if (!samples && !r_.stream.empty()) {
       return error_reply(404, "not_found",
                          fmt::format("no history of stream '{}' on this node", r_.stream));
     }
     return reply(200, {{"stream", r_.stream.empty() ? json() : json(r_.stream)},
                        {"interval_ms", node_.history_interval_ms},
-                       {"samples", history_json(node_.history->of(r_.stream))}});
+                       {"samples", history_json(samples.value_or(std::vector<HistorySample>{}))}});
   }
 
   // /api/stream/connections, publishers, consumers.

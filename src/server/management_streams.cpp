@@ -83,27 +83,38 @@ json stream_entry(const std::string& name, const node::StreamSettings& settings,
 Result<json> stream_entries(const ApiNode& node, const std::string& name) {
   if (!node.list) return Error(Errc::unavailable, "no streams here");
   STRATA_ASSIGN_OR_RETURN(auto all, node.list());
-  {
-    const json status = node.stream_status ? node.stream_status() : json::object();
-    const auto clients = stream_clients(node.tallies ? node.tallies() : std::vector<ClientTally>{});
-    std::map<std::string, std::string> super_of;
-    if (node.super_streams) {
-      for (const auto& ss : node.super_streams()) {
-        for (const auto& p : ss.partitions) super_of[p] = ss.name;
-      }
+  const json status = node.stream_status ? node.stream_status() : json::object();
+  const auto clients = stream_clients(node.tallies ? node.tallies() : std::vector<ClientTally>{});
+  std::map<std::string, std::string> super_of;
+  if (node.super_streams) {
+    for (const auto& ss : node.super_streams()) {
+      for (const auto& p : ss.partitions) super_of[p] = ss.name;
     }
-    json items = json::array();
-    for (const auto& [n, s] : all) {
-      if (!name.empty() && n != name) continue;
-      auto st = status.find(n);
-      auto c = clients.find(n);
-      items.push_back(stream_entry(n, s, st == status.end() ? json() : *st,
-                                   c == clients.end() ? StreamClients{} : c->second));
-      auto sup = super_of.find(n);
-      items.back()["super_stream"] = sup == super_of.end() ? json() : json(sup->second);
-    }
-    return items;
   }
+  json items = json::array();
+  for (const auto& [n, s] : all) {
+    if (!name.empty() && n != name) continue;
+    auto st = status.find(n);
+    auto c = clients.find(n);
+    items.push_back(stream_entry(n, s, st == status.end() ? json() : *st,
+                                 c == clients.end() ? StreamClients{} : c->second));
+    auto sup = super_of.find(n);
+    items.back()["super_stream"] = sup == super_of.end() ? json() : json(sup->second);
+  }
+  return items;
+}
+
+HistorySample sample_of_entry(int64_t t_ms, const json& entry) {
+  HistorySample s;
+  s.t_ms = t_ms;
+  s.messages = u64(entry, "messages");
+  s.consumer_max_lag = u64(entry, "consumer_max_lag");
+  auto lag = entry.find("upload_lag");
+  if (lag != entry.end() && lag->is_object()) {
+    s.upload_lag_bytes = u64(*lag, "bytes");
+    s.upload_lag_offsets = u64(*lag, "offsets");
+  }
+  return s;
 }
 
 ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string& name,

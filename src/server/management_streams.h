@@ -52,6 +52,9 @@ nlohmann::json stream_entry(const std::string& name, const node::StreamSettings&
 // The entries of GET /api/streams (every stream, or only `name`).
 Result<nlohmann::json> stream_entries(const ApiNode& node, const std::string& name);
 
+// A stream's history sample (stream_history.h) from its entry.
+HistorySample sample_of_entry(int64_t t_ms, const nlohmann::json& entry);
+
 // /api/streams[/NAME]: `name` empty for the list. GETs need the caller to
 // be an administrator or a monitoring user, changes an administrator (the
 // caller checks); `caller` names them in the log.

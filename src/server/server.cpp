@@ -52,6 +52,8 @@ struct Server::Impl {
   Status stop();
   std::string advertised_host() const;
   uint32_t advertised_port() const;
+  // "host:port" of those.
+  std::string advertised_address() const;
 
   const ServeConfig cfg;
   ServerCounters counters;
@@ -168,8 +170,7 @@ Status Server::Impl::start() {
   };
   api_node.cluster = [this] {
     if (ownership) return cluster_document(ownership->status_json());
-    return single_node_cluster(fmt::format("{}:{}", advertised_host(), advertised_port()),
-                               node->streams());
+    return single_node_cluster(advertised_address(), node->streams());
   };
   api_node.store_offset = [this](const std::string& stream, const std::string& reference,
                                  uint64_t offset) {
@@ -243,8 +244,7 @@ Status Server::Impl::join_cluster() {
   if (!client.ok()) return std::move(client).error().with_context("serve: cluster: etcd client");
   std::shared_ptr<etcd::EtcdClient> shared(std::move(client).value());
   etcd = shared;
-  auto oc = ownership_config(cfg.cluster, cfg.node,
-                             fmt::format("{}:{}", advertised_host(), advertised_port()));
+  auto oc = ownership_config(cfg.cluster, cfg.node, advertised_address());
   oc.on_release = [this](const std::string& name) {
     spdlog::info("serve: stream {}: no longer served here (ownership lost)", name);
     // The same as a deletion for this node's clients: publishers and
@@ -295,8 +295,8 @@ std::vector<T> gather(const std::vector<std::shared_ptr<Connection>>& conns, Ask
 }
 
 nlohmann::json Server::Impl::connections_json() {
-  auto got = gather<nlohmann::json>(
-      registry.all(), [](Connection& c, auto done) { c.describe(std::move(done)); });
+  auto got = gather<nlohmann::json>(registry.all(),
+                                    [](Connection& c, auto done) { c.describe(std::move(done)); });
   std::sort(got.begin(), got.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
     return a["id"].get<uint64_t>() < b["id"].get<uint64_t>();
   });
@@ -385,6 +385,10 @@ std::string Server::Impl::advertised_host() const {
 uint32_t Server::Impl::advertised_port() const {
   if (cfg.server.advertised_port != 0) return cfg.server.advertised_port;
   return listener || tls_listener ? front().port() : 0;
+}
+
+std::string Server::Impl::advertised_address() const {
+  return fmt::format("{}:{}", advertised_host(), advertised_port());
 }
 
 Advertised Server::Impl::tls_advertised() const {
@@ -538,7 +542,7 @@ nlohmann::json Server::status_json() const {
   if (m.ownership) j["cluster"] = m.ownership->status_json();
   j["server"] = {
       {"listen", fmt::format("{}:{}", host(), port())},
-      {"advertised", fmt::format("{}:{}", m.advertised_host(), m.advertised_port())},
+      {"advertised", m.advertised_address()},
       {"connections", c.connections_open.load()},
       {"publishers", c.publishers.load()},
       {"consumers", c.consumers.load()},

@@ -13,11 +13,6 @@ void trim(std::deque<HistorySample>* d, int64_t window_ms) {
   while (!d->empty() && d->front().t_ms < d->back().t_ms - window_ms) d->pop_front();
 }
 
-uint64_t u64_at(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
-}
-
 }  // namespace
 
 void StreamHistory::record(int64_t t_ms, const std::map<std::string, HistorySample>& streams) {
@@ -42,16 +37,11 @@ void StreamHistory::record(int64_t t_ms, const std::map<std::string, HistorySamp
   trim(&all, window_ms_);
 }
 
-std::vector<HistorySample> StreamHistory::of(const std::string& stream) const {
+std::optional<std::vector<HistorySample>> StreamHistory::of(const std::string& stream) const {
   std::lock_guard l(mu_);
   auto it = samples_.find(stream);
-  if (it == samples_.end()) return {};
-  return {it->second.begin(), it->second.end()};
-}
-
-bool StreamHistory::knows(const std::string& stream) const {
-  std::lock_guard l(mu_);
-  return samples_.count(stream) != 0;
+  if (it == samples_.end()) return std::nullopt;
+  return std::vector<HistorySample>(it->second.begin(), it->second.end());
 }
 
 json history_json(const std::vector<HistorySample>& samples) {
@@ -64,19 +54,6 @@ json history_json(const std::vector<HistorySample>& samples) {
                    {"consumer_max_lag", s.consumer_max_lag}});
   }
   return out;
-}
-
-HistorySample sample_of_entry(int64_t t_ms, const json& entry) {
-  HistorySample s;
-  s.t_ms = t_ms;
-  s.messages = u64_at(entry, "messages");
-  s.consumer_max_lag = u64_at(entry, "consumer_max_lag");
-  auto lag = entry.find("upload_lag");
-  if (lag != entry.end() && lag->is_object()) {
-    s.upload_lag_bytes = u64_at(*lag, "bytes");
-    s.upload_lag_offsets = u64_at(*lag, "offsets");
-  }
-  return s;
 }
 
 }  // namespace strata::server

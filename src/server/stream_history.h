@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,9 +34,9 @@ class StreamHistory {
   // One round: a sample per stream served now (streams absent from it are
   // forgotten), and their sum under the name "" (no stream has it).
   void record(int64_t t_ms, const std::map<std::string, HistorySample>& streams);
-  // A stream's samples, oldest first ("" : the totals); none when unknown.
-  std::vector<HistorySample> of(const std::string& stream) const;
-  bool knows(const std::string& stream) const;
+  // A stream's samples, oldest first ("" : the totals); nullopt for a
+  // stream not sampled (not served here, or not yet).
+  std::optional<std::vector<HistorySample>> of(const std::string& stream) const;
 
  private:
   const int64_t window_ms_;
@@ -45,8 +46,5 @@ class StreamHistory {
 
 // {"t", "messages", "upload_lag_bytes", "upload_lag_offsets", "consumer_max_lag"}.
 nlohmann::json history_json(const std::vector<HistorySample>& samples);
-
-// A stream's sample from its entry in GET /api/streams (stream_entry).
-HistorySample sample_of_entry(int64_t t_ms, const nlohmann::json& entry);
 
 }  // namespace strata::server
