@@ -294,7 +294,9 @@ json Ownership::Impl::status_json() const {
                                                                : "acquiring";
   }
   json owners = json::object();
-  for (const auto& [s, o] : view_.owners) owners[s] = {{"node", o.node_id}, {"lease", lease_json(o.lease)}};
+  for (const auto& [s, o] : view_.owners) {
+    owners[s] = {{"node", o.node_id}, {"lease", lease_json(o.lease)}};
+  }
   return {{"node_id", cfg_.node_id},
           {"advertise", cfg_.advertise},
           {"lease", lease_json(lease_)},
@@ -317,8 +319,7 @@ std::string Ownership::Impl::metrics_text() const {
           "1 while the node holds its etcd lease (streams may be served); 0 after it gave it up",
           {}, lease_ != 0 ? 1 : 0);
   w.counter("strata_cluster_fences_total",
-            "Times the node stopped every stream for want of a renewed lease", {},
-            double(fences_));
+            "Times the node stopped every stream for want of a renewed lease", {}, double(fences_));
   w.counter("strata_cluster_writer_fences_total",
             "Streams re-acquired after their uploader was fenced while this node owned them", {},
             double(writer_fences_));
@@ -329,8 +330,8 @@ std::string Ownership::Impl::metrics_text() const {
   w.counter("strata_cluster_streams_released_total",
             "Streams this node stopped serving (released, handed over, fenced)", {},
             double(streams_released_));
-  w.counter("strata_cluster_handoffs_total", "Streams handed over to their first-choice node",
-            {}, double(handoffs_));
+  w.counter("strata_cluster_handoffs_total", "Streams handed over to their first-choice node", {},
+            double(handoffs_));
   w.gauge("strata_cluster_nodes", "Nodes registered in the cluster as this node sees them", {},
           double(view_.nodes.size()));
   w.histogram("strata_cluster_etcd_keepalive_seconds",

@@ -141,17 +141,17 @@ Result<BytesView> chunk_filter(const tier::TieredChunk& c, Bytes* buf) {
   return log::chunk_filter_of(*buf, where);
 }
 
-// Adds one chunk to the batch: a frame of its own when its body goes by
-// sendfile, else (head and body in memory, the body copied once) joined to
-// the open Deliver, or appended to the batch's last frame when that one is
-// in memory too and has room. False (nothing added): the chunk did not join
-// after all and the batch has max_chunks Delivers; the caller carries it.
 // Where a chunk ends in the local log; none for a remote chunk.
 std::optional<node::LogMark> end_of(const tier::TieredChunk& c) {
   if (c.tier != tier::Tier::local) return std::nullopt;
   return node::LogMark{c.segment_first_offset, c.position + c.header.total_size()};
 }
 
+// Adds one chunk to the batch: a frame of its own when its body goes by
+// sendfile, else (head and body in memory, the body copied once) joined to
+// the open Deliver, or appended to the batch's last frame when that one is
+// in memory too and has room. False (nothing added): the chunk did not join
+// after all and the batch has max_chunks Delivers; the caller carries it.
 Result<bool> add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uint64_t committed,
                        uint32_t max_chunks, ReadBatch* b, uint64_t* mem) {
   // A filtered subscription: a chunk the filter rules out is passed over
