@@ -6,6 +6,7 @@
 #include <map>
 
 #include "server/definitions_streams.h"
+#include "server/server_limits.h"
 
 namespace strata::server {
 
@@ -54,9 +55,11 @@ Result<SuperStream> super_stream_from_body(const std::string& name, const json& 
                    "give \"partitions\" as a count or \"binding_keys\", not both");
     }
     const int64_t n = parts.get<int64_t>();
-    if (n < 1) return Error(Errc::invalid_argument, "\"partitions\" must be at least 1");
-    // The super stream's own check bounds it; this one keeps the loop short.
-    if (n > 10000) return Error(Errc::invalid_argument, "\"partitions\": too many");
+    // The super stream's own bound, checked before the names are made.
+    if (n < 1 || n > int64_t(kMaxPartitions)) {
+      return Error(Errc::invalid_argument,
+                   fmt::format("\"partitions\": {} (1..{} allowed)", n, kMaxPartitions));
+    }
     for (int64_t i = 0; i < n; ++i) {
       s.partitions.push_back(fmt::format("{}-{}", name, i));
       s.binding_keys.push_back(std::to_string(i));
