@@ -23,7 +23,9 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "cluster/ownership_core.h"
 #include "common/result.h"
@@ -34,6 +36,12 @@ class Node;
 }
 
 namespace strata::cluster {
+
+// A followed key (OwnershipConfig::followed_dirs) as the watch saw it.
+struct FollowedKey {
+  std::string key;                   // without "<ns>/", e.g. "settings/s1"
+  std::optional<std::string> value;  // unset: deleted
+};
 
 struct OwnershipConfig {
   std::string node_id;    // [A-Za-z0-9._-]{1,128}
@@ -57,6 +65,15 @@ struct OwnershipConfig {
   // How long a hand-off may take to persist what is committed; past it the
   // stream is served again and handed over later.
   std::chrono::milliseconds handoff_timeout{30000};
+  // Keys under <ns>/ that ownership does not decide on but its user
+  // follows through the same watch (a stream's settings, super streams):
+  // those under one of `followed_dirs` (e.g. "settings/"). on_followed
+  // gets them with `snapshot` false as they change, in revision order, and
+  // with `snapshot` true as the whole followed set read when the watch
+  // starts or starts over (a key missing from it is gone). Called on the
+  // watch's thread or the ownership's strand: must not block.
+  std::vector<std::string> followed_dirs;
+  std::function<void(const std::vector<FollowedKey>& keys, bool snapshot)> on_followed;
 };
 
 // invalid_argument naming the setting.

@@ -74,6 +74,8 @@ class Ownership::Impl {
   void resync_later();
   void on_snapshot(uint64_t generation, const etcd::RangeResult& r);
   void on_watch(const std::vector<etcd::WatchEvent>& events);
+  // Adds kv to `out` if it is under one of cfg_.followed_dirs.
+  void follow(const etcd::KeyValue& kv, bool removed, std::vector<FollowedKey>* out) const;
   // Whether the view changed (nodes, owners, the set of streams).
   bool apply_kv(const etcd::KeyValue& kv, bool removed);
   ev::View core_view() const;  // mu_ held

@@ -73,6 +73,20 @@ bool Ownership::Impl::apply_kv(const etcd::KeyValue& kv, bool removed) {
   return false;
 }
 
+void Ownership::Impl::follow(const etcd::KeyValue& kv, bool removed,
+                             std::vector<FollowedKey>* out) const {
+  const std::string prefix = cfg_.ns + "/";
+  if (kv.key.compare(0, prefix.size(), prefix) != 0) return;
+  std::string_view rest = std::string_view(kv.key).substr(prefix.size());
+  for (const auto& dir : cfg_.followed_dirs) {
+    if (rest.substr(0, dir.size()) == dir) {
+      out->push_back(FollowedKey{std::string(rest),
+                                 removed ? std::nullopt : std::optional<std::string>(kv.value)});
+      return;
+    }
+  }
+}
+
 // Reads the whole namespace, then watches it from the next revision. Runs
 // on the strand; on failure it is tried again after the core's retry time.
 void Ownership::Impl::resync() {
@@ -106,12 +120,16 @@ void Ownership::Impl::resync_later() {
 // The namespace as read at r.revision: the view starts over from it, the
 // watch resumes right after it, and the core sees it.
 void Ownership::Impl::on_snapshot(uint64_t gen, const etcd::RangeResult& r) {
+  std::vector<FollowedKey> followed;
   {
     std::lock_guard l(mu_);
     view_ = ClusterView{};
     view_.revision = r.revision;
-    for (const auto& kv : r.kvs) (void)apply_kv(kv, false);
+    for (const auto& kv : r.kvs) {
+      if (!apply_kv(kv, false)) follow(kv, false, &followed);
+    }
   }
+  if (cfg_.on_followed) cfg_.on_followed(followed, /*snapshot=*/true);
   const std::string prefix = cfg_.ns + "/";
   etcd::WatchRequest w;
   w.key = prefix;
@@ -136,23 +154,30 @@ void Ownership::Impl::on_snapshot(uint64_t gen, const etcd::RangeResult& r) {
 // On the watch's thread.
 void Ownership::Impl::on_watch(const std::vector<etcd::WatchEvent>& events) {
   ev::View v;
+  std::vector<FollowedKey> followed;
+  bool changed = false;
   {
     std::lock_guard l(mu_);
-    bool changed = false;
     for (const auto& e : events) {
+      const bool removed = e.type == etcd::WatchEvent::Type::remove;
       // The watch starts after the snapshot's revision and delivers in
       // revision order (etcd_client.h): a step back would apply an old
       // owner key over a newer one, and the core would act on it.
       STRATA_ASSERT(e.kv.mod_revision >= view_.revision,
                     "cluster: a watch event older than the view it updates");
-      changed = apply_kv(e.kv, e.type == etcd::WatchEvent::Type::remove) || changed;
+      if (apply_kv(e.kv, removed)) {
+        changed = true;
+      } else {
+        follow(e.kv, removed, &followed);
+      }
       view_.revision = e.kv.mod_revision;
     }
     // Other keys under <ns>/ (entries' persists, epochs, settings, consumer
     // offsets) change nothing the core decides on: no snapshot for them.
-    if (!changed) return;
-    v = core_view();
+    if (changed) v = core_view();
   }
+  if (!followed.empty() && cfg_.on_followed) cfg_.on_followed(followed, /*snapshot=*/false);
+  if (!changed) return;
   cv_.notify_all();
   post_event(std::move(v));
 }

@@ -116,6 +116,15 @@ class Node {
   // evaluated at once. Errors: not_found / unavailable as stream(), the
   // store's, and nothing is applied then. Blocks on I/O.
   Status alter_stream(const std::string& name, const StreamSettings& to);
+  // A cluster's alteration made on a node that does not serve the stream:
+  // checked as alter_stream checks it, against the settings the catalog
+  // keeps for it, and stored there only (not_found when it has none); the
+  // owner applies it when it sees the change (adopt_catalog_settings).
+  Status alter_catalog_stream(const std::string& name, const StreamSettings& to);
+  // Applies settings the catalog already holds (another node stored them)
+  // to the open stream: its settings file and retention, as alter_stream
+  // does, without writing the catalog. not_found when it is not open here.
+  Status adopt_catalog_settings(const std::string& name, const StreamSettings& to);
   // What an open stream was created with, and what it runs with.
   Result<StreamSettings> stream_settings(const std::string& name) const;
   Result<EffectiveSettings> effective_settings(const std::string& name) const;

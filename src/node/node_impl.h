@@ -156,6 +156,8 @@ class Node::Impl {
   // One alteration at a time (stream_alter.cpp): each reads the settings,
   // writes them where they are kept, then applies them; never held with mu.
   std::mutex alter_mu;
+  // alter_stream, or adopt_catalog_settings (!in_catalog): node.h.
+  Status alter(const std::string& name, const StreamSettings& to, bool in_catalog);
   // By stream: what readers (subscriptions, replica feeds) read from the
   // bucket since the node started, handed to every reader through
   // tier_context(). Its own mutex: taken by readers' opens, never with mu.

@@ -26,7 +26,27 @@ std::string describe(const EffectiveSettings& e) {
 }  // namespace
 
 Status Node::alter_stream(const std::string& name, const StreamSettings& to) {
+  return impl_->alter(name, to, /*in_catalog=*/true);
+}
+
+Status Node::adopt_catalog_settings(const std::string& name, const StreamSettings& to) {
+  return impl_->alter(name, to, /*in_catalog=*/false);
+}
+
+Status Node::alter_catalog_stream(const std::string& name, const StreamSettings& to) {
   Impl& n = *impl_;
+  std::lock_guard alter(n.alter_mu);
+  STRATA_ASSIGN_OR_RETURN(StreamSettings cur, catalog_stream_settings(name));
+  STRATA_TRY(check_alteration(cur, to));
+  STRATA_TRY(validate_settings(n.cfg, to));
+  if (cur == to) return Status::OK();
+  STRATA_TRY(n.catalog->update_settings(name, settings_to_json(to).dump()));
+  spdlog::info("node: stream {}: retention altered in the catalog; its owner applies it", name);
+  return Status::OK();
+}
+
+Status Node::Impl::alter(const std::string& name, const StreamSettings& to, bool in_catalog) {
+  Impl& n = *this;
   std::lock_guard alter(n.alter_mu);
   STRATA_ASSIGN_OR_RETURN(StreamEntry e, n.lookup(name));
   STRATA_TRY(check_alteration(e.settings, to));
@@ -34,12 +54,15 @@ Status Node::alter_stream(const std::string& name, const StreamSettings& to) {
   if (e.settings == to) return Status::OK();
   // A cluster's stream keeps its settings beside its catalog entry, read by
   // every owner that acquires it; the file beside the log is what local
-  // tools and a node without such a catalog read.
-  auto kept = n.catalog->settings(name);
-  if (kept.ok() && *kept) {
-    STRATA_TRY(n.catalog->update_settings(name, settings_to_json(to).dump()));
-  } else if (!kept.ok() && kept.error().code != Errc::unsupported) {
-    return std::move(kept).error().with_context(fmt::format("altering stream {}", name));
+  // tools and a node without such a catalog read. Adopted settings are in
+  // the catalog already.
+  if (in_catalog) {
+    auto kept = n.catalog->settings(name);
+    if (kept.ok() && *kept) {
+      STRATA_TRY(n.catalog->update_settings(name, settings_to_json(to).dump()));
+    } else if (!kept.ok() && kept.error().code != Errc::unsupported) {
+      return std::move(kept).error().with_context(fmt::format("altering stream {}", name));
+    }
   }
   STRATA_TRY(write_settings_file(n.registry->fs(), n.registry->dir_of(name), to));
   const EffectiveSettings eff = node::effective_settings(n.cfg, to);

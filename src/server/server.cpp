@@ -15,6 +15,7 @@
 #include "node/node.h"
 #include "server/access_admin.h"
 #include "server/access_policy.h"
+#include "server/cluster_follow.h"
 #include "server/connection_registry.h"
 #include "server/listener.h"
 #include "server/management_cluster.h"
@@ -231,7 +232,18 @@ Status Server::Impl::open_state() {
   auto o = OffsetStore::open(path_join(cfg.node.data_dir, "tracking"));
   if (!o.ok()) return std::move(o).error().with_context("serve: offset tracking");
   offsets = std::move(o).value();
-  auto s = SuperStreams::open(path_join(cfg.node.data_dir, "super_streams"));
+  // A cluster's super streams are the cluster's (etcd), a single node's
+  // its own (files under the data directory).
+  std::unique_ptr<SuperStreamStore> store;
+  if (cfg.cluster.enabled) {
+    auto client = etcd::EtcdClient::open(node::etcd_client_options(cfg.node.catalog_etcd));
+    if (!client.ok()) return std::move(client).error().with_context("serve: cluster: etcd client");
+    etcd = std::move(client).value();
+    store = etcd_super_stream_store(etcd, cfg.node.catalog_etcd.ns);
+  } else {
+    store = file_super_stream_store(path_join(cfg.node.data_dir, "super_streams"), posix_fs());
+  }
+  auto s = SuperStreams::open(std::move(store));
   if (!s.ok()) return std::move(s).error().with_context("serve: super streams");
   supers = std::move(s).value();
   served = std::make_unique<ServedStreams>(*node, *supers, cfg, counters);
@@ -240,11 +252,10 @@ Status Server::Impl::open_state() {
 
 Status Server::Impl::join_cluster() {
   const auto& e = cfg.node.catalog_etcd;
-  auto client = etcd::EtcdClient::open(node::etcd_client_options(e));
-  if (!client.ok()) return std::move(client).error().with_context("serve: cluster: etcd client");
-  std::shared_ptr<etcd::EtcdClient> shared(std::move(client).value());
-  etcd = shared;
+  std::shared_ptr<etcd::EtcdClient> shared = etcd;  // opened with the super streams
   auto oc = ownership_config(cfg.cluster, cfg.node, advertised_address());
+  // Alterations and super streams made on other nodes.
+  follow_cluster_keys(oc, *node, *supers, runtime->pool());
   oc.on_release = [this](const std::string& name) {
     spdlog::info("serve: stream {}: no longer served here (ownership lost)", name);
     // The same as a deletion for this node's clients: publishers and

@@ -102,12 +102,10 @@ Status StreamOps::delete_stream(const std::string& name) {
 
 Status StreamOps::alter_stream(const std::string& name, const node::StreamSettings& to) {
   cluster::Ownership* own = ownership_.load();
-  if (own && !own->serving(name)) {
-    const std::string owner = own->owner_address(name);
-    return Error(Errc::unavailable,
-                 fmt::format("stream {} is served by {}; alter it on that node", name,
-                             owner.empty() ? "no node right now" : owner));
-  }
+  // Stored in the catalog; the owner applies it when it sees it
+  // (cluster_follow.h), and a stream without an owner now gets it from
+  // the catalog when it is next opened.
+  if (own && !own->serving(name)) return d_.node->alter_catalog_stream(name, to);
   return d_.node->alter_stream(name, to);
 }
 

@@ -4,27 +4,30 @@
 // key exactly (as RabbitMQ's Route command does with its direct exchange);
 // Partitions answers the partition streams in order.
 //
-// Persistence: one file per super stream, <dir>/<component> (dir is
-// typically <data_dir>/super_streams; the name as a file name,
-// server/named_files.h), replaced crash-atomically (common/publish_file.h);
-// byte layout in docs/formats/server-state.md ("Super stream file").
+// Persistence: a SuperStreamStore (super_stream_store.h) — one file per
+// super stream under <data_dir>/super_streams on a single node, one etcd
+// key per super stream in a cluster. Answers come from memory: what was
+// loaded at open, created or removed here, and — in a cluster — what the
+// node learned from the watch of the keys other nodes write (learned,
+// learned_all).
 //
 // Create order: the partition streams first (through the caller's
-// callback), then the file. A failure before the file is published deletes
+// callback), then the store. A failure before the store holds it deletes
 // the partitions this call created. A crash in between leaves ordinary
 // streams without a super stream; creating the super stream again then
 // fails naming the partition that exists (delete it, or the streams, first).
-// Delete order: the file first (the super stream is gone once that is
+// Delete order: the store first (the super stream is gone once that is
 // durable), then the partitions; a partition already gone is not an error.
 //
 // Thread safety: every method may be called from any thread. create and
-// remove block on the callbacks and on fsync: not on an event loop.
+// remove block on the callbacks and on the store: not on an event loop.
 #pragma once
 
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -32,6 +35,7 @@
 
 #include "common/fs.h"
 #include "common/result.h"
+#include "server/super_stream_store.h"
 
 namespace strata::server {
 
@@ -55,6 +59,14 @@ class SuperStreams {
   // temporary files are removed. Errors: a damaged file (corrupt, naming
   // it), I/O.
   static Result<std::unique_ptr<SuperStreams>> open(std::string dir, FileSystem* fs = nullptr);
+  // Loads every super stream `store` holds, and keeps them there.
+  static Result<std::unique_ptr<SuperStreams>> open(std::unique_ptr<SuperStreamStore> store);
+
+  // What another node stored (a cluster's watch): `s` set, the super
+  // stream `name` as stored now; unset, removed.
+  void learned(std::string_view name, std::optional<SuperStream> s);
+  // The whole stored set, as read at once (a watch starting over).
+  void learned_all(std::vector<SuperStream> all);
 
   // Errors: invalid_argument (bad super stream or partition name, no
   // partitions, a binding key count that differs from the partitions', an
@@ -80,11 +92,9 @@ class SuperStreams {
   std::vector<SuperStream> all() const;
 
  private:
-  SuperStreams(std::string dir, FileSystem& fs) : dir_(std::move(dir)), fs_(fs) {}
-  Status load();
+  explicit SuperStreams(std::unique_ptr<SuperStreamStore> store) : store_(std::move(store)) {}
 
-  std::string dir_;
-  FileSystem& fs_;
+  std::unique_ptr<SuperStreamStore> store_;
   mutable std::mutex mu_;
   std::map<std::string, SuperStream, std::less<>> supers_;
   std::set<std::string, std::less<>> busy_;  // names being created or deleted
@@ -97,5 +107,9 @@ Bytes encode_super_stream_file(const SuperStream& s);
 // `version`, if given, receives the file's version.
 Result<SuperStream> decode_super_stream_file(BytesView in, const std::string& where,
                                              uint8_t* version = nullptr);
+// The value of a cluster's key for super stream `name` (super_stream_store.h):
+// corrupt, naming `where`, unless it decodes to a super stream of that name.
+Result<SuperStream> decode_super_stream_key(std::string_view name, BytesView value,
+                                            const std::string& where);
 
 }  // namespace strata::server

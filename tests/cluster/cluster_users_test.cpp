@@ -6,7 +6,6 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
 
 #include "support/cli.h"
@@ -19,34 +18,18 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string node_http(ServeProcess& p) {
-  static const std::regex re("http on (127\\.0\\.0\\.1:[0-9]+)\n");
-  std::smatch m;
-  const std::string out = p.process().stdout_text();
-  return std::regex_search(out, m, re) ? "http://" + m[1].str() : "";
-}
-
 bool logs_in(int port, const std::string& user, const std::string& pw) {
   auto c = StreamClient::connect(port);
   return c.ok() && c->handshake(user, pw).ok();
 }
 
-// Two nodes over a one-member etcd, each with its HTTP endpoint.
-std::unique_ptr<ServeCluster> two_nodes_with_http(TempDir& dir, std::string* error) {
-  ServeClusterOptions o;
-  o.nodes = 2;
-  o.etcd_members = 1;
-  o.patch = {{"http", {{"listen", "127.0.0.1:0"}}}};
-  return ServeCluster::start(dir.path(), o, error);
-}
-
 TEST(ClusterUsers, AUserAddedOnOneNodeLogsInOnEveryNode) {
   TempDir dir;
   std::string error;
-  auto cluster = two_nodes_with_http(dir, &error);
+  auto cluster = ServeCluster::start(dir.path(), ServeClusterOptions::two_with_http(), &error);
   ASSERT_NE(cluster, nullptr) << error;
-  const std::string a = node_http(cluster->node(0));
-  const std::string b = node_http(cluster->node(1));
+  const std::string a = cluster->node(0).http_url();
+  const std::string b = cluster->node(1).http_url();
   ASSERT_FALSE(a.empty() || b.empty()) << cluster->node(0).process().stdout_text();
   const std::string pw = dir.sub("carol.pw");
   std::ofstream(pw) << "c4rol\n";
@@ -81,14 +64,14 @@ TEST(ClusterUsers, AUserAddedOnOneNodeLogsInOnEveryNode) {
 TEST(ClusterUsers, EveryNodeShowsTheClusterItsNodesAndTheStreamsOwners) {
   TempDir dir;
   std::string error;
-  auto cluster = two_nodes_with_http(dir, &error);
+  auto cluster = ServeCluster::start(dir.path(), ServeClusterOptions::two_with_http(), &error);
   ASSERT_NE(cluster, nullptr) << error;
   const std::vector<std::string> streams = {"view-a", "view-b", "view-c"};
   for (const auto& s : streams) ASSERT_TRUE(cluster->create_stream(0, s).ok()) << s;
   const std::string admin = dir.sub("guest.pw");
   std::ofstream(admin) << "guest\n";
   for (int i = 0; i < 2; ++i) {
-    const std::string url = node_http(cluster->node(i));
+    const std::string url = cluster->node(i).http_url();
     ASSERT_FALSE(url.empty());
     const std::string api = "http://guest:guest@" + url.substr(std::string("http://").size());
     nlohmann::json doc;

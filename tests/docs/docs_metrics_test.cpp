@@ -115,18 +115,7 @@ bool has(const std::string& text, const std::string& needle) {
 
 // The URL of a serve child's /metrics and /status (started with
 // --http 127.0.0.1:0), from its "http on" line.
-std::string http_url(ServeProcess& s) {
-  auto out = s.process().wait_for_output("strata serve: http on ", 30s);
-  if (!out) return "";
-  static const std::regex re("http on (127\\.0\\.0\\.1:[0-9]+)\n");
-  for (int i = 0; i < 100; ++i) {
-    std::smatch m;
-    std::string text = s.process().stdout_text();
-    if (std::regex_search(text, m, re)) return "http://" + std::string(m[1]);
-    std::this_thread::sleep_for(50ms);
-  }
-  return "";
-}
+std::string http_url(ServeProcess& s) { return s.http_url(30s); }
 
 // Creates `stream` and publishes a few messages, each confirmed, then
 // subscribes a consumer of a named group without credit (it lags by all of

@@ -267,6 +267,36 @@ TEST(SuperStreams, EveryNameSurvivesAReopen) {
   EXPECT_EQ((*s)->names().size(), all.size() - 1);
 }
 
+// What another node stored (a cluster's watch) changes what this one
+// answers; a whole set read at once replaces it; a key's value must hold
+// the super stream the key names.
+TEST(SuperStreams, LearnsWhatOtherNodesStore) {
+  test::TempDir dir;
+  auto s = SuperStreams::open(dir.sub("ss"));
+  ASSERT_TRUE(s.ok());
+  (*s)->learned("invoices", invoices());
+  EXPECT_EQ(*(*s)->route("invoices", "1"), std::vector<std::string>{"invoices-1"});
+  EXPECT_EQ((*s)->super_stream_of("invoices-2"), "invoices");
+  (*s)->learned("invoices", std::nullopt);
+  EXPECT_EQ((*s)->partitions("invoices").code(), Errc::not_found);
+  (*s)->learned("invoices", invoices());
+  (*s)->learned_all({SuperStream{"eu", {"eu-a"}, {"a"}}});
+  EXPECT_EQ((*s)->names(), std::vector<std::string>{"eu"});
+
+  const Bytes value = encode_super_stream_file(invoices());
+  auto ok = decode_super_stream_key("invoices", value, "etcd key x/super_streams/invoices");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(*ok, invoices());
+  auto wrong = decode_super_stream_key("orders", value, "etcd key x/super_streams/orders");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().code, Errc::corrupt);
+  EXPECT_NE(wrong.error().message.find("etcd key x/super_streams/orders"), std::string::npos)
+      << wrong.error().message;
+  Bytes torn = value;
+  torn[6] ^= 1;
+  EXPECT_EQ(decode_super_stream_key("invoices", torn, "k").code(), Errc::corrupt);
+}
+
 // Power loss at every step of a create and of a delete: after restart the
 // super stream either exists whole or does not exist at all.
 TEST(SuperStreams, CrashAtEveryStepLeavesAllOrNothing) {

@@ -35,13 +35,7 @@ inline std::string serve_http_get(ServeProcess& server, const std::string& path)
   return http_get(fmt::format("http://127.0.0.1:{}{}", m[1].str(), path), std::chrono::seconds(10));
 }
 // The base URL of that HTTP port ("" when it printed none).
-inline std::string serve_http_url(ServeProcess& server) {
-  static const std::regex re("http on (127\\.0\\.0\\.1:[0-9]+)\n");
-  std::smatch m;
-  const std::string out = server.process().stdout_text();
-  if (!std::regex_search(out, m, re)) return "";
-  return "http://" + m[1].str();
-}
+inline std::string serve_http_url(ServeProcess& server) { return server.http_url(); }
 // Its /status as JSON.
 inline nlohmann::json serve_status(ServeProcess& server) {
   return nlohmann::json::parse(serve_http_get(server, "/status"), nullptr, false);

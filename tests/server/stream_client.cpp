@@ -12,6 +12,7 @@
 #include <cstring>
 #include <iostream>
 #include <regex>
+#include <thread>
 
 #include "proto/client_handshake.h"
 #include "support/temp_dir.h"
@@ -161,6 +162,18 @@ ServeProcess ServeProcess::start(const std::string& data_dir, const std::vector<
     }
   }
   return s;
+}
+
+std::string ServeProcess::http_url(std::chrono::milliseconds wait) {
+  static const std::regex re("http on (127\\.0\\.0\\.1:[0-9]+)\n");
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    std::smatch m;
+    const std::string out = proc_.stdout_text();
+    if (std::regex_search(out, m, re)) return "http://" + m[1].str();
+    if (std::chrono::steady_clock::now() >= deadline) return "";
+    std::this_thread::sleep_for(50ms);
+  }
 }
 
 std::optional<int> ServeProcess::stop(std::chrono::milliseconds timeout) {

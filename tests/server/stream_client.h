@@ -75,6 +75,10 @@ class ServeProcess {
                             const std::string& log_dir = "");
   int port() const { return port_; }
   Process& process() { return proc_; }
+  // "http://127.0.0.1:PORT" of its HTTP endpoint (started with an http
+  // listen address), from its "http on" line, waited for up to `wait`;
+  // "" when it printed none.
+  std::string http_url(std::chrono::milliseconds wait = 0ms);
   // SIGTERM and wait; the exit status.
   std::optional<int> stop(std::chrono::milliseconds timeout = 60s);
 

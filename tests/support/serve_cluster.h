@@ -44,6 +44,16 @@ struct ServeClusterOptions {
   // Merged (JSON merge patch, RFC 7386) into every node's document, after
   // the defaults of node_doc.
   nlohmann::json patch = nlohmann::json::object();
+
+  // Two nodes over a one-member etcd, each with an HTTP endpoint on a free
+  // port (ServeProcess::http_url): the management API's tests.
+  static ServeClusterOptions two_with_http() {
+    ServeClusterOptions o;
+    o.nodes = 2;
+    o.etcd_members = 1;
+    o.patch = {{"http", {{"listen", "127.0.0.1:0"}}}};
+    return o;
+  }
 };
 
 class ServeCluster {
