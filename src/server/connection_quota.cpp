@@ -29,13 +29,14 @@ ConnectionQuota::Outcome ConnectionQuota::take(uint64_t id, const std::string& u
   return Outcome::taken;
 }
 
-void ConnectionQuota::release(uint64_t id) {
+bool ConnectionQuota::release(uint64_t id) {
   std::lock_guard l(mu_);
   auto it = holders_.find(id);
-  if (it == holders_.end()) return;
+  if (it == holders_.end()) return false;
   drop(users_, it->second.first);
   drop(vhosts_, it->second.second);
   holders_.erase(it);
+  return true;
 }
 
 size_t ConnectionQuota::of_user(const std::string& user) const {

@@ -26,8 +26,9 @@ class ConnectionQuota {
   // Connection `id` of `user` opens `vhost`: its place, or which limit is
   // reached (nothing taken then).
   Outcome take(uint64_t id, const std::string& user, const std::string& vhost);
-  // Connection `id` closed; nothing if it held no place.
-  void release(uint64_t id);
+  // Connection `id` closed; nothing if it held no place. Whether it held one
+  // (it was opened).
+  bool release(uint64_t id);
 
   size_t of_user(const std::string& user) const;
   size_t of_vhost(const std::string& vhost) const;

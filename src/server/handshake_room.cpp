@@ -247,6 +247,8 @@ void HandshakeRoom::on(const OpenRequest& r) {
   resp.properties = {{"advertised_host", origin_.advertised.host},
                      {"advertised_port", std::to_string(origin_.advertised.port)}};
   send_message(session_, resp);
+  counters_.connections_opened += 1;
+  counters_.connections_established += 1;
   vhost_ = r.virtual_host;
   channel_.set_frame_max(tuned_frame_max_);
   // Before Open the handshake's step deadline bounds a half frame.

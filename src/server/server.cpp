@@ -196,7 +196,7 @@ Status Server::Impl::start() {
   env.offsets = tracked.get();
   env.sac = sac.get();
   env.on_closed = [this](uint64_t id) {
-    quota.release(id);
+    if (quota.release(id)) counters.connections_established -= 1;
     if (registry.remove(id)) counters.connections_open -= 1;
   };
   if (listener) {

@@ -13,6 +13,10 @@ namespace strata::server {
 struct ServerCounters {
   std::atomic<uint64_t> connections_accepted{0};
   std::atomic<uint64_t> connections_open{0};
+  // Connections whose Open succeeded (RabbitMQ's connections_opened_total
+  // and its connections gauge count only those): ever, and open now.
+  std::atomic<uint64_t> connections_opened{0};
+  std::atomic<uint64_t> connections_established{0};
   std::atomic<uint64_t> publishers{0};
   std::atomic<uint64_t> consumers{0};
   std::atomic<uint64_t> messages_in{0};

@@ -136,13 +136,16 @@ void write_rabbitmq_names(PromWriter& w, const ServerCounters& c,
     w.counter(name, "Commands failed with this code (strata_server_errors_total)", stream,
               double(c.errors_by_code[ServerCounters::code_index(k.code)].load()));
   }
-  w.gauge("rabbitmq_connections", "Open connections (strata_server_connections)", {},
-          double(c.connections_open.load()));
+  // As RabbitMQ counts them (measured on 3.10.8): a connection is opened,
+  // and among the open ones, once its Open succeeded; every connection
+  // accepted counts as closed when it closes, opened or not.
+  w.gauge("rabbitmq_connections", "Connections opened and still open", {},
+          double(c.connections_established.load()));
   const uint64_t accepted = c.connections_accepted.load();
   const uint64_t open = c.connections_open.load();
-  w.counter("rabbitmq_connections_opened_total",
-            "Connections opened (strata_server_connections_accepted_total)", {}, double(accepted));
-  w.counter("rabbitmq_connections_closed_total", "Connections closed", {},
+  w.counter("rabbitmq_connections_opened_total", "Connections whose Open succeeded", {},
+            double(c.connections_opened.load()));
+  w.counter("rabbitmq_connections_closed_total", "Connections closed, opened or not", {},
             double(accepted > open ? accepted - open : 0));
   uint64_t max_lag = 0;
   for (const auto& [name, s] : clients) {

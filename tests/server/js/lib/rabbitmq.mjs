@@ -7,10 +7,12 @@ import { Child, freePort, waitForPort } from "./process.mjs";
 const SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server";
 
 export class RabbitServer {
-  constructor(dir) {
+  // prometheus: also run rabbitmq_prometheus, its /metrics at this.prometheus (http://127.0.0.1:PORT).
+  constructor(dir, { prometheus = false } = {}) {
     this.kind = "rabbitmq";
     this.dir = dir;
     this.host = "127.0.0.1";
+    this.withPrometheus = prometheus;
   }
 
   async start() {
@@ -21,9 +23,11 @@ export class RabbitServer {
       this.port = await freePort();
       this.epmdPort = await freePort();
       this.distPort = await freePort();
+      if (this.withPrometheus) this.prometheusPort = await freePort();
     }
     fs.mkdirSync(path.join(this.dir, "home"), { recursive: true });
-    fs.writeFileSync(path.join(this.dir, "enabled_plugins"), "[rabbitmq_stream].\n");
+    const plugins = this.withPrometheus ? "rabbitmq_stream,rabbitmq_prometheus" : "rabbitmq_stream";
+    fs.writeFileSync(path.join(this.dir, "enabled_plugins"), `[${plugins}].\n`);
     fs.writeFileSync(path.join(this.dir, "rabbitmq.conf"), [
       "listeners.tcp = none",
       `stream.listeners.tcp.1 = 127.0.0.1:${this.port}`,
@@ -32,6 +36,7 @@ export class RabbitServer {
       "log.console = true",
       "log.console.level = info",
       "log.file = false",
+      ...(this.withPrometheus ? ["prometheus.tcp.ip = 127.0.0.1", `prometheus.tcp.port = ${this.prometheusPort}`] : []),
       "",
     ].join("\n"));
     const env = {
@@ -56,6 +61,10 @@ export class RabbitServer {
     this.proc = new Child("rabbitmq-server", [SERVER], { env, cwd: this.dir });
     await this.proc.waitForOutput(/Server startup complete/, 90000);
     await waitForPort(this.port, 30000);
+    if (this.withPrometheus) {
+      await waitForPort(this.prometheusPort, 30000);
+      this.prometheus = `http://127.0.0.1:${this.prometheusPort}`;
+    }
   }
 
   async stop() {
