@@ -313,7 +313,8 @@ Registrar reg_super_stream([](CLI::App& app, Context& ctx) {
   auto* parts = create->add_option("--partitions", p->partitions,
                                    "Partitions NAME-0 .. NAME-(N-1), binding keys 0 .. N-1");
   create
-      ->add_option("--binding-keys", p->binding_keys,
+      // --routing-keys: the name RabbitMQ 3.10's add_super_stream gives it.
+      ->add_option("--binding-keys,--routing-keys", p->binding_keys,
                    "Binding keys (comma-separated): a partition NAME-KEY each")
       ->delimiter(',')
       ->excludes(parts);

@@ -1,5 +1,6 @@
 // RabbitMQ 3.10.8 (Debian's rabbitmq-server) as the reference server: loopback only, its own epmd on a private port,
 // its data in a temp dir, stopped by pid. Facts: /work/shared/reference/test-servers.md.
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { Child, freePort, waitForPort } from "./process.mjs";
@@ -39,7 +40,7 @@ export class RabbitServer {
       ...(this.withPrometheus ? ["prometheus.tcp.ip = 127.0.0.1", `prometheus.tcp.port = ${this.prometheusPort}`] : []),
       "",
     ].join("\n"));
-    const env = {
+    const env = (this.env = {
       ...process.env,
       HOME: path.join(this.dir, "home"),
       ERL_EPMD_ADDRESS: "127.0.0.1",
@@ -52,7 +53,7 @@ export class RabbitServer {
       RABBITMQ_CONFIG_FILE: path.join(this.dir, "rabbitmq.conf"),
       RABBITMQ_ENABLED_PLUGINS_FILE: path.join(this.dir, "enabled_plugins"),
       RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS: "-kernel inet_dist_use_interface {127,0,0,1} -start_epmd false",
-    };
+    });
     // Our own epmd (a direct child, stopped by its pid) so the node never starts a shared daemon.
     if (!this.epmd || !this.epmd.running) {
       this.epmd = new Child("epmd", ["epmd", "-port", String(this.epmdPort), "-address", "127.0.0.1"], { env });
@@ -65,6 +66,15 @@ export class RabbitServer {
       await waitForPort(this.prometheusPort, 30000);
       this.prometheus = `http://127.0.0.1:${this.prometheusPort}`;
     }
+  }
+
+  // Runs one of RabbitMQ's CLI tools (rabbitmq-streams, rabbitmqctl, …) against this node; its stdout, or an error
+  // with its output.
+  cli(tool, args, timeoutMs = 60000) {
+    if (!this.env) throw new Error("the server was never started");
+    const r = spawnSync(path.join(path.dirname(SERVER), tool), args, { env: this.env, cwd: this.dir, timeout: timeoutMs, encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`${tool} ${args.join(" ")}: exit ${r.status}: ${r.stdout}${r.stderr}`);
+    return r.stdout;
   }
 
   async stop() {
