@@ -22,6 +22,7 @@ ReplicaStep ReplicaCore::forward_from_here() {
 
 ReplicaStep ReplicaCore::start(std::optional<RemoteRange> remote) {
   forwarded_ = spec_;
+  if (remote) known_up_to(remote->next);
   if (!remote || remote->empty()) return forward(spec_);
   ReplicaStep s;
   s.kind = ReplicaStep::Kind::read_remote;
@@ -48,6 +49,7 @@ ReplicaStep ReplicaCore::start(std::optional<RemoteRange> remote) {
 }
 
 ReplicaStep ReplicaCore::remote_done(uint64_t cursor, std::optional<RemoteRange> newer) {
+  if (newer) known_up_to(newer->next);
   if (newer && !newer->empty() && newer->first <= cursor && cursor < newer->next) {
     // Persisted since the snapshot was read: still the remote tier's.
     ReplicaStep s;
@@ -74,7 +76,15 @@ ReplicaCore::Accept ReplicaCore::accept(uint64_t first, uint64_t next) {
   // retention); counted, and delivery goes on as any reader's would.
   if (next_ && first > *next_) gaps_ += 1;
   next_ = next;
+  known_up_to(next);
   return Accept::deliver;
+}
+
+void ReplicaCore::known_up_to(uint64_t end) { known_end_ = std::max(known_end_, end); }
+
+std::optional<uint64_t> ReplicaCore::lag() const {
+  if (!next_) return std::nullopt;
+  return known_end_ - *next_;
 }
 
 void ReplicaCore::linked() {

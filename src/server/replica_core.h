@@ -72,6 +72,13 @@ class ReplicaCore {
   Accept accept(uint64_t first, uint64_t next);
   // The owner answered the subscription.
   void linked();
+  // The stream holds at least the offsets below `end` (a manifest read, a
+  // chunk forwarded, the owner's committed chunk named in a Deliver).
+  void known_up_to(uint64_t end);
+  // Committed messages the consumer has not been sent: a lower bound, the
+  // owner's newest chunks being known only as they are forwarded (nullopt
+  // before the first chunk).
+  std::optional<uint64_t> lag() const;
   // The link to the owner failed or the owner changed at `now`: connect
   // again (forward), or give up once reconnecting has lasted the limit.
   ReplicaStep link_lost(Time now);
@@ -91,6 +98,7 @@ class ReplicaCore {
   const std::chrono::milliseconds limit_;
   Phase phase_ = Phase::opening;
   std::optional<uint64_t> next_;
+  uint64_t known_end_ = 0;
   proto::OffsetSpec forwarded_;  // the spec the owner was last asked for
   std::optional<Time> lost_since_;
   uint64_t repeats_ = 0;

@@ -410,6 +410,8 @@ void ReplicaFeed::deliver_forwarded(const proto::DeliverFrame& m) {
   f->chunk_id = h->chunk_id;
   f->num_records = h->num_records;
   uint64_t committed = m.version >= 2 ? m.committed_chunk_id : h->chunk_id;
+  // The committed chunk holds at least one message.
+  if (m.version >= 2) core_.known_up_to(m.committed_chunk_id + 1);
   proto::encode_deliver_head(version_, sub_id_, committed, *h, &f->bytes);
   BytesView body = m.chunk.substr(proto::kOsirisChunkHeaderSize);
   f->bytes.append(body.data(), body.size());

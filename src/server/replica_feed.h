@@ -91,6 +91,10 @@ class ReplicaFeed : public std::enable_shared_from_this<ReplicaFeed> {
   void add_credit(uint16_t n);
   void stop();
   ReplicaStats stats() const { return st_; }
+  // The next offset to deliver and the messages after it known committed
+  // (ReplicaCore::lag: a lower bound); nullopt before the first chunk.
+  std::optional<uint64_t> next_offset() const { return core_.delivered_next(); }
+  std::optional<uint64_t> lag() const { return core_.lag(); }
 
   struct Source;
 

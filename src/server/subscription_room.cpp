@@ -423,7 +423,9 @@ std::string_view spec_name(proto::OffsetType t) {
 
 void SubscriptionRoom::tally(ClientTally* t) const {
   for (const auto& [id, sub] : subscriptions_) {
-    t->consumers.push_back({sub->stream, sub->delivery ? sub->delivery->lag() : 0, sub->group});
+    uint64_t lag = sub->delivery ? sub->delivery->lag() : 0;
+    if (sub->replica) lag = sub->replica->lag().value_or(0);
+    t->consumers.push_back({sub->stream, lag, sub->group});
   }
 }
 
@@ -453,6 +455,15 @@ nlohmann::json SubscriptionRoom::describe() const {
       if (!lb.exact) j["offset_lag_bytes_estimated"] = true;
     } else {
       j["credit"] = sub->credit;
+    }
+    if (sub->replica) {
+      // A replica knows the owner's newest chunks only as they come: its
+      // lag is a lower bound.
+      if (auto next = sub->replica->next_offset()) j["offset"] = *next;
+      if (auto lag = sub->replica->lag()) {
+        j["offset_lag"] = *lag;
+        j["offset_lag_estimated"] = true;
+      }
     }
     if (!sub->group.empty()) j["consumer_group"] = sub->group;
     if (!sub->sac_name.empty()) {

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "support/http_get.h"
 #include "support/numbered_stream.h"
 #include "support/serve_cluster.h"
 #include "support/temp_dir.h"
@@ -144,6 +145,21 @@ TEST_F(ReplicaReadTest, FromFirstOnAReplicaEveryConfirmedMessageOnceRemoteAndLiv
   st = server_status(replica);
   ASSERT_FALSE(st.is_null());
   EXPECT_GT(st["replica_forwarded_chunks"].get<uint64_t>(), 0u) << st.dump();
+
+  // The replica's management API shows the consumer caught up: its next
+  // offset after the 500 messages, no lag, marked a lower bound.
+  const std::string api = "http://guest:guest@" +
+                          cluster_->node(replica).http_url().substr(std::string("http://").size());
+  json consumer;
+  EXPECT_TRUE(eventually(10s, [&] {
+    json all = json::parse(http_get(api + "/api/stream/consumers", 5s), nullptr, false);
+    if (!all.is_array() || all.size() != 1) return false;
+    consumer = all[0];
+    return consumer.value("offset", uint64_t(0)) == 500;
+  })) << consumer.dump();
+  EXPECT_EQ(consumer["replica"], true) << consumer.dump();
+  EXPECT_EQ(consumer["offset_lag"], 0) << consumer.dump();
+  EXPECT_EQ(consumer["offset_lag_estimated"], true) << consumer.dump();
 }
 
 TEST_F(ReplicaReadTest, KillOwnerWhileAReplicaConsumerReadsLosesAndRepeatsNothing) {

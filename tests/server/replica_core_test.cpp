@@ -30,6 +30,28 @@ TEST(ReplicaCoreTest, FirstReadsTheRemoteTierFromItsFirstOffset) {
   EXPECT_EQ(c.phase(), ReplicaCore::Phase::remote);
 }
 
+// Lag: what is known committed beyond the next offset — the manifest's end
+// while reading the remote tier, then the owner's chunks as they come.
+TEST(ReplicaCoreTest, LagIsWhatIsKnownCommittedBeyondTheNextOffset) {
+  ReplicaCore c(spec(OffsetType::first), kLimit);
+  EXPECT_EQ(c.lag(), std::nullopt);
+  (void)c.start(RemoteRange{100, 500});
+  EXPECT_EQ(c.lag(), std::nullopt);  // nothing delivered yet
+  ASSERT_EQ(c.accept(100, 150), Accept::deliver);
+  EXPECT_EQ(c.lag(), 350u);
+  ASSERT_EQ(c.accept(150, 500), Accept::deliver);
+  EXPECT_EQ(c.lag(), 0u);
+  // The owner names a newer committed chunk: at least one message in it.
+  c.known_up_to(801);
+  EXPECT_EQ(c.lag(), 301u);
+  // A repeat or an older manifest changes nothing.
+  EXPECT_EQ(c.accept(100, 150), Accept::repeat);
+  (void)c.remote_done(500, RemoteRange{100, 600});
+  EXPECT_EQ(c.lag(), 301u);
+  ASSERT_EQ(c.accept(500, 900), Accept::deliver);
+  EXPECT_EQ(c.lag(), 0u);
+}
+
 TEST(ReplicaCoreTest, WithoutRemoteDataEverySpecGoesToTheOwnerAsAsked) {
   for (auto t : {OffsetType::first, OffsetType::last, OffsetType::next, OffsetType::offset,
                  OffsetType::timestamp}) {
