@@ -80,7 +80,9 @@ ReplicaCore::Accept ReplicaCore::accept(uint64_t first, uint64_t next) {
   return Accept::deliver;
 }
 
-void ReplicaCore::known_up_to(uint64_t end) { known_end_ = std::max(known_end_, end); }
+void ReplicaCore::known_up_to(uint64_t end) {
+  known_end_ = std::max(known_end_, end);
+}
 
 std::optional<uint64_t> ReplicaCore::lag() const {
   if (!next_) return std::nullopt;
