@@ -145,6 +145,9 @@ class Api {
     if (s[1] == "cluster" && s.size() == 2 && r_.method == "GET" && monitor) {
       return cluster_api(node_);
     }
+    if (s[1] == "overview" && s.size() == 2 && r_.method == "GET" && monitor) {
+      return overview_api(node_);
+    }
     if (s[1] == "history" && s.size() == 2 && r_.method == "GET" && monitor) {
       return history();
     }

@@ -39,6 +39,8 @@
 //   DELETE /api/super-streams/NAME           deletes it and its partitions
 //   GET    /api/cluster                      nodes, leases, stream owners (one node alone:
 //                                            itself, owning every stream)
+//   GET    /api/overview                     the node: name, version, listeners, totals,
+//                                            message stats, object store requests, disk
 //   GET    /api/history[?stream=S]           the last hour of a stream's (or all streams')
 //                                            messages, upload lag and consumer lag,
 //                                            sampled every server.history_interval_ms
@@ -126,6 +128,8 @@ struct ApiNode {
   std::function<Status(const std::string&)> delete_super_stream;
   // GET /api/cluster's document (management_cluster.h).
   std::function<nlohmann::json()> cluster;
+  // GET /api/overview's document (management_cluster.h, overview_document).
+  std::function<nlohmann::json()> overview;
   // The sampled last hour (stream_history.h) and how often it is sampled.
   const StreamHistory* history = nullptr;
   int64_t history_interval_ms = 0;

@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "common/version.h"
 #include "server/definitions_streams.h"
 #include "server/server_limits.h"
 
@@ -177,6 +178,41 @@ json cluster_document(const json& st) {
           {"last_fence", st.value("last_fence", json())},
           {"nodes", nodes},
           {"streams", streams}};
+}
+
+json overview_document(const std::string& node_name,
+                       const std::vector<std::pair<std::string, std::string>>& listeners,
+                       const json& status) {
+  const json n = status.value("node", json::object());
+  const json s = status.value("server", json::object());
+  json ls = json::array();
+  for (const auto& [protocol, address] : listeners) {
+    ls.push_back({{"protocol", protocol}, {"address", address}});
+  }
+  const json streams = status.value("streams", json::object());
+  return {{"node", node_name},
+          {"strata_version", kStrataVersion},
+          {"listeners", ls},
+          {"object_totals",
+           {{"streams", streams.size()},
+            {"connections", s.value("connections", uint64_t(0))},
+            {"publishers", s.value("publishers", uint64_t(0))},
+            {"consumers", s.value("consumers", uint64_t(0))}}},
+          {"message_stats",
+           {{"publish", s.value("messages_in", uint64_t(0))},
+            {"confirm", s.value("messages_confirmed", uint64_t(0))},
+            {"deliver_get", s.value("messages_out", uint64_t(0))}}},
+          {"object_store",
+           {{"location", n.value("object_store", "")},
+            {"requests", n.value("object_store_requests", json::object())}}},
+          {"catalog", n.value("catalog", "")},
+          {"disk", n.value("disk", json())},
+          {"uptime_s", n.value("uptime_s", 0.0)}};
+}
+
+ApiReply overview_api(const ApiNode& node) {
+  if (!node.overview) return error_reply(503, "unavailable", "no overview here");
+  return reply(200, node.overview());
 }
 
 ApiReply cluster_api(const ApiNode& node) {

@@ -27,6 +27,19 @@ ApiReply super_streams_api(const ApiNode& node, const ApiRequest& r, const std::
 
 // GET /api/cluster: the node's document with lease ids as strings.
 ApiReply cluster_api(const ApiNode& node);
+// GET /api/overview.
+ApiReply overview_api(const ApiNode& node);
+
+// What this node sees, as much in RabbitMQ's /api/overview shape as fits:
+// {"node", "strata_version", "listeners": [{protocol, address}],
+//  "object_totals": {streams, connections, publishers, consumers},
+//  "message_stats": {publish, confirm, deliver_get}, "object_store":
+//  {"location", "requests": {op: {requests, transient_errors, fatal_errors,
+//  not_found, bytes}}}, "catalog", "disk", "uptime_s"}; built from the
+// node's /status document (`status`: its "node" and "server" sections).
+nlohmann::json overview_document(const std::string& node_name,
+                                 const std::vector<std::pair<std::string, std::string>>& listeners,
+                                 const nlohmann::json& status);
 
 // The document of a node without a cluster: itself, serving every stream.
 nlohmann::json single_node_cluster(const std::string& address,

@@ -42,6 +42,8 @@ struct Server::Impl {
   // Connection::describe of every open connection, in id order; one that
   // does not answer within a second (its strand stuck) is left out.
   nlohmann::json connections_json();
+  // Server::status_json.
+  nlohmann::json status_json() const;
   std::vector<ClientTally> client_tallies();
   // Every stream and the settings it was created with: a cluster's from
   // the catalog (any node's streams), a single node's from its data.
@@ -168,6 +170,16 @@ Status Server::Impl::start() {
   };
   api_node.delete_super_stream = [this](const std::string& name) {
     return ops->delete_super_stream(name);
+  };
+  api_node.overview = [this] {
+    std::vector<std::pair<std::string, std::string>> ls;
+    if (listener) ls.emplace_back("stream", advertised_address());
+    if (tls_listener) {
+      ls.emplace_back("stream/ssl",
+                      fmt::format("{}:{}", tls_advertised().host, tls_advertised().port));
+    }
+    const std::string name = cfg.cluster.enabled ? cfg.cluster.node_id : advertised_address();
+    return overview_document(name, ls, status_json());
   };
   api_node.cluster = [this] {
     if (ownership) return cluster_document(ownership->status_json());
@@ -546,19 +558,22 @@ std::string Server::metrics_text() const {
          (impl_->ownership ? impl_->ownership->metrics_text() : "");
 }
 
-nlohmann::json Server::status_json() const {
-  const Impl& m = *impl_;
+nlohmann::json Server::status_json() const { return impl_->status_json(); }
+
+nlohmann::json Server::Impl::status_json() const {
+  const Impl& m = *this;
   const ServerCounters& c = m.counters;
   nlohmann::json j = m.node->status_json();
   if (m.ownership) j["cluster"] = m.ownership->status_json();
   j["server"] = {
-      {"listen", fmt::format("{}:{}", host(), port())},
+      {"listen", fmt::format("{}:{}", front().host(), front().port())},
       {"advertised", m.advertised_address()},
       {"connections", c.connections_open.load()},
       {"publishers", c.publishers.load()},
       {"consumers", c.consumers.load()},
       {"messages_in", c.messages_in.load()},
       {"messages_confirmed", c.messages_confirmed.load()},
+      {"messages_out", c.records_out.load()},
       {"chunks_out", c.chunks_out.load()},
       {"chunks_joined", c.chunks_joined.load()},
       {"replica_remote_chunks", c.replica_remote_chunks.load()},

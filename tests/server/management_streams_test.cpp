@@ -10,9 +10,11 @@
 #include <memory>
 #include <thread>
 
+#include "common/version.h"
 #include "server/admin_http.h"
 #include "server/serve_fixture.h"
 #include "support/cli.h"
+#include "support/http_get.h"
 
 namespace strata::test {
 namespace {
@@ -187,6 +189,25 @@ TEST_F(ManagementStreamsTest, MetricsCountErrorsByCodeUnderBothNames) {
   EXPECT_EQ(sample(m, R"(strata_log_writer_up{stream="m-1"})"), 1);
   EXPECT_NE(m.find("strata_build_info{version=\""), std::string::npos) << m;
   EXPECT_EQ(serve_status(server_)["streams"]["m-1"]["writer"]["state"], "running");
+
+  // The overview agrees with the metrics; a monitoring user reads it.
+  const auto o = nlohmann::json::parse(
+      http_get("http://mon:m0n@" + url_.substr(std::string("http://").size()) + "/api/overview",
+               std::chrono::seconds(10)),
+      nullptr, false);
+  ASSERT_TRUE(o.is_object()) << o;
+  EXPECT_EQ(o["strata_version"], kStrataVersion);
+  EXPECT_EQ(o["object_totals"]["streams"], 1) << o;
+  EXPECT_EQ(o["object_totals"]["connections"], 1) << o;
+  EXPECT_EQ(o["object_totals"]["publishers"], 1) << o;
+  EXPECT_EQ(o["message_stats"]["publish"], sample(m, "strata_server_messages_in_total")) << o;
+  EXPECT_EQ(o["message_stats"]["confirm"], 3) << o;
+  EXPECT_EQ(o["message_stats"]["deliver_get"], 3) << o;
+  EXPECT_EQ(o["listeners"][0]["protocol"], "stream") << o;
+  EXPECT_NE(o["object_store"]["location"].get<std::string>(), "") << o;
+  // The uploader's puts, by operation, as strata_objstore_requests_total counts them.
+  EXPECT_TRUE(o["object_store"]["requests"].is_object()) << o;
+  EXPECT_TRUE(o["disk"]["free_bytes"].is_number()) << o;
 }
 
 // Super streams created, listed and deleted on the running node, named
