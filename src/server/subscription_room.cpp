@@ -94,9 +94,16 @@ void SubscriptionRoom::on(const SubscribeRequest& r) {
   subscriptions_[r.subscription_id] = sub;
   counters_.consumers += 1;
   (*s)->watch(session_.watcher());
+  // `next` is where the stream ends when the subscription is answered, as
+  // RabbitMQ resolves it: a message the client publishes once it has the
+  // answer is delivered, however late the reader opens.
+  log::OffsetSpec spec = to_log_spec(r.offset);
+  if (!sac && spec.kind == log::OffsetSpec::Kind::next) {
+    spec = log::OffsetSpec::at_offset(sub->served->stream()->committed_next());
+  }
   respond_code(session_, kSubscribe, r.correlation_id, ResponseCode::ok);
   if (!sac) {
-    start_delivery(sub, to_log_spec(r.offset));
+    start_delivery(sub, spec);
     return;
   }
   // A partition of a super stream: consumers spread over the partitions.
