@@ -86,6 +86,10 @@ Status load_named_files(
   return Status::OK();
 }
 
+bool has_header(BytesView file, uint32_t magic, uint8_t version) {
+  return file.size() >= 5 && get_be32(u8(file.data())) == magic && uint8_t(file[4]) == version;
+}
+
 Result<BytesView> checked_body(BytesView file, size_t min_size, std::string_view file_kind,
                                const std::string& where) {
   if (file.size() < std::max<size_t>(min_size, 4)) {

@@ -75,6 +75,9 @@ Status load_named_files(
 // included) or the checksum differs. `file_kind`: "an offset tracking file".
 Result<BytesView> checked_body(BytesView file, size_t min_size, std::string_view file_kind,
                                const std::string& where);
+// Whether `file` starts with a 4-byte big-endian `magic` and the byte
+// `version` (the files' common header), whatever follows.
+bool has_header(BytesView file, uint32_t magic, uint8_t version);
 // Appends the trailer checked_body() checks to `out`.
 void append_checksum_trailer(Bytes* out);
 

@@ -23,13 +23,6 @@ constexpr uint32_t kTrackingMagic = 0x5354524B;  // "STRK"
 // did not, and is still read.
 constexpr uint8_t kTrackingVersion = 2;
 constexpr uint8_t kTrackingVersionWithoutName = 1;
-
-// Whether `file` starts like a file of the current version (its magic and
-// version, whatever follows).
-bool current_header(BytesView file) {
-  return file.size() >= 5 && get_be32(u8(file.data())) == kTrackingMagic &&
-         uint8_t(file[4]) == kTrackingVersion;
-}
 }  // namespace
 
 Bytes encode_tracking_file(std::string_view stream,
@@ -153,7 +146,7 @@ Status OffsetStore::load() {
           // A file of this version is published whole, never cut short: one
           // that does not read and is not of this version, under a name the
           // previous version gave its temporary files, is such a file.
-          if (maybe_temp && !current_header(bytes)) return NamedFileUse::previous_temp;
+          if (maybe_temp && !has_header(bytes, kTrackingMagic, kTrackingVersion)) return NamedFileUse::previous_temp;
           return f.error();
         }
         std::string stream;

@@ -22,15 +22,9 @@ namespace strata::server {
 namespace {
 constexpr uint32_t kSuperMagic = 0x53535550;  // "SSUP"
 // Version 2 has version 1's layout. It only tells the files written since
-// names are encoded from the files of before (see load()).
+// names are encoded from the files of before (FileSuperStreamStore::load).
 constexpr uint8_t kSuperVersion = 2;
 constexpr uint8_t kSuperVersionBeforeEncoding = 1;
-
-// Whether `file` starts like a file of the current version.
-bool current_header(BytesView file) {
-  return file.size() >= 5 && get_be32(u8(file.data())) == kSuperMagic &&
-         uint8_t(file[4]) == kSuperVersion;
-}
 }  // namespace
 
 Status validate_super_stream(const SuperStream& s) {
@@ -162,7 +156,7 @@ class FileSuperStreamStore final : public SuperStreamStore {
           auto s = decode_super_stream_file(bytes, e.path, &version);
           if (!s.ok()) {
             // Files of this version are published whole, never cut short.
-            if (maybe_temp && !current_header(bytes)) return NamedFileUse::previous_temp;
+            if (maybe_temp && !has_header(bytes, kSuperMagic, kSuperVersion)) return NamedFileUse::previous_temp;
             return s.error();
           }
           if (name_component(s->name) != e.component) {
