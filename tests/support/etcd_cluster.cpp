@@ -1,5 +1,7 @@
 #include "support/etcd_cluster.h"
 
+#include <fmt/format.h>
+
 #include <signal.h>
 
 #include <filesystem>
@@ -32,9 +34,11 @@ std::unique_ptr<EtcdCluster> EtcdCluster::start(const std::string& dir, int memb
     };
     for (int i = 0; i < members; ++i) {
       Member m;
-      m.name = "m" + std::to_string(i);
-      m.data_dir = dir + "/etcd-" + std::to_string(i) +
-                   (attempt == 0 ? std::string() : "-retry" + std::to_string(attempt));
+      // fmt, not "m" + std::to_string(i): GCC 12 at -O3 reports a false
+      // -Wrestrict inside that operator+ (Release builds use -Werror).
+      m.name = fmt::format("m{}", i);
+      m.data_dir = attempt == 0 ? fmt::format("{}/etcd-{}", dir, i)
+                                : fmt::format("{}/etcd-{}-retry{}", dir, i, attempt);
       m.log_dir = m.data_dir + "-logs";
       std::filesystem::create_directories(m.log_dir);
       m.client_port = fresh_port();
