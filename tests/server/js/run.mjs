@@ -40,6 +40,7 @@ for (const sig of ["SIGINT", "SIGTERM"]) {
   process.on(sig, async () => {
     console.log(`interrupted by ${sig}; stopping the server`);
     try {
+      for (const s of current?.owned ?? []) await s.close().catch(() => {});
       await current?.server.close();
     } finally {
       if (current && !process.env.STRATA_JS_KEEP) fs.rmSync(current.dir, { recursive: true, force: true });
@@ -61,10 +62,16 @@ for (const ev of ["unhandledRejection", "uncaughtException"]) {
 async function runOne(target, scenario) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `strata-js-${scenario.name}-`));
   const server = makeServer(target, dir, scenario);
-  current = { server, dir };
+  // Servers a scenario starts itself (ctx.own): closed with the server under test, whatever the scenario's end.
+  const owned = [];
+  current = { server, dir, owned };
   const t0 = Date.now();
   const log = (m) => console.log(`[${scenario.name} +${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}`);
-  const ctx = { target, server, dir, log, skip: (reason) => { throw new Skip(reason); } };
+  const ctx = {
+    target, server, dir, log,
+    skip: (reason) => { throw new Skip(reason); },
+    own: (s) => { owned.push(s); return s; },
+  };
   let result = "pass";
   let timer;
   try {
@@ -91,11 +98,13 @@ async function runOne(target, scenario) {
   } finally {
     clearTimeout(timer);
     crashed = () => {};
-    try {
-      await server.close();
-    } catch (e) {
-      result = "fail";
-      log(`FAIL on stop: ${e.message}`);
+    for (const s of [...owned, server]) {
+      try {
+        await s.close();
+      } catch (e) {
+        result = "fail";
+        log(`FAIL on stop of ${s.kind}: ${e.message}`);
+      }
     }
     if (process.env.STRATA_JS_KEEP) log(`kept ${dir}`);
     else fs.rmSync(dir, { recursive: true, force: true });

@@ -83,9 +83,9 @@ async function workload(server, log) {
   return { client, publisher, consumer };
 }
 
-export async function run({ server, dir, log, skip }) {
+export async function run({ server, dir, log, skip, own }) {
   if (!fs.existsSync(SERVER)) skip(`${SERVER} missing (Debian's rabbitmq-server)`);
-  const rabbit = new RabbitServer(path.join(dir, "rabbitmq"), { prometheus: true });
+  const rabbit = own(new RabbitServer(path.join(dir, "rabbitmq"), { prometheus: true }));
   try {
     await rabbit.start();
     log(`rabbitmq ready on ${rabbit.port}, prometheus ${rabbit.prometheus}`);

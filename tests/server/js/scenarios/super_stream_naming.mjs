@@ -37,9 +37,9 @@ function rabbitDefinition(rabbit, name) {
   return { partitions: bindings.map((b) => b.destination_name), binding_keys: bindings.map((b) => b.routing_key) };
 }
 
-export async function run({ server, dir, log, skip }) {
+export async function run({ server, dir, log, skip, own }) {
   if (!fs.existsSync(SERVER)) skip(`${SERVER} missing (Debian's rabbitmq-server)`);
-  const rabbit = new RabbitServer(path.join(dir, "rabbitmq"));
+  const rabbit = own(new RabbitServer(path.join(dir, "rabbitmq")));
   try {
     await rabbit.start();
     for (const s of SUPERS) {
