@@ -6,5 +6,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dir="${1:-$here/build}"
 shift || true
-cmake -S "$here" -B "$dir" -G Ninja "$@" >/dev/null
+# The project's own builds treat warnings as errors (CMakeLists.txt leaves
+# -Werror off for other builds); a later argument may still turn it off.
+cmake -S "$here" -B "$dir" -G Ninja -DSTRATA_WERROR=ON "$@" >/dev/null
 ninja -C "$dir"

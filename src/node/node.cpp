@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
+#include <filesystem>
 #include <future>
 
 #include "catalog/embedded_catalog.h"
@@ -17,6 +18,26 @@
 namespace strata::node {
 
 namespace {
+
+// Whether the node's object store is a directory within its data directory
+// (the default when no objstore is configured).
+bool object_store_inside(const NodeConfig& cfg) {
+  if (cfg.objstore.backend != objstore::ObjectStoreConfig::Backend::fs) return false;
+  auto normal = [](const std::string& p, std::error_code& ec) {
+    auto n = std::filesystem::weakly_canonical(p, ec).lexically_normal();
+    return n.has_filename() ? n : n.parent_path();
+  };
+  std::error_code ec;
+  const auto data = normal(cfg.data_dir, ec);
+  if (ec) return false;
+  const auto root = normal(cfg.objstore.fs.root, ec);
+  if (ec) return false;
+  auto d = data.begin(), r = root.begin();
+  for (; d != data.end(); ++d, ++r) {
+    if (r == root.end() || *d != *r) return false;
+  }
+  return true;
+}
 
 // Each open stream holds a segment and an index file open; a node with
 // thousands of streams needs more descriptors than the usual soft limit.
@@ -105,6 +126,13 @@ Status Node::Impl::start(std::shared_ptr<Runtime> rt) {
   std::lock_guard l(mu);
   spdlog::info("node: {} stream(s) in {}, {} deletion(s) pending, object store {}, catalog {}",
                opened, cfg.data_dir, deletions.size(), store->describe(), catalog->describe());
+  if (cfg.tiering.enabled && object_store_inside(cfg)) {
+    spdlog::warn(
+        "node: the object store {} is inside the data directory {}: the remote tier shares the "
+        "local tier's disk, so uploads free no space and losing that disk loses both; set "
+        "objstore to S3 or to a directory on another disk (docs/CONFIGURATION.md, \"objstore\")",
+        store->describe(), cfg.data_dir);
+  }
   start_background_locked();
   return Status::OK();
 }

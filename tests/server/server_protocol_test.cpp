@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "server/serve_fixture.h"
+#include "support/eventually.h"
 
 namespace strata::test {
 namespace {
@@ -51,6 +52,28 @@ TEST_F(ServeTest, HandshakeAnswersVersionAndAdvertisedAddress) {
   EXPECT_EQ(r->code, ResponseCode::ok);
   EXPECT_TRUE(c.closed_by_server());
   EXPECT_EQ(server_.stop(), 0);
+}
+
+// The default object store is a directory inside the data directory: the
+// node says what that means at start; one elsewhere draws no warning.
+TEST_F(ServeTest, AnObjectStoreInsideTheDataDirectoryIsWarnedAbout) {
+  const std::string warning = "is inside the data directory";
+  // The warning follows the node's "N stream(s) in" line (logs go to stdout).
+  auto opened_log = [&] {
+    std::string err;
+    eventually(5s, [&] {
+      err = server_.process().stdout_text();
+      return err.find("stream(s) in") != std::string::npos;
+    });
+    return err;
+  };
+  std::string err = opened_log();
+  EXPECT_NE(err.find(warning), std::string::npos) << err;
+  restart_with_config("outside.json",
+                      R"({"objstore": {"fs": {"root": ")" + dir_.sub("bucket") + R"("}}})");
+  err = opened_log();
+  EXPECT_NE(err.find("stream(s) in"), std::string::npos) << err;
+  EXPECT_EQ(err.find(warning), std::string::npos) << err;
 }
 
 // A client may send Close twice before the first answer arrives (the

@@ -22,20 +22,9 @@
 
 #include "server/stream_client.h"
 #include "support/etcd_cluster.h"
+#include "support/eventually.h"
 
 namespace strata::test {
-
-// Waits for `pred` (another process's state, which nothing here can be told
-// about by a callback), checking every 50 ms.
-template <class F>
-bool eventually(std::chrono::milliseconds timeout, F pred) {
-  auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return pred();
-}
 
 struct ServeClusterOptions {
   int nodes = 3;
