@@ -156,7 +156,8 @@ class FileSuperStreamStore final : public SuperStreamStore {
           auto s = decode_super_stream_file(bytes, e.path, &version);
           if (!s.ok()) {
             // Files of this version are published whole, never cut short.
-            if (maybe_temp && !has_header(bytes, kSuperMagic, kSuperVersion)) return NamedFileUse::previous_temp;
+            if (maybe_temp && !has_header(bytes, kSuperMagic, kSuperVersion))
+              return NamedFileUse::previous_temp;
             return s.error();
           }
           if (name_component(s->name) != e.component) {
