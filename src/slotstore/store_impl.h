@@ -49,6 +49,10 @@ class SlotStore::Impl {
   // Creates the file crash-atomically (temp file, fsync, rename, fsync dir).
   static Status create(FileSystem& fs, const std::string& path, const Schema& schema,
                        const Options& options);
+  // create's body: every byte of a new file of layout `l` written to `tmp`,
+  // then published as `path`.
+  static Status write_new(FileSystem& fs, const std::string& tmp, const std::string& path,
+                          const format::Layout& l);
 
   // ---- store_write.cpp ----
   Status write_batch(const WriteBatch& batch, const WriteOptions& options);

@@ -23,6 +23,20 @@ Status SlotStore::Impl::create(FileSystem& fs, const std::string& path, const Sc
   const std::string tmp = path + ".creating";
   Status rm = fs.remove(tmp);
   if (!rm.ok() && rm.code() != Errc::not_found) return rm;
+  Status st = write_new(fs, tmp, path, l);
+  if (st.ok()) return st;
+  // A creation that failed (a full disk, most often) leaves nothing behind
+  // to fill the disk for the next attempt.
+  if (Status r = fs.remove(tmp); !r.ok() && r.code() != Errc::not_found) {
+    spdlog::warn("slotstore {}: removing {} after a failed creation: {}", path, tmp,
+                 r.error().to_string());
+  }
+  return Error(st.code(), fmt::format("creating slotstore {} ({} bytes): {}", path, l.file_size,
+                                      st.error().message));
+}
+
+Status SlotStore::Impl::write_new(FileSystem& fs, const std::string& tmp, const std::string& path,
+                                  const format::Layout& l) {
   {
     STRATA_ASSIGN_OR_RETURN(auto f, fs.open(tmp, OpenOptions::create_truncate()));
     // Every byte is written now, so the file never grows later: an fsync

@@ -41,6 +41,29 @@ TEST(SlotStore, RoundTripOnDiskAcrossReopen) {
 // Two writers on one file would overwrite each other's records and WAL: the
 // second is refused (in this process or another; see common/file_lock.h),
 // readers are not, and close lets the next writer in.
+// A creation that fails part-way (a full disk) names the file and its size
+// and leaves nothing behind — no .creating file to fill the disk for the
+// next attempt, which then succeeds.
+TEST(SlotStore, AFailedCreationLeavesNothingBehind) {
+  FaultFileSystem fs;
+  int writes = 0;
+  fs.fail_when(
+      [&](const FaultOp& op) {
+        return op.kind == FaultOp::Kind::write && op.path == "/m.creating" && ++writes > 3;
+      },
+      Errc::io);
+  auto r = SlotStore::open(fs, "/m", raft_schema(), small_options(64, 64, 1 << 20));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("creating slotstore /m ("), std::string::npos)
+      << r.error().message;
+  EXPECT_FALSE(exists(fs, "/m.creating"));
+  EXPECT_FALSE(exists(fs, "/m"));
+  fs.fail_when(nullptr);
+  auto again = must_open(fs, "/m", raft_schema(), small_options(64, 64, 1 << 20));
+  ASSERT_NE(again, nullptr);
+  ASSERT_OK(again->put("k", {set(kTerm, Value::u64(7))}));
+}
+
 TEST(SlotStore, SecondWriterIsRefusedReadersAreNot) {
   strata::test::TempDir dir;
   const std::string path = dir.sub("meta.slots");
