@@ -146,7 +146,8 @@ Status OffsetStore::load() {
           // A file of this version is published whole, never cut short: one
           // that does not read and is not of this version, under a name the
           // previous version gave its temporary files, is such a file.
-          if (maybe_temp && !has_header(bytes, kTrackingMagic, kTrackingVersion)) return NamedFileUse::previous_temp;
+          if (maybe_temp && !has_header(bytes, kTrackingMagic, kTrackingVersion))
+            return NamedFileUse::previous_temp;
           return f.error();
         }
         std::string stream;

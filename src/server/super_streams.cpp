@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <set>
-
 #include "common/stream_name.h"
 #include "server/super_stream_store.h"
 
