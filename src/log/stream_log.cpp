@@ -143,6 +143,12 @@ Result<uint64_t> StreamLog::refresh() {
 Status StreamLog::close() {
   return impl_->close();
 }
+Status StreamLog::restart_writer() {
+  return impl_->restart_writer();
+}
+uint64_t StreamLog::writer_restarts() const {
+  return impl_->writer_restarts();
+}
 bool StreamLog::closed() const {
   return impl_->closed();
 }
@@ -284,6 +290,7 @@ std::optional<uint64_t> StreamLog::Impl::writer_sequence(std::string_view ref) c
 }
 
 Status StreamLog::Impl::close() {
+  std::lock_guard<std::mutex> restart(restart_mu_);
   std::unique_lock<std::mutex> l(mu_);
   if (closed_) return Status::OK();
   closed_ = true;

@@ -162,6 +162,21 @@ class StreamLog : public std::enable_shared_from_this<StreamLog> {
   const std::vector<std::string>& repairs() const;
   // OK, or the failure that stopped the writer.
   Status health() const;
+  // After a fail-stop (a full disk, an I/O error), makes the log writable
+  // again at its committed end without closing it: readers, listeners and
+  // the uploader carry on with this log. Waits for the failed append group
+  // and the background seal syncs to end, removes what a roll that failed
+  // left past the committed end, cuts the active segment back to its
+  // committed end (the bytes past it were never confirmed), verifies its
+  // committed chunks (CRCs) and rewrites its index from them, syncs the
+  // segment, the index and any sealed segment a failed seal left unsynced,
+  // then accepts appends again. OK at once when not stopped. Errors:
+  // closed; unsupported (read-only); the I/O error that keeps it stopped
+  // (retry later); corrupt when committed bytes no longer verify (it
+  // stays stopped: only a reopen's recovery may drop them). Blocks on I/O.
+  Status restart_writer();
+  // Times restart_writer brought the writer back since the log was opened.
+  uint64_t writer_restarts() const;
   bool read_only() const;
 
   // Where a reader opened at `spec` starts: the rules of offset_resolution.h

@@ -7,6 +7,7 @@
 //   stream_log_read.cpp       resolve (offset_resolution.h), read handles, walks and maps
 //   stream_log_retention.cpp  apply_retention (the plan is retention.h)
 //   stream_log_refresh.cpp    refresh of a read-only log
+//   stream_log_restart.cpp    restart_writer: writable again after a fail-stop
 //
 // Locks (one at a time, except that mu_ and files_mu_ are taken while
 // holding retention_mu_ or refresh_mu_):
@@ -133,6 +134,10 @@ class StreamLog::Impl {
   // stream_log_refresh.cpp
   Result<uint64_t> refresh();
 
+  // stream_log_restart.cpp
+  Status restart_writer();
+  uint64_t writer_restarts() const { return writer_restarts_.load(std::memory_order_relaxed); }
+
   const std::string& dir() const { return dir_; }
   const LogOptions& options() const { return opts_; }
   uint64_t epoch() const { return epoch_; }
@@ -227,6 +232,11 @@ class StreamLog::Impl {
                                             const std::shared_ptr<LogSegment>& seg,
                                             const OffsetSpec& spec);
 
+  // stream_log_restart.cpp
+  // Waits for every pending seal and the sealer thread, then forgets a
+  // failed seal's error (the restart syncs what it left).
+  Status quiesce_seals();
+
   // stream_log_refresh.cpp
   void drop_removed_segments();
   // Appends the chunks written to the newest segment since; true if it was
@@ -266,6 +276,9 @@ class StreamLog::Impl {
   mutable std::mutex limits_mu_;
   RetentionOptions limits_;
   std::mutex refresh_mu_;    // one refresh at a time (read-only mode)
+  // One restart_writer at a time, never beside close(); taken before mu_.
+  std::mutex restart_mu_;
+  std::atomic<uint64_t> writer_restarts_{0};
 
   WriterState w_;  // the leader's (see above)
 
