@@ -136,6 +136,11 @@ void PromWriter::gauge(std::string_view name, std::string_view help, const Label
   sample(family(name, help, "gauge"), name, labels, value);
 }
 
+void PromWriter::untyped(std::string_view name, std::string_view help, const Labels& labels,
+                         double value) {
+  sample(family(name, help, "untyped"), name, labels, value);
+}
+
 void PromWriter::histogram(std::string_view name, std::string_view help, const Labels& labels,
                            const LatencyHistogram::Snapshot& s) {
   std::string& out = family(name, help, "histogram");

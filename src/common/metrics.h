@@ -58,6 +58,9 @@ class PromWriter {
  public:
   void counter(std::string_view name, std::string_view help, const Labels& labels, double value);
   void gauge(std::string_view name, std::string_view help, const Labels& labels, double value);
+  // TYPE untyped: only where a peer's name must keep the peer's type
+  // (RabbitMQ's alarm families are untyped).
+  void untyped(std::string_view name, std::string_view help, const Labels& labels, double value);
   // A histogram in seconds from a latency snapshot.
   void histogram(std::string_view name, std::string_view help, const Labels& labels,
                  const LatencyHistogram::Snapshot& s);

@@ -134,7 +134,25 @@ Status Node::Impl::start(std::shared_ptr<Runtime> rt) {
         store->describe(), cfg.data_dir);
   }
   start_background_locked();
+  start_disk_watch_locked();
   return Status::OK();
+}
+
+void Node::Impl::start_disk_watch_locked() {
+  DiskWatchOptions o;
+  o.guard.free_limit_bytes = cfg.disk_free_limit_bytes;
+  o.interval_ms = cfg.disk_check_interval_ms;
+  // Called on the watch's strand, which stops running with the runtime,
+  // before this Impl goes (close()).
+  auto writers = [this] {
+    std::vector<std::pair<std::string, std::shared_ptr<log::StreamLog>>> out;
+    std::lock_guard l(mu);
+    for (const auto& [name, e] : table.open_entries()) out.emplace_back(name, e.log);
+    return out;
+  };
+  disk = std::make_shared<DiskWatch>(runtime->io_shared(), runtime->tasks(), cfg.data_dir, o,
+                                     std::move(writers));
+  disk->start();
 }
 
 Result<StreamEntry> Node::Impl::lookup_locked(const std::string& name) const {
@@ -176,7 +194,8 @@ std::shared_ptr<tier::RemoteReadCounters> Node::Impl::reads_of(const std::string
 std::shared_ptr<StreamHandle> Node::Impl::handle_for(const std::string& name,
                                                      const StreamEntry& e) const {
   return std::make_shared<StreamHandle>(name, e.effective, e.log, e.uploader,
-                                        tier_context(name, e.effective.tiering));
+                                        tier_context(name, e.effective.tiering),
+                                        disk ? disk->alarm_flag() : nullptr);
 }
 
 Status Node::Impl::close() {
@@ -191,6 +210,7 @@ Status Node::Impl::close() {
     open = table.take_all_open();
     handing_off = table.handoff_entries();
   }
+  if (disk) disk->stop();
   for (auto& [name, e] : open) {
     if (e.hooks) e.hooks->detach();
     if (e.uploader) e.uploader->close();
@@ -328,6 +348,10 @@ std::vector<std::string> Node::pending_deletions() const {
 
 Status Node::await_deletions(std::chrono::milliseconds timeout) {
   return impl_->await_deletions(timeout);
+}
+
+DiskWatchSnapshot Node::disk() const {
+  return impl_->disk ? impl_->disk->snapshot() : DiskWatchSnapshot{};
 }
 
 nlohmann::json Node::status_json() const {

@@ -50,6 +50,7 @@
 #include "common/blocking_pool.h"
 #include "log/offset_spec.h"
 #include "log/stream_log.h"
+#include "node/disk_guard.h"
 #include "node/node_config.h"
 #include "node/runtime.h"
 #include "node/stream_handle.h"
@@ -181,6 +182,8 @@ class Node {
   // going after `timeout`.
   Status await_deletions(std::chrono::milliseconds timeout);
 
+  // The disk alarm and the fail-stopped writers (node/disk_guard.h).
+  DiskWatchSnapshot disk() const;
   nlohmann::json status_json() const;
   // status_json()["deletions"]: per pending deletion its state (running,
   // stopping_writer, queued, failed, blocked), requested_at_ms, runs, step,

@@ -229,6 +229,12 @@ Result<NodeConfig> read_node_config(const json& doc, const std::string& data_dir
     return bad("threads.blocking", c.blocking_threads, "must be at most 1024");
   }
 
+  JsonSection disk = top.sub("disk");
+  STRATA_TRY(disk.check_object());
+  STRATA_TRY(disk.integer("free_limit_bytes", &c.disk_free_limit_bytes, /*allow_zero=*/true));
+  STRATA_TRY(disk.integer_in("check_interval_ms", &c.disk_check_interval_ms, 10, 60'000));
+  STRATA_TRY(disk.no_unknown());
+
   JsonSection http = top.sub("http");
   STRATA_TRY(http.check_object());
   STRATA_TRY(http.string("listen", &c.http_listen));
@@ -316,6 +322,9 @@ json describe_node_config(const NodeConfig& c) {
         {"burst_bytes", c.governor.burst_bytes},
         {"max_concurrent", c.governor.max_concurrent}}},
       {"threads", {{"io", c.io_threads}, {"blocking", c.blocking_threads}}},
+      {"disk",
+       {{"free_limit_bytes", c.disk_free_limit_bytes},
+        {"check_interval_ms", c.disk_check_interval_ms}}},
       {"http", {{"listen", c.http_listen}}},
   };
 }

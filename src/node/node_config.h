@@ -119,6 +119,12 @@ struct NodeConfig {
   uint32_t blocking_threads = 8;
   std::string http_listen;  // host:port; empty: no HTTP endpoint
   DeletionSettings deletion;
+  // The disk alarm (node/disk_guard.h): below this many free bytes on the
+  // data directory's file system publishing is refused (0: never);
+  // RabbitMQ's default disk_free_limit. Checked every check_interval_ms,
+  // which is also how soon a fail-stopped writer is first restarted.
+  uint64_t disk_free_limit_bytes = 50'000'000;
+  int64_t disk_check_interval_ms = 1'000;
   // Not part of the JSON document: a cluster node (cluster/ownership.h)
   // opens no stream at start; it opens each stream it comes to own
   // (Node::acquire_stream) and closes each it loses (Node::release_stream).

@@ -23,6 +23,7 @@
 
 #include "common/file_lock.h"
 #include "log/registry.h"
+#include "node/disk_watch.h"
 #include "node/node.h"
 #include "node/stream_deletion.h"
 #include "node/stream_table.h"
@@ -76,6 +77,8 @@ class Node::Impl {
   nlohmann::json deletions_json() const;
   Status scan_deletions();
   void start_background_locked();
+  // The free-space alarm and the restarts of fail-stopped writers.
+  void start_disk_watch_locked();
 
   // ---- node_status.cpp ----
   nlohmann::json status_json() const;
@@ -89,6 +92,7 @@ class Node::Impl {
   std::shared_ptr<log::StreamRegistry> registry;
   std::shared_ptr<tier::ManifestCache> cache;
   std::shared_ptr<tier::Governor> governor;
+  std::shared_ptr<DiskWatch> disk;  // set once at start
   int64_t started_ms = 0;
   std::atomic<uint64_t> local_resets{0};      // local logs restarted after the remote tier
   std::atomic<uint64_t> takeover_dropped{0};  // unuploaded offsets dropped at takeovers

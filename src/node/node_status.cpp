@@ -104,18 +104,6 @@ json deletion_json(const std::string& state, int64_t requested_at_ms, uint64_t r
           {"last_error", last_error}};
 }
 
-// The file system holding `dir`: bytes available to the node and its size
-// (statvfs); nullopt when it cannot be read.
-struct DiskSpace {
-  uint64_t free_bytes = 0;
-  uint64_t size_bytes = 0;
-};
-std::optional<DiskSpace> disk_space(const std::string& dir) {
-  struct statvfs v {};
-  if (::statvfs(dir.c_str(), &v) != 0) return std::nullopt;
-  return DiskSpace{uint64_t(v.f_bavail) * v.f_frsize, uint64_t(v.f_blocks) * v.f_frsize};
-}
-
 // Per operation requested at least once: requests, errors by retry class
 // and body bytes (the same counts as the strata_objstore_* metrics).
 json objstore_requests_json(objstore::ObjectStore* store) {
@@ -182,6 +170,7 @@ json Node::Impl::status_json() const {
     const Status health = e.log->health();
     s["writer"] = health.ok() ? json{{"state", "running"}}
                               : json{{"state", "failed"}, {"error", health.error().to_string()}};
+    s["writer"]["restarts"] = e.log->writer_restarts();
     if (e.effective.tiering) {
       const auto reads = reads_of(name);
       s["remote_reads"] = {{"chunks", reads->chunks.load()}, {"bytes", reads->bytes.load()}};
@@ -197,7 +186,15 @@ json Node::Impl::status_json() const {
   auto p = runtime ? runtime->pool_stats() : BlockingPoolStats{};
   auto c = cache ? cache->stats() : tier::ManifestCacheStats{};
   auto gc = cache ? cache->groups().stats() : tier::GroupCacheStats{};
-  const auto disk = disk_space(cfg.data_dir);
+  const auto space = disk_space(cfg.data_dir);
+  const DiskWatchSnapshot dw = disk ? disk->snapshot() : DiskWatchSnapshot{};
+  json stopped = json::array();
+  for (const auto& w : dw.stopped) {
+    stopped.push_back({{"stream", w.stream},
+                       {"failed_restarts", w.failed_restarts},
+                       {"restarting", w.restarting},
+                       {"last_error", w.last_error}});
+  }
   return {
       {"node",
        {{"data_dir", cfg.data_dir},
@@ -209,8 +206,14 @@ json Node::Impl::status_json() const {
         {"threads", thread_count()},
         {"rss_bytes", rss_bytes()},
         {"disk",
-         disk ? json{{"free_bytes", disk->free_bytes}, {"size_bytes", disk->size_bytes}}
-              : json(nullptr)},
+         {{"free_bytes", space ? json(space->free_bytes) : json(nullptr)},
+          {"size_bytes", space ? json(space->size_bytes) : json(nullptr)},
+          {"free_limit_bytes", cfg.disk_free_limit_bytes},
+          {"alarm", dw.alarm},
+          {"alarms_raised", dw.alarms_raised},
+          {"writer_restarts", dw.restarts},
+          {"failed_writer_restarts", dw.failed_restarts},
+          {"stopped_writers", stopped}}},
         {"object_store_requests", objstore_requests_json(store.get())},
         {"governor",
          {{"queued", g.queued},
@@ -380,8 +383,12 @@ std::string Node::Impl::metrics_text() const {
     for (const auto& seg : e.log->segments()) bytes += seg.size_bytes;
     w.gauge("strata_log_bytes", "Segment bytes of the stream on local disk.", l, double(bytes));
     w.gauge("strata_log_writer_up",
-            "1 while the stream's writer accepts appends; 0 once an I/O failure stopped it.", l,
-            e.log->health().ok() ? 1 : 0);
+            "1 while the stream's writer accepts appends; 0 once an I/O failure stopped it "
+            "(until the node restarts it).",
+            l, e.log->health().ok() ? 1 : 0);
+    w.counter("strata_log_writer_restarts_total",
+              "Times the stream's writer was brought back after a fail-stop.", l,
+              double(e.log->writer_restarts()));
     if (e.uploader) write_uploader_metrics(w, l, e.uploader->status(), now);
     if (e.effective.tiering) {
       const auto reads = reads_of(name);
@@ -400,13 +407,27 @@ std::string Node::Impl::metrics_text() const {
           double(pending_deletions().size()));
   // The file system holding the data directory: what an operator alerts on
   // before the log's writes fail for want of space.
-  if (const auto disk = disk_space(cfg.data_dir)) {
+  if (const auto space = disk_space(cfg.data_dir)) {
     w.gauge("strata_node_disk_free_bytes",
             "Bytes available to the node on the file system of its data directory.", {},
-            double(disk->free_bytes));
+            double(space->free_bytes));
     w.gauge("strata_node_disk_size_bytes", "Size of the file system of the data directory.", {},
-            double(disk->size_bytes));
+            double(space->size_bytes));
   }
+  const DiskWatchSnapshot dw = disk ? disk->snapshot() : DiskWatchSnapshot{};
+  w.gauge("strata_node_disk_free_limit_bytes",
+          "Below this many free bytes the disk alarm refuses publishing (disk.free_limit_bytes).",
+          {}, double(cfg.disk_free_limit_bytes));
+  w.gauge("strata_node_disk_alarm", "1 while the disk alarm refuses publishing.", {},
+          dw.alarm ? 1 : 0);
+  w.counter("strata_node_disk_alarms_total", "Times the disk alarm was raised.", {},
+            double(dw.alarms_raised));
+  w.counter("strata_node_writer_restarts_total",
+            "Fail-stopped stream writers brought back without a restart of the node.", {},
+            double(dw.restarts));
+  w.counter("strata_node_writer_restart_failures_total",
+            "Attempts to bring a fail-stopped writer back that failed (retried later).", {},
+            double(dw.failed_restarts));
   w.gauge("strata_process_threads", "Threads of the process.", {}, double(thread_count()));
   w.gauge("strata_process_resident_bytes", "Resident memory of the process.", {},
           double(rss_bytes()));

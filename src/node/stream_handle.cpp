@@ -9,12 +9,14 @@ namespace strata::node {
 
 StreamHandle::StreamHandle(std::string name, EffectiveSettings effective,
                            std::shared_ptr<log::StreamLog> log,
-                           std::shared_ptr<tier::Uploader> uploader, tier::TierContext tier)
+                           std::shared_ptr<tier::Uploader> uploader, tier::TierContext tier,
+                           std::shared_ptr<const std::atomic<bool>> disk_alarm)
     : name_(std::move(name)),
       effective_(std::move(effective)),
       log_(std::move(log)),
       uploader_(std::move(uploader)),
-      tier_(std::move(tier)) {}
+      tier_(std::move(tier)),
+      disk_alarm_(std::move(disk_alarm)) {}
 
 StreamHandle::~StreamHandle() = default;
 

@@ -11,6 +11,7 @@
 // Thread safety: every method may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -36,7 +37,8 @@ class StreamHandle {
  public:
   // `uploader` null: not tiered (remote waits fail with unavailable).
   StreamHandle(std::string name, EffectiveSettings effective, std::shared_ptr<log::StreamLog> log,
-               std::shared_ptr<tier::Uploader> uploader, tier::TierContext tier);
+               std::shared_ptr<tier::Uploader> uploader, tier::TierContext tier,
+               std::shared_ptr<const std::atomic<bool>> disk_alarm = nullptr);
   ~StreamHandle();
 
   const std::string& name() const { return name_; }
@@ -52,6 +54,9 @@ class StreamHandle {
   const std::string& dir() const;
   // The largest chunk an append may make (log/log_options.h).
   uint64_t max_chunk_bytes() const;
+  // The node's disk alarm is raised (node/disk_guard.h): publishes are to
+  // be refused until it clears.
+  bool disk_alarm() const { return disk_alarm_ && disk_alarm_->load(std::memory_order_acquire); }
 
   // ---- commits ----
   // Called for each committed chunk, in offset order, on the writer's
@@ -92,6 +97,7 @@ class StreamHandle {
   const std::shared_ptr<log::StreamLog> log_;
   const std::shared_ptr<tier::Uploader> uploader_;
   const tier::TierContext tier_;
+  const std::shared_ptr<const std::atomic<bool>> disk_alarm_;
 };
 
 }  // namespace strata::node

@@ -65,6 +65,20 @@ void PublisherRoom::on(const PublishRequest& r) {
     return;
   }
   if (r.messages.empty()) return;
+  if (it->second.served->stream()->disk_alarm()) {
+    // The disk alarm (node/disk_guard.h): nothing more is written until
+    // there is space again; the client may publish these again then.
+    PublishError e;
+    e.publisher_id = r.publisher_id;
+    for (const auto& m : r.messages) {
+      e.errors.push_back({m.publishing_id, ResponseCode::stream_not_available});
+    }
+    counters_.count_publish_errors(ResponseCode::stream_not_available, e.errors.size());
+    counters_.disk_alarm_refusals += e.errors.size();
+    it->second.errored += e.errors.size();
+    send_message(session_, e);
+    return;
+  }
   it->second.published += r.messages.size();
   uint64_t bytes = 0;
   for (const auto& m : r.messages) bytes += m.entry.size() + 8;

@@ -554,6 +554,7 @@ std::string Server::metrics_text() const {
   in.api_auth_failures = impl_->api_counters.auth_failures.load();
   in.access_changes = impl_->api_counters.changes.load();
   in.consumer_group_series = impl_->cfg.server.consumer_group_metrics;
+  in.disk = impl_->node->disk();
   return impl_->node->metrics_text() + server_metrics_text(in) +
          (impl_->ownership ? impl_->ownership->metrics_text() : "");
 }

@@ -50,6 +50,8 @@ struct ServerCounters {
   std::atomic<uint64_t> replica_remote_chunks{0};
   std::atomic<uint64_t> replica_forwarded_chunks{0};
   std::atomic<uint64_t> replica_links{0};
+  // Messages refused while the node's disk alarm was raised.
+  std::atomic<uint64_t> disk_alarm_refusals{0};
 
   // By protocol response code (the index; codes past the array count at 0):
   // commands answered with an error code, and PublishError frames once

@@ -110,7 +110,8 @@ void write_group_lags(PromWriter& w, const std::map<std::string, StreamClients>&
 // rabbitmq_prometheus's names for what strata counts the same way
 // (docs/METRICS.md, "RabbitMQ's names").
 void write_rabbitmq_names(PromWriter& w, const ServerCounters& c,
-                          const std::map<std::string, StreamClients>& clients) {
+                          const std::map<std::string, StreamClients>& clients,
+                          const node::DiskWatchSnapshot& disk) {
   const Labels stream{{"protocol", "stream"}};
   w.counter("rabbitmq_global_messages_received_total",
             "Messages received from publishers (strata_server_messages_in_total)", stream,
@@ -157,6 +158,18 @@ void write_rabbitmq_names(PromWriter& w, const ServerCounters& c,
   }
   w.gauge("rabbitmq_stream_consumer_max_offset_lag",
           "Highest consumer offset lag over the streams of this node", {}, double(max_lag));
+  // The disk alarm as rabbitmq_prometheus shows its own (untyped there).
+  w.untyped("rabbitmq_alarms_free_disk_space_watermark",
+          "1 while the disk alarm refuses publishing (strata_node_disk_alarm)", {},
+          disk.alarm ? 1 : 0);
+  if (disk.space) {
+    w.gauge("rabbitmq_disk_space_available_bytes",
+            "Free bytes on the data directory's file system (strata_node_disk_free_bytes)", {},
+            double(disk.space->free_bytes));
+  }
+  w.gauge("rabbitmq_disk_space_available_limit_bytes",
+          "The free space below which publishing is refused (disk.free_limit_bytes)", {},
+          double(disk.free_limit_bytes));
 }
 
 }  // namespace
@@ -214,6 +227,9 @@ std::string server_metrics_text(const ServerMetricsInput& in) {
   w.counter("strata_server_connections_refused_limit_total",
             "Connections refused for server.max_connections or a per-user or per-vhost limit", {},
             double(c.connections_refused_limit.load()));
+  w.counter("strata_server_publish_refused_disk_alarm_total",
+            "Messages refused (code 6, stream_not_available) while the disk alarm was raised", {},
+            double(c.disk_alarm_refusals.load()));
   w.counter("strata_server_access_refused_total",
             "Commands refused for want of a configure, write or read permission", {},
             double(c.access_refused.load()));
@@ -243,7 +259,7 @@ std::string server_metrics_text(const ServerMetricsInput& in) {
   write_group_lags(w, in.clients, in.consumer_group_series);
   w.gauge("strata_build_info", "1, labelled with the build: version and compiler",
           {{"version", kStrataVersion}, {"compiler", kCompiler}}, 1);
-  write_rabbitmq_names(w, c, in.clients);
+  write_rabbitmq_names(w, c, in.clients, in.disk);
   return w.text();
 }
 

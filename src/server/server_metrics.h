@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "node/disk_guard.h"
 #include "server/management_streams.h"
 #include "server/server_counters.h"
 
@@ -23,6 +24,8 @@ struct ServerMetricsInput {
   uint64_t access_changes = 0;
   // server.consumer_group_metrics: the most consumer group series written.
   uint32_t consumer_group_series = 100;
+  // The node's disk alarm (node/disk_guard.h), for RabbitMQ's names.
+  node::DiskWatchSnapshot disk{};
 };
 
 // The Prometheus text of those metrics.

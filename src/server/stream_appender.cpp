@@ -29,6 +29,11 @@ constexpr size_t kMaxEntries = 65535;
 
 ResponseCode code_for(const Error& e) {
   switch (e.code) {
+    // An I/O error (a full disk) fail-stops the log: this append's batches
+    // get the error itself, later ones fail_stopped; to the client it is
+    // the same stream, unavailable for writing until the node restarts
+    // its writer (node/disk_guard.h).
+    case Errc::io:
     case Errc::closed:
     case Errc::fail_stopped:
     case Errc::not_found:
