@@ -160,8 +160,8 @@ void write_rabbitmq_names(PromWriter& w, const ServerCounters& c,
           "Highest consumer offset lag over the streams of this node", {}, double(max_lag));
   // The disk alarm as rabbitmq_prometheus shows its own (untyped there).
   w.untyped("rabbitmq_alarms_free_disk_space_watermark",
-          "1 while the disk alarm refuses publishing (strata_node_disk_alarm)", {},
-          disk.alarm ? 1 : 0);
+            "1 while the disk alarm refuses publishing (strata_node_disk_alarm)", {},
+            disk.alarm ? 1 : 0);
   if (disk.space) {
     w.gauge("rabbitmq_disk_space_available_bytes",
             "Free bytes on the data directory's file system (strata_node_disk_free_bytes)", {},
