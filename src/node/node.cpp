@@ -126,6 +126,13 @@ Status Node::Impl::start(std::shared_ptr<Runtime> rt) {
   std::lock_guard l(mu);
   spdlog::info("node: {} stream(s) in {}, {} deletion(s) pending, object store {}, catalog {}",
                opened, cfg.data_dir, deletions.size(), store->describe(), catalog->describe());
+  if (cfg.tiering.enabled && !cfg.local_retention.any()) {
+    spdlog::info("node: log.retention is unset: a tiered stream keeps {} segments ({} MiB at {} "
+                 "bytes each) on local disk beyond what is not uploaded yet, unless it sets its "
+                 "own (x-strata-local-max-bytes)",
+                 kDefaultLocalSegments, kDefaultLocalSegments * cfg.segment_bytes >> 20,
+                 cfg.segment_bytes);
+  }
   if (cfg.tiering.enabled && object_store_inside(cfg)) {
     spdlog::warn(
         "node: the object store {} is inside the data directory {}: the remote tier shares the "

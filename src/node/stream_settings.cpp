@@ -156,6 +156,9 @@ EffectiveSettings effective_settings(const NodeConfig& cfg, const StreamSettings
   // vetoes dropping what is not persisted remotely).
   std::optional<uint64_t> local_bytes =
       s.local_max_bytes ? s.local_max_bytes : cfg.local_retention.max_bytes;
+  if (!local_bytes && !cfg.local_retention.max_age_ms) {
+    local_bytes = kDefaultLocalSegments * e.segment_bytes;
+  }
   e.local_retention.max_bytes = min_opt(local_bytes, s.max_bytes);
   e.local_retention.max_age_ms = min_opt(cfg.local_retention.max_age_ms, s.max_age_ms);
   return e;

@@ -42,6 +42,12 @@ namespace strata::node {
 inline constexpr uint32_t kDefaultFilterSizeBytes = 16;
 inline constexpr uint32_t kMinFilterSizeBytes = 16;
 inline constexpr uint32_t kMaxFilterSizeBytes = 255;
+// A tiered stream's local budget when neither log.retention nor the stream
+// bounds its local log: this many segments (1 GiB at the default segment
+// size) stay on local disk beyond what is not uploaded yet, which the
+// tiering hook never lets go. Kafka's local.retention.* and Redpanda's
+// retention.local.target.* play the same part.
+inline constexpr uint64_t kDefaultLocalSegments = 4;
 
 struct StreamSettings {
   std::optional<uint64_t> max_bytes = std::nullopt;              // max-length-bytes

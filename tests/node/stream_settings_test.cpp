@@ -83,6 +83,28 @@ TEST(StreamSettings, WithTieringTheStreamsRetentionIsRemoteAndBoundsTheLocalLog)
   EXPECT_EQ(e.remote_retention.max_bytes, std::nullopt);  // the node's: none
 }
 
+// With neither log.retention nor a stream bound, a tiered stream keeps a
+// stated budget of kDefaultLocalSegments of its segments locally; a local
+// stream (its local log is all there is) keeps everything.
+TEST(StreamSettings, ATieredStreamWithoutLocalBoundsKeepsTheDefaultLocalBudget) {
+  NodeConfig c = node_cfg(true);
+  c.local_retention = {};
+  EXPECT_EQ(effective_settings(c, {}).local_retention.max_bytes,
+            kDefaultLocalSegments * c.segment_bytes);
+  EXPECT_EQ(effective_settings(c, {.segment_bytes = 64 << 10}).local_retention.max_bytes,
+            kDefaultLocalSegments * (64u << 10));
+  EXPECT_EQ(effective_settings(c, {.max_bytes = 1 << 20}).local_retention.max_bytes, 1u << 20);
+  EXPECT_EQ(effective_settings(c, {.local_max_bytes = 9 << 20}).local_retention.max_bytes,
+            9u << 20);
+  EXPECT_EQ(effective_settings(c, {.tiering = false}).local_retention.max_bytes, std::nullopt);
+  // A node bound by age only: that is its choice, no size budget is added.
+  c.local_retention.max_age_ms = 3'600'000;
+  EXPECT_EQ(effective_settings(c, {}).local_retention.max_bytes, std::nullopt);
+  c.tiering.enabled = false;
+  c.local_retention = {};
+  EXPECT_EQ(effective_settings(c, {}).local_retention.max_bytes, std::nullopt);
+}
+
 TEST(StreamSettings, AStreamKeptLocalOnATieredNode) {
   StreamSettings s;
   s.tiering = false;
