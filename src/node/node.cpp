@@ -142,6 +142,17 @@ Status Node::Impl::start(std::shared_ptr<Runtime> rt) {
   }
   start_background_locked();
   start_disk_watch_locked();
+  if (cfg.tiering.enabled && cfg.tiering.orphan_grace_ms > 0) {
+    OrphanSweepOptions o;
+    o.prefix = cfg.tiering.key_prefix;
+    o.grace_ms = cfg.tiering.orphan_grace_ms;
+    o.interval_ms = std::max<int64_t>(cfg.tiering.orphan_grace_ms, kOrphanSweepMinIntervalMs);
+    o.max_deletes = kOrphanSweepMaxDeletes;
+    o.deadline_ms = kOrphanSweepDeadlineMs;
+    orphans = std::make_shared<OrphanSweep>(runtime->io_shared(), runtime->tasks(), store, catalog,
+                                            o);
+    orphans->start();
+  }
   return Status::OK();
 }
 
@@ -218,6 +229,7 @@ Status Node::Impl::close() {
     handing_off = table.handoff_entries();
   }
   if (disk) disk->stop();
+  if (orphans) orphans->stop();
   for (auto& [name, e] : open) {
     if (e.hooks) e.hooks->detach();
     if (e.uploader) e.uploader->close();

@@ -112,6 +112,7 @@ Status read_tiering(JsonSection s, TieringSettings& t) {
   STRATA_TRY(s.integer("persist_interval_ms", &t.persist_interval_ms));
   STRATA_TRY(s.integer("request_timeout_ms", &t.request_timeout_ms));
   STRATA_TRY(s.integer("delete_grace_ms", &t.delete_grace_ms, /*allow_zero=*/true));
+  STRATA_TRY(s.integer("orphan_grace_ms", &t.orphan_grace_ms, /*allow_zero=*/true));
   // 0 caches no group (every lookup reads them).
   STRATA_TRY(s.integer("group_cache_bytes", &t.group_cache_bytes, /*allow_zero=*/true));
   STRATA_TRY(read_retention(s.sub("retention"), &t.retention.max_bytes, &t.retention.max_age_ms));
@@ -310,6 +311,7 @@ json describe_node_config(const NodeConfig& c) {
         {"persist_interval_ms", c.tiering.persist_interval_ms},
         {"request_timeout_ms", c.tiering.request_timeout_ms},
         {"delete_grace_ms", c.tiering.delete_grace_ms},
+        {"orphan_grace_ms", c.tiering.orphan_grace_ms},
         {"group_cache_bytes", c.tiering.group_cache_bytes},
         {"confirm", confirm_mode_name(c.tiering.confirm)},
         {"remote_confirm_cut_ms", c.tiering.remote_confirm_cut_ms},

@@ -58,6 +58,10 @@ struct TieringSettings {
   int64_t persist_interval_ms = 2'000;
   int64_t request_timeout_ms = 45'000;
   int64_t delete_grace_ms = 30'000;
+  // The node's own cleanup of objects no manifest references (node/
+  // orphan_sweep.h): first this long after it opened, then as often; only
+  // objects older than this. 0: off (`strata gc` only).
+  int64_t orphan_grace_ms = 3'600'000;
   // Group objects cached for readers and lookups (LRU by bytes).
   uint64_t group_cache_bytes = 64ull << 20;
   // The user's retention of the whole stream, applied to the remote tier.

@@ -24,6 +24,7 @@
 #include "common/file_lock.h"
 #include "log/registry.h"
 #include "node/disk_watch.h"
+#include "node/orphan_sweep.h"
 #include "node/node.h"
 #include "node/stream_deletion.h"
 #include "node/stream_table.h"
@@ -93,6 +94,7 @@ class Node::Impl {
   std::shared_ptr<tier::ManifestCache> cache;
   std::shared_ptr<tier::Governor> governor;
   std::shared_ptr<DiskWatch> disk;  // set once at start
+  std::shared_ptr<OrphanSweep> orphans;  // set once at start when tiering is on
   int64_t started_ms = 0;
   std::atomic<uint64_t> local_resets{0};      // local logs restarted after the remote tier
   std::atomic<uint64_t> takeover_dropped{0};  // unuploaded offsets dropped at takeovers

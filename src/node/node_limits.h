@@ -39,4 +39,13 @@ inline constexpr int kRuntimeDrainRounds = 1000;
 // their deadline), up to twice its size and at least this many threads.
 inline constexpr size_t kMinPoolThreadBound = 64;
 
+// The node's orphan cleanup (node/orphan_sweep.h): runs at most this often
+// however short tiering.orphan_grace_ms is (tests set a few seconds), at
+// most this many deletes per run (a big backlog goes over several runs),
+// and a run that has not ended by its deadline is abandoned (a listing of
+// a huge bucket, a hung store).
+inline constexpr int64_t kOrphanSweepMinIntervalMs = 1'000;
+inline constexpr uint64_t kOrphanSweepMaxDeletes = 10'000;
+inline constexpr int64_t kOrphanSweepDeadlineMs = 15 * 60'000;
+
 }  // namespace strata::node

@@ -104,6 +104,19 @@ json deletion_json(const std::string& state, int64_t requested_at_ms, uint64_t r
           {"last_error", last_error}};
 }
 
+// The node's own cleanup of unreferenced objects (orphan_sweep.h).
+json orphans_json(const OrphanSweepStats& s, int64_t grace_ms) {
+  return {{"grace_ms", grace_ms},
+          {"runs", s.runs},
+          {"failed_runs", s.failed_runs},
+          {"deleted", s.deleted},
+          {"deleted_bytes", s.deleted_bytes},
+          {"delete_failures", s.delete_failures},
+          {"left", s.left},
+          {"last_run_ms", s.last_run_ms == 0 ? json(nullptr) : json(s.last_run_ms)},
+          {"last_error", s.last_error}};
+}
+
 // Per operation requested at least once: requests, errors by retry class
 // and body bytes (the same counts as the strata_objstore_* metrics).
 json objstore_requests_json(objstore::ObjectStore* store) {
@@ -214,6 +227,8 @@ json Node::Impl::status_json() const {
           {"writer_restarts", dw.restarts},
           {"failed_writer_restarts", dw.failed_restarts},
           {"stopped_writers", stopped}}},
+        {"orphans", orphans ? orphans_json(orphans->stats(), cfg.tiering.orphan_grace_ms)
+                            : json(nullptr)},
         {"object_store_requests", objstore_requests_json(store.get())},
         {"governor",
          {{"queued", g.queued},
@@ -422,6 +437,19 @@ std::string Node::Impl::metrics_text() const {
           dw.alarm ? 1 : 0);
   w.counter("strata_node_disk_alarms_total", "Times the disk alarm was raised.", {},
             double(dw.alarms_raised));
+  if (orphans) {
+    const OrphanSweepStats o = orphans->stats();
+    w.counter("strata_node_orphan_sweeps_total",
+              "Runs of the node's cleanup of objects no manifest references.", {}, double(o.runs));
+    w.counter("strata_node_orphan_sweep_failures_total",
+              "Cleanup runs that could not list the bucket or read the catalog, or hung.", {},
+              double(o.failed_runs));
+    w.counter("strata_node_orphans_deleted_total",
+              "Objects the node's cleanup deleted: no manifest referenced them.", {},
+              double(o.deleted));
+    w.counter("strata_node_orphans_deleted_bytes_total", "Bytes of those objects.", {},
+              double(o.deleted_bytes));
+  }
   w.counter("strata_node_writer_restarts_total",
             "Fail-stopped stream writers brought back without a restart of the node.", {},
             double(dw.restarts));

@@ -171,6 +171,14 @@ class Gc {
       out_.deleted.insert(out_.deleted.end(), plan.candidates.begin(), plan.candidates.end());
       return;
     }
+    if (opts_.max_deletes > 0) {
+      const uint64_t tried = out_.deleted.size() + out_.failed.size();
+      const uint64_t room = opts_.max_deletes > tried ? opts_.max_deletes - tried : 0;
+      if (plan.candidates.size() > room) {
+        out_.left += plan.candidates.size() - room;
+        plan.candidates.resize(room);
+      }
+    }
     remove(std::move(plan.candidates));
   }
 

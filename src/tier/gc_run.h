@@ -30,6 +30,9 @@ struct GcOptions {
   int64_t grace_ms = 60 * 60 * 1000;  // rule 5 (and 6b) of gc_plan.h
   bool dry_run = false;               // plan and report; delete nothing
   int rounds = 3;                     // re-plans of streams whose entry changed
+  // At most this many deletes in a run (0: no bound); the candidates past
+  // it are counted in GcResult::left, for the next run.
+  uint64_t max_deletes = 0;
   const Clock* clock = &system_clock();
   // Called with a line for a person between the steps of a long run.
   std::function<void(const std::string&)> progress;
@@ -49,6 +52,7 @@ struct GcResult {
   std::map<GcVerdict, uint64_t> counts;  // the last plan of every object, by verdict
   std::map<std::string, std::string> unknown_trees;  // stream -> what could not be read
   int rounds = 0;                                    // rounds run (1 + re-plans)
+  uint64_t left = 0;  // candidates not deleted for GcOptions::max_deletes
   // component -> stream name, for every stream the catalog held (the
   // objects say only their stream's component, gc_plan.h).
   std::map<std::string, std::string> names;
