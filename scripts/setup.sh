@@ -51,6 +51,10 @@ packages=(
   # promtool, Prometheus's own checker of a /metrics page (the metrics docs
   # test runs it on live nodes).
   prometheus
+  # The Debian package (scripts/package.sh, docs/PACKAGE.md): CPack's DEB
+  # generator lists the binary's libraries with dpkg-shlibdeps; its test
+  # checks the unit with systemd-analyze and installs with adduser.
+  dpkg-dev systemd adduser
 )
 
 missing=()
