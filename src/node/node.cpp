@@ -123,15 +123,17 @@ Status Node::Impl::start(std::shared_ptr<Runtime> rt) {
     if (!st.ok()) return std::move(st).error().with_context("opening stream " + name);
     opened += 1;
   }
+  if (cfg.open_streams_at_start && cfg.tiering.enabled && catalog_outlives_disk()) {
+    STRATA_TRY(recover_from_catalog());
+  }
   std::lock_guard l(mu);
   spdlog::info("node: {} stream(s) in {}, {} deletion(s) pending, object store {}, catalog {}",
                opened, cfg.data_dir, deletions.size(), store->describe(), catalog->describe());
   if (cfg.tiering.enabled && !cfg.local_retention.any()) {
-    spdlog::info("node: log.retention is unset: a tiered stream keeps {} segments ({} MiB at {} "
-                 "bytes each) on local disk beyond what is not uploaded yet, unless it sets its "
-                 "own (x-strata-local-max-bytes)",
-                 kDefaultLocalSegments, kDefaultLocalSegments * cfg.segment_bytes >> 20,
-                 cfg.segment_bytes);
+    spdlog::info("node: log.retention is unset: a tiered stream keeps {} segments ({} bytes at "
+                 "log.segment_bytes) on local disk beyond what is not uploaded yet, unless it sets "
+                 "its own (x-strata-local-max-bytes)",
+                 kDefaultLocalSegments, kDefaultLocalSegments * cfg.segment_bytes);
   }
   if (cfg.tiering.enabled && object_store_inside(cfg)) {
     spdlog::warn(

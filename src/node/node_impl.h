@@ -47,6 +47,12 @@ struct TakeOver {  // a cluster owner's: its log created if absent, exact alignm
 };
 using OpenMode = std::variant<OpenExisting, CreateNew, TakeOver>;
 
+// The settings kept in the catalog beside `name` (catalog.h,
+// create_with_settings); nullopt when the catalog keeps none for it
+// (node_ownership.cpp).
+Result<std::optional<StreamSettings>> catalog_kept_settings(catalog::Catalog& catalog,
+                                                            const std::string& name);
+
 class Node::Impl {
  public:
   explicit Impl(NodeConfig cfg) : cfg(std::move(cfg)) {}
@@ -119,6 +125,15 @@ class Node::Impl {
   };
 
   // ---- stream_open.cpp ----
+  // A catalog that outlives the node's disk (etcd) keeps every tiered
+  // stream's settings beside its entry, so that a node on a fresh disk
+  // serves the stream as it was created (recover_from_catalog).
+  bool catalog_outlives_disk() const { return cfg.catalog_backend == "etcd"; }
+  Status keep_settings_in_catalog(const std::string& name, const StreamSettings& s);
+  // At open, after the local streams: every stream the catalog names that
+  // has no local log here (a lost or replaced disk), opened from the
+  // bucket with the settings the catalog keeps.
+  Status recover_from_catalog();
   // Everything an open does outside the lock: the entry, not yet published.
   Result<StreamEntry> build_entry(const std::string& name, const OpenMode& mode);
   Result<StreamSettings> settings_for(const std::string& name, const OpenMode& mode);

@@ -44,10 +44,12 @@ Status fence_older_writers(catalog::Catalog& catalog, const std::string& name,
   }
 }
 
+}  // namespace
+
 // The settings the stream was created with, wherever it runs: those kept
 // in the catalog; nullopt when the catalog keeps none for it.
-Result<std::optional<StreamSettings>> kept_settings(catalog::Catalog& catalog,
-                                                    const std::string& name) {
+Result<std::optional<StreamSettings>> catalog_kept_settings(catalog::Catalog& catalog,
+                                                            const std::string& name) {
   auto kept = catalog.settings(name);
   if (!kept.ok() && kept.code() == Errc::unsupported) return std::optional<StreamSettings>();
   if (!kept.ok()) return std::move(kept).error().with_context("reading the settings of " + name);
@@ -63,7 +65,6 @@ Result<std::optional<StreamSettings>> kept_settings(catalog::Catalog& catalog,
   return std::optional<StreamSettings>(*parsed);
 }
 
-}  // namespace
 
 Result<std::shared_ptr<log::StreamLog>> Node::Impl::acquire(const std::string& name,
                                                             const AcquireOptions& opts) {
@@ -72,7 +73,7 @@ Result<std::shared_ptr<log::StreamLog>> Node::Impl::acquire(const std::string& n
     if (const StreamEntry* e = table.find(name)) return e->log;
   }
   STRATA_TRY(fence_older_writers(*catalog, name, opts));
-  STRATA_ASSIGN_OR_RETURN(auto kept, kept_settings(*catalog, name));
+  STRATA_ASSIGN_OR_RETURN(auto kept, catalog_kept_settings(*catalog, name));
   return open_stream(name, TakeOver{std::move(kept), opts});
 }
 

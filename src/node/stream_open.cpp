@@ -128,10 +128,51 @@ Result<StreamSettings> Node::Impl::settings_for(const std::string& name, const O
       mode);
 }
 
+Status Node::Impl::keep_settings_in_catalog(const std::string& name, const StreamSettings& s) {
+  const std::string text = settings_to_json(s).dump();
+  auto created = catalog->create_with_settings(name, 1, text);
+  if (created.ok()) return Status::OK();
+  // An entry without a local log (a create that failed after the catalog
+  // write): it takes these settings.
+  if (created.code() == Errc::already_exists) return catalog->update_settings(name, text);
+  return std::move(created).error().with_context("keeping the settings of " + name +
+                                                 " in the catalog");
+}
+
+Status Node::Impl::recover_from_catalog() {
+  auto entries = catalog->list();
+  if (!entries.ok()) {
+    return std::move(entries).error().with_context("listing the catalog's streams");
+  }
+  for (const auto& entry : *entries) {
+    const std::string& name = entry.stream;
+    {
+      std::lock_guard l(mu);
+      if (table.state(name) != StreamTable::State::absent || deletions.count(name)) continue;
+    }
+    STRATA_ASSIGN_OR_RETURN(auto kept, catalog_kept_settings(*catalog, name));
+    if (!kept) {
+      spdlog::warn("node: stream {} is in catalog {} with no settings beside it and has no local "
+                   "log here: not opened (create it again with its arguments to serve it)",
+                   name, catalog->describe());
+      continue;
+    }
+    auto log = open_stream(name, TakeOver{std::move(kept), {}});
+    if (!log.ok()) return std::move(log).error().with_context("recovering stream " + name);
+    spdlog::info("node: stream {} recovered from the bucket (no local log here): serving from "
+                 "offset {}, remote tier from {}",
+                 name, (*log)->committed_next(), (*log)->first_offset());
+  }
+  return Status::OK();
+}
+
 Result<StreamEntry> Node::Impl::build_entry(const std::string& name, const OpenMode& mode) {
   StreamEntry e;
   STRATA_ASSIGN_OR_RETURN(e.settings, settings_for(name, mode));
   e.effective = node::effective_settings(cfg, e.settings);
+  if (creates(mode) && e.effective.tiering && catalog_outlives_disk()) {
+    STRATA_TRY(keep_settings_in_catalog(name, e.settings));
+  }
   log::LogOptions lo = cfg.log_options();
   lo.max_segment_bytes = e.effective.segment_bytes;
   lo.retention = e.effective.local_retention;
