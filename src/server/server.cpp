@@ -125,7 +125,22 @@ Status Server::Impl::start() {
   // After the bind: the address a cluster node registers is the one
   // clients reach.
   if (cfg.cluster.enabled) STRATA_TRY(join_cluster());
-  tracked = std::make_unique<TrackedOffsets>(*node, *served, *offsets, cluster_offsets.get());
+  // One node on the etcd catalog: its consumers' offsets are written to
+  // etcd as well, so that a node on a new disk (which serves the catalog's
+  // streams again from the bucket) answers QueryOffset as before; the
+  // local store keeps answering what was stored before etcd had it.
+  const bool offsets_in_etcd_too = !cfg.cluster.enabled && cfg.node.catalog_backend == "etcd";
+  if (offsets_in_etcd_too) {
+    auto client = etcd::EtcdClient::open(node::etcd_client_options(cfg.node.catalog_etcd));
+    if (!client.ok()) return std::move(client).error().with_context("serve: offsets: etcd client");
+    ClusterOffsetsOptions co;
+    co.ns = cfg.node.catalog_etcd.ns;
+    cluster_offsets =
+        ClusterOffsets::start(std::shared_ptr<etcd::EtcdClient>(std::move(client).value()), co);
+    ops->attach_offsets(cluster_offsets.get());
+  }
+  tracked = std::make_unique<TrackedOffsets>(*node, *served, *offsets, cluster_offsets.get(),
+                                             offsets_in_etcd_too);
   sac = std::make_unique<SacCoordinator>(
       runtime->io(), std::chrono::milliseconds(cfg.server.consumer_update_timeout_ms),
       [this](const SacEffect& e) {

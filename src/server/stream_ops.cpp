@@ -24,6 +24,12 @@ void StreamOps::attach_cluster(cluster::Ownership* ownership, ClusterOffsets* of
   ownership_ = ownership;
 }
 
+void StreamOps::attach_offsets(ClusterOffsets* offsets) {
+  STRATA_ASSERT(offsets && !ownership_.load() && !cluster_offsets_.load(),
+                "one node's etcd offsets are attached once, outside a cluster");
+  cluster_offsets_ = offsets;
+}
+
 Status StreamOps::create_stream(const std::string& name, const node::StreamSettings& settings) {
   Status st = ownership_.load() ? create_cluster_stream(name, settings) : [&]() -> Status {
     // Before the stream exists, so that no store for the new stream is

@@ -40,6 +40,9 @@ class StreamOps final : public StreamAdmin {
   // kept in etcd. Until then (ownership's start may already remove a
   // stream served here) operations are local.
   void attach_cluster(cluster::Ownership* ownership, ClusterOffsets* offsets);
+  // One node on the etcd catalog: its offsets are kept in etcd too (and go
+  // with a deleted stream).
+  void attach_offsets(ClusterOffsets* offsets);
 
   Status create_stream(const std::string& name, const node::StreamSettings& settings) override;
   // Appends stopped, the node's deletion, its stored offsets, its clients
