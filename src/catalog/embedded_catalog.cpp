@@ -47,6 +47,14 @@ std::string stream_of_key(std::string_view key) {
   return s;
 }
 
+// The WAL of a file holding `capacity` streams: 1 KiB per stream within
+// [64 KiB, the configured WAL] — a small catalog compacts a small file
+// (every slot), so a small WAL costs no more compactions per write.
+uint64_t wal_bytes_for(uint32_t capacity, uint64_t configured) {
+  return std::clamp<uint64_t>(uint64_t(capacity) << 10, std::min<uint64_t>(64 << 10, configured),
+                              configured);
+}
+
 }  // namespace
 
 slotstore::Schema EmbeddedCatalog::schema() {
@@ -73,10 +81,12 @@ Result<std::unique_ptr<EmbeddedCatalog>> EmbeddedCatalog::open(
       return std::move(s).error().with_context("catalog: creating directory " + dir);
     }
   }
+  // Used when the file is created: it starts small and grows (grow()).
+  const uint32_t initial = std::clamp<uint32_t>(options.initial_capacity, 1, options.capacity);
   slotstore::Options so;
-  so.slots = options.capacity + 1;
+  so.slots = initial + 1;
   so.strings = 0;
-  so.wal_bytes = options.wal_bytes;
+  so.wal_bytes = wal_bytes_for(initial, options.wal_bytes);
   so.create_if_missing = options.create_if_missing && !options.read_only;
   so.read_only = options.read_only;
   so.background_compaction = options.background_compaction;
@@ -89,7 +99,17 @@ Result<std::unique_ptr<EmbeddedCatalog>> EmbeddedCatalog::open(
     return std::move(e).with_context("opening catalog " + path);
   }
   std::unique_ptr<EmbeddedCatalog> c(
-      new EmbeddedCatalog(path, options.read_only, std::move(store).value()));
+      new EmbeddedCatalog(fs, path, options, so, std::move(store).value()));
+  if (!options.read_only) {
+    // What a growth that crashed left beside the file (this process holds
+    // the file's lock now: nobody else is growing it).
+    for (const std::string& p : {path + ".migrating", path + ".migrating.creating"}) {
+      Status s = fs.remove(p);
+      if (!s.ok() && s.code() != Errc::not_found) {
+        return std::move(s).error().with_context("catalog " + path + ": removing " + p);
+      }
+    }
+  }
   auto floor = c->store_->read(kFloorKey);
   if (floor.ok()) {
     const auto& v = (*floor)[kRevision];
@@ -111,9 +131,16 @@ Result<std::unique_ptr<EmbeddedCatalog>> EmbeddedCatalog::open(
   return c;
 }
 
-EmbeddedCatalog::EmbeddedCatalog(std::string path, bool read_only,
+EmbeddedCatalog::EmbeddedCatalog(FileSystem& fs, std::string path,
+                                 const EmbeddedCatalogOptions& options,
+                                 slotstore::Options store_options,
                                  std::unique_ptr<slotstore::SlotStore> store)
-    : path_(std::move(path)), read_only_(read_only), store_(std::move(store)) {}
+    : fs_(fs),
+      path_(std::move(path)),
+      read_only_(options.read_only),
+      options_(options),
+      store_options_(store_options),
+      store_(std::move(store)) {}
 
 EmbeddedCatalog::~EmbeddedCatalog() {
   Status s = close();
@@ -121,7 +148,58 @@ EmbeddedCatalog::~EmbeddedCatalog() {
 }
 
 Status EmbeddedCatalog::close() {
+  std::unique_lock g(grow_mu_);
   return store_->close();
+}
+
+uint32_t EmbeddedCatalog::capacity_locked() const {
+  return store_->info().slots_total - 1;
+}
+
+uint64_t EmbeddedCatalog::growths() const {
+  std::shared_lock g(grow_mu_);
+  return growths_;
+}
+
+Status EmbeddedCatalog::grow(uint32_t full_capacity, std::string_view stream) {
+  std::unique_lock g(grow_mu_);
+  const uint32_t now = capacity_locked();
+  if (now > full_capacity) return Status::OK();  // another create grew it
+  const uint32_t to =
+      uint32_t(std::min<uint64_t>(options_.capacity, uint64_t(now) * kCatalogGrowthFactor));
+  if (to <= now) {
+    return Error(Errc::store_full,
+                 fmt::format("catalog {}: create of stream \"{}\": the catalog is full: {} "
+                             "streams, the most catalog.capacity allows",
+                             path_, printable_name(stream), now));
+  }
+  if (Status s = store_->close(); !s.ok()) {
+    return std::move(s).error().with_context(
+        fmt::format("catalog {}: closing it to grow from {} to {} streams", path_, now, to));
+  }
+  slotstore::Options grown = store_options_;
+  grown.slots = to + 1;
+  grown.wal_bytes = wal_bytes_for(to, options_.wal_bytes);
+  // Crash-atomic: the old file stays whole until the new one replaces it
+  // (and whole after a failure, e.g. a full disk).
+  Status migrated = slotstore::SlotStore::migrate(fs_, path_, schema(), grown);
+  slotstore::Options reopen = store_options_;
+  reopen.create_if_missing = false;
+  auto again = slotstore::SlotStore::open(fs_, path_, schema(), reopen);
+  if (!again.ok()) {
+    // store_ stays closed: every later call fails, naming the file.
+    return std::move(again).error().with_context(
+        fmt::format("catalog {}: reopening it after growing from {} streams", path_, now));
+  }
+  store_ = std::move(again).value();
+  if (!migrated.ok()) {
+    return std::move(migrated).error().with_context(fmt::format(
+        "catalog {}: growing from {} to {} streams (it stays at {})", path_, now, to, now));
+  }
+  growths_ += 1;
+  spdlog::info("catalog {}: grew from {} to {} streams ({} bytes)", path_, now, to,
+               store_->info().file_size);
+  return Status::OK();
 }
 
 std::mutex& EmbeddedCatalog::stripe(std::string_view stream) {
@@ -139,8 +217,8 @@ Error EmbeddedCatalog::wrap(Error e, std::string_view what, std::string_view str
   if (e.code == Errc::store_full) {
     uint32_t capacity = store_->info().slots_total - 1;
     return Error(Errc::store_full,
-                 fmt::format("catalog {}: {} of stream \"{}\": the catalog is full ({} streams; "
-                             "catalog.capacity is fixed when the file is created): {}",
+                 fmt::format("catalog {}: {} of stream \"{}\": the catalog is full ({} streams, "
+                             "catalog.capacity): {}",
                              path_, what, printable_name(stream), capacity, e.message));
   }
   return std::move(e).with_context(
@@ -216,22 +294,33 @@ Result<StreamEntry> EmbeddedCatalog::create(std::string_view stream, uint64_t ep
   STRATA_TRY(validate_stream_name(stream));
   STRATA_TRY(check_epoch(stream, epoch, "create"));
   STRATA_TRY(check_writable("create", stream));
-  std::lock_guard lock(stripe(stream));
-  STRATA_ASSIGN_OR_RETURN(auto stored, read(stream));
-  uint64_t floor;
-  {
-    std::lock_guard fl(floor_mu_);
-    floor = revision_floor_;
+  for (;;) {
+    uint32_t full = 0;
+    {
+      std::shared_lock g(grow_mu_);
+      std::lock_guard lock(stripe(stream));
+      STRATA_ASSIGN_OR_RETURN(auto stored, read(stream));
+      uint64_t floor;
+      {
+        std::lock_guard fl(floor_mu_);
+        floor = revision_floor_;
+      }
+      auto e = decide_create(stored, stream, epoch, floor);
+      if (!e.ok()) return std::move(e).error().with_context("catalog " + path_);
+      assert_write(stored, 0, Decision{{}, Write::store, *e}, floor);
+      Status s = store_entry(*e);
+      if (s.ok()) return e;
+      if (s.code() != Errc::store_full) return wrap(std::move(s).error(), "create", stream);
+      full = capacity_locked();
+    }
+    // Full: grown (or found grown by another create), then tried again.
+    STRATA_TRY(grow(full, stream));
   }
-  auto e = decide_create(stored, stream, epoch, floor);
-  if (!e.ok()) return std::move(e).error().with_context("catalog " + path_);
-  assert_write(stored, 0, Decision{{}, Write::store, *e}, floor);
-  if (Status s = store_entry(*e); !s.ok()) return wrap(std::move(s).error(), "create", stream);
-  return e;
 }
 
 Result<StreamEntry> EmbeddedCatalog::get(std::string_view stream) {
   STRATA_TRY(validate_stream_name(stream));
+  std::shared_lock g(grow_mu_);
   std::lock_guard lock(stripe(stream));
   STRATA_ASSIGN_OR_RETURN(auto stored, read(stream));
   if (!stored) {
@@ -244,6 +333,7 @@ Result<StreamEntry> EmbeddedCatalog::get(std::string_view stream) {
 Result<std::vector<StreamEntry>> EmbeddedCatalog::list() {
   // Every stripe, in index order (the only place that takes more than one),
   // so no entry is seen before its write is durable.
+  std::shared_lock g(grow_mu_);
   std::array<std::unique_lock<std::mutex>, kStripes> locks;
   for (size_t i = 0; i < kStripes; ++i) locks[i] = std::unique_lock(stripes_[i]);
   auto all = store_->read_all();
@@ -270,6 +360,7 @@ Result<PutResult> EmbeddedCatalog::put(std::string_view stream, std::string_view
                              path_, printable_name(stream), root_key.size(), kMaxRootKeyBytes));
   }
   STRATA_TRY(check_writable("put", stream));
+  std::shared_lock g(grow_mu_);
   std::lock_guard lock(stripe(stream));
   STRATA_ASSIGN_OR_RETURN(auto stored, read(stream));
   uint64_t floor;
@@ -288,6 +379,7 @@ Result<PutResult> EmbeddedCatalog::bump_epoch(std::string_view stream, uint64_t 
                                               uint64_t min_epoch) {
   STRATA_TRY(validate_stream_name(stream));
   STRATA_TRY(check_writable("bump_epoch", stream));
+  std::shared_lock g(grow_mu_);
   std::lock_guard lock(stripe(stream));
   STRATA_ASSIGN_OR_RETURN(auto stored, read(stream));
   auto d = decide_bump_epoch(stored, expected_revision, min_epoch);
@@ -300,6 +392,7 @@ Result<PutResult> EmbeddedCatalog::bump_epoch(std::string_view stream, uint64_t 
 Result<PutResult> EmbeddedCatalog::remove(std::string_view stream, uint64_t expected_revision) {
   STRATA_TRY(validate_stream_name(stream));
   STRATA_TRY(check_writable("remove", stream));
+  std::shared_lock g(grow_mu_);
   std::lock_guard lock(stripe(stream));
   STRATA_ASSIGN_OR_RETURN(auto stored, read(stream));
   Decision d = decide_remove(stored, expected_revision);
@@ -309,6 +402,7 @@ Result<PutResult> EmbeddedCatalog::remove(std::string_view stream, uint64_t expe
 }
 
 EmbeddedCatalogInfo EmbeddedCatalog::info() const {
+  std::shared_lock g(grow_mu_);
   slotstore::Info i = store_->info();
   EmbeddedCatalogInfo out;
   out.path = path_;

@@ -24,8 +24,12 @@
 // a group). get and list also take the locks, so they never return a value
 // that is not durable yet.
 //
-// Capacity is fixed when the file is created (catalog.capacity streams);
-// an existing file keeps its own. Creating one more stream than it holds is
+// Sized by use: a new file holds kInitialCatalogCapacity streams (a WAL to
+// match: ~0.25 MiB in all) and grows fourfold whenever a create finds it
+// full, up to catalog.capacity streams — a crash-atomic rewrite
+// (SlotStore::migrate: a new file built beside, synced, renamed over the
+// old), run while every other call waits. An existing file starts from its
+// own size. Creating one more stream than catalog.capacity is
 // Errc::store_full naming the file and the setting.
 #pragma once
 
@@ -34,6 +38,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 
 #include "catalog/catalog.h"
@@ -51,13 +56,18 @@ inline constexpr const char* kCatalogFile = "catalog.slots";
 // state in memory (~0.8 KiB). 16 384 streams: a 41 MiB file (16 MiB of it
 // WAL) and ~15 MiB of memory; 65 536 would take 117 MiB and ~54 MiB.
 inline constexpr uint32_t kDefaultCatalogCapacity = 16384;
+// Streams a new file holds before its first growth.
+inline constexpr uint32_t kInitialCatalogCapacity = 64;
+// Each growth multiplies the capacity by this.
+inline constexpr uint32_t kCatalogGrowthFactor = 4;
 
 struct EmbeddedCatalogOptions {
-  // catalog.capacity: streams the file can hold, 1..2^24 - 1. Only used
-  // when the file is created.
+  // catalog.capacity: the most streams the file grows to, 1..2^24 - 1.
   uint32_t capacity = kDefaultCatalogCapacity;
-  // catalog.wal_bytes: both WAL halves of the slotstore together (only used
-  // when the file is created).
+  // What a new file holds before it first grows (at most `capacity`).
+  uint32_t initial_capacity = kInitialCatalogCapacity;
+  // The WAL (both halves of the slotstore's together) at `capacity`; a
+  // smaller file gets a proportionally smaller one (wal_bytes_for).
   uint64_t wal_bytes = 16u << 20;
   bool create_if_missing = true;
   // Open for inspection (the CLI): no lock, no writes, no recovery written
@@ -108,6 +118,8 @@ class EmbeddedCatalog final : public Catalog {
   std::string describe() const override { return "embedded:" + path_; }
 
   EmbeddedCatalogInfo info() const;
+  // Times the file grew since it was opened.
+  uint64_t growths() const;
   // Waits for compaction and closes the file; later calls return
   // Errc::closed. Idempotent. The destructor closes too (logging errors).
   Status close();
@@ -115,7 +127,14 @@ class EmbeddedCatalog final : public Catalog {
  private:
   static constexpr size_t kStripes = kEmbeddedStripes;
 
-  EmbeddedCatalog(std::string path, bool read_only, std::unique_ptr<slotstore::SlotStore> store);
+  EmbeddedCatalog(FileSystem& fs, std::string path, const EmbeddedCatalogOptions& options,
+                  slotstore::Options store_options, std::unique_ptr<slotstore::SlotStore> store);
+  // The create that found the file full at `full_capacity` streams: the
+  // file is rewritten `kCatalogGrowthFactor` times larger (up to
+  // options_.capacity), unless another call grew it meanwhile. store_full
+  // when it is at catalog.capacity already.
+  Status grow(uint32_t full_capacity, std::string_view stream);
+  uint32_t capacity_locked() const;
 
   std::mutex& stripe(std::string_view stream);
   Status check_writable(std::string_view what, std::string_view stream) const;
@@ -128,9 +147,16 @@ class EmbeddedCatalog final : public Catalog {
   // The slotstore's error with the file named, store_full explained.
   Error wrap(Error e, std::string_view what, std::string_view stream) const;
 
+  FileSystem& fs_;
   const std::string path_;
   const bool read_only_;
+  const EmbeddedCatalogOptions options_;
+  slotstore::Options store_options_;  // reopening after a growth
+  // Every call holds it shared while it uses store_; a growth exclusively,
+  // while it replaces the file and store_. Taken before a stripe.
+  mutable std::shared_mutex grow_mu_;
   std::unique_ptr<slotstore::SlotStore> store_;
+  uint64_t growths_ = 0;  // guarded by grow_mu_
   std::array<std::mutex, kStripes> stripes_;
   // Guards revision_floor_ and orders the writes of it (remove holds it
   // across its write, so the stored floor only grows).

@@ -60,7 +60,8 @@ void ls(Context& ctx, const std::string& dir) {
     return;
   }
   std::cout << fmt::format("catalog   {}\n", (*c)->describe());
-  std::cout << fmt::format("streams   {} of {}\n", i.streams, i.capacity);
+  // The file's size now; it grows with the streams up to catalog.capacity.
+  std::cout << fmt::format("streams   {} of {} the file holds now\n", i.streams, i.capacity);
   std::cout << fmt::format("file      {}, WAL {} of {} in use\n", human_bytes(double(i.file_bytes)),
                            human_bytes(double(i.wal_bytes_used)), human_bytes(double(i.wal_bytes)));
   size_t w = 6;

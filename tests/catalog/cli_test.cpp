@@ -46,7 +46,8 @@ TEST_F(CatalogCli, LsPrintsEveryStreamBesideARunningWriter) {
   ASSERT_EQ(o.status, 0) << o.err;
   EXPECT_NE(o.out.find("catalog   embedded:" + dir_.path() + "/catalog.slots"), std::string::npos)
       << o.out;
-  EXPECT_NE(o.out.find("streams   2 of 100"), std::string::npos) << o.out;
+  // The writer's file holds 64 streams until it grows (up to its 100).
+  EXPECT_NE(o.out.find("streams   2 of 64 the file holds now"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("ROOT_KEY"), std::string::npos);
   // Name order: audit-log first, without a root.
   const size_t audit = o.out.find("audit-log");
@@ -64,7 +65,7 @@ TEST_F(CatalogCli, LsJsonHasCapacityAndEveryEntry) {
     strata::test::CliOut o = strata_cli(args);
     ASSERT_EQ(o.status, 0) << o.err;
     auto doc = nlohmann::json::parse(o.out);
-    EXPECT_EQ(doc["capacity"], 100);
+    EXPECT_EQ(doc["capacity"], 64);
     EXPECT_EQ(doc["streams_used"], 2);
     EXPECT_EQ(doc["catalog"], "embedded:" + dir_.path() + "/catalog.slots");
     ASSERT_EQ(doc["streams"].size(), 2u);

@@ -1,6 +1,6 @@
 // What only the embedded backend has: a file that outlives the process, a
-// fixed capacity, one writer per file, read-only opening, and fail-stop on
-// a durability failure.
+// size that grows by use up to its capacity, one writer per file, read-only opening, and fail-stop
+// on a durability failure.
 #include "catalog/embedded_catalog.h"
 
 #include <gtest/gtest.h>
@@ -138,12 +138,105 @@ TEST(EmbeddedCatalog, CapacityOutOfRangeIsRefusedNamingTheSetting) {
   EXPECT_FALSE(exists(posix_fs(), dir.sub("catalog.slots")));
 }
 
-TEST(EmbeddedCatalog, AnExistingFileKeepsItsCapacity) {
+TEST(EmbeddedCatalog, AnExistingFileStartsFromItsOwnSizeAndGrowsToTheNewLimit) {
   test::TempDir dir;
   ASSERT_TRUE(must_open(posix_fs(), dir.path(), small(5)));
   auto c = must_open(posix_fs(), dir.path(), small(500));
   ASSERT_TRUE(c);
   EXPECT_EQ(c->info().capacity, 5u);
+  for (int i = 0; i < 6; ++i) ASSERT_OK(c->create("s" + std::to_string(i), 1));
+  EXPECT_EQ(c->info().capacity, 20u);
+}
+
+// Sized by use: a new file holds a few streams and grows fourfold when a
+// create finds it full, up to catalog.capacity; every entry, its root,
+// revision and the revision floor come through each growth and a reopen.
+TEST(EmbeddedCatalog, ANewFileStartsSmallAndGrowsByUseUpToTheCapacity) {
+  test::TempDir dir;
+  EmbeddedCatalogOptions o = small(40);
+  o.initial_capacity = 4;
+  auto c = must_open(posix_fs(), dir.path(), o);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->info().capacity, 4u);
+  const uint64_t small_file = c->info().file_bytes;
+  // A removed stream raises the revision floor, which must survive too.
+  ASSERT_OK(c->create("gone", 1));
+  ASSERT_EQ(c->remove("gone", c->get("gone")->revision)->outcome, PutOutcome::ok);
+  const uint64_t floor = c->info().revision_floor;
+  ASSERT_GT(floor, 0u);
+  std::vector<uint32_t> capacities;
+  for (int i = 0; i < 40; ++i) {
+    const std::string s = "s" + std::to_string(i);
+    auto e = c->create(s, 1);
+    ASSERT_OK(e);
+    ASSERT_EQ(c->put(s, "root-" + s, 1, e->revision)->outcome, PutOutcome::ok);
+    if (capacities.empty() || capacities.back() != c->info().capacity) {
+      capacities.push_back(c->info().capacity);
+    }
+  }
+  EXPECT_EQ(capacities, (std::vector<uint32_t>{4, 16, 40}));
+  EXPECT_EQ(c->growths(), 2u);
+  EXPECT_GT(c->info().file_bytes, small_file);
+  auto full = c->create("one-too-many", 1);
+  EXPECT_EQ(full.code(), Errc::store_full);
+  EXPECT_NE(full.error().message.find("catalog.capacity"), std::string::npos)
+      << full.error().message;
+  EXPECT_NE(full.error().message.find("40 streams"), std::string::npos) << full.error().message;
+  ASSERT_OK(c->close());
+  c = must_open(posix_fs(), dir.path(), o);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->info().capacity, 40u);
+  EXPECT_EQ(c->info().revision_floor, floor);
+  auto all = c->list();
+  ASSERT_OK(all);
+  ASSERT_EQ(all->size(), 40u);
+  for (const auto& e : *all) EXPECT_EQ(e.root_key, "root-" + e.stream);
+  EXPECT_FALSE(c->get("gone").ok());
+}
+
+TEST(EmbeddedCatalog, ANewCatalogWithTheDefaultsIsSmall) {
+  test::TempDir dir;
+  auto c = must_open(posix_fs(), dir.path(), EmbeddedCatalogOptions{});
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->info().capacity, kInitialCatalogCapacity);
+  EXPECT_LT(c->info().file_bytes, 512u << 10) << "was ~41 MiB when sized for 16 384 streams";
+}
+
+// A crash (power loss) at every point of a growth: the catalog reopens
+// with every acknowledged entry, nothing of the growth left beside it, and
+// grows on the next create.
+TEST(EmbeddedCatalog, ACrashAnywhereInAGrowthLosesNothingAcknowledged) {
+  test::QuietLogs quiet;
+  EmbeddedCatalogOptions o = small(64);
+  o.initial_capacity = 4;
+  o.background_compaction = false;
+  for (uint64_t n = 0;; ++n) {
+    SCOPED_TRACE("crash after " + std::to_string(n) + " operations");
+    FaultFileSystem fs;
+    auto c = must_open(fs, "/cat", o);
+    ASSERT_TRUE(c);
+    for (int i = 0; i < 4; ++i) ASSERT_OK(c->create("s" + std::to_string(i), 1));
+    fs.crash_after(n);
+    auto fifth = c->create("s4", 1);
+    const bool grown = fifth.ok();
+    c.reset();
+    fs.crash(CrashOptions{n, true, true, false});
+    c = must_open(fs, "/cat", o);
+    ASSERT_TRUE(c);
+    auto all = c->list();
+    ASSERT_OK(all);
+    ASSERT_GE(all->size(), 4u);
+    if (grown) {
+      EXPECT_EQ(all->size(), 5u);
+    }
+    EXPECT_FALSE(exists(fs, "/cat/catalog.slots.migrating"));
+    for (int i = 4; i < 20; ++i) {
+      auto e = c->create("s" + std::to_string(i), 1);
+      ASSERT_TRUE(e.ok() || e.code() == Errc::already_exists) << e.error().to_string();
+    }
+    EXPECT_EQ(c->list()->size(), 20u);
+    if (grown) break;
+  }
 }
 
 TEST(EmbeddedCatalog, ASecondWriterIsRefusedWhileTheFirstHoldsTheFile) {

@@ -36,12 +36,12 @@ class DiskFullTest : public ServeTest {
     if (mounted_) ::umount2(mount_.c_str(), MNT_DETACH);
   }
 
-  // The server on the small disk (the object store on the big one, so that
-  // uploads do not compete for the space).
+  // The server on the small disk with the default catalog (sized by use:
+  // it once took 41 MiB at creation), the object store on the big one, so
+  // that uploads do not compete for the space.
   void start(uint64_t free_limit) {
     const std::string cfg = dir_.sub("strata.json");
     std::ofstream(cfg) << nlohmann::json{
-        {"catalog", {{"capacity", 64}}},
         {"objstore", {{"fs", {{"root", dir_.sub("objects")}}}}},
         {"disk", {{"free_limit_bytes", free_limit}, {"check_interval_ms", 50}}},
         {"http",
