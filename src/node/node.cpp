@@ -123,9 +123,7 @@ Status Node::Impl::start(std::shared_ptr<Runtime> rt) {
     if (!st.ok()) return std::move(st).error().with_context("opening stream " + name);
     opened += 1;
   }
-  if (cfg.open_streams_at_start && cfg.tiering.enabled && catalog_outlives_disk()) {
-    STRATA_TRY(recover_from_catalog());
-  }
+  if (cfg.open_streams_at_start && cfg.tiering.enabled) STRATA_TRY(recover_from_catalog());
   std::lock_guard l(mu);
   spdlog::info("node: {} stream(s) in {}, {} deletion(s) pending, object store {}, catalog {}",
                opened, cfg.data_dir, deletions.size(), store->describe(), catalog->describe());

@@ -131,8 +131,9 @@ class Node::Impl {
   bool catalog_outlives_disk() const { return cfg.catalog_backend == "etcd"; }
   Status keep_settings_in_catalog(const std::string& name, const StreamSettings& s);
   // At open, after the local streams: every stream the catalog names that
-  // has no local log here (a lost or replaced disk), opened from the
-  // bucket with the settings the catalog keeps.
+  // has no local log here (a lost or replaced disk, an embedded catalog
+  // rebuilt by `strata recover --from-bucket`), opened from the bucket
+  // with the settings the catalog keeps (embedded: the node's).
   Status recover_from_catalog();
   // Everything an open does outside the lock: the entry, not yet published.
   Result<StreamEntry> build_entry(const std::string& name, const OpenMode& mode);

@@ -151,11 +151,23 @@ Status Node::Impl::recover_from_catalog() {
       if (table.state(name) != StreamTable::State::absent || deletions.count(name)) continue;
     }
     STRATA_ASSIGN_OR_RETURN(auto kept, catalog_kept_settings(*catalog, name));
-    if (!kept) {
+    if (!kept && catalog_outlives_disk()) {
+      // Created before the catalog kept settings: a Create with its
+      // arguments brings it back as it was; defaults could silently drop
+      // its remote confirms.
       spdlog::warn("node: stream {} is in catalog {} with no settings beside it and has no local "
                    "log here: not opened (create it again with its arguments to serve it)",
                    name, catalog->describe());
       continue;
+    }
+    if (!kept) {
+      // The embedded catalog keeps none (`strata recover --from-bucket`
+      // rebuilt its entries after the disk was lost).
+      spdlog::warn("node: stream {} is in catalog {} but has no local log here, and the catalog "
+                   "keeps no settings: serving it from the bucket with this node's "
+                   "configuration (alter its retention if it had its own)",
+                   name, catalog->describe());
+      kept = StreamSettings{};
     }
     auto log = open_stream(name, TakeOver{std::move(kept), {}});
     if (!log.ok()) return std::move(log).error().with_context("recovering stream " + name);
