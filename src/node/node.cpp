@@ -123,15 +123,18 @@ Status Node::Impl::start(std::shared_ptr<Runtime> rt) {
     if (!st.ok()) return std::move(st).error().with_context("opening stream " + name);
     opened += 1;
   }
-  if (cfg.open_streams_at_start && cfg.tiering.enabled) STRATA_TRY(recover_from_catalog());
+  if (cfg.open_streams_at_start && cfg.tiering.enabled) {
+    STRATA_TRY(recover_from_catalog(cfg.recover_in_background));
+  }
   std::lock_guard l(mu);
   spdlog::info("node: {} stream(s) in {}, {} deletion(s) pending, object store {}, catalog {}",
                opened, cfg.data_dir, deletions.size(), store->describe(), catalog->describe());
   if (cfg.tiering.enabled && !cfg.local_retention.any()) {
-    spdlog::info("node: log.retention is unset: a tiered stream keeps {} segments ({} bytes at "
-                 "log.segment_bytes) on local disk beyond what is not uploaded yet, unless it sets "
-                 "its own (x-strata-local-max-bytes)",
-                 kDefaultLocalSegments, kDefaultLocalSegments * cfg.segment_bytes);
+    spdlog::info(
+        "node: log.retention is unset: a tiered stream keeps {} segments ({} bytes at "
+        "log.segment_bytes) on local disk beyond what is not uploaded yet, unless it sets its own "
+        "(x-strata-local-max-bytes)",
+        kDefaultLocalSegments, kDefaultLocalSegments * cfg.segment_bytes);
   }
   if (cfg.tiering.enabled && object_store_inside(cfg)) {
     spdlog::warn(
@@ -149,8 +152,8 @@ Status Node::Impl::start(std::shared_ptr<Runtime> rt) {
     o.interval_ms = std::max<int64_t>(cfg.tiering.orphan_grace_ms, kOrphanSweepMinIntervalMs);
     o.max_deletes = kOrphanSweepMaxDeletes;
     o.deadline_ms = kOrphanSweepDeadlineMs;
-    orphans = std::make_shared<OrphanSweep>(runtime->io_shared(), runtime->tasks(), store, catalog,
-                                            o);
+    orphans =
+        std::make_shared<OrphanSweep>(runtime->io_shared(), runtime->tasks(), store, catalog, o);
     orphans->start();
   }
   return Status::OK();
@@ -225,6 +228,10 @@ Status Node::Impl::close() {
     // An open in progress publishes nothing once closed: it closes its
     // stream itself. Wait for it, so that none runs on past the node.
     table_cv.wait(l, [&] { return !table.any_opening(); });
+    l.unlock();
+    // It has seen `closed` (no stream left marked): only its return is left.
+    if (recovery.joinable()) recovery.join();
+    l.lock();
     open = table.take_all_open();
     handing_off = table.handoff_entries();
   }

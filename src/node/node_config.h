@@ -133,6 +133,11 @@ struct NodeConfig {
   // opens no stream at start; it opens each stream it comes to own
   // (Node::acquire_stream) and closes each it loses (Node::release_stream).
   bool open_streams_at_start = true;
+  // Not part of the JSON document either: streams the catalog names with no
+  // local log are recovered from the bucket in the background after the
+  // open (`strata serve`: a slow bucket does not hold its start), answering
+  // unavailable meanwhile; otherwise before Node::open returns.
+  bool recover_in_background = false;
 
   // The log options every stream of the node is opened with (hooks unset).
   log::LogOptions log_options() const;

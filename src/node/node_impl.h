@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <thread>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -69,6 +70,9 @@ class Node::Impl {
 
   // ---- stream_open.cpp ----
   Result<std::shared_ptr<log::StreamLog>> open_stream(const std::string& name,
+                                                      const OpenMode& mode);
+  // The rest of open_stream, for a name already marked as being opened.
+  Result<std::shared_ptr<log::StreamLog>> open_marked(const std::string& name,
                                                       const OpenMode& mode);
 
   // ---- node_ownership.cpp ----
@@ -134,7 +138,11 @@ class Node::Impl {
   // has no local log here (a lost or replaced disk, an embedded catalog
   // rebuilt by `strata recover --from-bucket`), opened from the bucket
   // with the settings the catalog keeps (embedded: the node's).
-  Status recover_from_catalog();
+  // `in_background` (`strata serve`): the streams are marked as being
+  // opened here, and opened one by one on `recovery`, so that a slow bucket
+  // does not hold the node's start; else opened before this returns.
+  Status recover_from_catalog(bool in_background);
+  std::thread recovery;
   // Everything an open does outside the lock: the entry, not yet published.
   Result<StreamEntry> build_entry(const std::string& name, const OpenMode& mode);
   Result<StreamSettings> settings_for(const std::string& name, const OpenMode& mode);

@@ -68,6 +68,11 @@ Result<std::shared_ptr<log::StreamLog>> Node::Impl::open_stream(const std::strin
     }
     table.begin_open(name);
   }
+  return open_marked(name, mode);
+}
+
+Result<std::shared_ptr<log::StreamLog>> Node::Impl::open_marked(const std::string& name,
+                                                                const OpenMode& mode) {
   auto built = build_entry(name, mode);
   bool publish = false;
   {
@@ -139,11 +144,14 @@ Status Node::Impl::keep_settings_in_catalog(const std::string& name, const Strea
                                                  " in the catalog");
 }
 
-Status Node::Impl::recover_from_catalog() {
+Status Node::Impl::recover_from_catalog(bool in_background) {
   auto entries = catalog->list();
   if (!entries.ok()) {
     return std::move(entries).error().with_context("listing the catalog's streams");
   }
+  // Marked as being opened at once, so that until each is open a lookup
+  // answers unavailable (clients retry), never not_found.
+  std::vector<std::pair<std::string, StreamSettings>> todo;
   for (const auto& entry : *entries) {
     const std::string& name = entry.stream;
     {
@@ -169,12 +177,44 @@ Status Node::Impl::recover_from_catalog() {
                    name, catalog->describe());
       kept = StreamSettings{};
     }
-    auto log = open_stream(name, TakeOver{std::move(kept), {}});
-    if (!log.ok()) return std::move(log).error().with_context("recovering stream " + name);
-    spdlog::info("node: stream {} recovered from the bucket (no local log here): serving from "
-                 "offset {}, remote tier from {}",
-                 name, (*log)->committed_next(), (*log)->first_offset());
+    std::lock_guard l(mu);
+    if (table.state(name) != StreamTable::State::absent) continue;
+    table.begin_open(name);
+    todo.emplace_back(name, std::move(*kept));
   }
+  if (todo.empty()) return Status::OK();
+  auto run = [this, todo = std::move(todo)] {
+    for (const auto& [name, settings] : todo) {
+      bool stop = false;
+      {
+        std::lock_guard l(mu);
+        stop = closed;
+      }
+      if (stop) {
+        {
+          std::lock_guard l(mu);
+          table.abort_open(name);
+        }
+        table_cv.notify_all();
+        continue;
+      }
+      auto log = open_marked(name, TakeOver{settings, {}});
+      if (!log.ok()) {
+        spdlog::error("node: stream {}: recovering it from the bucket failed (it stays "
+                      "unserved until the node restarts): {}",
+                      name, log.error().to_string());
+        continue;
+      }
+      spdlog::info("node: stream {} recovered from the bucket (no local log here): serving from "
+                   "offset {}",
+                   name, (*log)->committed_next());
+    }
+  };
+  if (!in_background) {
+    run();
+    return Status::OK();
+  }
+  recovery = std::thread(std::move(run));
   return Status::OK();
 }
 

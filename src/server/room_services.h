@@ -34,9 +34,9 @@ class StreamDirectory {
   // when this node does not serve it, unavailable while it is being opened.
   virtual Result<std::shared_ptr<ServedStream>> served(const std::string& name) = 0;
   // The answer for a stream this node does not serve: stream_not_available
-  // when another node of the cluster does (or will, after a takeover), as
-  // RabbitMQ answers on a non-leader, so the client asks Metadata for the
-  // leader; else stream_does_not_exist.
+  // while it is being opened here, or when another node of the cluster
+  // does (or will, after a takeover), as RabbitMQ answers on a non-leader,
+  // so the client asks Metadata for the leader; else stream_does_not_exist.
   virtual proto::ResponseCode missing_code(const std::string& name) = 0;
   // `stream`'s place among the partitions of super stream `super`
   // (single active consumers spread over them); nullopt if it is none.

@@ -299,6 +299,9 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
     // Streams are opened as this node comes to own them.
     cfg.node.open_streams_at_start = false;
   }
+  // A stream recovered from the bucket (no local log) must not hold the
+  // listener: clients are told it is not available yet, and retry.
+  cfg.node.recover_in_background = true;
   return cfg;
 }
 

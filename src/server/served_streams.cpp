@@ -55,6 +55,10 @@ bool ServedStreams::served_elsewhere(const std::string& name) {
 }
 
 proto::ResponseCode ServedStreams::missing_code(const std::string& name) {
+  // Being opened here (recovered from the bucket, taken over): not yet.
+  if (auto s = node_.stream(name); !s.ok() && s.code() == Errc::unavailable) {
+    return proto::ResponseCode::stream_not_available;
+  }
   return served_elsewhere(name) ? proto::ResponseCode::stream_not_available
                                 : proto::ResponseCode::stream_does_not_exist;
 }

@@ -118,11 +118,13 @@ TEST(Node, ALostLocalLogRestartsAfterTheRemoteTierAndNeverReusesItsOffsets) {
     ASSERT_OK(n->flush("s1", std::chrono::seconds(30)));
     ASSERT_OK(n->close());
   }
-  // The local disk is lost; the stream is created again on an empty disk.
+  // The local log is lost; the catalog still names the stream, so the node
+  // serves it again at open, from the bucket (no create needed).
   ASSERT_OK(remove_all(posix_fs(), tmp.sub("streams/s1")));
   auto n = open_node(tmp.path());
   ASSERT_TRUE(n);
-  auto log = n->create_stream("s1");
+  EXPECT_EQ(n->create_stream("s1").code(), Errc::already_exists);
+  auto log = n->stream("s1");
   ASSERT_OK(log);
   EXPECT_EQ((*log)->first_offset(), next);
   uint64_t more = append_values(**log, 20);

@@ -61,10 +61,12 @@ TEST(WriterRecovery, ALogRestartedAfterTheRemoteTierKnowsEveryPublishersSequence
     ASSERT_OK(n->flush("s1", std::chrono::seconds(30)));
     ASSERT_OK(n->close());
   }
+  // The local log is lost: the node serves the stream again at open, its
+  // catalog entry leading it to the bucket.
   ASSERT_OK(remove_all(posix_fs(), tmp.sub("streams/s1")));
   auto n = open_node(tmp.path());
   ASSERT_TRUE(n);
-  auto log = n->create_stream("s1");
+  auto log = n->stream("s1");
   ASSERT_OK(log);
   ASSERT_EQ((*log)->committed_next(), (*log)->first_offset());
   EXPECT_EQ((*log)->writer_sequence("early"), 7u);

@@ -58,14 +58,16 @@ TEST(DiskLoss, ANodeOnANewDiskServesItsStreamsFromEtcdAndTheBucket) {
   // The first disk is gone.
   ServeProcess srv = ServeProcess::start(dir.sub("disk2"), {"--config", cfg}, dir.path());
   ASSERT_GT(srv.port(), 0) << srv.process().stderr_text();
+  auto c = StreamClient::connect(srv.port());
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c->handshake().ok());
+  // Recovered from the bucket in the background: served once it is open.
+  ASSERT_TRUE(wait_served(*c, "kept"));
   auto status = serve_status(srv);
   ASSERT_TRUE(status["streams"].contains("kept")) << status.dump();
   EXPECT_EQ(status["streams"]["kept"]["settings"]["max_age_ms"], 7 * 86'400'000LL)
       << status["streams"]["kept"].dump();
   EXPECT_EQ(status["streams"]["kept"]["effective"]["confirm"], "remote");
-  auto c = StreamClient::connect(srv.port());
-  ASSERT_TRUE(c.ok());
-  ASSERT_TRUE(c->handshake().ok());
   ASSERT_TRUE(c->send(QueryOffsetRequest{c->corr(), "reader", "kept"}).ok());
   auto off = c->expect<QueryOffsetResponse>();
   ASSERT_TRUE(off.ok());

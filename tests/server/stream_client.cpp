@@ -197,6 +197,18 @@ std::optional<int> ServeProcess::stop(std::chrono::milliseconds timeout) {
   return std::nullopt;
 }
 
+bool wait_served(StreamClient& c, const std::string& stream, std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (!c.send(proto::MetadataRequest{c.corr(), {stream}}).ok()) return false;
+    auto m = c.expect<proto::MetadataResponse>();
+    if (!m.ok()) return false;
+    if (m->streams.size() == 1 && m->streams[0].code == proto::ResponseCode::ok) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
 proto::PublishRequest make_publish(uint8_t publisher_id, uint64_t first_id,
                                    const std::vector<std::string>& bodies, Bytes* storage) {
   size_t total = 0;

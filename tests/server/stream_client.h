@@ -87,6 +87,12 @@ class ServeProcess {
   int port_ = 0;
 };
 
+// Waits (Metadata, every 50 ms, at most `timeout`) until `stream` is
+// served: a stream recovered from the bucket at start is opened in the
+// background, answering stream_not_available until then.
+bool wait_served(StreamClient& c, const std::string& stream,
+                 std::chrono::milliseconds timeout = 20s);
+
 // Encodes a Publish with simple entries for `bodies`, ids from `first_id`.
 proto::PublishRequest make_publish(uint8_t publisher_id, uint64_t first_id,
                                    const std::vector<std::string>& bodies, Bytes* storage);
