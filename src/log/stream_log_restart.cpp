@@ -127,17 +127,10 @@ Status StreamLog::Impl::restart_writer() {
 }
 
 Status StreamLog::Impl::quiesce_seals() {
-  std::unique_lock<std::mutex> l(seal_mu_);
-  seal_now_ = true;
-  seal_start_cv_.notify_all();
-  seal_cv_.wait(l, [&] { return seals_.empty(); });
-  std::thread t = std::move(sealer_);
-  l.unlock();
-  // The sealer's last step is under seal_mu_ after the queue emptied.
-  if (t.joinable()) t.join();
-  l.lock();
+  // Its error (a failed seal) is what the restart syncs again.
+  (void)drain_seals();
+  std::lock_guard<std::mutex> g(seal_mu_);
   seal_now_ = false;
-  // What the failed seal left unsynced, settle_sync_mark syncs.
   seal_error_.reset();
   seal_failed_.store(false, std::memory_order_release);
   return Status::OK();

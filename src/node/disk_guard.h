@@ -9,10 +9,14 @@
 // on; uploads and retention go on freeing space).
 //
 // A writer that fail-stopped (a full disk, an I/O error) is restarted in
-// place (log/stream_log.h, restart_writer) once the alarm is clear: at
-// once the first time, then after a doubling delay (first_retry_ms up to
-// max_retry_ms) while its restarts fail. A stream that is no longer stopped
-// (restarted, closed, deleted) is forgotten.
+// place (log/stream_log.h, restart_writer) once the alarm is clear:
+// first_retry_ms after it was seen stopped, then after a doubling delay (up
+// to max_retry_ms) while its restarts fail — or succeed but the writer
+// stops again within max_retry_ms (a disk still full with the alarm off: a
+// restart needs no space, the next append does), so a writer that cannot
+// stay up costs one restart per max_retry_ms, not one per check. A writer
+// up for max_retry_ms after its restart, or a stream no longer open, is
+// forgotten.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +58,9 @@ struct StoppedWriter {
   int64_t next_attempt_ms = 0;
   bool restarting = false;
   std::string last_error;
+  // Set by a restart that worked: the writer is watched until it has been
+  // up for max_retry_ms; stopped again before, it counts as a failure.
+  std::optional<int64_t> up_since_ms;
 };
 
 struct DiskSpace {
@@ -87,6 +94,9 @@ class DiskGuard {
   std::vector<StoppedWriter> stopped() const;
 
  private:
+  // The next attempt after a failure: first_retry_ms doubling per failure.
+  void backoff(StoppedWriter& w, int64_t now_ms) const;
+
   DiskGuardOptions opts_;
   bool alarm_ = false;
   uint64_t raised_ = 0;

@@ -32,29 +32,57 @@ TEST(DiskGuard, ALimitOfZeroNeverRaisesTheAlarm) {
   EXPECT_EQ(g.on(sample(0, 0)).alarm, AlarmChange::none);
   EXPECT_FALSE(g.alarm());
   // The writers are still restarted.
-  EXPECT_EQ(g.on(sample(1, 0, {"s"})).restart, std::vector<std::string>{"s"});
+  EXPECT_TRUE(g.on(sample(1, 0, {"s"})).restart.empty());
+  EXPECT_EQ(g.on(sample(101, 0, {"s"})).restart, std::vector<std::string>{"s"});
 }
 
-TEST(DiskGuard, AStoppedWriterIsRestartedAtOnceThenAfterADoublingDelay) {
+TEST(DiskGuard, AStoppedWriterIsRestartedAfterADelayThatDoublesWhileRestartsFail) {
   DiskGuard g(DiskGuardOptions{0, 100, 350});
-  EXPECT_EQ(g.on(sample(0, 1, {"s"})).restart, std::vector<std::string>{"s"});
+  EXPECT_TRUE(g.on(sample(0, 1, {"s"})).restart.empty()) << "seen stopped: first_retry_ms first";
+  EXPECT_EQ(g.on(sample(100, 1, {"s"})).restart, std::vector<std::string>{"s"});
   // In flight: not asked again.
-  EXPECT_TRUE(g.on(sample(10, 1, {"s"})).restart.empty());
-  g.on_restart("s", "No space left on device", 20);
-  EXPECT_TRUE(g.on(sample(119, 1, {"s"})).restart.empty());
-  EXPECT_EQ(g.on(sample(120, 1, {"s"})).restart.size(), 1u);  // 20 + 100
-  g.on_restart("s", "again", 130);
-  EXPECT_TRUE(g.on(sample(329, 1, {"s"})).restart.empty());
-  EXPECT_EQ(g.on(sample(330, 1, {"s"})).restart.size(), 1u);  // 130 + 200
-  g.on_restart("s", "again", 400);
-  EXPECT_TRUE(g.on(sample(749, 1, {"s"})).restart.empty());
-  EXPECT_EQ(g.on(sample(750, 1, {"s"})).restart.size(), 1u);  // 400 + 350 (the cap)
+  EXPECT_TRUE(g.on(sample(110, 1, {"s"})).restart.empty());
+  g.on_restart("s", "No space left on device", 120);
+  EXPECT_TRUE(g.on(sample(219, 1, {"s"})).restart.empty());
+  EXPECT_EQ(g.on(sample(220, 1, {"s"})).restart.size(), 1u);  // 120 + 100
+  g.on_restart("s", "again", 230);
+  EXPECT_TRUE(g.on(sample(429, 1, {"s"})).restart.empty());
+  EXPECT_EQ(g.on(sample(430, 1, {"s"})).restart.size(), 1u);  // 230 + 200
+  g.on_restart("s", "again", 500);
+  EXPECT_TRUE(g.on(sample(849, 1, {"s"})).restart.empty());
+  EXPECT_EQ(g.on(sample(850, 1, {"s"})).restart.size(), 1u);  // 500 + 350 (the cap)
   ASSERT_EQ(g.stopped().size(), 1u);
   EXPECT_EQ(g.stopped()[0].failed_restarts, 3u);
   EXPECT_EQ(g.stopped()[0].last_error, "again");
   EXPECT_TRUE(g.stopped()[0].restarting);
-  g.on_restart("s", "", 760);
+  g.on_restart("s", "", 860);
+  EXPECT_TRUE(g.stopped().empty()) << "up again";
+}
+
+// A restart that works but does not last (a disk still full with the alarm
+// off: the restart needs no space, the next append does) counts as a
+// failure: one restart per doubling delay, not one per check.
+TEST(DiskGuard, AWriterThatStopsAgainSoonAfterARestartBacksOff) {
+  DiskGuard g(DiskGuardOptions{0, 100, 1000});
+  g.on(sample(0, 1, {"s"}));
+  ASSERT_EQ(g.on(sample(100, 1, {"s"})).restart.size(), 1u);
+  g.on_restart("s", "", 110);
+  EXPECT_TRUE(g.on(sample(150, 1, {})).restart.empty());  // up
+  // Stopped again 90 ms after the restart.
+  EXPECT_TRUE(g.on(sample(200, 1, {"s"})).restart.empty());
+  ASSERT_EQ(g.stopped().size(), 1u);
+  EXPECT_EQ(g.stopped()[0].failed_restarts, 1u);
+  EXPECT_EQ(g.stopped()[0].last_error, "stopped again after a restart");
+  EXPECT_TRUE(g.on(sample(299, 1, {"s"})).restart.empty());
+  EXPECT_EQ(g.on(sample(300, 1, {"s"})).restart.size(), 1u);  // 200 + 100
+  g.on_restart("s", "", 310);
+  // Up for max_retry_ms: forgotten; a later stop starts afresh.
+  g.on(sample(1309, 1, {}));
+  g.on(sample(1310, 1, {}));
   EXPECT_TRUE(g.stopped().empty());
+  g.on(sample(2000, 1, {"s"}));
+  ASSERT_EQ(g.stopped().size(), 1u);
+  EXPECT_EQ(g.stopped()[0].failed_restarts, 0u);
 }
 
 TEST(DiskGuard, NoRestartWhileTheAlarmIsRaised) {
@@ -63,24 +91,26 @@ TEST(DiskGuard, NoRestartWhileTheAlarmIsRaised) {
   EXPECT_EQ(e.alarm, AlarmChange::raised);
   EXPECT_TRUE(e.restart.empty());
   EXPECT_EQ(g.stopped().size(), 2u) << "known, waiting for space";
-  e = g.on(sample(50, 5000, {"a", "b"}));
+  e = g.on(sample(500, 5000, {"a", "b"}));
   EXPECT_EQ(e.alarm, AlarmChange::cleared);
   EXPECT_EQ(e.restart, (std::vector<std::string>{"a", "b"}));
 }
 
 TEST(DiskGuard, AWriterNoLongerStoppedIsForgottenUnlessARestartIsInFlight) {
   DiskGuard g(DiskGuardOptions{0, 100, 1000});
-  g.on(sample(0, 1, {"a", "b"}));  // both restarting
-  g.on_restart("a", "failed", 5);
+  g.on(sample(0, 1, {"a", "b"}));
+  g.on(sample(100, 1, {"a", "b"}));  // both restarting
+  g.on_restart("a", "failed", 105);
   // "a" was closed (released, deleted); "b"'s restart is still running.
-  g.on(sample(10, 1, {}));
+  g.on(sample(110, 1, {}));
   ASSERT_EQ(g.stopped().size(), 1u);
   EXPECT_EQ(g.stopped()[0].stream, "b");
   // An outcome for a forgotten stream changes nothing.
-  g.on_restart("a", "late", 20);
+  g.on_restart("a", "late", 120);
   EXPECT_EQ(g.stopped().size(), 1u);
-  // Stopped again later: a fresh start, restarted at once.
-  EXPECT_EQ(g.on(sample(30, 1, {"a", "b"})).restart, std::vector<std::string>{"a"});
+  // Stopped again later: a fresh start.
+  g.on(sample(130, 1, {"a", "b"}));
+  EXPECT_EQ(g.on(sample(230, 1, {"a", "b"})).restart, std::vector<std::string>{"a"});
 }
 
 }  // namespace
