@@ -156,6 +156,11 @@ uint32_t EmbeddedCatalog::capacity_locked() const {
   return store_->info().slots_total - 1;
 }
 
+uint64_t EmbeddedCatalog::current_floor() const {
+  std::lock_guard fl(floor_mu_);
+  return revision_floor_;
+}
+
 uint64_t EmbeddedCatalog::growths() const {
   std::shared_lock g(grow_mu_);
   return growths_;
@@ -300,11 +305,7 @@ Result<StreamEntry> EmbeddedCatalog::create(std::string_view stream, uint64_t ep
       std::shared_lock g(grow_mu_);
       std::lock_guard lock(stripe(stream));
       STRATA_ASSIGN_OR_RETURN(auto stored, read(stream));
-      uint64_t floor;
-      {
-        std::lock_guard fl(floor_mu_);
-        floor = revision_floor_;
-      }
+      const uint64_t floor = current_floor();
       auto e = decide_create(stored, stream, epoch, floor);
       if (!e.ok()) return std::move(e).error().with_context("catalog " + path_);
       assert_write(stored, 0, Decision{{}, Write::store, *e}, floor);
@@ -363,11 +364,7 @@ Result<PutResult> EmbeddedCatalog::put(std::string_view stream, std::string_view
   std::shared_lock g(grow_mu_);
   std::lock_guard lock(stripe(stream));
   STRATA_ASSIGN_OR_RETURN(auto stored, read(stream));
-  uint64_t floor;
-  {
-    std::lock_guard fl(floor_mu_);
-    floor = revision_floor_;
-  }
+  const uint64_t floor = current_floor();
   auto d = decide_put(stored, stream, root_key, epoch, expected_revision, floor);
   if (!d.ok()) return std::move(d).error().with_context("catalog " + path_);
   assert_write(stored, expected_revision, *d, floor);

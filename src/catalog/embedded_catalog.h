@@ -135,6 +135,8 @@ class EmbeddedCatalog final : public Catalog {
   // when it is at catalog.capacity already.
   Status grow(uint32_t full_capacity, std::string_view stream);
   uint32_t capacity_locked() const;
+  // The revision floor now (entry_rules.h), read under floor_mu_.
+  uint64_t current_floor() const;
 
   std::mutex& stripe(std::string_view stream);
   Status check_writable(std::string_view what, std::string_view stream) const;
