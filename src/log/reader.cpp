@@ -116,6 +116,8 @@ Result<size_t> Reader::next_records(std::vector<Record>* out) {
   while (true) {
     STRATA_ASSIGN_OR_RETURN(auto c, next_chunk());
     if (!c) return size_t(0);
+    // A tracking chunk (imported from RabbitMQ) holds offsets, not records.
+    if (c->header.type != ChunkType::user) continue;
     // Walk the records in place (no intermediate vector).
     const size_t before = out->size();
     const int64_t ts = c->header.timestamp_ms;

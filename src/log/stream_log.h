@@ -78,6 +78,20 @@ struct AppendResult {
   uint64_t next_offset = 0;   // first_offset + number of records
 };
 
+// A chunk brought in from another log (`strata import rabbitmq`): its batch
+// becomes one chunk of its own, never packed with others, at exactly
+// `first_offset` (which must be the log's committed end), stamped with the
+// original timestamp and type — a tracking chunk (ChunkType 1, 2) keeps its
+// offsets but is never delivered or read as records. `writers` (may be null)
+// are the publishers' sequences the chunk raises (max), kept as the writer
+// trailer of an append would keep them.
+struct ImportedChunk {
+  uint64_t first_offset = 0;
+  int64_t timestamp_ms = 0;
+  ChunkType type = ChunkType::user;
+  const WriterSequences* writers = nullptr;
+};
+
 // Osiris entries as they came off the wire (log/entries.h): simple and/or
 // sub-batch entries, any compression, back to back; with an optional writer
 // (publisher) reference and the highest publishing id in the batch, stored
@@ -92,6 +106,9 @@ struct EntryBatch {
   // chunk that holds the batch keeps a filter of them (log/chunk_filter.h).
   // Read during the append only.
   const FilterValues* filter = nullptr;
+  // Import only (ImportedChunk); null for every append of a live stream.
+  // writer_ref must then be empty (the chunk's writers say it).
+  const ImportedChunk* imported = nullptr;
 };
 
 // The background seal syncs of FsyncPolicy::never (for tests and metrics).

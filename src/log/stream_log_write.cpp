@@ -31,6 +31,7 @@ struct StreamLog::Impl::PendingAppend : GroupCommitWaiter {
   std::string_view writer_ref;
   uint64_t writer_seq = 0;
   const FilterValues* filter = nullptr;
+  const ImportedChunk* imported = nullptr;
   uint64_t data_bytes = 0;
   Result<AppendResult> result{Error(Errc::internal, "append not processed")};
 };
@@ -84,11 +85,14 @@ Status StreamLog::Impl::check_entry_batch(const EntryBatch& b, PendingAppend* w)
                  fmt::format("stream {}: writer reference of {} bytes exceeds {} bytes", dir_,
                              b.writer_ref.size(), kMaxWriterRefSize));
   }
-  if (b.entries.size() > opts_.max_chunk_bytes) {
-    return Error(
-        Errc::invalid_argument,
-        fmt::format("stream {}: entry batch of {} bytes exceeds max_chunk_bytes ({}); split it",
-                    dir_, b.entries.size(), opts_.max_chunk_bytes));
+  // An imported chunk keeps the size its source gave it (it cannot be
+  // split without moving offsets), below the log's hard bound.
+  const uint64_t bound = b.imported ? kMaxChunkSize / 2 : opts_.max_chunk_bytes;
+  if (b.entries.size() > bound) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("stream {}: entry batch of {} bytes exceeds {} ({}); split it", dir_,
+                             b.entries.size(), b.imported ? "the chunk bound" : "max_chunk_bytes",
+                             bound));
   }
   EntryCounts n;
   if (auto p = count_entries(b.entries, &n)) {
@@ -108,6 +112,22 @@ Status StreamLog::Impl::check_entry_batch(const EntryBatch& b, PendingAppend* w)
   w->writer_seq = b.writer_seq;
   w->filter = b.filter && !b.filter->empty() ? b.filter : nullptr;
   w->data_bytes = b.entries.size();
+  if (b.imported) {
+    if (!b.writer_ref.empty()) {
+      return Error(Errc::invalid_argument,
+                   fmt::format("stream {}: an imported chunk names its writers in the import, "
+                               "not in writer_ref",
+                               dir_));
+    }
+    const uint64_t at = committed_next_.load(std::memory_order_acquire);
+    if (b.imported->first_offset != at) {
+      return Error(Errc::invalid_argument,
+                   fmt::format("stream {}: an imported chunk starts at offset {} but the log "
+                               "ends at {}",
+                               dir_, b.imported->first_offset, at));
+    }
+    w->imported = b.imported;
+  }
   return Status::OK();
 }
 
@@ -199,12 +219,24 @@ Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
     uint64_t entries = group[i]->num_entries;
     uint64_t recs = group[i]->num_records;
     size_t j = i + 1;
-    while (j < group.size() && bytes + group[j]->data_bytes <= opts_.max_chunk_bytes &&
+    // An imported chunk is a chunk of its own (its offsets, time and type).
+    while (j < group.size() && !group[i]->imported && !group[j]->imported &&
+           bytes + group[j]->data_bytes <= opts_.max_chunk_bytes &&
            entries + group[j]->num_entries <= 0xFFFF) {
       bytes += group[j]->data_bytes;
       entries += group[j]->num_entries;
       recs += group[j]->num_records;
       ++j;
+    }
+    // An append that came in between moved the end the import was checked
+    // against: that chunk fails alone, nothing of it written.
+    if (group[i]->imported && group[i]->imported->first_offset != w_.next) {
+      group[i]->result =
+          Error(Errc::invalid_argument,
+                fmt::format("stream {}: an imported chunk starts at offset {} but the log ends at {}",
+                            dir_, group[i]->imported->first_offset, w_.next));
+      i = j;
+      continue;
     }
     // The writers of these batches, each with its highest sequence.
     WriterTrailer delta;
@@ -215,6 +247,12 @@ Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
         auto [it, inserted] =
             seen.try_emplace(std::string(group[k]->writer_ref), group[k]->writer_seq);
         if (!inserted) it->second = std::max(it->second, group[k]->writer_seq);
+      }
+      if (group[i]->imported && group[i]->imported->writers) {
+        for (const auto& [ref, seq] : *group[i]->imported->writers) {
+          auto [it, inserted] = seen.try_emplace(ref, seq);
+          if (!inserted) it->second = std::max(it->second, seq);
+        }
       }
       delta.writers.assign(seen.begin(), seen.end());
     }
@@ -254,6 +292,7 @@ Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
     }
     const uint64_t chunk_size = kChunkHeaderSize + bytes + w_.trailer.size();
     const uint64_t first = w_.next;
+    const ImportedChunk* imported = group[i]->imported;
     b.begin();
     for (size_t k = i; k < j; ++k) {
       const uint64_t batch_first = first + b.records();
@@ -264,8 +303,16 @@ Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
       }
       group[k]->result = AppendResult{batch_first, batch_first + group[k]->num_records};
     }
-    w_.last_ts = std::max(clock_.now_ms(), w_.last_ts);
-    ChunkHeader h = b.finish(first, epoch_, w_.last_ts, ChunkType::user, w_.trailer);
+    int64_t ts = 0;
+    if (imported) {
+      // The original time, as it was (the clock is not consulted).
+      ts = imported->timestamp_ms;
+      w_.last_ts = std::max(ts, w_.last_ts);
+    } else {
+      ts = w_.last_ts = std::max(clock_.now_ms(), w_.last_ts);
+    }
+    ChunkHeader h = b.finish(first, epoch_, ts, imported ? imported->type : ChunkType::user,
+                             w_.trailer);
     IndexRecord rec = index_record_for(h, w_.pos);
     size_t at = w_.idx_buf.size();
     w_.idx_buf.resize(at + kIndexRecordSize);

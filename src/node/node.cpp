@@ -291,8 +291,9 @@ Status Node::close() {
 }
 
 Result<std::shared_ptr<log::StreamLog>> Node::create_stream(const std::string& name,
-                                                            const StreamSettings& settings) {
-  return impl_->open_stream(name, CreateNew{settings});
+                                                            const StreamSettings& settings,
+                                                            uint64_t first_offset) {
+  return impl_->open_stream(name, CreateNew{settings, first_offset});
 }
 
 Result<StreamSettings> Node::stream_settings(const std::string& name) const {

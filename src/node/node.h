@@ -106,8 +106,11 @@ class Node {
   // stream is visible, and apply from its first append on, and at every
   // open after. While a deletion of the name is pending: Errc::unavailable,
   // saying so (create it again once the deletion has finished).
+  // `first_offset`: the offset its log starts at (an imported stream whose
+  // older offsets its source had already deleted); 0 for a new stream.
   Result<std::shared_ptr<log::StreamLog>> create_stream(const std::string& name,
-                                                        const StreamSettings& settings = {});
+                                                        const StreamSettings& settings = {},
+                                                        uint64_t first_offset = 0);
   // Changes the retention of an open stream while it runs (`to`: its
   // settings with max_bytes, max_age_ms and local_max_bytes as they are to
   // be; any other difference is Errc::invalid_argument naming it, as are

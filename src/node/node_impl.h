@@ -39,6 +39,7 @@ namespace strata::node {
 struct OpenExisting {};  // the stream on disk, with the settings of its file
 struct CreateNew {       // a new stream with these settings
   StreamSettings settings;
+  uint64_t first_offset = 0;  // where its log starts
 };
 struct TakeOver {  // a cluster owner's: its log created if absent, exact alignment
   // The settings kept in the catalog beside the stream (they replace the

@@ -229,6 +229,7 @@ Result<StreamEntry> Node::Impl::build_entry(const std::string& name, const OpenM
   lo.max_segment_bytes = e.effective.segment_bytes;
   lo.retention = e.effective.local_retention;
   lo.filter_size_bytes = e.effective.filter_size_bytes;
+  if (const auto* c = std::get_if<CreateNew>(&mode)) lo.first_offset = c->first_offset;
   if (e.effective.tiering) {
     STRATA_TRY(validate_stream_name(name));
     e.hooks = std::make_shared<tier::TieringHooks>();
