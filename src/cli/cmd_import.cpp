@@ -10,6 +10,8 @@
 // wrote. Exit 0 when every stream was imported (or was there already), 1
 // when one failed (each named with why; the others are imported).
 #include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <fstream>
@@ -70,6 +72,14 @@ json stream_json(const import::StreamImport& s) {
 
 void import_rabbitmq(Context& ctx, const ImportFlags& f) {
   const auto t0 = std::chrono::steady_clock::now();
+  // stdout is the report (one JSON document with --json); the node's log
+  // lines go to stderr with the progress.
+  {
+    auto logger = std::make_shared<spdlog::logger>(
+        "import", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+    logger->set_level(spdlog::default_logger()->level());
+    spdlog::set_default_logger(std::move(logger));
+  }
   auto cfg = load_tool_config(f.config, f.data_dir);
   if (!cfg.ok()) return ctx.fail(std::move(cfg).error().with_context("import"));
   auto defs = read_definitions(f.definitions);
@@ -79,9 +89,10 @@ void import_rabbitmq(Context& ctx, const ImportFlags& f) {
   if (!layout.ok()) return ctx.fail(std::move(layout).error().with_context("import"));
   std::vector<import::RabbitStream> todo;
   {
+    const bool all = f.streams.empty();
     std::set<std::string> wanted(f.streams.begin(), f.streams.end());
     for (const auto& s : layout->streams) {
-      if (wanted.empty() || wanted.erase(s.name)) todo.push_back(s);
+      if (all || wanted.erase(s.name)) todo.push_back(s);
     }
     if (!wanted.empty()) {
       return ctx.fail(Error(

@@ -123,13 +123,15 @@ Result<RabbitLayout> read_rabbit_layout(FileSystem& fs, const std::string& rabbi
       s.problem = fmt::format("{} directories under {} could be it ({}): import from a copy "
                               "that holds only the right one",
                               found.size(), out.stream_root, fmt::join(found, ", "));
+      // Named here; not also "no stream maps to it".
+      for (const auto& d : found) claimed[d] += 0;
     }
     out.streams.push_back(std::move(s));
   }
   // Two streams whose names differ only in bytes RabbitMQ replaced map to
   // the same directory: neither can say which it is.
   for (auto& s : out.streams) {
-    if (s.dir.empty() || claimed[path_basename(s.dir)] < 2) continue;
+    if (s.dir.empty() || claimed.at(path_basename(s.dir)) < 2) continue;
     s.problem = fmt::format("{} is also the directory of another stream of the definitions (their "
                             "names differ only in characters RabbitMQ replaces with _ there)",
                             s.dir);

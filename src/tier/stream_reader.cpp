@@ -362,6 +362,8 @@ Result<size_t> StreamReader::next_records(std::vector<log::Record>* out) {
   while (true) {
     STRATA_ASSIGN_OR_RETURN(auto c, impl_->next_chunk());
     if (!c) return size_t(0);
+    // A tracking chunk (imported from RabbitMQ) holds offsets, not records.
+    if (c->header.type != log::ChunkType::user) continue;
     const std::string where =
         fmt::format("stream {} chunk at offset {}", impl_->ctx.stream, c->header.first_offset);
     STRATA_ASSIGN_OR_RETURN(auto values,

@@ -14,7 +14,11 @@ export class RabbitServer {
     this.dir = dir;
     this.host = "127.0.0.1";
     this.withPrometheus = prometheus;
+    this.nodeName = `strata-js-${process.pid}@localhost`;
   }
+
+  // The node's own directory, $RABBITMQ_MNESIA_BASE/<nodename>: its streams' osiris files are under stream/.
+  get nodeDir() { return path.join(this.dir, "mnesia", this.nodeName); }
 
   async start() {
     // A scenario abandoned on failure may still try to restart a server the runner has closed.
@@ -45,7 +49,7 @@ export class RabbitServer {
       HOME: path.join(this.dir, "home"),
       ERL_EPMD_ADDRESS: "127.0.0.1",
       ERL_EPMD_PORT: String(this.epmdPort),
-      RABBITMQ_NODENAME: `strata-js-${process.pid}@localhost`,
+      RABBITMQ_NODENAME: this.nodeName,
       RABBITMQ_NODE_IP_ADDRESS: "127.0.0.1",
       RABBITMQ_DIST_PORT: String(this.distPort),
       RABBITMQ_MNESIA_BASE: path.join(this.dir, "mnesia"),
@@ -75,6 +79,23 @@ export class RabbitServer {
     const r = spawnSync(path.join(path.dirname(SERVER), tool), args, { env: this.env, cwd: this.dir, timeout: timeoutMs, encoding: "utf8" });
     if (r.status !== 0) throw new Error(`${tool} ${args.join(" ")}: exit ${r.status}: ${r.stdout}${r.stderr}`);
     return r.stdout;
+  }
+
+  // `rabbitmqctl export_definitions FILE`: the node's definitions (queues with their arguments, …) as JSON.
+  exportDefinitions(file) {
+    this.cli("rabbitmqctl", ["export_definitions", file]);
+    return JSON.parse(fs.readFileSync(file, "utf8"));
+  }
+
+  // `rabbitmqctl stop` (the node stops its applications and closes its files), then waits for the server to exit.
+  async shutdown(timeoutMs = 60000) {
+    if (!this.proc || !this.proc.running) return;
+    this.cli("rabbitmqctl", ["stop"], timeoutMs);
+    let timer;
+    const res = await Promise.race([this.proc.exited,
+      new Promise((r) => { timer = setTimeout(() => r("timeout"), timeoutMs); })]);
+    clearTimeout(timer);
+    if (res === "timeout") throw new Error(`rabbitmq-server still running ${timeoutMs} ms after rabbitmqctl stop`);
   }
 
   async stop() {
