@@ -21,9 +21,11 @@ struct BlockingPool::State : std::enable_shared_from_this<State> {
   explicit State(BlockingPoolOptions o) : opts(o) {}
 
   // Threads the pool may have now: the base, plus one per abandoned job
-  // still running, never more than max_threads.
+  // still running and one per job waiting for others, never more than
+  // max_threads.
   size_t allowed_locked() const {
-    return std::min(opts.max_threads, std::max<size_t>(1, opts.threads) + abandoned_running);
+    return std::min(opts.max_threads,
+                    std::max<size_t>(1, opts.threads) + abandoned_running + waiting_running);
   }
   void maybe_spawn_locked() {
     size_t idle = threads - busy;
@@ -67,6 +69,7 @@ struct BlockingPool::State : std::enable_shared_from_this<State> {
   size_t threads = 0;
   size_t busy = 0;
   size_t abandoned_running = 0;
+  size_t waiting_running = 0;
   uint64_t jobs_run = 0;
   uint64_t jobs_dropped = 0;
   bool stopped = false;
@@ -81,6 +84,23 @@ void BlockingPool::Ticket::abandon() {
   entry_->abandoned = true;
   st->abandoned_running += 1;
   st->maybe_spawn_locked();
+}
+
+BlockingPool::Waiting BlockingPool::waiting() {
+  Waiting w;
+  std::lock_guard l(state_->mu);
+  state_->waiting_running += 1;
+  state_->maybe_spawn_locked();
+  w.state_ = state_;
+  return w;
+}
+
+BlockingPool::Waiting::~Waiting() {
+  if (!state_) return;
+  std::lock_guard l(state_->mu);
+  state_->waiting_running -= 1;
+  // A thread above the allowance now leaves once idle.
+  state_->work_cv.notify_all();
 }
 
 BlockingPool::BlockingPool(BlockingPoolOptions options)
@@ -139,6 +159,7 @@ BlockingPoolStats BlockingPool::stats() const {
   s.busy = state_->busy;
   s.queued = state_->queue.size();
   s.abandoned = state_->abandoned_running;
+  s.waiting = state_->waiting_running;
   s.jobs_run = state_->jobs_run;
   s.jobs_dropped = state_->jobs_dropped;
   return s;

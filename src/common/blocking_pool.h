@@ -36,6 +36,7 @@ struct BlockingPoolStats {
   size_t busy = 0;       // threads running a job
   size_t queued = 0;     // jobs waiting for a thread
   size_t abandoned = 0;  // running jobs marked abandoned
+  size_t waiting = 0;    // jobs waiting for others (Waiting)
   uint64_t jobs_run = 0;
   uint64_t jobs_dropped = 0;  // queued jobs dropped by stop()
 };
@@ -43,6 +44,7 @@ struct BlockingPoolStats {
 class BlockingPool {
  public:
   using Job = std::function<void()>;
+  struct State;
 
   explicit BlockingPool(BlockingPoolOptions options = {});
   ~BlockingPool();
@@ -62,13 +64,30 @@ class BlockingPool {
     std::shared_ptr<Entry> entry_;
   };
 
+  // While it lives, the pool may run one more thread (up to max_threads):
+  // taken by a job about to wait for other jobs of this pool (a consumer's
+  // remote read waiting for its read-ahead), so that with every thread such
+  // a waiter, the jobs they wait for still get a thread instead of queueing
+  // behind them until their deadlines.
+  class Waiting {
+   public:
+    Waiting() = default;
+    Waiting(Waiting&& o) noexcept : state_(std::move(o.state_)) {}
+    Waiting& operator=(Waiting&&) = delete;
+    Waiting(const Waiting&) = delete;
+    ~Waiting();
+
+   private:
+    friend class BlockingPool;
+    std::shared_ptr<State> state_;
+  };
+  Waiting waiting();
+
   // Queues `job`. After stop() the job is destroyed at once, unrun.
   Ticket post(Job job);
   // Drops queued jobs, waits up to stop_grace for running ones. Idempotent.
   void stop();
   BlockingPoolStats stats() const;
-
-  struct State;
 
  private:
   std::shared_ptr<State> state_;

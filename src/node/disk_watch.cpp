@@ -55,7 +55,12 @@ DiskWatchSnapshot DiskWatch::snapshot() const {
 
 void DiskWatch::arm() {
   if (stopped_.load(std::memory_order_acquire)) return;
-  timer_.expires_after(std::chrono::milliseconds(opts_.interval_ms));
+  // Under the alarm every publisher waits for the next look: it comes
+  // sooner (a statvfs costs microseconds), so publishing resumes within a
+  // tenth of a second of space being freed, not a whole interval.
+  const int64_t ms =
+      guard_.alarm() ? std::min(opts_.interval_ms, kAlarmCheckIntervalMs) : opts_.interval_ms;
+  timer_.expires_after(std::chrono::milliseconds(ms));
   timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
     if (!ec) self->tick();
   });

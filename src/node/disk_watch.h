@@ -32,6 +32,9 @@ namespace strata::node {
 // (statvfs); nullopt when it cannot be read.
 std::optional<DiskSpace> disk_space(const std::string& dir);
 
+// How often the free space is read while the alarm is raised.
+inline constexpr int64_t kAlarmCheckIntervalMs = 100;
+
 struct DiskWatchOptions {
   DiskGuardOptions guard;
   int64_t interval_ms = 1'000;

@@ -16,7 +16,8 @@
 // not_found and fatal errors are returned at once.
 //
 // Without a pool (tests, tools) fetches run on the caller's thread, one at
-// a time, when the caller asks for the front range.
+// a time, when the caller asks for the front range. With one, the caller
+// waits under BlockingPool::Waiting: it may be a pool thread itself.
 //
 // Used by one thread at a time; the jobs share only an internal state.
 #pragma once

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "objstore/fs_store.h"
@@ -159,6 +161,58 @@ TEST(RangePrefetch, WithoutAPoolFetchesOnTheCallersThread) {
   auto b = p.at(0);
   ASSERT_OK(b);
   EXPECT_EQ(**b, f.body.substr(99'990));  // short at the object's end
+}
+
+// Readers run on the pool too (a consumer's remote reads): with every pool
+// thread a reader waiting for its next range, a fetch queued behind them
+// would never run (seen as 20 consumers from `first` on a node restored
+// from the bucket hanging until the 180 s deadline). A waiting reader lets
+// the pool run one more thread (BlockingPool::Waiting).
+TEST(RangePrefetch, ReadersOnEveryPoolThreadDoNotWaitForEachOther) {
+  Fixture f;
+  auto pool = std::make_shared<BlockingPool>(BlockingPoolOptions{2, 8});
+  RangePrefetchOptions o;
+  o.max_in_flight = 4;
+  o.deadline = std::chrono::milliseconds(20'000);
+  struct Outcome {
+    std::mutex mu;
+    std::condition_variable cv;
+    int done = 0;
+    std::vector<std::string> errors;
+  };
+  auto out = std::make_shared<Outcome>();
+  // As many readers as the pool has threads, each reading the whole object
+  // in ranges, its read-ahead queued on the same (busy) pool.
+  for (int r = 0; r < 2; ++r) {
+    pool->post([&f, pool, o, out] {
+      RangePrefetch p(f.store, pool, o);
+      Bytes got;
+      for (uint64_t at = 0; at < f.body.size(); at += 10'000) p.push(ObjectRange{"obj", at, 10'000});
+      std::string error;
+      while (!p.empty()) {
+        auto b = p.at(0);
+        if (!b.ok()) {
+          error = b.error().to_string();
+          break;
+        }
+        got += **b;
+        p.pop_front();
+      }
+      if (error.empty() && got != f.body) error = "the bytes differ";
+      std::lock_guard l(out->mu);
+      if (!error.empty()) out->errors.push_back(error);
+      out->done += 1;
+      out->cv.notify_all();
+    });
+  }
+  std::unique_lock l(out->mu);
+  // Far below the fetch deadline: a reader that waited for a queued job
+  // would only come back at the deadline, with its error.
+  ASSERT_TRUE(out->cv.wait_for(l, std::chrono::seconds(15), [&] { return out->done == 2; }))
+      << "readers on every pool thread waited for fetches queued behind them";
+  EXPECT_TRUE(out->errors.empty()) << out->errors.front();
+  l.unlock();
+  pool->stop();
 }
 
 TEST(GroupCache, EvictsTheLeastRecentlyUsedBeyondItsBytes) {
