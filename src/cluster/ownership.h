@@ -18,6 +18,7 @@
 //   <ns>/deletions/<stream> "<id>" of the node that requested the deletion
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -73,6 +74,10 @@ struct OwnershipConfig {
   // starts or starts over (a key missing from it is gone). Called on the
   // watch's thread or the ownership's strand: must not block.
   std::vector<std::string> followed_dirs;
+  // Where the shell keeps the end of this node's lease (steady clock ms
+  // since its epoch; 0 without one), current after every event: the node's
+  // append and confirm paths read it (node::Node::lease_fence). Optional.
+  std::shared_ptr<std::atomic<int64_t>> lease_valid_until;
   std::function<void(const std::vector<FollowedKey>& keys, bool snapshot)> on_followed;
 };
 

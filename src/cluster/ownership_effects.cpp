@@ -37,6 +37,11 @@ bool succeeded(const TaskOutcome<T>& out) {
 }  // namespace
 
 void Ownership::Impl::execute(const Effects& fx) {
+  // Before any effect runs: a fence the core decided on (the lease ended)
+  // reaches the append path at once, not after the streams are closed.
+  if (cfg_.lease_valid_until) {
+    cfg_.lease_valid_until->store(core_.valid_until_ms(), std::memory_order_release);
+  }
   for (const Effect& e : fx) {
     std::visit(Overloaded{
                    [&](const effect::Close& x) { close_stream(x); },

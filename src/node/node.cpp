@@ -216,7 +216,7 @@ std::shared_ptr<StreamHandle> Node::Impl::handle_for(const std::string& name,
                                                      const StreamEntry& e) const {
   return std::make_shared<StreamHandle>(name, e.effective, e.log, e.uploader,
                                         tier_context(name, e.effective.tiering),
-                                        disk ? disk->alarm_flag() : nullptr);
+                                        disk ? disk->alarm_flag() : nullptr, lease_until);
 }
 
 Status Node::Impl::close() {
@@ -288,6 +288,10 @@ Node::~Node() {
 
 Status Node::close() {
   return impl_->close();
+}
+
+std::shared_ptr<std::atomic<int64_t>> Node::lease_fence() const {
+  return impl_->lease_until;
 }
 
 Result<std::shared_ptr<log::StreamLog>> Node::create_stream(const std::string& name,

@@ -187,6 +187,12 @@ class Node {
 
   // The disk alarm and the fail-stopped writers (node/disk_guard.h).
   DiskWatchSnapshot disk() const;
+  // Until when (steady clock ms since its epoch) this node may write and
+  // confirm. Never ending for a single node; a cluster node's ownership
+  // shell (cluster/ownership.h) keeps its lease's end here, and every
+  // append and local confirm checks it (StreamHandle::lease_ended), so a
+  // node frozen past its lease writes and confirms nothing when it resumes.
+  std::shared_ptr<std::atomic<int64_t>> lease_fence() const;
   nlohmann::json status_json() const;
   // status_json()["deletions"]: per pending deletion its state (running,
   // stopping_writer, queued, failed, blocked), requested_at_ms, runs, step,

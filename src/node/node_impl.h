@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <limits>
 #include <thread>
 #include <condition_variable>
 #include <deque>
@@ -105,6 +106,11 @@ class Node::Impl {
   std::shared_ptr<tier::ManifestCache> cache;
   std::shared_ptr<tier::Governor> governor;
   std::shared_ptr<DiskWatch> disk;  // set once at start
+  // Until when (steady clock, ms) this node may write and confirm: a
+  // cluster node's lease (the ownership shell keeps it current); a single
+  // node's never ends.
+  std::shared_ptr<std::atomic<int64_t>> lease_until =
+      std::make_shared<std::atomic<int64_t>>(std::numeric_limits<int64_t>::max());
   std::shared_ptr<OrphanSweep> orphans;  // set once at start when tiering is on
   int64_t started_ms = 0;
   std::atomic<uint64_t> local_resets{0};      // local logs restarted after the remote tier

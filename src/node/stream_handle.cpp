@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+
 #include "node/node_limits.h"
 #include "tier/uploader.h"
 
@@ -10,17 +12,33 @@ namespace strata::node {
 StreamHandle::StreamHandle(std::string name, EffectiveSettings effective,
                            std::shared_ptr<log::StreamLog> log,
                            std::shared_ptr<tier::Uploader> uploader, tier::TierContext tier,
-                           std::shared_ptr<const std::atomic<bool>> disk_alarm)
+                           std::shared_ptr<const std::atomic<bool>> disk_alarm,
+                           std::shared_ptr<const std::atomic<int64_t>> lease_until)
     : name_(std::move(name)),
       effective_(std::move(effective)),
       log_(std::move(log)),
       uploader_(std::move(uploader)),
       tier_(std::move(tier)),
-      disk_alarm_(std::move(disk_alarm)) {}
+      disk_alarm_(std::move(disk_alarm)),
+      lease_until_(std::move(lease_until)) {}
 
 StreamHandle::~StreamHandle() = default;
 
+bool StreamHandle::lease_ended() const {
+  if (!lease_until_) return false;
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  return now >= lease_until_->load(std::memory_order_acquire);
+}
+
 Result<log::AppendResult> StreamHandle::append(const log::EntryBatch& batch) {
+  if (lease_ended()) {
+    return Error(Errc::unavailable,
+                 fmt::format("stream {}: this node's cluster lease has ended: nothing is written "
+                             "until it is renewed (another node may own the stream by now)",
+                             name_));
+  }
   return log_->append_entries(batch);
 }
 

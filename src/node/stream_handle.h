@@ -38,7 +38,8 @@ class StreamHandle {
   // `uploader` null: not tiered (remote waits fail with unavailable).
   StreamHandle(std::string name, EffectiveSettings effective, std::shared_ptr<log::StreamLog> log,
                std::shared_ptr<tier::Uploader> uploader, tier::TierContext tier,
-               std::shared_ptr<const std::atomic<bool>> disk_alarm = nullptr);
+               std::shared_ptr<const std::atomic<bool>> disk_alarm = nullptr,
+               std::shared_ptr<const std::atomic<int64_t>> lease_until = nullptr);
   ~StreamHandle();
 
   const std::string& name() const { return name_; }
@@ -57,6 +58,11 @@ class StreamHandle {
   // The node's disk alarm is raised (node/disk_guard.h): publishes are to
   // be refused until it clears.
   bool disk_alarm() const { return disk_alarm_ && disk_alarm_->load(std::memory_order_acquire); }
+  // The node's cluster lease has ended (Node::lease_fence): nothing may be
+  // appended or confirmed locally — append() refuses with unavailable.
+  // Read at the moment of the call (steady clock), so a node resumed after
+  // a freeze past its lease sees it before acting on anything.
+  bool lease_ended() const;
 
   // ---- commits ----
   // Called for each committed chunk, in offset order, on the writer's
@@ -98,6 +104,7 @@ class StreamHandle {
   const std::shared_ptr<tier::Uploader> uploader_;
   const tier::TierContext tier_;
   const std::shared_ptr<const std::atomic<bool>> disk_alarm_;
+  const std::shared_ptr<const std::atomic<int64_t>> lease_until_;
 };
 
 }  // namespace strata::node

@@ -281,6 +281,10 @@ Status Server::Impl::join_cluster() {
   const auto& e = cfg.node.catalog_etcd;
   std::shared_ptr<etcd::EtcdClient> shared = etcd;  // opened with the super streams
   auto oc = ownership_config(cfg.cluster, cfg.node, advertised_address());
+  // Appends and local confirms check the lease's end at the moment they
+  // happen (node/stream_handle.h, lease_ended): no lease yet, no writes.
+  oc.lease_valid_until = node->lease_fence();
+  oc.lease_valid_until->store(0, std::memory_order_release);
   // Alterations and super streams made on other nodes.
   follow_cluster_keys(oc, *node, *supers, runtime->pool());
   oc.on_release = [this](const std::string& name) {

@@ -34,6 +34,7 @@ ResponseCode code_for(const Error& e) {
     // the same stream, unavailable for writing until the node restarts
     // its writer (node/disk_guard.h).
     case Errc::io:
+    case Errc::unavailable:
     case Errc::closed:
     case Errc::fail_stopped:
     case Errc::not_found:
@@ -374,6 +375,22 @@ void StreamAppender::Impl::finish(std::vector<Item> items, uint64_t through) {
   if (stream_->confirm() == node::ConfirmMode::remote) {
     hold_remote(std::move(items), through);
   } else {
+    // A local confirm promises what this node holds; a node whose lease
+    // ended meanwhile (frozen, cut off from etcd) may be replaced by an
+    // owner that never sees these: refused, the client publishes again.
+    if (stream_->lease_ended()) {
+      uint64_t refused = 0;
+      for (Item& it : items) {
+        if (it.code != ResponseCode::ok) continue;
+        it.code = ResponseCode::stream_not_available;
+        refused += 1;
+      }
+      if (refused > 0) {
+        spdlog::warn("stream {}: {} publish batch(es) appended as this node's cluster lease "
+                     "ended: not confirmed (stream_not_available)",
+                     stream_->dir(), refused);
+      }
+    }
     notify(items);
   }
   std::lock_guard l(mu_);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "node/node_test_util.h"
+#include "node/stream_handle.h"
 #include "support/assertions.h"
 #include "support/temp_dir.h"
 
@@ -32,6 +33,42 @@ int thread_count() {
     if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
   }
   return -1;
+}
+
+// A cluster node's lease end (Node::lease_fence, kept by the ownership
+// shell) is checked by every append at that moment: once it has passed,
+// nothing is written — a node resumed after a freeze past its lease, before
+// its ownership shell has closed anything, appends nothing.
+TEST(Node, NoAppendOnceTheLeaseHasEnded) {
+  TempDir tmp;
+  auto node = open_node(tmp.sub("n"));
+  ASSERT_TRUE(node);
+  ASSERT_OK(node->create_stream("fenced"));
+  auto h = node->handle("fenced");
+  ASSERT_OK(h);
+  const std::string entry = std::string("\0\0\0\x01x", 5);
+  log::EntryBatch b;
+  b.entries = entry;
+  b.num_entries = 1;
+  b.num_records = 1;
+  EXPECT_FALSE((*h)->lease_ended()) << "a single node's lease never ends";
+  ASSERT_OK((*h)->append(b));
+  // The lease ended a moment ago (steady clock ms).
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  node->lease_fence()->store(now - 1);
+  EXPECT_TRUE((*h)->lease_ended());
+  auto refused = (*h)->append(b);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.code(), Errc::unavailable);
+  EXPECT_NE(refused.error().message.find("cluster lease has ended"), std::string::npos);
+  EXPECT_EQ((*h)->committed_next(), 1u) << "nothing written past the lease";
+  // Renewed: writes again.
+  node->lease_fence()->store(now + 60'000);
+  ASSERT_OK((*h)->append(b));
+  EXPECT_EQ((*h)->committed_next(), 2u);
+  ASSERT_OK(node->close());
 }
 
 TEST(Node, CreateUploadFlushAndStatus) {
