@@ -95,10 +95,9 @@ void import_rabbitmq(Context& ctx, const ImportFlags& f) {
       if (all || wanted.erase(s.name)) todo.push_back(s);
     }
     if (!wanted.empty()) {
-      return ctx.fail(Error(
-          Errc::not_found,
-          fmt::format("import: {} is not a stream of vhost {} in {}", *wanted.begin(), f.vhost,
-                      f.definitions)));
+      return ctx.fail(
+          Error(Errc::not_found, fmt::format("import: {} is not a stream of vhost {} in {}",
+                                             *wanted.begin(), f.vhost, f.definitions)));
     }
   }
 
@@ -126,9 +125,10 @@ void import_rabbitmq(Context& ctx, const ImportFlags& f) {
     if (!u.ok()) return ctx.fail(std::move(u).error().with_context("import"));
     undone = std::move(u).value();
     for (const auto& n : undone) {
-      std::cerr << fmt::format("import: {} was left half-imported by an earlier run: removed, "
-                               "imported again\n",
-                               printable_name(n));
+      std::cerr << fmt::format(
+          "import: {} was left half-imported by an earlier run: removed, "
+          "imported again\n",
+          printable_name(n));
     }
   }
 
@@ -139,15 +139,14 @@ void import_rabbitmq(Context& ctx, const ImportFlags& f) {
     const auto now = std::chrono::steady_clock::now();
     if (p.bytes_done < p.bytes_total && now - last < std::chrono::seconds(1)) return;
     last = now;
-    std::cerr << fmt::format("import: {}: {} of {} ({:.0f} %)\n", printable_name(p.stream),
-                             human_bytes(double(p.bytes_done)), human_bytes(double(p.bytes_total)),
-                             p.bytes_total ? 100.0 * double(p.bytes_done) / double(p.bytes_total)
-                                           : 100.0);
+    std::cerr << fmt::format(
+        "import: {}: {} of {} ({:.0f} %)\n", printable_name(p.stream),
+        human_bytes(double(p.bytes_done)), human_bytes(double(p.bytes_total)),
+        p.bytes_total ? 100.0 * double(p.bytes_done) / double(p.bytes_total) : 100.0);
   };
   std::vector<import::StreamImport> results;
   for (const auto& s : todo) {
-    results.push_back(
-        import::import_stream(fs, cfg->data_dir, node.get(), offsets.get(), s, io));
+    results.push_back(import::import_stream(fs, cfg->data_dir, node.get(), offsets.get(), s, io));
   }
   if (offsets) {
     if (Status s = offsets->close(); !s.ok()) {
@@ -206,20 +205,22 @@ void import_rabbitmq(Context& ctx, const ImportFlags& f) {
     for (const auto& n : r.notes) std::cout << fmt::format("                {}\n", n);
   }
   for (const auto& d : layout->unmatched) {
-    std::cout << fmt::format("  not imported: {}/{}: no stream of vhost {} in the definitions "
-                             "maps to it\n",
-                             layout->stream_root, d, f.vhost);
+    std::cout << fmt::format(
+        "  not imported: {}/{}: no stream of vhost {} in the definitions "
+        "maps to it\n",
+        layout->stream_root, d, f.vhost);
   }
   for (const auto& q : layout->other_vhosts) {
-    std::cout << fmt::format("  not imported: {} (another vhost; strata serves one: pass "
-                             "--vhost to import that one)\n",
-                             q);
+    std::cout << fmt::format(
+        "  not imported: {} (another vhost; strata serves one: pass "
+        "--vhost to import that one)\n",
+        q);
   }
-  std::cout << fmt::format("import{}: {} of {} stream(s) imported, {} failed; {} read in {:.1f} s "
-                           "({}/s)\n",
-                           f.dry_run ? " (dry run)" : "", imported, results.size(), failed,
-                           human_bytes(double(bytes)), seconds,
-                           human_bytes(seconds > 0 ? double(bytes) / seconds : 0));
+  std::cout << fmt::format(
+      "import{}: {} of {} stream(s) imported, {} failed; {} read in {:.1f} s "
+      "({}/s)\n",
+      f.dry_run ? " (dry run)" : "", imported, results.size(), failed, human_bytes(double(bytes)),
+      seconds, human_bytes(seconds > 0 ? double(bytes) / seconds : 0));
 }
 
 Registrar reg_import([](CLI::App& app, Context& ctx) {
@@ -232,8 +233,9 @@ Registrar reg_import([](CLI::App& app, Context& ctx) {
       "export): every message at its offset with its timestamp and bytes, the streams'\n"
       "arguments, publishers' sequences and consumers' stored offsets. The strata node\n"
       "must be stopped.");
-  rabbit->add_option("--rabbitmq-dir", f->rabbit_dir,
-                     "The RabbitMQ node's directory ($RABBITMQ_MNESIA_BASE/<node>) or its stream/")
+  rabbit
+      ->add_option("--rabbitmq-dir", f->rabbit_dir,
+                   "The RabbitMQ node's directory ($RABBITMQ_MNESIA_BASE/<node>) or its stream/")
       ->required();
   rabbit
       ->add_option("--definitions", f->definitions,

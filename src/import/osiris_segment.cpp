@@ -16,16 +16,16 @@ constexpr uint8_t kChunkMagic = 5;
 
 Status check_file_header(BytesView h, std::string_view magic, const std::string& path) {
   if (h.size() < kOsirisFileHeaderSize || h.substr(0, 4) != magic) {
-    return Error(Errc::corrupt, fmt::format("{}: not an osiris {} file (it does not start with "
-                                            "\"{}\")",
-                                            path, magic == kSegmentMagic ? "segment" : "index",
-                                            magic));
+    return Error(Errc::corrupt,
+                 fmt::format("{}: not an osiris {} file (it does not start with "
+                             "\"{}\")",
+                             path, magic == kSegmentMagic ? "segment" : "index", magic));
   }
   const uint32_t version = get_be32(u8(h.data() + 4));
   if (version != 1) {
-    return Error(Errc::corrupt,
-                 fmt::format("{}: osiris file version {} (this strata reads version 1)", path,
-                             version));
+    return Error(
+        Errc::corrupt,
+        fmt::format("{}: osiris file version {} (this strata reads version 1)", path, version));
   }
   return Status::OK();
 }
@@ -57,8 +57,8 @@ Result<std::optional<OsirisChunk>> OsirisSegment::next() {
   if (pos_ == size_) return std::optional<OsirisChunk>();
   const uint64_t at = pos_;
   if (size_ - at < kOsirisChunkHeaderSize) {
-    return damage(at, fmt::format("{} bytes left, less than a chunk header (a torn write)",
-                                  size_ - at));
+    return damage(
+        at, fmt::format("{} bytes left, less than a chunk header (a torn write)", size_ - at));
   }
   STRATA_ASSIGN_OR_RETURN(BytesView h, window_.read(at, kOsirisChunkHeaderSize));
   const uint8_t* p = u8(h.data());
@@ -70,7 +70,8 @@ Result<std::optional<OsirisChunk>> OsirisSegment::next() {
   }
   // Osiris writes version 0 (its format comment says 1); both are this
   // layout.
-  if (version > 1) return damage(at, fmt::format("chunk version {} (this strata reads 0 and 1)", version));
+  if (version > 1)
+    return damage(at, fmt::format("chunk version {} (this strata reads 0 and 1)", version));
   if (p[1] > uint8_t(OsirisChunkType::tracking_snapshot)) {
     return damage(at, fmt::format("unknown chunk type {}", p[1]));
   }
@@ -121,9 +122,10 @@ Result<std::optional<OsirisChunk>> OsirisSegment::next() {
   const bool tracking = c.type != OsirisChunkType::user;
   if (n.entries != c.num_entries || n.records != c.num_records ||
       (tracking && (n.entries != 1 || !log::only_simple_entries(c.data)))) {
-    return damage(at, fmt::format("chunk {} holds {} entries / {} records, its header says {} / {}{}",
-                                  c.chunk_id, n.entries, n.records, c.num_entries, c.num_records,
-                                  tracking ? " (a tracking chunk holds one simple entry)" : ""));
+    return damage(at,
+                  fmt::format("chunk {} holds {} entries / {} records, its header says {} / {}{}",
+                              c.chunk_id, n.entries, n.records, c.num_entries, c.num_records,
+                              tracking ? " (a tracking chunk holds one simple entry)" : ""));
   }
   pos_ = at + c.size;
   return std::optional<OsirisChunk>(c);

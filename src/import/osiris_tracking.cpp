@@ -15,8 +15,8 @@ constexpr uint8_t kOffset = 1;
 constexpr uint8_t kTimestamp = 2;
 
 Error cut_short(size_t at, const char* what) {
-  return Error(Errc::corrupt, fmt::format("tracking entry at byte {}: its {} runs past the end", at,
-                                          what));
+  return Error(Errc::corrupt,
+               fmt::format("tracking entry at byte {}: its {} runs past the end", at, what));
 }
 
 }  // namespace
@@ -36,8 +36,8 @@ Result<OsirisTracking> parse_osiris_tracking(BytesView body, TrackingForm form) 
     // A snapshot's sequence also names the chunk that carried it.
     const size_t value_len = type == kSequence && form == TrackingForm::snapshot ? 16 : 8;
     if (type > kTimestamp) {
-      return Error(Errc::corrupt, fmt::format("tracking entry at byte {}: unknown type {}", start,
-                                              type));
+      return Error(Errc::corrupt,
+                   fmt::format("tracking entry at byte {}: unknown type {}", start, type));
     }
     if (body.size() - at < value_len) return cut_short(start, "value");
     const uint64_t v = get_be64(u8(body.data() + at + value_len - 8));

@@ -18,10 +18,10 @@
 namespace strata::import {
 
 struct OsirisTracking {
-  log::WriterSequences sequences;                            // publisher reference → sequence
-  std::map<std::string, uint64_t, std::less<>> offsets;     // consumer reference → offset
-  std::map<std::string, int64_t, std::less<>> timestamps;   // reference → timestamp (unused by the
-                                                             // stream protocol; counted, not kept)
+  log::WriterSequences sequences;                          // publisher reference → sequence
+  std::map<std::string, uint64_t, std::less<>> offsets;    // consumer reference → offset
+  std::map<std::string, int64_t, std::less<>> timestamps;  // reference → timestamp (unused by the
+                                                           // stream protocol; counted, not kept)
 };
 
 enum class TrackingForm {

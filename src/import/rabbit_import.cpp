@@ -87,7 +87,8 @@ std::string import_marks_dir(const std::string& data_dir) {
   return path_join(data_dir, "import");
 }
 
-Result<std::vector<std::string>> undo_unfinished_imports(FileSystem& fs, const std::string& data_dir,
+Result<std::vector<std::string>> undo_unfinished_imports(FileSystem& fs,
+                                                         const std::string& data_dir,
                                                          node::Node& node,
                                                          server::OffsetStore& offsets) {
   std::vector<std::string> undone;
@@ -160,9 +161,10 @@ StreamImport import_stream(FileSystem& fs, const std::string& data_dir, node::No
     if (log) {
       log.reset();
       if (Status s = node->delete_stream(source.name); !s.ok()) {
-        why += fmt::format(" (and removing what was imported of it failed: {}; it is "
-                           "removed at the next import)",
-                           s.to_string());
+        why += fmt::format(
+            " (and removing what was imported of it failed: {}; it is "
+            "removed at the next import)",
+            s.to_string());
         return failed(std::move(why));
       }
       (void)offsets->remove_stream(source.name);
@@ -201,15 +203,17 @@ StreamImport import_stream(FileSystem& fs, const std::string& data_dir, node::No
         if (Status s = create(c.chunk_id); !s.ok()) return undo(s.to_string());
         started = true;
       }
-      const std::string where = fmt::format("{} at byte {} (chunk {})", path, c.position, c.chunk_id);
+      const std::string where =
+          fmt::format("{} at byte {} (chunk {})", path, c.position, c.chunk_id);
       if (c.chunk_id != r.next_offset) {
-        return undo(fmt::format("{}: the previous chunk ends at offset {}: offsets must follow "
-                                "each other",
-                                where, r.next_offset));
+        return undo(
+            fmt::format("{}: the previous chunk ends at offset {}: offsets must follow "
+                        "each other",
+                        where, r.next_offset));
       }
       if (first_in_segment && c.chunk_id != segment_offset(path)) {
-        return undo(fmt::format("{}: the segment is named for offset {}", where,
-                                segment_offset(path)));
+        return undo(
+            fmt::format("{}: the segment is named for offset {}", where, segment_offset(path)));
       }
       first_in_segment = false;
       // What the chunk tells of publishers and consumers.
@@ -267,9 +271,10 @@ StreamImport import_stream(FileSystem& fs, const std::string& data_dir, node::No
   r.publishers = state.sequences.size();
   r.offsets = state.offsets.size();
   if (!state.timestamps.empty()) {
-    r.notes.push_back(fmt::format("{} timestamp tracking entries not kept (the stream protocol "
-                                  "has no use for them)",
-                                  state.timestamps.size()));
+    r.notes.push_back(
+        fmt::format("{} timestamp tracking entries not kept (the stream protocol "
+                    "has no use for them)",
+                    state.timestamps.size()));
   }
   if (o.dry_run) {
     r.outcome = "would_import";

@@ -60,7 +60,8 @@ std::string import_marks_dir(const std::string& data_dir);
 // Streams a killed import left marked: deleted from the node (and their
 // offsets from `offsets`) so that this run imports them again. Returns
 // their names.
-Result<std::vector<std::string>> undo_unfinished_imports(FileSystem& fs, const std::string& data_dir,
+Result<std::vector<std::string>> undo_unfinished_imports(FileSystem& fs,
+                                                         const std::string& data_dir,
                                                          node::Node& node,
                                                          server::OffsetStore& offsets);
 

@@ -87,7 +87,8 @@ Result<RabbitLayout> read_rabbit_layout(FileSystem& fs, const std::string& rabbi
   for (const auto& q : definitions["queues"]) {
     const size_t at = i++;
     if (!q.is_object()) {
-      return Error(Errc::invalid_argument, fmt::format("definitions: queues[{}] is not an object", at));
+      return Error(Errc::invalid_argument,
+                   fmt::format("definitions: queues[{}] is not an object", at));
     }
     const json args = q.value("arguments", json::object());
     if (!args.is_object() || args.value("x-queue-type", json()) != json("stream")) continue;
@@ -116,13 +117,15 @@ Result<RabbitLayout> read_rabbit_layout(FileSystem& fs, const std::string& rabbi
       claimed[found[0]] += 1;
       STRATA_ASSIGN_OR_RETURN(s.segments, segments_of(fs, s.dir));
     } else if (found.empty()) {
-      s.problem = fmt::format("no directory {}<creation time> under {} (on a cluster, import "
-                              "from a node that holds the stream)",
-                              prefix, out.stream_root);
+      s.problem = fmt::format(
+          "no directory {}<creation time> under {} (on a cluster, import "
+          "from a node that holds the stream)",
+          prefix, out.stream_root);
     } else {
-      s.problem = fmt::format("{} directories under {} could be it ({}): import from a copy "
-                              "that holds only the right one",
-                              found.size(), out.stream_root, fmt::join(found, ", "));
+      s.problem = fmt::format(
+          "{} directories under {} could be it ({}): import from a copy "
+          "that holds only the right one",
+          found.size(), out.stream_root, fmt::join(found, ", "));
       // Named here; not also "no stream maps to it".
       for (const auto& d : found) claimed[d] += 0;
     }
@@ -132,9 +135,10 @@ Result<RabbitLayout> read_rabbit_layout(FileSystem& fs, const std::string& rabbi
   // the same directory: neither can say which it is.
   for (auto& s : out.streams) {
     if (s.dir.empty() || claimed.at(path_basename(s.dir)) < 2) continue;
-    s.problem = fmt::format("{} is also the directory of another stream of the definitions (their "
-                            "names differ only in characters RabbitMQ replaces with _ there)",
-                            s.dir);
+    s.problem = fmt::format(
+        "{} is also the directory of another stream of the definitions (their "
+        "names differ only in characters RabbitMQ replaces with _ there)",
+        s.dir);
     s.dir.clear();
     s.segments.clear();
   }

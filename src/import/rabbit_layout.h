@@ -20,9 +20,9 @@ namespace strata::import {
 struct RabbitStream {
   std::string vhost;
   std::string name;
-  nlohmann::json arguments;  // the queue's "arguments" object
-  std::string dir;           // its osiris directory; empty when none was matched
-  std::string problem;       // why none was matched (or why several were)
+  nlohmann::json arguments;           // the queue's "arguments" object
+  std::string dir;                    // its osiris directory; empty when none was matched
+  std::string problem;                // why none was matched (or why several were)
   std::vector<std::string> segments;  // <dir>/<offset>.segment, oldest first
 };
 

@@ -27,7 +27,9 @@ std::string be64(uint64_t v) {
   return s;
 }
 
-std::string simple(const std::string& body) { return be32(uint32_t(body.size())) + body; }
+std::string simple(const std::string& body) {
+  return be32(uint32_t(body.size())) + body;
+}
 
 // One chunk as osiris writes it: the 48-byte header (magic 5, version 0),
 // then data and trailer; the CRC covers the data only.
@@ -76,7 +78,8 @@ struct Files : ::testing::Test {
                         simple(sequence_snapshot("p", 0, 3) + offset_entry("c", 0))) +
            osiris_chunk(OsirisChunkType::user, 2, 2, 200, 1, simple("hello") + simple("world"),
                         sequence_delta("p", 5)) +
-           osiris_chunk(OsirisChunkType::tracking_delta, 1, 1, 300, 3, simple(offset_entry("c", 2)));
+           osiris_chunk(OsirisChunkType::tracking_delta, 1, 1, 300, 3,
+                        simple(offset_entry("c", 2)));
   }
 };
 
@@ -180,9 +183,9 @@ TEST(OsirisTracking, DeltasSetAndSnapshotsReplace) {
   state.offsets["gone"] = 1;
   apply_osiris_tracking(*snap, TrackingForm::snapshot, &state);
   EXPECT_FALSE(state.offsets.count("gone"));
-  auto delta = parse_osiris_tracking(sequence_delta("p", 8) + sequence_delta("q", 1) +
-                                         offset_entry("c1", 10),
-                                     TrackingForm::delta);
+  auto delta = parse_osiris_tracking(
+      sequence_delta("p", 8) + sequence_delta("q", 1) + offset_entry("c1", 10),
+      TrackingForm::delta);
   ASSERT_OK(delta);
   apply_osiris_tracking(*delta, TrackingForm::delta, &state);
   EXPECT_EQ(state.sequences.at("p"), 8u);

@@ -4,6 +4,8 @@
 // definitions export, and what it delivered to the stock JS client —
 // offsets, timestamps, content lengths and CRCs, publisher sequences,
 // stored offsets). The node must then hold exactly that.
+#include "import/rabbit_import.h"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -11,7 +13,6 @@
 #include <fstream>
 
 #include "common/crc32.h"
-#include "import/rabbit_import.h"
 #include "import/rabbit_layout.h"
 #include "log/reader.h"
 #include "node/node_test_util.h"
@@ -25,7 +26,8 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-const std::string kFixture = std::string(STRATA_SOURCE_DIR) + "/tests/import/fixtures/rabbitmq-3.10.8";
+const std::string kFixture =
+    std::string(STRATA_SOURCE_DIR) + "/tests/import/fixtures/rabbitmq-3.10.8";
 
 json read_json(const std::string& path) {
   std::ifstream in(path);
@@ -46,8 +48,8 @@ struct Imported {
 // Imports every stream of `rabbit_dir` into the node at `data_dir`.
 Imported run_import(const std::string& rabbit_dir, const std::string& data_dir) {
   Imported out;
-  auto layout = read_rabbit_layout(posix_fs(), rabbit_dir,
-                                   read_json(kFixture + "/definitions.json"), "/");
+  auto layout =
+      read_rabbit_layout(posix_fs(), rabbit_dir, read_json(kFixture + "/definitions.json"), "/");
   EXPECT_TRUE(layout.ok()) << layout.error().to_string();
   if (!layout.ok()) return out;
   auto node = node::test::open_node(data_dir);
@@ -80,7 +82,8 @@ TEST(RabbitLayout, DirectoryNamesAsRabbitMQGivesThem) {
 }
 
 TEST(RabbitLayout, EachStreamOfTheDefinitionsFindsItsDirectory) {
-  auto layout = read_rabbit_layout(posix_fs(), kFixture, read_json(kFixture + "/definitions.json"), "/");
+  auto layout =
+      read_rabbit_layout(posix_fs(), kFixture, read_json(kFixture + "/definitions.json"), "/");
   ASSERT_OK(layout);
   EXPECT_EQ(layout->stream_root, kFixture + "/stream");
   ASSERT_EQ(layout->streams.size(), 3u);
@@ -243,8 +246,8 @@ TEST(RabbitImport, ASegmentCutAtAChunkBoundaryIsCaughtByItsIndex) {
   strata::test::TempDir tmp;
   const std::string rabbit = copy_fixture(tmp);
   const json expected = read_json(kFixture + "/expected.json")["streams"];
-  const std::string seg =
-      rabbit + "/stream/" + expected["dedup"]["dir"].get<std::string>() + "/00000000000000000000.segment";
+  const std::string seg = rabbit + "/stream/" + expected["dedup"]["dir"].get<std::string>() +
+                          "/00000000000000000000.segment";
   // Cut right after the first chunk: every CRC still holds.
   auto chunks_seg = OsirisSegment::open(posix_fs(), seg);
   ASSERT_OK(chunks_seg);

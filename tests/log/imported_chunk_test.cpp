@@ -53,14 +53,16 @@ TEST(ImportedChunk, KeepsOffsetTimeAndTypeAndSkipsTrackingChunksWhenReading) {
     ASSERT_OK(log);
     WriterSequences w1{{"pub-a", 7}};
     // A tracking snapshot (one entry of tracking bytes), then user chunks.
-    const std::string tracking = imported_entries({std::string("\x01\x02r1\0\0\0\0\0\0\x02\x33", 12)});
+    const std::string tracking =
+        imported_entries({std::string("\x01\x02r1\0\0\0\0\0\0\x02\x33", 12)});
     ASSERT_OK(import_chunk(**log, tracking, 1,
                            ImportedChunk{565, 1000, ChunkType::tracking_snapshot, &w1}));
     for (uint64_t i = 0; i < 40; ++i) {
       WriterSequences w{{"pub-a", 8 + i}};
       const uint64_t at = 566 + i * 3;
-      auto r = import_chunk(**log, imported_entries({"m" + std::to_string(at), "x", std::string(200, 'y')}),
-                            3, ImportedChunk{at, int64_t(2000 + i), ChunkType::user, &w});
+      auto r = import_chunk(
+          **log, imported_entries({"m" + std::to_string(at), "x", std::string(200, 'y')}), 3,
+          ImportedChunk{at, int64_t(2000 + i), ChunkType::user, &w});
       ASSERT_OK(r);
       EXPECT_EQ(r->first_offset, at);
     }
