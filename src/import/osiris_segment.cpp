@@ -5,6 +5,7 @@
 #include "common/crc32.h"
 #include "common/endian.h"
 #include "log/entries.h"
+#include "proto/osiris_chunk.h"
 
 namespace strata::import {
 
@@ -12,7 +13,6 @@ namespace {
 
 constexpr std::string_view kSegmentMagic = "OSIL";
 constexpr std::string_view kIndexMagic = "OSII";
-constexpr uint8_t kChunkMagic = 5;
 
 Status check_file_header(BytesView h, std::string_view magic, const std::string& path) {
   if (h.size() < kOsirisFileHeaderSize || h.substr(0, 4) != magic) {
@@ -61,34 +61,25 @@ Result<std::optional<OsirisChunk>> OsirisSegment::next() {
         at, fmt::format("{} bytes left, less than a chunk header (a torn write)", size_ - at));
   }
   STRATA_ASSIGN_OR_RETURN(BytesView h, window_.read(at, kOsirisChunkHeaderSize));
-  const uint8_t* p = u8(h.data());
   OsirisChunk c;
-  const uint8_t magic = p[0] >> 4;
-  const uint8_t version = p[0] & 0x0F;
-  if (magic != kChunkMagic) {
-    return damage(at, fmt::format("no chunk starts here (magic {}, not {})", magic, kChunkMagic));
+  // The layout the stream protocol delivers (proto/osiris_chunk.h). Its
+  // first reserved byte is RabbitMQ 3.13's filter length (zero before): the
+  // filter sits between header and data; strata builds its own and skips it.
+  auto hdr = proto::decode_osiris_header(h);
+  if (!hdr.ok()) return damage(at, "no chunk starts here: " + hdr.error().message);
+  if (hdr->chunk_type > uint8_t(OsirisChunkType::tracking_snapshot)) {
+    return damage(at, fmt::format("unknown chunk type {}", hdr->chunk_type));
   }
-  // Osiris writes version 0 (its format comment says 1); both are this
-  // layout.
-  if (version > 1)
-    return damage(at, fmt::format("chunk version {} (this strata reads 0 and 1)", version));
-  if (p[1] > uint8_t(OsirisChunkType::tracking_snapshot)) {
-    return damage(at, fmt::format("unknown chunk type {}", p[1]));
-  }
-  c.type = OsirisChunkType(p[1]);
-  c.num_entries = get_be16(p + 2);
-  c.num_records = get_be32(p + 4);
-  c.timestamp_ms = int64_t(get_be64(p + 8));
-  c.epoch = get_be64(p + 16);
-  c.chunk_id = get_be64(p + 24);
-  c.crc = get_be32(p + 32);
-  const uint32_t data_len = get_be32(p + 36);
-  const uint32_t trailer_len = get_be32(p + 40);
-  // RabbitMQ 3.13 (osiris 1.7) gives the first reserved byte to a filter of
-  // the messages' filter values, stored between header and data; earlier
-  // versions write zero there. Strata builds its own filters; the old one
-  // is skipped.
-  const uint8_t filter_len = p[44];
+  c.type = OsirisChunkType(hdr->chunk_type);
+  c.num_entries = hdr->num_entries;
+  c.num_records = hdr->num_records;
+  c.timestamp_ms = hdr->timestamp_ms;
+  c.epoch = hdr->epoch;
+  c.chunk_id = hdr->chunk_id;
+  c.crc = hdr->crc;
+  const uint32_t data_len = hdr->data_len;
+  const uint32_t trailer_len = hdr->trailer_len;
+  const uint8_t filter_len = hdr->bloom_size;
   c.position = at;
   c.size = kOsirisChunkHeaderSize + filter_len + uint64_t(data_len) + trailer_len;
   if (c.size > kMaxOsirisChunkBytes) {

@@ -17,13 +17,14 @@
 #include "common/file_window.h"
 #include "common/fs.h"
 #include "common/result.h"
+#include "proto/osiris_chunk.h"
 
 namespace strata::import {
 
-// Osiris's chunk types (the same numbers as log::ChunkType).
-enum class OsirisChunkType : uint8_t { user = 0, tracking_delta = 1, tracking_snapshot = 2 };
-
-inline constexpr size_t kOsirisChunkHeaderSize = 48;
+// Osiris's chunk types (the same numbers as log::ChunkType) and header
+// size, as the stream protocol has them.
+using OsirisChunkType = proto::OsirisChunkType;
+using proto::kOsirisChunkHeaderSize;
 // "OSIL" / "OSII" and a u32 version 1 open every segment / index file.
 inline constexpr size_t kOsirisFileHeaderSize = 8;
 inline constexpr size_t kOsirisIndexRecordSize = 29;

@@ -147,7 +147,9 @@ TEST_F(Files, AForeignFileOrVersionIsRefused) {
   write(body);
   chunks = read_all();
   ASSERT_FALSE(chunks.ok());
-  EXPECT_NE(chunks.error().message.find("at byte 8: no chunk starts here"), std::string::npos)
+  EXPECT_NE(chunks.error().message.find("at byte 8: no chunk starts here: osiris chunk header: "
+                                        "magic/version byte 0x40"),
+            std::string::npos)
       << chunks.error().to_string();
 }
 
