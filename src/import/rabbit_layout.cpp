@@ -127,7 +127,7 @@ Result<RabbitLayout> read_rabbit_layout(FileSystem& fs, const std::string& rabbi
           "that holds only the right one",
           found.size(), out.stream_root, fmt::join(found, ", "));
       // Named here; not also "no stream maps to it".
-      for (const auto& d : found) claimed[d] += 0;
+      for (const auto& d : found) claimed.try_emplace(d, 0);
     }
     out.streams.push_back(std::move(s));
   }

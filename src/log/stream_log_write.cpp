@@ -112,22 +112,15 @@ Status StreamLog::Impl::check_entry_batch(const EntryBatch& b, PendingAppend* w)
   w->writer_seq = b.writer_seq;
   w->filter = b.filter && !b.filter->empty() ? b.filter : nullptr;
   w->data_bytes = b.entries.size();
-  if (b.imported) {
-    if (!b.writer_ref.empty()) {
-      return Error(Errc::invalid_argument,
-                   fmt::format("stream {}: an imported chunk names its writers in the import, "
-                               "not in writer_ref",
-                               dir_));
-    }
-    const uint64_t at = committed_next_.load(std::memory_order_acquire);
-    if (b.imported->first_offset != at) {
-      return Error(Errc::invalid_argument,
-                   fmt::format("stream {}: an imported chunk starts at offset {} but the log "
-                               "ends at {}",
-                               dir_, b.imported->first_offset, at));
-    }
-    w->imported = b.imported;
+  if (b.imported && !b.writer_ref.empty()) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("stream {}: an imported chunk names its writers in the import, "
+                             "not in writer_ref",
+                             dir_));
   }
+  // Where it starts is checked by the writer (write_group), which alone
+  // knows the log's end when the chunk is written.
+  w->imported = b.imported;
   return Status::OK();
 }
 
@@ -228,8 +221,8 @@ Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
       recs += group[j]->num_records;
       ++j;
     }
-    // An append that came in between moved the end the import was checked
-    // against: that chunk fails alone, nothing of it written.
+    // An imported chunk not at the log's end fails alone, nothing of it
+    // written.
     if (group[i]->imported && group[i]->imported->first_offset != w_.next) {
       group[i]->result =
           Error(Errc::invalid_argument,
@@ -242,17 +235,15 @@ Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
     WriterTrailer delta;
     {
       WriterSequences seen;
+      auto raise = [&seen](std::string_view ref, uint64_t seq) {
+        auto [it, inserted] = seen.try_emplace(std::string(ref), seq);
+        if (!inserted) it->second = std::max(it->second, seq);
+      };
       for (size_t k = i; k < j; ++k) {
-        if (group[k]->writer_ref.empty()) continue;
-        auto [it, inserted] =
-            seen.try_emplace(std::string(group[k]->writer_ref), group[k]->writer_seq);
-        if (!inserted) it->second = std::max(it->second, group[k]->writer_seq);
+        if (!group[k]->writer_ref.empty()) raise(group[k]->writer_ref, group[k]->writer_seq);
       }
       if (group[i]->imported && group[i]->imported->writers) {
-        for (const auto& [ref, seq] : *group[i]->imported->writers) {
-          auto [it, inserted] = seen.try_emplace(ref, seq);
-          if (!inserted) it->second = std::max(it->second, seq);
-        }
+        for (const auto& [ref, seq] : *group[i]->imported->writers) raise(ref, seq);
       }
       delta.writers.assign(seen.begin(), seen.end());
     }

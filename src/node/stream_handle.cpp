@@ -2,8 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
-
+#include "common/clock.h"
 #include "node/node_limits.h"
 #include "tier/uploader.h"
 
@@ -26,9 +25,8 @@ StreamHandle::~StreamHandle() = default;
 
 bool StreamHandle::lease_ended() const {
   if (!lease_until_) return false;
-  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
+  // The ownership shell's clock: steady, ms since its epoch.
+  const int64_t now = system_clock().monotonic_ns() / 1'000'000;
   return now >= lease_until_->load(std::memory_order_acquire);
 }
 

@@ -180,13 +180,14 @@ Result<const Bytes*> RangePrefetch::at(size_t i) {
       if (go) post(queue_[i]);
     }
     {
-      // This caller may be a pool thread itself (a consumer's remote read):
-      // while it waits, the pool may run one more, so that the fetch it
-      // waits for is not queued behind it and every other such reader.
-      std::optional<BlockingPool::Waiting> waiting;
-      if (pool_ != nullptr) waiting.emplace(pool_->waiting());
       std::unique_lock lk(shared_->mu);
       auto done = [&] { return s.state == Slot::State::ready || s.state == Slot::State::failed; };
+      // This caller may be a pool thread itself (a consumer's remote read):
+      // while it waits, the pool may run one more, so that the fetch it
+      // waits for is not queued behind it and every other such reader. A
+      // range already here costs no visit to the pool.
+      std::optional<BlockingPool::Waiting> waiting;
+      if (pool_ != nullptr && !done()) waiting.emplace(pool_->waiting());
       if (!shared_->cv.wait_until(lk, s.started + opts_.deadline, done)) {
         // Given up: the job may still finish, but its result is dropped.
         s.generation += 1;

@@ -89,9 +89,9 @@ class ServeClusterTest : public ::testing::Test {
       EXPECT_EQ(n, 1) << "message " << id << " delivered " << n << "x";
   }
 
-  // Creates `stream` through node 0 and waits until every node's Metadata
-  // names the same leader; its index.
-  int create_and_find_leader(const std::string& stream) {
+  // Creates `stream` (x-strata-confirm = `confirm`) through node 0 and waits until every node's
+  // Metadata names the same leader; its index.
+  int create_and_find_leader(const std::string& stream, const std::string& confirm = "remote") {
     StreamClient c = client(0);
     // Arguments are kept with the stream in the catalog (every owner runs
     // them); ones the nodes cannot honour (a local stream with the nodes'
@@ -101,7 +101,7 @@ class ServeClusterTest : public ::testing::Test {
     auto refused = c.expect<CreateStreamResponse>(60s);
     EXPECT_TRUE(refused.ok() && refused->code == ResponseCode::precondition_failed);
     EXPECT_TRUE(
-        c.send(CreateStreamRequest{c.corr(), stream, {{"x-strata-confirm", "remote"}}}).ok());
+        c.send(CreateStreamRequest{c.corr(), stream, {{"x-strata-confirm", confirm}}}).ok());
     auto r = c.expect<CreateStreamResponse>(60s);
     EXPECT_TRUE(r.ok() && r->code == ResponseCode::ok);
     int leader = cluster_->await_agreed_leader(stream, 20s);
@@ -245,15 +245,7 @@ TEST_F(ServeClusterTest, StoredOffsetsFollowTheStreamToTheNewLeader) {
 // the check itself deterministically.
 TEST_F(ServeClusterTest, AThawedOwnerConfirmsNothingItReceivedWhileFrozen) {
   const std::string stream = "frozen-local";
-  {
-    StreamClient c = client(0);
-    ASSERT_TRUE(
-        c.send(CreateStreamRequest{c.corr(), stream, {{"x-strata-confirm", "local"}}}).ok());
-    auto r = c.expect<CreateStreamResponse>(60s);
-    ASSERT_TRUE(r.ok());
-    ASSERT_EQ(r->code, ResponseCode::ok);
-  }
-  const int leader = cluster_->await_agreed_leader(stream, 20s);
+  const int leader = create_and_find_leader(stream, "local");
   ASSERT_GE(leader, 0);
   std::set<uint64_t> confirmed;
   uint64_t next = 1;
