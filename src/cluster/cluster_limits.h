@@ -17,6 +17,18 @@ namespace strata::cluster {
 // renew before the lease could expire, so one lost keepalive (or two) does
 // not stop the node's streams.
 inline constexpr int64_t kKeepalivesPerTtl = 3;
+// Keepalives that may be in flight at once. A keepalive that reached an
+// etcd member whose leader just died waits there until a new leader is
+// elected, then renews the lease; it is given until the node would give
+// the lease up, and meanwhile the next keepalives go out beside it, so a
+// renewal sent after the election does not queue behind one sent before.
+// One per keepalive interval for a TTL's worth, and no more.
+inline constexpr int kMaxKeepalivesInFlight = int(kKeepalivesPerTtl);
+// Leases given up that the node still recognizes as its own (owner keys on
+// them are taken back, ownership_core.h): a lease outlives its TTL in etcd
+// only by an outage's length, and a node that keeps losing leases has
+// keys on the last few at most.
+inline constexpr size_t kMaxGivenUpLeases = 4;
 // The safety margin, when unset, is this fraction of the TTL (1/5): the
 // node stops writing this long before etcd could expire its lease, room
 // for clock-rate differences and a keepalive that etcd received late.

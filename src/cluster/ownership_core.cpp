@@ -120,9 +120,13 @@ void OwnershipCore::fence(const std::string& why, Effects& fx) {
   retry_at_.clear();
   // Opens under the old lease end as stale (their lease is not ours).
   orphan_opens_.clear();
-  if (lease_ != 0) fx.push_back(effect::Revoke{lease_});
+  if (lease_ != 0) {
+    fx.push_back(effect::Revoke{lease_});
+    given_up_.push_back(lease_);
+    if (given_up_.size() > kMaxGivenUpLeases) given_up_.pop_front();
+  }
   lease_ = 0;
-  keepalive_in_flight_ = false;
+  keepalives_in_flight_ = 0;
   register_in_flight_ = false;
   phase_ = Phase::no_lease;
 }
@@ -201,13 +205,10 @@ void OwnershipCore::drive(int64_t now, Effects& fx) {
 }
 
 void OwnershipCore::keep_lease(int64_t now, Effects& fx) {
-  if (keepalive_in_flight_ || now < last_ok_sent_ms_ + t_.keepalive_interval_ms ||
-      now < keepalive_retry_at_) {
-    return;
-  }
-  keepalive_in_flight_ = true;
-  keepalive_sent_ms_ = now;
-  fx.push_back(effect::Keepalive{lease_});
+  if (keepalives_in_flight_ >= kMaxKeepalivesInFlight || now < next_keepalive_at_) return;
+  keepalives_in_flight_ += 1;
+  next_keepalive_at_ = now + t_.keepalive_interval_ms;
+  fx.push_back(effect::Keepalive{lease_, now});
 }
 
 // Live: which ownerless streams to try.
@@ -215,8 +216,18 @@ void OwnershipCore::acquire_ownerless(int64_t now, Effects& fx) {
   const bool self_seen =
       std::find(view_.nodes.begin(), view_.nodes.end(), id_) != view_.nodes.end();
   for (const auto& s : view_.streams) {
-    if (view_.owners.count(s)) {
+    if (auto ow = view_.owners.find(s); ow != view_.owners.end()) {
       ownerless_since_.erase(s);
+      // Our key on a lease we gave up: ours to take back, before that
+      // lease expires and the stream goes to whoever acquires first.
+      const bool ours_before =
+          ow->second.node_id == id_ && ow->second.lease != lease_ &&
+          std::find(given_up_.begin(), given_up_.end(), ow->second.lease) != given_up_.end();
+      if (ours_before && !owned_.count(s) && !orphan_opens_.count(s) && self_seen &&
+          !backing_off(s, now)) {
+        owned_[s] = Owned{StreamState::acquiring, 0, true};
+        fx.push_back(effect::Acquire{s, lease_, ow->second.lease});
+      }
       continue;
     }
     auto [since, fresh] = ownerless_since_.emplace(s, now);
@@ -301,7 +312,8 @@ void OwnershipCore::on_granted(const ev::LeaseGranted& g, Effects& fx) {
   phase_ = Phase::registering;
   register_in_flight_ = false;
   register_retry_at_ = 0;
-  keepalive_retry_at_ = 0;
+  keepalives_in_flight_ = 0;
+  next_keepalive_at_ = grant_sent_ms_ + t_.keepalive_interval_ms;
 }
 
 void OwnershipCore::on_lease_failed(int64_t now) {
@@ -311,14 +323,16 @@ void OwnershipCore::on_lease_failed(int64_t now) {
 }
 
 void OwnershipCore::on_keepalive(const ev::KeepaliveDone& k, int64_t now, Effects& fx) {
-  if (k.lease != lease_ || !keepalive_in_flight_) return;
-  keepalive_in_flight_ = false;
+  if (k.lease != lease_ || keepalives_in_flight_ == 0) return;
+  keepalives_in_flight_ -= 1;
   if (k.ok) {
-    last_ok_sent_ms_ = std::max(last_ok_sent_ms_, keepalive_sent_ms_);
+    // Answered late (it waited for an election) it still renewed the lease
+    // no earlier than it was sent: only a newer success moves this on.
+    last_ok_sent_ms_ = std::max(last_ok_sent_ms_, k.sent_ms);
   } else if (k.lease_gone) {
     fence("etcd says lease " + std::to_string(lease_) + " is gone: " + k.why, fx);
   } else {
-    keepalive_retry_at_ = now + t_.retry_ms;
+    next_keepalive_at_ = std::min(next_keepalive_at_, now + t_.retry_ms);
   }
 }
 

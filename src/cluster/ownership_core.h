@@ -33,6 +33,17 @@
 // the fresh takeover raises the epoch over the stale one, so the stream
 // never stays served without an uploader.
 //
+// Taking streams back. A node that gave its lease up because it could not
+// renew it (etcd out of its reach: every node stops) may find, once it has
+// a fresh lease, its owner keys still in etcd on the old lease (etcd
+// extends leases when a new raft leader is elected after an outage, and
+// the revoke sent at the fence could not get through). Those streams are
+// still its own — no other node could have taken them — so it moves each
+// key to the new lease at once (effect::Acquire with from_lease) and opens
+// the stream again; the catalog's epoch is then still its uploader's, so
+// the unuploaded tail on its disk is kept (node/stream_open.cpp). Nothing
+// the outage interrupted is lost, and no other node competes for them.
+//
 // Handing streams over (rebalancing). Placement decides who acquires an
 // ownerless stream; a node that joins later would otherwise only ever get
 // new or orphaned streams. So a node serving a stream whose first choice is
@@ -54,6 +65,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -99,6 +111,7 @@ struct LeaseFailed {
 };
 struct KeepaliveDone {
   int64_t lease = 0;
+  int64_t sent_ms = 0;  // the Keepalive effect's sent_ms
   bool ok = false;
   bool lease_gone = false;  // etcd says the lease expired or was revoked
   std::string why;
@@ -172,9 +185,12 @@ using Event = std::variant<ev::Tick, ev::LeaseGranted, ev::LeaseFailed, ev::Keep
 namespace effect {
 // Ask etcd for a fresh lease of lease_ttl_ms -> LeaseGranted / LeaseFailed.
 struct GrantLease {};
-// Keep `lease` alive -> KeepaliveDone.
+// Keep `lease` alive -> KeepaliveDone (carrying sent_ms). Up to
+// kMaxKeepalivesInFlight run at once: one waiting on a member that lost
+// its leader does not hold back the next.
 struct Keepalive {
   int64_t lease = 0;
+  int64_t sent_ms = 0;  // when the core asked for it
 };
 // Put <ns>/nodes/<id> on `lease` -> Registered.
 struct Register {
@@ -185,9 +201,12 @@ struct Revoke {
   int64_t lease = 0;
 };
 // Create the stream's owner key on `lease` (the current one) -> AcquireDone.
+// With from_lease: move the key, still this node's on a lease it gave up,
+// to `lease` (only if it is still on from_lease).
 struct Acquire {
   std::string stream;
   int64_t lease = 0;
+  int64_t from_lease = 0;
 };
 // Won under `lease`: bump the epoch, recover, serve -> OpenDone.
 struct Open {
@@ -291,9 +310,8 @@ class OwnershipCore {
   int64_t grant_sent_ms_ = 0;
   int64_t retry_grant_at_ = 0;
   int64_t last_ok_sent_ms_ = 0;  // send time of the last successful grant/keepalive
-  bool keepalive_in_flight_ = false;
-  int64_t keepalive_sent_ms_ = 0;
-  int64_t keepalive_retry_at_ = 0;
+  int keepalives_in_flight_ = 0;
+  int64_t next_keepalive_at_ = 0;
   bool register_in_flight_ = false;
   int64_t register_retry_at_ = 0;
   uint64_t fences_ = 0;
@@ -310,6 +328,9 @@ class OwnershipCore {
   // under the current lease: that open's OpenDone is this one's, not a
   // later open's, so the stream is not acquired again before it comes back.
   std::set<std::string> orphan_opens_;
+  // Leases this node gave up, newest last (at most kMaxGivenUpLeases):
+  // owner keys still on one of them are its own to take back.
+  std::deque<int64_t> given_up_;
   std::map<std::string, StreamState> streams_;  // mirror of owned_ for callers
   void mirror();
 };

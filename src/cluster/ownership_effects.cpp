@@ -127,17 +127,21 @@ void Ownership::Impl::grant_lease() {
 
 void Ownership::Impl::keepalive(const effect::Keepalive& e) {
   require_current_lease(e.lease, "cluster: a keepalive of a lease the node does not hold");
+  // Given until the node would give the lease up (not one interval): a
+  // keepalive waiting on a member for a new etcd leader renews the lease
+  // once one is elected, and counts from when it was sent.
+  const auto until_fence = milliseconds(core_.valid_until_ms() - now_ms());
   run_task<Result<int64_t>>(
-      tasks(), strand_, call_deadline(), "cluster: lease keepalive",
+      tasks(), strand_, std::max(kMinCallDeadline, until_fence), "cluster: lease keepalive",
       [c = client_, lease = e.lease] { return c->lease_keepalive(lease); },
-      [this, lease = e.lease,
+      [this, lease = e.lease, sent_ms = e.sent_ms,
        started = std::chrono::steady_clock::now()](TaskOutcome<Result<int64_t>> out) {
         if (out.end == TaskEnd::completed) {
           keepalive_rtt_.record_us(uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(
                                                 std::chrono::steady_clock::now() - started)
                                                 .count()));
         }
-        ev::KeepaliveDone k{lease, false, false, ""};
+        ev::KeepaliveDone k{lease, sent_ms, false, false, ""};
         if (out.end != TaskEnd::completed) {
           k.why = out.error.to_string();
         } else if (out.value->ok() && **out.value > 0) {
@@ -170,11 +174,20 @@ namespace {
 // The acquire txn: If create_revision(key) == 0 Then put key = id on the
 // lease Else read key. An ambiguous retry that finds our own key (same id,
 // same lease) won.
+// Creates the owner key on `lease`; with `from_lease`, moves the key that
+// is this node's on that lease to `lease` instead (taking a stream back).
 Result<etcd::TxnResponse> acquire_owner_key(etcd::EtcdClient& c, const std::string& key,
-                                            const std::string& id, int64_t lease) {
+                                            const std::string& id, int64_t lease,
+                                            int64_t from_lease) {
   etcd::TxnRequest t;
-  t.compare.push_back(etcd::Compare::revision(key, etcd::CompareTarget::create_revision,
-                                              etcd::CompareOp::equal, 0));
+  if (from_lease != 0) {
+    t.compare.push_back(etcd::Compare::value_is(key, etcd::CompareOp::equal, id));
+    t.compare.push_back(etcd::Compare::revision(key, etcd::CompareTarget::lease,
+                                                etcd::CompareOp::equal, from_lease));
+  } else {
+    t.compare.push_back(etcd::Compare::revision(key, etcd::CompareTarget::create_revision,
+                                                etcd::CompareOp::equal, 0));
+  }
   t.success.push_back(etcd::PutOp{key, id, lease});
   t.failure.push_back(etcd::RangeOp{key, ""});
   auto r = c.txn(t);
@@ -197,10 +210,11 @@ void Ownership::Impl::acquire(const effect::Acquire& e) {
   std::string key = cfg_.ns + "/owners/" + e.stream;
   run_task<Result<etcd::TxnResponse>>(
       tasks(), strand_, call_deadline(), "cluster: acquiring " + key,
-      [c = client_, key, id = cfg_.node_id, lease = e.lease] {
-        return acquire_owner_key(*c, key, id, lease);
+      [c = client_, key, id = cfg_.node_id, lease = e.lease, from = e.from_lease] {
+        return acquire_owner_key(*c, key, id, lease, from);
       },
-      [this, s = e.stream, lease = e.lease](TaskOutcome<Result<etcd::TxnResponse>> out) {
+      [this, s = e.stream, lease = e.lease,
+       from = e.from_lease](TaskOutcome<Result<etcd::TxnResponse>> out) {
         ev::AcquireDone a{s, lease, false, 0, ""};
         if (!succeeded(out)) {
           a.why = failure(out);
@@ -208,7 +222,10 @@ void Ownership::Impl::acquire(const effect::Acquire& e) {
           a.won = (*out.value)->succeeded;
           a.revision = (*out.value)->revision;
         }
-        if (a.won) spdlog::info("cluster: {} owns stream {}", cfg_.node_id, s);
+        if (a.won) {
+          spdlog::info("cluster: {} owns stream {}{}", cfg_.node_id, s,
+                       from ? fmt::format(" again (its key moved from lease {:x})", from) : "");
+        }
         handle(a);
       });
 }

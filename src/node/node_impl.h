@@ -47,6 +47,9 @@ struct TakeOver {  // a cluster owner's: its log created if absent, exact alignm
   // file's); unset: the catalog keeps none, the file's apply.
   std::optional<StreamSettings> kept;
   AcquireOptions acquire;
+  // The catalog epoch this acquire raised: the last owner's uploader's
+  // (0: the stream had no catalog entry yet).
+  uint64_t epoch_before = 0;
 };
 using OpenMode = std::variant<OpenExisting, CreateNew, TakeOver>;
 
@@ -115,6 +118,23 @@ class Node::Impl {
   int64_t started_ms = 0;
   std::atomic<uint64_t> local_resets{0};      // local logs restarted after the remote tier
   std::atomic<uint64_t> takeover_dropped{0};  // unuploaded offsets dropped at takeovers
+  std::atomic<uint64_t> takeover_kept{0};     // unuploaded offsets kept: no owner between
+
+  // What this node's uploader of a stream had reached when the stream was
+  // released here (a cluster owner's close): the epoch it held, what was
+  // persisted and where the local log ended. A takeover that finds the
+  // catalog still at that epoch knows no other owner wrote since, so the
+  // local tail past the remote tier is the stream's own and is kept; one
+  // that finds a higher epoch knows exactly which offsets it drops.
+  struct ReleasedAt {
+    uint64_t epoch = 0;
+    uint64_t persisted_next = 0;
+    uint64_t local_next = 0;
+  };
+  std::mutex released_mu;
+  std::map<std::string, ReleasedAt> released;  // guarded by released_mu
+  void remember_release(const std::string& name, const StreamEntry& e);
+  std::optional<ReleasedAt> released_at(const std::string& name);
 
   // One attempt at a stream's deletion: its preparation (marker, stopping
   // the writer) and its run. Callers of delete_stream wait for `ended`.
@@ -158,7 +178,7 @@ class Node::Impl {
                                                             std::shared_ptr<log::StreamLog> log,
                                                             log::LogOptions lo,
                                                             const StreamSettings& settings,
-                                                            bool exact);
+                                                            const TakeOver* owned);
   Result<std::shared_ptr<log::StreamLog>> restart_after_remote(const std::string& name,
                                                                log::LogOptions lo,
                                                                const StreamSettings& settings,

@@ -18,19 +18,20 @@ using json = nlohmann::json;
 
 // Fence first: once the epoch is raised no older owner's persist can land,
 // so the remote next offset the open reads is final. Guarded by the owner
-// key: a node that no longer owns the stream cannot raise it.
-Status fence_older_writers(catalog::Catalog& catalog, const std::string& name,
-                           const AcquireOptions& opts) {
+// key: a node that no longer owns the stream cannot raise it. Returns the
+// epoch it raised (0: no catalog entry yet) — the last owner's, which a
+// take-back compares with its own (stream_open.cpp, align_with_remote).
+Result<uint64_t> fence_older_writers(catalog::Catalog& catalog, const std::string& name,
+                                     const AcquireOptions& opts) {
   for (int attempt = 0;; ++attempt) {
     auto e = catalog.get(name);
-    if (!e.ok() && e.code() == Errc::not_found) return Status::OK();
+    if (!e.ok() && e.code() == Errc::not_found) return uint64_t(0);
     if (!e.ok()) return std::move(e).error().with_context("taking over " + name);
     auto b = opts.owner ? catalog.bump_epoch_if_owner(name, e->revision, 0, *opts.owner)
                         : catalog.bump_epoch(name, e->revision, 0);
     if (!b.ok()) return std::move(b).error().with_context("taking over " + name);
-    if (b->outcome == catalog::PutOutcome::ok || b->outcome == catalog::PutOutcome::not_found) {
-      return Status::OK();
-    }
+    if (b->outcome == catalog::PutOutcome::ok) return e->epoch;
+    if (b->outcome == catalog::PutOutcome::not_found) return uint64_t(0);
     if (b->outcome == catalog::PutOutcome::fenced) {
       return Error(Errc::conflict,
                    fmt::format("taking over {}: its owner key {} no longer names this node on "
@@ -72,9 +73,9 @@ Result<std::shared_ptr<log::StreamLog>> Node::Impl::acquire(const std::string& n
     std::lock_guard l(mu);
     if (const StreamEntry* e = table.find(name)) return e->log;
   }
-  STRATA_TRY(fence_older_writers(*catalog, name, opts));
+  STRATA_ASSIGN_OR_RETURN(uint64_t raised, fence_older_writers(*catalog, name, opts));
   STRATA_ASSIGN_OR_RETURN(auto kept, catalog_kept_settings(*catalog, name));
-  return open_stream(name, TakeOver{std::move(kept), opts});
+  return open_stream(name, TakeOver{std::move(kept), opts, raised});
 }
 
 Status Node::create_catalog_stream(const std::string& name, const StreamSettings& settings) {
@@ -102,7 +103,26 @@ void Node::release_stream(const std::string& name) {
     std::lock_guard l(impl_->mu);
     e = impl_->table.release(name);
   }
-  if (e) e->close(name);
+  if (!e) return;
+  e->close(name);
+  impl_->remember_release(name, *e);
+}
+
+// After the close: the uploader has stopped, so what it persisted and the
+// log's end no longer move.
+void Node::Impl::remember_release(const std::string& name, const StreamEntry& e) {
+  if (!e.uploader || !e.log) return;
+  const tier::UploaderStatus st = e.uploader->status();
+  if (st.epoch == 0) return;
+  std::lock_guard l(released_mu);
+  released[name] = ReleasedAt{st.epoch, st.remote_next_offset, e.log->committed_next()};
+}
+
+std::optional<Node::Impl::ReleasedAt> Node::Impl::released_at(const std::string& name) {
+  std::lock_guard l(released_mu);
+  auto it = released.find(name);
+  if (it == released.end()) return std::nullopt;
+  return it->second;
 }
 
 Status Node::Impl::hand_off(const std::string& name, std::chrono::milliseconds timeout,

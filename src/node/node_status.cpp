@@ -216,6 +216,7 @@ json Node::Impl::status_json() const {
         {"uptime_s", double(now - started_ms) / 1000.0},
         {"local_resets", local_resets.load()},
         {"takeover_dropped_offsets", takeover_dropped.load()},
+        {"takeover_kept_offsets", takeover_kept.load()},
         {"threads", thread_count()},
         {"rss_bytes", rss_bytes()},
         {"disk",
@@ -417,6 +418,13 @@ std::string Node::Impl::metrics_text() const {
   }
   write_shared_metrics(w, governor.get(), cache.get(), runtime.get());
   write_objstore_metrics(w, store.get());
+  w.counter("strata_node_takeover_dropped_offsets_total",
+            "Offsets this node wrote and never uploaded, dropped when it took a stream over "
+            "after another owner had held it (the messages a takeover lost).",
+            {}, double(takeover_dropped.load()));
+  w.counter("strata_node_takeover_kept_offsets_total",
+            "Unuploaded offsets kept when this node took back a stream no one owned since.", {},
+            double(takeover_kept.load()));
   w.gauge("strata_node_deletions_pending",
           "Stream deletions requested and not finished (running, queued, failed or blocked).", {},
           double(pending_deletions().size()));

@@ -248,7 +248,7 @@ Result<StreamEntry> Node::Impl::build_entry(const std::string& name, const OpenM
   if (!log.ok()) return log.error();
   e.log = *log;
   if (!e.effective.tiering) return e;
-  auto aligned = align_with_remote(name, e.log, lo, e.settings, take_over(mode) != nullptr);
+  auto aligned = align_with_remote(name, e.log, lo, e.settings, take_over(mode));
   if (!aligned.ok()) {
     (void)e.log->close();
     return aligned.error();
@@ -315,7 +315,9 @@ Status Node::Impl::start_uploader(const std::string& name, const OpenMode& mode,
 // rather than upload over it (tier/uploader.h, "remote ahead").
 Result<std::shared_ptr<log::StreamLog>> Node::Impl::align_with_remote(
     const std::string& name, std::shared_ptr<log::StreamLog> log, log::LogOptions lo,
-    const StreamSettings& settings, bool exact) {
+    const StreamSettings& settings, const TakeOver* owned) {
+  // A cluster owner's open must know exactly where the remote tier ends.
+  const bool exact = owned != nullptr;
   STRATA_ASSIGN_OR_RETURN(auto keys, tier::ObjectKeys::make(cfg.tiering.key_prefix, name));
   auto st = tier::load_stream_state(*catalog, *store, *cache, keys, /*take_over=*/false);
   // A cluster owner must know where the remote tier ends before it writes.
@@ -330,18 +332,55 @@ Result<std::shared_ptr<log::StreamLog>> Node::Impl::align_with_remote(
   }
   const uint64_t remote_next = st->manifest.next_offset;
   const uint64_t local_next = log->committed_next();
+  // Readers take the remote tier from the node's cache: the manifest this
+  // takeover just read goes there first, so that none reads an older one
+  // (left from this node's earlier ownership) against a local log that
+  // restarts past its end.
+  if (exact && st->has_root) {
+    (void)cache->sync(name, tier::CachedManifest{std::make_shared<const tier::Manifest>(st->manifest),
+                                                 st->entry.epoch, st->entry.revision});
+  }
+  const auto mine = exact ? released_at(name) : std::nullopt;
+  if (exact && st->has_root && remote_next < local_next && mine &&
+      mine->epoch == owned->epoch_before && mine->local_next == local_next) {
+    // Taking back a stream this node released (its lease lapsed: etcd was
+    // out of reach) with no owner in between: the epoch this acquire raised
+    // is the one this node's uploader held, so the remote tier is a prefix
+    // of this log and the tail past it is the stream's own. It is kept and
+    // uploaded, not dropped: nothing confirmed here is lost.
+    spdlog::info(
+        "node: stream {}: taking it back at epoch {} with no owner since; its unuploaded offsets "
+        "{}..{} are kept and uploaded",
+        name, mine->epoch, remote_next, local_next - 1);
+    takeover_kept += local_next - remote_next;
+    return log;
+  }
   if (exact && st->has_root && remote_next != local_next) {
     // Taking a stream over: offsets at or above the remote next offset may
     // have been written by another owner since this log last wrote; ours
-    // there were never uploaded and are dropped (the takeover's loss).
-    spdlog::warn(
-        "node: stream {}: taking it over; the local log ends at {}, the remote tier at {}: the "
-        "local log restarts at {}{}",
-        name, local_next, remote_next, remote_next,
-        local_next > remote_next
-            ? fmt::format(" ({} unuploaded offsets dropped)", local_next - remote_next)
-            : "");
-    takeover_dropped += local_next > remote_next ? local_next - remote_next : 0;
+    // there were never uploaded and are dropped (the takeover's loss). What
+    // this node wrote and never uploaded starts where its uploader had
+    // persisted when it let the stream go (known while the process lives),
+    // else at the remote tier's end — which another owner may have moved
+    // past our tail, hiding the loss, so the first is preferred.
+    const uint64_t lost_from =
+        mine && mine->local_next == local_next ? std::min(mine->persisted_next, remote_next)
+                                               : remote_next;
+    const uint64_t lost = local_next > lost_from ? local_next - lost_from : 0;
+    if (lost > 0) {
+      spdlog::error(
+          "node: stream {}: taking it over at remote offset {}; offsets {}..{} written here{} were "
+          "never uploaded and another owner has held the stream since: they are dropped ({} "
+          "offsets; lost unless a consumer already read them)",
+          name, remote_next, lost_from, local_next - 1,
+          mine ? fmt::format(" under epoch {}", mine->epoch) : std::string(), lost);
+    } else {
+      spdlog::warn(
+          "node: stream {}: taking it over; the local log ends at {}, the remote tier at {}: the "
+          "local log restarts at {}",
+          name, local_next, remote_next, remote_next);
+    }
+    takeover_dropped += lost;
   } else if (!st->has_root || remote_next < local_next) {
     return log;
   } else if (remote_next == local_next) {

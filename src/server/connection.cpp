@@ -45,8 +45,10 @@ class ConnectionImpl final : public Connection,
                                                 *env.counters)),
         handshake_(*this, *channel_, *env.settings, *env.access, std::move(origin), *env.counters,
                    *env.logins, *env.quota),
-        admin_(*this, *env.admin, *env.streams, env.tasks),
-        publishers_(*this, *env.streams, *env.counters, [this] { channel_->resume_reading(); }),
+        owners_(*this, *env.replicas, handshake_),
+        admin_(*this, *env.admin, *env.streams, owners_, env.tasks),
+        publishers_(*this, *env.streams, owners_, *env.counters,
+                    [this] { channel_->resume_reading(); }),
         subscriptions_(*this, handshake_, *env.streams, *env.replicas, *env.sac, *env.settings,
                        *env.counters, env.tasks),
         offsets_(*this, *env.offsets, env.tasks) {}
@@ -199,6 +201,7 @@ class ConnectionImpl final : public Connection,
   const Advertised advertised_;
   const std::shared_ptr<FrameChannel> channel_;
   HandshakeRoom handshake_;
+  OwnerAsker owners_;  // before the rooms that ask through it
   StreamAdminRoom admin_;
   PublisherRoom publishers_;
   SubscriptionRoom subscriptions_;

@@ -428,8 +428,8 @@ void Delivery::arm_limit_wait(uint64_t next_offset) {
       if (!self) return;
       if (!s.ok()) {
         return self->fail(Error(s.error()).with_context(
-            "waiting for the stream's persisted end (confirm = remote delivers only what is "
-            "persisted)"));
+            "waiting at the delivery limit (the stream's persisted end with confirm = remote, "
+            "the node's lease in a cluster)"));
       }
       self->woken();
     });
@@ -468,6 +468,13 @@ node::LagBytes Delivery::lag_bytes() const {
 }
 
 void Delivery::send_next() {
+  // Read below the limit, but the limit may have fallen since (only the
+  // lease's does: lease_limit): nothing more goes out.
+  if (limit_ && queue_.front()->chunk_id >= limit_->end()) {
+    queue_.clear();
+    queued_chunks_ = 0;
+    return arm_limit_wait(st_.next_offset);
+  }
   sending_ = true;
   auto f = queue_.front();
   queue_.pop_front();

@@ -6,8 +6,8 @@
 // limit a consumer could read an unpersisted tail that a takeover drops and
 // the next owner rewrites at the same offsets with other records — the
 // read-uncommitted anomaly RabbitMQ avoids by delivering only chunks a
-// quorum holds. With `confirm = local` there is no limit: a consumer reads
-// what the local log committed.
+// quorum holds. With `confirm = local` a consumer reads what the local log
+// committed — in a cluster only while the node's lease holds (lease_limit).
 #pragma once
 
 #include <cstdint>
@@ -33,5 +33,12 @@ class DeliveryLimit {
 // The persisted manifest's end as the stream's uploader knows it; null when
 // the stream is not tiered.
 std::shared_ptr<DeliveryLimit> persisted_limit(std::shared_ptr<node::StreamHandle> stream);
+
+// No bound but the node's cluster lease (StreamHandle::lease_ended): a node
+// whose lease has ended delivers nothing more — not a chunk read before
+// and sent after (a process frozen past its lease and thawed). The wait at
+// the limit ends with unavailable: the consumer is told, as when the
+// stream is released here a tick later, and looks for the new owner.
+std::shared_ptr<DeliveryLimit> lease_limit(std::shared_ptr<node::StreamHandle> stream);
 
 }  // namespace strata::server

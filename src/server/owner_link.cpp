@@ -24,7 +24,7 @@ constexpr uint8_t kSubscriptionId = 0;
 // dead owner by the connection's end. No frame limit from this side.
 ClientHandshakeOptions handshake_options(const OwnerLinkOptions& o) {
   ClientHandshakeOptions h;
-  h.properties = {{"product", "strata replica"}};
+  h.properties = {{"product", std::string(kPeerProduct)}};
   h.user = o.user;
   h.password = o.password;
   h.frame_max = 0;
@@ -54,10 +54,10 @@ std::shared_ptr<OwnerLink> OwnerLink::start(Strand strand, OwnerLinkOptions opts
   l->setup_timer_.async_wait([w = std::weak_ptr<OwnerLink>(l)](const std::error_code& ec) {
     auto self = w.lock();
     if (ec || !self || self->up_) return;
-    self->fail(
-        Error(Errc::timeout,
-              fmt::format("owner {}:{} did not answer the subscription within {} ms",
-                          self->opts_.host, self->opts_.port, self->opts_.setup_deadline.count())));
+    self->fail(Error(Errc::timeout,
+                     fmt::format("owner {}:{} did not answer the {} within {} ms", self->opts_.host,
+                                 self->opts_.port, self->opts_.ask ? "question" : "subscription",
+                                 self->opts_.setup_deadline.count())));
   });
   l->connect();
   return l;
@@ -109,6 +109,11 @@ void OwnerLink::connect() {
 void OwnerLink::send_setup() {
   Bytes f = handshake_.start();
   subscribe_corr_ = handshake_.next_correlation();
+  if (opts_.ask) {
+    opts_.ask(subscribe_corr_, &f);
+    write(std::move(f));
+    return;
+  }
   SubscribeRequest s;
   s.correlation_id = subscribe_corr_;
   s.subscription_id = kSubscriptionId;
@@ -208,6 +213,7 @@ void OwnerLink::on_frame(BytesView body) {
     }
     return;  // pipelined: nothing more to send
   }
+  if (opts_.ask) return on_answer(*f);
   std::visit(
       [this](const auto& m) {
         using T = std::decay_t<decltype(m)>;
@@ -241,6 +247,29 @@ void OwnerLink::on_frame(BytesView body) {
         }
       },
       *f);
+}
+
+// A question's link: the frame answering it (whatever its code: the
+// owner's refusal is the client's answer too) ends the link; a Close ends
+// it as a failure; anything else (heartbeats, notices) is not for it.
+void OwnerLink::on_answer(const ServerFrame& f) {
+  if (const auto* c = std::get_if<CloseRequest>(&f)) {
+    return fail(Error(Errc::unavailable, fmt::format("owner {}:{} closed the connection: {}",
+                                                     opts_.host, opts_.port, c->reason)));
+  }
+  const bool answers = std::visit(
+      [this](const auto& m) {
+        if constexpr (requires { m.correlation_id; }) {
+          using T = std::decay_t<decltype(m)>;
+          return (T::kKey & kResponseFlag) != 0 && m.correlation_id == subscribe_corr_;
+        } else {
+          return false;
+        }
+      },
+      f);
+  if (!answers) return;
+  stop();
+  if (h_.answer) h_.answer(f);
 }
 
 }  // namespace strata::server

@@ -1,13 +1,14 @@
 // OwnerLink: a replica's subscription at a stream's owner — one stream
 // protocol client connection from this node to the owner node, on the
-// replica subscription's strand. It connects, sends the whole setup at
+// replica subscription's strand. (Or, with OwnerLinkOptions::ask, one
+// question instead of the subscription: owner_asker.h.) It connects, sends the whole setup at
 // once (PeerProperties, SASL PLAIN, Tune, Open, ExchangeCommandVersions for
 // Deliver v2, Subscribe with the credit given): the owner is a strata node
 // and processes a connection's frames in order, so nothing waits for a
 // round trip but the answers are still checked one by one. Then it hands
 // each Deliver frame to its owner (replica_feed.h) and forwards Credit.
 //
-// Ends in exactly one event: `down` (an answer that is not ok, a
+// Ends in exactly one event: `answer` for a question, else `down` (an answer that is not ok, a
 // MetadataUpdate or Close from the owner, a read or write failure, or the
 // setup not answered within its deadline), unless stop() came first. What
 // it buffers: one read buffer (the largest frame received) and the few
@@ -38,14 +39,20 @@ struct OwnerLinkOptions {
   std::string stream;
   proto::OffsetSpec spec;
   uint16_t credit = 0;
-  // From connecting to the Subscribe answer.
+  // From connecting to the Subscribe answer (or the question's).
   std::chrono::milliseconds setup_deadline{5000};
+  // Set: no subscription; this encodes the one request the link sends
+  // after the handshake, with the correlation id given. Its answer, ok or
+  // not, goes to OwnerLinkHandlers::answer and the link ends.
+  std::function<void(uint32_t correlation_id, Bytes* out)> ask;
 };
 
 struct OwnerLinkHandlers {
   std::function<void()> up;                                 // Subscribe answered ok
   std::function<void(const proto::DeliverFrame&)> deliver;  // a view, valid during the call
   std::function<void(const Error&)> down;                   // once, unless stopped
+  // With `ask`: the owner's answer, once, instead of `down` (unless stopped).
+  std::function<void(const proto::ServerFrame&)> answer;
 };
 
 class OwnerLink : public std::enable_shared_from_this<OwnerLink> {
@@ -67,6 +74,7 @@ class OwnerLink : public std::enable_shared_from_this<OwnerLink> {
   void write_more();
   void read_more();
   void on_frame(BytesView body);
+  void on_answer(const proto::ServerFrame& f);
   void fail(Error e);
 
   Strand strand_;

@@ -9,10 +9,11 @@ namespace strata::server {
 
 using namespace proto;
 
-PublisherRoom::PublisherRoom(Session& session, StreamDirectory& streams, ServerCounters& counters,
-                             std::function<void()> resume_reading)
+PublisherRoom::PublisherRoom(Session& session, StreamDirectory& streams, OwnerAsker& owners,
+                             ServerCounters& counters, std::function<void()> resume_reading)
     : session_(session),
       streams_(streams),
+      owners_(owners),
       counters_(counters),
       resume_reading_(std::move(resume_reading)) {}
 
@@ -126,6 +127,19 @@ void PublisherRoom::on(const QueryPublisherSequenceRequest& r) {
   if (!session_.allowed(Permission::read, r.stream, "query publisher sequence")) {
     resp.code = ResponseCode::access_refused;
   } else if (!s.ok()) {
+    // Served by another node: its owner knows the sequence (owner_asker.h).
+    auto question = [r](uint32_t corr, Bytes* out) {
+      proto::QueryPublisherSequenceRequest q = r;
+      q.correlation_id = corr;
+      encode(q, out);
+    };
+    auto answer = [this, resp](Result<ServerFrame> a) mutable {
+      const auto* got = a.ok() ? std::get_if<QueryPublisherSequenceResponse>(&*a) : nullptr;
+      resp.code = got ? got->code : ResponseCode::stream_not_available;
+      resp.sequence = got ? got->sequence : 0;
+      if (!session_.closed()) send_message(session_, resp);
+    };
+    if (owners_.ask(r.stream, std::move(question), std::move(answer))) return;
     resp.code = streams_.missing_code(r.stream);
   } else {
     resp.sequence = (*s)->appender().sequence(r.reference).value_or(0);

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "server/client_tally.h"
+#include "server/owner_asker.h"
 #include "server/room_services.h"
 #include "server/server_counters.h"
 #include "server/session.h"
@@ -31,8 +32,8 @@ class PublisherRoom : public PublishSink {
  public:
   // `resume_reading` is called when confirms bring the connection back
   // under its budget.
-  PublisherRoom(Session& session, StreamDirectory& streams, ServerCounters& counters,
-                std::function<void()> resume_reading);
+  PublisherRoom(Session& session, StreamDirectory& streams, OwnerAsker& owners,
+                ServerCounters& counters, std::function<void()> resume_reading);
 
   bool reading_allowed() const;
 
@@ -63,6 +64,7 @@ class PublisherRoom : public PublishSink {
 
   Session& session_;
   StreamDirectory& streams_;
+  OwnerAsker& owners_;
   ServerCounters& counters_;
   const std::function<void()> resume_reading_;
   uint64_t unconfirmed_bytes_ = 0;

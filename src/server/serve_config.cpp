@@ -263,6 +263,18 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
     overrides.push_back({"s3.endpoint", flags.s3_endpoint, "--s3-endpoint"});
   }
   if (!flags.bucket.empty()) overrides.push_back({"s3.bucket", flags.bucket, "--bucket"});
+  // A cluster's default is what survives losing a node: confirm once a
+  // persisted manifest holds the message, not once one disk does.
+  const bool confirm_given = document.contains("tiering") && document["tiering"].is_object() &&
+                             document["tiering"].contains("confirm");
+  // (Without tiering the cluster check below names what is missing.)
+  const bool tiering_off = document.contains("tiering") && document["tiering"].is_object() &&
+                           document["tiering"].value("enabled", true) == false;
+  if (cfg.cluster.enabled && !confirm_given && !tiering_off) {
+    document["tiering"]["confirm"] = "remote";
+  }
+  cfg.cluster.local_confirms_asked =
+      cfg.cluster.enabled && confirm_given && document["tiering"]["confirm"] == "local";
   auto node = node::load_node_config(document, flags.data_dir, env, overrides);
   if (!node.ok()) return std::move(node).error();
   cfg.node = std::move(node).value();

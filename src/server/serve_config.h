@@ -153,6 +153,10 @@ struct ClusterSettings {
   // neither. Neither: the first user given a cleartext password.
   std::string peer_user;
   std::string peer_password_file;
+  // tiering.confirm was set to "local" in the document: a cluster then
+  // confirms what one node's disk holds, and says so at start. Unset, a
+  // cluster confirms remote (load_serve_config).
+  bool local_confirms_asked = false;
 };
 
 // How `strata serve` logs (its "logging" section).

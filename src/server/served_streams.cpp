@@ -38,7 +38,11 @@ Result<std::shared_ptr<ServedStream>> ServedStreams::served(const std::string& n
   // Consumers of a remote-confirmed stream read only what is persisted. The
   // confirm mode comes from the handle only: the stream's setting, else the
   // node's default (node/stream_settings.h).
-  auto limit = stream->confirm() == node::ConfirmMode::remote ? persisted_limit(stream) : nullptr;
+  // Consumers of a cluster's locally confirmed stream read only while this
+  // node's lease holds.
+  auto limit = stream->confirm() == node::ConfirmMode::remote ? persisted_limit(stream)
+               : ownership_.load()                            ? lease_limit(stream)
+                                                              : nullptr;
   auto appender = std::make_shared<StreamAppender>(stream, node_.runtime().io(),
                                                    node_.runtime().tasks(), std::move(ao));
   auto s = std::make_shared<ServedStream>(std::move(stream), std::move(appender), std::move(limit));

@@ -280,6 +280,13 @@ Status Server::Impl::open_state() {
 Status Server::Impl::join_cluster() {
   const auto& e = cfg.node.catalog_etcd;
   std::shared_ptr<etcd::EtcdClient> shared = etcd;  // opened with the super streams
+  if (cfg.cluster.local_confirms_asked) {
+    spdlog::warn(
+        "serve: tiering.confirm is \"local\" in a cluster: a publish is confirmed once this "
+        "node's disk holds it, and a takeover after this node dies or loses its lease drops what "
+        "it had not uploaded (counted as node.takeover_dropped_offsets); \"remote\" confirms "
+        "only what survives losing any node");
+  }
   auto oc = ownership_config(cfg.cluster, cfg.node, advertised_address());
   // Appends and local confirms check the lease's end at the moment they
   // happen (node/stream_handle.h, lease_ended): no lease yet, no writes.

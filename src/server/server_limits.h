@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace strata::server {
 
@@ -111,6 +112,17 @@ inline constexpr std::chrono::milliseconds kReplicaMaxBackoff{1000};
 // The link's socket is read in pieces of this size (as a connection's,
 // kReadChunk): deliveries of a few chunks per read.
 inline constexpr size_t kLinkReadChunk = kReadChunk;
+
+// ---- questions forwarded to a stream's owner (owner_asker.h) ----
+
+// A question a non-owner asks the owner for its client (connect, log in,
+// ask, answer): a few round trips on a healthy cluster. Past this the
+// client is answered stream_not_available and asks again, as it would
+// during a takeover.
+inline constexpr std::chrono::milliseconds kOwnerQuestionDeadline{3000};
+// What a strata node calls itself when it connects to another
+// (PeerProperties "product"): a question from it is never forwarded on.
+inline constexpr std::string_view kPeerProduct = "strata replica";
 
 // ---- super streams (super_streams.h) ----
 

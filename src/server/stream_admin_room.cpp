@@ -46,8 +46,12 @@ ResponseCode code_for_stream_op(const TaskOutcome<Status>& out, std::string_view
 }  // namespace
 
 StreamAdminRoom::StreamAdminRoom(Session& session, StreamAdmin& admin, StreamDirectory& streams,
-                                 TaskContext tasks)
-    : session_(session), admin_(admin), streams_(streams), tasks_(std::move(tasks)) {}
+                                 OwnerAsker& owners, TaskContext tasks)
+    : session_(session),
+      admin_(admin),
+      streams_(streams),
+      owners_(owners),
+      tasks_(std::move(tasks)) {}
 
 void StreamAdminRoom::run_admin(uint16_t key, uint32_t correlation_id, std::string what,
                                 std::function<Status()> op) {
@@ -139,6 +143,19 @@ void StreamAdminRoom::on(const StreamStatsRequest& r) {
   }
   auto s = streams_.served(r.stream);
   if (!s.ok()) {
+    // Served by another node: its owner knows the chunks (owner_asker.h).
+    auto question = [r](uint32_t corr, Bytes* out) {
+      proto::StreamStatsRequest q = r;
+      q.correlation_id = corr;
+      encode(q, out);
+    };
+    auto answer = [this, resp](Result<ServerFrame> a) mutable {
+      const auto* got = a.ok() ? std::get_if<StreamStatsResponse>(&*a) : nullptr;
+      resp.code = got ? got->code : ResponseCode::stream_not_available;
+      if (got) resp.stats = got->stats;
+      if (!session_.closed()) send_message(session_, resp);
+    };
+    if (owners_.ask(r.stream, std::move(question), std::move(answer))) return;
     resp.code = streams_.missing_code(r.stream);
   } else {
     int64_t last = (*s)->last_chunk_id();

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "common/task.h"
+#include "server/owner_asker.h"
 #include "server/room_services.h"
 #include "server/session.h"
 
@@ -16,7 +17,7 @@ namespace strata::server {
 class StreamAdminRoom {
  public:
   StreamAdminRoom(Session& session, StreamAdmin& admin, StreamDirectory& streams,
-                  TaskContext tasks);
+                  OwnerAsker& owners, TaskContext tasks);
 
   void on(const proto::CreateStreamRequest& r);
   void on(const proto::DeleteStreamRequest& r);
@@ -37,6 +38,7 @@ class StreamAdminRoom {
   Session& session_;
   StreamAdmin& admin_;
   StreamDirectory& streams_;
+  OwnerAsker& owners_;
   TaskContext tasks_;
 };
 

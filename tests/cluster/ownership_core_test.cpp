@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "cluster/cluster_limits.h"
 #include "common/overloaded.h"
 #include "support/temp_dir.h"
 
@@ -188,13 +189,57 @@ TEST(OwnershipCore, GrantRegisterAndKeepaliveEveryInterval) {
   EXPECT_FALSE(keepalive(fx));
   fx = c.on(ev::Tick{}, 1000);
   EXPECT_EQ(keepalive(fx), 7);
-  // One in flight at a time.
+  // The next one is due an interval after this one.
   EXPECT_FALSE(keepalive(c.on(ev::Tick{}, 1500)));
-  fx = c.on(ev::KeepaliveDone{7, true, false, ""}, 1800);
+  fx = c.on(ev::KeepaliveDone{7, 1000, true, false, ""}, 1800);
   // Valid from when it was sent (1000), not when it was answered.
   EXPECT_EQ(c.valid_until_ms(), 3500);
   EXPECT_FALSE(keepalive(fx));
   EXPECT_EQ(keepalive(c.on(ev::Tick{}, 2000)), 7);
+}
+
+// An etcd leader election: the keepalive sent at 1000 waits on a member
+// until a new leader is elected. The next ones go out beside it, up to
+// kMaxKeepalivesInFlight, and whichever succeeds counts from when it was
+// sent — the late answer of the first keeps the lease.
+TEST(OwnershipCore, KeepalivesGoOutBesideOneThatWaitsForAnElection) {
+  auto c = live_core();  // TTL 3000, interval 1000, margin 500
+  ASSERT_EQ(keepalive(c.on(ev::Tick{}, 1000)), 7);
+  EXPECT_EQ(keepalive(c.on(ev::Tick{}, 2000)), 7);
+  EXPECT_EQ(keepalive(c.on(ev::Tick{}, 2400)), std::nullopt);
+  // The first answers at 2450, after its own interval but before the
+  // lease would be given up (2500): valid until 1000 + 2500.
+  auto fx = c.on(ev::KeepaliveDone{7, 1000, true, false, ""}, 2450);
+  EXPECT_FALSE(fenced(fx));
+  EXPECT_EQ(c.valid_until_ms(), 3500);
+  // The second answers later still; its send time moves the lease on.
+  fx = c.on(ev::KeepaliveDone{7, 2000, true, false, ""}, 3400);
+  EXPECT_FALSE(fenced(fx));
+  EXPECT_EQ(c.valid_until_ms(), 4500);
+  // The third was due at 3000: it goes out now.
+  EXPECT_EQ(keepalive(fx), 7);
+  fx = c.on(ev::KeepaliveDone{7, 3400, true, false, ""}, 3401);
+  EXPECT_EQ(c.valid_until_ms(), 5900);
+  // A success sent before the newest one moves nothing back.
+  EXPECT_EQ(keepalive(c.on(ev::Tick{}, 4400)), 7);
+  c.on(ev::KeepaliveDone{7, 1200, true, false, ""}, 4401);
+  EXPECT_EQ(c.valid_until_ms(), 5900);
+}
+
+TEST(OwnershipCore, AtMostKMaxKeepalivesInFlight) {
+  OwnershipTiming t = timing();
+  t.keepalive_interval_ms = 200;
+  auto c = live_core("a", 7, t);
+  std::vector<int64_t> sent;
+  for (int64_t now = 100; now <= 1500; now += 100) {
+    if (keepalive(c.on(ev::Tick{}, now))) sent.push_back(now);
+  }
+  EXPECT_EQ(sent, (std::vector<int64_t>{200, 400, 600}));
+  static_assert(kMaxKeepalivesInFlight == 3);
+  // One answers: the next goes out at once.
+  auto fx = c.on(ev::KeepaliveDone{7, 400, true, false, ""}, 1550);
+  EXPECT_EQ(keepalive(fx), 7);
+  EXPECT_EQ(c.valid_until_ms(), 400 + 2500);
 }
 
 TEST(OwnershipCore, AFailedGrantOrRegistrationIsRetriedAfterTheBackoff) {
@@ -238,10 +283,10 @@ TEST(OwnershipCore, WithoutASuccessfulKeepaliveEveryStreamStopsBeforeTheTtl) {
   // Keepalives fail (etcd unreachable); retried after the backoff.
   auto fx = c.on(ev::Tick{}, 1000);
   ASSERT_EQ(keepalive(fx), 7);
-  fx = c.on(ev::KeepaliveDone{7, false, false, "timeout"}, 1050);
+  fx = c.on(ev::KeepaliveDone{7, 1000, false, false, "timeout"}, 1050);
   EXPECT_FALSE(fenced(fx));
   EXPECT_EQ(keepalive(c.on(ev::Tick{}, 1150)), 7);
-  c.on(ev::KeepaliveDone{7, false, false, "timeout"}, 1200);
+  c.on(ev::KeepaliveDone{7, 1150, false, false, "timeout"}, 1200);
   fx = c.on(ev::Tick{}, 2499);
   EXPECT_FALSE(fenced(fx));
   EXPECT_TRUE(c.serving("x"));
@@ -259,7 +304,7 @@ TEST(OwnershipCore, WithoutASuccessfulKeepaliveEveryStreamStopsBeforeTheTtl) {
   EXPECT_EQ(c.valid_until_ms(), 0);
   EXPECT_EQ(c.fences(), 1u);
   // The old lease's late answers change nothing.
-  fx = c.on(ev::KeepaliveDone{7, true, false, ""}, 2600);
+  fx = c.on(ev::KeepaliveDone{7, 1150, true, false, ""}, 2600);
   EXPECT_FALSE(fenced(fx));
   EXPECT_EQ(c.phase(), Phase::granting);
 }
@@ -270,7 +315,7 @@ TEST(OwnershipCore, AProcessFrozenPastItsLeaseStopsOnTheFirstEventAfterItThaws) 
   ASSERT_EQ(keepalive(c.on(ev::Tick{}, 1000)), 7);
   // Frozen from 1000 to 60000; the keepalive sent at 1000 is answered "ok"
   // after the thaw. Its send time is what counts: stop.
-  auto fx = c.on(ev::KeepaliveDone{7, true, false, ""}, 60000);
+  auto fx = c.on(ev::KeepaliveDone{7, 1000, true, false, ""}, 60000);
   EXPECT_TRUE(fenced(fx));
   EXPECT_EQ(closes(fx), std::vector<std::string>{"x"});
   // Same when the first event is a late acquire win: nothing opens.
@@ -283,11 +328,54 @@ TEST(OwnershipCore, AProcessFrozenPastItsLeaseStopsOnTheFirstEventAfterItThaws) 
   EXPECT_TRUE(d.streams().empty());
 }
 
+// etcd was out of reach: the node gave lease 7 up on its clock, but the
+// revoke did not get through and etcd kept the lease (an outage extends
+// it). With lease 8 the node finds x's key still on 7: its own, taken back
+// at once — moved to lease 8, not created — and opened. A key of this node
+// id on a lease it never held (an earlier process's) is not touched, nor
+// is another node's.
+TEST(OwnershipCore, AKeyStillOnALeaseTheNodeGaveUpIsTakenBackAtOnce) {
+  auto c = live_core();
+  own(c, "x", 0);
+  auto fx = c.on(
+      view(10, {"a", "b"}, {"x", "y", "z"}, {{"x", {"a", 7}}, {"y", {"a", 5}}, {"z", {"b", 9}}}),
+      0);
+  ASSERT_TRUE(c.serving("x"));
+  fx = c.on(ev::Tick{}, 2500);
+  ASSERT_TRUE(fenced(fx));
+  ASSERT_TRUE(grants(fx));
+  c.on(ev::LeaseGranted{8}, 2600);
+  // Live again: the view still shows x's key on lease 7.
+  fx = c.on(ev::Registered{8, true, ""}, 2600);
+  ASSERT_EQ(c.phase(), Phase::live);
+  std::vector<std::pair<std::string, int64_t>> acquired;
+  for (const auto& e : fx) {
+    if (const auto* a = std::get_if<effect::Acquire>(&e)) {
+      EXPECT_EQ(a->lease, 8);
+      acquired.emplace_back(a->stream, a->from_lease);
+    }
+  }
+  EXPECT_EQ(acquired, (std::vector<std::pair<std::string, int64_t>>{{"x", 7}}));
+  // Not asked twice while it runs.
+  EXPECT_TRUE(acquires(c.on(ev::Tick{}, 2750)).empty());
+  fx = c.on(ev::AcquireDone{"x", 8, true, 11, ""}, 2800);
+  EXPECT_EQ(opens(fx), std::vector<std::string>{"x"});
+  fx = c.on(ev::OpenDone{"x", 8, true, ""}, 2900);
+  EXPECT_TRUE(c.serving("x"));
+  // The view catches up: the key is on lease 8 now, served, nothing more.
+  fx = c.on(
+      view(11, {"a", "b"}, {"x", "y", "z"}, {{"x", {"a", 8}}, {"y", {"a", 5}}, {"z", {"b", 9}}}),
+      3000);
+  EXPECT_TRUE(acquires(fx).empty());
+  EXPECT_TRUE(closes(fx).empty());
+  EXPECT_TRUE(c.serving("x"));
+}
+
 TEST(OwnershipCore, LeaseNotFoundStopsAtOnce) {
   auto c = live_core();
   own(c, "x", 0);
   c.on(ev::Tick{}, 1000);
-  auto fx = c.on(ev::KeepaliveDone{7, false, true, "lease not found"}, 1001);
+  auto fx = c.on(ev::KeepaliveDone{7, 1000, false, true, "lease not found"}, 1001);
   EXPECT_TRUE(fenced(fx));
   EXPECT_EQ(closes(fx), std::vector<std::string>{"x"});
   EXPECT_NE(why(fx).find("lease not found"), std::string::npos);
@@ -498,7 +586,7 @@ std::vector<std::string> live_until(OwnershipCore& c, int64_t from, int64_t to) 
     EXPECT_FALSE(fenced(fx)) << why(fx);
     for (const auto& s : handoffs(fx)) handed.push_back(s);
     if (keepalive(fx)) {
-      fx = c.on(ev::KeepaliveDone{*keepalive(fx), true, false, ""}, t);
+      fx = c.on(ev::KeepaliveDone{*keepalive(fx), t, true, false, ""}, t);
       for (const auto& s : handoffs(fx)) handed.push_back(s);
     }
   }
@@ -528,7 +616,7 @@ struct Rebalance {
     live_until(c, 0, 750);
     auto fx = c.on(view(3, nodes, {x, y, z}, owners), 1000);
     EXPECT_TRUE(handoffs(fx).empty());
-    if (keepalive(fx)) c.on(ev::KeepaliveDone{*keepalive(fx), true, false, ""}, 1000);
+    if (keepalive(fx)) c.on(ev::KeepaliveDone{*keepalive(fx), 1000, true, false, ""}, 1000);
     now = 1000;
   }
 
@@ -627,7 +715,7 @@ TEST(OwnershipCore, NoHandoffWhenDisabledOrForAStreamBeingDeleted) {
   for (int64_t t2 = 1250; t2 <= 30000; t2 += 250) {
     fx = d.c.on(ev::Tick{}, t2);
     EXPECT_TRUE(handoffs(fx).empty());
-    if (keepalive(fx)) d.c.on(ev::KeepaliveDone{*keepalive(fx), true, false, ""}, t2);
+    if (keepalive(fx)) d.c.on(ev::KeepaliveDone{*keepalive(fx), t2, true, false, ""}, t2);
   }
 }
 
@@ -655,7 +743,8 @@ TEST(OwnershipCore, SimulationNeverServesPastItsLease) {
     int64_t now = 0;
     int64_t next_lease = 1;
     std::vector<int64_t> granted;
-    std::vector<int64_t> pending_keepalive, pending_register;
+    std::vector<std::pair<int64_t, int64_t>> pending_keepalive;  // lease, sent_ms
+    std::vector<int64_t> pending_register;
     std::vector<std::pair<std::string, int64_t>> pending_acquire, pending_open, pending_handoff;
     std::set<std::string> open_streams;  // what the shell would have open
     // Runs the list in order as the shell does, checking what the order
@@ -673,7 +762,7 @@ TEST(OwnershipCore, SimulationNeverServesPastItsLease) {
                 [&](const effect::GrantLease&) { granted.push_back(0); },
                 [&](const effect::Keepalive& x) {
                   ASSERT_TRUE(current(x.lease));
-                  pending_keepalive.push_back(x.lease);
+                  pending_keepalive.emplace_back(x.lease, x.sent_ms);
                 },
                 [&](const effect::Register& x) {
                   ASSERT_TRUE(current(x.lease));
@@ -720,10 +809,10 @@ TEST(OwnershipCore, SimulationNeverServesPastItsLease) {
           e = ev::LeaseGranted{next_lease++};
         }
       } else if (pick == 1 && !pending_keepalive.empty()) {
-        int64_t l = pending_keepalive.front();
+        auto [l, sent] = pending_keepalive.front();
         pending_keepalive.erase(pending_keepalive.begin());
         int r = int(rng() % 10);
-        e = ev::KeepaliveDone{l, r < 7, r == 9, ""};
+        e = ev::KeepaliveDone{l, sent, r < 7, r == 9, ""};
       } else if (pick == 2 && !pending_register.empty()) {
         int64_t l = pending_register.front();
         pending_register.erase(pending_register.begin());

@@ -7,7 +7,10 @@
 //     its own clock; the other node takes over within the lease bound,
 //     with a higher epoch, and every flushed record stays readable and the
 //     manifest intact after the cut-off node comes back;
-//   - a revoked lease stops the owner at once.
+//   - a revoked lease stops the owner at once;
+//   - an owner cut off from etcd with nobody to take over takes the stream
+//     back with its unuploaded tail kept and uploaded; one that takes it
+//     back after another owner wrote past its tail counts what it drops.
 #include "cluster/ownership.h"
 
 #include <gtest/gtest.h>
@@ -68,8 +71,9 @@ class OwnershipTest : public ::testing::Test {
 
   std::unique_ptr<ClusterNode> start_node(const std::string& id,
                                           const std::vector<std::string>& endpoints,
-                                          int64_t grace_ms = 0) {
+                                          int64_t grace_ms = 0, const json& patch = json::object()) {
     auto doc = node::test::small_node_doc();
+    doc.merge_patch(patch);
     doc["catalog"] = {{"backend", "etcd"},
                       {"endpoints", endpoints},
                       {"namespace", "ct"},
@@ -218,6 +222,107 @@ TEST_F(OwnershipTest, ExactlyOneNodeOwnsAndTheOtherTakesOverWhenTheOwnerIsCutOff
   EXPECT_TRUE(remote.errors.empty()) << remote.errors.front();
   EXPECT_EQ(remote.records.size(), more);
   for (const auto& [off, v] : remote.records) ASSERT_EQ(v, node::test::value_of(off)) << off;
+}
+
+uint64_t node_counter(node::Node& n, const char* field) {
+  return n.status_json()["node"][field].get<uint64_t>();
+}
+
+// etcd out of a's reach (its only member frozen) and no other node: a
+// stops on its clock with records committed that its uploader could not
+// persist (the catalog is in etcd), then acquires the stream again. The
+// catalog is still at a's epoch, so its tail is the stream's own: kept,
+// uploaded, nothing lost.
+TEST_F(OwnershipTest, AnOwnerCutOffFromEtcdTakesItsStreamBackWithItsUnuploadedTail) {
+  // Fragments are cut only by a flush: the tail stays unuploaded (and no
+  // persist of it waits in the frozen member to run after the thaw).
+  auto a = start_node("a", {etcd_->endpoint(0)}, 0,
+                      {{"tiering",
+                        {{"fragment_max_age_ms", 600000}, {"fragment_target_bytes", 64 << 20}}}});
+  ASSERT_TRUE(a);
+  const std::string s = "tail";
+  ASSERT_OK(admin_->create(s, 1));
+  ASSERT_OK(a->own->await_owner(s, 10s));
+  ASSERT_TRUE(eventually(10s, [&] { return a->own->serving(s); }));
+  auto log = a->node->stream(s);
+  ASSERT_OK(log);
+  const uint64_t flushed = node::test::append_values(**log, 20);
+  ASSERT_OK(a->node->flush(s, 10s));
+  const uint64_t epoch_a = admin_->get(s)->epoch;
+
+  etcd_->freeze(0);
+  // Committed here while the lease still holds; never persisted.
+  const uint64_t tail = node::test::append_values(**log, 7);
+  ASSERT_EQ(tail, flushed + 70);
+  EXPECT_TRUE(
+      eventually(std::chrono::milliseconds(kTtlMs + 1000), [&] { return !a->own->serving(s); }));
+  EXPECT_EQ(admin_->get(s)->epoch, epoch_a);
+  // Member 0 holds a's requests sent while it was frozen and runs them
+  // when thawed: thawed only once a's old lease (and with it the owner key
+  // the uploader's persists are guarded by) has expired, none of them can
+  // persist the tail behind the take-back's back.
+  EXPECT_TRUE(eventually(10s, [&] {
+    auto r = admin_client_->range("ct/owners/" + s);
+    return r.ok() && r->kvs.empty();
+  }));
+  etcd_->thaw(0);
+  ASSERT_TRUE(eventually(20s, [&] { return a->own->serving(s); }));
+  auto again = a->node->stream(s);
+  ASSERT_OK(again);
+  EXPECT_EQ((*again)->committed_next(), tail);
+  EXPECT_EQ(node_counter(*a->node, "takeover_kept_offsets"), tail - flushed);
+  EXPECT_EQ(node_counter(*a->node, "takeover_dropped_offsets"), 0u);
+  ASSERT_OK(a->node->flush(s, 10s));
+  auto remote = node::test::read_remote(a->node->store(), *admin_, "t", s);
+  EXPECT_TRUE(remote.errors.empty()) << remote.errors.front();
+  EXPECT_EQ(remote.records.size(), tail);
+  for (const auto& [off, v] : remote.records) ASSERT_EQ(v, node::test::value_of(off)) << off;
+}
+
+// a is cut off with an unpersisted tail; b takes over and writes past
+// where a's log ends; a takes the stream back when b stops. Its tail is
+// dropped (b's records hold those offsets) — and counted from where a had
+// persisted, not hidden because b wrote past it.
+TEST_F(OwnershipTest, AnOwnerThatTakesBackAStreamAnotherWroteCountsTheTailItDrops) {
+  auto a = start_node("a", {etcd_->endpoint(0)});
+  auto b = start_node("b", {etcd_->endpoint(1), etcd_->endpoint(2)});
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(eventually(
+      10s, [&] { return a->own->view().nodes.size() == 2 && b->own->view().nodes.size() == 2; }));
+  const std::string s = stream_for("a", "past");
+  ASSERT_OK(admin_->create(s, 1));
+  ASSERT_OK(a->own->await_owner(s, 10s));
+  ASSERT_TRUE(eventually(10s, [&] { return a->own->serving(s); }));
+  auto log = a->node->stream(s);
+  ASSERT_OK(log);
+  const uint64_t flushed = node::test::append_values(**log, 20);
+  ASSERT_OK(a->node->flush(s, 10s));
+
+  etcd_->freeze(0);
+  const uint64_t tail = node::test::append_values(**log, 7);
+  ASSERT_TRUE(eventually(20s, [&] { return b->own->serving(s); }));
+  auto blog = b->node->stream(s);
+  ASSERT_OK(blog);
+  ASSERT_EQ((*blog)->committed_next(), flushed);
+  const uint64_t more = node::test::append_values(**blog, 10);
+  ASSERT_GT(more, tail);
+  ASSERT_OK(b->node->flush(s, 10s));
+  etcd_->thaw(0);
+  ASSERT_TRUE(eventually(10s, [&] { return a->own->view().nodes.count("a") == 1; }));
+  // b leaves (its lease revoked): a, the first choice, takes the stream.
+  b->own->stop();
+  ASSERT_TRUE(eventually(20s, [&] { return a->own->serving(s); }));
+  auto again = a->node->stream(s);
+  ASSERT_OK(again);
+  EXPECT_EQ((*again)->committed_next(), more);
+  EXPECT_EQ(node_counter(*a->node, "takeover_dropped_offsets"), tail - flushed);
+  EXPECT_EQ(node_counter(*a->node, "takeover_kept_offsets"), 0u);
+  EXPECT_NE(a->node->metrics_text().find("strata_node_takeover_dropped_offsets_total " +
+                                         std::to_string(tail - flushed)),
+            std::string::npos);
+  std::vector<std::string> errors;
+  EXPECT_EQ(read_all(*a->node, s, more, &errors), more);
+  EXPECT_TRUE(errors.empty()) << errors.front();
 }
 
 TEST_F(OwnershipTest, ARevokedLeaseStopsTheOwnerAtOnceAndTheStreamIsOwnedAgain) {

@@ -10,7 +10,9 @@
 //     the new owner's tail, nothing missing, nothing twice;
 //   - `offset N`, `timestamp`, `last` and `next` resolved on a replica as on
 //     the owner;
-//   - Metadata names the owner as leader and the other nodes as replicas.
+//   - Metadata names the owner as leader and the other nodes as replicas;
+//   - QueryPublisherSequence and StreamStats answer on every node as on the
+//     owner (a non-owner asks the owner: server/owner_asker.h).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -108,6 +110,62 @@ TEST_F(ReplicaReadTest, MetadataNamesTheOtherNodesReplicas) {
                               m->streams[0].replica_references.end());
   EXPECT_EQ(replicas.size(), size_t(kNodes - 1));
   EXPECT_FALSE(replicas.count(m->streams[0].leader_reference));
+}
+
+TEST_F(ReplicaReadTest, PublisherSequenceAndStreamStatsAreAnsweredOnEveryNode) {
+  const std::string stream = "asked";
+  const int l = create_and_find_leader(stream);
+  ASSERT_GE(l, 0);
+  StreamClient p = client(l);
+  ASSERT_TRUE(p.send(DeclarePublisherRequest{p.corr(), 1, "ref-a", stream}).ok());
+  auto declared = p.expect<DeclarePublisherResponse>(10s);
+  ASSERT_TRUE(declared.ok() && declared->code == ResponseCode::ok);
+  Bytes storage;
+  std::vector<std::string> bodies;
+  for (int i = 0; i < 30; ++i) bodies.push_back("m" + std::to_string(i));
+  ASSERT_TRUE(p.send(make_publish(1, 100, bodies, &storage)).ok());
+  std::set<uint64_t> confirmed;
+  while (confirmed.size() < bodies.size()) {
+    auto f = p.read(20s);
+    ASSERT_TRUE(f.ok()) << f.error().to_string();
+    ASSERT_FALSE(std::holds_alternative<PublishError>(*f));
+    if (auto* c = std::get_if<PublishConfirm>(&*f)) {
+      confirmed.insert(c->publishing_ids.begin(), c->publishing_ids.end());
+    }
+  }
+
+  auto stats_of = [&](int i) -> std::optional<StreamStatsResponse> {
+    StreamClient c = client(i);
+    if (!c.send(StreamStatsRequest{c.corr(), stream}).ok()) return std::nullopt;
+    auto r = c.expect<StreamStatsResponse>(10s);
+    return r.ok() ? std::optional(*r) : std::nullopt;
+  };
+  const auto owner_stats = stats_of(l);
+  ASSERT_TRUE(owner_stats && owner_stats->code == ResponseCode::ok);
+  for (int i = 0; i < kNodes; ++i) {
+    StreamClient c = client(i);
+    ASSERT_TRUE(c.send(QueryPublisherSequenceRequest{c.corr(), "ref-a", stream}).ok());
+    auto seq = c.expect<QueryPublisherSequenceResponse>(10s);
+    ASSERT_TRUE(seq.ok()) << "node " << i << ": " << seq.error().to_string();
+    EXPECT_EQ(seq->code, ResponseCode::ok) << "node " << i;
+    EXPECT_EQ(seq->sequence, 129u) << "node " << i;
+    // A reference the stream never saw: 0, as on the owner.
+    ASSERT_TRUE(c.send(QueryPublisherSequenceRequest{c.corr(), "nobody", stream}).ok());
+    seq = c.expect<QueryPublisherSequenceResponse>(10s);
+    ASSERT_TRUE(seq.ok());
+    EXPECT_EQ(seq->code, ResponseCode::ok) << "node " << i;
+    EXPECT_EQ(seq->sequence, 0u) << "node " << i;
+    // A stream no node has: not forwarded, refused here.
+    ASSERT_TRUE(c.send(QueryPublisherSequenceRequest{c.corr(), "ref-a", "no-such"}).ok());
+    seq = c.expect<QueryPublisherSequenceResponse>(10s);
+    ASSERT_TRUE(seq.ok());
+    EXPECT_EQ(seq->code, ResponseCode::stream_does_not_exist) << "node " << i;
+
+    auto st = stats_of(i);
+    ASSERT_TRUE(st.has_value()) << "node " << i;
+    EXPECT_EQ(st->code, ResponseCode::ok) << "node " << i;
+    EXPECT_EQ(st->stats, owner_stats->stats) << "node " << i;
+  }
 }
 
 TEST_F(ReplicaReadTest, FromFirstOnAReplicaEveryConfirmedMessageOnceRemoteAndLiveTail) {

@@ -11,7 +11,9 @@
 #include <asio/io_context.hpp>
 #include <asio/local/connect_pair.hpp>
 #include <asio/local/stream_protocol.hpp>
+#include <atomic>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -472,6 +474,45 @@ TEST_F(DeliveryTest, ALimitHoldsBackChunksUntilItMoves) {
     on_strand([&] { EXPECT_TRUE(d->stopped()); });
     EXPECT_FALSE(readable_within(b_.native_handle(), 100));
   }
+}
+
+// In a cluster with confirm = local the node's lease is the limit
+// (lease_limit): while it holds every chunk goes out; once it has ended
+// nothing more does — not even the chunk read ahead before it ended — and
+// the delivery ends saying why.
+TEST_F(DeliveryTest, NothingIsDeliveredOnceTheNodesLeaseHasEnded) {
+  append(5, 5, 50);
+  auto chunks = log_chunks();
+  ASSERT_EQ(chunks.size(), 5u);
+  auto until = std::make_shared<std::atomic<int64_t>>(std::numeric_limits<int64_t>::max());
+  auto leased = std::make_shared<node::StreamHandle>("s", node::EffectiveSettings{}, log_, nullptr,
+                                                     tier::TierContext{}, nullptr, until);
+  auto d = start(log::OffsetSpec::first(), DeliveryOptions{}, 1, lease_limit(leased));
+  auto w = read_frame(b_.native_handle());
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->chunk_id, chunks[0].first.first_offset);
+  DeliveryStats st;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    on_strand([&] { st = d->stats(); });
+  } while (st.read_ahead == 0 && std::chrono::steady_clock::now() < deadline);
+  ASSERT_EQ(st.read_ahead, 1u);
+  // The lease ends with chunk 1 read and queued; credit comes after.
+  until->store(0);
+  on_strand([&] { d->add_credit(4); });
+  EXPECT_FALSE(readable_within(b_.native_handle(), 300)) << "a chunk went out after the lease";
+  size_t n = 0;
+  while (n == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::lock_guard l(err_mu_);
+    n = errors_.size();
+  }
+  {
+    std::lock_guard l(err_mu_);
+    ASSERT_EQ(errors_.size(), 1u);
+    EXPECT_NE(errors_[0].find("lease has ended"), std::string::npos) << errors_[0];
+  }
+  on_strand([&] { EXPECT_TRUE(d->stopped()); });
 }
 
 // A subscription starting at the limit (`next` on a stream whose tail is

@@ -1,7 +1,6 @@
 #include "support/etcd_cluster.h"
 
 #include <fmt/format.h>
-
 #include <signal.h>
 
 #include <filesystem>
@@ -176,6 +175,20 @@ bool EtcdCluster::wait_healthy(int i, std::chrono::milliseconds timeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;
+}
+
+int EtcdCluster::leader() {
+  for (int i = 0; i < size(); ++i) {
+    if (!running(i)) continue;
+    const auto& m = members_[size_t(i)];
+    const std::string url = tls_ ? "http://127.0.0.1:" + std::to_string(m.metrics_port) + "/metrics"
+                                 : endpoint(i) + "/metrics";
+    if (http_get(url, std::chrono::milliseconds(1000)).find("\netcd_server_is_leader 1") !=
+        std::string::npos) {
+      return i;
+    }
+  }
+  return -1;
 }
 
 std::string EtcdCluster::logs(int i) const {

@@ -55,6 +55,9 @@ class EtcdCluster {
   // leader and the member reaches it).
   bool wait_healthy(int i, std::chrono::milliseconds timeout);
   std::string logs(int i) const;
+  // The member that is raft leader now (its metrics say
+  // etcd_server_is_leader 1); -1 when no running member says so.
+  int leader();
 
  private:
   struct Member {
