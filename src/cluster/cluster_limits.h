@@ -24,11 +24,6 @@ inline constexpr int64_t kKeepalivesPerTtl = 3;
 // renewal sent after the election does not queue behind one sent before.
 // One per keepalive interval for a TTL's worth, and no more.
 inline constexpr int kMaxKeepalivesInFlight = int(kKeepalivesPerTtl);
-// Leases given up that the node still recognizes as its own (owner keys on
-// them are taken back, ownership_core.h): a lease outlives its TTL in etcd
-// only by an outage's length, and a node that keeps losing leases has
-// keys on the last few at most.
-inline constexpr size_t kMaxGivenUpLeases = 4;
 // The safety margin, when unset, is this fraction of the TTL (1/5): the
 // node stops writing this long before etcd could expire its lease, room
 // for clock-rate differences and a keepalive that etcd received late.

@@ -120,11 +120,7 @@ void OwnershipCore::fence(const std::string& why, Effects& fx) {
   retry_at_.clear();
   // Opens under the old lease end as stale (their lease is not ours).
   orphan_opens_.clear();
-  if (lease_ != 0) {
-    fx.push_back(effect::Revoke{lease_});
-    given_up_.push_back(lease_);
-    if (given_up_.size() > kMaxGivenUpLeases) given_up_.pop_front();
-  }
+  if (lease_ != 0) fx.push_back(effect::Revoke{lease_});
   lease_ = 0;
   keepalives_in_flight_ = 0;
   register_in_flight_ = false;
@@ -218,11 +214,11 @@ void OwnershipCore::acquire_ownerless(int64_t now, Effects& fx) {
   for (const auto& s : view_.streams) {
     if (auto ow = view_.owners.find(s); ow != view_.owners.end()) {
       ownerless_since_.erase(s);
-      // Our key on a lease we gave up: ours to take back, before that
-      // lease expires and the stream goes to whoever acquires first.
-      const bool ours_before =
-          ow->second.node_id == id_ && ow->second.lease != lease_ &&
-          std::find(given_up_.begin(), given_up_.end(), ow->second.lease) != given_up_.end();
+      // A key naming this node on another lease: one this node gave up,
+      // or an earlier process's (node ids are unique): ours to take back,
+      // before that lease expires and the stream goes to whoever acquires
+      // first.
+      const bool ours_before = ow->second.node_id == id_ && ow->second.lease != lease_;
       if (ours_before && !owned_.count(s) && !orphan_opens_.count(s) && self_seen &&
           !backing_off(s, now)) {
         owned_[s] = Owned{StreamState::acquiring, 0, true};

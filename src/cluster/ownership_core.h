@@ -37,12 +37,14 @@
 // renew it (etcd out of its reach: every node stops) may find, once it has
 // a fresh lease, its owner keys still in etcd on the old lease (etcd
 // extends leases when a new raft leader is elected after an outage, and
-// the revoke sent at the fence could not get through). Those streams are
-// still its own — no other node could have taken them — so it moves each
-// key to the new lease at once (effect::Acquire with from_lease) and opens
-// the stream again; the catalog's epoch is then still its uploader's, so
-// the unuploaded tail on its disk is kept (node/stream_open.cpp). Nothing
-// the outage interrupted is lost, and no other node competes for them.
+// the revoke sent at the fence could not get through); so may a node
+// restarted (kill -9) before its old lease expired. Those streams are
+// still its own — no other node could have taken them, node ids being
+// unique — so it moves each key to the new lease at once (effect::Acquire
+// with from_lease) and opens the stream again; the catalog's epoch is then
+// still its uploader's, so the unuploaded tail on its disk is kept
+// (node/stream_open.cpp). Nothing the outage or the restart interrupted is
+// lost, and no other node competes for those streams.
 //
 // Handing streams over (rebalancing). Placement decides who acquires an
 // ownerless stream; a node that joins later would otherwise only ever get
@@ -65,7 +67,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -328,9 +329,6 @@ class OwnershipCore {
   // under the current lease: that open's OpenDone is this one's, not a
   // later open's, so the stream is not acquired again before it comes back.
   std::set<std::string> orphan_opens_;
-  // Leases this node gave up, newest last (at most kMaxGivenUpLeases):
-  // owner keys still on one of them are its own to take back.
-  std::deque<int64_t> given_up_;
   std::map<std::string, StreamState> streams_;  // mirror of owned_ for callers
   void mirror();
 };

@@ -13,6 +13,7 @@
 #include "common/stream_name.h"
 #include "node/node_impl.h"
 #include "node/node_limits.h"
+#include "node/owner_epoch_file.h"
 #include "node/stream_settings_file.h"
 #include "tier/upload_jobs.h"
 #include "tier/writer_recovery.h"
@@ -294,6 +295,18 @@ Status Node::Impl::start_uploader(const std::string& name, const OpenMode& mode,
   env.cache = cache;
   env.clock = &system_clock();
   tier::UploaderOptions uo = uploader_options(name, e.effective);
+  if (owned) {
+    // The epoch goes beside the log, off the uploader's strand, for a take-
+    // back after this process is gone (owner_epoch_file.h).
+    uo.on_running = [reg = registry, pool = runtime->pool(), name](uint64_t epoch) {
+      pool->post([reg, name, epoch] {
+        if (Status s = write_owner_epoch(reg->fs(), reg->dir_of(name), epoch); !s.ok()) {
+          spdlog::warn("node: stream {}: recording owner epoch {}: {}", name, epoch,
+                       s.to_string());
+        }
+      });
+    };
+  }
   if (owned && owned->acquire.on_fenced) {
     uo.on_stopped = [name, cb = owned->acquire.on_fenced](tier::UploaderState st,
                                                           const std::string& why) {
@@ -341,8 +354,22 @@ Result<std::shared_ptr<log::StreamLog>> Node::Impl::align_with_remote(
                                                  st->entry.epoch, st->entry.revision});
   }
   const auto mine = exact ? released_at(name) : std::nullopt;
-  if (exact && st->has_root && remote_next < local_next && mine &&
-      mine->epoch == owned->epoch_before && mine->local_next == local_next) {
+  // What this node's uploader last ran under: remembered since it let the
+  // stream go, or — after a restart — recorded beside the log.
+  std::optional<uint64_t> my_epoch;
+  if (mine && mine->local_next == local_next) {
+    my_epoch = mine->epoch;
+  } else if (exact && !mine) {
+    auto rec = read_owner_epoch(registry->fs(), registry->dir_of(name));
+    if (!rec.ok()) {
+      spdlog::warn("node: stream {}: {} (its tail is not taken back)", name,
+                   rec.error().to_string());
+    } else {
+      my_epoch = *rec;
+    }
+  }
+  if (exact && st->has_root && remote_next < local_next && my_epoch &&
+      *my_epoch == owned->epoch_before) {
     // Taking back a stream this node released (its lease lapsed: etcd was
     // out of reach) with no owner in between: the epoch this acquire raised
     // is the one this node's uploader held, so the remote tier is a prefix
@@ -351,7 +378,7 @@ Result<std::shared_ptr<log::StreamLog>> Node::Impl::align_with_remote(
     spdlog::info(
         "node: stream {}: taking it back at epoch {} with no owner since; its unuploaded offsets "
         "{}..{} are kept and uploaded",
-        name, mine->epoch, remote_next, local_next - 1);
+        name, *my_epoch, remote_next, local_next - 1);
     takeover_kept += local_next - remote_next;
     return log;
   }

@@ -319,6 +319,7 @@ void Uploader::Impl::start_core(LoadedState st) {
   spdlog::info("uploader {}: running at epoch {} revision {}, remote [{}, {}), local [{}, {})",
                opts_.stream, epoch_, st.entry.revision, m->first_offset, m->next_offset,
                local.first_offset, local.next_offset);
+  if (opts_.on_running) opts_.on_running(epoch_);
   // Waiters registered while starting (or before a restart) go to this core.
   // (A reply may come at once and erase from awaits_: iterate a copy.)
   std::vector<AwaitOffset> waiting;

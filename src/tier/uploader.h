@@ -118,6 +118,10 @@ struct UploaderOptions {
   // fenced, deleted; not at close()), so that its owner can act — a cluster
   // node that still owns the stream re-acquires it. Must not block.
   std::function<void(UploaderState state, const std::string& why)> on_stopped;
+  // Called on the uploader's strand each time it starts running, with the
+  // epoch it writes under (after its take-over: the catalog's). Must not
+  // block. A node records it beside the log (node/owner_epoch_file.h).
+  std::function<void(uint64_t epoch)> on_running;
   uint64_t random_seed = 0;  // 0: from the clock
 };
 

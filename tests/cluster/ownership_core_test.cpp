@@ -331,9 +331,9 @@ TEST(OwnershipCore, AProcessFrozenPastItsLeaseStopsOnTheFirstEventAfterItThaws) 
 // etcd was out of reach: the node gave lease 7 up on its clock, but the
 // revoke did not get through and etcd kept the lease (an outage extends
 // it). With lease 8 the node finds x's key still on 7: its own, taken back
-// at once — moved to lease 8, not created — and opened. A key of this node
-// id on a lease it never held (an earlier process's) is not touched, nor
-// is another node's.
+// at once — moved to lease 8, not created — and opened. So is y's, on a
+// lease this process never held (an earlier process of this node, killed
+// and restarted: node ids are unique). Another node's key is not touched.
 TEST(OwnershipCore, AKeyStillOnALeaseTheNodeGaveUpIsTakenBackAtOnce) {
   auto c = live_core();
   own(c, "x", 0);
@@ -355,7 +355,7 @@ TEST(OwnershipCore, AKeyStillOnALeaseTheNodeGaveUpIsTakenBackAtOnce) {
       acquired.emplace_back(a->stream, a->from_lease);
     }
   }
-  EXPECT_EQ(acquired, (std::vector<std::pair<std::string, int64_t>>{{"x", 7}}));
+  EXPECT_EQ(acquired, (std::vector<std::pair<std::string, int64_t>>{{"x", 7}, {"y", 5}}));
   // Not asked twice while it runs.
   EXPECT_TRUE(acquires(c.on(ev::Tick{}, 2750)).empty());
   fx = c.on(ev::AcquireDone{"x", 8, true, 11, ""}, 2800);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/crc32c.h"
+#include "node/owner_epoch_file.h"
 #include "node/stream_settings_file.h"
 #include "support/assertions.h"
 #include "support/temp_dir.h"
@@ -246,6 +247,31 @@ TEST(StreamSettingsFile, WrittenCrashAtomicallyAndAbsentMeansNone) {
   auto back = read_settings_file(posix_fs(), tmp.path());
   ASSERT_OK(back);
   EXPECT_EQ(*back, s);
+}
+
+// owner-epoch.json (docs/formats/data-dir.md#owner-epoch): absent is none,
+// written crash-atomically and read back; anything else is an error naming
+// the file (the take-back then treats it as absent).
+TEST(OwnerEpochFile, WrittenAtomicallyReadBackAndDamageNamed) {
+  strata::test::TempDir tmp;
+  auto none = read_owner_epoch(posix_fs(), tmp.path());
+  ASSERT_OK(none);
+  EXPECT_FALSE(none->has_value());
+  ASSERT_OK(write_owner_epoch(posix_fs(), tmp.path(), 41));
+  ASSERT_OK(write_owner_epoch(posix_fs(), tmp.path(), 42));
+  EXPECT_FALSE(exists(posix_fs(), tmp.sub("owner-epoch.json.tmp")));
+  auto back = read_owner_epoch(posix_fs(), tmp.path());
+  ASSERT_OK(back);
+  EXPECT_EQ(*back, std::optional<uint64_t>(42));
+  for (const std::string bad : {"{\"version\":2,\"epoch\":3}", "{\"version\":1}",
+                                "{\"version\":1,\"epoch\":-1}", "not json", ""}) {
+    ASSERT_OK(write_file_atomic(posix_fs(), tmp.sub("owner-epoch.json"), bad));
+    auto r = read_owner_epoch(posix_fs(), tmp.path());
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.code(), Errc::corrupt) << bad;
+    EXPECT_NE(r.error().message.find(tmp.sub("owner-epoch.json")), std::string::npos)
+        << r.error().message;
+  }
 }
 
 }  // namespace
