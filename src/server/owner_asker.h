@@ -41,6 +41,24 @@ class OwnerAsker {
   // now, or the question came from a node (the caller answers itself).
   bool ask(const std::string& stream, Encode encode, Answer answer);
 
+  // ask() for one request as the client sent it (its correlation id
+  // replaced by the link's): `answer` gets the owner's Response, or null
+  // when the owner could not be asked or did not answer in time.
+  template <class Request, class Response>
+  bool forward(const std::string& stream, const Request& request,
+               std::function<void(const Response*)> answer) {
+    return ask(
+        stream,
+        [request](uint32_t correlation_id, Bytes* out) {
+          Request q = request;
+          q.correlation_id = correlation_id;
+          proto::encode(q, out);
+        },
+        [answer = std::move(answer)](Result<proto::ServerFrame> a) {
+          answer(a.ok() ? std::get_if<Response>(&*a) : nullptr);
+        });
+  }
+
  private:
   Session& session_;
   ReplicaSource& replicas_;

@@ -128,18 +128,15 @@ void PublisherRoom::on(const QueryPublisherSequenceRequest& r) {
     resp.code = ResponseCode::access_refused;
   } else if (!s.ok()) {
     // Served by another node: its owner knows the sequence (owner_asker.h).
-    auto question = [r](uint32_t corr, Bytes* out) {
-      proto::QueryPublisherSequenceRequest q = r;
-      q.correlation_id = corr;
-      encode(q, out);
-    };
-    auto answer = [this, resp](Result<ServerFrame> a) mutable {
-      const auto* got = a.ok() ? std::get_if<QueryPublisherSequenceResponse>(&*a) : nullptr;
+    auto answer = [this, resp](const QueryPublisherSequenceResponse* got) mutable {
       resp.code = got ? got->code : ResponseCode::stream_not_available;
       resp.sequence = got ? got->sequence : 0;
       if (!session_.closed()) send_message(session_, resp);
     };
-    if (owners_.ask(r.stream, std::move(question), std::move(answer))) return;
+    if (owners_.forward<QueryPublisherSequenceRequest, QueryPublisherSequenceResponse>(
+            r.stream, r, std::move(answer))) {
+      return;
+    }
     resp.code = streams_.missing_code(r.stream);
   } else {
     resp.sequence = (*s)->appender().sequence(r.reference).value_or(0);

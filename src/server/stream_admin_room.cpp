@@ -144,18 +144,14 @@ void StreamAdminRoom::on(const StreamStatsRequest& r) {
   auto s = streams_.served(r.stream);
   if (!s.ok()) {
     // Served by another node: its owner knows the chunks (owner_asker.h).
-    auto question = [r](uint32_t corr, Bytes* out) {
-      proto::StreamStatsRequest q = r;
-      q.correlation_id = corr;
-      encode(q, out);
-    };
-    auto answer = [this, resp](Result<ServerFrame> a) mutable {
-      const auto* got = a.ok() ? std::get_if<StreamStatsResponse>(&*a) : nullptr;
+    auto answer = [this, resp](const StreamStatsResponse* got) mutable {
       resp.code = got ? got->code : ResponseCode::stream_not_available;
       if (got) resp.stats = got->stats;
       if (!session_.closed()) send_message(session_, resp);
     };
-    if (owners_.ask(r.stream, std::move(question), std::move(answer))) return;
+    if (owners_.forward<StreamStatsRequest, StreamStatsResponse>(r.stream, r, std::move(answer))) {
+      return;
+    }
     resp.code = streams_.missing_code(r.stream);
   } else {
     int64_t last = (*s)->last_chunk_id();

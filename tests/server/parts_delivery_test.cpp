@@ -16,6 +16,7 @@
 #include <limits>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "common/endian.h"
 #include "common/fault_fs.h"
@@ -195,6 +196,20 @@ class DeliveryTest : public ::testing::Test {
     });
     std::unique_lock l(mu);
     cv.wait(l, [&] { return done; });
+  }
+
+  // The deliveries' errors once there is one (10 s at most), taken.
+  std::vector<std::string> take_errors() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      {
+        std::lock_guard l(err_mu_);
+        if (!errors_.empty() || std::chrono::steady_clock::now() >= deadline) {
+          return std::exchange(errors_, {});
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
 
   // The stream's chunks as the log holds them (header, data).
@@ -457,20 +472,10 @@ TEST_F(DeliveryTest, ALimitHoldsBackChunksUntilItMoves) {
       EXPECT_EQ(d->credit(), 94u);
     });
     limit->fail(Error(Errc::closed, "uploader closed"));
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    size_t n = 0;
-    while (n == 0 && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      std::lock_guard l(err_mu_);
-      n = errors_.size();
-    }
-    {
-      std::lock_guard l(err_mu_);
-      ASSERT_EQ(errors_.size(), 1u);
-      EXPECT_NE(errors_[0].find("persisted end"), std::string::npos) << errors_[0];
-      EXPECT_NE(errors_[0].find("uploader closed"), std::string::npos) << errors_[0];
-      errors_.clear();
-    }
+    auto errors = take_errors();
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_NE(errors[0].find("persisted end"), std::string::npos) << errors[0];
+    EXPECT_NE(errors[0].find("uploader closed"), std::string::npos) << errors[0];
     on_strand([&] { EXPECT_TRUE(d->stopped()); });
     EXPECT_FALSE(readable_within(b_.native_handle(), 100));
   }
@@ -501,17 +506,9 @@ TEST_F(DeliveryTest, NothingIsDeliveredOnceTheNodesLeaseHasEnded) {
   until->store(0);
   on_strand([&] { d->add_credit(4); });
   EXPECT_FALSE(readable_within(b_.native_handle(), 300)) << "a chunk went out after the lease";
-  size_t n = 0;
-  while (n == 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    std::lock_guard l(err_mu_);
-    n = errors_.size();
-  }
-  {
-    std::lock_guard l(err_mu_);
-    ASSERT_EQ(errors_.size(), 1u);
-    EXPECT_NE(errors_[0].find("lease has ended"), std::string::npos) << errors_[0];
-  }
+  auto errors = take_errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("lease has ended"), std::string::npos) << errors[0];
   on_strand([&] { EXPECT_TRUE(d->stopped()); });
 }
 
