@@ -68,7 +68,7 @@ class ServeCluster {
   ServeProcess& node(int i) { return nodes_[size_t(i)]; }
   bool running(int i);
   void kill(int i);    // SIGKILL and reap
-  void freeze(int i);  // SIGSTOP
+  void freeze(int i);  // SIGSTOP; returns once every thread of it is stopped
   void thaw(int i);    // SIGCONT
   // SIGTERM (after a SIGCONT) and wait; the exit status. A node that does
   // not exit in time has its threads' stacks taken (gdb, for logs()) and is
