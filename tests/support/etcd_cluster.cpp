@@ -137,7 +137,7 @@ void EtcdCluster::kill(int i) {
 }
 
 void EtcdCluster::freeze(int i) {
-  members_[size_t(i)].proc.kill(SIGSTOP);
+  members_[size_t(i)].proc.freeze();
 }
 void EtcdCluster::thaw(int i) {
   members_[size_t(i)].proc.kill(SIGCONT);

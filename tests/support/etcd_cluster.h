@@ -42,7 +42,7 @@ class EtcdCluster {
   std::string endpoint(int i) const;
 
   void kill(int i);    // SIGKILL and reap
-  void freeze(int i);  // SIGSTOP
+  void freeze(int i);  // SIGSTOP; returns once every thread of it is stopped
   void thaw(int i);    // SIGCONT
   // Starts a killed member again on its data; false (with *error) if it
   // does not become healthy within 20 s.

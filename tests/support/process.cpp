@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -123,6 +124,35 @@ void Process::kill(int sig) {
   if (pid_ > 0 && !status_) {
     ::kill(-pid_, sig);
     ::kill(pid_, sig);
+  }
+}
+
+namespace {
+
+// Whether every thread of `pid` is stopped (state T or t in /proc).
+bool all_threads_stopped(int pid) {
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;
+  bool any = false;
+  for (const auto& t : std::filesystem::directory_iterator(tasks, ec)) {
+    std::ifstream in(t.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // "tid (comm) S ...": the state follows the last ')'.
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size()) return false;
+    if (stat[close + 2] != 'T' && stat[close + 2] != 't') return false;
+    any = true;
+  }
+  return any && !ec;
+}
+
+}  // namespace
+
+void Process::freeze() {
+  kill(SIGSTOP);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (pid_ > 0 && !all_threads_stopped(pid_) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 

@@ -27,6 +27,10 @@ class Process {
   bool running();
   // Sends a signal (SIGKILL by default).
   void kill(int sig = 9);
+  // SIGSTOP, then waits (5 s at most) until every thread of the process is
+  // stopped: kill() returns before the kernel has stopped them all, and a
+  // thread still running may yet answer a request sent "after" the freeze.
+  void freeze();
   // Waits for exit; returns the exit status (128+signal if killed), or
   // nullopt on timeout.
   std::optional<int> wait(std::chrono::milliseconds timeout = std::chrono::seconds(30));

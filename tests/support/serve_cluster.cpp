@@ -82,34 +82,9 @@ void ServeCluster::kill(int i) {
   p.wait(std::chrono::seconds(10));
 }
 
-namespace {
-
-// Whether every thread of `pid` is stopped (state T in /proc): SIGSTOP
-// returns before the kernel has stopped them all, and a thread still
-// running may yet read and answer a request sent "after" the freeze.
-bool all_threads_stopped(int pid) {
-  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
-  std::error_code ec;
-  bool any = false;
-  for (const auto& t : std::filesystem::directory_iterator(tasks, ec)) {
-    std::ifstream in(t.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    // "tid (comm) S ...": the state follows the last ')'.
-    const auto close = stat.rfind(')');
-    if (close == std::string::npos || close + 2 >= stat.size()) return false;
-    if (stat[close + 2] != 'T' && stat[close + 2] != 't') return false;
-    any = true;
-  }
-  return any && !ec;
-}
-
-}  // namespace
-
 void ServeCluster::freeze(int i) {
   set_state(i, State::frozen);
-  const int pid = nodes_[size_t(i)].process().pid();
-  nodes_[size_t(i)].process().kill(SIGSTOP);
-  eventually(std::chrono::seconds(5), [&] { return all_threads_stopped(pid); });
+  nodes_[size_t(i)].process().freeze();
 }
 
 void ServeCluster::thaw(int i) {
