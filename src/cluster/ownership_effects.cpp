@@ -172,10 +172,9 @@ void Ownership::Impl::register_node(const effect::Register& e) {
 namespace {
 
 // The acquire txn: If create_revision(key) == 0 Then put key = id on the
-// lease Else read key. An ambiguous retry that finds our own key (same id,
-// same lease) won.
-// Creates the owner key on `lease`; with `from_lease`, moves the key that
-// is this node's on that lease to `lease` instead (taking a stream back).
+// lease Else read key — or, with `from_lease` (taking a stream back), If
+// key = id on from_lease Then move it to the lease Else read key. An
+// ambiguous retry that finds our own key (same id, same lease) won.
 Result<etcd::TxnResponse> acquire_owner_key(etcd::EtcdClient& c, const std::string& key,
                                             const std::string& id, int64_t lease,
                                             int64_t from_lease) {

@@ -135,6 +135,7 @@ class Node::Impl {
   std::map<std::string, ReleasedAt> released;  // guarded by released_mu
   void remember_release(const std::string& name, const StreamEntry& e);
   std::optional<ReleasedAt> released_at(const std::string& name);
+  std::optional<uint64_t> own_epoch(const std::string& name, const ReleasedAt* left);
 
   // One attempt at a stream's deletion: its preparation (marker, stopping
   // the writer) and its run. Callers of delete_stream wait for `ended`.

@@ -350,31 +350,26 @@ Result<std::shared_ptr<log::StreamLog>> Node::Impl::align_with_remote(
   // (left from this node's earlier ownership) against a local log that
   // restarts past its end.
   if (exact && st->has_root) {
-    (void)cache->sync(name, tier::CachedManifest{std::make_shared<const tier::Manifest>(st->manifest),
-                                                 st->entry.epoch, st->entry.revision});
+    (void)cache->sync(name,
+                      tier::CachedManifest{std::make_shared<const tier::Manifest>(st->manifest),
+                                           st->entry.epoch, st->entry.revision});
   }
+  // What this node's uploader had reached when it let this very log go
+  // (remembered while the process lives); null otherwise.
   const auto mine = exact ? released_at(name) : std::nullopt;
-  // What this node's uploader last ran under: remembered since it let the
-  // stream go, or — after a restart — recorded beside the log.
+  const ReleasedAt* left = mine && mine->local_next == local_next ? &*mine : nullptr;
+  // A log that changed since this node let it go is not taken back.
   std::optional<uint64_t> my_epoch;
-  if (mine && mine->local_next == local_next) {
-    my_epoch = mine->epoch;
-  } else if (exact && !mine) {
-    auto rec = read_owner_epoch(registry->fs(), registry->dir_of(name));
-    if (!rec.ok()) {
-      spdlog::warn("node: stream {}: {} (its tail is not taken back)", name,
-                   rec.error().to_string());
-    } else {
-      my_epoch = *rec;
-    }
+  if (exact && st->has_root && remote_next < local_next && (left || !mine)) {
+    my_epoch = own_epoch(name, left);
   }
-  if (exact && st->has_root && remote_next < local_next && my_epoch &&
-      *my_epoch == owned->epoch_before) {
-    // Taking back a stream this node released (its lease lapsed: etcd was
-    // out of reach) with no owner in between: the epoch this acquire raised
-    // is the one this node's uploader held, so the remote tier is a prefix
-    // of this log and the tail past it is the stream's own. It is kept and
-    // uploaded, not dropped: nothing confirmed here is lost.
+  if (my_epoch && *my_epoch == owned->epoch_before) {
+    // Taking back a stream this node let go (its lease lapsed, or the
+    // process was restarted) with no owner in between: the epoch this
+    // acquire raised is the one this node's uploader held, so the remote
+    // tier is a prefix of this log and the tail past it is the stream's
+    // own. It is kept and uploaded, not dropped: nothing confirmed here is
+    // lost.
     spdlog::info(
         "node: stream {}: taking it back at epoch {} with no owner since; its unuploaded offsets "
         "{}..{} are kept and uploaded",
@@ -390,9 +385,7 @@ Result<std::shared_ptr<log::StreamLog>> Node::Impl::align_with_remote(
     // persisted when it let the stream go (known while the process lives),
     // else at the remote tier's end — which another owner may have moved
     // past our tail, hiding the loss, so the first is preferred.
-    const uint64_t lost_from =
-        mine && mine->local_next == local_next ? std::min(mine->persisted_next, remote_next)
-                                               : remote_next;
+    const uint64_t lost_from = left ? std::min(left->persisted_next, remote_next) : remote_next;
     const uint64_t lost = local_next > lost_from ? local_next - lost_from : 0;
     if (lost > 0) {
       spdlog::error(
@@ -400,7 +393,7 @@ Result<std::shared_ptr<log::StreamLog>> Node::Impl::align_with_remote(
           "never uploaded and another owner has held the stream since: they are dropped ({} "
           "offsets; lost unless a consumer already read them)",
           name, remote_next, lost_from, local_next - 1,
-          mine ? fmt::format(" under epoch {}", mine->epoch) : std::string(), lost);
+          left ? fmt::format(" under epoch {}", left->epoch) : std::string(), lost);
     } else {
       spdlog::warn(
           "node: stream {}: taking it over; the local log ends at {}, the remote tier at {}: the "
@@ -438,6 +431,20 @@ Result<std::shared_ptr<log::StreamLog>> Node::Impl::restart_after_remote(
   return registry->create(name, lo, [&](FileSystem& fs, const std::string& dir) {
     return write_settings_file(fs, dir, settings);
   });
+}
+
+// The epoch this node's uploader last ran under for `name`: remembered
+// since the release (`left`), or — after a restart — recorded beside the
+// log (owner_epoch_file.h). nullopt when neither says.
+std::optional<uint64_t> Node::Impl::own_epoch(const std::string& name, const ReleasedAt* left) {
+  if (left) return left->epoch;
+  auto rec = read_owner_epoch(registry->fs(), registry->dir_of(name));
+  if (!rec.ok()) {
+    spdlog::warn("node: stream {}: {} (its tail is not taken back)", name,
+                 rec.error().to_string());
+    return std::nullopt;
+  }
+  return *rec;
 }
 
 // A log started after the remote tier takes the publishers' sequences from

@@ -71,7 +71,8 @@ class OwnershipTest : public ::testing::Test {
 
   std::unique_ptr<ClusterNode> start_node(const std::string& id,
                                           const std::vector<std::string>& endpoints,
-                                          int64_t grace_ms = 0, const json& patch = json::object()) {
+                                          int64_t grace_ms = 0,
+                                          const json& patch = json::object()) {
     auto doc = node::test::small_node_doc();
     doc.merge_patch(patch);
     doc["catalog"] = {{"backend", "etcd"},
@@ -130,6 +131,14 @@ bool eventually(std::chrono::milliseconds timeout, F pred) {
   return pred();
 }
 
+// Placement ranks the nodes each one sees: both must see both before a
+// stream exists, or a node that has not yet seen the other ranks itself
+// first and takes the stream at once. Whether they do within 10 s.
+bool see_each_other(ClusterNode& a, ClusterNode& b) {
+  return eventually(
+      10s, [&] { return a.own->view().nodes.size() == 2 && b.own->view().nodes.size() == 2; });
+}
+
 uint64_t read_all(node::Node& n, const std::string& stream, uint64_t upto,
                   std::vector<std::string>* errors) {
   auto r = n.open_reader(stream, log::OffsetSpec::first());
@@ -163,11 +172,7 @@ TEST_F(OwnershipTest, ExactlyOneNodeOwnsAndTheOtherTakesOverWhenTheOwnerIsCutOff
   auto a = start_node("a", {etcd_->endpoint(0)});
   auto b = start_node("b", {etcd_->endpoint(1), etcd_->endpoint(2)});
   ASSERT_TRUE(a && b);
-  // Placement ranks the nodes each one sees: both must see both before the
-  // stream exists, or a node that has not yet seen the other ranks itself
-  // first and takes the stream at once.
-  ASSERT_TRUE(eventually(
-      10s, [&] { return a->own->view().nodes.size() == 2 && b->own->view().nodes.size() == 2; }));
+  ASSERT_TRUE(see_each_other(*a, *b));
   const std::string s = stream_for("a", "orders");
   ASSERT_OK(admin_->create(s, 1));
   auto owner = a->own->await_owner(s, 10s);
@@ -236,9 +241,9 @@ uint64_t node_counter(node::Node& n, const char* field) {
 TEST_F(OwnershipTest, AnOwnerCutOffFromEtcdTakesItsStreamBackWithItsUnuploadedTail) {
   // Fragments are cut only by a flush: the tail stays unuploaded (and no
   // persist of it waits in the frozen member to run after the thaw).
-  auto a = start_node("a", {etcd_->endpoint(0)}, 0,
-                      {{"tiering",
-                        {{"fragment_max_age_ms", 600000}, {"fragment_target_bytes", 64 << 20}}}});
+  auto a = start_node(
+      "a", {etcd_->endpoint(0)}, 0,
+      {{"tiering", {{"fragment_max_age_ms", 600000}, {"fragment_target_bytes", 64 << 20}}}});
   ASSERT_TRUE(a);
   const std::string s = "tail";
   ASSERT_OK(admin_->create(s, 1));
@@ -287,8 +292,7 @@ TEST_F(OwnershipTest, AnOwnerThatTakesBackAStreamAnotherWroteCountsTheTailItDrop
   auto a = start_node("a", {etcd_->endpoint(0)});
   auto b = start_node("b", {etcd_->endpoint(1), etcd_->endpoint(2)});
   ASSERT_TRUE(a && b);
-  ASSERT_TRUE(eventually(
-      10s, [&] { return a->own->view().nodes.size() == 2 && b->own->view().nodes.size() == 2; }));
+  ASSERT_TRUE(see_each_other(*a, *b));
   const std::string s = stream_for("a", "past");
   ASSERT_OK(admin_->create(s, 1));
   ASSERT_OK(a->own->await_owner(s, 10s));
@@ -329,11 +333,7 @@ TEST_F(OwnershipTest, ARevokedLeaseStopsTheOwnerAtOnceAndTheStreamIsOwnedAgain) 
   auto a = start_node("a", etcd_->endpoints());
   auto b = start_node("b", etcd_->endpoints());
   ASSERT_TRUE(a && b);
-  // Placement ranks the nodes each one sees: both must see both before the
-  // stream exists, or a node that has not yet seen the other ranks itself
-  // first and takes the stream at once.
-  ASSERT_TRUE(eventually(
-      10s, [&] { return a->own->view().nodes.size() == 2 && b->own->view().nodes.size() == 2; }));
+  ASSERT_TRUE(see_each_other(*a, *b));
   const std::string s = stream_for("a", "events");
   ASSERT_OK(admin_->create(s, 1));
   ASSERT_OK(a->own->await_owner(s, 10s));
@@ -373,8 +373,7 @@ TEST_F(OwnershipTest, AWriterFencedWhileItsNodeStillOwnsTheStreamIsAcquiredAgain
   auto a = start_node("a", etcd_->endpoints());
   auto b = start_node("b", etcd_->endpoints());
   ASSERT_TRUE(a && b);
-  ASSERT_TRUE(eventually(
-      10s, [&] { return a->own->view().nodes.size() == 2 && b->own->view().nodes.size() == 2; }));
+  ASSERT_TRUE(see_each_other(*a, *b));
   const std::string s = stream_for("a", "fenced");
   ASSERT_OK(admin_->create(s, 1));
   ASSERT_OK(a->own->await_owner(s, 10s));
@@ -415,8 +414,7 @@ TEST_F(OwnershipTest, SettingsKeptInTheCatalogFollowTheStreamToAFreshNode) {
   auto a = start_node("a", etcd_->endpoints());
   auto b = start_node("b", etcd_->endpoints());
   ASSERT_TRUE(a && b);
-  ASSERT_TRUE(eventually(
-      10s, [&] { return a->own->view().nodes.size() == 2 && b->own->view().nodes.size() == 2; }));
+  ASSERT_TRUE(see_each_other(*a, *b));
   node::StreamSettings want{
       .max_age_ms = 86'400'000, .segment_bytes = 32 << 10, .fragment_target_bytes = 8 << 10};
   // Settings the nodes cannot honour are refused and nothing is created.
@@ -484,8 +482,7 @@ TEST_F(OwnershipTest, ADeletionRequestedThroughTheCatalogIsDoneByTheOwnerOrByThe
   auto a = start_node("a", etcd_->endpoints(), /*grace_ms=*/600'000);
   auto b = start_node("b", etcd_->endpoints(), /*grace_ms=*/600'000);
   ASSERT_TRUE(a && b);
-  ASSERT_TRUE(eventually(
-      10s, [&] { return a->own->view().nodes.size() == 2 && b->own->view().nodes.size() == 2; }));
+  ASSERT_TRUE(see_each_other(*a, *b));
   EXPECT_EQ(a->own->request_deletion("nosuch", 5s).code(), Errc::not_found);
 
   // Served by b, deleted from a.
@@ -558,7 +555,8 @@ TEST_F(OwnershipTest, NodesRacingForManyOwnerlessStreamsSplitThemOneOwnerEach) {
     const json& e = (*st)["streams"]["race" + std::to_string(i)];
     EXPECT_EQ(e["owner"], a->own->view().owners.at("race" + std::to_string(i)).node_id);
     EXPECT_GE(e["epoch"].get<uint64_t>(), 2u);
-    EXPECT_EQ(e["owner_lease"], lease_json(a->own->view().owners.at("race" + std::to_string(i)).lease));
+    EXPECT_EQ(e["owner_lease"],
+              lease_json(a->own->view().owners.at("race" + std::to_string(i)).lease));
   }
 }
 

@@ -198,6 +198,16 @@ class DeliveryTest : public ::testing::Test {
     cv.wait(l, [&] { return done; });
   }
 
+  // The delivery's stats once it has read a chunk ahead (10 s at most).
+  DeliveryStats await_read_ahead(Delivery& d) {
+    DeliveryStats st;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    do {
+      on_strand([&] { st = d.stats(); });
+    } while (st.read_ahead == 0 && std::chrono::steady_clock::now() < deadline);
+    return st;
+  }
+
   // The deliveries' errors once there is one (10 s at most), taken.
   std::vector<std::string> take_errors() {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -496,12 +506,7 @@ TEST_F(DeliveryTest, NothingIsDeliveredOnceTheNodesLeaseHasEnded) {
   auto w = read_frame(b_.native_handle());
   ASSERT_TRUE(w);
   EXPECT_EQ(w->chunk_id, chunks[0].first.first_offset);
-  DeliveryStats st;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  do {
-    on_strand([&] { st = d->stats(); });
-  } while (st.read_ahead == 0 && std::chrono::steady_clock::now() < deadline);
-  ASSERT_EQ(st.read_ahead, 1u);
+  ASSERT_EQ(await_read_ahead(*d).read_ahead, 1u);
   // The lease ends with chunk 1 read and queued; credit comes after.
   until->store(0);
   on_strand([&] { d->add_credit(4); });
@@ -542,12 +547,7 @@ TEST_F(DeliveryTest, OneChunkIsReadAheadWhenTheCreditIsUsedUp) {
     auto w = read_frame(b_.native_handle());
     ASSERT_TRUE(w);
     EXPECT_EQ(w->chunk_id, chunks[0].first.first_offset);
-    DeliveryStats st;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    do {
-      on_strand([&] { st = d->stats(); });
-    } while (st.read_ahead == 0 && std::chrono::steady_clock::now() < deadline);
-    EXPECT_EQ(st.read_ahead, 1u);
+    EXPECT_EQ(await_read_ahead(*d).read_ahead, 1u);
     EXPECT_FALSE(readable_within(b_.native_handle(), 200)) << "a chunk went out without credit";
     for (size_t i = 1; i < chunks.size(); ++i) {
       on_strand([&] { d->add_credit(1); });
