@@ -33,8 +33,8 @@ TEST(ServeConfig, DefaultsAndFlags) {
   EXPECT_EQ(c->server.close_linger_ms, 2000u);
   EXPECT_EQ(c->logging.level, "info");
   EXPECT_EQ(c->logging.format, "text");
-  auto logged = load_serve_config(json{{"logging", {{"level", "debug"}, {"format", "json"}}}}, f,
-                                  no_env());
+  auto logged =
+      load_serve_config(json{{"logging", {{"level", "debug"}, {"format", "json"}}}}, f, no_env());
   ASSERT_TRUE(logged.ok()) << logged.error().message;
   EXPECT_EQ(logged->logging.level, "debug");
   EXPECT_EQ(logged->logging.format, "json");
@@ -162,7 +162,6 @@ TEST(ServeConfig, ReadmeClusterExample) {
       "data_dir": "/var/lib/strata",
       "objstore": { "backend": "s3", "s3": { "endpoint": "http://s3.example:9000", "bucket": "strata" } },
       "catalog":  { "backend": "etcd", "endpoints": ["http://10.0.0.1:2379", "http://10.0.0.2:2379", "http://10.0.0.3:2379"] },
-      "tiering":  { "confirm": "remote" },
       "server":   { "listen": "0.0.0.0:5552", "advertised_host": "10.0.0.11" },
       "cluster":  { "enabled": true, "node_id": "n1", "lease_ttl_ms": 5000 }
     })");
@@ -175,6 +174,9 @@ TEST(ServeConfig, ReadmeClusterExample) {
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_TRUE(c->cluster.enabled);
   EXPECT_EQ(c->node.catalog_etcd.endpoints.size(), 3u);
+  // A cluster confirms remote unless told otherwise.
+  EXPECT_EQ(c->node.tiering.confirm, node::ConfirmMode::remote);
+  EXPECT_FALSE(c->cluster.local_confirms_asked);
 }
 
 TEST(ServeConfig, Cluster) {
@@ -184,6 +186,9 @@ TEST(ServeConfig, Cluster) {
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_FALSE(c->cluster.enabled);
   EXPECT_TRUE(c->node.open_streams_at_start);
+  // A single node confirms local by default.
+  EXPECT_EQ(c->node.tiering.confirm, node::ConfirmMode::local);
+  EXPECT_FALSE(c->cluster.local_confirms_asked);
 
   c = load_serve_config(json{{"catalog", etcd_catalog()},
                              {"cluster",
@@ -218,6 +223,21 @@ TEST(ServeConfig, Cluster) {
       f, no_env());
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_LT(ownership_config(c->cluster, c->node, "h:1").timing.rebalance_after_ms, 0);
+
+  // A cluster defaults to remote confirms; local is taken when asked for,
+  // and marked so that serve warns at start.
+  const json cluster_a = {{"enabled", true}, {"node_id", "a"}};
+  c = load_serve_config(json{{"catalog", etcd_catalog()}, {"cluster", cluster_a}}, f, no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->node.tiering.confirm, node::ConfirmMode::remote);
+  EXPECT_FALSE(c->cluster.local_confirms_asked);
+  c = load_serve_config(
+      json{
+          {"catalog", etcd_catalog()}, {"cluster", cluster_a}, {"tiering", {{"confirm", "local"}}}},
+      f, no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->node.tiering.confirm, node::ConfirmMode::local);
+  EXPECT_TRUE(c->cluster.local_confirms_asked);
 
   struct Case {
     json doc;
