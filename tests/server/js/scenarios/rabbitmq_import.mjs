@@ -195,16 +195,30 @@ async function storedOffset(consumer, want, timeoutMs = 10000) {
 
 // After its restart RabbitMQ answers "stream not available" or "not found on any node" until its coordinator has
 // recovered the stream: retry for a while.
-async function retrying(what, fn, timeoutMs = 60000) {
+async function retrying(what, fn, timeoutMs = 60000, when = "after RabbitMQ's restart") {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
       return await fn();
     } catch (e) {
-      if (Date.now() > deadline) throw new Error(`${what} after RabbitMQ's restart: ${e?.message ?? e}`);
+      if (e?.fatal || Date.now() > deadline) throw new Error(`${what} ${when}: ${e?.message ?? e}`);
       await new Promise((r) => setTimeout(r, 250));
     }
   }
+}
+
+// RabbitMQ 3.10's Metadata is answered from its stream coordinator, which can list a stream just created (and
+// already published to) without a leader for a moment; the client then throws "Stream was not found on any
+// node" (a CI run hit it). Only that error is retried, for up to 10 s.
+function rabbitConsumer(client, params) {
+  return retrying(`declareConsumer ${params.stream}/${params.consumerRef}`, async () => {
+    try {
+      return await client.declareConsumer(params, () => {});
+    } catch (e) {
+      if (!/not found on any node/.test(e?.message ?? "")) throw Object.assign(e, { fatal: true });
+      throw e;
+    }
+  }, 10000, "on RabbitMQ");
 }
 
 // A consumer's stored offset, or null where QueryOffset answers 19 (no offset).
@@ -326,9 +340,9 @@ export async function run({ server, dir, log, skip, own }) {
     const dedupSeq = await p2.getLastPublishingId();
     check(dedupSeq === BigInt(DEDUP_N), `RabbitMQ's sequence of app-1 is ${dedupSeq}, expected ${DEDUP_N}`);
     await p2.close();
-    const c1 = await client.declareConsumer({ stream: "dedup", offset: Offset.next(), consumerRef: "c1" }, () => {});
+    const c1 = await rabbitConsumer(client, { stream: "dedup", offset: Offset.next(), consumerRef: "c1" });
     await c1.storeOffset(57n);
-    const c2 = await client.declareConsumer({ stream: "dedup", offset: Offset.next(), consumerRef: "c2" }, () => {});
+    const c2 = await rabbitConsumer(client, { stream: "dedup", offset: Offset.next(), consumerRef: "c2" });
     await c2.storeOffset(100n);
     await c2.storeOffset(151n);
     const dedupOffsets = { c1: await storedOffset(c1, 57n), c2: await storedOffset(c2, 151n) };
@@ -342,7 +356,7 @@ export async function run({ server, dir, log, skip, own }) {
     const p4 = await client.declarePublisher({ stream: "segmented", publisherRef: "seg-writer" });
     await publishAll(p4, confirms, 100, (i) => ({ content: segmentedMessage(i) }),
       { perFlush: 10, ids: (i) => BigInt(i + 1), what: "segmented, first part" });
-    const s1 = await client.declareConsumer({ stream: "segmented", offset: Offset.next(), consumerRef: "s1" }, () => {});
+    const s1 = await rabbitConsumer(client, { stream: "segmented", offset: Offset.next(), consumerRef: "s1" });
     await s1.storeOffset(30n);
     await storedOffset(s1, 30n);
     await publishAll(p4, confirms, SEGMENTED_N - 100, (i) => ({ content: segmentedMessage(100 + i) }),
@@ -368,7 +382,7 @@ export async function run({ server, dir, log, skip, own }) {
     await publishAll(p3, confirms, half, (i) => ({ content: retainedMessage(i) }),
       { perFlush: 10, ids: (i) => BigInt(i + 1), what: "retained, first half" });
     // r1 is stored below what retention keeps: RabbitMQ forgets it once retention has passed it.
-    const r1 = await client.declareConsumer({ stream: "retained", offset: Offset.next(), consumerRef: "r1" }, () => {});
+    const r1 = await rabbitConsumer(client, { stream: "retained", offset: Offset.next(), consumerRef: "r1" });
     await r1.storeOffset(BigInt(half - 5));
     await storedOffset(r1, BigInt(half - 5));
     await publishAll(p3, confirms, half, (i) => ({ content: retainedMessage(half + i) }),
@@ -379,7 +393,7 @@ export async function run({ server, dir, log, skip, own }) {
     }
     // r2 is stored at the newest segment's first offset + 1 (RabbitMQ keeps it if no roll follows).
     const newest = Number(segmentsOf(retainedDir()).at(-1).slice(0, 20));
-    const r2 = await client.declareConsumer({ stream: "retained", offset: Offset.next(), consumerRef: "r2" }, () => {});
+    const r2 = await rabbitConsumer(client, { stream: "retained", offset: Offset.next(), consumerRef: "r2" });
     await r2.storeOffset(BigInt(newest + 1));
     await storedOffset(r2, BigInt(newest + 1));
     let tail = 0;
