@@ -50,6 +50,10 @@ struct TakeOver {  // a cluster owner's: its log created if absent, exact alignm
   // The catalog epoch this acquire raised: the last owner's uploader's
   // (0: the stream had no catalog entry yet).
   uint64_t epoch_before = 0;
+  // The epoch it raised it to: this tenure's. The uploader adopts it
+  // instead of raising it again, and every chunk the log writes in this
+  // tenure carries it, so a chunk names the tenure that wrote it (0: none).
+  uint64_t epoch = 0;
 };
 using OpenMode = std::variant<OpenExisting, CreateNew, TakeOver>;
 

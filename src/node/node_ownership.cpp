@@ -20,18 +20,24 @@ using json = nlohmann::json;
 // so the remote next offset the open reads is final. Guarded by the owner
 // key: a node that no longer owns the stream cannot raise it. Returns the
 // epoch it raised (0: no catalog entry yet) — the last owner's, which a
-// take-back compares with its own (stream_open.cpp, align_with_remote).
-Result<uint64_t> fence_older_writers(catalog::Catalog& catalog, const std::string& name,
-                                     const AcquireOptions& opts) {
+// take-back compares with its own (stream_open.cpp, align_with_remote) —
+// and the one it raised it to, this tenure's.
+struct Fenced {
+  uint64_t before = 0;
+  uint64_t now = 0;
+};
+
+Result<Fenced> fence_older_writers(catalog::Catalog& catalog, const std::string& name,
+                                   const AcquireOptions& opts) {
   for (int attempt = 0;; ++attempt) {
     auto e = catalog.get(name);
-    if (!e.ok() && e.code() == Errc::not_found) return uint64_t(0);
+    if (!e.ok() && e.code() == Errc::not_found) return Fenced{};
     if (!e.ok()) return std::move(e).error().with_context("taking over " + name);
     auto b = opts.owner ? catalog.bump_epoch_if_owner(name, e->revision, 0, *opts.owner)
                         : catalog.bump_epoch(name, e->revision, 0);
     if (!b.ok()) return std::move(b).error().with_context("taking over " + name);
-    if (b->outcome == catalog::PutOutcome::ok) return e->epoch;
-    if (b->outcome == catalog::PutOutcome::not_found) return uint64_t(0);
+    if (b->outcome == catalog::PutOutcome::ok) return Fenced{e->epoch, b->epoch};
+    if (b->outcome == catalog::PutOutcome::not_found) return Fenced{};
     if (b->outcome == catalog::PutOutcome::fenced) {
       return Error(Errc::conflict,
                    fmt::format("taking over {}: its owner key {} no longer names this node on "
@@ -73,9 +79,9 @@ Result<std::shared_ptr<log::StreamLog>> Node::Impl::acquire(const std::string& n
     std::lock_guard l(mu);
     if (const StreamEntry* e = table.find(name)) return e->log;
   }
-  STRATA_ASSIGN_OR_RETURN(uint64_t raised, fence_older_writers(*catalog, name, opts));
+  STRATA_ASSIGN_OR_RETURN(Fenced f, fence_older_writers(*catalog, name, opts));
   STRATA_ASSIGN_OR_RETURN(auto kept, catalog_kept_settings(*catalog, name));
-  return open_stream(name, TakeOver{std::move(kept), opts, raised});
+  return open_stream(name, TakeOver{std::move(kept), opts, f.before, f.now});
 }
 
 Status Node::create_catalog_stream(const std::string& name, const StreamSettings& settings) {

@@ -239,17 +239,29 @@ Result<StreamEntry> Node::Impl::build_entry(const std::string& name, const OpenM
   auto with_settings = [&](FileSystem& fs, const std::string& dir) {
     return write_settings_file(fs, dir, e.settings);
   };
+  // A cluster owner stamps its tenure's epoch on every chunk it writes, so
+  // that a chunk names the tenure that wrote it (TakeOver::epoch).
+  const TakeOver* owned = take_over(mode);
+  if (owned && owned->epoch != 0) lo.epoch = owned->epoch;
   auto log = creates(mode) ? registry->create(name, lo, with_settings)
                            : registry->open_stream(name, lo);
+  if (owned && lo.epoch && !log.ok() && log.code() == Errc::conflict) {
+    // The log holds chunks of a later epoch than the catalog's (a catalog
+    // rebuilt from the bucket): its chunks keep writing that one.
+    spdlog::warn("node: stream {}: {}; its new chunks keep the log's epoch", name,
+                 log.error().to_string());
+    lo.epoch.reset();
+    log = registry->open_stream(name, lo);
+  }
   // A cluster owner taking over a stream it holds no local log of (a fresh
   // disk) creates one; align_with_remote starts it after the remote tier.
-  if (take_over(mode) && !log.ok() && log.code() == Errc::not_found) {
+  if (owned && !log.ok() && log.code() == Errc::not_found) {
     log = registry->create(name, lo, with_settings);
   }
   if (!log.ok()) return log.error();
   e.log = *log;
   if (!e.effective.tiering) return e;
-  auto aligned = align_with_remote(name, e.log, lo, e.settings, take_over(mode));
+  auto aligned = align_with_remote(name, e.log, lo, e.settings, owned);
   if (!aligned.ok()) {
     (void)e.log->close();
     return aligned.error();
@@ -295,6 +307,10 @@ Status Node::Impl::start_uploader(const std::string& name, const OpenMode& mode,
   env.cache = cache;
   env.clock = &system_clock();
   tier::UploaderOptions uo = uploader_options(name, e.effective);
+  // The acquire raised the epoch already: the uploader adopts this tenure's
+  // (checking that no later one stands) instead of raising it again, so
+  // the epoch a take-back compares is the one the chunks carry.
+  if (owned && owned->epoch != 0) uo.adopt_epoch = owned->epoch;
   if (owned) {
     // The epoch goes beside the log, off the uploader's strand, for a take-
     // back after this process is gone (owner_epoch_file.h).

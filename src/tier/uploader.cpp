@@ -106,7 +106,13 @@ Uploader::Impl::Impl(UploaderEnv env, UploaderOptions opts, std::shared_ptr<log:
 void Uploader::Impl::begin() {
   on_strand([this] {
     st_.restarts += 1;
-    load(opts_.take_over);
+    if (opts_.adopt_epoch) {
+      epoch_ = *opts_.adopt_epoch;
+      adopting_ = true;
+      load(false);
+    } else {
+      load(opts_.take_over);
+    }
     publish_status();
   });
 }
@@ -252,7 +258,14 @@ void Uploader::Impl::on_loaded(uint64_t gen, bool take_over, TaskOutcome<Result<
     err = o.value->error();
   } else {
     LoadedState st = std::move(*o.value).value();
-    if (!take_over) {
+    if (adopting_ && st.entry.epoch != epoch_) {
+      terminate(UploaderState::fenced,
+                fmt::format("stream {}: the catalog epoch is {}, not the {} this uploader was "
+                            "started under: another writer owns the stream",
+                            opts_.stream, st.entry.epoch, epoch_));
+      return;
+    }
+    if (!take_over && !adopting_) {
       // Reinitializing after a refused persist: find out whose write won.
       if (st.entry.epoch > epoch_) {
         terminate(UploaderState::fenced,
@@ -288,6 +301,7 @@ void Uploader::Impl::on_loaded(uint64_t gen, bool take_over, TaskOutcome<Result<
 
 void Uploader::Impl::start_core(LoadedState st) {
   epoch_ = st.entry.epoch;
+  adopting_ = false;
   const log::LocalRange local = log_->local_range();
   std::optional<Manifest> m = reconcile_with_local(std::move(st.manifest), st.has_root, local);
   if (!m) return;  // stalled

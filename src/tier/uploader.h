@@ -25,7 +25,8 @@
 //
 // Start (and reinitialize after a catalog conflict): read the catalog entry
 // (create it if absent), take the stream over by raising its epoch (start
-// only), then load the persisted manifest — from the node's manifest cache
+// only; a cluster owner, whose acquire raised it, adopts that epoch and is
+// fenced if the catalog holds another), then load the persisted manifest — from the node's manifest cache
 // when its revision is the catalog's, else by GETting the root. Any error,
 // including a 404 of the root at revision > 0, is retried with backoff; it
 // never reads as "empty". Then compare with the local log:
@@ -114,6 +115,11 @@ struct UploaderOptions {
   BackoffPolicy fatal_backoff = BackoffPolicy::fatal();
   BackoffPolicy start_backoff = BackoffPolicy::fatal();
   bool take_over = true;  // raise the catalog epoch at start (fence older writers)
+  // Set: the epoch was raised already (a cluster node's acquire,
+  // node/node_ownership.cpp) and the uploader adopts it instead of raising
+  // it again — fenced at start when the catalog holds another; take_over
+  // is then ignored.
+  std::optional<uint64_t> adopt_epoch;
   // Called once, on the uploader's strand, when it stops by itself (stalled,
   // fenced, deleted; not at close()), so that its owner can act — a cluster
   // node that still owns the stream re-acquires it. Must not block.

@@ -157,6 +157,9 @@ class Uploader::Impl : public std::enable_shared_from_this<Impl> {
   bool closed_ = false;
   uint64_t gen_ = 1;  // core generation: results of older generations are dropped
   uint64_t epoch_ = 0;
+  // Starting under an adopted epoch (UploaderOptions::adopt_epoch) until
+  // the first start succeeds.
+  bool adopting_ = false;
   std::optional<UploaderCore> core_;
   std::optional<FragmentAssembly> asm_;
   std::map<uint64_t, std::shared_ptr<const FragmentPlan>> plans_;  // by first offset

@@ -20,6 +20,7 @@
 
 #include "catalog/etcd_catalog.h"
 #include "cluster/cluster_status.h"
+#include "log/reader.h"
 #include "node/node_test_util.h"
 #include "node/stream_settings_file.h"
 #include "support/assertions.h"
@@ -167,6 +168,20 @@ uint64_t read_all(node::Node& n, const std::string& stream, uint64_t upto,
   return next;
 }
 
+// The writer epoch of every chunk in `log`, in offset order.
+std::vector<uint64_t> chunk_epochs(log::StreamLog& log) {
+  std::vector<uint64_t> epochs;
+  auto r = log.open_reader(log::OffsetSpec::first());
+  EXPECT_OK(r);
+  if (!r.ok()) return epochs;
+  for (;;) {
+    auto c = (*r)->next_chunk();
+    EXPECT_OK(c);
+    if (!c.ok() || !c->has_value()) return epochs;
+    epochs.push_back((*c)->header.epoch);
+  }
+}
+
 TEST_F(OwnershipTest, ExactlyOneNodeOwnsAndTheOtherTakesOverWhenTheOwnerIsCutOffFromEtcd) {
   // a reaches etcd through member 0 only, b through members 1 and 2.
   auto a = start_node("a", {etcd_->endpoint(0)});
@@ -188,6 +203,11 @@ TEST_F(OwnershipTest, ExactlyOneNodeOwnsAndTheOtherTakesOverWhenTheOwnerIsCutOff
   const uint64_t flushed = node::test::append_values(**log, 20);
   ASSERT_OK(a->node->flush(s, 10s));
   const uint64_t epoch_a = admin_->get(s)->epoch;
+  // One raise per tenure (the acquire's; the uploader adopts it), and a's
+  // chunks carry it.
+  EXPECT_EQ(epoch_a, 2u);
+  EXPECT_EQ((*log)->epoch(), epoch_a);
+  for (uint64_t ep : chunk_epochs(**log)) ASSERT_EQ(ep, epoch_a);
 
   // Cut a off: its only member frozen. a must stop by its own clock (TTL
   // minus margin after its last keepalive was sent); b owns after the
@@ -216,6 +236,11 @@ TEST_F(OwnershipTest, ExactlyOneNodeOwnsAndTheOtherTakesOverWhenTheOwnerIsCutOff
   EXPECT_EQ((*blog)->committed_next(), flushed);
   const uint64_t more = node::test::append_values(**blog, 5);
   ASSERT_OK(b->node->flush(s, 10s));
+  // b's tenure raised the epoch once, and its chunks carry the new one.
+  EXPECT_EQ(admin_->get(s)->epoch, epoch_a + 1);
+  const auto b_epochs = chunk_epochs(**blog);
+  ASSERT_FALSE(b_epochs.empty());
+  EXPECT_EQ(b_epochs.back(), epoch_a + 1);
 
   // a comes back: fenced (it gave its lease up), competes again, but the
   // stream has an owner; the manifest holds exactly what was flushed.
@@ -275,6 +300,11 @@ TEST_F(OwnershipTest, AnOwnerCutOffFromEtcdTakesItsStreamBackWithItsUnuploadedTa
   auto again = a->node->stream(s);
   ASSERT_OK(again);
   EXPECT_EQ((*again)->committed_next(), tail);
+  // The kept tail still names the tenure that wrote it; the new tenure's
+  // chunks carry the epoch the take-back raised.
+  for (uint64_t ep : chunk_epochs(**again)) ASSERT_EQ(ep, epoch_a);
+  EXPECT_EQ((*again)->epoch(), epoch_a + 1);
+  EXPECT_EQ(admin_->get(s)->epoch, epoch_a + 1);
   EXPECT_EQ(node_counter(*a->node, "takeover_kept_offsets"), tail - flushed);
   EXPECT_EQ(node_counter(*a->node, "takeover_dropped_offsets"), 0u);
   ASSERT_OK(a->node->flush(s, 10s));
@@ -282,6 +312,8 @@ TEST_F(OwnershipTest, AnOwnerCutOffFromEtcdTakesItsStreamBackWithItsUnuploadedTa
   EXPECT_TRUE(remote.errors.empty()) << remote.errors.front();
   EXPECT_EQ(remote.records.size(), tail);
   for (const auto& [off, v] : remote.records) ASSERT_EQ(v, node::test::value_of(off)) << off;
+  node::test::append_values(**again, 1);
+  EXPECT_EQ(chunk_epochs(**again).back(), epoch_a + 1);
 }
 
 // a is cut off with an unpersisted tail; b takes over and writes past

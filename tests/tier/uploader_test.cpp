@@ -319,6 +319,40 @@ TEST(Uploader, SecondUploaderFencesTheFirstAndTheManifestStaysIntact) {
   (*b)->close();
 }
 
+// A cluster node raises the epoch itself when it acquires a stream; its
+// uploader adopts that epoch rather than raising it again, and one started
+// under an epoch the catalog no longer holds stops fenced, persisting
+// nothing.
+TEST(Uploader, AnAdoptedEpochIsNotRaisedAgainAndAStaleOneIsFenced) {
+  QuietLogs quiet;
+  Fixture fx;
+  TestLog l(fx.dir.sub("log"), fx.hooks);
+  ASSERT_OK(fx.env.catalog->create("s1", 1));
+  auto e = fx.env.catalog->get("s1");
+  ASSERT_OK(e);
+  ASSERT_OK(fx.env.catalog->bump_epoch("s1", e->revision, 0));
+  UploaderOptions o = small_options("s1");
+  o.adopt_epoch = 2;
+  auto u = fx.start(o, l);
+  uint64_t next = l.append(20);
+  ASSERT_OK(await(*u, next));
+  EXPECT_EQ(u->status().epoch, 2u);
+  EXPECT_EQ(fx.env.catalog->get("s1")->epoch, 2u);
+  fx.hooks->detach();
+  u->close();
+
+  // A later tenure raised it to 3: an uploader started under 2 is fenced.
+  e = fx.env.catalog->get("s1");
+  ASSERT_OK(fx.env.catalog->bump_epoch("s1", e->revision, 0));
+  auto stale = fx.start(o, l);
+  ASSERT_TRUE(eventually([&] { return stale->state() == UploaderState::fenced; }));
+  EXPECT_EQ(fx.env.catalog->get("s1")->epoch, 3u);
+  EXPECT_EQ(await(*stale, next + 1).code(), Errc::closed);
+  fx.hooks->detach();
+  stale->close();
+  expect_records(remote_records(*fx.real, *fx.env.catalog, "s1"), 0, next);
+}
+
 TEST(Uploader, SlowStreamReachesRemoteWithinMaxAgePlusPersistIntervalPlusOneUpload) {
   Fixture fx;
   TestLog l(fx.dir.sub("log"), fx.hooks);
