@@ -241,8 +241,11 @@ StreamImport import_stream(FileSystem& fs, const std::string& data_dir, node::No
         for (const auto& [ref, seq] : t.sequences) {
           if (!ref.empty()) writers.emplace(ref, seq);
         }
-        log::ImportedChunk ic{c.chunk_id, c.timestamp_ms, log::ChunkType(uint8_t(c.type)),
-                              &writers};
+        log::ImportedChunk ic;
+        ic.first_offset = c.chunk_id;
+        ic.timestamp_ms = c.timestamp_ms;
+        ic.type = log::ChunkType(uint8_t(c.type));
+        ic.writers = &writers;
         log::EntryBatch b;
         b.entries = c.data;
         b.num_entries = c.num_entries;

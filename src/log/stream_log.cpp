@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "common/assert.h"
+#include "log/chunk_filter.h"
 #include "log/chunk_walk.h"
 #include "log/reader.h"
 #include "log/stream_log_impl.h"
@@ -68,6 +69,39 @@ Result<AppendResult> StreamLog::append(std::span<const BytesView> records) {
 
 Result<AppendResult> StreamLog::append_entries(const EntryBatch& batch) {
   return impl_->append_entries(batch);
+}
+
+Result<AppendResult> StreamLog::append_copy(BytesView stored, const std::string& where) {
+  STRATA_ASSIGN_OR_RETURN(ChunkHeader h, decode_chunk_header(stored, where));
+  if (stored.size() != h.total_size()) {
+    return Error(Errc::corrupt, fmt::format("{}: a chunk of {} bytes whose header says {}", where,
+                                            stored.size(), h.total_size()));
+  }
+  BytesView body = stored.substr(kChunkHeaderSize);
+  STRATA_TRY(verify_chunk_body(h, body, where));
+  BytesView trailer = body.substr(h.data_len, h.trailer_len);
+  STRATA_ASSIGN_OR_RETURN(BytesView filter, chunk_filter_of(trailer, where));
+  WriterSequences writers;
+  if (BytesView rest = skip_filter_section(trailer); !rest.empty()) {
+    STRATA_ASSIGN_OR_RETURN(WriterTrailer t, decode_writer_trailer(rest, where));
+    // Raised, never replaced: a snapshot lists every writer anyway.
+    for (auto& [ref, seq] : t.writers) writers[ref] = seq;
+  }
+  ImportedChunk ic;
+  ic.first_offset = h.first_offset;
+  ic.timestamp_ms = h.timestamp_ms;
+  ic.type = h.type;
+  ic.writers = &writers;
+  ic.epoch = h.epoch;
+  ic.filter = filter;
+  EntryBatch b;
+  b.entries = body.substr(0, h.data_len);
+  b.num_entries = h.num_entries;
+  b.num_records = h.num_records;
+  b.imported = &ic;
+  auto r = impl_->append_entries(b);
+  if (!r.ok()) return std::move(r).error().with_context(where);
+  return r;
 }
 
 std::optional<uint64_t> StreamLog::writer_sequence(std::string_view ref) const {

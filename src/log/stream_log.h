@@ -90,6 +90,12 @@ struct ImportedChunk {
   int64_t timestamp_ms = 0;
   ChunkType type = ChunkType::user;
   const WriterSequences* writers = nullptr;
+  // A copy of another strata log's chunk (append_copy): the epoch it was
+  // written under (never below the log's last chunk's; the log's writer
+  // epoch follows it) and its filter as stored (log/chunk_filter.h; empty:
+  // none). Unset for an import.
+  std::optional<uint64_t> epoch;
+  BytesView filter;
 };
 
 // Osiris entries as they came off the wire (log/entries.h): simple and/or
@@ -154,6 +160,18 @@ class StreamLog : public std::enable_shared_from_this<StreamLog> {
   // writer's sequence becomes max(its sequence, writer_seq) once committed,
   // and survives reopening (writer_sequence).
   Result<AppendResult> append_entries(const EntryBatch& batch);
+
+  // Appends a chunk of another strata log — the whole stored chunk
+  // (header, data, trailer) as its reader returned it (ChunkView::bytes) —
+  // at the same offsets, with the same epoch, timestamp, type, entries,
+  // filter and publishers' sequences: a replica's copy of its owner's log.
+  // The header and body are verified first (corrupt, naming `where`); the
+  // chunk must start at the log's committed end (invalid_argument) and its
+  // epoch be at least the log's last chunk's (conflict): a copy never goes
+  // back to an older writer. Only the trailer's framing may differ from
+  // the original (a segment's first chunk carries every writer's
+  // sequence). Blocks until committed under the fsync policy, like append.
+  Result<AppendResult> append_copy(BytesView stored_chunk, const std::string& where);
 
   // Highest sequence committed for a writer reference; nullopt if never
   // seen. Rebuilt at open from the newest segment holding a chunk; a

@@ -140,7 +140,7 @@ class StreamLog::Impl {
 
   const std::string& dir() const { return dir_; }
   const LogOptions& options() const { return opts_; }
-  uint64_t epoch() const { return epoch_; }
+  uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
   const std::vector<std::string>& repairs() const { return repairs_; }
 
  private:
@@ -249,7 +249,8 @@ class StreamLog::Impl {
   const LogOptions opts_;
   FileSystem& fs_;
   Clock& clock_;
-  uint64_t epoch_ = 1;
+  // Written by the group leader (a copied chunk's epoch), read anywhere.
+  std::atomic<uint64_t> epoch_{1};
   std::vector<std::string> repairs_;
   FileLock lock_;
 

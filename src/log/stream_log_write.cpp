@@ -231,6 +231,17 @@ Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
       i = j;
       continue;
     }
+    // A copied chunk from an older writer than the log's last chunk fails
+    // alone too: a copy never goes back in epoch.
+    if (group[i]->imported && group[i]->imported->epoch && *group[i]->imported->epoch < epoch_) {
+      group[i]->result = Error(
+          Errc::conflict,
+          fmt::format("stream {}: a copied chunk at offset {} has epoch {}, older than the log's {}",
+                      dir_, group[i]->imported->first_offset, *group[i]->imported->epoch,
+                      epoch_.load()));
+      i = j;
+      continue;
+    }
     // The writers of these batches, each with its highest sequence.
     WriterTrailer delta;
     {
@@ -250,7 +261,10 @@ Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
     // The filter of the messages' values, when one has a value: the
     // trailer's first section (log/chunk_filter.h).
     w_.filter.clear();
-    {
+    if (group[i]->imported && !group[i]->imported->filter.empty()) {
+      // A copied chunk keeps the filter it was stored with.
+      encode_filter_section(group[i]->imported->filter, &w_.filter);
+    } else {
       FilterValues values;
       bool any = false;
       for (size_t k = i; k < j; ++k) {
@@ -302,7 +316,12 @@ Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
     } else {
       ts = w_.last_ts = std::max(clock_.now_ms(), w_.last_ts);
     }
-    ChunkHeader h = b.finish(first, epoch_, ts, imported ? imported->type : ChunkType::user,
+    uint64_t epoch = epoch_.load(std::memory_order_relaxed);
+    if (imported && imported->epoch && *imported->epoch > epoch) {
+      epoch = *imported->epoch;
+      epoch_.store(epoch, std::memory_order_release);
+    }
+    ChunkHeader h = b.finish(first, epoch, ts, imported ? imported->type : ChunkType::user,
                              w_.trailer);
     IndexRecord rec = index_record_for(h, w_.pos);
     size_t at = w_.idx_buf.size();

@@ -56,13 +56,13 @@ TEST(ImportedChunk, KeepsOffsetTimeAndTypeAndSkipsTrackingChunksWhenReading) {
     const std::string tracking =
         imported_entries({std::string("\x01\x02r1\0\0\0\0\0\0\x02\x33", 12)});
     ASSERT_OK(import_chunk(**log, tracking, 1,
-                           ImportedChunk{565, 1000, ChunkType::tracking_snapshot, &w1}));
+                           ImportedChunk{565, 1000, ChunkType::tracking_snapshot, &w1, {}, {}}));
     for (uint64_t i = 0; i < 40; ++i) {
       WriterSequences w{{"pub-a", 8 + i}};
       const uint64_t at = 566 + i * 3;
       auto r = import_chunk(
           **log, imported_entries({"m" + std::to_string(at), "x", std::string(200, 'y')}), 3,
-          ImportedChunk{at, int64_t(2000 + i), ChunkType::user, &w});
+          ImportedChunk{at, int64_t(2000 + i), ChunkType::user, &w, {}, {}});
       ASSERT_OK(r);
       EXPECT_EQ(r->first_offset, at);
     }
@@ -109,13 +109,13 @@ TEST(ImportedChunk, MustStartAtTheLogsEndAndNamesNoWriterRef) {
   auto log = StreamLog::open(tmp.sub("s"), imported_opts(10));
   ASSERT_OK(log);
   const std::string e = imported_entries({"a"});
-  auto gap = import_chunk(**log, e, 1, ImportedChunk{11, 5, ChunkType::user, nullptr});
+  auto gap = import_chunk(**log, e, 1, ImportedChunk{11, 5, ChunkType::user, nullptr, {}, {}});
   ASSERT_FALSE(gap.ok());
   EXPECT_EQ(gap.code(), Errc::invalid_argument);
   EXPECT_NE(gap.error().message.find("starts at offset 11 but the log ends at 10"),
             std::string::npos)
       << gap.error().to_string();
-  ImportedChunk ic{10, 5, ChunkType::user, nullptr};
+  ImportedChunk ic{10, 5, ChunkType::user, nullptr, {}, {}};
   EntryBatch b;
   b.entries = e;
   b.num_entries = 1;
