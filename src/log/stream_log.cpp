@@ -125,6 +125,9 @@ std::vector<SegmentInfo> StreamLog::segments() const {
 uint64_t StreamLog::epoch() const {
   return impl_->epoch();
 }
+uint64_t StreamLog::last_chunk_epoch() const {
+  return impl_->last_chunk_epoch();
+}
 const std::string& StreamLog::dir() const {
   return impl_->dir();
 }
@@ -394,6 +397,14 @@ std::vector<SegmentInfo> StreamLog::Impl::segments() const {
   out.reserve(segments_.size());
   for (const auto& s : segments_) out.push_back(s->info);
   return out;
+}
+
+uint64_t StreamLog::Impl::last_chunk_epoch() const {
+  std::lock_guard<std::mutex> g(mu_);
+  for (auto it = segments_.rbegin(); it != segments_.rend(); ++it) {
+    if ((*it)->info.chunks > 0) return (*it)->last_epoch;
+  }
+  return 0;
 }
 
 uint64_t StreamLog::Impl::subscribe(std::function<void(const CommittedChunk&)> listener) {

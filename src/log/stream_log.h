@@ -188,7 +188,10 @@ class StreamLog : public std::enable_shared_from_this<StreamLog> {
   uint64_t first_offset() const;
   LocalRange local_range() const;
   std::vector<SegmentInfo> segments() const;
+  // The epoch new chunks are stamped with (LogOptions::epoch).
   uint64_t epoch() const;
+  // The epoch of the last committed chunk; 0 when the log holds none.
+  uint64_t last_chunk_epoch() const;
   const std::string& dir() const;
   // What the log was opened with; its retention may have changed since
   // (retention()).

@@ -141,6 +141,7 @@ class StreamLog::Impl {
   const std::string& dir() const { return dir_; }
   const LogOptions& options() const { return opts_; }
   uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
+  uint64_t last_chunk_epoch() const;
   const std::vector<std::string>& repairs() const { return repairs_; }
 
  private:

@@ -227,6 +227,21 @@ class Node {
   // end first). Nothing on disk is removed. No-op if not open; a stream
   // being opened is closed as soon as its open ends.
   void release_stream(const std::string& name);
+  // A replica's copy of `name` (a stream another node owns): its local log
+  // in the directory an owner's would use, opened for
+  // StreamLog::append_copy of the owner's chunks — no uploader, no
+  // retention of its own — or created empty at `first_offset` (where the
+  // remote tier ends) when there is none. The copy carries no settings of
+  // its own: the catalog's (else the node's) are written beside it, as for
+  // an owner. Returns the open copy if there is one. conflict when this
+  // node serves the stream. acquire_stream closes the copy first and, when
+  // its last chunk was written by the tenure it fences, keeps the tail
+  // past the remote tier (docs/ARCHITECTURE.md, "Stream ownership").
+  Result<std::shared_ptr<log::StreamLog>> open_copy(const std::string& name,
+                                                    uint64_t first_offset);
+  // Closes the copy of `name`, if open (nothing on disk is removed).
+  void close_copy(const std::string& name);
+
   // Hands `name` over to another node (cluster rebalancing) without losing
   // anything committed, whatever its confirm mode: hides it (stream()
   // answers not_found, so nothing new is served), calls `hidden` (the

@@ -137,6 +137,11 @@ class Node::Impl {
   };
   std::mutex released_mu;
   std::map<std::string, ReleasedAt> released;  // guarded by released_mu
+
+  // Replica copies (Node::open_copy), guarded by mu; never in `table`.
+  std::map<std::string, std::shared_ptr<log::StreamLog>> copies;
+  // Removes and closes the copy of `name` (outside mu).
+  void close_copy(const std::string& name);
   void remember_release(const std::string& name, const StreamEntry& e);
   std::optional<ReleasedAt> released_at(const std::string& name);
   std::optional<uint64_t> own_epoch(const std::string& name, const ReleasedAt* left);

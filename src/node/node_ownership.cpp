@@ -79,6 +79,8 @@ Result<std::shared_ptr<log::StreamLog>> Node::Impl::acquire(const std::string& n
     std::lock_guard l(mu);
     if (const StreamEntry* e = table.find(name)) return e->log;
   }
+  // The owner's log opens the directory a replica's copy is in.
+  close_copy(name);
   STRATA_ASSIGN_OR_RETURN(Fenced f, fence_older_writers(*catalog, name, opts));
   STRATA_ASSIGN_OR_RETURN(auto kept, catalog_kept_settings(*catalog, name));
   return open_stream(name, TakeOver{std::move(kept), opts, f.before, f.now});

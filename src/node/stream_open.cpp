@@ -393,6 +393,22 @@ Result<std::shared_ptr<log::StreamLog>> Node::Impl::align_with_remote(
     takeover_kept += local_next - remote_next;
     return log;
   }
+  // A tail whose last chunk the fenced owner's tenure wrote (chunks name
+  // their tenure, TakeOver::epoch) — a copy of that owner's log
+  // (StreamLog::append_copy) — is a prefix of that owner's log, as the
+  // remote tier is: it is kept and uploaded. (Epoch 1 is a stream no node
+  // has acquired yet, and the epoch of chunks written before chunks named
+  // their tenure.)
+  const uint64_t tail_epoch = log->last_chunk_epoch();
+  if (exact && st->has_root && remote_next < local_next && owned->epoch_before >= 2 &&
+      tail_epoch == owned->epoch_before) {
+    spdlog::info(
+        "node: stream {}: taking it over at remote offset {} with a copy of the last owner's log "
+        "(epoch {}) to offset {}: offsets {}..{} are kept and uploaded",
+        name, remote_next, tail_epoch, local_next - 1, remote_next, local_next - 1);
+    takeover_kept += local_next - remote_next;
+    return log;
+  }
   if (exact && st->has_root && remote_next != local_next) {
     // Taking a stream over: offsets at or above the remote next offset may
     // have been written by another owner since this log last wrote; ours

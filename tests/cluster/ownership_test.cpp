@@ -258,6 +258,67 @@ uint64_t node_counter(node::Node& n, const char* field) {
   return n.status_json()["node"][field].get<uint64_t>();
 }
 
+// b keeps a copy of the tail a has not uploaded (Node::open_copy, the
+// owner's chunks appended whole); a is cut off from etcd and b takes the
+// stream over: the copy's last chunk was written by a's tenure — the one
+// b's acquire fences — so b keeps the tail and uploads it, nothing lost.
+TEST_F(OwnershipTest, ACopyOfTheOwnersTailIsKeptByTheNodeThatTakesTheStreamOver) {
+  const json slow = {{"tiering", {{"fragment_max_age_ms", 600000}, {"fragment_target_bytes", 64 << 20}}}};
+  auto a = start_node("a", {etcd_->endpoint(0)}, 0, slow);
+  auto b = start_node("b", {etcd_->endpoint(1), etcd_->endpoint(2)}, 0, slow);
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(see_each_other(*a, *b));
+  const std::string s = stream_for("a", "copied");
+  ASSERT_OK(admin_->create(s, 1));
+  ASSERT_OK(a->own->await_owner(s, 10s));
+  ASSERT_TRUE(eventually(10s, [&] { return a->own->serving(s); }));
+  auto log = a->node->stream(s);
+  ASSERT_OK(log);
+  const uint64_t flushed = node::test::append_values(**log, 20);
+  ASSERT_OK(a->node->flush(s, 10s));
+  const uint64_t tail = node::test::append_values(**log, 7);
+  const uint64_t epoch_a = admin_->get(s)->epoch;
+
+  // b's copy starts where the remote tier ends and takes a's chunks whole.
+  auto copy = b->node->open_copy(s, flushed);
+  ASSERT_OK(copy);
+  auto same = b->node->open_copy(s, 0);
+  ASSERT_OK(same);
+  EXPECT_EQ(same->get(), copy->get());
+  EXPECT_EQ(a->node->open_copy(s, flushed).code(), Errc::conflict) << "a serves it";
+  {
+    auto r = (*log)->open_reader(log::OffsetSpec::at_offset(flushed));
+    ASSERT_OK(r);
+    for (;;) {
+      auto c = (*r)->next_chunk();
+      ASSERT_OK(c);
+      if (!c->has_value()) break;
+      ASSERT_OK((*copy)->append_copy((*c)->bytes, "a's chunk"));
+    }
+  }
+  EXPECT_EQ((*copy)->committed_next(), tail);
+  EXPECT_EQ((*copy)->last_chunk_epoch(), epoch_a);
+
+  etcd_->freeze(0);
+  EXPECT_TRUE(
+      eventually(std::chrono::milliseconds(kTtlMs + 1000), [&] { return !a->own->serving(s); }));
+  ASSERT_TRUE(eventually(20s, [&] { return b->own->serving(s); }));
+  EXPECT_TRUE((*copy)->closed()) << "the acquire closed the copy before opening the log";
+  auto blog = b->node->stream(s);
+  ASSERT_OK(blog);
+  EXPECT_EQ((*blog)->committed_next(), tail);
+  EXPECT_EQ(node_counter(*b->node, "takeover_kept_offsets"), tail - flushed);
+  EXPECT_EQ(node_counter(*b->node, "takeover_dropped_offsets"), 0u);
+  ASSERT_OK(b->node->flush(s, 10s));
+  auto remote = node::test::read_remote(b->node->store(), *admin_, "t", s);
+  EXPECT_TRUE(remote.errors.empty()) << remote.errors.front();
+  EXPECT_EQ(remote.records.size(), tail);
+  for (const auto& [off, v] : remote.records) ASSERT_EQ(v, node::test::value_of(off)) << off;
+  node::test::append_values(**blog, 1);
+  EXPECT_EQ(chunk_epochs(**blog).back(), epoch_a + 1);
+  etcd_->thaw(0);
+}
+
 // etcd out of a's reach (its only member frozen) and no other node: a
 // stops on its clock with records committed that its uploader could not
 // persist (the catalog is in etcd), then acquires the stream again. The

@@ -1,0 +1,74 @@
+// Node: a replica's copy of a stream another node owns (Node::open_copy) —
+// the owner's chunks kept on this node's disk, in the directory an
+// owner's log would use, so that this node keeps them if it takes the
+// stream over (stream_open.cpp, align_with_remote).
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/stream_name.h"
+#include "node/node_impl.h"
+#include "node/stream_settings_file.h"
+
+namespace strata::node {
+
+Result<std::shared_ptr<log::StreamLog>> Node::open_copy(const std::string& name,
+                                                        uint64_t first_offset) {
+  auto& im = *impl_;
+  {
+    std::lock_guard l(im.mu);
+    if (im.closed) return Error(Errc::closed, "the node is closed");
+    if (im.table.find(name)) {
+      return Error(Errc::conflict, fmt::format("stream {} is served here, not copied", name));
+    }
+    if (auto it = im.copies.find(name); it != im.copies.end() && !it->second->closed()) {
+      return it->second;
+    }
+  }
+  STRATA_TRY(validate_stream_name(name));
+  STRATA_ASSIGN_OR_RETURN(auto kept, catalog_kept_settings(*im.catalog, name));
+  const StreamSettings settings = kept.value_or(StreamSettings{});
+  const EffectiveSettings eff = node::effective_settings(im.cfg, settings);
+  log::LogOptions lo = im.cfg.log_options();
+  lo.max_segment_bytes = eff.segment_bytes;
+  lo.filter_size_bytes = eff.filter_size_bytes;
+  // Trimmed by its copier to what the remote tier holds, never by age or
+  // size: its tail is what a takeover here would keep.
+  lo.retention = {};
+  lo.retention_on_roll = false;
+  auto log = im.registry->open_stream(name, lo);
+  if (!log.ok() && log.code() == Errc::not_found) {
+    lo.first_offset = first_offset;
+    log = im.registry->create(name, lo, [&](FileSystem& fs, const std::string& dir) {
+      return write_settings_file(fs, dir, settings);
+    });
+  }
+  if (!log.ok()) return std::move(log).error().with_context("opening a copy of " + name);
+  std::lock_guard l(im.mu);
+  // Closed, or acquired meanwhile: the owner's open closed nothing of ours yet, and
+  // the copy must not stay open beside it.
+  if (im.closed || im.table.find(name)) {
+    (void)(*log)->close();
+    return Error(im.closed ? Errc::closed : Errc::conflict,
+                 fmt::format("stream {} is served here, not copied", name));
+  }
+  im.copies[name] = *log;
+  return *log;
+}
+
+void Node::close_copy(const std::string& name) { impl_->close_copy(name); }
+
+void Node::Impl::close_copy(const std::string& name) {
+  std::shared_ptr<log::StreamLog> log;
+  {
+    std::lock_guard l(mu);
+    auto it = copies.find(name);
+    if (it == copies.end()) return;
+    log = std::move(it->second);
+    copies.erase(it);
+  }
+  if (Status s = log->close(); !s.ok()) {
+    spdlog::warn("node: stream {}: closing its copy: {}", name, s.to_string());
+  }
+}
+
+}  // namespace strata::node
