@@ -237,10 +237,17 @@ class Node {
   // node serves the stream. acquire_stream closes the copy first and, when
   // its last chunk was written by the tenure it fences, keeps the tail
   // past the remote tier (docs/ARCHITECTURE.md, "Stream ownership").
+  // `hooks` (may be null) decide which segments apply_retention may delete:
+  // a copier trims what the remote tier holds.
   Result<std::shared_ptr<log::StreamLog>> open_copy(const std::string& name,
-                                                    uint64_t first_offset);
+                                                    uint64_t first_offset,
+                                                    std::shared_ptr<log::LogHooks> hooks = nullptr);
   // Closes the copy of `name`, if open (nothing on disk is removed).
   void close_copy(const std::string& name);
+  // Closes the copy of `name` and removes its directory (a copy that no
+  // longer lines up with its owner's log); conflict when this node serves
+  // the stream, OK when there is none.
+  Status drop_copy(const std::string& name);
 
   // Hands `name` over to another node (cluster rebalancing) without losing
   // anything committed, whatever its confirm mode: hides it (stream()

@@ -142,6 +142,7 @@ class Node::Impl {
   std::map<std::string, std::shared_ptr<log::StreamLog>> copies;
   // Removes and closes the copy of `name` (outside mu).
   void close_copy(const std::string& name);
+  nlohmann::json copies_json() const;
   void remember_release(const std::string& name, const StreamEntry& e);
   std::optional<ReleasedAt> released_at(const std::string& name);
   std::optional<uint64_t> own_epoch(const std::string& name, const ReleasedAt* left);

@@ -14,6 +14,24 @@ namespace strata::node {
 
 using json = nlohmann::json;
 
+// The replica copies open here (Node::open_copy): what each holds.
+json Node::Impl::copies_json() const {
+  std::map<std::string, std::shared_ptr<log::StreamLog>> open;
+  {
+    std::lock_guard l(mu);
+    open = copies;
+  }
+  json out = json::object();
+  for (const auto& [name, log] : open) {
+    if (log->closed()) continue;
+    const log::LocalRange r = log->local_range();
+    out[name] = {{"local_first_offset", r.first_offset},
+                 {"local_next_offset", r.next_offset},
+                 {"last_epoch", log->last_chunk_epoch()}};
+  }
+  return out;
+}
+
 namespace {
 
 json histogram_json(const LatencyHistogram::Snapshot& s) {
@@ -255,6 +273,7 @@ json Node::Impl::status_json() const {
             {"misses", gc.misses},
             {"evictions", gc.evictions}}}}}}},
       {"streams", js},
+      {"copies", copies_json()},
       {"deletions", deletions_json()},
   };
 }

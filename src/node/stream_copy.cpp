@@ -12,7 +12,8 @@
 namespace strata::node {
 
 Result<std::shared_ptr<log::StreamLog>> Node::open_copy(const std::string& name,
-                                                        uint64_t first_offset) {
+                                                        uint64_t first_offset,
+                                                        std::shared_ptr<log::LogHooks> hooks) {
   auto& im = *impl_;
   {
     std::lock_guard l(im.mu);
@@ -35,6 +36,11 @@ Result<std::shared_ptr<log::StreamLog>> Node::open_copy(const std::string& name,
   // size: its tail is what a takeover here would keep.
   lo.retention = {};
   lo.retention_on_roll = false;
+  if (hooks) {
+    // Every segment the hooks let go: they keep what is not uploaded.
+    lo.retention.max_bytes = 0;
+    lo.hooks = std::move(hooks);
+  }
   auto log = im.registry->open_stream(name, lo);
   if (!log.ok() && log.code() == Errc::not_found) {
     lo.first_offset = first_offset;
@@ -55,7 +61,23 @@ Result<std::shared_ptr<log::StreamLog>> Node::open_copy(const std::string& name,
   return *log;
 }
 
-void Node::close_copy(const std::string& name) { impl_->close_copy(name); }
+void Node::close_copy(const std::string& name) {
+  impl_->close_copy(name);
+}
+
+Status Node::drop_copy(const std::string& name) {
+  auto& im = *impl_;
+  {
+    std::lock_guard l(im.mu);
+    if (im.table.find(name)) {
+      return Error(Errc::conflict, fmt::format("stream {} is served here, not copied", name));
+    }
+  }
+  im.close_copy(name);
+  Status s = im.registry->remove(name);
+  if (!s.ok() && s.code() != Errc::not_found) return s;
+  return Status::OK();
+}
 
 void Node::Impl::close_copy(const std::string& name) {
   std::shared_ptr<log::StreamLog> log;

@@ -400,7 +400,7 @@ Result<std::shared_ptr<log::StreamLog>> Node::Impl::align_with_remote(
   // has acquired yet, and the epoch of chunks written before chunks named
   // their tenure.)
   const uint64_t tail_epoch = log->last_chunk_epoch();
-  if (exact && st->has_root && remote_next < local_next && owned->epoch_before >= 2 &&
+  if (exact && remote_next < local_next && owned->epoch_before >= 2 &&
       tail_epoch == owned->epoch_before) {
     spdlog::info(
         "node: stream {}: taking it over at remote offset {} with a copy of the last owner's log "

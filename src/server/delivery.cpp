@@ -147,6 +147,45 @@ std::optional<node::LogMark> end_of(const tier::TieredChunk& c) {
   return node::LogMark{c.segment_first_offset, c.position + c.header.total_size()};
 }
 
+// Adds one chunk of a copy subscription (DeliveryOptions::copy) to the
+// batch's last frame, or to a new one when that has no room: its osiris
+// header says the data is followed by a trailer of the stored chunk's
+// header and trailer, so the copier rebuilds the stored chunk whole and
+// any osiris reader passes over it.
+Result<bool> add_copy_frame(const tier::TieredChunk& c, const DeliveryOptions& o,
+                            uint64_t committed, ReadBatch* b, uint64_t* mem) {
+  const log::ChunkHeader& h = c.header;
+  if (c.bytes.size() != h.total_size()) {
+    return Error(Errc::internal,
+                 fmt::format("copy subscription: the chunk at offset {} was not read whole",
+                             h.first_offset));
+  }
+  proto::OsirisChunkHeader oh = osiris_header_for(h, log::chunk_wire_crc(h, c.data()));
+  oh.trailer_len = uint32_t(log::kChunkHeaderSize + h.trailer_len);
+  const size_t head = proto::deliver_head_size(o.version);
+  const uint64_t size = head + h.data_len + log::kChunkHeaderSize + h.trailer_len;
+  ChunkFrame* f = b->frames.empty() ? nullptr : b->frames.back().get();
+  if (!f || f->file || f->bytes.size() + size > std::max<uint64_t>(o.batch_bytes, size)) {
+    auto nf = std::make_shared<ChunkFrame>();
+    nf->chunk_id = h.first_offset;
+    nf->chunks = 0;
+    f = nf.get();
+    b->frames.push_back(std::move(nf));
+  }
+  proto::encode_deliver_head(o.version, o.subscription_id, std::max(committed, h.first_offset),
+                             oh, &f->bytes);
+  f->bytes.append(c.data());
+  f->bytes.append(c.bytes.substr(0, log::kChunkHeaderSize));
+  f->bytes.append(c.bytes.substr(log::kChunkHeaderSize + h.data_len));
+  f->num_records += h.num_records;
+  f->next_offset = h.next_offset();
+  f->end_mark = end_of(c);
+  f->chunks += 1;
+  b->chunks += 1;
+  *mem += size;
+  return true;
+}
+
 // Adds one chunk to the batch: a frame of its own when its body goes by
 // sendfile, else (head and body in memory, the body copied once) joined to
 // the open Deliver, or appended to the batch's last frame when that one is
@@ -154,6 +193,7 @@ std::optional<node::LogMark> end_of(const tier::TieredChunk& c) {
 // after all and the batch has max_chunks Delivers; the caller carries it.
 Result<bool> add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uint64_t committed,
                        uint32_t max_chunks, ReadBatch* b, uint64_t* mem) {
+  if (o.copy) return add_copy_frame(c, o, committed, b, mem);
   // A filtered subscription: a chunk the filter rules out is passed over
   // (true: nothing more to do with it). The others go out as any chunk:
   // osiris skips the filter bytes when it sends a user chunk to a
@@ -306,7 +346,8 @@ ReadBatch read_batch(Delivery::Source& src, const DeliveryOptions& o, uint32_t m
       break;
     }
     const tier::TieredChunk& c = **r;
-    if (c.header.type != log::ChunkType::user) {
+    // A copy holds every chunk: its offsets are the owner's.
+    if (c.header.type != log::ChunkType::user && !o.copy) {
       b.skipped += 1;
       continue;
     }

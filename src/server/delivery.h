@@ -170,6 +170,12 @@ struct DeliveryOptions {
   // the filter bytes). Null: every chunk. Filtered deliveries never join
   // chunks.
   std::shared_ptr<const log::FilterMatcher> filter;
+  // A replica's copy subscription (a peer's Subscribe with the property
+  // kCopyProperty, server/replica_copier.h): every chunk, of any type, goes
+  // out whole — its osiris trailer holds the stored header and trailer
+  // after the data (docs/formats/protocol-frames.md, "Copy subscriptions")
+  // — read into memory, never joined nor filtered.
+  bool copy = false;
   uint32_t batch_chunks = 32;         // chunks one read job prepares, at most
   uint64_t batch_bytes = 1ull << 20;  // in-memory bodies one read job prepares
   // (also the most one ChunkFrame of several chunks holds)

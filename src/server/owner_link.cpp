@@ -120,6 +120,7 @@ void OwnerLink::send_setup() {
   s.stream = opts_.stream;
   s.offset = opts_.spec;
   s.credit = opts_.credit;
+  if (opts_.copy) s.properties = {{std::string(kCopyProperty), "1"}};
   encode(s, &f);
   write(std::move(f));
 }

@@ -39,6 +39,9 @@ struct OwnerLinkOptions {
   std::string stream;
   proto::OffsetSpec spec;
   uint16_t credit = 0;
+  // A copy subscription (server_limits.h kCopyProperty, delivery.h
+  // DeliveryOptions::copy): every stored chunk whole (copy_frame.h).
+  bool copy = false;
   // From connecting to the Subscribe answer (or the question's).
   std::chrono::milliseconds setup_deadline{5000};
   // Set: no subscription; this encodes the one request the link sends

@@ -186,6 +186,7 @@ Status load_cluster_section(JsonSection s, ClusterSettings* out) {
   STRATA_TRY(s.integer_in("rebalance_after_ms", &out->rebalance_after_ms, 0, 86'400'000));
   STRATA_TRY(s.string("peer_user", &out->peer_user));
   STRATA_TRY(s.string("peer_password_file", &out->peer_password_file));
+  STRATA_TRY(s.boolean("replica_copies", &out->replica_copies));
   return s.no_unknown();
 }
 

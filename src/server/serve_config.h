@@ -157,6 +157,10 @@ struct ClusterSettings {
   // confirms what one node's disk holds, and says so at start. Unset, a
   // cluster confirms remote (load_serve_config).
   bool local_confirms_asked = false;
+  // Every node keeps a copy of the unuploaded tail of each stream it does
+  // not own (server/replica_copier.h), which it keeps if it takes the
+  // stream over.
+  bool replica_copies = false;
 };
 
 // How `strata serve` logs (its "logging" section).

@@ -20,6 +20,7 @@
 #include "server/listener.h"
 #include "server/management_cluster.h"
 #include "server/management_streams.h"
+#include "server/replica_copies.h"
 #include "server/served_streams.h"
 #include "server/server_limits.h"
 #include "server/server_metrics.h"
@@ -70,6 +71,8 @@ struct Server::Impl {
   std::unique_ptr<StreamOps> ops;
   std::unique_ptr<ClusterOffsets> cluster_offsets;
   std::unique_ptr<cluster::Ownership> ownership;
+  // cluster.replica_copies: this node's copies of the streams others own.
+  std::shared_ptr<ReplicaCopies> copies;
   std::unique_ptr<TrackedOffsets> tracked;
   std::unique_ptr<SacCoordinator> sac;
   ConnectionRegistry registry;
@@ -314,6 +317,12 @@ Status Server::Impl::join_cluster() {
   ownership = std::move(own).value();
   served->attach_cluster(ownership.get());
   ops->attach_cluster(ownership.get(), cluster_offsets.get());
+  if (cfg.cluster.replica_copies) {
+    const auto every = std::chrono::milliseconds(
+        std::max<int64_t>(cfg.cluster.lease_ttl_ms / 8, kReplicaOwnerCheckMin.count()));
+    copies = ReplicaCopies::start(*served, *node, *ownership, asio::make_strand(runtime->io()),
+                                  runtime->tasks(), every);
+  }
   return Status::OK();
 }
 
@@ -484,6 +493,8 @@ Status Server::Impl::stop() {
   if (access_admin) access_admin->stop();
   if (cluster_offsets) cluster_offsets->close();
   // Revokes the lease: other nodes take this node's streams over at once.
+  stage = "stopping replica copies";
+  if (copies) copies->stop();
   stage = "giving up ownership";
   if (ownership) ownership->stop();
   // Closes the uploaders (on the runtime, still running), then stops the
@@ -592,6 +603,12 @@ nlohmann::json Server::Impl::status_json() const {
   const ServerCounters& c = m.counters;
   nlohmann::json j = m.node->status_json();
   if (m.ownership) j["cluster"] = m.ownership->status_json();
+  if (m.copies) {
+    j["cluster"]["copies"] = {
+        {"streams", m.copies->copying()},
+        {"copied_chunks", m.copies->counters().copied_chunks.load()},
+        {"dropped_copies", m.copies->counters().dropped_copies.load()}};
+  }
   j["server"] = {
       {"listen", fmt::format("{}:{}", front().host(), front().port())},
       {"advertised", m.advertised_address()},

@@ -123,6 +123,9 @@ inline constexpr std::chrono::milliseconds kOwnerQuestionDeadline{3000};
 // What a strata node calls itself when it connects to another
 // (PeerProperties "product"): a question from it is never forwarded on.
 inline constexpr std::string_view kPeerProduct = "strata replica";
+// The Subscribe property ("1") a node's copier sends for a copy
+// subscription (server/replica_copier.h); honoured on peer connections only.
+inline constexpr std::string_view kCopyProperty = "x-strata-copy";
 
 // ---- super streams (super_streams.h) ----
 

@@ -87,6 +87,8 @@ void SubscriptionRoom::on(const SubscribeRequest& r) {
   sub->spec = r.offset;
   sub->group = props["name"];
   sub->filter = filter_of(r.properties);
+  // Asked for by a node only (a client asking gets an ordinary delivery).
+  sub->copy = props[std::string(kCopyProperty)] == "1" && from_peer();
   if (sac) {
     sub->sac_name = props["name"];
     sub->active = false;
@@ -154,6 +156,13 @@ bool SubscriptionRoom::subscribe_replica(const SubscribeRequest& r) {
   return true;
 }
 
+bool SubscriptionRoom::from_peer() const {
+  for (const auto& [k, v] : handshake_.client_properties()) {
+    if (k == "product" && v == kPeerProduct) return true;
+  }
+  return false;
+}
+
 uint64_t SubscriptionRoom::coalesce_limit() const {
   // A joined chunk stays within the frame size both sides agreed on.
   uint64_t limit = settings_.coalesce_bytes;
@@ -199,6 +208,18 @@ void SubscriptionRoom::on_reader(const SubPtr& sub, uint64_t generation,
   opts.coalesce_bytes = coalesce_limit();
   opts.filter = sub->filter;
   opts.use_sendfile = session_.sendfile();
+  // A copy takes the owner's tail whatever the stream delivers to
+  // consumers (a remote-confirmed stream only what the bucket holds): what
+  // it copies is what a takeover on its node keeps. (The append path's
+  // lease fence keeps a deposed owner from writing more.)
+  std::shared_ptr<DeliveryLimit> limit = sub->served->delivery_limit();
+  if (sub->copy) {
+    opts.copy = true;
+    opts.use_sendfile = false;
+    opts.coalesce_bytes = 0;
+    opts.filter = nullptr;
+    limit = nullptr;
+  }
   std::weak_ptr<void> weak = session_.hold();
   sub->delivery = Delivery::start(
       std::move(*out.value).value(), sub->served->stream(), session_.frames(), session_.strand(),
@@ -207,7 +228,7 @@ void SubscriptionRoom::on_reader(const SubPtr& sub, uint64_t generation,
         spdlog::warn("subscription {} on {}: delivery stopped: {}", id, stream, e.to_string());
         if (auto hold = weak.lock()) unavailable(stream);
       },
-      sub->served->delivery_limit());
+      std::move(limit));
   sub->credit = 0;
 }
 

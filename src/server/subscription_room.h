@@ -77,6 +77,8 @@ class SubscriptionRoom {
     bool active = true;
     std::optional<proto::OffsetSpec> answered;
     uint64_t generation = 0;  // bumped by every (de)activation
+    // A replica's copy subscription (DeliveryOptions::copy).
+    bool copy = false;
   };
   using SubPtr = std::shared_ptr<Subscription>;
 
@@ -84,6 +86,8 @@ class SubscriptionRoom {
   // The data bytes a joined wire chunk may hold (server.coalesce_bytes within
   // the agreed frame size).
   uint64_t coalesce_limit() const;
+  // Whether the client is another strata node (server_limits.h, kPeerProduct).
+  bool from_peer() const;
   void start_delivery(const SubPtr& s, const log::OffsetSpec& spec);
   void on_reader(const SubPtr& s, uint64_t generation,
                  TaskOutcome<Result<std::unique_ptr<tier::StreamReader>>> out);

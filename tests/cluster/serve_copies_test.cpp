@@ -1,0 +1,169 @@
+// Replica copies under `strata serve` (cluster.replica_copies,
+// src/server/replica_copier.h): three nodes over a 3-member etcd confirm
+// locally and upload nothing for a minute, so everything confirmed is a
+// tail only the owner's disk holds — and the copies the other nodes keep.
+// Once the copies hold the owner's whole log, the owner is killed -9 and
+// not restarted: the node that takes the stream over keeps its copy's tail
+// and uploads it, and every confirmed message is read back from it. Without
+// copies that takeover drops the whole tail.
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+#include "cluster/cluster_workload.h"
+#include "support/numbered_stream.h"
+#include "support/temp_dir.h"
+
+namespace strata::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+ServeClusterOptions copies_on() {
+  ServeClusterOptions o;
+  o.lease_ttl_ms = 2000;
+  o.patch = {{"http", {{"listen", "127.0.0.1:0"}}},
+             {"cluster", {{"replica_copies", true}, {"rebalance", false}}},
+             {"tiering",
+              {{"confirm", "local"},
+               {"fragment_max_age_ms", 60000},
+               {"fragment_target_bytes", 64 << 20},
+               {"persist_interval_ms", 60000}}}};
+  return o;
+}
+
+// The node's JSON status field at `path`, or null.
+nlohmann::json at(const nlohmann::json& j, std::initializer_list<std::string> path) {
+  const nlohmann::json* p = &j;
+  for (const auto& k : path) {
+    if (!p->is_object() || !p->contains(k)) return nullptr;
+    p = &(*p)[k];
+  }
+  return *p;
+}
+
+// Until every node but `owner` holds a copy of `stream` up to where the
+// owner's log ends; false after `timeout`.
+bool copies_caught_up(ServeCluster& cluster, int owner, const std::string& stream,
+                      std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    auto end = at(node_status(cluster, owner), {"streams", stream, "local_next_offset"});
+    bool all = end.is_number();
+    for (int i = 0; all && i < cluster.size(); ++i) {
+      if (i == owner) continue;
+      auto copied = at(node_status(cluster, i), {"copies", stream, "local_next_offset"});
+      all = copied.is_number() && copied == end;
+    }
+    if (all) return true;
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+TEST(ServeCopiesTest, TheNodeThatTakesOverKeepsItsCopyOfTheDeadOwnersUnuploadedTail) {
+  TempDir dir;
+  std::string err;
+  auto cluster = ServeCluster::start(dir.path(), copies_on(), &err);
+  ASSERT_NE(cluster, nullptr) << err;
+  const std::string stream = "copied";
+  ASSERT_TRUE(cluster->create_stream(0, stream).ok());
+  const int owner = cluster->await_agreed_leader(stream, 20s);
+  ASSERT_GE(owner, 0);
+  Workload w(*cluster, {.stream = stream, .consume = false});
+  w.start();
+  ASSERT_TRUE(w.await_confirms(600, 60s));
+  ASSERT_TRUE(w.drain(60s)) << "unconfirmed messages left";
+  w.stop();
+  ASSERT_TRUE(copies_caught_up(*cluster, owner, stream, 30s))
+      << "the copies never reached the owner's end";
+  // Nothing was uploaded: the tail is on the disks only.
+  const auto end = at(node_status(*cluster, owner), {"streams", stream, "local_next_offset"});
+  const uint64_t tail = end.get<uint64_t>();
+  ASSERT_GT(tail, 0u);
+
+  cluster->kill(owner);
+  // The others name the dead owner until its lease ends.
+  int next = -1;
+  for (const auto deadline = Clock::now() + 30s; Clock::now() < deadline && next < 0;) {
+    const int l = cluster->await_agreed_leader(stream, 5s);
+    if (l >= 0 && l != owner) next = l;
+    if (next < 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_GE(next, 0) << "no other node took the stream over";
+  auto st = node_status(*cluster, next);
+  EXPECT_EQ(at(st, {"node", "takeover_dropped_offsets"}), 0u);
+  EXPECT_EQ(at(st, {"node", "takeover_kept_offsets"}), tail)
+      << "the new owner kept its copy's whole tail";
+  EXPECT_EQ(at(st, {"streams", stream, "local_next_offset"}), tail);
+
+  ASSERT_TRUE(w.final_read(next, 60s));
+  auto report = check_history(w.history(), DuplicatePolicy::none, ReadPolicy::committed_only);
+  EXPECT_TRUE(report.ok()) << report.to_string();
+  std::cout << stream << ": " << report.to_string() << "\n";
+}
+
+// The copies fall behind (their nodes frozen for less than a lease) while
+// the owner confirms more; the owner is killed -9 and another node takes
+// the stream over with the shorter copy, writing its own chunks at the
+// offsets the dead owner had others at. Restarted, the old owner's log (now
+// its copy) no longer lines up with the new owner's: its copier finds the
+// last chunk differs, drops the copy and copies the new owner's log from
+// the remote tier's end — the copy ends where the owner's log ends, with
+// the new tenure's epoch.
+TEST(ServeCopiesTest, ARestartedOwnerWhoseLogDivergedCopiesTheNewOwnersLogAfresh) {
+  TempDir dir;
+  std::string err;
+  auto cluster = ServeCluster::start(dir.path(), copies_on(), &err);
+  ASSERT_NE(cluster, nullptr) << err;
+  const std::string stream = "diverged";
+  ASSERT_TRUE(cluster->create_stream(0, stream).ok());
+  const int old_owner = cluster->await_agreed_leader(stream, 20s);
+  ASSERT_GE(old_owner, 0);
+  Workload w(*cluster, {.stream = stream, .consume = false});
+  w.start();
+  ASSERT_TRUE(w.await_confirms(300, 60s));
+  ASSERT_TRUE(copies_caught_up(*cluster, old_owner, stream, 30s));
+  // The others stop copying for a moment (well within their lease) while
+  // the owner confirms more.
+  std::vector<int> others;
+  for (int i = 0; i < cluster->size(); ++i) {
+    if (i != old_owner) others.push_back(i);
+  }
+  for (int i : others) cluster->freeze(i);
+  const size_t before = w.confirms();
+  const auto frozen_at = Clock::now();
+  while (w.confirms() < before + 50 && Clock::now() - frozen_at < 700ms) {
+    std::this_thread::sleep_for(10ms);
+  }
+  cluster->kill(old_owner);
+  for (int i : others) cluster->thaw(i);
+  ASSERT_GE(w.confirms(), before + 1) << "the owner confirmed nothing while the copies were frozen";
+
+  int next = -1;
+  for (const auto deadline = Clock::now() + 30s; Clock::now() < deadline && next < 0;) {
+    const int l = cluster->await_agreed_leader(stream, 5s);
+    if (l >= 0 && l != old_owner) next = l;
+    if (next < 0) std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_GE(next, 0) << "no other node took the stream over";
+  // Publishing goes on at the new owner, over the offsets the old one had.
+  const size_t after = w.confirms();
+  ASSERT_TRUE(w.await_confirms(after + 300, 60s));
+  ASSERT_TRUE(w.drain(60s));
+  w.stop();
+
+  ASSERT_TRUE(cluster->restart(old_owner, &err)) << err;
+  ASSERT_TRUE(copies_caught_up(*cluster, next, stream, 60s))
+      << "the restarted node's copy never reached the new owner's end";
+  auto st = node_status(*cluster, old_owner);
+  EXPECT_GE(at(st, {"cluster", "copies", "dropped_copies"}).get<uint64_t>(), 1u) << st.dump();
+  auto owner_st = node_status(*cluster, next);
+  const auto epoch = at(owner_st, {"streams", stream, "tiering", "epoch"});
+  ASSERT_TRUE(epoch.is_number()) << owner_st.dump();
+  EXPECT_EQ(at(st, {"copies", stream, "last_epoch"}), epoch);
+}
+
+}  // namespace
+}  // namespace strata::test
