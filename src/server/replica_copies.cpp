@@ -6,7 +6,22 @@
 #include <future>
 #include <set>
 
+#include "common/metrics.h"
+
 namespace strata::server {
+
+std::string copies_metrics_text(const ReplicaCopies* copies) {
+  PromWriter w;
+  w.gauge("strata_cluster_copies", "Streams this node keeps a replica copy of now", {},
+          copies ? double(copies->copying()) : 0);
+  w.counter("strata_cluster_copied_chunks_total",
+            "Chunks of other nodes' streams appended to this node's copies", {},
+            copies ? double(copies->counters().copied_chunks.load()) : 0);
+  w.counter("strata_cluster_dropped_copies_total",
+            "Copies that no longer lined up with their owner's log and started again", {},
+            copies ? double(copies->counters().dropped_copies.load()) : 0);
+  return w.text();
+}
 
 std::shared_ptr<ReplicaCopies> ReplicaCopies::start(ServedStreams& served, node::Node& node,
                                                     cluster::Ownership& own, Strand strand,

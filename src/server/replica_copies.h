@@ -22,6 +22,11 @@ struct CopyCounters {
   std::atomic<uint64_t> dropped_copies{0};
 };
 
+class ReplicaCopies;
+// The copies' Prometheus families; every cluster node exposes them (zero
+// when cluster.replica_copies is off: `copies` null).
+std::string copies_metrics_text(const ReplicaCopies* copies);
+
 class ReplicaCopies : public std::enable_shared_from_this<ReplicaCopies> {
  public:
   static std::shared_ptr<ReplicaCopies> start(ServedStreams& served, node::Node& node,

@@ -593,7 +593,9 @@ std::string Server::metrics_text() const {
   in.consumer_group_series = impl_->cfg.server.consumer_group_metrics;
   in.disk = impl_->node->disk();
   return impl_->node->metrics_text() + server_metrics_text(in) +
-         (impl_->ownership ? impl_->ownership->metrics_text() : "");
+         (impl_->ownership
+              ? impl_->ownership->metrics_text() + copies_metrics_text(impl_->copies.get())
+              : "");
 }
 
 nlohmann::json Server::status_json() const { return impl_->status_json(); }

@@ -223,6 +223,20 @@ TEST(ServeConfig, Cluster) {
       f, no_env());
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_LT(ownership_config(c->cluster, c->node, "h:1").timing.rebalance_after_ms, 0);
+  EXPECT_FALSE(c->cluster.replica_copies) << "off unless asked for";
+  c = load_serve_config(
+      json{{"catalog", etcd_catalog()},
+           {"cluster", {{"enabled", true}, {"node_id", "a"}, {"replica_copies", true}}}},
+      f, no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_TRUE(c->cluster.replica_copies);
+  c = load_serve_config(
+      json{{"catalog", etcd_catalog()},
+           {"cluster", {{"enabled", true}, {"node_id", "a"}, {"replica_copies", "yes"}}}},
+      f, no_env());
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message.find("cluster.replica_copies"), std::string::npos)
+      << c.error().message;
 
   // A cluster defaults to remote confirms; local is taken when asked for,
   // and marked so that serve warns at start.
