@@ -119,12 +119,14 @@ Status read_tiering(JsonSection s, TieringSettings& t) {
   std::string confirm(confirm_mode_name(t.confirm));
   STRATA_TRY(s.string("confirm", &confirm));
   auto mode = parse_confirm_mode(confirm);
-  if (!mode) return bad(s.key("confirm"), confirm, "must be \"local\" or \"remote\"");
+  if (!mode) {
+    return bad(s.key("confirm"), confirm, "must be \"local\", \"remote\" or \"replicated\"");
+  }
   t.confirm = *mode;
   // 0: cut at once when a remote confirm waits (one fragment per append).
   STRATA_TRY(s.integer("remote_confirm_cut_ms", &t.remote_confirm_cut_ms, /*allow_zero=*/true));
   STRATA_TRY(s.integer("remote_confirm_timeout_ms", &t.remote_confirm_timeout_ms));
-  if (t.confirm == ConfirmMode::remote && !t.enabled) {
+  if (t.confirm != ConfirmMode::local && !t.enabled) {
     return bad(s.key("confirm"), confirm,
                "requires tiering.enabled: without a remote tier nothing can be confirmed as "
                "remote-durable");
@@ -148,12 +150,15 @@ Status read_governor(JsonSection s, tier::GovernorConfig& g) {
 }  // namespace
 
 std::string_view confirm_mode_name(ConfirmMode m) {
-  return m == ConfirmMode::remote ? "remote" : "local";
+  return m == ConfirmMode::remote       ? "remote"
+         : m == ConfirmMode::replicated ? "replicated"
+                                        : "local";
 }
 
 std::optional<ConfirmMode> parse_confirm_mode(std::string_view text) {
   if (text == "local") return ConfirmMode::local;
   if (text == "remote") return ConfirmMode::remote;
+  if (text == "replicated") return ConfirmMode::replicated;
   return std::nullopt;
 }
 

@@ -44,9 +44,12 @@ namespace strata::node {
 // When a publish is confirmed (docs/CONFIGURATION.md, "Confirm modes"): `local` once
 // it is committed to the local log; `remote` once, in addition, a persisted
 // manifest covers it (it survives the loss of the node's disk).
-enum class ConfirmMode : uint8_t { local, remote };
+// local: this node's log holds it; remote: a persisted manifest covers it;
+// replicated: the owner's log and every other registered node's replica
+// copy hold it (a cluster only, server/replica_acks.h).
+enum class ConfirmMode : uint8_t { local, remote, replicated };
 std::string_view confirm_mode_name(ConfirmMode m);
-// "local" | "remote"; anything else is nullopt.
+// "local" | "remote" | "replicated"; anything else is nullopt.
 std::optional<ConfirmMode> parse_confirm_mode(std::string_view text);
 
 struct TieringSettings {

@@ -76,7 +76,7 @@ constexpr SettingsField kFields[] = {
     {"confirm",
      [](const json& v, std::string_view k, StreamSettings& s) -> Status {
        auto m = v.is_string() ? parse_confirm_mode(v.get<std::string>()) : std::nullopt;
-       if (!m) return corrupt_field(k, v, "not \"local\" or \"remote\"");
+       if (!m) return corrupt_field(k, v, "not \"local\", \"remote\" or \"replicated\"");
        s.confirm = *m;
        return Status::OK();
      }},
@@ -124,7 +124,7 @@ Status validate_settings(const NodeConfig& cfg, const StreamSettings& s) {
     if (s.local_max_bytes) {
       return bad("local_max_bytes", fmt::format("{}; max_bytes bounds a local stream", why));
     }
-    if (s.confirm.value_or(cfg.tiering.confirm) == ConfirmMode::remote) {
+    if (s.confirm.value_or(cfg.tiering.confirm) != ConfirmMode::local) {
       return bad(
           "confirm",
           fmt::format("remote confirms need the remote tier and {}{}", why,

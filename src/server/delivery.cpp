@@ -179,6 +179,7 @@ Result<bool> add_copy_frame(const tier::TieredChunk& c, const DeliveryOptions& o
   f->bytes.append(c.bytes.substr(log::kChunkHeaderSize + h.data_len));
   f->num_records += h.num_records;
   f->next_offset = h.next_offset();
+  f->chunk_ends.push_back(h.next_offset());
   f->end_mark = end_of(c);
   f->chunks += 1;
   b->chunks += 1;
@@ -421,6 +422,14 @@ std::shared_ptr<Delivery> Delivery::start(std::unique_ptr<tier::StreamReader> re
 
 void Delivery::add_credit(uint16_t n) {
   credit_ = uint32_t(std::min<uint64_t>(uint64_t(credit_) + n, UINT32_MAX));
+  if (opts_.on_copy_ack && !unacked_.empty()) {
+    uint64_t next = 0;
+    for (uint16_t i = 0; i < n && !unacked_.empty(); ++i) {
+      next = unacked_.front();
+      unacked_.pop_front();
+    }
+    opts_.on_copy_ack(next);
+  }
   pump();
 }
 
@@ -521,6 +530,7 @@ void Delivery::send_next() {
   queue_.pop_front();
   credit_ -= f->chunks;
   queued_chunks_ -= f->chunks;
+  if (opts_.on_copy_ack) unacked_.insert(unacked_.end(), f->chunk_ends.begin(), f->chunk_ends.end());
   std::weak_ptr<Delivery> weak = weak_from_this();
   Strand st = strand_;
   sink_->send(f, [weak, st, f](std::error_code ec) {

@@ -58,6 +58,7 @@
 #include <memory>
 #include <optional>
 #include <system_error>
+#include <vector>
 
 #include "common/bytes.h"
 #include "common/fs.h"
@@ -94,6 +95,8 @@ struct ChunkFrame {
   uint64_t next_offset = 0;  // the offset after its last record
   // Where its last chunk ends in the local log (none: a remote chunk).
   std::optional<node::LogMark> end_mark;
+  // A copy subscription's frame: each chunk's next offset, in order.
+  std::vector<uint64_t> chunk_ends;
 
   uint64_t wire_size() const { return bytes.size() + (file ? file->length : 0); }
 };
@@ -176,6 +179,11 @@ struct DeliveryOptions {
   // after the data (docs/formats/protocol-frames.md, "Copy subscriptions")
   // — read into memory, never joined nor filtered.
   bool copy = false;
+  // A copy subscription: the copier grants one credit per chunk it has
+  // appended to its copy (replica_copier.h), so each credit after the
+  // first acknowledges the oldest chunk sent and not yet acknowledged;
+  // called on the strand with the offset after it (replica_acks.h).
+  std::function<void(uint64_t next)> on_copy_ack;
   uint32_t batch_chunks = 32;         // chunks one read job prepares, at most
   uint64_t batch_bytes = 1ull << 20;  // in-memory bodies one read job prepares
   // (also the most one ChunkFrame of several chunks holds)
@@ -265,6 +273,8 @@ class Delivery : public std::enable_shared_from_this<Delivery> {
   std::function<void(const Error&)> on_error_;
   std::deque<std::shared_ptr<const ChunkFrame>> queue_;
   uint32_t credit_ = 0;
+  // A copy subscription's chunks sent and not acknowledged (on_copy_ack).
+  std::deque<uint64_t> unacked_;
   uint32_t queued_chunks_ = 0;  // chunks in queue_, read but not yet sent
   bool reading_ = false;
   bool sending_ = false;

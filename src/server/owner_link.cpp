@@ -120,7 +120,9 @@ void OwnerLink::send_setup() {
   s.stream = opts_.stream;
   s.offset = opts_.spec;
   s.credit = opts_.credit;
-  if (opts_.copy) s.properties = {{std::string(kCopyProperty), "1"}};
+  if (opts_.copy) {
+    s.properties = {{std::string(kCopyProperty), "1"}, {std::string(kCopyNodeProperty), opts_.copy_node}};
+  }
   encode(s, &f);
   write(std::move(f));
 }

@@ -42,6 +42,9 @@ struct OwnerLinkOptions {
   // A copy subscription (server_limits.h kCopyProperty, delivery.h
   // DeliveryOptions::copy): every stored chunk whole (copy_frame.h).
   bool copy = false;
+  // With `copy`: this node's id, which the owner's acknowledgements of the
+  // copy are kept under (replica_acks.h).
+  std::string copy_node;
   // From connecting to the Subscribe answer (or the question's).
   std::chrono::milliseconds setup_deadline{5000};
   // Set: no subscription; this encodes the one request the link sends

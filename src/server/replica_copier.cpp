@@ -151,6 +151,7 @@ void ReplicaCopier::connect(uint64_t from) {
   lo.spec = proto::OffsetSpec{proto::OffsetType::offset, int64_t(from)};
   lo.credit = env_.credit;
   lo.copy = true;
+  lo.copy_node = env_.self_id;
   const uint64_t gen = generation_;
   std::weak_ptr<ReplicaCopier> weak = shared_from_this();
   OwnerLinkHandlers h;

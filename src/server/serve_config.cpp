@@ -279,6 +279,11 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
   auto node = node::load_node_config(document, flags.data_dir, env, overrides);
   if (!node.ok()) return std::move(node).error();
   cfg.node = std::move(node).value();
+  // Replicated confirms wait for the other nodes' copies: a cluster that
+  // confirms so by default keeps them.
+  if (cfg.cluster.enabled && cfg.node.tiering.confirm == node::ConfirmMode::replicated) {
+    cfg.cluster.replica_copies = true;
+  }
   if (cfg.node.data_dir.empty()) return bad("data_dir", "not set (use --data-dir or \"data_dir\")");
   if (cfg.cluster.enabled) {
     if (cfg.node.catalog_backend != "etcd") {

@@ -4,8 +4,12 @@ namespace strata::server {
 
 ServedStream::ServedStream(std::shared_ptr<node::StreamHandle> stream,
                            std::shared_ptr<StreamAppender> appender,
-                           std::shared_ptr<DeliveryLimit> limit)
-    : stream_(std::move(stream)), appender_(std::move(appender)), limit_(std::move(limit)) {
+                           std::shared_ptr<DeliveryLimit> limit,
+                           std::shared_ptr<ReplicaAcks> replicas)
+    : stream_(std::move(stream)),
+      appender_(std::move(appender)),
+      limit_(std::move(limit)),
+      replicas_(std::move(replicas)) {
   // Subscribe before reading the current end, so no commit falls between.
   listener_ = stream_->subscribe(
       [this](const log::CommittedChunk& c) { on_commit(c.header.first_offset); });
@@ -49,6 +53,7 @@ std::vector<std::shared_ptr<StreamWatcher>> ServedStream::watchers() {
 void ServedStream::retire() {
   if (retired_.exchange(true)) return;
   appender_->stop(proto::ResponseCode::stream_not_available);
+  if (replicas_) replicas_->fail_all(Error(Errc::unavailable, "the stream is no longer served here"));
 }
 
 }  // namespace strata::server

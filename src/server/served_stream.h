@@ -12,6 +12,7 @@
 
 #include "node/stream_handle.h"
 #include "server/delivery_limit.h"
+#include "server/replica_acks.h"
 #include "server/stream_appender.h"
 
 namespace strata::server {
@@ -29,8 +30,10 @@ class ServedStream {
  public:
   // `limit`: what its consumers may read (delivery_limit.h); null: all
   // the log committed.
+  // `replicas`: confirm = replicated in a cluster (also its `limit`).
   ServedStream(std::shared_ptr<node::StreamHandle> stream, std::shared_ptr<StreamAppender> appender,
-               std::shared_ptr<DeliveryLimit> limit = nullptr);
+               std::shared_ptr<DeliveryLimit> limit = nullptr,
+               std::shared_ptr<ReplicaAcks> replicas = nullptr);
   ~ServedStream();
   ServedStream(const ServedStream&) = delete;
   ServedStream& operator=(const ServedStream&) = delete;
@@ -39,6 +42,7 @@ class ServedStream {
   const std::shared_ptr<node::StreamHandle>& stream() const { return stream_; }
   StreamAppender& appender() { return *appender_; }
   const std::shared_ptr<DeliveryLimit>& delivery_limit() const { return limit_; }
+  const std::shared_ptr<ReplicaAcks>& replica_acks() const { return replicas_; }
 
   // First offset of the last committed chunk; -1 when the stream is empty.
   int64_t last_chunk_id() const { return last_chunk_id_.load(std::memory_order_acquire); }
@@ -56,6 +60,7 @@ class ServedStream {
   const std::shared_ptr<node::StreamHandle> stream_;
   const std::shared_ptr<StreamAppender> appender_;
   const std::shared_ptr<DeliveryLimit> limit_;
+  const std::shared_ptr<ReplicaAcks> replicas_;
   uint64_t listener_ = 0;
   std::atomic<int64_t> last_chunk_id_{-1};
   std::atomic<bool> retired_{false};

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <set>
 
 #include "common/assert.h"
 #include "server/server_limits.h"
@@ -22,9 +23,12 @@ void ServedStreams::attach_cluster(cluster::Ownership* ownership) {
 }
 
 Result<std::shared_ptr<ServedStream>> ServedStreams::served(const std::string& name) {
-  std::lock_guard l(mu_);
-  auto it = streams_.find(name);
-  if (it != streams_.end() && !it->second->retired()) return it->second;
+  {
+    std::lock_guard l(mu_);
+    auto it = streams_.find(name);
+    if (it != streams_.end() && !it->second->retired()) return it->second;
+  }
+  // Built without the lock: the ownership's view takes its own.
   // A lookup in the node's table: answers at once, whatever other streams'
   // opens are waiting for (node/stream_table.h).
   STRATA_ASSIGN_OR_RETURN(auto stream, node_.handle(name));
@@ -40,14 +44,46 @@ Result<std::shared_ptr<ServedStream>> ServedStreams::served(const std::string& n
   // node's default (node/stream_settings.h).
   // Consumers of a cluster's locally confirmed stream read only while this
   // node's lease holds.
-  auto limit = stream->confirm() == node::ConfirmMode::remote ? persisted_limit(stream)
-               : ownership_.load()                            ? lease_limit(stream)
-                                                              : nullptr;
+  // A replicated stream in a cluster confirms, and delivers, what every
+  // other node's copy holds (replica_acks.h); on a single node it is local.
+  std::shared_ptr<ReplicaAcks> replicas;
+  if (stream->confirm() == node::ConfirmMode::replicated && ownership_.load()) {
+    replicas = std::make_shared<ReplicaAcks>(stream);
+    ao.replicas = replicas;
+    // Every other registered node's copy; kept current by the copies' scan
+    // (replica_copies.h).
+    std::set<std::string> others;
+    cluster::Ownership* own = ownership_.load();
+    for (const auto& [id, addr] : own->view().nodes) {
+      if (id != own->config().node_id) others.insert(id);
+    }
+    replicas->set_required(std::move(others));
+  }
+  std::shared_ptr<DeliveryLimit> limit =
+      replicas                                            ? replicas
+      : stream->confirm() == node::ConfirmMode::remote ? persisted_limit(stream)
+      : ownership_.load()                                 ? lease_limit(stream)
+                                                          : nullptr;
   auto appender = std::make_shared<StreamAppender>(stream, node_.runtime().io(),
                                                    node_.runtime().tasks(), std::move(ao));
-  auto s = std::make_shared<ServedStream>(std::move(stream), std::move(appender), std::move(limit));
+  auto s = std::make_shared<ServedStream>(std::move(stream), std::move(appender), std::move(limit),
+                                          std::move(replicas));
+  std::lock_guard l(mu_);
+  // Another connection served it meanwhile: theirs is the one.
+  auto it = streams_.find(name);
+  if (it != streams_.end() && !it->second->retired()) {
+    s->retire();
+    return it->second;
+  }
   streams_[name] = s;
   return s;
+}
+
+std::shared_ptr<ServedStream> ServedStreams::existing(const std::string& name) {
+  std::lock_guard l(mu_);
+  auto it = streams_.find(name);
+  if (it == streams_.end() || it->second->retired()) return nullptr;
+  return it->second;
 }
 
 bool ServedStreams::served_elsewhere(const std::string& name) {

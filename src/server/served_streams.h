@@ -41,6 +41,9 @@ class ServedStreams final : public StreamDirectory, public ReplicaSource {
   // A stream this node does not serve but the cluster has (its catalog
   // entry exists): clients are to ask Metadata for its leader.
   bool served_elsewhere(const std::string& name);
+  // The stream as served now, if a client has used it since it was opened
+  // here (null otherwise; never opens anything).
+  std::shared_ptr<ServedStream> existing(const std::string& name);
   // Drops the served stream: appender stopped, its publishers and
   // consumers told (MetadataUpdate). With `drain`, first waits (at most
   // kRetireDrainWait) for the appends in flight: what a hand-over persists

@@ -126,6 +126,8 @@ inline constexpr std::string_view kPeerProduct = "strata replica";
 // The Subscribe property ("1") a node's copier sends for a copy
 // subscription (server/replica_copier.h); honoured on peer connections only.
 inline constexpr std::string_view kCopyProperty = "x-strata-copy";
+// ... and the copier's node id beside it.
+inline constexpr std::string_view kCopyNodeProperty = "x-strata-node";
 
 // ---- super streams (super_streams.h) ----
 

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "server/remote_confirms.h"
+#include "server/replica_acks.h"
 #include "server/server_limits.h"
 
 namespace strata::server {
@@ -81,6 +82,7 @@ struct StreamAppender::Impl : std::enable_shared_from_this<Impl> {
   // confirm = remote, on strand_: a drain waits to be remote.
   void hold_remote(std::vector<Item> items, uint64_t through);
   void start_wait(uint64_t through);
+  bool waits_for_durability() const;
   void release_remote();
   void arm_remote_timer();
 
@@ -221,7 +223,7 @@ void StreamAppender::Impl::stop(ResponseCode code) {
     if (!running_) idle_cv_.notify_all();
   }
   notify(failed);
-  if (stream_->confirm() == node::ConfirmMode::remote) {
+  if (waits_for_durability()) {
     // What waits to be remote is answered now: nothing after a stop may be
     // confirmed.
     asio::post(strand_, [self = shared_from_this()] {
@@ -372,7 +374,7 @@ void StreamAppender::Impl::append_all(node::StreamHandle& stream, std::vector<It
 }
 
 void StreamAppender::Impl::finish(std::vector<Item> items, uint64_t through) {
-  if (stream_->confirm() == node::ConfirmMode::remote) {
+  if (waits_for_durability()) {
     hold_remote(std::move(items), through);
   } else {
     // A local confirm promises what this node holds; a node whose lease
@@ -407,7 +409,7 @@ void StreamAppender::Impl::hold_remote(std::vector<Item> items, uint64_t through
   bool needs_wait = false;
   for (const Item& it : items)
     needs_wait = needs_wait || (it.code == ResponseCode::ok && !it.ids.empty());
-  if (needs_wait && !stream_->tiered()) {
+  if (needs_wait && !stream_->tiered() && !opts_.replicas) {
     spdlog::error(
         "stream {}: confirm = remote but the stream has no uploader (tiering disabled); "
         "failing the batches",
@@ -434,17 +436,31 @@ void StreamAppender::Impl::start_wait(uint64_t through) {
   }
   // The uploader answers exactly once (persisted, or why it stopped) —
   // unless its event loop has ended; the deadline covers that.
-  stream_->await_remote(through, [self = shared_from_this(), through](Status s) {
+  auto answered = [self = shared_from_this(), through](Status s) {
     asio::post(self->strand_, [self, through, s = std::move(s)] {
-      // The persist that answered may cover groups added after this wait
-      // started: they go now too.
-      const uint64_t persisted = s.ok() ? self->stream_->persisted_next() : 0;
+      // The persist (or the copies' acknowledgement) that answered may
+      // cover groups added after this wait started: they go now too.
+      const uint64_t persisted = !s.ok()              ? 0
+                                 : self->opts_.replicas ? self->opts_.replicas->end()
+                                                        : self->stream_->persisted_next();
       if (auto w = self->remote_.on_wait(through, s, steady_ms(), persisted)) {
         self->start_wait(*w);
       }
       self->release_remote();
     });
-  });
+  };
+  if (opts_.replicas) {
+    if (through == 0) return answered(Status::OK());
+    opts_.replicas->await_beyond(through - 1, std::move(answered));
+  } else {
+    stream_->await_remote(through, std::move(answered));
+  }
+}
+
+// A confirm waits past the local append: remote, or replicated in a cluster.
+bool StreamAppender::Impl::waits_for_durability() const {
+  return stream_->confirm() == node::ConfirmMode::remote ||
+         (stream_->confirm() == node::ConfirmMode::replicated && opts_.replicas);
 }
 
 void StreamAppender::Impl::release_remote() {

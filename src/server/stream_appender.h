@@ -40,6 +40,8 @@
 
 namespace strata::server {
 
+class ReplicaAcks;
+
 // Who learns about a batch's outcome (a connection).
 class PublishSink {
  public:
@@ -76,6 +78,10 @@ struct AppenderOptions {
   std::chrono::microseconds linger{0};
   uint64_t linger_bytes = 1u << 20;
   uint64_t linger_min_rate = 50'000;
+  // confirm = replicated in a cluster (replica_acks.h): a batch is
+  // confirmed once the copies hold it, waited for as a remote confirm is
+  // (same deadline). Null: replicated confirms as local (a single node).
+  std::shared_ptr<ReplicaAcks> replicas;
 };
 
 class StreamAppender {

@@ -68,7 +68,7 @@ constexpr StreamArg kArgs[] = {
     {"x-strata-confirm",
      [](const std::string& k, const std::string& v, node::StreamSettings& out) -> Status {
        auto m = node::parse_confirm_mode(v);
-       if (!m) return bad_arg(k, v, "expected local or remote");
+       if (!m) return bad_arg(k, v, "expected local, remote or replicated");
        out.confirm = *m;
        return Status::OK();
      }},

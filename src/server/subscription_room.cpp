@@ -89,6 +89,7 @@ void SubscriptionRoom::on(const SubscribeRequest& r) {
   sub->filter = filter_of(r.properties);
   // Asked for by a node only (a client asking gets an ordinary delivery).
   sub->copy = props[std::string(kCopyProperty)] == "1" && from_peer();
+  if (sub->copy) sub->copy_node = props[std::string(kCopyNodeProperty)];
   if (sac) {
     sub->sac_name = props["name"];
     sub->active = false;
@@ -219,6 +220,10 @@ void SubscriptionRoom::on_reader(const SubPtr& sub, uint64_t generation,
     opts.coalesce_bytes = 0;
     opts.filter = nullptr;
     limit = nullptr;
+    // Every credit after the first acknowledges a chunk the copy holds.
+    if (auto acks = sub->served->replica_acks(); acks && !sub->copy_node.empty()) {
+      opts.on_copy_ack = [acks, node = sub->copy_node](uint64_t next) { acks->ack(node, next); };
+    }
   }
   std::weak_ptr<void> weak = session_.hold();
   sub->delivery = Delivery::start(

@@ -79,6 +79,7 @@ class SubscriptionRoom {
     uint64_t generation = 0;  // bumped by every (de)activation
     // A replica's copy subscription (DeliveryOptions::copy).
     bool copy = false;
+    std::string copy_node;  // the copier's node (kCopyNodeProperty)
   };
   using SubPtr = std::shared_ptr<Subscription>;
 
