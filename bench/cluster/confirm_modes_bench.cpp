@@ -1,0 +1,176 @@
+// Confirm latency and throughput of `strata serve` in a cluster, by confirm
+// mode, in one run: three nodes over a 3-member etcd cluster and one
+// directory object store (tests/support/serve_cluster.h), a stream created
+// with the mode under test (`x-strata-confirm`), and `strata perf` — one
+// publisher at a fixed rate and one consumer, both on the stream's leader —
+// for --time seconds. Printed: the medians over --runs runs of perf's
+// confirm latency p50/p99, publish-to-deliver p50/p99 and confirmed msg/s.
+// `replicated` waits for the other two nodes' copies (the cluster then
+// keeps them, cluster.replica_copies); `remote` for a persisted manifest;
+// `local` for the leader's own log.
+//   confirm_modes_bench [--runs N] [--rate MSG_PER_S] [--time S] [--size B]
+//                       [--batch N] [--modes local,remote,replicated]
+//                       [--fsync always|interval|never]
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "support/process.h"
+#include "support/serve_cluster.h"
+#include "support/temp_dir.h"
+
+using namespace strata::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Options {
+  int runs = 3;
+  int rate = 10000;
+  double time_s = 10;
+  int size = 100;
+  int batch = 10;
+  std::string fsync = "always";
+  std::vector<std::string> modes = {"local", "remote", "replicated"};
+};
+
+struct Sample {
+  double confirm_p50_us = -1, confirm_p99_us = -1;
+  double deliver_p50_us = -1, deliver_p99_us = -1;
+  double confirmed_msg_s = -1;
+  uint64_t publish_errors = 0;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// One cluster, one stream of `mode`, one perf run on its leader.
+std::optional<Sample> run_once(const Options& o, const std::string& mode) {
+  TempDir dir;
+  std::string err;
+  ServeClusterOptions co;
+  co.lease_ttl_ms = 5000;
+  co.patch = {{"tiering", {{"confirm", mode}}}, {"log", {{"fsync", o.fsync}}}};
+  auto cluster = ServeCluster::start(dir.path(), co, &err);
+  if (!cluster) {
+    std::cerr << "cluster: " << err << "\n";
+    return std::nullopt;
+  }
+  const std::string stream = "bench-" + mode;
+  // Created with no arguments, as `strata perf` asks (the cluster's
+  // default confirm is the mode), so that perf's own Create finds it.
+  {
+    auto c = cluster->client(0);
+    if (!c.ok()) {
+      std::cerr << "client: " << c.error().to_string() << "\n";
+      return std::nullopt;
+    }
+    auto sent = c->send(strata::proto::CreateStreamRequest{c->corr(), stream, {}});
+    auto r = sent.ok() ? c->expect<strata::proto::CreateStreamResponse>(60s)
+                       : decltype(c->expect<strata::proto::CreateStreamResponse>(60s))(sent.error());
+    if (!r.ok() || r->code != strata::proto::ResponseCode::ok) {
+      std::cerr << "create " << stream << " failed\n";
+      return std::nullopt;
+    }
+  }
+  const int leader = cluster->await_agreed_leader(stream, 30s);
+  if (leader < 0) {
+    std::cerr << "no leader\n";
+    return std::nullopt;
+  }
+  // Let every node see the others (replicated waits for each copy).
+  std::this_thread::sleep_for(1s);
+  const std::vector<std::string> argv = {
+      STRATA_BIN,      "perf",       "--host",          "127.0.0.1",
+      "--port",        std::to_string(cluster->port(leader)),
+      "--stream",      stream,       "-x",              "1",
+      "-y",            "1",          "-r",              std::to_string(o.rate),
+      "-z",            std::to_string(o.time_s),         "-s",
+      std::to_string(o.size),        "--batch-size",    std::to_string(o.batch),
+      "--json"};
+  TempDir logs;
+  auto p = Process::spawn(argv, logs.path());
+  auto st = p.wait(std::chrono::seconds(int(o.time_s) + 120));
+  const std::string out = p.stdout_text();
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  if (!st || *st != 0 || j.is_discarded()) {
+    std::cerr << "perf failed (" << st.value_or(-1) << "): " << out << p.stderr_text() << "\n";
+    return std::nullopt;
+  }
+  Sample s;
+  s.confirm_p50_us = j["confirm_latency_us"]["p50"].get<double>();
+  s.confirm_p99_us = j["confirm_latency_us"]["p99"].get<double>();
+  s.deliver_p50_us = j["deliver_latency_us"]["p50"].get<double>();
+  s.deliver_p99_us = j["deliver_latency_us"]["p99"].get<double>();
+  s.confirmed_msg_s = j["rates"]["confirmed_msg_s"].get<double>();
+  s.publish_errors = j["publish_errors"].get<uint64_t>();
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; i += 2) {
+    if (i + 1 >= argc) {
+      std::cerr << "missing the value of " << argv[i] << "\n";
+      return 2;
+    }
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--runs") {
+      o.runs = std::max(1, std::atoi(v.c_str()));
+    } else if (k == "--rate") {
+      o.rate = std::max(1, std::atoi(v.c_str()));
+    } else if (k == "--time") {
+      o.time_s = std::max(1.0, std::atof(v.c_str()));
+    } else if (k == "--size") {
+      o.size = std::max(16, std::atoi(v.c_str()));
+    } else if (k == "--batch") {
+      o.batch = std::max(1, std::atoi(v.c_str()));
+    } else if (k == "--fsync") {
+      o.fsync = v;
+    } else if (k == "--modes") {
+      o.modes.clear();
+      std::stringstream ss(v);
+      for (std::string m; std::getline(ss, m, ',');) o.modes.push_back(m);
+    } else {
+      std::cerr << "usage: confirm_modes_bench [--runs N] [--rate MSG_PER_S] [--time S] "
+                   "[--size B] [--batch N] [--modes local,remote,replicated] [--fsync POLICY]\n";
+      return 2;
+    }
+  }
+  std::printf("%d msg/s of %d B in frames of %d, %.0f s per run, fsync %s, median of %d runs\n",
+              o.rate, o.size, o.batch, o.time_s, o.fsync.c_str(), o.runs);
+  std::printf("| confirm | confirm p50 | confirm p99 | deliver p50 | deliver p99 | confirmed msg/s "
+              "| publish errors |\n|---|---:|---:|---:|---:|---:|---:|\n");
+  int failures = 0;
+  for (const std::string& mode : o.modes) {
+    std::vector<double> c50, c99, d50, d99, rate;
+    uint64_t errors = 0;
+    for (int r = 0; r < o.runs; ++r) {
+      auto s = run_once(o, mode);
+      if (!s) {
+        failures += 1;
+        continue;
+      }
+      c50.push_back(s->confirm_p50_us);
+      c99.push_back(s->confirm_p99_us);
+      d50.push_back(s->deliver_p50_us);
+      d99.push_back(s->deliver_p99_us);
+      rate.push_back(s->confirmed_msg_s);
+      errors += s->publish_errors;
+    }
+    std::printf("| `%s` | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.0f | %llu |\n", mode.c_str(),
+                median(c50) / 1000, median(c99) / 1000, median(d50) / 1000, median(d99) / 1000,
+                median(rate), static_cast<unsigned long long>(errors));
+    std::fflush(stdout);
+  }
+  return failures == 0 ? 0 : 1;
+}
