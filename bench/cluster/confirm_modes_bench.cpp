@@ -73,8 +73,9 @@ std::optional<Sample> run_once(const Options& o, const std::string& mode) {
       return std::nullopt;
     }
     auto sent = c->send(strata::proto::CreateStreamRequest{c->corr(), stream, {}});
-    auto r = sent.ok() ? c->expect<strata::proto::CreateStreamResponse>(60s)
-                       : decltype(c->expect<strata::proto::CreateStreamResponse>(60s))(sent.error());
+    auto r = sent.ok()
+                 ? c->expect<strata::proto::CreateStreamResponse>(60s)
+                 : decltype(c->expect<strata::proto::CreateStreamResponse>(60s))(sent.error());
     if (!r.ok() || r->code != strata::proto::ResponseCode::ok) {
       std::cerr << "create " << stream << " failed\n";
       return std::nullopt;
@@ -87,14 +88,17 @@ std::optional<Sample> run_once(const Options& o, const std::string& mode) {
   }
   // Let every node see the others (replicated waits for each copy).
   std::this_thread::sleep_for(1s);
-  const std::vector<std::string> argv = {
-      STRATA_BIN,      "perf",       "--host",          "127.0.0.1",
-      "--port",        std::to_string(cluster->port(leader)),
-      "--stream",      stream,       "-x",              "1",
-      "-y",            "1",          "-r",              std::to_string(o.rate),
-      "-z",            std::to_string(o.time_s),         "-s",
-      std::to_string(o.size),        "--batch-size",    std::to_string(o.batch),
-      "--json"};
+  const std::vector<std::string> argv = {STRATA_BIN,     "perf",
+                                         "--host",       "127.0.0.1",
+                                         "--port",       std::to_string(cluster->port(leader)),
+                                         "--stream",     stream,
+                                         "-x",           "1",
+                                         "-y",           "1",
+                                         "-r",           std::to_string(o.rate),
+                                         "-z",           std::to_string(o.time_s),
+                                         "-s",           std::to_string(o.size),
+                                         "--batch-size", std::to_string(o.batch),
+                                         "--json"};
   TempDir logs;
   auto p = Process::spawn(argv, logs.path());
   auto st = p.wait(std::chrono::seconds(int(o.time_s) + 120));
@@ -148,8 +152,9 @@ int main(int argc, char** argv) {
   }
   std::printf("%d msg/s of %d B in frames of %d, %.0f s per run, fsync %s, median of %d runs\n",
               o.rate, o.size, o.batch, o.time_s, o.fsync.c_str(), o.runs);
-  std::printf("| confirm | confirm p50 | confirm p99 | deliver p50 | deliver p99 | confirmed msg/s "
-              "| publish errors |\n|---|---:|---:|---:|---:|---:|---:|\n");
+  std::printf(
+      "| confirm | confirm p50 | confirm p99 | deliver p50 | deliver p99 | confirmed msg/s "
+      "| publish errors |\n|---|---:|---:|---:|---:|---:|---:|\n");
   int failures = 0;
   for (const std::string& mode : o.modes) {
     std::vector<double> c50, c99, d50, d99, rate;

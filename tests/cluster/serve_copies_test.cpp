@@ -62,6 +62,17 @@ bool copies_caught_up(ServeCluster& cluster, int owner, const std::string& strea
   }
 }
 
+// Once the others agree on a leader that is not `old` (they name a killed
+// owner until its lease ends); -1 after 30 s.
+int other_leader(ServeCluster& cluster, const std::string& stream, int old) {
+  for (const auto deadline = Clock::now() + 30s; Clock::now() < deadline;) {
+    const int l = cluster.await_agreed_leader(stream, 5s);
+    if (l >= 0 && l != old) return l;
+    std::this_thread::sleep_for(100ms);
+  }
+  return -1;
+}
+
 TEST(ServeCopiesTest, TheNodeThatTakesOverKeepsItsCopyOfTheDeadOwnersUnuploadedTail) {
   TempDir dir;
   std::string err;
@@ -84,13 +95,7 @@ TEST(ServeCopiesTest, TheNodeThatTakesOverKeepsItsCopyOfTheDeadOwnersUnuploadedT
   ASSERT_GT(tail, 0u);
 
   cluster->kill(owner);
-  // The others name the dead owner until its lease ends.
-  int next = -1;
-  for (const auto deadline = Clock::now() + 30s; Clock::now() < deadline && next < 0;) {
-    const int l = cluster->await_agreed_leader(stream, 5s);
-    if (l >= 0 && l != owner) next = l;
-    if (next < 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const int next = other_leader(*cluster, stream, owner);
   ASSERT_GE(next, 0) << "no other node took the stream over";
   auto st = node_status(*cluster, next);
   EXPECT_EQ(at(st, {"node", "takeover_dropped_offsets"}), 0u);
@@ -141,12 +146,7 @@ TEST(ServeCopiesTest, ARestartedOwnerWhoseLogDivergedCopiesTheNewOwnersLogAfresh
   for (int i : others) cluster->thaw(i);
   ASSERT_GE(w.confirms(), before + 1) << "the owner confirmed nothing while the copies were frozen";
 
-  int next = -1;
-  for (const auto deadline = Clock::now() + 30s; Clock::now() < deadline && next < 0;) {
-    const int l = cluster->await_agreed_leader(stream, 5s);
-    if (l >= 0 && l != old_owner) next = l;
-    if (next < 0) std::this_thread::sleep_for(100ms);
-  }
+  const int next = other_leader(*cluster, stream, old_owner);
   ASSERT_GE(next, 0) << "no other node took the stream over";
   // Publishing goes on at the new owner, over the offsets the old one had.
   const size_t after = w.confirms();
@@ -198,12 +198,7 @@ TEST(ServeCopiesTest, ReplicatedConfirmsSurviveKillingTheOwner) {
     std::this_thread::sleep_for(500ms);
     cluster->kill(owner);
     for (int i : others) cluster->thaw(i);
-    int next = -1;
-    for (const auto deadline = Clock::now() + 30s; Clock::now() < deadline && next < 0;) {
-      const int l = cluster->await_agreed_leader(stream, 5s);
-      if (l >= 0 && l != owner) next = l;
-      if (next < 0) std::this_thread::sleep_for(100ms);
-    }
+    const int next = other_leader(*cluster, stream, owner);
     ASSERT_GE(next, 0) << "round " << round << ": no other node took the stream over";
     ASSERT_TRUE(cluster->restart(owner, &err)) << err;
     const size_t now = w.confirms();
