@@ -91,6 +91,8 @@ struct ClusterView {
   std::map<std::string, OwnerRecord> owners;     // stream -> owner
   std::vector<std::string> streams;              // catalog streams
   std::map<std::string, std::string> deletions;  // stream -> node that requested it
+  // Ownerless streams' candidacies: stream -> node -> what it stood with.
+  std::map<std::string, std::map<std::string, Candidacy>> candidacies;
 };
 
 class Ownership {

@@ -112,12 +112,17 @@ void OwnershipCore::close_all(Effects& fx) {
 void OwnershipCore::fence(const std::string& why, Effects& fx) {
   fences_ += 1;
   // Nothing won under the old lease is opened or acquired now.
-  std::erase_if(fx, [](const Effect& e) {
-    return std::holds_alternative<effect::Open>(e) || std::holds_alternative<effect::Acquire>(e);
+  std::erase_if(fx, [&](const Effect& e) {
+    if (auto* st = std::get_if<effect::Stand>(&e)) candidacy_in_flight_.erase(st->stream);
+    if (auto* w = std::get_if<effect::Withdraw>(&e)) candidacy_in_flight_.erase(w->stream);
+    return std::holds_alternative<effect::Open>(e) || std::holds_alternative<effect::Acquire>(e) ||
+           std::holds_alternative<effect::Stand>(e) || std::holds_alternative<effect::Withdraw>(e);
   });
   close_all(fx);
   fx.push_back(effect::LeaseGivenUp{why});
   retry_at_.clear();
+  // Candidacies on the old lease go with it.
+  stood_.clear();
   // Opens under the old lease end as stale (their lease is not ours).
   orphan_opens_.clear();
   if (lease_ != 0) fx.push_back(effect::Revoke{lease_});
@@ -214,6 +219,12 @@ void OwnershipCore::acquire_ownerless(int64_t now, Effects& fx) {
   for (const auto& s : view_.streams) {
     if (auto ow = view_.owners.find(s); ow != view_.owners.end()) {
       ownerless_since_.erase(s);
+      stood_.erase(s);
+      if (t_.elect_most_complete && has_candidacy(s) && !candidacy_in_flight_.count(s) &&
+          !backing_off(s, now)) {
+        candidacy_in_flight_.insert(s);
+        fx.push_back(effect::Withdraw{s, lease_});
+      }
       // A key naming this node on another lease: one this node gave up,
       // or an earlier process's (node ids are unique): ours to take back,
       // before that lease expires and the stream goes to whoever acquires
@@ -231,20 +242,54 @@ void OwnershipCore::acquire_ownerless(int64_t now, Effects& fx) {
     if (owned_.count(s) || orphan_opens_.count(s) || !self_seen || backing_off(s, now)) continue;
     // Whoever asked to delete an ownerless stream takes it, to delete it.
     auto del = view_.deletions.find(s);
-    bool first =
-        first_choice(s, view_.nodes) == id_ || (del != view_.deletions.end() && del->second == id_);
-    if (!first && now - since->second < t_.acquire_grace_ms) continue;
+    const bool asked = del != view_.deletions.end() && del->second == id_;
+    const int64_t waited = now - since->second;
+    bool go = asked;
+    if (!go && t_.elect_most_complete) {
+      go = elected(s, waited, fx);
+    } else if (!go) {
+      go = first_choice(s, view_.nodes) == id_ || waited >= t_.acquire_grace_ms;
+    }
+    if (!go) continue;
     owned_[s] = Owned{StreamState::acquiring, 0, true};
     fx.push_back(effect::Acquire{s, lease_});
   }
   // Forget streams no longer in the catalog.
-  for (auto it = ownerless_since_.begin(); it != ownerless_since_.end();) {
-    if (std::find(view_.streams.begin(), view_.streams.end(), it->first) == view_.streams.end()) {
-      it = ownerless_since_.erase(it);
-    } else {
-      ++it;
-    }
+  auto listed = [&](const std::string& s) {
+    return std::find(view_.streams.begin(), view_.streams.end(), s) != view_.streams.end();
+  };
+  std::erase_if(ownerless_since_, [&](const auto& kv) { return !listed(kv.first); });
+  std::erase_if(stood_, [&](const std::string& s) { return !listed(s); });
+}
+
+bool OwnershipCore::has_candidacy(const std::string& stream) const {
+  auto c = view_.candidacies.find(stream);
+  return c != view_.candidacies.end() && c->second.count(id_);
+}
+
+bool OwnershipCore::elected(const std::string& s, int64_t waited, Effects& fx) {
+  if (!stood_.count(s) && !candidacy_in_flight_.count(s) && !has_candidacy(s)) {
+    candidacy_in_flight_.insert(s);
+    fx.push_back(effect::Stand{s, lease_});
   }
+  auto c = view_.candidacies.find(s);
+  const Election e = elect(s, view_.nodes, c == view_.candidacies.end() ? nullptr : &c->second);
+  // The most complete copy, once every live node has stood — or after the
+  // grace, among those that have.
+  if (e.best == id_ && (e.all_stood || waited >= t_.acquire_grace_ms)) return true;
+  // Whoever stood best did not take it (it hangs, or died and its lease
+  // has not expired yet): anyone does, as without elections.
+  return waited >= 2 * t_.acquire_grace_ms;
+}
+
+void OwnershipCore::on_candidacy(const ev::CandidacyDone& c, int64_t now) {
+  candidacy_in_flight_.erase(c.stream);
+  if (c.lease != lease_) return;
+  if (!c.ok) {
+    retry_at_[c.stream] = now + t_.retry_ms;
+    return;
+  }
+  if (c.stood) stood_.insert(c.stream);
 }
 
 // Deletions requested of streams served here.
@@ -446,6 +491,7 @@ Effects OwnershipCore::on(const Event& e, int64_t now) {
                  [&](const ev::RemoveDone& r) { on_removed(r, now); },
                  [&](const ev::HandoffDone& h) { on_handed_off(h, now, fx); },
                  [&](const ev::WriterFenced& f) { on_writer_fenced(f, fx); },
+                 [&](const ev::CandidacyDone& c) { on_candidacy(c, now); },
              },
              e);
   check_clock(now, fx);

@@ -59,6 +59,15 @@
 // served (tried again after `rebalance_after_ms`); one that closed it but
 // could not delete the key opens it again (a takeover under our own key).
 //
+// Electing the most complete copy (OwnershipTiming::elect_most_complete,
+// on with cluster.replica_copies): instead of its first choice, an
+// ownerless stream goes to the live node whose disk holds the most of it
+// past the remote tier (cluster/election.h). Every live node stands
+// (effect::Stand posts its candidacy); the best one acquires as soon as
+// every live node has stood, or after `acquire_grace_ms` with those that
+// have; after twice that, anyone (a best node that hangs must not keep
+// the stream ownerless).
+//
 // Deleting from any node. A node asked to delete a stream it does not serve
 // requests it in the catalog (<ns>/deletions/<stream> = its id): the node
 // serving the stream deletes it (effect::Remove); an ownerless stream is
@@ -74,6 +83,8 @@
 #include <variant>
 #include <vector>
 
+#include "cluster/election.h"
+
 namespace strata::cluster {
 
 struct OwnershipTiming {
@@ -85,6 +96,8 @@ struct OwnershipTiming {
   // A node must be registered this long before streams are handed over
   // to it; 0: 2 x lease_ttl_ms; negative: streams are never handed over.
   int64_t rebalance_after_ms = 0;
+  // Ownerless streams go to the most complete copy, not the first choice.
+  bool elect_most_complete = false;
 
   // With the defaults filled in.
   OwnershipTiming resolved() const;
@@ -131,6 +144,9 @@ struct View {
   // Deletions requested through the catalog (<ns>/deletions/<stream>), by
   // the node that asked: its owner deletes the stream.
   std::map<std::string, std::string> deletions;
+  // Candidacies for ownerless streams (<ns>/candidates/<node>/<stream>):
+  // stream -> node -> what it stood with.
+  std::map<std::string, std::map<std::string, Candidacy>> candidacies;
 };
 struct AcquireDone {
   std::string stream;
@@ -168,11 +184,19 @@ struct WriterFenced {
   int64_t lease = 0;
   std::string why;
 };
+// A Stand or Withdraw ended.
+struct CandidacyDone {
+  std::string stream;
+  int64_t lease = 0;
+  bool stood = false;  // a Stand's (else a Withdraw's)
+  bool ok = false;
+  std::string why;
+};
 }  // namespace ev
 
 using Event = std::variant<ev::Tick, ev::LeaseGranted, ev::LeaseFailed, ev::KeepaliveDone,
                            ev::Registered, ev::View, ev::AcquireDone, ev::OpenDone,
-                           ev::WriterFenced, ev::RemoveDone, ev::HandoffDone>;
+                           ev::WriterFenced, ev::RemoveDone, ev::HandoffDone, ev::CandidacyDone>;
 
 // ---- effects: what the shell runs, in the order the core emits them ----
 //
@@ -229,6 +253,17 @@ struct HandOff {
   std::string stream;
   int64_t lease = 0;
 };
+// Post this node's candidacy for an ownerless stream on `lease`: what its
+// disk holds of it (node/node.h, Node::local_tail) -> CandidacyDone.
+struct Stand {
+  std::string stream;
+  int64_t lease = 0;
+};
+// Delete this node's candidacy for a stream that has an owner -> CandidacyDone.
+struct Withdraw {
+  std::string stream;
+  int64_t lease = 0;
+};
 // The lease was given up (fenced): logged and counted; every stream it
 // served was closed by the Close effects before this one.
 struct LeaseGivenUp {
@@ -238,7 +273,7 @@ struct LeaseGivenUp {
 
 using Effect = std::variant<effect::GrantLease, effect::Keepalive, effect::Register, effect::Revoke,
                             effect::Acquire, effect::Open, effect::Close, effect::Remove,
-                            effect::HandOff, effect::LeaseGivenUp>;
+                            effect::HandOff, effect::LeaseGivenUp, effect::Stand, effect::Withdraw>;
 using Effects = std::vector<Effect>;
 
 class OwnershipCore {
@@ -285,6 +320,7 @@ class OwnershipCore {
   void on_removed(const ev::RemoveDone& r, int64_t now);
   void on_handed_off(const ev::HandoffDone& h, int64_t now, Effects& fx);
   void on_writer_fenced(const ev::WriterFenced& f, Effects& fx);
+  void on_candidacy(const ev::CandidacyDone& c, int64_t now);
   void apply(const ev::View& v, Effects& fx);
 
   // ---- the clock and the lease ----
@@ -300,6 +336,9 @@ class OwnershipCore {
   void remove_requested(int64_t now, Effects& fx);
   void maybe_hand_off(int64_t now, Effects& fx);
   void retry_opens(int64_t now, Effects& fx);
+  // Elections: whether this node takes ownerless `stream` now; stands for it first.
+  bool elected(const std::string& stream, int64_t waited, Effects& fx);
+  bool has_candidacy(const std::string& stream) const;
   bool backing_off(const std::string& stream, int64_t now) const;
   void emit_open(const std::string& stream, Owned& o, Effects& fx);
 
@@ -325,6 +364,10 @@ class OwnershipCore {
   std::map<std::string, int64_t> ownerless_since_;
   std::map<std::string, int64_t> retry_at_;  // stream -> no attempt before
   std::map<std::string, Owned> owned_;
+  // Elections: streams with a Stand or Withdraw running, and those stood for
+  // under the current lease (not posted again until they get an owner).
+  std::set<std::string> candidacy_in_flight_;
+  std::set<std::string> stood_;
   // Streams dropped (the view showed their key not ours) while an open ran
   // under the current lease: that open's OpenDone is this one's, not a
   // later open's, so the stream is not acquired again before it comes back.

@@ -54,6 +54,8 @@ void Ownership::Impl::execute(const Effects& fx) {
                    [&](const effect::Remove& x) { remove(x); },
                    [&](const effect::HandOff& x) { hand_off(x); },
                    [&](const effect::Open& x) { open(x); },
+                   [&](const effect::Stand& x) { stand(x); },
+                   [&](const effect::Withdraw& x) { withdraw(x); },
                },
                e);
   }
@@ -177,7 +179,8 @@ namespace {
 // ambiguous retry that finds our own key (same id, same lease) won.
 Result<etcd::TxnResponse> acquire_owner_key(etcd::EtcdClient& c, const std::string& key,
                                             const std::string& id, int64_t lease,
-                                            int64_t from_lease) {
+                                            int64_t from_lease,
+                                            const std::vector<std::string>& candidacies) {
   etcd::TxnRequest t;
   if (from_lease != 0) {
     t.compare.push_back(etcd::Compare::value_is(key, etcd::CompareOp::equal, id));
@@ -188,6 +191,8 @@ Result<etcd::TxnResponse> acquire_owner_key(etcd::EtcdClient& c, const std::stri
                                                 etcd::CompareOp::equal, 0));
   }
   t.success.push_back(etcd::PutOp{key, id, lease});
+  // The election is over: its candidacies go with the same txn.
+  for (const std::string& k : candidacies) t.success.push_back(etcd::DeleteOp{k, ""});
   t.failure.push_back(etcd::RangeOp{key, ""});
   auto r = c.txn(t);
   if (!r.ok() || r->succeeded || !r->maybe_applied) return r;
@@ -207,10 +212,19 @@ Result<etcd::TxnResponse> acquire_owner_key(etcd::EtcdClient& c, const std::stri
 void Ownership::Impl::acquire(const effect::Acquire& e) {
   require_current_lease(e.lease, "cluster: an owner key created under a lease not held");
   std::string key = cfg_.ns + "/owners/" + e.stream;
+  std::vector<std::string> candidacies;
+  {
+    std::lock_guard l(mu_);
+    if (auto c = view_.candidacies.find(e.stream); c != view_.candidacies.end()) {
+      for (const auto& [node, value] : c->second)
+        candidacies.push_back(candidacy_key(node, e.stream));
+    }
+  }
   run_task<Result<etcd::TxnResponse>>(
       tasks(), strand_, call_deadline(), "cluster: acquiring " + key,
-      [c = client_, key, id = cfg_.node_id, lease = e.lease, from = e.from_lease] {
-        return acquire_owner_key(*c, key, id, lease, from);
+      [c = client_, key, id = cfg_.node_id, lease = e.lease, from = e.from_lease,
+       candidacies = std::move(candidacies)] {
+        return acquire_owner_key(*c, key, id, lease, from, candidacies);
       },
       [this, s = e.stream, lease = e.lease,
        from = e.from_lease](TaskOutcome<Result<etcd::TxnResponse>> out) {
@@ -226,6 +240,49 @@ void Ownership::Impl::acquire(const effect::Acquire& e) {
                        from ? fmt::format(" again (its key moved from lease {:x})", from) : "");
         }
         handle(a);
+      });
+}
+
+std::string Ownership::Impl::candidacy_key(const std::string& node,
+                                           const std::string& stream) const {
+  return cfg_.ns + "/candidates/" + node + "/" + stream;
+}
+
+void Ownership::Impl::stand(const effect::Stand& e) {
+  require_current_lease(e.lease, "cluster: a candidacy posted under a lease not held");
+  run_task<Result<Candidacy>>(
+      tasks(), strand_, call_deadline(), "cluster: standing for " + e.stream,
+      [c = client_, node = node_, key = candidacy_key(cfg_.node_id, e.stream), s = e.stream,
+       lease = e.lease]() -> Result<Candidacy> {
+        STRATA_ASSIGN_OR_RETURN(node::LocalTail t, node->local_tail(s));
+        const Candidacy cand{t.epoch, t.next};
+        STRATA_TRY(c->put(key, candidacy_to_json(cand), lease));
+        return cand;
+      },
+      [this, s = e.stream, lease = e.lease](TaskOutcome<Result<Candidacy>> out) {
+        ev::CandidacyDone d{s, lease, true, succeeded(out), ""};
+        if (!d.ok) {
+          d.why = failure(out);
+          spdlog::warn("cluster: {}: standing for stream {} failed: {}", cfg_.node_id, s, d.why);
+        } else if ((*out.value)->next > 0) {
+          spdlog::info("cluster: {} stands for stream {} with its tail to offset {} (epoch {})",
+                       cfg_.node_id, s, (*out.value)->next, (*out.value)->epoch);
+        }
+        handle(d);
+      });
+}
+
+void Ownership::Impl::withdraw(const effect::Withdraw& e) {
+  run_task<Status>(
+      tasks(), strand_, call_deadline(), "cluster: withdrawing from " + e.stream,
+      [c = client_, key = candidacy_key(cfg_.node_id, e.stream)]() -> Status {
+        STRATA_TRY(c->remove(key));
+        return Status::OK();
+      },
+      [this, s = e.stream, lease = e.lease](TaskOutcome<Status> out) {
+        ev::CandidacyDone d{s, lease, false, succeeded(out), ""};
+        if (!d.ok) d.why = failure(out);
+        handle(d);
       });
 }
 

@@ -62,6 +62,9 @@ class Ownership::Impl {
   void remove(const effect::Remove& e);
   void hand_off(const effect::HandOff& e);
   void open(const effect::Open& e);
+  void stand(const effect::Stand& e);
+  void withdraw(const effect::Withdraw& e);
+  std::string candidacy_key(const std::string& node, const std::string& stream) const;
   // Every task that writes under the lease (acquire, open, remove, hand
   // over, keep alive, register) is started under the lease the core holds.
   void require_current_lease(int64_t lease, const char* what) const;

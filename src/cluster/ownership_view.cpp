@@ -23,6 +23,7 @@ ev::View Ownership::Impl::core_view() const {
   v.owners = view_.owners;
   v.streams = view_.streams;
   v.deletions = view_.deletions;
+  v.candidacies = view_.candidacies;
   return v;
 }
 
@@ -60,6 +61,27 @@ bool Ownership::Impl::apply_kv(const etcd::KeyValue& kv, bool removed) {
       view_.deletions.erase(name);
     } else {
       view_.deletions[name] = kv.value;
+    }
+    return true;
+  }
+  if (take("candidates/", &name)) {
+    // <node>/<stream>: node ids have no '/' (ownership.cpp checks them).
+    const size_t slash = name.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == name.size()) return false;
+    const std::string node = name.substr(0, slash), stream = name.substr(slash + 1);
+    if (removed) {
+      auto it = view_.candidacies.find(stream);
+      if (it == view_.candidacies.end()) return false;
+      it->second.erase(node);
+      if (it->second.empty()) view_.candidacies.erase(it);
+    } else {
+      Candidacy c;
+      if (!candidacy_from_json(kv.value, &c)) {
+        // Counted as standing with nothing: the election still ends.
+        spdlog::warn("cluster: {}: malformed candidacy '{}'; counted as holding nothing", kv.key,
+                     kv.value);
+      }
+      view_.candidacies[stream][node] = c;
     }
     return true;
   }

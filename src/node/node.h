@@ -84,6 +84,12 @@ struct AcquireOptions {
   std::function<void(const std::string& stream, const std::string& why)> on_fenced;
 };
 
+struct LocalTail {
+  uint64_t epoch = 0;
+  uint64_t next = 0;
+  bool operator==(const LocalTail&) const = default;
+};
+
 class Node {
  public:
   // Opens the data directory, the object store (checking it is reachable
@@ -248,6 +254,14 @@ class Node {
   // longer lines up with its owner's log); conflict when this node serves
   // the stream, OK when there is none.
   Status drop_copy(const std::string& name);
+  // What this node's disk holds of `name` beyond the remote tier: the
+  // epoch of the last chunk of its copy (or of a log an earlier tenure
+  // here left) and where it ends — both 0 when nothing lies past what the
+  // remote tier holds, or there is no such log. What a node stands with
+  // when the stream has no owner (cluster/ownership_core.h, "Electing the
+  // most complete copy"). Reads only: an unopened log is read without
+  // being opened for writing.
+  Result<LocalTail> local_tail(const std::string& name);
 
   // Hands `name` over to another node (cluster rebalancing) without losing
   // anything committed, whatever its confirm mode: hides it (stream()

@@ -7,9 +7,18 @@
 
 #include "common/stream_name.h"
 #include "node/node_impl.h"
+#include "node/remote_stream.h"
 #include "node/stream_settings_file.h"
 
 namespace strata::node {
+
+namespace {
+
+Error served_not_copied(const std::string& name) {
+  return Error(Errc::conflict, fmt::format("stream {} is served here, not copied", name));
+}
+
+}  // namespace
 
 Result<std::shared_ptr<log::StreamLog>> Node::open_copy(const std::string& name,
                                                         uint64_t first_offset,
@@ -19,7 +28,7 @@ Result<std::shared_ptr<log::StreamLog>> Node::open_copy(const std::string& name,
     std::lock_guard l(im.mu);
     if (im.closed) return Error(Errc::closed, "the node is closed");
     if (im.table.find(name)) {
-      return Error(Errc::conflict, fmt::format("stream {} is served here, not copied", name));
+      return served_not_copied(name);
     }
     if (auto it = im.copies.find(name); it != im.copies.end() && !it->second->closed()) {
       return it->second;
@@ -54,8 +63,7 @@ Result<std::shared_ptr<log::StreamLog>> Node::open_copy(const std::string& name,
   // the copy must not stay open beside it.
   if (im.closed || im.table.find(name)) {
     (void)(*log)->close();
-    return Error(im.closed ? Errc::closed : Errc::conflict,
-                 fmt::format("stream {} is served here, not copied", name));
+    return im.closed ? Error(Errc::closed, "the node is closed") : served_not_copied(name);
   }
   im.copies[name] = *log;
   return *log;
@@ -70,13 +78,47 @@ Status Node::drop_copy(const std::string& name) {
   {
     std::lock_guard l(im.mu);
     if (im.table.find(name)) {
-      return Error(Errc::conflict, fmt::format("stream {} is served here, not copied", name));
+      return served_not_copied(name);
     }
   }
   im.close_copy(name);
   Status s = im.registry->remove(name);
   if (!s.ok() && s.code() != Errc::not_found) return s;
   return Status::OK();
+}
+
+Result<LocalTail> Node::local_tail(const std::string& name) {
+  auto& im = *impl_;
+  std::shared_ptr<log::StreamLog> log;
+  {
+    std::lock_guard l(im.mu);
+    if (im.closed) return Error(Errc::closed, "the node is closed");
+    if (im.table.find(name)) return served_not_copied(name);
+    if (auto it = im.copies.find(name); it != im.copies.end() && !it->second->closed()) {
+      log = it->second;
+    }
+  }
+  STRATA_TRY(validate_stream_name(name));
+  if (!log) {
+    // Without the writer's lock or a repair: a copier may open it meanwhile.
+    auto read = log::open_stream_read_only(im.registry->data_dir(), name);
+    if (!read.ok() && read.code() == Errc::not_found) return LocalTail{};
+    if (!read.ok()) return std::move(read).error().with_context("reading the tail of " + name);
+    log = *read;
+  }
+  LocalTail t{log->last_chunk_epoch(), log->committed_next()};
+  uint64_t remote_next = 0;
+  if (im.cfg.tiering.enabled) {
+    STRATA_ASSIGN_OR_RETURN(auto remote, remote_stream(name));
+    auto m = remote->load_manifest();
+    if (!m.ok() && m.code() != Errc::not_found) {
+      return std::move(m).error().with_context("reading where the remote tier of " + name +
+                                               " ends");
+    }
+    if (m.ok()) remote_next = m->manifest->next_offset;
+  }
+  if (t.next <= remote_next) return LocalTail{};
+  return t;
 }
 
 void Node::Impl::close_copy(const std::string& name) {

@@ -81,6 +81,7 @@ constexpr SettingsField kFields[] = {
        return Status::OK();
      }},
     {"filter_size_bytes", int_field<&StreamSettings::filter_size_bytes>},
+    {"initial_cluster_size", int_field<&StreamSettings::initial_cluster_size>},
 };
 
 const SettingsField* find_field(std::string_view name) {
@@ -102,6 +103,7 @@ Status validate_settings(const NodeConfig& cfg, const StreamSettings& s) {
   STRATA_TRY(positive("fragment_target_bytes", s.fragment_target_bytes));
   STRATA_TRY(positive("fragment_max_age_ms", s.fragment_max_age_ms));
   STRATA_TRY(positive("local_max_bytes", s.local_max_bytes));
+  STRATA_TRY(positive("initial_cluster_size", s.initial_cluster_size));
   // The log's own bounds (node_config.cpp and the protocol's argument):
   // below 4 KiB a segment would be a file per chunk.
   if (s.segment_bytes && (*s.segment_bytes < 4096 || *s.segment_bytes > 3'000'000'000ull)) {
@@ -145,6 +147,7 @@ EffectiveSettings effective_settings(const NodeConfig& cfg, const StreamSettings
     return e;
   }
   e.confirm = s.confirm.value_or(cfg.tiering.confirm);
+  e.cluster_size = s.initial_cluster_size.value_or(0);
   e.filter_size_bytes = uint32_t(s.filter_size_bytes.value_or(kDefaultFilterSizeBytes));
   e.fragment_target_bytes = s.fragment_target_bytes.value_or(cfg.tiering.fragment_target_bytes);
   e.fragment_max_age_ms = s.fragment_max_age_ms.value_or(cfg.tiering.fragment_max_age_ms);
@@ -175,6 +178,7 @@ json settings_to_json(const StreamSettings& s) {
   if (s.local_max_bytes) j["local_max_bytes"] = *s.local_max_bytes;
   if (s.confirm) j["confirm"] = confirm_mode_name(*s.confirm);
   if (s.filter_size_bytes) j["filter_size_bytes"] = *s.filter_size_bytes;
+  if (s.initial_cluster_size) j["initial_cluster_size"] = *s.initial_cluster_size;
   return j;
 }
 
@@ -199,8 +203,9 @@ Status check_alteration(const StreamSettings& from, const StreamSettings& to) {
   if (a == b) return Status::OK();
   for (const auto& f : kFields) {
     if (a.value(f.name, json()) != b.value(f.name, json())) {
-      return bad(f.name, "is fixed when the stream is created; only the retention (max_bytes, "
-                         "max_age_ms, local_max_bytes) changes while it runs");
+      return bad(f.name,
+                 "is fixed when the stream is created; only the retention (max_bytes, "
+                 "max_age_ms, local_max_bytes) changes while it runs");
     }
   }
   return Status::OK();
@@ -220,6 +225,10 @@ json effective_to_json(const EffectiveSettings& e) {
             {"tiering", e.tiering},
             {"confirm", confirm_mode_name(e.confirm)},
             {"filter_size_bytes", e.filter_size_bytes}};
+  // null: every node registered in the cluster.
+  if (e.confirm == ConfirmMode::replicated) {
+    j["cluster_size"] = e.cluster_size ? json(e.cluster_size) : json();
+  }
   if (e.tiering) {
     j["fragment_target_bytes"] = e.fragment_target_bytes;
     j["fragment_max_age_ms"] = e.fragment_max_age_ms;

@@ -59,6 +59,7 @@ struct StreamSettings {
   std::optional<uint64_t> local_max_bytes = std::nullopt;        // x-strata-local-max-bytes
   std::optional<ConfirmMode> confirm = std::nullopt;             // x-strata-confirm
   std::optional<uint64_t> filter_size_bytes = std::nullopt;      // stream-filter-size-bytes
+  std::optional<uint64_t> initial_cluster_size = std::nullopt;   // initial-cluster-size
 
   // Nothing set: the stream runs with the node's configuration.
   bool empty() const { return *this == StreamSettings{}; }
@@ -76,6 +77,10 @@ struct EffectiveSettings {
   // Bytes of each chunk's Bloom filter of the filter values its messages
   // carry (16..255; osiris's default 16).
   uint32_t filter_size_bytes = kDefaultFilterSizeBytes;
+  // The stream's nodes (owner and copies) a replicated confirm counts a
+  // majority of (RabbitMQ's initial-cluster-size); 0: every node
+  // registered in the cluster. Meaningful only under confirm = replicated.
+  uint64_t cluster_size = 0;
   // Meaningful only when tiering.
   uint64_t fragment_target_bytes = 0;
   int64_t fragment_max_age_ms = 0;

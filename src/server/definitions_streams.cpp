@@ -16,8 +16,7 @@ Result<node::StreamSettings> settings_from_queue_arguments(const json& arguments
   }
   if (arguments.is_object()) {
     for (const auto& [key, value] : arguments.items()) {
-      if (key == "x-queue-type" || key == "x-queue-leader-locator" ||
-          key == "x-initial-cluster-size") {
+      if (key == "x-queue-type" || key == "x-queue-leader-locator") {
         continue;
       }
       std::string text;
@@ -102,6 +101,7 @@ json queue_arguments_from_settings(const node::StreamSettings& s) {
   if (s.max_age_ms) a["x-max-age"] = fmt::format("{}s", *s.max_age_ms / 1000);
   if (s.segment_bytes) a["x-stream-max-segment-size-bytes"] = *s.segment_bytes;
   if (s.filter_size_bytes) a["x-stream-filter-size-bytes"] = *s.filter_size_bytes;
+  if (s.initial_cluster_size) a["x-initial-cluster-size"] = *s.initial_cluster_size;
   if (s.tiering) a["x-strata-tiering"] = *s.tiering ? "true" : "false";
   if (s.fragment_target_bytes) {
     a["x-strata-fragment-target-bytes"] = std::to_string(*s.fragment_target_bytes);

@@ -6,9 +6,10 @@
 //   x-max-age                         "7D", "12h", ... , max-age
 //   x-stream-max-segment-size-bytes   number, stream-max-segment-size-bytes
 //   x-stream-filter-size-bytes        number, stream-filter-size-bytes
+//   x-initial-cluster-size            number, initial-cluster-size
 //   x-strata-*                        as strata's own Create arguments
-// x-queue-type, x-queue-leader-locator and x-initial-cluster-size are
-// RabbitMQ's placement and carry no setting here; other arguments are
+// x-queue-type and x-queue-leader-locator are RabbitMQ's placement and
+// carry no setting here; other arguments are
 // ignored as a Create ignores them, and named in `ignored`.
 #pragma once
 

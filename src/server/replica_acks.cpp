@@ -1,19 +1,34 @@
 #include "server/replica_acks.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace strata::server {
 
 ReplicaAcks::ReplicaAcks(std::shared_ptr<node::StreamHandle> stream) : stream_(std::move(stream)) {}
 
+size_t copies_needed(uint64_t cluster_size, size_t registered) {
+  const uint64_t nodes = cluster_size ? cluster_size : registered;
+  // A majority is nodes / 2 + 1; the owner's own log is one of them.
+  return size_t(nodes / 2);
+}
+
 uint64_t ReplicaAcks::end_locked() const {
   // What a persisted manifest covers survives any node.
   const uint64_t persisted = stream_->persisted_next();
-  if (!required_) return persisted;
+  if (!others_) return persisted;
   uint64_t held = stream_->committed_next();
-  for (const std::string& n : *required_) {
-    auto it = acked_.find(n);
-    held = std::min(held, it == acked_.end() ? 0 : it->second);
+  if (needed_ > 0) {
+    std::vector<uint64_t> acks;
+    for (const std::string& n : *others_) {
+      auto it = acked_.find(n);
+      acks.push_back(it == acked_.end() ? 0 : it->second);
+    }
+    if (acks.size() < needed_) return persisted;
+    // The needed-th furthest copy: that many copies hold what lies below.
+    std::nth_element(acks.begin(), acks.begin() + (needed_ - 1), acks.end(),
+                     std::greater<uint64_t>());
+    held = std::min(held, acks[needed_ - 1]);
   }
   return std::max(held, persisted);
 }
@@ -32,12 +47,22 @@ void ReplicaAcks::ack(const std::string& node, uint64_t next) {
   wake();
 }
 
-void ReplicaAcks::set_required(std::set<std::string> nodes) {
+void ReplicaAcks::set_copies(std::set<std::string> others, size_t needed) {
   {
     std::lock_guard l(mu_);
-    required_ = std::move(nodes);
+    others_ = std::move(others);
+    needed_ = needed;
   }
   wake();
+}
+
+void ReplicaAcks::count_copies_of(const cluster::ClusterView& view, const std::string& self) {
+  std::set<std::string> others;
+  for (const auto& [id, addr] : view.nodes) {
+    if (id != self) others.insert(id);
+  }
+  set_copies(std::move(others),
+             copies_needed(stream_->effective().cluster_size, view.nodes.size()));
 }
 
 void ReplicaAcks::fail_all(const Error& why) {

@@ -6,17 +6,21 @@
 // acknowledgement of the oldest chunk sent and not yet acknowledged
 // (delivery.h, DeliveryOptions::on_copy_ack), and reports it here.
 //
-// end(): offsets below it are held by this node's log and by the copy of
-// every node required (every other node registered in the cluster, as the
-// ownership's view names them; set_required) — or are in a persisted
-// manifest. Until the first set_required only the persisted manifest
-// counts, so nothing is confirmed as replicated before the owner knows
-// whom to wait for. A confirm under `replicated` waits for end() to pass
-// the batch (stream_appender.h), and consumers read only below it
-// (delivery_limit.h): so any node that takes the stream over with its copy
-// (node/stream_open.cpp keeps a copy's tail written by the tenure it
-// fences) holds every confirmed message, and no consumer reads a message a
-// takeover could drop.
+// end(): offsets below it are held by this node's log and by the copies of
+// a majority of the stream's nodes — or are in a persisted manifest. The
+// stream's nodes are `cluster_size` of them (its initial-cluster-size), or
+// every node registered in the cluster when that is 0; the owner is one,
+// so copies_needed() of the other registered nodes' copies must hold an
+// offset (set_copies). Until the first set_copies only the persisted
+// manifest counts, so nothing is confirmed as replicated before the owner
+// knows whom to count. A confirm under `replicated` waits for end() to
+// pass the batch (stream_appender.h), and consumers read only below it
+// (delivery_limit.h). A takeover goes to the node whose copy reaches
+// furthest (cluster/ownership_core.h, "Electing the most complete copy"),
+// which keeps its copy's tail (node/stream_open.cpp): so while fewer
+// than a majority of the stream's nodes are lost, the new owner holds
+// every confirmed message, and no consumer reads a message a takeover
+// could drop.
 //
 // Thread safety: any thread; callbacks run without the lock held.
 #pragma once
@@ -30,10 +34,18 @@
 #include <string>
 #include <vector>
 
+#include "cluster/ownership.h"
 #include "node/stream_handle.h"
 #include "server/delivery_limit.h"
 
 namespace strata::server {
+
+// How many of the other nodes' copies a replicated confirm waits for: a
+// majority of `cluster_size` nodes (0: of the `registered` ones, this node
+// included) less the owner's own log. It may exceed the other nodes
+// registered now: then nothing is confirmed until enough come back, as a
+// quorum that has lost its majority confirms nothing.
+size_t copies_needed(uint64_t cluster_size, size_t registered);
 
 class ReplicaAcks : public DeliveryLimit {
  public:
@@ -41,8 +53,11 @@ class ReplicaAcks : public DeliveryLimit {
 
   // `node`'s copy holds the owner's log below `next`.
   void ack(const std::string& node, uint64_t next);
-  // The nodes whose copies a replicated confirm waits for.
-  void set_required(std::set<std::string> nodes);
+  // The other registered nodes, `needed` of whose copies must hold an
+  // offset before it is confirmed (copies_needed()).
+  void set_copies(std::set<std::string> others, size_t needed);
+  // The same from the ownership's view, of which `self` is this node.
+  void count_copies_of(const cluster::ClusterView& view, const std::string& self);
   // The stream is no longer served here: every wait ends with `why`.
   void fail_all(const Error& why);
 
@@ -59,7 +74,8 @@ class ReplicaAcks : public DeliveryLimit {
   const std::shared_ptr<node::StreamHandle> stream_;
   mutable std::mutex mu_;
   std::map<std::string, uint64_t> acked_;
-  std::optional<std::set<std::string>> required_;
+  std::optional<std::set<std::string>> others_;
+  size_t needed_ = 0;
   std::multimap<uint64_t, std::function<void(Status)>> waits_;  // by offset
   std::optional<Error> failed_;
 };

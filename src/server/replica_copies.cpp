@@ -81,16 +81,13 @@ void ReplicaCopies::scan() {
     }
     ++it;
   }
-  // The streams served here with replicated confirms wait for every other
-  // registered node's copy.
-  std::set<std::string> others;
-  for (const auto& [id, addr] : view.nodes) {
-    if (id != self_id) others.insert(id);
-  }
+  // The streams served here with replicated confirms count the copies of
+  // the nodes registered now.
   for (const auto& [name, rec] : view.owners) {
     if (rec.node_id != self_id) continue;
-    if (auto s = served_.existing(name); s && s->replica_acks())
-      s->replica_acks()->set_required(others);
+    if (auto s = served_.existing(name); s && s->replica_acks()) {
+      s->replica_acks()->count_copies_of(view, self_id);
+    }
   }
   for (const std::string& name : view.streams) {
     if (copiers_.count(name)) continue;

@@ -201,6 +201,9 @@ cluster::OwnershipConfig ownership_config(const ClusterSettings& c, const node::
   o.timing.lease_ttl_ms = c.lease_ttl_ms;
   o.timing.acquire_grace_ms = c.acquire_grace_ms;
   o.timing.rebalance_after_ms = c.rebalance ? c.rebalance_after_ms : -1;
+  // Copies are what an election weighs: without them only a former
+  // owner's disk could hold a tail.
+  o.timing.elect_most_complete = c.replica_copies;
   return o;
 }
 

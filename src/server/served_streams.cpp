@@ -44,26 +44,22 @@ Result<std::shared_ptr<ServedStream>> ServedStreams::served(const std::string& n
   // node's default (node/stream_settings.h).
   // Consumers of a cluster's locally confirmed stream read only while this
   // node's lease holds.
-  // A replicated stream in a cluster confirms, and delivers, what every
-  // other node's copy holds (replica_acks.h); on a single node it is local.
+  // A replicated stream in a cluster confirms, and delivers, what a
+  // majority of its nodes hold (replica_acks.h); on a single node it is
+  // local.
   std::shared_ptr<ReplicaAcks> replicas;
   if (stream->confirm() == node::ConfirmMode::replicated && ownership_.load()) {
     replicas = std::make_shared<ReplicaAcks>(stream);
     ao.replicas = replicas;
-    // Every other registered node's copy; kept current by the copies' scan
-    // (replica_copies.h).
-    std::set<std::string> others;
+    // Kept current by the copies' scan (replica_copies.h).
     cluster::Ownership* own = ownership_.load();
-    for (const auto& [id, addr] : own->view().nodes) {
-      if (id != own->config().node_id) others.insert(id);
-    }
-    replicas->set_required(std::move(others));
+    replicas->count_copies_of(own->view(), own->config().node_id);
   }
-  std::shared_ptr<DeliveryLimit> limit =
-      replicas                                            ? replicas
-      : stream->confirm() == node::ConfirmMode::remote ? persisted_limit(stream)
-      : ownership_.load()                                 ? lease_limit(stream)
-                                                          : nullptr;
+  std::shared_ptr<DeliveryLimit> limit = replicas ? replicas
+                                         : stream->confirm() == node::ConfirmMode::remote
+                                             ? persisted_limit(stream)
+                                         : ownership_.load() ? lease_limit(stream)
+                                                             : nullptr;
   auto appender = std::make_shared<StreamAppender>(stream, node_.runtime().io(),
                                                    node_.runtime().tasks(), std::move(ao));
   auto s = std::make_shared<ServedStream>(std::move(stream), std::move(appender), std::move(limit),

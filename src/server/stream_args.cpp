@@ -84,8 +84,8 @@ constexpr StreamArg kArgs[] = {
     // One node: there is nothing to place.
     {"queue-leader-locator",
      [](const std::string&, const std::string&, node::StreamSettings&) { return Status::OK(); }},
-    {"initial-cluster-size",
-     [](const std::string&, const std::string&, node::StreamSettings&) { return Status::OK(); }},
+    // The nodes a replicated confirm counts a majority of (node/stream_settings.h).
+    {"initial-cluster-size", positive_into<&node::StreamSettings::initial_cluster_size>},
 };
 
 constexpr std::string_view kStrataArgPrefix = "x-strata-";

@@ -2,7 +2,8 @@
 //   max-length-bytes               retention by size (bytes)
 //   max-age                        retention by age: N followed by Y, M, D, h, m or s
 //   stream-max-segment-size-bytes  local segment size (bytes)
-//   queue-leader-locator, initial-cluster-size   accepted, meaningless on one node
+//   initial-cluster-size           nodes a replicated confirm counts a majority of
+//   queue-leader-locator           accepted, meaningless: placement is strata's own
 // and strata's own (tiering of this stream):
 //   x-strata-tiering               true or false (false: this stream stays local)
 //   x-strata-fragment-target-bytes, x-strata-fragment-max-age-ms, x-strata-local-max-bytes

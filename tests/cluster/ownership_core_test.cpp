@@ -786,6 +786,8 @@ TEST(OwnershipCore, SimulationNeverServesPastItsLease) {
                   ASSERT_TRUE(current(x.lease));
                   pending_handoff.push_back({x.stream, x.lease});
                 },
+                [&](const effect::Stand& x) { ASSERT_TRUE(current(x.lease) && !given_up); },
+                [&](const effect::Withdraw& x) { ASSERT_TRUE(current(x.lease) && !given_up); },
                 [&](const effect::LeaseGivenUp&) {
                   ASSERT_TRUE(open_streams.empty()) << "a stream left open past LeaseGivenUp";
                   given_up = true;

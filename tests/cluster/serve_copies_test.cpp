@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "cluster/cluster_workload.h"
+#include "cluster/ownership_core.h"
 #include "support/numbered_stream.h"
 #include "support/temp_dir.h"
 
@@ -213,6 +214,62 @@ TEST(ServeCopiesTest, ReplicatedConfirmsSurviveKillingTheOwner) {
   for (int i = 0; i < cluster->size(); ++i) {
     EXPECT_EQ(at(node_status(*cluster, i), {"node", "takeover_dropped_offsets"}), 0u) << i;
   }
+}
+
+// confirm = replicated with a quorum: of three nodes, the owner and one
+// copy hold a confirmed message. One copy (the node that ranks first for
+// the stream after the owner, so the one a first-choice placement would
+// pick) is frozen while the owner goes on confirming with the other's
+// acknowledgements; then the owner is killed -9 and the frozen node
+// thawed. Both stand for the stream (cluster/election.h): the node whose
+// copy reaches further takes it over, though it is not the first choice,
+// and every confirmed message is read back.
+TEST(ServeCopiesTest, AQuorumConfirmsAndTheMostCompleteCopyTakesOver) {
+  TempDir dir;
+  std::string err;
+  ServeClusterOptions o = copies_on();
+  o.patch["tiering"]["confirm"] = "replicated";
+  auto cluster = ServeCluster::start(dir.path(), o, &err);
+  ASSERT_NE(cluster, nullptr) << err;
+  const std::string stream = "quorum";
+  ASSERT_TRUE(cluster->create_stream(0, stream).ok());
+  const int owner = cluster->await_agreed_leader(stream, 20s);
+  ASSERT_GE(owner, 0);
+  std::vector<std::string> others;
+  for (int i = 0; i < cluster->size(); ++i) {
+    if (i != owner) others.push_back("n" + std::to_string(i));
+  }
+  const std::string lagging_id = cluster::first_choice(stream, others);
+  const int lagging = std::stoi(lagging_id.substr(1));
+  const int complete = 3 - owner - lagging;
+
+  Workload w(*cluster, {.stream = stream});
+  w.start();
+  ASSERT_TRUE(w.await_confirms(300, 60s));
+  cluster->freeze(lagging);
+  const auto frozen_at = Clock::now();
+  const size_t before = w.confirms();
+  // Confirms go on with one copy of two: a majority of three nodes.
+  const bool went_on = w.await_confirms(before + 100, 1000ms);
+  const auto lag = at(node_status(*cluster, complete), {"copies", stream, "local_next_offset"});
+  cluster->kill(owner);
+  cluster->thaw(lagging);
+  ASSERT_TRUE(went_on) << "confirms stopped with one of two copies frozen";
+  ASSERT_LT(Clock::now() - frozen_at, 1800ms) << "frozen for longer than the lease";
+
+  const int next = other_leader(*cluster, stream, owner);
+  ASSERT_EQ(next, complete) << "the node with the shorter copy took the stream over";
+  EXPECT_EQ(at(node_status(*cluster, next), {"node", "takeover_dropped_offsets"}), 0u);
+  ASSERT_TRUE(cluster->restart(owner, &err)) << err;
+  const size_t now = w.confirms();
+  ASSERT_TRUE(w.await_confirms(now + 300, 60s)) << "publishing stopped";
+  EXPECT_TRUE(w.drain(60s)) << "unconfirmed messages left";
+  w.stop();
+  ASSERT_TRUE(w.final_read(next, 60s));
+  auto report = check_history(w.history(), DuplicatePolicy::none, ReadPolicy::committed_only);
+  EXPECT_TRUE(report.ok()) << report.to_string();
+  std::cout << stream << ": " << report.to_string() << " (the complete copy ended at " << lag.dump()
+            << " when the owner was killed)\n";
 }
 
 }  // namespace

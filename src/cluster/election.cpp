@@ -1,0 +1,50 @@
+#include "cluster/election.h"
+
+#include <nlohmann/json.hpp>
+#include <tuple>
+
+#include "cluster/ownership_core.h"
+
+namespace strata::cluster {
+
+Election elect(const std::string& stream, const std::vector<std::string>& nodes,
+               const std::map<std::string, Candidacy>* stood) {
+  Election e;
+  e.all_stood = !nodes.empty();
+  std::tuple<uint64_t, uint64_t, uint64_t> best_rank{};
+  for (const std::string& n : nodes) {
+    const Candidacy* c = nullptr;
+    if (stood) {
+      if (auto it = stood->find(n); it != stood->end()) c = &it->second;
+    }
+    if (!c) {
+      e.all_stood = false;
+      continue;
+    }
+    const auto rank = std::make_tuple(c->epoch, c->next, rendezvous_score(stream, n));
+    if (e.best.empty() || rank > best_rank || (rank == best_rank && n < e.best)) {
+      e.best = n;
+      best_rank = rank;
+    }
+  }
+  return e;
+}
+
+std::string candidacy_to_json(const Candidacy& c) {
+  return nlohmann::json{{"epoch", c.epoch}, {"next", c.next}}.dump();
+}
+
+bool candidacy_from_json(const std::string& text, Candidacy* out) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return false;
+  auto e = j.find("epoch");
+  auto n = j.find("next");
+  if (e == j.end() || n == j.end() || !e->is_number_unsigned() || !n->is_number_unsigned()) {
+    return false;
+  }
+  out->epoch = e->get<uint64_t>();
+  out->next = n->get<uint64_t>();
+  return true;
+}
+
+}  // namespace strata::cluster
