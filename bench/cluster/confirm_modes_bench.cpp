@@ -5,11 +5,13 @@
 // publisher at a fixed rate and one consumer, both on the stream's leader —
 // for --time seconds. Printed: the medians over --runs runs of perf's
 // confirm latency p50/p99, publish-to-deliver p50/p99 and confirmed msg/s.
-// `replicated` waits for the other two nodes' copies (the cluster then
-// keeps them, cluster.replica_copies); `remote` for a persisted manifest;
-// `local` for the leader's own log.
+// `replicated` waits for a majority of the three nodes: the leader's log
+// and one of the other two nodes' copies (the cluster then keeps them,
+// cluster.replica_copies); `replicated:N` creates the stream with
+// initial-cluster-size N (5: a majority of 5 is 3, every node's copy);
+// `remote` waits for a persisted manifest; `local` for the leader's own log.
 //   confirm_modes_bench [--runs N] [--rate MSG_PER_S] [--time S] [--size B]
-//                       [--batch N] [--modes local,remote,replicated]
+//                       [--batch N] [--modes local,remote,replicated,replicated:5]
 //                       [--fsync always|interval|never]
 #include <algorithm>
 #include <cstdio>
@@ -35,7 +37,7 @@ struct Options {
   int size = 100;
   int batch = 10;
   std::string fsync = "always";
-  std::vector<std::string> modes = {"local", "remote", "replicated"};
+  std::vector<std::string> modes = {"local", "remote", "replicated", "replicated:5"};
 };
 
 struct Sample {
@@ -57,22 +59,28 @@ std::optional<Sample> run_once(const Options& o, const std::string& mode) {
   std::string err;
   ServeClusterOptions co;
   co.lease_ttl_ms = 5000;
-  co.patch = {{"tiering", {{"confirm", mode}}}, {"log", {{"fsync", o.fsync}}}};
+  // "replicated:N": replicated, created with initial-cluster-size N.
+  const size_t colon = mode.find(':');
+  const std::string confirm = mode.substr(0, colon);
+  strata::proto::Properties args;
+  if (colon != std::string::npos) args.emplace_back("initial-cluster-size", mode.substr(colon + 1));
+  co.patch = {{"tiering", {{"confirm", confirm}}}, {"log", {{"fsync", o.fsync}}}};
   auto cluster = ServeCluster::start(dir.path(), co, &err);
   if (!cluster) {
     std::cerr << "cluster: " << err << "\n";
     return std::nullopt;
   }
-  const std::string stream = "bench-" + mode;
-  // Created with no arguments, as `strata perf` asks (the cluster's
-  // default confirm is the mode), so that perf's own Create finds it.
+  const std::string stream =
+      "bench-" + confirm + (args.empty() ? "" : "-" + mode.substr(colon + 1));
+  // Created before perf's own Create (which then finds it), with the
+  // cluster's default confirm, which is the mode's.
   {
     auto c = cluster->client(0);
     if (!c.ok()) {
       std::cerr << "client: " << c.error().to_string() << "\n";
       return std::nullopt;
     }
-    auto sent = c->send(strata::proto::CreateStreamRequest{c->corr(), stream, {}});
+    auto sent = c->send(strata::proto::CreateStreamRequest{c->corr(), stream, args});
     auto r = sent.ok()
                  ? c->expect<strata::proto::CreateStreamResponse>(60s)
                  : decltype(c->expect<strata::proto::CreateStreamResponse>(60s))(sent.error());
@@ -146,7 +154,8 @@ int main(int argc, char** argv) {
       for (std::string m; std::getline(ss, m, ',');) o.modes.push_back(m);
     } else {
       std::cerr << "usage: confirm_modes_bench [--runs N] [--rate MSG_PER_S] [--time S] "
-                   "[--size B] [--batch N] [--modes local,remote,replicated] [--fsync POLICY]\n";
+                   "[--size B] [--batch N] [--modes local,remote,replicated,replicated:5] [--fsync "
+                   "POLICY]\n";
       return 2;
     }
   }

@@ -147,6 +147,21 @@ std::optional<node::LogMark> end_of(const tier::TieredChunk& c) {
   return node::LogMark{c.segment_first_offset, c.position + c.header.total_size()};
 }
 
+// The batch's last frame when it is in memory and has room for `size`
+// more bytes (a frame holds at least one chunk, however large), else a new
+// one starting at chunk `first_offset`.
+ChunkFrame* frame_with_room(ReadBatch* b, uint64_t first_offset, uint64_t size,
+                            uint64_t batch_bytes) {
+  ChunkFrame* f = b->frames.empty() ? nullptr : b->frames.back().get();
+  if (f && !f->file && f->bytes.size() + size <= std::max<uint64_t>(batch_bytes, size)) return f;
+  auto nf = std::make_shared<ChunkFrame>();
+  nf->chunk_id = first_offset;
+  nf->chunks = 0;
+  f = nf.get();
+  b->frames.push_back(std::move(nf));
+  return f;
+}
+
 // Adds one chunk of a copy subscription (DeliveryOptions::copy) to the
 // batch's last frame, or to a new one when that has no room: its osiris
 // header says the data is followed by a trailer of the stored chunk's
@@ -164,16 +179,9 @@ Result<bool> add_copy_frame(const tier::TieredChunk& c, const DeliveryOptions& o
   oh.trailer_len = uint32_t(log::kChunkHeaderSize + h.trailer_len);
   const size_t head = proto::deliver_head_size(o.version);
   const uint64_t size = head + h.data_len + log::kChunkHeaderSize + h.trailer_len;
-  ChunkFrame* f = b->frames.empty() ? nullptr : b->frames.back().get();
-  if (!f || f->file || f->bytes.size() + size > std::max<uint64_t>(o.batch_bytes, size)) {
-    auto nf = std::make_shared<ChunkFrame>();
-    nf->chunk_id = h.first_offset;
-    nf->chunks = 0;
-    f = nf.get();
-    b->frames.push_back(std::move(nf));
-  }
-  proto::encode_deliver_head(o.version, o.subscription_id, std::max(committed, h.first_offset),
-                             oh, &f->bytes);
+  ChunkFrame* f = frame_with_room(b, h.first_offset, size, o.batch_bytes);
+  proto::encode_deliver_head(o.version, o.subscription_id, std::max(committed, h.first_offset), oh,
+                             &f->bytes);
   f->bytes.append(c.data());
   f->bytes.append(c.bytes.substr(0, log::kChunkHeaderSize));
   f->bytes.append(c.bytes.substr(log::kChunkHeaderSize + h.data_len));
@@ -236,14 +244,7 @@ Result<bool> add_frame(const tier::TieredChunk& c, const DeliveryOptions& o, uin
   // on into this chunk's.
   bool join = joins_open(c, *b, o);
   uint64_t size = (join ? 0 : head) + c.header.data_len;
-  if (!join &&
-      (!f || f->file || f->bytes.size() + size > std::max<uint64_t>(o.batch_bytes, size))) {
-    auto nf = std::make_shared<ChunkFrame>();
-    nf->chunk_id = c.header.first_offset;
-    nf->chunks = 0;
-    f = nf.get();
-    b->frames.push_back(std::move(nf));
-  }
+  if (!join) f = frame_with_room(b, c.header.first_offset, size, o.batch_bytes);
   const size_t at = f->bytes.size();
   f->bytes.resize(at + size);
   char* body = f->bytes.data() + at + (join ? 0 : head);
@@ -530,7 +531,8 @@ void Delivery::send_next() {
   queue_.pop_front();
   credit_ -= f->chunks;
   queued_chunks_ -= f->chunks;
-  if (opts_.on_copy_ack) unacked_.insert(unacked_.end(), f->chunk_ends.begin(), f->chunk_ends.end());
+  if (opts_.on_copy_ack)
+    unacked_.insert(unacked_.end(), f->chunk_ends.begin(), f->chunk_ends.end());
   std::weak_ptr<Delivery> weak = weak_from_this();
   Strand st = strand_;
   sink_->send(f, [weak, st, f](std::error_code ec) {

@@ -107,4 +107,16 @@ std::map<std::string, uint64_t> ReplicaAcks::acked() const {
   return acked_;
 }
 
+nlohmann::json ReplicaAcks::status() const {
+  std::lock_guard l(mu_);
+  nlohmann::json acked = nlohmann::json::object();
+  if (others_) {
+    for (const std::string& n : *others_) {
+      auto it = acked_.find(n);
+      acked[n] = it == acked_.end() ? 0 : it->second;
+    }
+  }
+  return {{"copies_needed", needed_}, {"confirmed_next", end_locked()}, {"acked", acked}};
+}
+
 }  // namespace strata::server

@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -65,6 +66,8 @@ class ReplicaAcks : public DeliveryLimit {
   void await_beyond(uint64_t offset, std::function<void(Status)> done) override;
   // For /status: each node's acknowledged next offset.
   std::map<std::string, uint64_t> acked() const;
+  // For /status: {"copies_needed", "confirmed_next" (end()), "acked": {node: next}}.
+  nlohmann::json status() const;
 
  private:
   uint64_t end_locked() const;

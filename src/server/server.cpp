@@ -598,18 +598,26 @@ std::string Server::metrics_text() const {
               : "");
 }
 
-nlohmann::json Server::status_json() const { return impl_->status_json(); }
+nlohmann::json Server::status_json() const {
+  return impl_->status_json();
+}
 
 nlohmann::json Server::Impl::status_json() const {
   const Impl& m = *this;
   const ServerCounters& c = m.counters;
   nlohmann::json j = m.node->status_json();
   if (m.ownership) j["cluster"] = m.ownership->status_json();
+  // Replicated streams served here: how far a majority holds them.
+  for (const auto& s : m.served->all()) {
+    if (!s->replica_acks()) continue;
+    const std::string& name = s->name();
+    if (j["streams"].contains(name))
+      j["streams"][name]["replication"] = s->replica_acks()->status();
+  }
   if (m.copies) {
-    j["cluster"]["copies"] = {
-        {"streams", m.copies->copying()},
-        {"copied_chunks", m.copies->counters().copied_chunks.load()},
-        {"dropped_copies", m.copies->counters().dropped_copies.load()}};
+    j["cluster"]["copies"] = {{"streams", m.copies->copying()},
+                              {"copied_chunks", m.copies->counters().copied_chunks.load()},
+                              {"dropped_copies", m.copies->counters().dropped_copies.load()}};
   }
   j["server"] = {
       {"listen", fmt::format("{}:{}", front().host(), front().port())},
