@@ -72,8 +72,8 @@ std::optional<Sample> run_once(const Options& o, const std::string& mode) {
   }
   const std::string stream =
       "bench-" + confirm + (args.empty() ? "" : "-" + mode.substr(colon + 1));
-  // Created before perf's own Create (which then finds it), with the
-  // cluster's default confirm, which is the mode's.
+  // Created here first, so that the leader is known before perf starts;
+  // perf's own Create (with the same arguments) then finds it.
   {
     auto c = cluster->client(0);
     if (!c.ok()) {
@@ -96,17 +96,18 @@ std::optional<Sample> run_once(const Options& o, const std::string& mode) {
   }
   // Let every node see the others (replicated waits for each copy).
   std::this_thread::sleep_for(1s);
-  const std::vector<std::string> argv = {STRATA_BIN,     "perf",
-                                         "--host",       "127.0.0.1",
-                                         "--port",       std::to_string(cluster->port(leader)),
-                                         "--stream",     stream,
-                                         "-x",           "1",
-                                         "-y",           "1",
-                                         "-r",           std::to_string(o.rate),
-                                         "-z",           std::to_string(o.time_s),
-                                         "-s",           std::to_string(o.size),
-                                         "--batch-size", std::to_string(o.batch),
-                                         "--json"};
+  std::vector<std::string> argv = {STRATA_BIN,     "perf",
+                                   "--host",       "127.0.0.1",
+                                   "--port",       std::to_string(cluster->port(leader)),
+                                   "--stream",     stream,
+                                   "-x",           "1",
+                                   "-y",           "1",
+                                   "-r",           std::to_string(o.rate),
+                                   "-z",           std::to_string(o.time_s),
+                                   "-s",           std::to_string(o.size),
+                                   "--batch-size", std::to_string(o.batch),
+                                   "--json"};
+  for (const auto& [k, v] : args) argv.push_back("--stream-arg=" + k + "=" + v);
   TempDir logs;
   auto p = Process::spawn(argv, logs.path());
   auto st = p.wait(std::chrono::seconds(int(o.time_s) + 120));

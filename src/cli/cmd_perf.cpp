@@ -12,6 +12,7 @@ struct PerfFlags {
   perf::PerfOptions o;
   std::string uri;
   std::string offset = "next";
+  std::vector<std::string> stream_args;
   std::string host;
   int port = 0;
 };
@@ -29,6 +30,9 @@ Registrar reg_perf([](CLI::App& app, Context& ctx) {
   cmd->add_option("--password", o.connect.password)->capture_default_str();
   cmd->add_option("--stream", o.stream, "Stream (created if missing)")->capture_default_str();
   cmd->add_flag("--delete-stream", o.delete_stream, "Delete the stream at the end");
+  cmd->add_option("--stream-arg", flags->stream_args,
+                  "KEY=VALUE argument of the stream's Create (repeatable): max-length-bytes, "
+                  "initial-cluster-size, x-strata-confirm, ...");
   cmd->add_option("--producers,-x", o.producers, "Publishers")->capture_default_str();
   cmd->add_option("--consumers,-y", o.consumers, "Consumers")->capture_default_str();
   cmd->add_option("--size,-s", o.message_size, "Message size in bytes (>= 16 for latency)")
@@ -72,6 +76,13 @@ Registrar reg_perf([](CLI::App& app, Context& ctx) {
     if (flags->port != 0) {
       if (flags->port < 0 || flags->port > 65535) return ctx.fail("--port: out of range");
       o.connect.port = uint16_t(flags->port);
+    }
+    for (const std::string& a : flags->stream_args) {
+      const size_t eq = a.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return ctx.fail("--stream-arg: '" + a + "' is not KEY=VALUE");
+      }
+      o.stream_args.emplace_back(a.substr(0, eq), a.substr(eq + 1));
     }
     auto off = perf::parse_offset_spec(flags->offset);
     if (!off.ok()) return ctx.fail(off.error());

@@ -13,21 +13,22 @@
 #pragma once
 
 #include <atomic>
-#include <limits>
-#include <thread>
 #include <condition_variable>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <variant>
 
 #include "common/file_lock.h"
 #include "log/registry.h"
 #include "node/disk_watch.h"
-#include "node/orphan_sweep.h"
 #include "node/node.h"
+#include "node/orphan_sweep.h"
 #include "node/stream_deletion.h"
 #include "node/stream_table.h"
 #include "tier/governor.h"
@@ -140,6 +141,16 @@ class Node::Impl {
 
   // Replica copies (Node::open_copy), guarded by mu; never in `table`.
   std::map<std::string, std::shared_ptr<log::StreamLog>> copies;
+  // Streams an acquire is opening (from before it closes the copy until it
+  // returns): no copy is opened or dropped meanwhile, or the owner's log
+  // would open the copy's object, or lose its directory. Guarded by mu.
+  std::multiset<std::string> acquiring;
+  // Copies being dropped (their directory removed): an acquire waits for
+  // copies_cv until the drop is over. Guarded by mu.
+  std::set<std::string> dropping;
+  std::condition_variable copies_cv;
+  // Whether a copy of `name` may be opened or dropped now (mu held).
+  bool copy_allowed(const std::string& name) const;
   // Removes and closes the copy of `name` (outside mu).
   void close_copy(const std::string& name);
   nlohmann::json copies_json() const;

@@ -72,13 +72,22 @@ Result<std::optional<StreamSettings>> catalog_kept_settings(catalog::Catalog& ca
   return std::optional<StreamSettings>(*parsed);
 }
 
-
 Result<std::shared_ptr<log::StreamLog>> Node::Impl::acquire(const std::string& name,
                                                             const AcquireOptions& opts) {
   {
-    std::lock_guard l(mu);
+    std::unique_lock l(mu);
     if (const StreamEntry* e = table.find(name)) return e->log;
+    copies_cv.wait(l, [&] { return !dropping.count(name); });
+    acquiring.insert(name);
   }
+  struct Acquiring {
+    Impl& im;
+    const std::string& name;
+    ~Acquiring() {
+      std::lock_guard l(im.mu);
+      im.acquiring.erase(im.acquiring.find(name));
+    }
+  } acquiring_guard{*this, name};
   // The owner's log opens the directory a replica's copy is in.
   close_copy(name);
   STRATA_ASSIGN_OR_RETURN(Fenced f, fence_older_writers(*catalog, name, opts));

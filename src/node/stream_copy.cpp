@@ -27,9 +27,7 @@ Result<std::shared_ptr<log::StreamLog>> Node::open_copy(const std::string& name,
   {
     std::lock_guard l(im.mu);
     if (im.closed) return Error(Errc::closed, "the node is closed");
-    if (im.table.find(name)) {
-      return served_not_copied(name);
-    }
+    if (!im.copy_allowed(name)) return served_not_copied(name);
     if (auto it = im.copies.find(name); it != im.copies.end() && !it->second->closed()) {
       return it->second;
     }
@@ -61,7 +59,7 @@ Result<std::shared_ptr<log::StreamLog>> Node::open_copy(const std::string& name,
   std::lock_guard l(im.mu);
   // Closed, or acquired meanwhile: the owner's open closed nothing of ours yet, and
   // the copy must not stay open beside it.
-  if (im.closed || im.table.find(name)) {
+  if (im.closed || !im.copy_allowed(name)) {
     (void)(*log)->close();
     return im.closed ? Error(Errc::closed, "the node is closed") : served_not_copied(name);
   }
@@ -77,12 +75,16 @@ Status Node::drop_copy(const std::string& name) {
   auto& im = *impl_;
   {
     std::lock_guard l(im.mu);
-    if (im.table.find(name)) {
-      return served_not_copied(name);
-    }
+    if (!im.copy_allowed(name)) return served_not_copied(name);
+    im.dropping.insert(name);
   }
   im.close_copy(name);
   Status s = im.registry->remove(name);
+  {
+    std::lock_guard l(im.mu);
+    im.dropping.erase(name);
+  }
+  im.copies_cv.notify_all();
   if (!s.ok() && s.code() != Errc::not_found) return s;
   return Status::OK();
 }
@@ -93,7 +95,7 @@ Result<LocalTail> Node::local_tail(const std::string& name) {
   {
     std::lock_guard l(im.mu);
     if (im.closed) return Error(Errc::closed, "the node is closed");
-    if (im.table.find(name)) return served_not_copied(name);
+    if (!im.copy_allowed(name)) return served_not_copied(name);
     if (auto it = im.copies.find(name); it != im.copies.end() && !it->second->closed()) {
       log = it->second;
     }
@@ -119,6 +121,10 @@ Result<LocalTail> Node::local_tail(const std::string& name) {
   }
   if (t.next <= remote_next) return LocalTail{};
   return t;
+}
+
+bool Node::Impl::copy_allowed(const std::string& name) const {
+  return !table.find(name) && !acquiring.count(name);
 }
 
 void Node::Impl::close_copy(const std::string& name) {

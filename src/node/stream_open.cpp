@@ -32,8 +32,7 @@ const TakeOver* take_over(const OpenMode& m) {
 
 // Valid when created; the node's configuration may have changed since
 // (tiering turned off): what cannot apply any more is ignored, and said.
-void warn_if_inapplicable(const NodeConfig& cfg, const std::string& name,
-                          const StreamSettings& s) {
+void warn_if_inapplicable(const NodeConfig& cfg, const std::string& name, const StreamSettings& s) {
   if (Status v = validate_settings(cfg, s); !v.ok()) {
     spdlog::warn("node: stream {}: {}; ignored under this node's configuration", name,
                  v.error().message);
@@ -111,27 +110,27 @@ Result<StreamSettings> Node::Impl::settings_for(const std::string& name, const O
     warn_if_inapplicable(cfg, name, s);
     return s;
   };
-  return std::visit(
-      Overloaded{
-          [&](const CreateNew& c) -> Result<StreamSettings> {
-            STRATA_TRY(validate_settings(cfg, c.settings));
-            return c.settings;
-          },
-          [&](const OpenExisting&) -> Result<StreamSettings> { return from_file(); },
-          [&](const TakeOver& t) -> Result<StreamSettings> {
-            if (!t.kept) return from_file();
-            warn_if_inapplicable(cfg, name, *t.kept);
-            // A local log left from an earlier ownership carries the
-            // settings the catalog holds, so local tools read what the
-            // stream runs with.
-            if (exists(fs, dir)) {
-              auto cur = read_settings_file(fs, dir);
-              if (!cur.ok() || *cur != *t.kept) STRATA_TRY(write_settings_file(fs, dir, *t.kept));
-            }
-            return *t.kept;
-          },
-      },
-      mode);
+  return std::visit(Overloaded{
+                        [&](const CreateNew& c) -> Result<StreamSettings> {
+                          STRATA_TRY(validate_settings(cfg, c.settings));
+                          return c.settings;
+                        },
+                        [&](const OpenExisting&) -> Result<StreamSettings> { return from_file(); },
+                        [&](const TakeOver& t) -> Result<StreamSettings> {
+                          if (!t.kept) return from_file();
+                          warn_if_inapplicable(cfg, name, *t.kept);
+                          // A local log left from an earlier ownership carries the
+                          // settings the catalog holds, so local tools read what the
+                          // stream runs with.
+                          if (exists(fs, dir)) {
+                            auto cur = read_settings_file(fs, dir);
+                            if (!cur.ok() || *cur != *t.kept)
+                              STRATA_TRY(write_settings_file(fs, dir, *t.kept));
+                          }
+                          return *t.kept;
+                        },
+                    },
+                    mode);
 }
 
 Status Node::Impl::keep_settings_in_catalog(const std::string& name, const StreamSettings& s) {
@@ -164,18 +163,20 @@ Status Node::Impl::recover_from_catalog(bool in_background) {
       // Created before the catalog kept settings: a Create with its
       // arguments brings it back as it was; defaults could silently drop
       // its remote confirms.
-      spdlog::warn("node: stream {} is in catalog {} with no settings beside it and has no local "
-                   "log here: not opened (create it again with its arguments to serve it)",
-                   name, catalog->describe());
+      spdlog::warn(
+          "node: stream {} is in catalog {} with no settings beside it and has no local "
+          "log here: not opened (create it again with its arguments to serve it)",
+          name, catalog->describe());
       continue;
     }
     if (!kept) {
       // The embedded catalog keeps none (`strata recover --from-bucket`
       // rebuilt its entries after the disk was lost).
-      spdlog::warn("node: stream {} is in catalog {} but has no local log here, and the catalog "
-                   "keeps no settings: serving it from the bucket with this node's "
-                   "configuration (alter its retention if it had its own)",
-                   name, catalog->describe());
+      spdlog::warn(
+          "node: stream {} is in catalog {} but has no local log here, and the catalog "
+          "keeps no settings: serving it from the bucket with this node's "
+          "configuration (alter its retention if it had its own)",
+          name, catalog->describe());
       kept = StreamSettings{};
     }
     std::lock_guard l(mu);
@@ -201,14 +202,16 @@ Status Node::Impl::recover_from_catalog(bool in_background) {
       }
       auto log = open_marked(name, TakeOver{settings, {}});
       if (!log.ok()) {
-        spdlog::error("node: stream {}: recovering it from the bucket failed (it stays "
-                      "unserved until the node restarts): {}",
-                      name, log.error().to_string());
+        spdlog::error(
+            "node: stream {}: recovering it from the bucket failed (it stays "
+            "unserved until the node restarts): {}",
+            name, log.error().to_string());
         continue;
       }
-      spdlog::info("node: stream {} recovered from the bucket (no local log here): serving from "
-                   "offset {}",
-                   name, (*log)->committed_next());
+      spdlog::info(
+          "node: stream {} recovered from the bucket (no local log here): serving from "
+          "offset {}",
+          name, (*log)->committed_next());
     }
   };
   if (!in_background) {
@@ -243,8 +246,8 @@ Result<StreamEntry> Node::Impl::build_entry(const std::string& name, const OpenM
   // that a chunk names the tenure that wrote it (TakeOver::epoch).
   const TakeOver* owned = take_over(mode);
   if (owned && owned->epoch != 0) lo.epoch = owned->epoch;
-  auto log = creates(mode) ? registry->create(name, lo, with_settings)
-                           : registry->open_stream(name, lo);
+  auto log =
+      creates(mode) ? registry->create(name, lo, with_settings) : registry->open_stream(name, lo);
   if (owned && lo.epoch && !log.ok() && log.code() == Errc::conflict) {
     // The log holds chunks of a later epoch than the catalog's (a catalog
     // rebuilt from the bucket): its chunks keep writing that one.
@@ -317,8 +320,7 @@ Status Node::Impl::start_uploader(const std::string& name, const OpenMode& mode,
     uo.on_running = [reg = registry, pool = runtime->pool(), name](uint64_t epoch) {
       pool->post([reg, name, epoch] {
         if (Status s = write_owner_epoch(reg->fs(), reg->dir_of(name), epoch); !s.ok()) {
-          spdlog::warn("node: stream {}: recording owner epoch {}: {}", name, epoch,
-                       s.to_string());
+          spdlog::warn("node: stream {}: recording owner epoch {}: {}", name, epoch, s.to_string());
         }
       });
     };
@@ -416,8 +418,18 @@ Result<std::shared_ptr<log::StreamLog>> Node::Impl::align_with_remote(
     // this node wrote and never uploaded starts where its uploader had
     // persisted when it let the stream go (known while the process lives),
     // else at the remote tier's end — which another owner may have moved
-    // past our tail, hiding the loss, so the first is preferred.
-    const uint64_t lost_from = left ? std::min(left->persisted_next, remote_next) : remote_next;
+    // past our tail, hiding the loss, so the first is preferred. Without
+    // it (another process wrote this log), the log's last chunks name the
+    // tenure that wrote them: what the remote tier holds from where later
+    // tenures' uploads begin is not ours.
+    uint64_t lost_from = remote_next;
+    if (left) {
+      lost_from = std::min(left->persisted_next, remote_next);
+    } else if (tail_epoch >= 2 && tail_epoch < owned->epoch_before) {
+      lost_from =
+          std::max(log->first_offset(),
+                   std::min(tier::uploaded_after_epoch(st->manifest, tail_epoch), remote_next));
+    }
     const uint64_t lost = local_next > lost_from ? local_next - lost_from : 0;
     if (lost > 0) {
       spdlog::error(
@@ -472,8 +484,7 @@ std::optional<uint64_t> Node::Impl::own_epoch(const std::string& name, const Rel
   if (left) return left->epoch;
   auto rec = read_owner_epoch(registry->fs(), registry->dir_of(name));
   if (!rec.ok()) {
-    spdlog::warn("node: stream {}: {} (its tail is not taken back)", name,
-                 rec.error().to_string());
+    spdlog::warn("node: stream {}: {} (its tail is not taken back)", name, rec.error().to_string());
     return std::nullopt;
   }
   return *rec;

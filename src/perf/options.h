@@ -14,6 +14,10 @@ struct PerfOptions {
   ConnectOptions connect;
   std::string stream = "strata-perf";
   bool delete_stream = false;
+  // The Create's arguments (`--stream-arg KEY=VALUE`, e.g. max-length-bytes,
+  // initial-cluster-size, x-strata-confirm), as RabbitMQ's PerfTest passes
+  // its stream flags.
+  proto::Properties stream_args;
   int producers = 1;
   int consumers = 1;
   uint32_t message_size = 100;      // bytes per message body

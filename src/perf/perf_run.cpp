@@ -30,9 +30,10 @@ std::string latency_line(const LogHistogram& h) {
                      ms(h.quantile(0.999)));
 }
 
-Status create_stream(Connection& c, const std::string& stream) {
+Status create_stream(Connection& c, const std::string& stream, const proto::Properties& args) {
   CreateStreamRequest req;
   req.stream = stream;
+  req.arguments = args;
   STRATA_ASSIGN_OR_RETURN(auto r, c.call<CreateStreamResponse>(req));
   if (r.code != ResponseCode::ok && r.code != ResponseCode::stream_already_exists) {
     return make_error(Errc::invalid_argument,
@@ -66,7 +67,7 @@ class PerfRun {
   // first: none misses what the producers send).
   Status setup() {
     STRATA_TRY(admin_.open(o_.connect));
-    STRATA_TRY(create_stream(admin_, o_.stream));
+    STRATA_TRY(create_stream(admin_, o_.stream, o_.stream_args));
     const uint64_t run_id = std::random_device{}() | (uint64_t(std::random_device{}()) << 32);
     for (int i = 0; i < o_.consumers; ++i) {
       consumers_.push_back(std::make_unique<Consumer>(io_, stats_, o_, i, run_id));

@@ -128,6 +128,15 @@ Status apply_replace(Manifest& m, const ReplaceEdit& r, const ManifestEdit& whol
 
 }  // namespace
 
+uint64_t uploaded_after_epoch(const Manifest& m, uint64_t epoch) {
+  uint64_t from = m.next_offset;
+  for (auto it = m.entries.rbegin(); it != m.entries.rend(); ++it) {
+    if (it->kind != kKindFragment || it->epoch <= epoch) break;
+    from = it->offset;
+  }
+  return from;
+}
+
 Manifest Manifest::empty_at(uint64_t offset) {
   Manifest m;
   m.first_offset = offset;

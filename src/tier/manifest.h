@@ -124,6 +124,15 @@ Status apply_edit(Manifest& m, const ManifestEdit& e);
 // empty <=> first_offset == next_offset.
 Status validate_manifest(const Manifest& m, const std::string& where);
 
+// Where the uploads of the tenures after `epoch` begin: the first offset of
+// the run of fragment entries at the end of `m` uploaded under a higher
+// epoch; m.next_offset when the last entry's epoch is not higher. A run
+// that reaches a group entry stops after it (a group's epoch is its
+// rebalancer's, not its fragments'). A takeover that drops a log whose
+// last chunks tenure `epoch` wrote loses what that log holds from here on
+// (node/stream_open.cpp).
+uint64_t uploaded_after_epoch(const Manifest& m, uint64_t epoch);
+
 // ---- rebalance ----
 
 struct RebalancePolicy {

@@ -114,6 +114,14 @@ class OwnershipTest : public ::testing::Test {
     }
   }
 
+  // The start of the takeover tests: a reaches etcd through member 0 only
+  // and b through members 1 and 2 (freezing member 0 cuts a off alone);
+  // once they see each other, a stream named from `base` whose first
+  // choice is a is created and served by a. The stream's name, or "" after
+  // reporting what failed.
+  std::string serve_on_a(std::unique_ptr<ClusterNode>* a, std::unique_ptr<ClusterNode>* b,
+                         const std::string& base, const json& patch = json::object());
+
   test::TempDir dir_;
   std::unique_ptr<test::EtcdCluster> etcd_;
   std::shared_ptr<etcd::EtcdClient> admin_client_;
@@ -138,6 +146,29 @@ bool eventually(std::chrono::milliseconds timeout, F pred) {
 bool see_each_other(ClusterNode& a, ClusterNode& b) {
   return eventually(
       10s, [&] { return a.own->view().nodes.size() == 2 && b.own->view().nodes.size() == 2; });
+}
+
+std::string OwnershipTest::serve_on_a(std::unique_ptr<ClusterNode>* a,
+                                      std::unique_ptr<ClusterNode>* b, const std::string& base,
+                                      const json& patch) {
+  *a = start_node("a", {etcd_->endpoint(0)}, 0, patch);
+  *b = start_node("b", {etcd_->endpoint(1), etcd_->endpoint(2)}, 0, patch);
+  if (!*a || !*b) return "";
+  if (!see_each_other(**a, **b)) {
+    ADD_FAILURE() << "a and b never saw each other";
+    return "";
+  }
+  const std::string s = stream_for("a", base);
+  if (auto c = admin_->create(s, 1); !c.ok()) {
+    ADD_FAILURE() << c.error().to_string();
+    return "";
+  }
+  auto owner = (*a)->own->await_owner(s, 10s);
+  if (!owner.ok() || *owner != "a" || !eventually(10s, [&] { return (*a)->own->serving(s); })) {
+    ADD_FAILURE() << s << ": not served by a";
+    return "";
+  }
+  return s;
 }
 
 uint64_t read_all(node::Node& n, const std::string& stream, uint64_t upto,
@@ -183,18 +214,10 @@ std::vector<uint64_t> chunk_epochs(log::StreamLog& log) {
 }
 
 TEST_F(OwnershipTest, ExactlyOneNodeOwnsAndTheOtherTakesOverWhenTheOwnerIsCutOffFromEtcd) {
-  // a reaches etcd through member 0 only, b through members 1 and 2.
-  auto a = start_node("a", {etcd_->endpoint(0)});
-  auto b = start_node("b", {etcd_->endpoint(1), etcd_->endpoint(2)});
-  ASSERT_TRUE(a && b);
-  ASSERT_TRUE(see_each_other(*a, *b));
-  const std::string s = stream_for("a", "orders");
-  ASSERT_OK(admin_->create(s, 1));
-  auto owner = a->own->await_owner(s, 10s);
-  ASSERT_OK(owner);
-  EXPECT_EQ(*owner, "a");
+  std::unique_ptr<ClusterNode> a, b;
+  const std::string s = serve_on_a(&a, &b, "orders");
+  ASSERT_FALSE(s.empty());
   ASSERT_OK(b->own->await_owner(s, 10s));
-  EXPECT_TRUE(a->own->serving(s));
   EXPECT_FALSE(b->own->serving(s));
   EXPECT_EQ(b->node->stream(s).code(), Errc::not_found);
   EXPECT_EQ(b->own->owner_address(s), a->own->config().advertise);
@@ -263,15 +286,11 @@ uint64_t node_counter(node::Node& n, const char* field) {
 // stream over: the copy's last chunk was written by a's tenure — the one
 // b's acquire fences — so b keeps the tail and uploads it, nothing lost.
 TEST_F(OwnershipTest, ACopyOfTheOwnersTailIsKeptByTheNodeThatTakesTheStreamOver) {
-  const json slow = {{"tiering", {{"fragment_max_age_ms", 600000}, {"fragment_target_bytes", 64 << 20}}}};
-  auto a = start_node("a", {etcd_->endpoint(0)}, 0, slow);
-  auto b = start_node("b", {etcd_->endpoint(1), etcd_->endpoint(2)}, 0, slow);
-  ASSERT_TRUE(a && b);
-  ASSERT_TRUE(see_each_other(*a, *b));
-  const std::string s = stream_for("a", "copied");
-  ASSERT_OK(admin_->create(s, 1));
-  ASSERT_OK(a->own->await_owner(s, 10s));
-  ASSERT_TRUE(eventually(10s, [&] { return a->own->serving(s); }));
+  const json slow = {
+      {"tiering", {{"fragment_max_age_ms", 600000}, {"fragment_target_bytes", 64 << 20}}}};
+  std::unique_ptr<ClusterNode> a, b;
+  const std::string s = serve_on_a(&a, &b, "copied", slow);
+  ASSERT_FALSE(s.empty());
   auto log = a->node->stream(s);
   ASSERT_OK(log);
   const uint64_t flushed = node::test::append_values(**log, 20);
@@ -382,14 +401,9 @@ TEST_F(OwnershipTest, AnOwnerCutOffFromEtcdTakesItsStreamBackWithItsUnuploadedTa
 // dropped (b's records hold those offsets) — and counted from where a had
 // persisted, not hidden because b wrote past it.
 TEST_F(OwnershipTest, AnOwnerThatTakesBackAStreamAnotherWroteCountsTheTailItDrops) {
-  auto a = start_node("a", {etcd_->endpoint(0)});
-  auto b = start_node("b", {etcd_->endpoint(1), etcd_->endpoint(2)});
-  ASSERT_TRUE(a && b);
-  ASSERT_TRUE(see_each_other(*a, *b));
-  const std::string s = stream_for("a", "past");
-  ASSERT_OK(admin_->create(s, 1));
-  ASSERT_OK(a->own->await_owner(s, 10s));
-  ASSERT_TRUE(eventually(10s, [&] { return a->own->serving(s); }));
+  std::unique_ptr<ClusterNode> a, b;
+  const std::string s = serve_on_a(&a, &b, "past");
+  ASSERT_FALSE(s.empty());
   auto log = a->node->stream(s);
   ASSERT_OK(log);
   const uint64_t flushed = node::test::append_values(**log, 20);
@@ -420,6 +434,43 @@ TEST_F(OwnershipTest, AnOwnerThatTakesBackAStreamAnotherWroteCountsTheTailItDrop
   std::vector<std::string> errors;
   EXPECT_EQ(read_all(*a->node, s, more, &errors), more);
   EXPECT_TRUE(errors.empty()) << errors.front();
+}
+
+// As above, but a's process is gone before it takes the stream back (a
+// fresh Node on its data directory): what its uploader had reached is not
+// known any more, and the remote tier now ends past a's log. The log's
+// last chunks name a's tenure; the manifest shows where the uploads of the
+// tenures after it begin: the tail from there is what the takeover drops,
+// counted and logged, not hidden behind the remote tier's end.
+TEST_F(OwnershipTest, ARestartedOwnerThatTakesBackAStreamAnotherWroteCountsTheTailItDrops) {
+  std::unique_ptr<ClusterNode> a, b;
+  const std::string s = serve_on_a(&a, &b, "gone");
+  ASSERT_FALSE(s.empty());
+  auto log = a->node->stream(s);
+  ASSERT_OK(log);
+  const uint64_t flushed = node::test::append_values(**log, 20);
+  ASSERT_OK(a->node->flush(s, 10s));
+  etcd_->freeze(0);
+  const uint64_t tail = node::test::append_values(**log, 7);
+  ASSERT_TRUE(eventually(20s, [&] { return b->own->serving(s); }));
+  auto blog = b->node->stream(s);
+  ASSERT_OK(blog);
+  const uint64_t more = node::test::append_values(**blog, 10);
+  ASSERT_GT(more, tail);
+  ASSERT_OK(b->node->flush(s, 10s));
+  log = Error(Errc::closed, "a is restarted");
+  a.reset();
+  etcd_->thaw(0);
+  a = start_node("a", {etcd_->endpoint(0)});
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(see_each_other(*a, *b));
+  b->own->stop();
+  ASSERT_TRUE(eventually(20s, [&] { return a->own->serving(s); }));
+  auto again = a->node->stream(s);
+  ASSERT_OK(again);
+  EXPECT_EQ((*again)->committed_next(), more);
+  EXPECT_EQ(node_counter(*a->node, "takeover_dropped_offsets"), tail - flushed);
+  EXPECT_EQ(node_counter(*a->node, "takeover_kept_offsets"), 0u);
 }
 
 TEST_F(OwnershipTest, ARevokedLeaseStopsTheOwnerAtOnceAndTheStreamIsOwnedAgain) {

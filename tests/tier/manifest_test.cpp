@@ -27,6 +27,29 @@ Manifest with_fragments(std::initializer_list<std::pair<uint64_t, uint64_t>> spa
 
 }  // namespace
 
+TEST(TierManifest, UploadedAfterEpochIsWhereTheTrailingNewerTenuresBegin) {
+  Manifest m = Manifest::empty_at(0);
+  auto append = [&](uint64_t first, uint64_t next, uint64_t epoch, uint8_t kind = 0) {
+    ASSERT_TRUE(
+        apply_edit(m, AppendEdit{ManifestEntry{first, 1, 1, 10, epoch, 1, kind}, next}).ok());
+  };
+  append(0, 100, 2);
+  append(100, 200, 2);
+  EXPECT_EQ(uploaded_after_epoch(m, 2), 200u) << "no newer tenure: nothing after";
+  EXPECT_EQ(uploaded_after_epoch(m, 1), 0u);
+  append(200, 300, 3);
+  append(300, 400, 5);
+  EXPECT_EQ(uploaded_after_epoch(m, 2), 200u);
+  EXPECT_EQ(uploaded_after_epoch(m, 3), 300u);
+  EXPECT_EQ(uploaded_after_epoch(m, 5), 400u);
+  // A rebalanced front: a group entry (written under epoch 9 by its
+  // rebalancer), then a fragment.
+  Manifest grouped = Manifest::empty_at(0);
+  grouped.next_offset = 600;
+  grouped.entries = {ManifestEntry{0, 1, 1, 10, 9, 1, 1}, ManifestEntry{500, 1, 1, 10, 9, 1, 0}};
+  EXPECT_EQ(uploaded_after_epoch(grouped, 2), 500u) << "a group stops the run";
+}
+
 // ---- edits ----
 
 TEST(TierManifest, FirstAppendSetsRangeAndTimestamps) {
