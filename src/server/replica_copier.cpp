@@ -68,6 +68,7 @@ ReplicaCopier::ReplicaCopier(CopierEnv env, Strand strand, TaskContext tasks)
       tasks_(tasks),
       trim_hooks_(std::make_shared<Trim>()),
       retry_timer_(strand),
+      next_retry_(env_.first_retry),
       owner_timer_(strand),
       trim_timer_(strand) {}
 
@@ -220,6 +221,8 @@ void ReplicaCopier::pump() {
         if (self->env_.copied_chunks) {
           self->env_.copied_chunks->fetch_add(n, std::memory_order_relaxed);
         }
+        // The link works: the next failure is retried quickly again.
+        self->next_retry_ = self->env_.first_retry;
         if (self->link_) self->link_->credit(uint16_t(n));
         self->pump();
       });
@@ -232,8 +235,10 @@ void ReplicaCopier::restart(const Error& why, bool drop) {
   link_.reset();
   expect_.reset();
   queued_.clear();
-  spdlog::debug("copy of {}: again in {} ms: {}", stream(), env_.retry.count(), why.to_string());
-  retry_timer_.expires_after(env_.retry);
+  const auto wait = next_retry_;
+  next_retry_ = std::min(2 * next_retry_, env_.retry);
+  spdlog::debug("copy of {}: again in {} ms: {}", stream(), wait.count(), why.to_string());
+  retry_timer_.expires_after(wait);
   retry_timer_.async_wait(
       [weak = std::weak_ptr<ReplicaCopier>(shared_from_this()), drop](std::error_code ec) {
         auto self = weak.lock();

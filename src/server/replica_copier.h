@@ -20,7 +20,10 @@
 //  - trim: every `trim_every`, segments wholly below the remote tier's end
 //    are deleted (log retention, vetoed above it).
 //  - the owner changes (the link ends, or the cluster's view names another
-//    owner): prepared again after `retry`. A copy closed under it (this
+//    owner): prepared again after `first_retry` — a restarted or new owner
+//    is copied, and a replicated confirm acknowledged, within tens of ms —
+//    doubling up to `retry` while attempts keep failing (reset by a chunk
+//    appended). A copy closed under it (this
 //    node acquired the stream) or a stream gone ends the copier; the set
 //    (ReplicaCopies) starts and stops copiers as the view changes.
 #pragma once
@@ -46,6 +49,7 @@ struct CopierEnv {
   node::Node* node = nullptr;
   std::string self_id;  // this node: a copier never copies from itself
   uint16_t credit = 32;
+  std::chrono::milliseconds first_retry{50};
   std::chrono::milliseconds retry{500};
   std::chrono::milliseconds trim_every{5000};
   std::chrono::milliseconds task_deadline{60'000};
@@ -90,6 +94,7 @@ class ReplicaCopier : public std::enable_shared_from_this<ReplicaCopier> {
   bool appending_ = false;
   uint64_t generation_ = 0;  // bumped by every restart: stale results dropped
   asio::steady_timer retry_timer_;
+  std::chrono::milliseconds next_retry_;  // first_retry, doubled per failed attempt
   asio::steady_timer owner_timer_;
   asio::steady_timer trim_timer_;
   std::atomic<bool> stopped_{false};

@@ -328,4 +328,26 @@ bool Workload::final_read(int ask, std::chrono::milliseconds timeout) {
   return true;
 }
 
+std::unique_ptr<ServeCluster> start_serving(const std::string& dir,
+                                            const ServeClusterOptions& options,
+                                            const std::string& stream, int* leader) {
+  std::string err;
+  auto cluster = ServeCluster::start(dir, options, &err);
+  if (!cluster) {
+    ADD_FAILURE() << "cluster: " << err;
+    return nullptr;
+  }
+  if (Status s = cluster->create_stream(0, stream); !s.ok()) {
+    ADD_FAILURE() << "creating " << stream << ": " << s.to_string();
+    return nullptr;
+  }
+  const int l = cluster->await_agreed_leader(stream, std::chrono::seconds(20));
+  if (l < 0) {
+    ADD_FAILURE() << stream << ": no leader every node names";
+    return nullptr;
+  }
+  if (leader) *leader = l;
+  return cluster;
+}
+
 }  // namespace strata::test

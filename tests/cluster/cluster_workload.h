@@ -104,4 +104,11 @@ class Workload {
   int subscriptions_ = 0;
 };
 
+// A cluster started with `options` under `dir`, with `stream` created
+// through node 0 and a leader every node names (*leader, when given); null
+// after reporting what failed.
+std::unique_ptr<ServeCluster> start_serving(const std::string& dir,
+                                            const ServeClusterOptions& options,
+                                            const std::string& stream, int* leader = nullptr);
+
 }  // namespace strata::test

@@ -76,13 +76,10 @@ int other_leader(ServeCluster& cluster, const std::string& stream, int old) {
 
 TEST(ServeCopiesTest, TheNodeThatTakesOverKeepsItsCopyOfTheDeadOwnersUnuploadedTail) {
   TempDir dir;
-  std::string err;
-  auto cluster = ServeCluster::start(dir.path(), copies_on(), &err);
-  ASSERT_NE(cluster, nullptr) << err;
   const std::string stream = "copied";
-  ASSERT_TRUE(cluster->create_stream(0, stream).ok());
-  const int owner = cluster->await_agreed_leader(stream, 20s);
-  ASSERT_GE(owner, 0);
+  int owner = -1;
+  auto cluster = start_serving(dir.path(), copies_on(), stream, &owner);
+  ASSERT_NE(cluster, nullptr);
   Workload w(*cluster, {.stream = stream, .consume = false});
   w.start();
   ASSERT_TRUE(w.await_confirms(600, 60s));
@@ -121,12 +118,10 @@ TEST(ServeCopiesTest, TheNodeThatTakesOverKeepsItsCopyOfTheDeadOwnersUnuploadedT
 TEST(ServeCopiesTest, ARestartedOwnerWhoseLogDivergedCopiesTheNewOwnersLogAfresh) {
   TempDir dir;
   std::string err;
-  auto cluster = ServeCluster::start(dir.path(), copies_on(), &err);
-  ASSERT_NE(cluster, nullptr) << err;
   const std::string stream = "diverged";
-  ASSERT_TRUE(cluster->create_stream(0, stream).ok());
-  const int old_owner = cluster->await_agreed_leader(stream, 20s);
-  ASSERT_GE(old_owner, 0);
+  int old_owner = -1;
+  auto cluster = start_serving(dir.path(), copies_on(), stream, &old_owner);
+  ASSERT_NE(cluster, nullptr);
   Workload w(*cluster, {.stream = stream, .consume = false});
   w.start();
   ASSERT_TRUE(w.await_confirms(300, 60s));
@@ -180,11 +175,9 @@ TEST(ServeCopiesTest, ReplicatedConfirmsSurviveKillingTheOwner) {
   ServeClusterOptions o = copies_on();
   o.patch["tiering"]["confirm"] = "replicated";
   o.patch["cluster"].erase("replica_copies");  // implied by replicated confirms
-  auto cluster = ServeCluster::start(dir.path(), o, &err);
-  ASSERT_NE(cluster, nullptr) << err;
   const std::string stream = "replicated";
-  ASSERT_TRUE(cluster->create_stream(0, stream).ok());
-  ASSERT_GE(cluster->await_agreed_leader(stream, 20s), 0);
+  auto cluster = start_serving(dir.path(), o, stream);
+  ASSERT_NE(cluster, nullptr);
   Workload w(*cluster, {.stream = stream});
   w.start();
   ASSERT_TRUE(w.await_confirms(300, 60s));
@@ -229,12 +222,10 @@ TEST(ServeCopiesTest, AQuorumConfirmsAndTheMostCompleteCopyTakesOver) {
   std::string err;
   ServeClusterOptions o = copies_on();
   o.patch["tiering"]["confirm"] = "replicated";
-  auto cluster = ServeCluster::start(dir.path(), o, &err);
-  ASSERT_NE(cluster, nullptr) << err;
   const std::string stream = "quorum";
-  ASSERT_TRUE(cluster->create_stream(0, stream).ok());
-  const int owner = cluster->await_agreed_leader(stream, 20s);
-  ASSERT_GE(owner, 0);
+  int owner = -1;
+  auto cluster = start_serving(dir.path(), o, stream, &owner);
+  ASSERT_NE(cluster, nullptr);
   std::vector<std::string> others;
   for (int i = 0; i < cluster->size(); ++i) {
     if (i != owner) others.push_back("n" + std::to_string(i));
@@ -285,14 +276,11 @@ TEST(ServeCopiesTest, AQuorumConfirmsAndTheMostCompleteCopyTakesOver) {
 // same rounds show consumers offsets whose message changed.)
 TEST(ServeCopiesTest, AnOwnerFrozenPastItsLeaseLosesNoReplicatedConfirm) {
   TempDir dir;
-  std::string err;
   ServeClusterOptions o = copies_on();
   o.patch["tiering"]["confirm"] = "replicated";
-  auto cluster = ServeCluster::start(dir.path(), o, &err);
-  ASSERT_NE(cluster, nullptr) << err;
   const std::string stream = "frozen";
-  ASSERT_TRUE(cluster->create_stream(0, stream).ok());
-  ASSERT_GE(cluster->await_agreed_leader(stream, 20s), 0);
+  auto cluster = start_serving(dir.path(), o, stream);
+  ASSERT_NE(cluster, nullptr);
   Workload w(*cluster, {.stream = stream});
   w.start();
   ASSERT_TRUE(w.await_confirms(300, 60s));

@@ -163,12 +163,10 @@ TEST(ServeEtcdLeaderTest, KillingEtcdsLeaderMakesNoNodeGiveUpItsLease) {
   // No hand-overs: the stream stays where it was first acquired, so an
   // owner change could only come from a lease given up.
   o.patch = {{"http", {{"listen", "127.0.0.1:0"}}}, {"cluster", {{"rebalance", false}}}};
-  auto cluster = ServeCluster::start(dir.path(), o, &err);
-  ASSERT_NE(cluster, nullptr) << err;
   const std::string stream = "etcd-leader";
-  ASSERT_TRUE(cluster->create_stream(0, stream).ok());
-  const int owner = cluster->await_agreed_leader(stream, 20s);
-  ASSERT_GE(owner, 0);
+  int owner = -1;
+  auto cluster = start_serving(dir.path(), o, stream, &owner);
+  ASSERT_NE(cluster, nullptr);
   Workload w(*cluster, {.stream = stream});
   w.start();
   ASSERT_TRUE(w.await_confirms(200, 30s));
@@ -235,10 +233,12 @@ uint64_t kept_and_none_dropped(ServeCluster& cluster) {
 // finds its owner keys still on the lease it gave up, takes them back and
 // keeps its tail: nothing confirmed is lost, and no node drops or reports
 // a dropped offset.
-void an_outage_loses_nothing(int members_down) {
+void an_outage_loses_nothing(int members_down, const std::string& confirm = "local") {
   TempDir dir;
   std::string err;
-  auto cluster = ServeCluster::start(dir.path(), local_confirms(), &err);
+  ServeClusterOptions options = local_confirms();
+  options.patch["tiering"]["confirm"] = confirm;
+  auto cluster = ServeCluster::start(dir.path(), options, &err);
   ASSERT_NE(cluster, nullptr) << err;
   const std::vector<std::string> streams = {"local-a", "local-b", "local-c"};
   std::vector<std::unique_ptr<Workload>> ws;
@@ -304,6 +304,13 @@ TEST(ServeEtcdLocalTest, TwoOfThreeEtcdMembersDownLosesNoLocallyConfirmedMessage
   an_outage_loses_nothing(2);
 }
 
+// The same outage under `confirm = replicated`: the nodes' copies take part
+// in nothing here (every owner takes its own stream back), but confirms
+// wait for a majority of them, and nothing confirmed is lost.
+TEST(ServeEtcdReplicatedTest, TwoOfThreeEtcdMembersDownLosesNoReplicatedConfirm) {
+  an_outage_loses_nothing(2, "replicated");
+}
+
 // kill -9 of the owner, restarted at once on its data directory: its disk
 // holds what it confirmed and had not uploaded. It takes its stream back
 // (its key, on the dead process's lease, moved to its new one; or, the key
@@ -312,11 +319,9 @@ TEST(ServeEtcdLocalTest, TwoOfThreeEtcdMembersDownLosesNoLocallyConfirmedMessage
 TEST(ServeLocalConfirmTest, KillingAndRestartingTheOwnerLosesNoLocallyConfirmedMessage) {
   TempDir dir;
   std::string err;
-  auto cluster = ServeCluster::start(dir.path(), local_confirms(), &err);
-  ASSERT_NE(cluster, nullptr) << err;
   const std::string stream = "restarted";
-  ASSERT_TRUE(cluster->create_stream(0, stream).ok());
-  ASSERT_GE(cluster->await_agreed_leader(stream, 20s), 0);
+  auto cluster = start_serving(dir.path(), local_confirms(), stream);
+  ASSERT_NE(cluster, nullptr);
   Workload w(*cluster, {.stream = stream});
   w.start();
   ASSERT_TRUE(w.await_confirms(200, 30s));
