@@ -12,6 +12,7 @@
 
 #include "cluster/cluster_workload.h"
 #include "cluster/ownership_core.h"
+#include "support/eventually.h"
 #include "support/numbered_stream.h"
 #include "support/temp_dir.h"
 
@@ -304,6 +305,46 @@ TEST(ServeCopiesTest, AnOwnerFrozenPastItsLeaseLosesNoReplicatedConfirm) {
   std::cout << stream << ": " << report.to_string() << "\n";
   for (int i = 0; i < cluster->size(); ++i) {
     EXPECT_EQ(at(node_status(*cluster, i), {"node", "takeover_dropped_offsets"}), 0u) << i;
+  }
+}
+
+// A copy keeps only what the remote tier lacks: with fragments uploaded
+// within a few hundred ms and 8 KiB segments, each copier deletes the
+// segments wholly below the remote tier's end (every 5 s), so its first
+// offset moves up while it still ends where the owner's log ends.
+TEST(ServeCopiesTest, CopiesAreTrimmedToWhatTheRemoteTierLacks) {
+  TempDir dir;
+  ServeClusterOptions o = copies_on();
+  o.patch["log"] = {{"segment_bytes", 8192}};
+  o.patch["tiering"]["fragment_max_age_ms"] = 200;
+  o.patch["tiering"]["fragment_target_bytes"] = 16384;
+  o.patch["tiering"]["persist_interval_ms"] = 100;
+  const std::string stream = "trimmed";
+  int owner = -1;
+  auto cluster = start_serving(dir.path(), o, stream, &owner);
+  ASSERT_NE(cluster, nullptr);
+  Workload w(*cluster, {.stream = stream, .consume = false});
+  w.start();
+  ASSERT_TRUE(w.await_confirms(2000, 60s));
+  auto trimmed = [&] {
+    for (int i = 0; i < cluster->size(); ++i) {
+      if (i == owner) continue;
+      auto first = at(node_status(*cluster, i), {"copies", stream, "local_first_offset"});
+      if (!first.is_number() || first.get<uint64_t>() == 0) return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(eventually(30s, trimmed)) << "no copy was trimmed below the remote tier's end";
+  w.stop();
+  ASSERT_TRUE(copies_caught_up(*cluster, owner, stream, 30s));
+  const auto remote_next =
+      at(node_status(*cluster, owner), {"streams", stream, "tiering", "remote_next_offset"});
+  ASSERT_TRUE(remote_next.is_number());
+  for (int i = 0; i < cluster->size(); ++i) {
+    if (i == owner) continue;
+    auto first = at(node_status(*cluster, i), {"copies", stream, "local_first_offset"});
+    ASSERT_TRUE(first.is_number());
+    EXPECT_LE(first.get<uint64_t>(), remote_next.get<uint64_t>()) << "node " << i;
   }
 }
 
