@@ -297,6 +297,11 @@ json Ownership::Impl::status_json() const {
   for (const auto& [s, o] : view_.owners) {
     owners[s] = {{"node", o.node_id}, {"lease", lease_json(o.lease)}};
   }
+  // Elections in progress: what each node stood with.
+  json candidacies = json::object();
+  for (const auto& [s, by_node] : view_.candidacies) {
+    for (const auto& [n, c] : by_node) candidacies[s][n] = {{"epoch", c.epoch}, {"next", c.next}};
+  }
   return {{"node_id", cfg_.node_id},
           {"advertise", cfg_.advertise},
           {"lease", lease_json(lease_)},
@@ -307,6 +312,7 @@ json Ownership::Impl::status_json() const {
           {"owned", owned},
           {"nodes", view_.nodes},
           {"owners", owners},
+          {"candidacies", candidacies},
           {"revision", view_.revision}};
 }
 
