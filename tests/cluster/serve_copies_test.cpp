@@ -96,7 +96,13 @@ TEST(ServeCopiesTest, TheNodeThatTakesOverKeepsItsCopyOfTheDeadOwnersUnuploadedT
   cluster->kill(owner);
   const int next = other_leader(*cluster, stream, owner);
   ASSERT_GE(next, 0) << "no other node took the stream over";
-  auto st = node_status(*cluster, next);
+  // Named leader once its owner key is in etcd; its open (which keeps or
+  // drops the tail) may still run.
+  nlohmann::json st;
+  EXPECT_TRUE(eventually(30s, [&] {
+    st = node_status(*cluster, next);
+    return at(st, {"streams", stream, "local_next_offset"}).is_number();
+  })) << "the new owner never served the stream";
   EXPECT_EQ(at(st, {"node", "takeover_dropped_offsets"}), 0u);
   EXPECT_EQ(at(st, {"node", "takeover_kept_offsets"}), tail)
       << "the new owner kept its copy's whole tail";
