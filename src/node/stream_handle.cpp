@@ -71,6 +71,12 @@ std::optional<uint64_t> StreamHandle::last_chunk_id() {
   return r->chunk_first_offset;
 }
 
+std::optional<uint64_t> StreamHandle::chunk_id_of(uint64_t offset) {
+  auto r = log_->resolve(log::OffsetSpec::at_offset(offset));
+  if (!r.ok()) return std::nullopt;
+  return r->chunk_first_offset;
+}
+
 uint64_t StreamHandle::first_offset() const {
   uint64_t first = log_->first_offset();
   if (!tier_.cache) return first;

@@ -75,6 +75,9 @@ class StreamHandle {
   LagBytes lag_bytes(const std::optional<LogMark>& mark, uint64_t from_offset) const;
   // First offset of the last committed chunk; nullopt when the log is empty.
   std::optional<uint64_t> last_chunk_id();
+  // First offset of the local chunk holding `offset`; nullopt when the
+  // local log does not hold it. May read the segment's index file.
+  std::optional<uint64_t> chunk_id_of(uint64_t offset);
   // The oldest offset over both tiers: the persisted remote tier's first
   // when it holds data below the local log, else the local first offset.
   uint64_t first_offset() const;

@@ -100,13 +100,17 @@ void SubscriptionRoom::on(const SubscribeRequest& r) {
   // `next` is where the stream ends when the subscription is answered, as
   // RabbitMQ resolves it: a message the client publishes once it has the
   // answer is delivered, however late the reader opens.
+  // So is `last`: the last chunk committed when the subscription is
+  // answered, not one the client publishes after (start_delivery finds it
+  // below this bound, off the event loop: it may read an index file).
   log::OffsetSpec spec = to_log_spec(r.offset);
+  const uint64_t answered_next = sub->served->stream()->committed_next();
   if (!sac && spec.kind == log::OffsetSpec::Kind::next) {
-    spec = log::OffsetSpec::at_offset(sub->served->stream()->committed_next());
+    spec = log::OffsetSpec::at_offset(answered_next);
   }
   respond_code(session_, kSubscribe, r.correlation_id, ResponseCode::ok);
   if (!sac) {
-    start_delivery(sub, spec);
+    start_delivery(sub, spec, answered_next);
     return;
   }
   // A partition of a super stream: consumers spread over the partitions.
@@ -179,11 +183,19 @@ void SubscriptionRoom::unavailable(const std::string& stream) {
   send_message(session_, MetadataUpdate{ResponseCode::stream_not_available, stream});
 }
 
-void SubscriptionRoom::start_delivery(const SubPtr& sub, const log::OffsetSpec& spec) {
+void SubscriptionRoom::start_delivery(const SubPtr& sub, const log::OffsetSpec& spec,
+                                      std::optional<uint64_t> last_below) {
   using ReaderResult = Result<std::unique_ptr<tier::StreamReader>>;
   run_task<ReaderResult>(
       tasks_, session_.strand(), kStreamOpDeadline, "open reader of " + sub->stream,
-      [stream = sub->served->stream(), spec]() -> ReaderResult {
+      [stream = sub->served->stream(), spec, last_below]() -> ReaderResult {
+        // `last` as of the answer: the chunk holding the last offset
+        // committed then, delivered whole from its first offset.
+        if (spec.kind == log::OffsetSpec::Kind::last && last_below && *last_below > 0) {
+          if (auto id = stream->chunk_id_of(*last_below - 1)) {
+            return stream->open_reader(log::OffsetSpec::at_offset(*id));
+          }
+        }
         return stream->open_reader(spec);
       },
       [hold = session_.hold(), this, sub, gen = sub->generation](TaskOutcome<ReaderResult> out) {

@@ -89,7 +89,10 @@ class SubscriptionRoom {
   uint64_t coalesce_limit() const;
   // Whether the client is another strata node (server_limits.h, kPeerProduct).
   bool from_peer() const;
-  void start_delivery(const SubPtr& s, const log::OffsetSpec& spec);
+  // `last_below`: for a `last` spec, the log's end when the subscription
+  // was answered (its last chunk then is the one delivered).
+  void start_delivery(const SubPtr& s, const log::OffsetSpec& spec,
+                      std::optional<uint64_t> last_below = std::nullopt);
   void on_reader(const SubPtr& s, uint64_t generation,
                  TaskOutcome<Result<std::unique_ptr<tier::StreamReader>>> out);
   // Subscribe on a stream another node owns; false when this node cannot

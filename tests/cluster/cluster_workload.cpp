@@ -350,4 +350,13 @@ std::unique_ptr<ServeCluster> start_serving(const std::string& dir,
   return cluster;
 }
 
+void drain_and_check(Workload& w, const std::string& stream, int read_from) {
+  EXPECT_TRUE(w.drain(std::chrono::seconds(60))) << stream << ": unconfirmed messages left";
+  w.stop();
+  ASSERT_TRUE(w.final_read(read_from, std::chrono::seconds(60))) << stream;
+  const auto report = check_history(w.history(), DuplicatePolicy::none, ReadPolicy::committed_only);
+  EXPECT_TRUE(report.ok()) << stream << ": " << report.to_string();
+  std::cout << stream << ": " << report.to_string() << "\n";
+}
+
 }  // namespace strata::test

@@ -111,4 +111,12 @@ std::unique_ptr<ServeCluster> start_serving(const std::string& dir,
                                             const ServeClusterOptions& options,
                                             const std::string& stream, int* leader = nullptr);
 
+// The end of a run: the publishers drain (every message confirmed) and
+// stop, the stream is read back from `first` through node `read_from`, and
+// the history is checked: no confirmed message lost, none duplicated, no
+// offset that changed its message (DuplicatePolicy::none,
+// ReadPolicy::committed_only). Failures are reported under `stream`; the
+// report is printed.
+void drain_and_check(Workload& w, const std::string& stream, int read_from = 0);
+
 }  // namespace strata::test

@@ -192,12 +192,7 @@ TEST(ServeEtcdLeaderTest, KillingEtcdsLeaderMakesNoNodeGiveUpItsLease) {
     EXPECT_EQ(cluster->leader(owner, stream), owner) << "round " << round;
     ASSERT_TRUE(cluster->etcd().restart(leader, &err)) << err;
   }
-  EXPECT_TRUE(w.drain(60s)) << "unconfirmed messages left";
-  w.stop();
-  ASSERT_TRUE(w.final_read(0, 60s));
-  auto report = check_history(w.history(), DuplicatePolicy::none, ReadPolicy::committed_only);
-  EXPECT_TRUE(report.ok()) << report.to_string();
-  std::cout << stream << ": " << report.to_string() << "\n";
+  drain_and_check(w, stream);
 }
 
 // A cluster confirming locally, its /status served. Fragments are cut and
@@ -278,13 +273,7 @@ void an_outage_loses_nothing(int members_down, const std::string& confirm = "loc
         << streams[i] << ": publishing did not resume after etcd came back";
   }
   for (size_t i = 0; i < streams.size(); ++i) {
-    Workload& w = *ws[i];
-    EXPECT_TRUE(w.drain(60s)) << streams[i] << ": unconfirmed messages left";
-    w.stop();
-    ASSERT_TRUE(w.final_read(0, 60s)) << streams[i];
-    auto report = check_history(w.history(), DuplicatePolicy::none, ReadPolicy::committed_only);
-    EXPECT_TRUE(report.ok()) << streams[i] << ": " << report.to_string();
-    std::cout << streams[i] << ": " << report.to_string() << "\n";
+    drain_and_check(*ws[i], streams[i]);
   }
   for (int i = 0; i < cluster->size(); ++i) {
     EXPECT_GE(node_status(*cluster, i)["cluster"]["fences"].get<uint64_t>(), 1u) << "node " << i;
@@ -335,12 +324,7 @@ TEST(ServeLocalConfirmTest, KillingAndRestartingTheOwnerLosesNoLocallyConfirmedM
     EXPECT_EQ(cluster->await_agreed_leader(stream, 30s), owner)
         << "round " << round << ": the restarted owner did not take its stream back";
   }
-  EXPECT_TRUE(w.drain(60s)) << "unconfirmed messages left";
-  w.stop();
-  ASSERT_TRUE(w.final_read(0, 60s));
-  auto report = check_history(w.history(), DuplicatePolicy::none, ReadPolicy::committed_only);
-  EXPECT_TRUE(report.ok()) << report.to_string();
-  std::cout << stream << ": " << report.to_string() << "\n";
+  drain_and_check(w, stream);
   const uint64_t kept = kept_and_none_dropped(*cluster);
   std::cout << "unuploaded offsets kept at take-backs: " << kept << "\n";
 }
