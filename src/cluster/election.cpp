@@ -11,7 +11,13 @@ Election elect(const std::string& stream, const std::vector<std::string>& nodes,
                const std::map<std::string, Candidacy>* stood) {
   Election e;
   e.all_stood = !nodes.empty();
-  std::tuple<uint64_t, uint64_t, uint64_t> best_rank{};
+  using Rank = std::tuple<uint64_t, uint64_t, uint64_t>;
+  Rank best_rank{}, second_rank{};
+  // Higher rank first; equal ranks (never, in practice: rendezvous scores
+  // differ) to the smaller name.
+  auto before = [](const Rank& r, const std::string& n, const Rank& than, const std::string& m) {
+    return m.empty() || r > than || (r == than && n < m);
+  };
   for (const std::string& n : nodes) {
     const Candidacy* c = nullptr;
     if (stood) {
@@ -21,13 +27,23 @@ Election elect(const std::string& stream, const std::vector<std::string>& nodes,
       e.all_stood = false;
       continue;
     }
-    const auto rank = std::make_tuple(c->epoch, c->next, rendezvous_score(stream, n));
-    if (e.best.empty() || rank > best_rank || (rank == best_rank && n < e.best)) {
+    e.stood += 1;
+    const Rank rank = std::make_tuple(c->epoch, c->next, rendezvous_score(stream, n));
+    if (before(rank, n, best_rank, e.best)) {
+      e.runner_up = e.best;
+      second_rank = best_rank;
       e.best = n;
       best_rank = rank;
+    } else if (before(rank, n, second_rank, e.runner_up)) {
+      e.runner_up = n;
+      second_rank = rank;
     }
   }
   return e;
+}
+
+bool quorum_stood(size_t stood, size_t live) {
+  return live > 0 && 2 * stood > live;
 }
 
 std::string candidacy_to_json(const Candidacy& c) {

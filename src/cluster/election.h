@@ -13,7 +13,12 @@
 // an older tenure left behind loses to any copy of the tenure that
 // replaced it, and would be dropped by the takeover anyway), then the
 // further end, then the rendezvous rank, so that streams nobody holds a
-// tail of go to their first choice as without elections. The owner key's
+// tail of go to their first choice as without elections. Who has not stood
+// is waited for: the best acquires once every live node stood, or after a
+// grace once a majority did (quorum_stood); the runner-up after twice the
+// grace, when the best has not acquired and a majority stood besides it.
+// Never fewer: a minority's best may lack what a majority confirmed. The
+// owner key's
 // txn deletes the candidacies (cluster/ownership_effects.cpp); a node that
 // still sees its own once the stream has an owner withdraws it.
 #pragma once
@@ -33,8 +38,17 @@ struct Candidacy {
 
 struct Election {
   std::string best;        // the live node standing with the most; "" if none stood
+  std::string runner_up;   // the next best; "" if fewer than two stood
+  size_t stood = 0;        // live nodes that stood
   bool all_stood = false;  // every live node has stood
 };
+
+// Whether `stood` of `live` nodes is enough to elect without the rest: more
+// than half of them. A replicated confirm waits for a majority of the
+// stream's nodes, so any majority of them includes one that holds it; with
+// fewer, a node that has not stood (slow, or its candidacy not posted yet)
+// may be the only one left holding a confirmed message.
+bool quorum_stood(size_t stood, size_t live);
 
 // Among the live `nodes`, those in `stood` (node -> candidacy; may be null).
 Election elect(const std::string& stream, const std::vector<std::string>& nodes,

@@ -275,11 +275,19 @@ bool OwnershipCore::elected(const std::string& s, int64_t waited, Effects& fx) {
   auto c = view_.candidacies.find(s);
   const Election e = elect(s, view_.nodes, c == view_.candidacies.end() ? nullptr : &c->second);
   // The most complete copy, once every live node has stood — or after the
-  // grace, among those that have.
-  if (e.best == id_ && (e.all_stood || waited >= t_.acquire_grace_ms)) return true;
+  // grace, once a majority has (cluster/election.h: a minority's best may
+  // lack what a majority confirmed).
+  const int64_t grace = t_.acquire_grace_ms;
+  const size_t live = view_.nodes.size();
+  if (e.best == id_ && (e.all_stood || (waited >= grace && quorum_stood(e.stood, live)))) {
+    return true;
+  }
   // Whoever stood best did not take it (it hangs, or died and its lease
-  // has not expired yet): anyone does, as without elections.
-  return waited >= 2 * t_.acquire_grace_ms;
+  // has not expired yet): the runner-up does, if a majority stood besides
+  // the best. Not anyone: the best's candidacy goes with its lease, and the
+  // election is held again among those left.
+  return e.stood >= 2 && e.runner_up == id_ && waited >= 2 * grace &&
+         quorum_stood(e.stood - 1, live);
 }
 
 void OwnershipCore::on_candidacy(const ev::CandidacyDone& c, int64_t now) {

@@ -64,9 +64,10 @@
 // ownerless stream goes to the live node whose disk holds the most of it
 // past the remote tier (cluster/election.h). Every live node stands
 // (effect::Stand posts its candidacy); the best one acquires as soon as
-// every live node has stood, or after `acquire_grace_ms` with those that
-// have; after twice that, anyone (a best node that hangs must not keep
-// the stream ownerless).
+// every live node has stood, or after `acquire_grace_ms` once a majority
+// of them has; after twice that, the runner-up, if a majority stood
+// besides the best (a best node that hangs must not keep the stream
+// ownerless). Never on fewer: see cluster/election.h.
 //
 // Deleting from any node. A node asked to delete a stream it does not serve
 // requests it in the catalog (<ns>/deletions/<stream> = its id): the node

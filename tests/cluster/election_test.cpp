@@ -128,16 +128,69 @@ TEST(ElectingCore, StandsFirstAndTheFirstChoiceWaitsForTheOthers) {
 TEST(ElectingCore, TheMostCompleteCopyTakesItNotTheFirstChoice) {
   const std::string s = stream_first_for("a");
   const std::map<std::string, Candidacy> stood{{"a", {3, 100}}, {"b", {3, 250}}, {"c", {3, 200}}};
-  Node a("a"), b("b");
+  Node a("a"), b("b"), c("c");
   EXPECT_TRUE(streams_of<effect::Acquire>(a.at(ownerless(s, stood, 2), 10)).empty());
+  EXPECT_TRUE(streams_of<effect::Acquire>(c.at(ownerless(s, stood, 2), 10)).empty());
   EXPECT_EQ(streams_of<effect::Acquire>(b.at(ownerless(s, stood, 2), 10)),
             std::vector<std::string>{s});
-  // a waits through the grace (b may still acquire) ...
+  // c, the runner-up, waits through twice the grace (b may still acquire) ...
   for (int64_t t = 100; t < 4000; t += 100) {
+    EXPECT_TRUE(streams_of<effect::Acquire>(c.tick(t)).empty()) << t;
     EXPECT_TRUE(streams_of<effect::Acquire>(a.tick(t)).empty()) << t;
   }
-  // ... and takes it after twice the grace if b never did.
-  EXPECT_EQ(streams_of<effect::Acquire>(a.tick(4010)), std::vector<std::string>{s});
+  // ... and takes it then if b never did (a and c, a majority, stood
+  // besides b); a, which holds the least, never does.
+  EXPECT_EQ(streams_of<effect::Acquire>(c.tick(4010)), std::vector<std::string>{s});
+  for (int64_t t = 4010; t < 20000; t += 1000) {
+    EXPECT_TRUE(streams_of<effect::Acquire>(a.tick(t)).empty()) << t;
+  }
+}
+
+// A replicated confirm is on a majority of the nodes: the best of a
+// minority may lack it, so a minority never elects, however long it waits.
+TEST(ElectingCore, AMinorityThatStoodNeverElects) {
+  const std::string s = stream_first_for("a");
+  Node a("a"), b("b");
+  // Only a stood (b and c are slow to, or their candidacies are not
+  // posted yet): a waits, whatever the time.
+  const std::map<std::string, Candidacy> alone{{"a", {3, 100}}};
+  EXPECT_TRUE(streams_of<effect::Acquire>(a.at(ownerless(s, alone, 2), 10)).empty());
+  EXPECT_TRUE(streams_of<effect::Acquire>(b.at(ownerless(s, alone, 2), 10)).empty());
+  for (int64_t t = 1000; t < 30000; t += 1000) {
+    EXPECT_TRUE(streams_of<effect::Acquire>(a.tick(t)).empty()) << t;
+    EXPECT_TRUE(streams_of<effect::Acquire>(b.tick(t)).empty()) << t;
+  }
+  // b stands with more: a majority has stood, and b, the best, takes it
+  // at once (the grace has long passed).
+  const std::map<std::string, Candidacy> two{{"a", {3, 100}}, {"b", {3, 130}}};
+  EXPECT_TRUE(streams_of<effect::Acquire>(a.at(ownerless(s, two, 3), 30000)).empty());
+  EXPECT_EQ(streams_of<effect::Acquire>(b.at(ownerless(s, two, 3), 30000)),
+            std::vector<std::string>{s});
+  // a, the runner-up, has no majority besides b: it never takes it.
+  for (int64_t t = 31000; t < 60000; t += 1000) {
+    EXPECT_TRUE(streams_of<effect::Acquire>(a.tick(t)).empty()) << t;
+  }
+}
+
+TEST(Election, QuorumStoodIsMoreThanHalfOfTheLiveNodes) {
+  EXPECT_FALSE(quorum_stood(1, 3));
+  EXPECT_TRUE(quorum_stood(2, 3));
+  EXPECT_FALSE(quorum_stood(1, 2));
+  EXPECT_TRUE(quorum_stood(2, 2));
+  EXPECT_FALSE(quorum_stood(2, 4));
+  EXPECT_TRUE(quorum_stood(3, 5));
+  EXPECT_TRUE(quorum_stood(1, 1));
+  EXPECT_FALSE(quorum_stood(0, 0));
+  const std::string s = "orders";
+  std::map<std::string, Candidacy> stood{{"a", {3, 10}}, {"b", {3, 30}}, {"c", {3, 20}}};
+  Election e = elect(s, kNodes, &stood);
+  EXPECT_EQ(e.best, "b");
+  EXPECT_EQ(e.runner_up, "c");
+  EXPECT_EQ(e.stood, 3u);
+  stood.erase("c");
+  e = elect(s, kNodes, &stood);
+  EXPECT_EQ(e.runner_up, "a");
+  EXPECT_EQ(e.stood, 2u);
 }
 
 TEST(ElectingCore, AfterTheGraceTheBestOfThoseThatStoodTakesIt) {
