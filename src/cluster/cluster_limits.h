@@ -32,6 +32,12 @@ inline constexpr int64_t kTtlPerSafetyMargin = 5;
 // over to it, when rebalance_after_ms is unset: a node that flickers (a
 // restart, a lease lost once) does not pull streams back and forth.
 inline constexpr int64_t kRebalanceAfterTtls = 2;
+// An election counts a node as one of the cluster's for this many lease
+// TTLs after it was last seen registered (OwnershipTiming::member_memory_ms):
+// long enough to span an etcd outage that expired every lease, so that the
+// first nodes back do not elect among themselves what a majority of all
+// confirmed.
+inline constexpr int64_t kMemberMemoryTtls = 10;
 
 // ---- the ownership shell (ownership.cpp) ----
 

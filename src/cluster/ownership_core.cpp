@@ -19,6 +19,7 @@ OwnershipTiming OwnershipTiming::resolved() const {
   if (r.acquire_grace_ms <= 0) r.acquire_grace_ms = r.lease_ttl_ms;
   if (r.retry_ms <= 0) r.retry_ms = 1;
   if (r.rebalance_after_ms == 0) r.rebalance_after_ms = kRebalanceAfterTtls * r.lease_ttl_ms;
+  if (r.member_memory_ms <= 0) r.member_memory_ms = kMemberMemoryTtls * r.lease_ttl_ms;
   return r;
 }
 
@@ -216,6 +217,9 @@ void OwnershipCore::keep_lease(int64_t now, Effects& fx) {
 void OwnershipCore::acquire_ownerless(int64_t now, Effects& fx) {
   const bool self_seen =
       std::find(view_.nodes.begin(), view_.nodes.end(), id_) != view_.nodes.end();
+  for (const auto& n : view_.nodes) node_last_seen_[n] = now;
+  std::erase_if(node_last_seen_,
+                [&](const auto& kv) { return now - kv.second > t_.member_memory_ms; });
   for (const auto& s : view_.streams) {
     if (auto ow = view_.owners.find(s); ow != view_.owners.end()) {
       ownerless_since_.erase(s);
@@ -277,9 +281,10 @@ bool OwnershipCore::elected(const std::string& s, int64_t waited, Effects& fx) {
   // The most complete copy, once every live node has stood — or after the
   // grace, once a majority has (cluster/election.h: a minority's best may
   // lack what a majority confirmed).
+  // Of the nodes seen lately, not only of the live ones (member_memory_ms).
   const int64_t grace = t_.acquire_grace_ms;
-  const size_t live = view_.nodes.size();
-  if (e.best == id_ && (e.all_stood || (waited >= grace && quorum_stood(e.stood, live)))) {
+  const size_t known = std::max(view_.nodes.size(), node_last_seen_.size());
+  if (e.best == id_ && quorum_stood(e.stood, known) && (e.all_stood || waited >= grace)) {
     return true;
   }
   // Whoever stood best did not take it (it hangs, or died and its lease
@@ -287,7 +292,7 @@ bool OwnershipCore::elected(const std::string& s, int64_t waited, Effects& fx) {
   // the best. Not anyone: the best's candidacy goes with its lease, and the
   // election is held again among those left.
   return e.stood >= 2 && e.runner_up == id_ && waited >= 2 * grace &&
-         quorum_stood(e.stood - 1, live);
+         quorum_stood(e.stood - 1, known);
 }
 
 void OwnershipCore::on_candidacy(const ev::CandidacyDone& c, int64_t now) {

@@ -99,6 +99,10 @@ struct OwnershipTiming {
   int64_t rebalance_after_ms = 0;
   // Ownerless streams go to the most complete copy, not the first choice.
   bool elect_most_complete = false;
+  // How long a node seen registered still counts among the nodes a
+  // majority of which must stand in an election; 0: kMemberMemoryTtls x
+  // lease_ttl_ms.
+  int64_t member_memory_ms = 0;
 
   // With the defaults filled in.
   OwnershipTiming resolved() const;
@@ -360,6 +364,9 @@ class OwnershipCore {
   uint64_t handoffs_ = 0;
   int64_t handoff_retry_at_ = 0;
   std::map<std::string, int64_t> node_seen_since_;  // registered node -> first seen (monotonic)
+  // Registered node -> last seen, for member_memory_ms: the nodes an
+  // election's majority is counted of. Kept through fences.
+  std::map<std::string, int64_t> node_last_seen_;
 
   ev::View view_;
   std::map<std::string, int64_t> ownerless_since_;

@@ -355,8 +355,22 @@ void drain_and_check(Workload& w, const std::string& stream, int read_from) {
   w.stop();
   ASSERT_TRUE(w.final_read(read_from, std::chrono::seconds(60))) << stream;
   const auto report = check_history(w.history(), DuplicatePolicy::none, ReadPolicy::committed_only);
-  EXPECT_TRUE(report.ok()) << stream << ": " << report.to_string();
+  EXPECT_TRUE(report.ok()) << stream << ": " << report.to_string()
+                           << every_subscription(w.history());
   std::cout << stream << ": " << report.to_string() << "\n";
+}
+
+std::string every_subscription(const History& h) {
+  std::set<int> ids;
+  for (const auto& e : h.events) {
+    if (e.kind == HistoryEvent::Kind::deliver) ids.insert(e.subscription);
+  }
+  std::string out;
+  for (int id : ids) {
+    out += "\nsubscription " + std::to_string(id) +
+           " (offsets: messages): " + describe_subscription(h, id);
+  }
+  return out;
 }
 
 }  // namespace strata::test

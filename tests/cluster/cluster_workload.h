@@ -119,4 +119,9 @@ std::unique_ptr<ServeCluster> start_serving(const std::string& dir,
 // report is printed.
 void drain_and_check(Workload& w, const std::string& stream, int read_from = 0);
 
+// What every subscription of `h` read, a line each ("\nsubscription N
+// (offsets: messages): …", describe_subscription): printed beside a failed
+// history check, so that a lost message shows who read it and where.
+std::string every_subscription(const History& h);
+
 }  // namespace strata::test

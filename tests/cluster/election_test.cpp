@@ -172,6 +172,28 @@ TEST(ElectingCore, AMinorityThatStoodNeverElects) {
   }
 }
 
+// After an etcd outage every lease may have expired: the first node to
+// register again sees itself alone. It does not elect itself on what its
+// own disk holds while the nodes it saw before may come back with more —
+// until it has not seen them for member_memory_ms (10 lease TTLs).
+TEST(ElectingCore, NodesSeenLatelyCountTowardTheMajority) {
+  const std::string s = stream_first_for("a");
+  Node a("a");
+  ev::View owned = ownerless(s, {}, 2);
+  owned.owners[s] = OwnerRecord{"b", 9};
+  a.at(owned, 10);
+  ev::View alone = ownerless(s, {{"a", {3, 100}}}, 3);
+  alone.nodes = {"a"};
+  a.c.on(ev::CandidacyDone{s, 7, true, true, ""}, 20);
+  for (int64_t t = 1000; t <= 30000; t += 1000) {
+    alone.revision += 1;
+    EXPECT_TRUE(streams_of<effect::Acquire>(a.at(alone, t)).empty()) << t;
+  }
+  // b and c were last seen at 10: forgotten after 30 s, a is the cluster.
+  alone.revision += 1;
+  EXPECT_EQ(streams_of<effect::Acquire>(a.at(alone, 31000)), std::vector<std::string>{s});
+}
+
 TEST(Election, QuorumStoodIsMoreThanHalfOfTheLiveNodes) {
   EXPECT_FALSE(quorum_stood(1, 3));
   EXPECT_TRUE(quorum_stood(2, 3));
