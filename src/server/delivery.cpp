@@ -479,8 +479,9 @@ void Delivery::arm_limit_wait(uint64_t next_offset) {
       if (!self) return;
       if (!s.ok()) {
         return self->fail(Error(s.error()).with_context(
-            "waiting at the delivery limit (the stream's persisted end with confirm = remote, "
-            "the node's lease in a cluster)"));
+            "waiting at the delivery limit (what the confirm mode lets consumers read: the "
+            "persisted end under remote, the copies' majority under replicated; the node's lease "
+            "in a cluster)"));
       }
       self->woken();
     });

@@ -17,20 +17,30 @@ uint64_t ReplicaAcks::end_locked() const {
   // What a persisted manifest covers survives any node.
   const uint64_t persisted = stream_->persisted_next();
   if (!others_) return persisted;
-  uint64_t held = stream_->committed_next();
-  if (needed_ > 0) {
-    std::vector<uint64_t> acks;
-    for (const std::string& n : *others_) {
-      auto it = acked_.find(n);
-      acks.push_back(it == acked_.end() ? 0 : it->second);
-    }
-    if (acks.size() < needed_) return persisted;
-    // The needed-th furthest copy: that many copies hold what lies below.
-    std::nth_element(acks.begin(), acks.begin() + (needed_ - 1), acks.end(),
-                     std::greater<uint64_t>());
-    held = std::min(held, acks[needed_ - 1]);
+  return std::max(std::min(stream_->committed_next(), copies_hold_), persisted);
+}
+
+// The needed-th furthest copy: that many copies hold what lies below. Kept
+// up to date on each ack and set_copies, so that end() (asked on every
+// confirm and every delivery) does not sort.
+void ReplicaAcks::recount_locked() {
+  if (needed_ == 0) {
+    copies_hold_ = UINT64_MAX;
+    return;
   }
-  return std::max(held, persisted);
+  std::vector<uint64_t> acks;
+  acks.reserve(others_->size());
+  for (const std::string& n : *others_) {
+    auto it = acked_.find(n);
+    acks.push_back(it == acked_.end() ? 0 : it->second);
+  }
+  if (acks.size() < needed_) {
+    copies_hold_ = 0;
+    return;
+  }
+  std::nth_element(acks.begin(), acks.begin() + (needed_ - 1), acks.end(),
+                   std::greater<uint64_t>());
+  copies_hold_ = acks[needed_ - 1];
 }
 
 uint64_t ReplicaAcks::end() const {
@@ -42,7 +52,9 @@ void ReplicaAcks::ack(const std::string& node, uint64_t next) {
   {
     std::lock_guard l(mu_);
     uint64_t& a = acked_[node];
-    a = std::max(a, next);
+    if (next <= a) return;
+    a = next;
+    if (others_) recount_locked();
   }
   wake();
 }
@@ -52,6 +64,7 @@ void ReplicaAcks::set_copies(std::set<std::string> others, size_t needed) {
     std::lock_guard l(mu_);
     others_ = std::move(others);
     needed_ = needed;
+    recount_locked();
   }
   wake();
 }

@@ -71,6 +71,7 @@ class ReplicaAcks : public DeliveryLimit {
 
  private:
   uint64_t end_locked() const;
+  void recount_locked();
   // Calls the waits end() has passed; takes and releases mu_.
   void wake();
 
@@ -79,6 +80,9 @@ class ReplicaAcks : public DeliveryLimit {
   std::map<std::string, uint64_t> acked_;
   std::optional<std::set<std::string>> others_;
   size_t needed_ = 0;
+  // Below it `needed_` copies hold the log (recount_locked); UINT64_MAX
+  // when none is needed.
+  uint64_t copies_hold_ = 0;
   std::multimap<uint64_t, std::function<void(Status)>> waits_;  // by offset
   std::optional<Error> failed_;
 };
