@@ -1,6 +1,6 @@
 // Electing the most complete copy (cluster/election.h) and the core's
 // part in it (OwnershipTiming::elect_most_complete): who stands, who
-// acquires, when the grace lets anyone in, and withdrawing once the stream
+// acquires, what majority it waits for, and withdrawing once the stream
 // has an owner. Pure: no etcd, no clock.
 #include "cluster/election.h"
 
@@ -8,20 +8,14 @@
 
 #include <algorithm>
 
+#include "cluster/core_timing.h"
 #include "cluster/ownership_core.h"
 
 namespace strata::cluster {
 namespace {
 
 OwnershipTiming electing() {
-  OwnershipTiming t;
-  t.lease_ttl_ms = 3000;
-  t.keepalive_interval_ms = 1000;
-  t.safety_margin_ms = 500;
-  t.acquire_grace_ms = 2000;
-  t.retry_ms = 100;
-  t.elect_most_complete = true;
-  return t;
+  return core_test_timing(/*elect_most_complete=*/true);
 }
 
 template <class E>

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "cluster/cluster_limits.h"
+#include "cluster/core_timing.h"
 #include "common/overloaded.h"
 #include "support/temp_dir.h"
 
@@ -22,13 +23,7 @@ using Phase = OwnershipCore::Phase;
 using State = OwnershipCore::StreamState;
 
 OwnershipTiming timing() {
-  OwnershipTiming t;
-  t.lease_ttl_ms = 3000;
-  t.keepalive_interval_ms = 1000;
-  t.safety_margin_ms = 500;
-  t.acquire_grace_ms = 2000;
-  t.retry_ms = 100;
-  return t;
+  return core_test_timing();
 }
 
 bool has(const std::vector<std::string>& v, const std::string& s) {
