@@ -250,7 +250,8 @@ void OwnershipCore::acquire_ownerless(int64_t now, Effects& fx) {
     const int64_t waited = now - since->second;
     bool go = asked;
     if (!go && t_.elect_most_complete) {
-      go = elected(s, waited, fx);
+      stand_for(s, fx);
+      go = elected(s, waited);
     } else if (!go) {
       go = first_choice(s, view_.nodes) == id_ || waited >= t_.acquire_grace_ms;
     }
@@ -271,17 +272,20 @@ bool OwnershipCore::has_candidacy(const std::string& stream) const {
   return c != view_.candidacies.end() && c->second.count(id_);
 }
 
-bool OwnershipCore::elected(const std::string& s, int64_t waited, Effects& fx) {
-  if (!stood_.count(s) && !candidacy_in_flight_.count(s) && !has_candidacy(s)) {
-    candidacy_in_flight_.insert(s);
-    fx.push_back(effect::Stand{s, lease_});
-  }
+// Posts this node's candidacy for ownerless `s`, once per lease.
+void OwnershipCore::stand_for(const std::string& s, Effects& fx) {
+  if (stood_.count(s) || candidacy_in_flight_.count(s) || has_candidacy(s)) return;
+  candidacy_in_flight_.insert(s);
+  fx.push_back(effect::Stand{s, lease_});
+}
+
+bool OwnershipCore::elected(const std::string& s, int64_t waited) const {
   auto c = view_.candidacies.find(s);
   const Election e = elect(s, view_.nodes, c == view_.candidacies.end() ? nullptr : &c->second);
   // The most complete copy, once every live node has stood — or after the
   // grace, once a majority has (cluster/election.h: a minority's best may
-  // lack what a majority confirmed).
-  // Of the nodes seen lately, not only of the live ones (member_memory_ms).
+  // lack what a majority confirmed); a majority of the nodes seen lately,
+  // not only of the live ones (member_memory_ms).
   const int64_t grace = t_.acquire_grace_ms;
   const size_t known = std::max(view_.nodes.size(), node_last_seen_.size());
   if (e.best == id_ && quorum_stood(e.stood, known) && (e.all_stood || waited >= grace)) {

@@ -341,8 +341,10 @@ class OwnershipCore {
   void remove_requested(int64_t now, Effects& fx);
   void maybe_hand_off(int64_t now, Effects& fx);
   void retry_opens(int64_t now, Effects& fx);
-  // Elections: whether this node takes ownerless `stream` now; stands for it first.
-  bool elected(const std::string& stream, int64_t waited, Effects& fx);
+  // Elections: posts this node's candidacy for ownerless `stream` (once per
+  // lease); whether this node takes it now, `waited` ms after it lost its owner.
+  void stand_for(const std::string& stream, Effects& fx);
+  bool elected(const std::string& stream, int64_t waited) const;
   bool has_candidacy(const std::string& stream) const;
   bool backing_off(const std::string& stream, int64_t now) const;
   void emit_open(const std::string& stream, Owned& o, Effects& fx);
