@@ -10,8 +10,11 @@
 // cluster.replica_copies); `replicated:N` creates the stream with
 // initial-cluster-size N (5: a majority of 5 is 3, every node's copy);
 // `remote` waits for a persisted manifest; `local` for the leader's own log.
+// `rabbitmq` runs the same perf against Debian's RabbitMQ 3.10.8 (one node,
+// bench/server/rabbitmq.sh; it confirms once its own log has the message,
+// without an fsync: strata's `local` under `--fsync never` compares).
 //   confirm_modes_bench [--runs N] [--rate MSG_PER_S] [--time S] [--size B]
-//                       [--batch N] [--modes local,remote,replicated,replicated:5]
+//                       [--batch N] [--modes local,remote,replicated,replicated:5,rabbitmq]
 //                       [--fsync always|interval|never]
 #include <algorithm>
 #include <cstdio>
@@ -53,8 +56,61 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Runs `strata perf` on `port`'s stream `stream` (created with `args` if
+// missing) for the options' rate and time; its JSON summary.
+std::optional<Sample> perf(const Options& o, int port, const std::string& stream,
+                           const strata::proto::Properties& args) {
+  std::vector<std::string> argv = {STRATA_BIN,     "perf",
+                                   "--host",       "127.0.0.1",
+                                   "--port",       std::to_string(port),
+                                   "--stream",     stream,
+                                   "-x",           "1",
+                                   "-y",           "1",
+                                   "-r",           std::to_string(o.rate),
+                                   "-z",           std::to_string(o.time_s),
+                                   "-s",           std::to_string(o.size),
+                                   "--batch-size", std::to_string(o.batch),
+                                   "--json"};
+  for (const auto& [k, v] : args) argv.push_back("--stream-arg=" + k + "=" + v);
+  TempDir logs;
+  auto p = Process::spawn(argv, logs.path());
+  auto st = p.wait(std::chrono::seconds(int(o.time_s) + 120));
+  const std::string out = p.stdout_text();
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  if (!st || *st != 0 || j.is_discarded()) {
+    std::cerr << "perf failed (" << st.value_or(-1) << "): " << out << p.stderr_text() << "\n";
+    return std::nullopt;
+  }
+  Sample s;
+  s.confirm_p50_us = j["confirm_latency_us"]["p50"].get<double>();
+  s.confirm_p99_us = j["confirm_latency_us"]["p99"].get<double>();
+  s.deliver_p50_us = j["deliver_latency_us"]["p50"].get<double>();
+  s.deliver_p99_us = j["deliver_latency_us"]["p99"].get<double>();
+  s.confirmed_msg_s = j["rates"]["confirmed_msg_s"].get<double>();
+  s.publish_errors = j["publish_errors"].get<uint64_t>();
+  return s;
+}
+
+// One RabbitMQ node (bench/server/rabbitmq.sh), one perf run on it.
+std::optional<Sample> run_rabbitmq(const Options& o) {
+  TempDir dir;
+  auto start = Process::spawn({"bash", RABBITMQ_SH, "start", dir.sub("rmq")}, dir.path());
+  auto st = start.wait(180s);
+  const int port = std::atoi(start.stdout_text().c_str());
+  std::optional<Sample> s;
+  if (!st || *st != 0 || port <= 0) {
+    std::cerr << "rabbitmq did not start: " << start.stderr_text() << "\n";
+  } else {
+    s = perf(o, port, "bench-rabbitmq", {});
+  }
+  auto stop = Process::spawn({"bash", RABBITMQ_SH, "stop", dir.sub("rmq")}, dir.path());
+  (void)stop.wait(120s);
+  return s;
+}
+
 // One cluster, one stream of `mode`, one perf run on its leader.
 std::optional<Sample> run_once(const Options& o, const std::string& mode) {
+  if (mode == "rabbitmq") return run_rabbitmq(o);
   TempDir dir;
   std::string err;
   ServeClusterOptions co;
@@ -96,35 +152,7 @@ std::optional<Sample> run_once(const Options& o, const std::string& mode) {
   }
   // Let every node see the others (replicated waits for each copy).
   std::this_thread::sleep_for(1s);
-  std::vector<std::string> argv = {STRATA_BIN,     "perf",
-                                   "--host",       "127.0.0.1",
-                                   "--port",       std::to_string(cluster->port(leader)),
-                                   "--stream",     stream,
-                                   "-x",           "1",
-                                   "-y",           "1",
-                                   "-r",           std::to_string(o.rate),
-                                   "-z",           std::to_string(o.time_s),
-                                   "-s",           std::to_string(o.size),
-                                   "--batch-size", std::to_string(o.batch),
-                                   "--json"};
-  for (const auto& [k, v] : args) argv.push_back("--stream-arg=" + k + "=" + v);
-  TempDir logs;
-  auto p = Process::spawn(argv, logs.path());
-  auto st = p.wait(std::chrono::seconds(int(o.time_s) + 120));
-  const std::string out = p.stdout_text();
-  auto j = nlohmann::json::parse(out, nullptr, false);
-  if (!st || *st != 0 || j.is_discarded()) {
-    std::cerr << "perf failed (" << st.value_or(-1) << "): " << out << p.stderr_text() << "\n";
-    return std::nullopt;
-  }
-  Sample s;
-  s.confirm_p50_us = j["confirm_latency_us"]["p50"].get<double>();
-  s.confirm_p99_us = j["confirm_latency_us"]["p99"].get<double>();
-  s.deliver_p50_us = j["deliver_latency_us"]["p50"].get<double>();
-  s.deliver_p99_us = j["deliver_latency_us"]["p99"].get<double>();
-  s.confirmed_msg_s = j["rates"]["confirmed_msg_s"].get<double>();
-  s.publish_errors = j["publish_errors"].get<uint64_t>();
-  return s;
+  return perf(o, cluster->port(leader), stream, args);
 }
 
 }  // namespace
@@ -155,8 +183,8 @@ int main(int argc, char** argv) {
       for (std::string m; std::getline(ss, m, ',');) o.modes.push_back(m);
     } else {
       std::cerr << "usage: confirm_modes_bench [--runs N] [--rate MSG_PER_S] [--time S] "
-                   "[--size B] [--batch N] [--modes local,remote,replicated,replicated:5] [--fsync "
-                   "POLICY]\n";
+                   "[--size B] [--batch N] [--modes local,remote,replicated,replicated:5,rabbitmq] "
+                   "[--fsync POLICY]\n";
       return 2;
     }
   }

@@ -388,9 +388,10 @@ void StreamAppender::Impl::finish(std::vector<Item> items, uint64_t through) {
         refused += 1;
       }
       if (refused > 0) {
-        spdlog::warn("stream {}: {} publish batch(es) appended as this node's cluster lease "
-                     "ended: not confirmed (stream_not_available)",
-                     stream_->dir(), refused);
+        spdlog::warn(
+            "stream {}: {} publish batch(es) appended as this node's cluster lease "
+            "ended: not confirmed (stream_not_available)",
+            stream_->dir(), refused);
       }
     }
     notify(items);
@@ -440,7 +441,7 @@ void StreamAppender::Impl::start_wait(uint64_t through) {
     asio::post(self->strand_, [self, through, s = std::move(s)] {
       // The persist (or the copies' acknowledgement) that answered may
       // cover groups added after this wait started: they go now too.
-      const uint64_t persisted = !s.ok()              ? 0
+      const uint64_t persisted = !s.ok()                ? 0
                                  : self->opts_.replicas ? self->opts_.replicas->end()
                                                         : self->stream_->persisted_next();
       if (auto w = self->remote_.on_wait(through, s, steady_ms(), persisted)) {
@@ -466,11 +467,33 @@ bool StreamAppender::Impl::waits_for_durability() const {
 void StreamAppender::Impl::release_remote() {
   std::vector<RemoteConfirms::Release> ready = remote_.take_ready(steady_ms());
   uint64_t failed = 0;
+  // A replicated confirm promises what a majority of copies holds *under
+  // this owner's tenure*: once its lease has ended (frozen, cut off from
+  // etcd) the others may have elected a copy that stood before the last
+  // acknowledgements came in (a resumed owner still feeds its copies what
+  // it wrote before the freeze). Refused, the client publishes again. A
+  // persisted manifest (`remote`) is fenced by its epoch instead: what was
+  // persisted stays, whoever owns the stream now.
+  const bool fenced = opts_.replicas && !ready.empty() && stream_->lease_ended();
   for (auto& r : ready) {
     auto node = held_.extract(r.group);
     if (node.empty()) continue;
     std::vector<Item>& items = node.mapped();
-    if (!r.status.ok()) {
+    if (r.status.ok() && fenced) {
+      uint64_t refused = 0;
+      for (Item& it : items) {
+        if (it.code != ResponseCode::ok) continue;
+        it.code = ResponseCode::stream_not_available;
+        refused += 1;
+      }
+      failed += refused;
+      if (refused > 0) {
+        spdlog::warn(
+            "stream {}: {} publish batch(es) held by a majority of copies as this node's cluster "
+            "lease ended: not confirmed (stream_not_available)",
+            stream_->dir(), refused);
+      }
+    } else if (!r.status.ok()) {
       spdlog::warn(
           "stream {}: confirm = remote: {}; answering the publishes with "
           "stream_not_available",
