@@ -49,6 +49,12 @@ uint64_t ReplicaAcks::end() const {
 }
 
 void ReplicaAcks::ack(const std::string& node, uint64_t next) {
+  // An acknowledgement that arrives once this node's lease has ended counts
+  // for nothing: a resumed owner still feeds its copies what it wrote
+  // before a freeze, and a copy elected meanwhile stood without it. Counted,
+  // it would let consumers here read offsets the new owner writes anew
+  // (confirms are refused then anyway, stream_appender.cpp).
+  if (stream_->lease_ended()) return;
   {
     std::lock_guard l(mu_);
     uint64_t& a = acked_[node];

@@ -52,7 +52,8 @@ class ReplicaAcks : public DeliveryLimit {
  public:
   explicit ReplicaAcks(std::shared_ptr<node::StreamHandle> stream);
 
-  // `node`'s copy holds the owner's log below `next`.
+  // `node`'s copy holds the owner's log below `next`. Ignored once this
+  // node's cluster lease has ended (StreamHandle::lease_ended).
   void ack(const std::string& node, uint64_t next);
   // The other registered nodes, `needed` of whose copies must hold an
   // offset before it is confirmed (copies_needed()).

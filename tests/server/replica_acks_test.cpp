@@ -111,6 +111,24 @@ TEST_F(ReplicaAcksTest, TheNeededThFurthestCopyCappedByTheOwnersLog) {
   EXPECT_EQ(acks.end(), 0u);
 }
 
+// A resumed owner's copies acknowledge what it wrote before its freeze:
+// too late, a copy elected meanwhile may lack it — consumers here must not
+// read it (end() does not move), nor may it be confirmed.
+TEST_F(ReplicaAcksTest, AcknowledgementsAfterTheLeaseEndedCountForNothing) {
+  append(10);
+  ReplicaAcks acks(stream_);
+  acks.set_copies({"b", "c"}, 1);
+  acks.ack("b", 4);
+  EXPECT_EQ(acks.end(), 4u);
+  bool answered = false;
+  acks.await_beyond(6, [&](Status) { answered = true; });
+  lease_until_->store(0);
+  acks.ack("b", 10);
+  acks.ack("c", 10);
+  EXPECT_EQ(acks.end(), 4u);
+  EXPECT_FALSE(answered);
+}
+
 TEST_F(ReplicaAcksTest, WaitsAreAnsweredInOrderAsCopiesCatchUpAndFailWhenTheStreamGoes) {
   append(10);
   ReplicaAcks acks(stream_);
@@ -181,7 +199,8 @@ class ReplicatedConfirmTest : public ReplicaAcksTest {
       io_.run();
     });
     AppenderOptions o;
-    o.remote_timeout_ms = 5000;
+    // A batch the copies never acknowledge is answered after this.
+    o.remote_timeout_ms = 1000;
     o.replicas = acks_;
     appender_ =
         std::make_shared<StreamAppender>(stream_, io_, TaskContext{pool_.get(), lifetime_}, o);
@@ -235,7 +254,10 @@ TEST_F(ReplicatedConfirmTest, NothingIsConfirmedOnceTheLeaseHasEndedEvenIfTheCop
   publish(1, 3);
   EXPECT_FALSE(sink_->await(200ms));
   // The node is frozen past its lease, then resumes: the copies'
-  // acknowledgements of what it wrote before come in now.
+  // acknowledgements of what it wrote before come in now. They count for
+  // nothing (ReplicaAcks::ack), and were one to release the batch the
+  // appender would refuse it (release_remote): it is answered 6 when its
+  // wait runs out, never confirmed.
   lease_until_->store(0);
   acks_->ack("b", 3);
   auto a = sink_->await(5s);
