@@ -207,6 +207,9 @@ class ReplicatedConfirmTest : public ReplicaAcksTest {
   }
   void TearDown() override {
     appender_->stop(proto::ResponseCode::stream_not_available);
+    // As ServedStream::retire does: the appender's waits on the acks hold
+    // the appender (which holds the acks) until answered.
+    acks_->fail_all(Error(Errc::unavailable, "the stream is no longer served here"));
     io_.stop();
     loop_.join();
     lifetime_->end();
