@@ -79,6 +79,8 @@ struct StreamAppender::Impl : std::enable_shared_from_this<Impl> {
                          AppenderStats* stats);
   void finish(std::vector<Item> items, uint64_t through);
   static void notify(std::vector<Item>& items);
+  // Answers every item still ok with stream_not_available; how many.
+  static uint64_t refuse_pending(std::vector<Item>& items);
   // confirm = remote, on strand_: a drain waits to be remote.
   void hold_remote(std::vector<Item> items, uint64_t through);
   void start_wait(uint64_t through);
@@ -381,12 +383,7 @@ void StreamAppender::Impl::finish(std::vector<Item> items, uint64_t through) {
     // ended meanwhile (frozen, cut off from etcd) may be replaced by an
     // owner that never sees these: refused, the client publishes again.
     if (stream_->lease_ended()) {
-      uint64_t refused = 0;
-      for (Item& it : items) {
-        if (it.code != ResponseCode::ok) continue;
-        it.code = ResponseCode::stream_not_available;
-        refused += 1;
-      }
+      const uint64_t refused = refuse_pending(items);
       if (refused > 0) {
         spdlog::warn(
             "stream {}: {} publish batch(es) appended as this node's cluster lease "
@@ -415,9 +412,7 @@ void StreamAppender::Impl::hold_remote(std::vector<Item> items, uint64_t through
         "stream {}: confirm = remote but the stream has no uploader (tiering disabled); "
         "failing the batches",
         stream_->dir());
-    for (Item& it : items) {
-      if (it.code == ResponseCode::ok) it.code = ResponseCode::stream_not_available;
-    }
+    refuse_pending(items);
     needs_wait = false;
   }
   uint64_t group = next_group_++;
@@ -480,12 +475,7 @@ void StreamAppender::Impl::release_remote() {
     if (node.empty()) continue;
     std::vector<Item>& items = node.mapped();
     if (r.status.ok() && fenced) {
-      uint64_t refused = 0;
-      for (Item& it : items) {
-        if (it.code != ResponseCode::ok) continue;
-        it.code = ResponseCode::stream_not_available;
-        refused += 1;
-      }
+      const uint64_t refused = refuse_pending(items);
       failed += refused;
       if (refused > 0) {
         spdlog::warn(
@@ -498,11 +488,7 @@ void StreamAppender::Impl::release_remote() {
           "stream {}: confirm = remote: {}; answering the publishes with "
           "stream_not_available",
           stream_->dir(), r.status.error().to_string());
-      for (Item& it : items) {
-        if (it.code != ResponseCode::ok) continue;
-        it.code = ResponseCode::stream_not_available;
-        failed += 1;
-      }
+      failed += refuse_pending(items);
     }
     notify(items);
   }
@@ -529,6 +515,16 @@ void StreamAppender::Impl::arm_remote_timer() {
     self->remote_timer_at_.reset();
     self->release_remote();
   });
+}
+
+uint64_t StreamAppender::Impl::refuse_pending(std::vector<Item>& items) {
+  uint64_t refused = 0;
+  for (Item& it : items) {
+    if (it.code != ResponseCode::ok) continue;
+    it.code = ResponseCode::stream_not_available;
+    refused += 1;
+  }
+  return refused;
 }
 
 void StreamAppender::Impl::notify(std::vector<Item>& items) {
