@@ -44,7 +44,15 @@ class GroupCommitQueue {
   // (returns true: the caller leads, and must end with release() or
   // release_all()).
   bool join(std::unique_lock<std::mutex>& l, Waiter* w) {
-    q_.push_back(w);
+    push(w);
+    return wait(l, w);
+  }
+
+  // join() in two steps, for a caller that queues several waiters at once
+  // (one after the other, so that one leader may take them all into one
+  // group) and then waits for each in queue order.
+  void push(Waiter* w) { q_.push_back(w); }
+  bool wait(std::unique_lock<std::mutex>& l, Waiter* w) {
     w->cv.wait(l, [&] { return w->done || q_.front() == w; });
     return !w->done;
   }

@@ -71,7 +71,17 @@ Result<AppendResult> StreamLog::append_entries(const EntryBatch& batch) {
   return impl_->append_entries(batch);
 }
 
-Result<AppendResult> StreamLog::append_copy(BytesView stored, const std::string& where) {
+namespace {
+
+// What append_copy hands the writer for one stored chunk: the entry batch
+// and the ImportedChunk it points at (which points at `writers`).
+struct CopiedChunk {
+  WriterSequences writers;
+  ImportedChunk imported;
+  EntryBatch batch;
+};
+
+Status decode_copy(BytesView stored, const std::string& where, CopiedChunk* out) {
   STRATA_ASSIGN_OR_RETURN(ChunkHeader h, decode_chunk_header(stored, where));
   if (stored.size() != h.total_size()) {
     return Error(Errc::corrupt, fmt::format("{}: a chunk of {} bytes whose header says {}", where,
@@ -81,25 +91,47 @@ Result<AppendResult> StreamLog::append_copy(BytesView stored, const std::string&
   STRATA_TRY(verify_chunk_body(h, body, where));
   BytesView trailer = body.substr(h.data_len, h.trailer_len);
   STRATA_ASSIGN_OR_RETURN(BytesView filter, chunk_filter_of(trailer, where));
-  WriterSequences writers;
   if (BytesView rest = skip_filter_section(trailer); !rest.empty()) {
     STRATA_ASSIGN_OR_RETURN(WriterTrailer t, decode_writer_trailer(rest, where));
     // Raised, never replaced: a snapshot lists every writer anyway.
-    for (auto& [ref, seq] : t.writers) writers[ref] = seq;
+    for (auto& [ref, seq] : t.writers) out->writers[ref] = seq;
   }
-  ImportedChunk ic;
+  ImportedChunk& ic = out->imported;
   ic.first_offset = h.first_offset;
   ic.timestamp_ms = h.timestamp_ms;
   ic.type = h.type;
-  ic.writers = &writers;
+  ic.writers = &out->writers;
   ic.epoch = h.epoch;
   ic.filter = filter;
-  EntryBatch b;
+  EntryBatch& b = out->batch;
   b.entries = body.substr(0, h.data_len);
   b.num_entries = h.num_entries;
   b.num_records = h.num_records;
   b.imported = &ic;
-  auto r = impl_->append_entries(b);
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<AppendResult> StreamLog::append_copy(BytesView stored, const std::string& where) {
+  CopiedChunk c;
+  STRATA_TRY(decode_copy(stored, where, &c));
+  auto r = impl_->append_entries(c.batch);
+  if (!r.ok()) return std::move(r).error().with_context(where);
+  return r;
+}
+
+Result<AppendResult> StreamLog::append_copies(std::span<const Bytes> stored,
+                                              const std::string& where) {
+  // Sized once: each batch points into its own element.
+  std::vector<CopiedChunk> chunks(stored.size());
+  std::vector<EntryBatch> batches;
+  batches.reserve(stored.size());
+  for (size_t i = 0; i < stored.size(); ++i) {
+    STRATA_TRY(decode_copy(stored[i], where, &chunks[i]));
+    batches.push_back(chunks[i].batch);
+  }
+  auto r = impl_->append_entries_all(batches);
   if (!r.ok()) return std::move(r).error().with_context(where);
   return r;
 }

@@ -172,6 +172,13 @@ class StreamLog : public std::enable_shared_from_this<StreamLog> {
   // the original (a segment's first chunk carries every writer's
   // sequence). Blocks until committed under the fsync policy, like append.
   Result<AppendResult> append_copy(BytesView stored_chunk, const std::string& where);
+  // append_copy of several chunks in order, committed together (one
+  // write and one fsync under `always`, as far as a group's bound allows):
+  // a copier catching up pays one fsync per batch, not one per chunk. The
+  // range they occupy, or the first failure (chunks before it are
+  // committed, none after it).
+  Result<AppendResult> append_copies(std::span<const Bytes> stored_chunks,
+                                     const std::string& where);
 
   // Highest sequence committed for a writer reference; nullopt if never
   // seen. Rebuilt at open from the newest segment holding a chunk; a

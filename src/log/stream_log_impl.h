@@ -91,6 +91,9 @@ class StreamLog::Impl {
   // stream_log_write.cpp
   Result<AppendResult> append(std::span<const BytesView> records);
   Result<AppendResult> append_entries(const EntryBatch& batch);
+  // Several entry batches, committed together where the group bound allows
+  // (StreamLog::append_copies).
+  Result<AppendResult> append_entries_all(std::span<const EntryBatch> batches);
   std::optional<uint64_t> writer_sequence(std::string_view ref) const;
   bool seed_writer_sequences(const WriterSequences& writers);
 
@@ -190,6 +193,10 @@ class StreamLog::Impl {
   // Queues a checked batch and waits for its outcome (leading a group if
   // first in the queue).
   Result<AppendResult> enqueue(PendingAppend& w);
+  // Queues checked batches back to back and waits for them all: a leader
+  // takes as many as its group bound allows (one write, one fsync). The
+  // first failure, or the range they occupy.
+  Result<AppendResult> enqueue_all(std::span<PendingAppend> ws);
   // Leader work for one group (requires mu_ held via l; releases it for I/O).
   void lead(std::unique_lock<std::mutex>& l);
   void publish_locked(const std::vector<WrittenChunk>& written);
@@ -277,7 +284,7 @@ class StreamLog::Impl {
   // held only to copy them.
   mutable std::mutex limits_mu_;
   RetentionOptions limits_;
-  std::mutex refresh_mu_;    // one refresh at a time (read-only mode)
+  std::mutex refresh_mu_;  // one refresh at a time (read-only mode)
   // One restart_writer at a time, never beside close(); taken before mu_.
   std::mutex restart_mu_;
   std::atomic<uint64_t> writer_restarts_{0};

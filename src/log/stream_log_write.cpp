@@ -89,10 +89,10 @@ Status StreamLog::Impl::check_entry_batch(const EntryBatch& b, PendingAppend* w)
   // split without moving offsets), below the log's hard bound.
   const uint64_t bound = b.imported ? kMaxChunkSize / 2 : opts_.max_chunk_bytes;
   if (b.entries.size() > bound) {
-    return Error(Errc::invalid_argument,
-                 fmt::format("stream {}: entry batch of {} bytes exceeds {} ({}); split it", dir_,
-                             b.entries.size(), b.imported ? "the chunk bound" : "max_chunk_bytes",
-                             bound));
+    return Error(
+        Errc::invalid_argument,
+        fmt::format("stream {}: entry batch of {} bytes exceeds {} ({}); split it", dir_,
+                    b.entries.size(), b.imported ? "the chunk bound" : "max_chunk_bytes", bound));
   }
   EntryCounts n;
   if (auto p = count_entries(b.entries, &n)) {
@@ -134,6 +134,33 @@ Result<AppendResult> StreamLog::Impl::append_entries(const EntryBatch& batch) {
   PendingAppend w;
   STRATA_TRY(check_entry_batch(batch, &w));
   return enqueue(w);
+}
+
+Result<AppendResult> StreamLog::Impl::append_entries_all(std::span<const EntryBatch> batches) {
+  std::vector<PendingAppend> ws(batches.size());
+  for (size_t i = 0; i < batches.size(); ++i) STRATA_TRY(check_entry_batch(batches[i], &ws[i]));
+  return enqueue_all(ws);
+}
+
+Result<AppendResult> StreamLog::Impl::enqueue_all(std::span<PendingAppend> ws) {
+  if (ws.empty()) return AppendResult{committed_next(), committed_next()};
+  std::unique_lock<std::mutex> l(mu_);
+  if (closed_) return Error(Errc::closed, fmt::format("stream {} is closed", dir_));
+  if (failed_) {
+    return Error(Errc::fail_stopped, fmt::format("stream {} stopped after an earlier failure: {}",
+                                                 dir_, failed_->to_string()));
+  }
+  for (PendingAppend& w : ws) queue_.push(&w);
+  // In queue order: each is either done by a group that took it, or at the
+  // front, where this caller leads (taking the rest of its own along).
+  for (PendingAppend& w : ws) {
+    if (queue_.wait(l, &w)) lead(l);
+    STRATA_ASSERT(w.done, "append returned before it was processed");
+  }
+  for (PendingAppend& w : ws) {
+    if (!w.result.ok()) return std::move(w.result).error();
+  }
+  return AppendResult{ws.front().result->first_offset, ws.back().result->next_offset};
 }
 
 Result<AppendResult> StreamLog::Impl::enqueue(PendingAppend& w) {
@@ -224,10 +251,10 @@ Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
     // An imported chunk not at the log's end fails alone, nothing of it
     // written.
     if (group[i]->imported && group[i]->imported->first_offset != w_.next) {
-      group[i]->result =
-          Error(Errc::invalid_argument,
-                fmt::format("stream {}: an imported chunk starts at offset {} but the log ends at {}",
-                            dir_, group[i]->imported->first_offset, w_.next));
+      group[i]->result = Error(
+          Errc::invalid_argument,
+          fmt::format("stream {}: an imported chunk starts at offset {} but the log ends at {}",
+                      dir_, group[i]->imported->first_offset, w_.next));
       i = j;
       continue;
     }
@@ -236,9 +263,9 @@ Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
     if (group[i]->imported && group[i]->imported->epoch && *group[i]->imported->epoch < epoch_) {
       group[i]->result = Error(
           Errc::conflict,
-          fmt::format("stream {}: a copied chunk at offset {} has epoch {}, older than the log's {}",
-                      dir_, group[i]->imported->first_offset, *group[i]->imported->epoch,
-                      epoch_.load()));
+          fmt::format(
+              "stream {}: a copied chunk at offset {} has epoch {}, older than the log's {}", dir_,
+              group[i]->imported->first_offset, *group[i]->imported->epoch, epoch_.load()));
       i = j;
       continue;
     }
@@ -321,8 +348,8 @@ Status StreamLog::Impl::write_group(const std::vector<PendingAppend*>& group,
       epoch = *imported->epoch;
       epoch_.store(epoch, std::memory_order_release);
     }
-    ChunkHeader h = b.finish(first, epoch, ts, imported ? imported->type : ChunkType::user,
-                             w_.trailer);
+    ChunkHeader h =
+        b.finish(first, epoch, ts, imported ? imported->type : ChunkType::user, w_.trailer);
     IndexRecord rec = index_record_for(h, w_.pos);
     size_t at = w_.idx_buf.size();
     w_.idx_buf.resize(at + kIndexRecordSize);

@@ -121,7 +121,9 @@ void OwnerLink::send_setup() {
   s.offset = opts_.spec;
   s.credit = opts_.credit;
   if (opts_.copy) {
-    s.properties = {{std::string(kCopyProperty), "1"}, {std::string(kCopyNodeProperty), opts_.copy_node}};
+    s.properties = {{std::string(kCopyProperty), "1"},
+                    {std::string(kCopyNodeProperty), opts_.copy_node}};
+    if (opts_.copy_holds_first) s.properties.emplace_back(std::string(kCopyHoldsProperty), "1");
   }
   encode(s, &f);
   write(std::move(f));
@@ -237,10 +239,17 @@ void OwnerLink::on_frame(BytesView body) {
                                m.correlation_id;
                              }) {
           if (m.code != ResponseCode::ok) {
-            return fail(Error(
-                m.code == ResponseCode::stream_does_not_exist ? Errc::not_found : Errc::unavailable,
-                fmt::format("owner {}:{}: {} answered {}", opts_.host, opts_.port,
-                            command_name(T::kKey), response_code_name(m.code))));
+            Errc code = Errc::unavailable;
+            if (m.code == ResponseCode::stream_does_not_exist) code = Errc::not_found;
+            // A copy subscription refused because the owner's log ends
+            // before the copy's last chunk (kCopyHoldsProperty).
+            if (opts_.copy_holds_first && m.correlation_id == subscribe_corr_ &&
+                m.code == ResponseCode::precondition_failed) {
+              code = Errc::conflict;
+            }
+            return fail(
+                Error(code, fmt::format("owner {}:{}: {} answered {}", opts_.host, opts_.port,
+                                        command_name(T::kKey), response_code_name(m.code))));
           }
           if (m.correlation_id == subscribe_corr_ && !up_) {
             up_ = true;

@@ -45,6 +45,9 @@ struct OwnerLinkOptions {
   // With `copy`: this node's id, which the owner's acknowledgements of the
   // copy are kept under (replica_acks.h).
   std::string copy_node;
+  // With `copy`: the copy holds the chunk at `spec` (kCopyHoldsProperty);
+  // the owner's refusal ends the link with Errc::conflict.
+  bool copy_holds_first = false;
   // From connecting to the Subscribe answer (or the question's).
   std::chrono::milliseconds setup_deadline{5000};
   // Set: no subscription; this encodes the one request the link sends

@@ -153,6 +153,7 @@ void ReplicaCopier::connect(uint64_t from) {
   lo.credit = env_.credit;
   lo.copy = true;
   lo.copy_node = env_.self_id;
+  lo.copy_holds_first = expect_.has_value();
   const uint64_t gen = generation_;
   std::weak_ptr<ReplicaCopier> weak = shared_from_this();
   OwnerLinkHandlers h;
@@ -162,7 +163,20 @@ void ReplicaCopier::connect(uint64_t from) {
   };
   h.down = [weak, gen](const Error& e) {
     auto self = weak.lock();
-    if (self && !self->stopped_ && gen == self->generation_) self->restart(e, false);
+    if (!self || self->stopped_ || gen != self->generation_) return;
+    if (e.code == Errc::conflict) {
+      // The owner's log ends before the copy's last chunk (owner_link.h,
+      // copy_holds_first): that tail is another tenure's.
+      spdlog::warn(
+          "copy of {} from {}: the copy runs past the owner's log, so its tail is not the "
+          "owner's; it starts again where the remote tier ends: {}",
+          self->stream(), self->linked_node_, e.to_string());
+      if (self->env_.dropped_copies) {
+        self->env_.dropped_copies->fetch_add(1, std::memory_order_relaxed);
+      }
+      return self->restart(e, true);
+    }
+    self->restart(e, false);
   };
   linked_node_ = o.node_id;
   link_ = OwnerLink::start(strand_, std::move(lo), std::move(h));
@@ -196,16 +210,16 @@ void ReplicaCopier::on_chunk(const proto::DeliverFrame& f) {
 void ReplicaCopier::pump() {
   if (appending_ || queued_.empty() || !copy_ || stopped_) return;
   appending_ = true;
-  auto batch = std::make_shared<std::deque<Bytes>>(std::move(queued_));
+  auto batch = std::make_shared<std::vector<Bytes>>(std::move(queued_));
   queued_.clear();
   const uint64_t gen = generation_;
   run_task<Status>(
       tasks_, strand_, env_.task_deadline, "copy: appending to " + stream(),
+      // One commit (one fsync under `always`) for the whole batch: a copy
+      // that fell behind catches up in one step, not one fsync per chunk.
       [copy = copy_, batch, name = stream()]() -> Status {
-        for (const Bytes& c : *batch) {
-          auto r = copy->append_copy(c, "copy of " + name);
-          if (!r.ok()) return std::move(r).error();
-        }
+        auto r = copy->append_copies(*batch, "copy of " + name);
+        if (!r.ok()) return std::move(r).error();
         return Status::OK();
       },
       [self = shared_from_this(), gen, n = batch->size()](TaskOutcome<Status> out) {

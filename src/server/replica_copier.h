@@ -10,7 +10,9 @@
 //    above it, holds nothing the bucket lacks (or leaves a gap): it is
 //    dropped and created again at R. Else the copier asks for the owner's
 //    chunk at the first offset of the copy's last chunk, to check that the
-//    copy lines up with the owner's log.
+//    copy lines up with the owner's log. An owner whose log ends at or
+//    before that offset refuses (the copy's tail is another tenure's,
+//    server_limits.h kCopyHoldsProperty): the copy is dropped at once.
 //  - copy: one OwnerLink copy subscription (owner_link.h, `copy`) from
 //    there; the first chunk must be the copy's last one (offsets, epoch,
 //    time, data CRC) or the copy is dropped and prepared again; every
@@ -31,10 +33,10 @@
 #include <asio/steady_timer.hpp>
 #include <atomic>
 #include <chrono>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/task.h"
 #include "log/stream_log.h"
@@ -90,7 +92,7 @@ class ReplicaCopier : public std::enable_shared_from_this<ReplicaCopier> {
   // The copy's last chunk's header while the owner's chunk at its offset
   // has not come yet (prepare → first chunk).
   std::optional<log::ChunkHeader> expect_;
-  std::deque<Bytes> queued_;  // stored chunks waiting for the append task
+  std::vector<Bytes> queued_;  // stored chunks waiting for the append task
   bool appending_ = false;
   uint64_t generation_ = 0;  // bumped by every restart: stale results dropped
   asio::steady_timer retry_timer_;

@@ -128,6 +128,13 @@ inline constexpr std::string_view kPeerProduct = "strata replica";
 inline constexpr std::string_view kCopyProperty = "x-strata-copy";
 // ... and the copier's node id beside it.
 inline constexpr std::string_view kCopyNodeProperty = "x-strata-node";
+// ... and "1" when the copy holds the chunk the subscription starts at (its
+// last, which it checks against the owner's): an owner whose log ends at or
+// before that offset refuses the subscription (precondition_failed), since
+// a copy only ever holds what its owner committed — that tail is another
+// tenure's, and the copy starts afresh at once instead of waiting for the
+// owner to write there.
+inline constexpr std::string_view kCopyHoldsProperty = "x-strata-copy-holds";
 
 // ---- super streams (super_streams.h) ----
 

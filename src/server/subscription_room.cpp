@@ -79,6 +79,20 @@ void SubscriptionRoom::on(const SubscribeRequest& r) {
     respond_code(session_, kSubscribe, r.correlation_id, ResponseCode::precondition_failed);
     return;
   }
+  const bool copy = props[std::string(kCopyProperty)] == "1" && from_peer();
+  if (copy && props[std::string(kCopyHoldsProperty)] == "1" &&
+      r.offset.type == proto::OffsetType::offset &&
+      uint64_t(std::max<int64_t>(r.offset.value, 0)) >= (*s)->stream()->committed_next()) {
+    // The copy holds a chunk at or past this log's end: it is another
+    // tenure's tail, which the copy must drop (server_limits.h).
+    spdlog::info(
+        "copy subscription of {} on {} from offset {}: this log ends at {}; the copy "
+        "holds another tenure's tail and starts afresh",
+        props[std::string(kCopyNodeProperty)], r.stream, r.offset.value,
+        (*s)->stream()->committed_next());
+    respond_code(session_, kSubscribe, r.correlation_id, ResponseCode::precondition_failed);
+    return;
+  }
   auto sub = std::make_shared<Subscription>();
   sub->id = r.subscription_id;
   sub->stream = r.stream;
@@ -88,7 +102,7 @@ void SubscriptionRoom::on(const SubscribeRequest& r) {
   sub->group = props["name"];
   sub->filter = filter_of(r.properties);
   // Asked for by a node only (a client asking gets an ordinary delivery).
-  sub->copy = props[std::string(kCopyProperty)] == "1" && from_peer();
+  sub->copy = copy;
   if (sub->copy) sub->copy_node = props[std::string(kCopyNodeProperty)];
   if (sac) {
     sub->sac_name = props["name"];

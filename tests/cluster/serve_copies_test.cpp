@@ -119,9 +119,11 @@ TEST(ServeCopiesTest, TheNodeThatTakesOverKeepsItsCopyOfTheDeadOwnersUnuploadedT
 // the stream over with the shorter copy, writing its own chunks at the
 // offsets the dead owner had others at. Restarted, the old owner's log (now
 // its copy) no longer lines up with the new owner's: its copier finds the
-// last chunk differs, drops the copy and copies the new owner's log from
-// the remote tier's end — the copy ends where the owner's log ends, with
-// the new tenure's epoch.
+// last chunk differs — or, when the old log runs past the new owner's end,
+// is refused by the owner at once (replica_copier.h) — drops the copy and
+// copies the new owner's log from the remote tier's end: the copy ends
+// where the owner's log ends, with the new tenure's epoch, though the new
+// owner writes nothing more once the old one is back.
 TEST(ServeCopiesTest, ARestartedOwnerWhoseLogDivergedCopiesTheNewOwnersLogAfresh) {
   TempDir dir;
   std::string err;
@@ -159,12 +161,12 @@ TEST(ServeCopiesTest, ARestartedOwnerWhoseLogDivergedCopiesTheNewOwnersLogAfresh
 
   const int next = other_leader(*cluster, stream, old_owner);
   ASSERT_GE(next, 0) << "no other node took the stream over";
-  // Publishing goes on at the new owner, over the offsets the old one had
-  // and past where the old one's log ends: a copy whose diverged tail runs
-  // past the owner's end is found out only once the owner writes there
-  // (replica_copier.cpp compares its last chunk with the owner's).
+  // Publishing goes on at the new owner for a little while, over some of
+  // the offsets the old one had (its publishers' windows, resent), then
+  // stops: the old owner's diverged tail may well run past the new owner's
+  // end, and nothing is written there to show the copier.
   const size_t after = w.confirms();
-  ASSERT_TRUE(w.await_confirms(after + 800, 60s));
+  ASSERT_TRUE(w.await_confirms(after + 20, 60s));
   ASSERT_TRUE(w.drain(60s));
   w.stop();
 

@@ -2,9 +2,11 @@
 // log holds every chunk at the same offsets with the same epoch, time,
 // entries, filter and publishers' sequences — across its own segment
 // rolls, and after a reopen — and refuses what would make it diverge: a
-// chunk not at its end, one from an older writer, damaged bytes.
+// chunk not at its end, one from an older writer, damaged bytes. Chunks
+// copied together (append_copies) are committed with one fsync.
 #include <gtest/gtest.h>
 
+#include "common/fault_fs.h"
 #include "log/chunk_filter.h"
 #include "log/log_entries_util.h"
 #include "log/reader.h"
@@ -155,6 +157,102 @@ TEST(CopiedChunk, AChunkNotAtTheEndFromAnOlderWriterOrDamagedIsRefusedAndNothing
   ASSERT_OK(back.status);
   ASSERT_EQ(back.records.size(), 9u);
   EXPECT_EQ(back.records[8].second, "m2-2" + std::string(100, 'c'));
+}
+
+// What `fsync = always` costs a copier: every sync of a segment file.
+struct SyncCount {
+  FaultFileSystem fs;
+  std::atomic<int> syncs{0};
+  SyncCount() {
+    fs.fail_when([this](const FaultOp& op) {
+      if (op.kind == FaultOp::Kind::sync && op.path.ends_with(".segment")) syncs += 1;
+      return false;
+    });
+  }
+};
+
+LogOptions synced_copy_opts(FileSystem* fs) {
+  LogOptions o = copy_opts(1 << 20);
+  o.fsync = FsyncPolicy::always;
+  o.fs = fs;
+  return o;
+}
+
+TEST(CopiedChunk, ChunksCopiedTogetherAreCommittedWithOneFsyncAndSurviveACrash) {
+  strata::test::TempDir tmp;
+  auto owner = StreamLog::open(tmp.sub("owner"), copy_opts(1 << 20, 5));
+  ASSERT_OK(owner);
+  fill(**owner, 20);
+  const auto chunks = stored_chunks(**owner);
+  ASSERT_EQ(chunks.size(), 20u);
+
+  SyncCount one_by_one;
+  {
+    auto copy = StreamLog::open("/copy", synced_copy_opts(&one_by_one.fs));
+    ASSERT_OK(copy);
+    const int before = one_by_one.syncs;
+    for (const Bytes& c : chunks) ASSERT_OK((*copy)->append_copy(c, "one by one"));
+    EXPECT_GE(one_by_one.syncs - before, 20) << "one fsync per chunk";
+  }
+
+  SyncCount together;
+  auto copy = StreamLog::open("/copy", synced_copy_opts(&together.fs));
+  ASSERT_OK(copy);
+  const int before = together.syncs;
+  auto r = (*copy)->append_copies(chunks, "together");
+  ASSERT_OK(r);
+  EXPECT_EQ(r->first_offset, 0u);
+  EXPECT_EQ(r->next_offset, (*owner)->committed_next());
+  EXPECT_EQ(together.syncs - before, 1) << "one fsync for the batch";
+
+  // Acknowledged means durable: a power loss right after keeps all of it.
+  copy->reset();
+  together.fs.crash();
+  auto reopened = StreamLog::open("/copy", synced_copy_opts(&together.fs));
+  ASSERT_OK(reopened);
+  EXPECT_EQ((*reopened)->committed_next(), (*owner)->committed_next());
+  const auto copied = stored_chunks(**reopened);
+  ASSERT_EQ(copied.size(), chunks.size());
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    auto a = decode_chunk_header(chunks[i], "owner");
+    auto b = decode_chunk_header(copied[i], "copy");
+    ASSERT_OK(a);
+    ASSERT_OK(b);
+    EXPECT_EQ(b->first_offset, a->first_offset) << i;
+    EXPECT_EQ(b->wire_crc, a->wire_crc) << i;
+    EXPECT_EQ(b->epoch, 5u) << i;
+  }
+}
+
+TEST(CopiedChunk, ABatchStopsAtItsFirstBadChunkKeepingTheOnesBefore) {
+  strata::test::TempDir tmp;
+  auto owner = StreamLog::open(tmp.sub("owner"), copy_opts(1 << 20, 2));
+  ASSERT_OK(owner);
+  fill(**owner, 6);
+  const auto chunks = stored_chunks(**owner);
+  ASSERT_EQ(chunks.size(), 6u);
+  auto copy = StreamLog::open(tmp.sub("copy"), copy_opts(1 << 20));
+  ASSERT_OK(copy);
+  // Chunk 3 is missing: 4 does not start at the copy's end.
+  const std::vector<Bytes> gap{chunks[0], chunks[1], chunks[2], chunks[4], chunks[5]};
+  auto r = (*copy)->append_copies(gap, "batch with a gap");
+  EXPECT_EQ(r.code(), Errc::invalid_argument);
+  EXPECT_NE(r.error().message.find("batch with a gap"), std::string::npos) << r.error().message;
+  EXPECT_EQ((*copy)->committed_next(), 9u) << "chunks 0..2, three records each";
+  // A damaged chunk is refused before anything of the batch is queued.
+  Bytes flipped = chunks[4];
+  flipped[kChunkHeaderSize + 3] ^= 0x01;
+  const std::vector<Bytes> damaged{chunks[3], flipped};
+  EXPECT_EQ((*copy)->append_copies(damaged, "damaged").code(), Errc::corrupt);
+  EXPECT_EQ((*copy)->committed_next(), 9u);
+  // The right ones still go in.
+  const std::vector<Bytes> rest{chunks[3], chunks[4], chunks[5]};
+  ASSERT_OK((*copy)->append_copies(rest, "rest"));
+  EXPECT_EQ((*copy)->committed_next(), (*owner)->committed_next());
+  // An empty batch is nothing to do.
+  auto none = (*copy)->append_copies({}, "empty");
+  ASSERT_OK(none);
+  EXPECT_EQ(none->first_offset, none->next_offset);
 }
 
 }  // namespace
