@@ -8,7 +8,7 @@ namespace strata::server {
 ReplicaAcks::ReplicaAcks(std::shared_ptr<node::StreamHandle> stream) : stream_(std::move(stream)) {}
 
 size_t copies_needed(uint64_t cluster_size, size_t registered) {
-  const uint64_t nodes = cluster_size ? cluster_size : registered;
+  const uint64_t nodes = std::max<uint64_t>(cluster_size, registered);
   // A majority is nodes / 2 + 1; the owner's own log is one of them.
   return size_t(nodes / 2);
 }

@@ -42,10 +42,15 @@
 namespace strata::server {
 
 // How many of the other nodes' copies a replicated confirm waits for: a
-// majority of `cluster_size` nodes (0: of the `registered` ones, this node
-// included) less the owner's own log. It may exceed the other nodes
-// registered now: then nothing is confirmed until enough come back, as a
-// quorum that has lost its majority confirms nothing.
+// majority of the stream's nodes less the owner's own log. The stream's
+// nodes are its `cluster_size` (initial-cluster-size) or the `registered`
+// nodes (this one included), whichever is more: every registered node
+// keeps a copy and may be elected owner, and an election needs a majority
+// of the nodes to stand (cluster/election.h), so only a confirm quorum of
+// a majority of them all surely meets every election's. A smaller
+// initial-cluster-size therefore does not lower it. It may exceed the
+// other nodes registered now: then nothing is confirmed until enough come
+// back, as a quorum that has lost its majority confirms nothing.
 size_t copies_needed(uint64_t cluster_size, size_t registered);
 
 class ReplicaAcks : public DeliveryLimit {
