@@ -21,6 +21,9 @@ packages=(
   # (fault injection), awscli (an independent S3 client), botocore (the
   # SigV4 oracle).
   nodejs erlang-nox haproxy awscli python3 python3-botocore
+  # The Erlang binding (erlang/): erl_nif.h to build its NIF, common_test
+  # (ct_run) to run its suites.
+  erlang-dev erlang-common-test
   # The curl CLI, the peer of the object-store benchmark.
   curl
   # Codecs of compressed sub-batches (log/sub_batch_codec.h); the gzip, zstd
