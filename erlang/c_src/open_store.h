@@ -1,0 +1,72 @@
+// OpenStore: one open raftmeta store behind an Erlang handle — the RaftMeta,
+// the thread that answers its store_sync callers, and the one close that
+// every way out ends in (the owner's close/1, the owner's death, the
+// handle's garbage collection).
+//
+// Calls made while or after the store closes answer Errc::closed. close()
+// first answers every queued store_sync caller (a last group commit), then
+// closes the RaftMeta (everything pending is fsynced, the <dir>/LOCK
+// released), so a caller acknowledged before close is durable and a caller
+// told `closed` was not acknowledged.
+#pragma once
+
+#include <erl_nif.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/fault_fs.h"
+#include "common/result.h"
+#include "open_options.h"
+#include "raftmeta/raft_meta.h"
+#include "sync_waiter.h"
+
+namespace strata::erl {
+
+class OpenStore {
+ public:
+  // Opens (and migrates: raftmeta's open) the store of `req`. Blocks on
+  // I/O: a dirty I/O scheduler only.
+  static Result<std::shared_ptr<OpenStore>> open(OpenRequest req,
+                                                 raftmeta::MigrationProgress progress);
+  ~OpenStore();
+  OpenStore(const OpenStore&) = delete;
+  OpenStore& operator=(const OpenStore&) = delete;
+
+  const std::string& dir() const { return dir_; }
+  // True from the moment close() begins.
+  bool closing() const { return closing_.load(std::memory_order_acquire); }
+  // True once close() finished (the LOCK is released).
+  bool closed() const { return closed_.load(std::memory_order_acquire); }
+  raftmeta::RaftMeta& meta() { return *meta_; }
+  const SyncWaiter& waiter() const { return *waiter_; }
+
+  // Sends {Ref, Result} to `to` once everything stored so far is durable;
+  // false if the store is closing (the caller answers `closed`).
+  bool reply_when_durable(const ErlNifPid& to, ERL_NIF_TERM ref);
+  // Tests (fault_injection stores only): every later fsync fails.
+  Status fail_syncs();
+
+  // See the file comment. Idempotent (returns the first close's status);
+  // concurrent calls wait for the first. Blocks on I/O: a dirty I/O
+  // scheduler or a thread of the library only.
+  Status close();
+
+ private:
+  OpenStore(std::string dir, std::unique_ptr<FaultFileSystem> fault_fs);
+
+  const std::string dir_;
+  // The file system of a fault_injection store (declared before meta_: it
+  // outlives it).
+  std::unique_ptr<FaultFileSystem> fault_fs_;
+  std::unique_ptr<raftmeta::RaftMeta> meta_;
+  std::unique_ptr<SyncWaiter> waiter_;
+  std::atomic<bool> closing_{false};
+  std::atomic<bool> closed_{false};
+  std::mutex close_mu_;
+  Status close_status_;
+};
+
+}  // namespace strata::erl

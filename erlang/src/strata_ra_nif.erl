@@ -1,0 +1,88 @@
+%% strata_ra_nif: the calls of strata's NIF library (erlang/c_src/) on a
+%% raftmeta store. strata_ra_log_meta is the module to use; these are its
+%% building blocks (and a benchmark's). Terms are described in
+%% c_src/term_codec.h: ids are binaries, voted_for is `undefined`, a name
+%% binary or {NameBinary, NodeBinary}; errors are `closed` or
+%% {Code, DataDir, Message}.
+%%
+%% Which scheduler runs what (c_src/strata_ra_nif.cpp): open/2, close/1,
+%% erase/2, erase_sync/3 and stats/1 run on dirty I/O schedulers; store/4,
+%% store_sync/5 and fetch/3 on the caller's scheduler, returning in
+%% microseconds. store_sync/5 and erase_sync/3 return `ok` once the change
+%% is applied and queued; {Ref, ok | {error, Reason}} is sent to the caller
+%% once it is durable.
+-module(strata_ra_nif).
+
+-export([open/2,
+         close/1,
+         store/4,
+         store_sync/5,
+         erase/2,
+         erase_sync/3,
+         fetch/3,
+         stats/1,
+         inject_sync_failure/1]).
+
+-nifs([open/2,
+       close/1,
+       store/4,
+       store_sync/5,
+       erase/2,
+       erase_sync/3,
+       fetch/3,
+       stats/1,
+       inject_sync_failure/1]).
+
+-on_load(load/0).
+
+-type handle() :: reference().
+-type key() :: current_term | voted_for | last_applied.
+-type value() :: non_neg_integer() | undefined | binary() | {binary(), binary()}.
+-type reason() :: closed | {atom(), binary(), binary()}.
+-export_type([handle/0, reason/0]).
+
+load() ->
+    erlang:load_nif(filename:join(priv_dir(), "strata_ra_nif"), 0).
+
+%% <app>/priv: code:priv_dir/1 when the application's directory is named
+%% strata_ra (the build's layout), else next to the ebin holding this module.
+priv_dir() ->
+    case code:priv_dir(strata_ra) of
+        {error, bad_name} ->
+            filename:join(filename:dirname(filename:dirname(code:which(?MODULE))), "priv");
+        Dir ->
+            Dir
+    end.
+
+%% Opens (creating, or migrating <Dir>/meta.dets) the store in Dir, an
+%% absolute path; the caller becomes its owner: when it dies, the store is
+%% closed. Options: c_src/open_options.h.
+-spec open(binary(), map()) -> {ok, handle()} | {error, reason()}.
+open(_Dir, _Options) -> erlang:nif_error(not_loaded).
+
+%% Fsyncs everything pending and closes; idempotent.
+-spec close(handle()) -> ok | {error, reason()}.
+close(_Handle) -> erlang:nif_error(not_loaded).
+
+-spec store(handle(), binary(), key(), value()) -> ok | {error, reason()}.
+store(_Handle, _Id, _Key, _Value) -> erlang:nif_error(not_loaded).
+
+-spec store_sync(handle(), binary(), key(), value(), reference()) -> ok | {error, reason()}.
+store_sync(_Handle, _Id, _Key, _Value, _Ref) -> erlang:nif_error(not_loaded).
+
+-spec erase(handle(), binary()) -> ok | {error, reason()}.
+erase(_Handle, _Id) -> erlang:nif_error(not_loaded).
+
+-spec erase_sync(handle(), binary(), reference()) -> ok | {error, reason()}.
+erase_sync(_Handle, _Id, _Ref) -> erlang:nif_error(not_loaded).
+
+-spec fetch(handle(), binary(), key()) -> value() | {error, closed}.
+fetch(_Handle, _Id, _Key) -> erlang:nif_error(not_loaded).
+
+-spec stats(handle()) -> map() | {error, closed}.
+stats(_Handle) -> erlang:nif_error(not_loaded).
+
+%% Tests only (a store opened with fault_injection => true): every later
+%% fsync fails, as a failing disk's would.
+-spec inject_sync_failure(handle()) -> ok | {error, reason()}.
+inject_sync_failure(_Handle) -> erlang:nif_error(not_loaded).
