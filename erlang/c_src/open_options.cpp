@@ -106,6 +106,10 @@ Result<OpenRequest> parse_open_request(ErlNifEnv* env, ERL_NIF_TERM dir, ERL_NIF
   // reason to kill the process (which would leave the close to the
   // library's closer thread).
   req.options.shutdown_compaction_budget = std::chrono::milliseconds(25000);
+  // The SyncWaiter is raftmeta's only sync caller and already batches every
+  // store_sync queued while an fsync runs: a hold for more sync callers
+  // would only add latency.
+  req.options.group_commit_window = std::chrono::microseconds(0);
 
   if (!enif_is_map(env, options)) return Error(Errc::invalid_argument, "options must be a map");
   ErlNifMapIterator it;
