@@ -105,7 +105,7 @@ store(Name, UId, Key, Value) when is_atom(Name) ->
         H ->
             case strata_ra_nif:store(H, UId, Key, to_nif(Key, Value)) of
                 ok -> ok;
-                {error, Reason} -> failed_cast(Name, Reason)
+                {error, Reason} -> failed_cast(Name, H, Reason)
             end
     end.
 
@@ -117,15 +117,19 @@ store_sync(Name, UId, Key, Value) ->
         ok ->
             receive
                 {Ref, ok} -> ok;
-                {Ref, {error, Reason}} -> failed_call(Name, Reason)
+                {Ref, {error, Reason}} -> failed_call(Name, H, Reason)
             after ?TIMEOUT ->
                 exit({timeout, {?MODULE, store_sync, [Name, UId, Key, Value]}})
             end;
         {error, Reason} ->
-            failed_call(Name, Reason)
+            failed_call(Name, H, Reason)
     end.
 
 -spec delete(atom(), binary()) -> ok.
+delete(_Name, UId) when not is_binary(UId) ->
+    %% Nothing is stored under it (ids are binaries); Ra's force delete
+    %% may pass `undefined` for a server it does not know.
+    ok;
 delete(Name, UId) ->
     case handle(Name) of
         undefined ->
@@ -133,11 +137,14 @@ delete(Name, UId) ->
         H ->
             case strata_ra_nif:erase(H, UId) of
                 ok -> ok;
-                {error, Reason} -> failed_cast(Name, Reason)
+                {error, Reason} -> failed_cast(Name, H, Reason)
             end
     end.
 
 -spec delete_sync(atom(), binary()) -> ok | {error, reason()}.
+delete_sync(Name, UId) when not is_binary(UId) ->
+    _ = handle_or_exit(Name, delete_sync, [Name, UId]),
+    ok;
 delete_sync(Name, UId) ->
     H = handle_or_exit(Name, delete_sync, [Name, UId]),
     Ref = make_ref(),
@@ -145,15 +152,20 @@ delete_sync(Name, UId) ->
         ok ->
             receive
                 {Ref, ok} -> ok;
-                {Ref, {error, Reason}} -> failed_call(Name, Reason)
+                {Ref, {error, Reason}} -> failed_call(Name, H, Reason)
             after ?TIMEOUT ->
                 exit({timeout, {?MODULE, delete_sync, [Name, UId]}})
             end;
         {error, Reason} ->
-            failed_call(Name, Reason)
+            failed_call(Name, H, Reason)
     end.
 
 -spec fetch(atom(), binary(), key()) -> value() | undefined.
+fetch(_Name, UId, Key)
+  when not is_binary(UId),
+       (Key =:= current_term orelse Key =:= voted_for orelse Key =:= last_applied) ->
+    %% Nothing is stored under it, as Ra's ETS lookup of such a key.
+    undefined;
 fetch(Name, UId, Key)
   when Key =:= current_term; Key =:= voted_for; Key =:= last_applied ->
     try ets:lookup_element(Name, ?HANDLE, 2) of
@@ -189,7 +201,10 @@ init(#{name := System, data_dir := Dir0, names := #{log_meta := Name}} = Cfg) ->
     HealthMs = maps:get(health_check_interval_ms, Options0, ?HEALTH_CHECK_MS),
     Options = maps:remove(health_check_interval_ms, Options0),
     Tab = ets:new(Name, [named_table, protected, {read_concurrency, true}]),
-    case strata_ra_nif:open(Dir, Options) of
+    case is_integer(HealthMs) andalso HealthMs > 0 andalso strata_ra_nif:open(Dir, Options) of
+        false ->
+            {stop, {invalid_argument, Dir,
+                    <<"option health_check_interval_ms: expected a positive integer">>}};
         {ok, H} ->
             true = ets:insert(Tab, {?HANDLE, H}),
             log_opened(System, Dir, strata_ra_nif:stats(H)),
@@ -206,8 +221,9 @@ handle_call(ping, _From, State) ->
 handle_call(Request, _From, State) ->
     {reply, {error, {unknown_call, Request}}, State}.
 
-%% A caller met an error the process must not outlive.
-handle_cast({fatal, Reason}, #state{dir = Dir} = State) ->
+%% A caller met an error this process's store must not outlive. (One about
+%% an earlier process's store, arriving late, is not about this one.)
+handle_cast({fatal, H, Reason}, #state{handle = H, dir = Dir} = State) ->
     ?LOG_ERROR("strata_ra_log_meta: the metadata store in ~ts stops: ~p", [Dir, Reason]),
     {stop, Reason, State};
 handle_cast(_Msg, State) ->
@@ -256,22 +272,22 @@ handle_or_exit(Name, Fun, Args) ->
         H -> H
     end.
 
-%% store/4, delete/2: the error of a cast. One the store must not outlive
-%% stops the owner; a value the store refuses (an id or name too long)
-%% raises in the caller, whose value it is.
-failed_cast(_Name, closed) ->
+%% store/4, delete/2: the error of a cast. One the store (handle H) must
+%% not outlive stops its owner; a value the store refuses (an id or name
+%% too long) raises in the caller, whose value it is.
+failed_cast(_Name, _H, closed) ->
     ok;
-failed_cast(Name, Reason) ->
+failed_cast(Name, H, Reason) ->
     case is_fatal(Reason) of
-        true -> gen_server:cast(Name, {fatal, Reason});
+        true -> gen_server:cast(Name, {fatal, H, Reason});
         false -> erlang:error(Reason)
     end.
 
 %% store_sync/4, delete_sync/2: the caller gets the error (never ok), and
 %% the owner stops if the store must not go on.
-failed_call(Name, Reason) ->
+failed_call(Name, H, Reason) ->
     case is_fatal(Reason) of
-        true -> gen_server:cast(Name, {fatal, Reason});
+        true -> gen_server:cast(Name, {fatal, H, Reason});
         false -> ok
     end,
     {error, Reason}.
