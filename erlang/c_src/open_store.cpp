@@ -55,8 +55,17 @@ Status OpenStore::close() {
   // Callers already queued get their group commit before the store stops.
   if (waiter_) waiter_->stop();
   if (meta_) close_status_ = meta_->close();
-  closed_.store(true, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> cl(closed_mu_);
+    closed_.store(true, std::memory_order_release);
+  }
+  closed_cv_.notify_all();
   return close_status_;
+}
+
+bool OpenStore::wait_closed(std::chrono::milliseconds limit) {
+  std::unique_lock<std::mutex> l(closed_mu_);
+  return closed_cv_.wait_for(l, limit, [&] { return closed(); });
 }
 
 }  // namespace strata::erl

@@ -13,6 +13,8 @@
 #include <erl_nif.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -40,6 +42,11 @@ class OpenStore {
   bool closing() const { return closing_.load(std::memory_order_acquire); }
   // True once close() finished (the LOCK is released).
   bool closed() const { return closed_.load(std::memory_order_acquire); }
+  // Waits, at most `limit`, until closed(); returns closed().
+  bool wait_closed(std::chrono::milliseconds limit);
+  // The process that opened it (set once, before the store is shared).
+  const ErlNifPid& owner() const { return owner_; }
+  void set_owner(const ErlNifPid& pid) { owner_ = pid; }
   raftmeta::RaftMeta& meta() { return *meta_; }
   const SyncWaiter& waiter() const { return *waiter_; }
 
@@ -63,10 +70,13 @@ class OpenStore {
   std::unique_ptr<FaultFileSystem> fault_fs_;
   std::unique_ptr<raftmeta::RaftMeta> meta_;
   std::unique_ptr<SyncWaiter> waiter_;
+  ErlNifPid owner_{};
   std::atomic<bool> closing_{false};
   std::atomic<bool> closed_{false};
-  std::mutex close_mu_;
+  std::mutex close_mu_;  // held by the close that runs
   Status close_status_;
+  std::mutex closed_mu_;  // guards nothing; pairs with closed_cv_
+  std::condition_variable closed_cv_;
 };
 
 }  // namespace strata::erl

@@ -18,7 +18,6 @@ void StoreCloser::close_later(std::shared_ptr<OpenStore> store) {
   {
     std::lock_guard<std::mutex> l(mu_);
     if (!stopping_) {
-      ++pending_[store->dir()];
       queue_.push_back(std::move(store));
       work_cv_.notify_one();
       return;
@@ -42,20 +41,11 @@ void StoreCloser::run() {
     queue_.pop_front();
     l.unlock();
     close_one(store);
-    const std::string dir = store->dir();
     // The last reference may be this one: free the store here, off the
-    // schedulers, before telling open() the directory is free.
+    // schedulers.
     store.reset();
     l.lock();
-    auto it = pending_.find(dir);
-    if (it != pending_.end() && --it->second == 0) pending_.erase(it);
-    done_cv_.notify_all();
   }
-}
-
-bool StoreCloser::wait_closed(const std::string& dir, std::chrono::milliseconds limit) {
-  std::unique_lock<std::mutex> l(mu_);
-  return done_cv_.wait_for(l, limit, [&] { return pending_.count(dir) == 0; });
 }
 
 void StoreCloser::shutdown() {

@@ -1,22 +1,15 @@
 // StoreCloser: closes, on a thread of the library, the stores whose Erlang
 // owner died (enif_monitor_process's down callback) or whose handle was
 // garbage-collected while still open — both run on a scheduler, which must
-// not wait for the final fsync or a compaction.
-//
-// It also lets open() wait until a directory's store is closed: when a
-// killed owner is restarted at once by its supervisor, the new owner's open
-// waits here instead of finding <dir>/LOCK still held by the old store.
+// not wait for the final fsync or a compaction. (A restarted owner's open
+// waits for such a close: StoreRegistry.)
 #pragma once
 
-#include <chrono>
 #include <condition_variable>
-#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <thread>
-#include <unordered_map>
 
 namespace strata::erl {
 
@@ -32,9 +25,6 @@ class StoreCloser {
   // Queues `store` to be closed; never blocks. After shutdown() (the library
   // is being unloaded), closes it in the calling thread instead.
   void close_later(std::shared_ptr<OpenStore> store);
-  // Waits, at most `limit`, until no close of `dir` is queued or running.
-  // false if one still is.
-  bool wait_closed(const std::string& dir, std::chrono::milliseconds limit);
   // Closes everything queued, then ends the thread. Idempotent.
   void shutdown();
 
@@ -44,9 +34,7 @@ class StoreCloser {
 
   std::mutex mu_;
   std::condition_variable work_cv_;  // queued work or shutdown
-  std::condition_variable done_cv_;  // a close finished
   std::deque<std::shared_ptr<OpenStore>> queue_;
-  std::unordered_map<std::string, uint32_t> pending_;  // dir -> closes queued or running
   bool stopping_ = false;
   std::mutex shutdown_mu_;
   std::thread thread_;

@@ -25,6 +25,7 @@
 #include "open_options.h"
 #include "open_store.h"
 #include "store_closer.h"
+#include "store_registry.h"
 #include "term_codec.h"
 
 namespace strata::erl {
@@ -32,6 +33,7 @@ namespace {
 
 ErlNifResourceType* g_handle_type = nullptr;
 StoreCloser* g_closer = nullptr;
+StoreRegistry* g_registry = nullptr;
 
 // How long open waits for the close of the same directory's previous store
 // (a killed owner's) before trying anyway; the open then names the LOCK
@@ -95,8 +97,13 @@ ERL_NIF_TERM open_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
     return error_tuple(env, req.error(), dir);
   }
   const std::string dir = req->dir;
-  if (!g_closer->wait_closed(dir, kWaitForPreviousClose)) {
-    spdlog::warn("strata_ra_nif {}: the previous store of this directory is still closing", dir);
+  // The directory's previous store, if its owner died and its close is
+  // still queued or running: wait for that close to release the LOCK.
+  if (std::shared_ptr<OpenStore> prev = g_registry->unclosed(dir)) {
+    ErlNifPid prev_owner = prev->owner();
+    if (!enif_is_process_alive(env, &prev_owner) && !prev->wait_closed(kWaitForPreviousClose)) {
+      spdlog::warn("strata_ra_nif {}: the previous store of this directory is still closing", dir);
+    }
   }
   raftmeta::MigrationProgress progress;
   if (req->progress_to) {
@@ -127,6 +134,8 @@ ERL_NIF_TERM open_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
     return closed_tuple(env);
   }
   h->monitoring = true;
+  h->store->set_owner(self);
+  g_registry->add(h->store);
   const ERL_NIF_TERM handle = enif_make_resource(env, h);
   enif_release_resource(h);
   return enif_make_tuple2(env, atoms.ok, handle);
@@ -286,6 +295,7 @@ int load(ErlNifEnv* env, void**, ERL_NIF_TERM) {
   // A closer of an earlier load of this library may still be referenced by
   // resources of that load: it is left (shut down), not freed.
   g_closer = new StoreCloser();
+  if (g_registry == nullptr) g_registry = new StoreRegistry();
   // raftmeta logs with spdlog, whose default logger writes to stdout — the
   // BEAM's console. Its messages go to stderr instead.
   if (!spdlog::get("strata_ra_nif")) {
