@@ -15,6 +15,12 @@ all() ->
     [kill9_between_store_syncs_loses_nothing_acknowledged,
      kill9_with_a_small_wal_loses_nothing_acknowledged].
 
+init_per_suite(Config) ->
+    Config.
+
+end_per_suite(_Config) ->
+    strata_ra_test_lib:end_suite().
+
 init_per_testcase(Case, Config) ->
     strata_ra_test_lib:init_case(Case, [{name, Case} | Config]).
 

@@ -33,6 +33,12 @@ all() ->
      normal_scheduler_calls_return_in_microseconds,
      child_spec_as_ra_expects].
 
+init_per_suite(Config) ->
+    Config.
+
+end_per_suite(_Config) ->
+    strata_ra_test_lib:end_suite().
+
 init_per_testcase(Case, Config) ->
     strata_ra_test_lib:init_case(Case, [{name, Case} | Config]).
 

@@ -21,6 +21,12 @@ all() ->
      finishes_retiring_after_a_crash_between_the_renames,
      corrupt_meta_dets_fails_loudly_and_is_left_untouched].
 
+init_per_suite(Config) ->
+    Config.
+
+end_per_suite(_Config) ->
+    strata_ra_test_lib:end_suite().
+
 init_per_testcase(Case, Config) ->
     strata_ra_test_lib:init_case(Case, [{name, Case} | Config]).
 

@@ -5,6 +5,7 @@
 
 -export([init_case/2,
          end_case/1,
+         end_suite/0,
          data_dir/1,
          sys_cfg/3,
          start/1,
@@ -31,13 +32,7 @@
 %% A fresh directory for the case under a temp dir of this run; removed by
 %% end_case/1 when the case passed, kept (and named in the log) otherwise.
 init_case(Case, Config) ->
-    Tmp = case os:getenv("TMPDIR") of
-              false -> "/tmp";
-              "" -> "/tmp";
-              T -> T
-          end,
-    Root = filename:join(Tmp, "strata_ra_ct-" ++ os:getpid()),
-    Dir = filename:join(Root, atom_to_list(Case) ++ "-" ++
+    Dir = filename:join(run_root(), atom_to_list(Case) ++ "-" ++
                             integer_to_list(erlang:unique_integer([positive]))),
     ok = filelib:ensure_path(Dir),
     [{case_dir, Dir} | Config].
@@ -49,6 +44,19 @@ end_case(Config) ->
         _ -> ct:pal("kept the case's data directory ~ts", [Dir])
     end,
     ok.
+
+%% Removes this run's temp dir if no failed case left its directory there.
+end_suite() ->
+    _ = file:del_dir(run_root()),
+    ok.
+
+run_root() ->
+    Tmp = case os:getenv("TMPDIR") of
+              false -> "/tmp";
+              "" -> "/tmp";
+              T -> T
+          end,
+    filename:join(Tmp, "strata_ra_ct-" ++ os:getpid()).
 
 data_dir(Config) ->
     filename:join(?config(case_dir, Config), "ra").
