@@ -238,14 +238,17 @@ void SubscriptionRoom::on_reader(const SubPtr& sub, uint64_t generation,
   // A copy takes the owner's tail whatever the stream delivers to
   // consumers (a remote-confirmed stream only what the bucket holds): what
   // it copies is what a takeover on its node keeps. (The append path's
-  // lease fence keeps a deposed owner from writing more.)
+  // lease fence keeps a deposed owner from writing more.) Only while this
+  // node's lease holds, though: a deposed owner — frozen past its lease,
+  // then thawed — sends its copies nothing more, not even what it wrote
+  // before, which the new owner may hold other chunks in place of.
   std::shared_ptr<DeliveryLimit> limit = sub->served->delivery_limit();
   if (sub->copy) {
     opts.copy = true;
     opts.use_sendfile = false;
     opts.coalesce_bytes = 0;
     opts.filter = nullptr;
-    limit = nullptr;
+    limit = lease_limit(sub->served->stream());
     // Every credit after the first acknowledges a chunk the copy holds.
     if (auto acks = sub->served->replica_acks(); acks && !sub->copy_node.empty()) {
       opts.on_copy_ack = [acks, node = sub->copy_node](uint64_t next) { acks->ack(node, next); };
