@@ -63,6 +63,36 @@ std::vector<Bytes> stored_chunks(StreamLog& log) {
   }
 }
 
+// The copy's chunks are the owner's (filled by fill()): same offsets,
+// counts, time, type, data and wire CRC, the filter as stored, and `epoch`.
+void expect_copied(const std::vector<Bytes>& chunks, const std::vector<Bytes>& copied,
+                   uint64_t epoch) {
+  ASSERT_EQ(copied.size(), chunks.size());
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    auto a = decode_chunk_header(chunks[i], "owner");
+    auto b = decode_chunk_header(copied[i], "copy");
+    ASSERT_OK(a);
+    ASSERT_OK(b);
+    EXPECT_EQ(b->first_offset, a->first_offset) << i;
+    EXPECT_EQ(b->num_records, a->num_records) << i;
+    EXPECT_EQ(b->num_entries, a->num_entries) << i;
+    EXPECT_EQ(b->timestamp_ms, a->timestamp_ms) << i;
+    EXPECT_EQ(b->epoch, epoch) << i;
+    EXPECT_EQ(b->type, a->type) << i;
+    // What a consumer is sent is the owner's: the data and its wire CRC.
+    EXPECT_EQ(b->wire_crc, a->wire_crc) << i;
+    ASSERT_EQ(BytesView(copied[i]).substr(kChunkHeaderSize, b->data_len),
+              BytesView(chunks[i]).substr(kChunkHeaderSize, a->data_len))
+        << i;
+    auto fa = chunk_filter_of(BytesView(chunks[i]).substr(kChunkHeaderSize + a->data_len), "a");
+    auto fb = chunk_filter_of(BytesView(copied[i]).substr(kChunkHeaderSize + b->data_len), "b");
+    ASSERT_OK(fa);
+    ASSERT_OK(fb);
+    EXPECT_EQ(*fb, *fa) << i;
+    EXPECT_EQ(fa->empty(), i % 2 == 1) << i;
+  }
+}
+
 TEST(CopiedChunk, ACopyHoldsEveryChunkAsTheOwnerWroteItAcrossItsOwnSegmentRolls) {
   strata::test::TempDir tmp;
   auto owner = StreamLog::open(tmp.sub("owner"), copy_opts(64 << 10, 7));
@@ -93,29 +123,7 @@ TEST(CopiedChunk, ACopyHoldsEveryChunkAsTheOwnerWroteItAcrossItsOwnSegmentRolls)
   EXPECT_EQ((*copy)->writer_sequence("pub-a"), std::optional<uint64_t>(156));
   const auto copied = stored_chunks(**copy);
   ASSERT_EQ(copied.size(), chunks.size());
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    auto a = decode_chunk_header(chunks[i], "owner");
-    auto b = decode_chunk_header(copied[i], "copy");
-    ASSERT_OK(a);
-    ASSERT_OK(b);
-    EXPECT_EQ(b->first_offset, a->first_offset) << i;
-    EXPECT_EQ(b->num_records, a->num_records) << i;
-    EXPECT_EQ(b->num_entries, a->num_entries) << i;
-    EXPECT_EQ(b->timestamp_ms, a->timestamp_ms) << i;
-    EXPECT_EQ(b->epoch, 7u) << i;
-    EXPECT_EQ(b->type, a->type) << i;
-    // What a consumer is sent is the owner's: the data and its wire CRC.
-    EXPECT_EQ(b->wire_crc, a->wire_crc) << i;
-    ASSERT_EQ(BytesView(copied[i]).substr(kChunkHeaderSize, b->data_len),
-              BytesView(chunks[i]).substr(kChunkHeaderSize, a->data_len))
-        << i;
-    auto fa = chunk_filter_of(BytesView(chunks[i]).substr(kChunkHeaderSize + a->data_len), "a");
-    auto fb = chunk_filter_of(BytesView(copied[i]).substr(kChunkHeaderSize + b->data_len), "b");
-    ASSERT_OK(fa);
-    ASSERT_OK(fb);
-    EXPECT_EQ(*fb, *fa) << i;
-    EXPECT_EQ(fa->empty(), i % 2 == 1) << i;
-  }
+  expect_copied(chunks, copied, 7);
 }
 
 TEST(CopiedChunk, AChunkNotAtTheEndFromAnOlderWriterOrDamagedIsRefusedAndNothingIsWritten) {
@@ -211,17 +219,7 @@ TEST(CopiedChunk, ChunksCopiedTogetherAreCommittedWithOneFsyncAndSurviveACrash) 
   auto reopened = StreamLog::open("/copy", synced_copy_opts(&together.fs));
   ASSERT_OK(reopened);
   EXPECT_EQ((*reopened)->committed_next(), (*owner)->committed_next());
-  const auto copied = stored_chunks(**reopened);
-  ASSERT_EQ(copied.size(), chunks.size());
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    auto a = decode_chunk_header(chunks[i], "owner");
-    auto b = decode_chunk_header(copied[i], "copy");
-    ASSERT_OK(a);
-    ASSERT_OK(b);
-    EXPECT_EQ(b->first_offset, a->first_offset) << i;
-    EXPECT_EQ(b->wire_crc, a->wire_crc) << i;
-    EXPECT_EQ(b->epoch, 5u) << i;
-  }
+  expect_copied(chunks, stored_chunks(**reopened), 5);
 }
 
 TEST(CopiedChunk, ABatchStopsAtItsFirstBadChunkKeepingTheOnesBefore) {
