@@ -13,7 +13,8 @@
 // A handle is a resource owning an OpenStore. The process that opened it is
 // its owner, monitored: when the owner dies (even killed), the store is
 // closed on the StoreCloser's thread and its LOCK released; calls through a
-// stale handle then answer {error, closed}.
+// stale handle answer {error, closed} from the owner's death on (before
+// the close has begun: they check that the owner is alive).
 #include <erl_nif.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -59,6 +60,17 @@ void handle_down(ErlNifEnv*, void* obj, ErlNifPid*, ErlNifMonitor*) {
   auto* h = static_cast<Handle*>(obj);
   // The handle keeps its store: calls through it answer {error, closed}.
   if (h->store && !h->store->closed() && g_closer) g_closer->close_later(h->store);
+}
+
+// True once the store is closing, or its owner is dead or exiting (the
+// closer may not have begun yet): the calls on it answer {error, closed}
+// from the owner's death on, as Ra's calls find no process and no table.
+// (strata_ra_log_meta's persistent_term may still hold a killed owner's
+// handle.)
+bool closed_for_callers(ErlNifEnv* env, const OpenStore& store) {
+  if (store.closing()) return true;
+  ErlNifPid owner = store.owner();
+  return !enif_is_process_alive(env, &owner);
 }
 
 Handle* get_handle(ErlNifEnv* env, ERL_NIF_TERM t) {
@@ -153,7 +165,7 @@ ERL_NIF_TERM close_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
 ERL_NIF_TERM store_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   StoreArgs a;
   if (!decode_store_args(env, argv, &a)) return enif_make_badarg(env);
-  if (a.store->closing()) return closed_tuple(env);
+  if (closed_for_callers(env, *a.store)) return closed_tuple(env);
   return status_term(env, a.store->meta().store(a.id, a.field, a.value), a.store->dir());
 }
 
@@ -165,7 +177,7 @@ ERL_NIF_TERM store_sync_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   if (!decode_store_args(env, argv, &a) || !enif_is_ref(env, argv[4])) {
     return enif_make_badarg(env);
   }
-  if (a.store->closing()) return closed_tuple(env);
+  if (closed_for_callers(env, *a.store)) return closed_tuple(env);
   const Status s = a.store->meta().store(a.id, a.field, a.value);
   if (!s.ok()) return error_tuple(env, s.error(), a.store->dir());
   ErlNifPid self;
@@ -179,7 +191,7 @@ ERL_NIF_TERM erase_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   Handle* h = get_handle(env, argv[0]);
   BytesView id;
   if (h == nullptr || !decode_id(env, argv[1], &id)) return enif_make_badarg(env);
-  if (h->store->closing()) return closed_tuple(env);
+  if (closed_for_callers(env, *h->store)) return closed_tuple(env);
   return status_term(env, h->store->meta().erase(id), h->store->dir());
 }
 
@@ -191,7 +203,7 @@ ERL_NIF_TERM erase_sync_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   if (h == nullptr || !decode_id(env, argv[1], &id) || !enif_is_ref(env, argv[2])) {
     return enif_make_badarg(env);
   }
-  if (h->store->closing()) return closed_tuple(env);
+  if (closed_for_callers(env, *h->store)) return closed_tuple(env);
   const Status s = h->store->meta().erase(id);
   if (!s.ok()) return error_tuple(env, s.error(), h->store->dir());
   ErlNifPid self;
@@ -209,7 +221,7 @@ ERL_NIF_TERM fetch_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   if (h == nullptr || !decode_id(env, argv[1], &id) || !decode_field(argv[2], &f)) {
     return enif_make_badarg(env);
   }
-  if (h->store->closing()) return closed_tuple(env);
+  if (closed_for_callers(env, *h->store)) return closed_tuple(env);
   std::optional<raftmeta::FieldValue> v = h->store->meta().fetch(id, f);
   return v ? encode_value(env, *v) : atoms.undefined;
 }

@@ -12,9 +12,22 @@
 %%    Ra's shu branch allows, comes back as an atom too).
 %%  - fetch/3,4 never go through the owner process and never wait for a
 %%    write in flight: they read the store's lock-free table through the
-%%    handle kept in a protected ETS table named like the process (Ra's own
-%%    table name). They see a stored value at once, before it is durable, as
-%%    Ra's ETS rows do; `undefined` when no store runs.
+%%    store's handle. They see a stored value at once, before it is durable,
+%%    as Ra's ETS rows do; `undefined` when no store runs.
+%%
+%% Where callers find the handle: in a protected ETS table named like the
+%% process (Ra's own table name), which dies with the owner, and in a
+%% persistent_term {strata_ra_log_meta, Name}, which fetch/3, store/4 and
+%% delete/2 read (an ETS lookup of the handle cost as much as Ra's whole
+%% fetch; a persistent_term:get a fifth of it). The owner puts it when it has
+%% opened the store and erases it when it terminates; after a kill the
+%% entry stays until the next owner replaces it, and calls through it answer
+%% `closed` (the NIF's fetch checks that the owner is alive): fetch/3 returns
+%% `undefined`, store/4 and delete/2 drop the change, as with no store. The
+%% sync calls, await/1 and stats/1 look in the ETS table, so that they exit
+%% noproc when no owner runs. (A persistent_term's erase or replacement
+%% makes the runtime scan every process once: it happens when a Ra system's
+%% store stops or restarts, never per call.)
 %%
 %% The process, registered under the system's log_meta name, owns the store:
 %% it opens it (migrating Ra's <data_dir>/meta.dets on the first start) and
@@ -98,7 +111,7 @@ stop(Name) ->
 
 -spec store(atom(), binary(), key(), value()) -> ok.
 store(Name, UId, Key, Value) when is_atom(Name) ->
-    case handle(Name) of
+    case persistent_term:get({?MODULE, Name}, undefined) of
         undefined ->
             %% No store runs: dropped, as Ra's cast to a stopped process.
             ok;
@@ -131,7 +144,7 @@ delete(_Name, UId) when not is_binary(UId) ->
     %% may pass `undefined` for a server it does not know.
     ok;
 delete(Name, UId) ->
-    case handle(Name) of
+    case persistent_term:get({?MODULE, Name}, undefined) of
         undefined ->
             ok;
         H ->
@@ -168,10 +181,9 @@ fetch(_Name, UId, Key)
     undefined;
 fetch(Name, UId, Key)
   when Key =:= current_term; Key =:= voted_for; Key =:= last_applied ->
-    try ets:lookup_element(Name, ?HANDLE, 2) of
+    case persistent_term:get({?MODULE, Name}, undefined) of
+        undefined -> undefined;
         H -> from_nif(Key, strata_ra_nif:fetch(H, UId, Key))
-    catch
-        error:badarg -> undefined
     end.
 
 -spec fetch(atom(), binary(), key(), T) -> value() | T.
@@ -207,6 +219,7 @@ init(#{name := System, data_dir := Dir0, names := #{log_meta := Name}} = Cfg) ->
                     <<"option health_check_interval_ms: expected a positive integer">>}};
         {ok, H} ->
             true = ets:insert(Tab, {?HANDLE, H}),
+            persistent_term:put({?MODULE, Name}, H),
             log_opened(System, Dir, strata_ra_nif:stats(H)),
             erlang:send_after(HealthMs, self(), health_check),
             {ok, #state{name = Name, dir = Dir, handle = H, health_check_ms = HealthMs}};
@@ -245,6 +258,7 @@ handle_info(_Info, State) ->
 terminate(Reason, #state{name = Name, dir = Dir, handle = H}) ->
     %% Callers stop finding the handle first; those holding it get
     %% {error, closed} from here on.
+    _ = persistent_term:erase({?MODULE, Name}),
     ets:delete(Name),
     case strata_ra_nif:close(H) of
         ok ->

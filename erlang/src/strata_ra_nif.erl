@@ -76,6 +76,7 @@ erase(_Handle, _Id) -> erlang:nif_error(not_loaded).
 -spec erase_sync(handle(), binary(), reference()) -> ok | {error, reason()}.
 erase_sync(_Handle, _Id, _Ref) -> erlang:nif_error(not_loaded).
 
+%% {error, closed} once the store is closing or its owner is dead.
 -spec fetch(handle(), binary(), key()) -> value() | {error, closed}.
 fetch(_Handle, _Id, _Key) -> erlang:nif_error(not_loaded).
 

@@ -25,6 +25,7 @@ all() ->
      fsync_failure_without_callers_stops_the_owner,
      owner_death_closes_the_store_and_releases_the_lock,
      stale_handle_answers_closed,
+     killed_owner_leaves_fetch_undefined,
      values_the_store_refuses_fail_the_caller,
      bad_options_fail_the_start,
      calls_without_a_running_store,
@@ -345,6 +346,32 @@ owner_death_closes_the_store_and_releases_the_lock(Config) ->
     start(cfg(Config)),
     3 = strata_ra_log_meta:fetch(N, <<"x">>, current_term),
     1000 = strata_ra_log_meta:fetch(N, <<"x">>, last_applied),
+    ok.
+
+%% fetch/3 finds the handle in a persistent_term, which a killed owner
+%% leaves behind: from the kill on it answers `undefined` all the same (the
+%% NIF checks that the owner is alive), as Ra's fetch finds no table;
+%% store/4 and delete/2 through it return ok; a new owner replaces it. A
+%% stop erases it.
+killed_owner_leaves_fetch_undefined(Config) ->
+    N = ?config(name, Config),
+    start(cfg(Config)),
+    ok = strata_ra_log_meta:store_sync(N, <<"k">>, current_term, 4),
+    ok = strata_ra_log_meta:store_sync(N, <<"k">>, voted_for, {k, 'n@h'}),
+    4 = strata_ra_log_meta:fetch(N, <<"k">>, current_term),
+    strata_ra_test_lib:kill_owner(N),
+    undefined = strata_ra_log_meta:fetch(N, <<"k">>, current_term),
+    undefined = strata_ra_log_meta:fetch(N, <<"k">>, voted_for),
+    7 = strata_ra_log_meta:fetch(N, <<"k">>, current_term, 7),
+    ok = strata_ra_log_meta:store(N, <<"other">>, last_applied, 1),
+    ok = strata_ra_log_meta:delete(N, <<"other">>),
+    {'EXIT', {noproc, _}} = (catch strata_ra_log_meta:store_sync(N, <<"k">>, current_term, 5)),
+    start(cfg(Config)),
+    4 = strata_ra_log_meta:fetch(N, <<"k">>, current_term),
+    {k, 'n@h'} = strata_ra_log_meta:fetch(N, <<"k">>, voted_for),
+    stop(N),
+    undefined = persistent_term:get({strata_ra_log_meta, N}, undefined),
+    undefined = strata_ra_log_meta:fetch(N, <<"k">>, current_term),
     ok.
 
 %% A handle kept past its owner's death or stop answers {error, closed}:
