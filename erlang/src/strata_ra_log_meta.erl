@@ -17,17 +17,18 @@
 %%
 %% Where callers find the handle: in a protected ETS table named like the
 %% process (Ra's own table name), which dies with the owner, and in a
-%% persistent_term {strata_ra_log_meta, Name}, which fetch/3, store/4 and
-%% delete/2 read (an ETS lookup of the handle cost as much as Ra's whole
-%% fetch; a persistent_term:get a fifth of it). The owner puts it when it has
+%% persistent_term {strata_ra_log_meta, Name}, which the calls read (an ETS
+%% lookup of the handle cost as much as Ra's whole fetch, and copies the
+%% handle, whose reference count the callers then contend on; a
+%% persistent_term:get costs a fifth of it). The owner puts it when it has
 %% opened the store and erases it when it terminates; after a kill the
 %% entry stays until the next owner replaces it, and calls through it answer
-%% `closed` (the NIF's fetch checks that the owner is alive): fetch/3 returns
-%% `undefined`, store/4 and delete/2 drop the change, as with no store. The
-%% sync calls, await/1 and stats/1 look in the ETS table, so that they exit
-%% noproc when no owner runs. (A persistent_term's erase or replacement
-%% makes the runtime scan every process once: it happens when a Ra system's
-%% store stops or restarts, never per call.)
+%% `closed` (the NIF checks that the owner is alive): fetch/3 returns
+%% `undefined`, store/4 and delete/2 drop the change, store_sync/4 and
+%% delete_sync/2 exit noproc, as with no store. stats/1 looks in the ETS
+%% table. (A persistent_term's erase or replacement makes the runtime scan
+%% every process once: it happens when a Ra system's store stops or
+%% restarts, never per call.)
 %%
 %% The process, registered under the system's log_meta name, owns the store:
 %% it opens it (migrating Ra's <data_dir>/meta.dets on the first start) and
@@ -124,7 +125,7 @@ store(Name, UId, Key, Value) when is_atom(Name) ->
 
 -spec store_sync(atom(), binary(), key(), value()) -> ok | {error, reason()}.
 store_sync(Name, UId, Key, Value) ->
-    H = handle_or_exit(Name, store_sync, [Name, UId, Key, Value]),
+    H = running_handle(Name, store_sync, [Name, UId, Key, Value]),
     Ref = make_ref(),
     case strata_ra_nif:store_sync(H, UId, Key, to_nif(Key, Value), Ref) of
         ok ->
@@ -134,6 +135,8 @@ store_sync(Name, UId, Key, Value) ->
             after ?TIMEOUT ->
                 exit({timeout, {?MODULE, store_sync, [Name, UId, Key, Value]}})
             end;
+        {error, closed} ->
+            closed_call(Name, store_sync, [Name, UId, Key, Value]);
         {error, Reason} ->
             failed_call(Name, H, Reason)
     end.
@@ -159,7 +162,7 @@ delete_sync(Name, UId) when not is_binary(UId) ->
     _ = handle_or_exit(Name, delete_sync, [Name, UId]),
     ok;
 delete_sync(Name, UId) ->
-    H = handle_or_exit(Name, delete_sync, [Name, UId]),
+    H = running_handle(Name, delete_sync, [Name, UId]),
     Ref = make_ref(),
     case strata_ra_nif:erase_sync(H, UId, Ref) of
         ok ->
@@ -169,6 +172,8 @@ delete_sync(Name, UId) ->
             after ?TIMEOUT ->
                 exit({timeout, {?MODULE, delete_sync, [Name, UId]}})
             end;
+        {error, closed} ->
+            closed_call(Name, delete_sync, [Name, UId]);
         {error, Reason} ->
             failed_call(Name, H, Reason)
     end.
@@ -284,6 +289,26 @@ handle_or_exit(Name, Fun, Args) ->
     case handle(Name) of
         undefined -> exit({noproc, {?MODULE, Fun, Args}});
         H -> H
+    end.
+
+%% store_sync/4, delete_sync/2: the handle from the persistent_term (an ETS
+%% lookup of it copies the handle, whose reference count every caller then
+%% updates: measurable with hundreds of callers on two schedulers). A killed
+%% owner's handle is still there: its calls answer closed (closed_call/3).
+running_handle(Name, Fun, Args) ->
+    case persistent_term:get({?MODULE, Name}, undefined) of
+        undefined -> exit({noproc, {?MODULE, Fun, Args}});
+        H -> H
+    end.
+
+%% The NIF answered closed at once: with no owner running (killed, its
+%% handle left in the persistent_term), as a call to a process that is not
+%% there; with one (it is stopping, or has just replaced a killed one),
+%% {error, closed}.
+closed_call(Name, Fun, Args) ->
+    case whereis(Name) of
+        undefined -> exit({noproc, {?MODULE, Fun, Args}});
+        _ -> {error, closed}
     end.
 
 %% store/4, delete/2: the error of a cast. One the store (handle H) must
