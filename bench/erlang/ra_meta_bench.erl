@@ -6,8 +6,15 @@
 %% are listed in usage/0. Each repetition opens both stores afresh (their own
 %% data directories under --dir), loads --servers servers into each (all
 %% three fields), then runs every measurement for both stores, alternating
-%% which one goes first from one repetition to the next:
+%% which one goes first from one repetition to the next (fetch first, on the
+%% stores as loaded, then sync, then cast):
 %%
+%%  fetch   one process, batches of --fetch-batch calls timed with
+%%          erlang:monotonic_time/1 on a shuffled list of the --servers ids:
+%%          per-call cost p50/p99 (of the batches' means) for each key, for
+%%          both modules, the binding's NIF alone, a plain ets:lookup_element
+%%          on a table of the same rows and size, and the same loop calling an
+%%          empty function (the loop's own cost, included in every row).
 %%  sync    N processes ("servers", each its own UId) call in a loop for
 %%          --seconds (after --warmup):
 %%            election   store(current_term, T+1), then store_sync(voted_for)
@@ -19,12 +26,6 @@
 %%          increasing values: the senders' rate, the rate until every last
 %%          value is visible to fetch (applied), and the time until one
 %%          store_sync issued then returns (durable).
-%%  fetch   one process, batches of --fetch-batch calls timed with
-%%          erlang:monotonic_time/1 on a shuffled list of the --servers ids:
-%%          per-call cost p50/p99 (of the batches' means) for each key, for
-%%          both modules, the binding's NIF alone, a plain ets:lookup_element
-%%          on a table of the same rows and size, and the same loop calling an
-%%          empty function (the loop's own cost, included in every row).
 %%  memory  a fresh BEAM per store and repetition: erlang:memory(total) and
 %%          VmRSS before and after loading --servers servers with all three
 %%          fields (durable), then the store's files once it is stopped.
@@ -44,6 +45,9 @@ main() ->
     main(init:get_plain_arguments()).
 
 main(Args) ->
+    %% -eval's process traps exits: the workers' exits would pile up in its
+    %% mailbox, and every selective receive would scan them.
+    process_flag(trap_exit, false),
     Code = try
                run(parse(Args, defaults()))
            catch
@@ -124,7 +128,9 @@ run(Opts) ->
     ok = filelib:ensure_path(Dir),
     header(Opts, Dir),
     Servers = servers(NServers),
-    Main = [S || S <- [sync, cast, fetch], lists:member(S, Only)],
+    %% fetch first, on the stores as loaded (the sync cells change terms,
+    %% which clears the votes: #111).
+    Main = [S || S <- [fetch, sync, cast], lists:member(S, Only)],
     Reps = [begin
                 Order = order(R),
                 io:format("~n== repetition ~b of ~b (~ts first)~n", [R, Runs, hd(Order)]),
@@ -369,7 +375,7 @@ cast_cell(Impl, #{name := Name}, P, Casts, Servers) ->
     [W ! {go, Start} || W <- Workers],
     Sent = [receive {sent, _, UId, Last, T} -> {UId, Last, T} end || _ <- Workers],
     SentAt = lists:max([T || {_, _, T} <- Sent]),
-    lists:foreach(fun({UId, Last, _}) -> await_value(Fetch, Name, UId, Last) end, Sent),
+    _Polls = lists:sum([await_value(Fetch, Name, UId, Last, 0) || {UId, Last, _} <- Sent]),
     AppliedAt = now_ns(),
     {UId1, Last1, _} = hd(Sent),
     ok = (store_sync(Impl))(Name, UId1, last_applied, Last1),
@@ -393,10 +399,10 @@ cast_loop(_, _, _, _, _) ->
     ok.
 
 %% Values only grow: waits until UId's last_applied is Last.
-await_value(Fetch, Name, UId, Last) ->
+await_value(Fetch, Name, UId, Last, Polls) ->
     case Fetch(Name, UId, last_applied) of
-        Last -> ok;
-        _ -> receive after 1 -> await_value(Fetch, Name, UId, Last) end
+        Last -> Polls;
+        _ -> receive after 1 -> await_value(Fetch, Name, UId, Last, Polls + 1) end
     end.
 
 %% ---- fetch: per-call cost ----
@@ -410,6 +416,12 @@ fetch_section(#{fetch_batches := Batches, fetch_batch := B}, Servers, Order, Ctx
     #{name := DetsName} = maps:get(dets, Ctx),
     #{name := StrataName} = maps:get(strata, Ctx),
     Handle = ets:lookup_element(StrataName, ?HANDLE_KEY, 2),
+    %% Every row reads real votes, not `undefined`.
+    {_, UId1, _} = hd(Servers),
+    {_, _} = ets:lookup_element(Plain, UId1, 3),
+    {_, _} = dets_log_meta:fetch(DetsName, UId1, voted_for),
+    {_, _} = strata_ra_log_meta:fetch(StrataName, UId1, voted_for),
+    {_, _} = strata_ra_nif:fetch(Handle, UId1, voted_for),
     Rows = [{ets, Plain}, {dets, DetsName}, {strata, StrataName}, {strata_nif, Handle},
             {loop, none}],
     %% Alternate the order of the rows as the repetitions alternate the stores.
