@@ -4,16 +4,17 @@
 // connection close`; a monitoring user reads and changes nothing.
 #include <fstream>
 #include <map>
+#include <memory>
 #include <regex>
 #include <set>
 #include <sstream>
-#include <memory>
 #include <thread>
 
 #include "common/version.h"
 #include "server/admin_http.h"
 #include "server/serve_fixture.h"
 #include "support/cli.h"
+#include "support/eventually.h"
 #include "support/http_get.h"
 
 namespace strata::test {
@@ -60,13 +61,13 @@ class ManagementStreamsTest : public ServeTest {
 };
 
 TEST_F(ManagementStreamsTest, StreamsAreCreatedListedAndDeletedOnTheRunningNode) {
-  auto made = as_admin({"--json", "stream", "create", "live-1", "--max-age", "7D",
-                        "--x-strata-confirm", "remote"});
+  auto made = as_admin(
+      {"--json", "stream", "create", "live-1", "--max-age", "7D", "--x-strata-confirm", "remote"});
   ASSERT_EQ(made.status, 0) << made.err;
   EXPECT_EQ(nlohmann::json::parse(made.out)["created"], true) << made.out;
   // The same arguments again: there already; other arguments: refused.
-  auto again = as_admin({"--json", "stream", "create", "live-1", "--max-age", "7D",
-                         "--x-strata-confirm", "remote"});
+  auto again = as_admin(
+      {"--json", "stream", "create", "live-1", "--max-age", "7D", "--x-strata-confirm", "remote"});
   ASSERT_EQ(again.status, 0) << again.err;
   EXPECT_EQ(nlohmann::json::parse(again.out)["created"], false) << again.out;
   auto other = as_admin({"stream", "create", "live-1", "--max-age", "1D"});
@@ -80,8 +81,7 @@ TEST_F(ManagementStreamsTest, StreamsAreCreatedListedAndDeletedOnTheRunningNode)
   StreamClient c = open_client();
   declare(c, 1, "live-1", "ref-1");
   publish_confirmed(c, 1, 0, {"a", "b", "c", "d"});
-  ASSERT_TRUE(
-      c.send(SubscribeRequest{c.corr(), 2, "live-1", {OffsetType::first, 0}, 0, {}}).ok());
+  ASSERT_TRUE(c.send(SubscribeRequest{c.corr(), 2, "live-1", {OffsetType::first, 0}, 0, {}}).ok());
   ASSERT_EQ(c.expect<SubscribeResponse>()->code, ResponseCode::ok);
 
   auto all = streams();
@@ -150,8 +150,7 @@ TEST_F(ManagementStreamsTest, MetricsCountErrorsByCodeUnderBothNames) {
   publish_confirmed(c, 1, 0, {"a", "b", "c"});
   // Two answers with code 2, one PublishError of 2 messages (code 18).
   declare(c, 2, "missing", "", ResponseCode::stream_does_not_exist);
-  ASSERT_TRUE(
-      c.send(SubscribeRequest{c.corr(), 5, "missing", {OffsetType::first, 0}, 1, {}}).ok());
+  ASSERT_TRUE(c.send(SubscribeRequest{c.corr(), 5, "missing", {OffsetType::first, 0}, 1, {}}).ok());
   ASSERT_EQ(c.expect<SubscribeResponse>()->code, ResponseCode::stream_does_not_exist);
   Bytes storage;
   ASSERT_TRUE(c.send(make_publish(9, 1, {"x", "y"}, &storage)).ok());
@@ -163,29 +162,38 @@ TEST_F(ManagementStreamsTest, MetricsCountErrorsByCodeUnderBothNames) {
   const std::string m = serve_http_get(server_, "/metrics");
   EXPECT_EQ(sample(m, R"(strata_server_errors_total{code="2",reason="stream_does_not_exist"})"), 2)
       << m;
-  EXPECT_EQ(sample(m, R"(rabbitmq_global_stream_error_stream_does_not_exist_total{protocol="stream"})"),
-            2);
   EXPECT_EQ(
-      sample(m, R"(strata_server_errors_total{code="18",reason="publisher_does_not_exist"})"), 1);
-  EXPECT_EQ(sample(m,
-                   R"(strata_server_publish_errors_total{code="18",reason="publisher_does_not_exist"})"),
-            2);
+      sample(m, R"(rabbitmq_global_stream_error_stream_does_not_exist_total{protocol="stream"})"),
+      2);
+  EXPECT_EQ(sample(m, R"(strata_server_errors_total{code="18",reason="publisher_does_not_exist"})"),
+            1);
   EXPECT_EQ(
-      sample(m, R"(strata_server_publish_errors_total{code="6",reason="stream_not_available"})"), 0);
+      sample(m,
+             R"(strata_server_publish_errors_total{code="18",reason="publisher_does_not_exist"})"),
+      2);
+  EXPECT_EQ(
+      sample(m, R"(strata_server_publish_errors_total{code="6",reason="stream_not_available"})"),
+      0);
   EXPECT_EQ(sample(m, R"(strata_server_errors_total{code="5",reason="stream_already_exists"})"), 0);
   // Records: 5 received, 3 confirmed, 3 delivered.
   EXPECT_EQ(sample(m, "strata_server_messages_in_total"), 5);
   EXPECT_EQ(sample(m, R"(rabbitmq_global_messages_received_total{protocol="stream"})"), 5);
   EXPECT_EQ(sample(m, R"(rabbitmq_global_messages_confirmed_total{protocol="stream"})"), 3);
   EXPECT_EQ(sample(m, "strata_server_messages_out_total"), 3);
-  EXPECT_EQ(sample(m,
-                   R"(rabbitmq_global_messages_delivered_total{protocol="stream",queue_type="rabbit_stream_queue"})"),
-            3);
+  EXPECT_EQ(
+      sample(
+          m,
+          R"(rabbitmq_global_messages_delivered_total{protocol="stream",queue_type="rabbit_stream_queue"})"),
+      3);
   EXPECT_EQ(sample(m, R"(rabbitmq_global_publishers{protocol="stream"})"), 1);
   EXPECT_EQ(sample(m, R"(rabbitmq_global_consumers{protocol="stream"})"), 1);
   EXPECT_EQ(sample(m, "rabbitmq_connections"), 1);
-  EXPECT_EQ(sample(m, R"(rabbitmq_detailed_stream_consumer_max_offset_lag{vhost="/",queue="m-1"})"),
-            0);
+  // The lag follows the delivery's own record of what it sent, which can
+  // trail the client's read of the frame by a moment (a CI run read 3).
+  const char* lag = R"(rabbitmq_detailed_stream_consumer_max_offset_lag{vhost="/",queue="m-1"})";
+  EXPECT_TRUE(eventually(std::chrono::seconds(5), [&] {
+    return sample(serve_http_get(server_, "/metrics"), lag) == 0;
+  })) << serve_http_get(server_, "/metrics");
   EXPECT_EQ(sample(m, R"(strata_log_writer_up{stream="m-1"})"), 1);
   EXPECT_NE(m.find("strata_build_info{version=\""), std::string::npos) << m;
   EXPECT_EQ(serve_status(server_)["streams"]["m-1"]["writer"]["state"], "running");
@@ -215,8 +223,8 @@ TEST_F(ManagementStreamsTest, MetricsCountErrorsByCodeUnderBothNames) {
 // partitions at once; a monitoring user reads and changes nothing. The
 // cluster view of a node alone.
 TEST_F(ManagementStreamsTest, SuperStreamsAreAdministeredLiveAndTheClusterViewShowsTheNode) {
-  auto made = as_admin({"--json", "super-stream", "create", "orders", "--partitions", "3",
-                        "--max-age", "1D"});
+  auto made = as_admin(
+      {"--json", "super-stream", "create", "orders", "--partitions", "3", "--max-age", "1D"});
   ASSERT_EQ(made.status, 0) << made.err;
   auto doc = nlohmann::json::parse(made.out);
   EXPECT_EQ(doc["created"], true);
@@ -299,8 +307,8 @@ TEST_F(ManagementStreamsTest, ConsumerGroupLagSeriesAreBounded) {
   const std::vector<std::pair<std::string, int64_t>> groups = {{"ga", 0}, {"gb", 2}, {"gc", 4}};
   uint8_t id = 1;
   for (const auto& [g, from] : groups) {
-    ASSERT_TRUE(c.send(SubscribeRequest{c.corr(), id++, "g-1", {OffsetType::offset, from}, 0,
-                                        {{"name", g}}})
+    ASSERT_TRUE(c.send(SubscribeRequest{
+                           c.corr(), id++, "g-1", {OffsetType::offset, from}, 0, {{"name", g}}})
                     .ok());
     ASSERT_EQ(c.expect<SubscribeResponse>()->code, ResponseCode::ok);
   }
@@ -364,8 +372,7 @@ TEST_F(ManagementStreamsTest, ConsumerGroupLagSeriesAreBounded) {
   }
   ASSERT_FALSE(mine.is_null());
   ASSERT_GT(mine["offset_lag"].get<uint64_t>(), 0u) << mine.dump();
-  EXPECT_EQ(mine["offset_lag"].get<uint64_t>() + mine["offset"].get<uint64_t>(), 8u)
-      << mine.dump();
+  EXPECT_EQ(mine["offset_lag"].get<uint64_t>() + mine["offset"].get<uint64_t>(), 8u) << mine.dump();
   EXPECT_FALSE(mine.contains("offset_lag_bytes_estimated")) << mine.dump();
   // One-byte messages and their chunks' headers: more bytes than
   // messages, far less than a kilobyte.
@@ -478,40 +485,40 @@ TEST_F(ManagementStreamsTest, AConsumerGroupsOffsetIsReadAndReset) {
     return r.ok() ? r->offset : ~0ull;
   };
   ASSERT_EQ(query(), 2u);  // stored (StoreOffset has no answer)
-  auto got = as_monitor(
-      {"--json", "offset", "get", "--stream", "orders", "--reference", "billing"});
+  auto got =
+      as_monitor({"--json", "offset", "get", "--stream", "orders", "--reference", "billing"});
   ASSERT_EQ(got.status, 0) << got.err;
   EXPECT_EQ(nlohmann::json::parse(got.out)["offset"], 2) << got.out;
   auto none = as_monitor({"--json", "offset", "get", "--stream", "orders", "--reference", "x"});
   ASSERT_EQ(none.status, 0) << none.err;
   EXPECT_TRUE(nlohmann::json::parse(none.out)["offset"].is_null()) << none.out;
 
-  auto set = as_admin({"offset", "set", "--stream", "orders", "--reference", "billing",
-                       "--offset", "4"});
+  auto set =
+      as_admin({"offset", "set", "--stream", "orders", "--reference", "billing", "--offset", "4"});
   ASSERT_EQ(set.status, 0) << set.err;
   EXPECT_EQ(query(), 4u);
-  ASSERT_EQ(as_admin({"offset", "set", "--stream", "orders", "--reference", "billing",
-                      "--offset", "next"})
+  ASSERT_EQ(as_admin({"offset", "set", "--stream", "orders", "--reference", "billing", "--offset",
+                      "next"})
                 .status,
             0);
   EXPECT_EQ(query(), 5u);
-  ASSERT_EQ(as_admin({"offset", "set", "--stream", "orders", "--reference", "billing",
-                      "--offset", "first"})
+  ASSERT_EQ(as_admin({"offset", "set", "--stream", "orders", "--reference", "billing", "--offset",
+                      "first"})
                 .status,
             0);
   EXPECT_EQ(query(), 0u);
 
   // Refused: a monitoring user, an unknown stream, a word that is no offset.
-  auto monitor = as_monitor({"offset", "set", "--stream", "orders", "--reference", "billing",
-                             "--offset", "1"});
+  auto monitor = as_monitor(
+      {"offset", "set", "--stream", "orders", "--reference", "billing", "--offset", "1"});
   EXPECT_EQ(monitor.status, 1);
   EXPECT_NE(monitor.err.find("HTTP 403"), std::string::npos) << monitor.err;
-  auto unknown = as_admin({"offset", "set", "--stream", "nope", "--reference", "billing",
-                           "--offset", "1"});
+  auto unknown =
+      as_admin({"offset", "set", "--stream", "nope", "--reference", "billing", "--offset", "1"});
   EXPECT_EQ(unknown.status, 1);
   EXPECT_NE(unknown.err.find("HTTP 404"), std::string::npos) << unknown.err;
-  auto word = as_admin({"offset", "set", "--stream", "orders", "--reference", "billing",
-                        "--offset", "last"});
+  auto word = as_admin(
+      {"offset", "set", "--stream", "orders", "--reference", "billing", "--offset", "last"});
   EXPECT_EQ(word.status, 1);
   EXPECT_NE(word.err.find("HTTP 400"), std::string::npos) << word.err;
   EXPECT_EQ(query(), 0u);
@@ -537,8 +544,8 @@ TEST_F(ManagementStreamsTest, AStreamsRetentionIsAlteredWhileItRuns) {
   // A consumer from the start, one chunk at a time: the shrink happens
   // under it.
   StreamClient reader = open_client();
-  ASSERT_TRUE(reader.send(SubscribeRequest{reader.corr(), 7, "kept", {OffsetType::first, 0}, 1, {}})
-                  .ok());
+  ASSERT_TRUE(
+      reader.send(SubscribeRequest{reader.corr(), 7, "kept", {OffsetType::first, 0}, 1, {}}).ok());
   ASSERT_EQ(reader.expect<SubscribeResponse>()->code, ResponseCode::ok);
   auto first_chunk = reader.expect<DeliverFrame>();
   ASSERT_TRUE(first_chunk.ok()) << first_chunk.error().message;
@@ -573,8 +580,8 @@ TEST_F(ManagementStreamsTest, AStreamsRetentionIsAlteredWhileItRuns) {
   // Refused, naming why: a setting fixed at creation, a bad value, a
   // monitoring user, an unknown stream. None changes the stream.
   auto fixed = server::api_request(
-      url_, {"PATCH", "/api/streams/kept",
-             R"({"arguments": {"x-strata-confirm": "remote"}})", "guest", "guest"});
+      url_, {"PATCH", "/api/streams/kept", R"({"arguments": {"x-strata-confirm": "remote"}})",
+             "guest", "guest"});
   ASSERT_TRUE(fixed.ok());
   EXPECT_EQ(fixed->status, 400);
   EXPECT_NE(fixed->body.find("x-strata-confirm"), std::string::npos) << fixed->body;
@@ -590,8 +597,8 @@ TEST_F(ManagementStreamsTest, AStreamsRetentionIsAlteredWhileItRuns) {
   EXPECT_EQ(streams()["kept"]["arguments"], after["arguments"]);
 
   // "none" removes the limit: nothing more is dropped.
-  auto cleared = as_admin({"stream", "alter", "kept", "--max-length-bytes", "none", "--max-age",
-                           "7D"});
+  auto cleared =
+      as_admin({"stream", "alter", "kept", "--max-length-bytes", "none", "--max-age", "7D"});
   ASSERT_EQ(cleared.status, 0) << cleared.err;
   const uint64_t first = streams()["kept"]["first_offset"];
   for (int batch = 10; batch < 20; ++batch) {
