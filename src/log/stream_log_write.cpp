@@ -164,15 +164,7 @@ Result<AppendResult> StreamLog::Impl::enqueue_all(std::span<PendingAppend> ws) {
 }
 
 Result<AppendResult> StreamLog::Impl::enqueue(PendingAppend& w) {
-  std::unique_lock<std::mutex> l(mu_);
-  if (closed_) return Error(Errc::closed, fmt::format("stream {} is closed", dir_));
-  if (failed_) {
-    return Error(Errc::fail_stopped, fmt::format("stream {} stopped after an earlier failure: {}",
-                                                 dir_, failed_->to_string()));
-  }
-  if (queue_.join(l, &w)) lead(l);
-  STRATA_ASSERT(w.done, "append returned before it was processed");
-  return std::move(w.result);
+  return enqueue_all(std::span<PendingAppend>(&w, 1));
 }
 
 void StreamLog::Impl::lead(std::unique_lock<std::mutex>& l) {
