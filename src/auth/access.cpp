@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/stream_name.h"
+
 namespace strata::auth {
 
 namespace {
@@ -61,6 +63,9 @@ Result<std::shared_ptr<const AccessControl>> AccessControl::build(
     }
   }
   for (size_t i = 0; i < vhosts.size(); ++i) {
+    // A vhost's name qualifies its streams' stored names
+    // (common/stream_name.h): no line feed, NUL or CR.
+    if (Status st = validate_vhost_name(vhosts[i].name); !st.ok()) return bad(st.error().message);
     if (!ac->vhost_index_.emplace(vhosts[i].name, i).second) {
       return bad("duplicate vhost '" + vhosts[i].name + "'");
     }

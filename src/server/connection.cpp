@@ -5,12 +5,14 @@
 
 #include <asio/post.hpp>
 
+#include "common/stream_name.h"
 #include "server/frame_channel.h"
 #include "server/offset_room.h"
 #include "server/publisher_room.h"
 #include "server/server_limits.h"
 #include "server/stream_admin_room.h"
 #include "server/subscription_room.h"
+#include "server/vhost_names.h"
 
 namespace strata::server {
 
@@ -145,8 +147,18 @@ class ConnectionImpl final : public Connection,
   std::shared_ptr<FrameSink> frames() override { return channel_; }
   std::shared_ptr<StreamWatcher> watcher() override { return shared_from_this(); }
   uint32_t next_correlation() override { return channel_->next_correlation(); }
+  std::string client_name(const std::string& stored) const override {
+    return names().shown(stored);
+  }
   bool permitted(Permission p, const std::string& resource) override {
-    return env_.access->permitted(handshake_.user(), handshake_.vhost(), p, resource);
+    // Permissions match the name the client gave, within its vhost.
+    if (auto name = names().client_name(resource)) {
+      return env_.access->permitted(handshake_.user(), handshake_.vhost(), p, *name);
+    }
+    // A stored name of another vhost, which only a peer link can name: the
+    // cluster reads every vhost's streams (copies, replica reads, questions
+    // to an owner) and does nothing else there.
+    return peer_link() && p == Permission::read;
   }
   bool allowed(Permission p, const std::string& resource, std::string_view command) override {
     if (permitted(p, resource)) return true;
@@ -154,7 +166,8 @@ class ConnectionImpl final : public Connection,
     spdlog::info(
         "connection {} ({}): {} refused: user '{}' has no {} permission on '{}' in vhost "
         "'{}'",
-        id_, peer(), command, handshake_.user(), auth::op_name(p), resource, handshake_.vhost());
+        id_, peer(), command, handshake_.user(), auth::op_name(p),
+        printable_name(client_name(resource)), handshake_.vhost());
     return false;
   }
   void count_error(ResponseCode code) override { env_.counters->count_error(code); }
@@ -183,7 +196,8 @@ class ConnectionImpl final : public Connection,
       const bool publishers = self->publishers_.drop_stream(stream);
       const bool subscriptions = self->subscriptions_.drop_stream(stream);
       if (publishers || subscriptions) {
-        send_message(*self, MetadataUpdate{ResponseCode::stream_not_available, stream});
+        send_message(*self,
+                     MetadataUpdate{ResponseCode::stream_not_available, self->client_name(stream)});
       }
     });
   }
@@ -191,6 +205,8 @@ class ConnectionImpl final : public Connection,
  private:
   // Hands a decoded frame to the one room that takes it.
   void dispatch(const ClientFrame& frame);
+  bool peer_link() const { return !env_.peer_user.empty() && handshake_.user() == env_.peer_user; }
+  VhostNames names() const { return VhostNames(handshake_.vhost(), peer_link()); }
   void protocol_error(ResponseCode code, const std::string& why) {
     env_.counters->protocol_errors += 1;
     close_with(code, why);
@@ -245,6 +261,8 @@ void ConnectionImpl::on_frame(BytesView body) {
     close_with(ResponseCode::unknown_frame, "response before the connection is open");
     return;
   }
+  // Every stream name the rooms see is a stored one (vhost_names.h).
+  if (!handshake_.vhost().empty()) names().qualify(&*f);
   dispatch(*f);
 }
 

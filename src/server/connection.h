@@ -54,6 +54,10 @@ struct ConnectionEnv {
   ConnectionQuota* quota = nullptr;
   // Who may do what (never null).
   const AccessPolicy* access = nullptr;
+  // The user the nodes of a cluster log in to each other as (empty: not
+  // in a cluster): its connections to "/" name every vhost's streams by
+  // their stored names and may read them all (vhost_names.h).
+  std::string peer_user;
   // The connection closed (once): the server forgets it.
   std::function<void(uint64_t id)> on_closed;
 };

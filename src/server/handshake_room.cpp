@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "common/stream_name.h"
 #include "common/version.h"
 #include "proto/dispatch.h"
 
@@ -215,15 +216,14 @@ void HandshakeRoom::on(const TuneFrame& r) {
 void HandshakeRoom::on(const OpenRequest& r) {
   OpenResponse resp;
   resp.correlation_id = r.correlation_id;
-  // As RabbitMQ: a user opens only a vhost it has permissions in. Streams
-  // live in "/" alone for now (docs/formats/access.md): another vhost,
-  // even one the definitions name, is refused with the same code.
-  if (r.virtual_host != "/" || !access_.current()->vhost_access(user_, r.virtual_host)) {
+  // As RabbitMQ: a user opens only a vhost it has permissions in (which
+  // exists: permissions name existing vhosts only).
+  if (!access_.current()->vhost_access(user_, r.virtual_host)) {
     counters_.access_refused += 1;
     spdlog::info(
         "connection {} ({}): open of vhost '{}' refused for user '{}': {}", session_.id(),
-        session_.peer(), r.virtual_host, user_,
-        r.virtual_host != "/" ? "strata serves only the vhost '/'" : "no permissions in it");
+        session_.peer(), printable_name(r.virtual_host), user_,
+        access_.current()->has_vhost(r.virtual_host) ? "no permissions in it" : "no such vhost");
     resp.code = ResponseCode::virtual_host_access_failure;
     send_message(session_, resp);
     return;

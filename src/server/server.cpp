@@ -154,6 +154,7 @@ Status Server::Impl::start() {
   env.settings = &cfg.server;
   access = std::make_unique<AccessPolicy>(cfg.server.users.access);
   env.access = access.get();
+  if (cfg.cluster.enabled) env.peer_user = cfg.server.users.peer.user;
   // Live changes to the users sit beside the catalog: in etcd for a
   // cluster (every node polls them), in the data directory otherwise.
   access_admin =

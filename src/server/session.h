@@ -48,8 +48,11 @@ class Session {
   virtual std::shared_ptr<StreamWatcher> watcher() = 0;
   // The id of a request the server sends (Close, ConsumerUpdate).
   virtual uint32_t next_correlation() = 0;
-  // Whether the connection's user may do `p` on `resource` in its virtual
-  // host (access_policy.h).
+  // A stored stream or super stream name (vhost_names.h) as this client
+  // names it: what every name a room sends back goes through.
+  virtual std::string client_name(const std::string& stored) const = 0;
+  // Whether the connection's user may do `p` on `resource` (a stored name)
+  // in its virtual host (access_policy.h).
   virtual bool permitted(Permission p, const std::string& resource) = 0;
   // The same for `command`, a refusal logged and counted here; the room
   // answers it.

@@ -90,7 +90,7 @@ void StreamAdminRoom::on(const CreateStreamRequest& r) {
   std::vector<std::string> ignored;
   auto args = parse_stream_args(r.arguments, &ignored);
   if (!args.ok()) {
-    spdlog::info("connection {}: create {}: {}", session_.id(), printable_name(r.stream),
+    spdlog::info("connection {}: create {}: {}", session_.id(), printable_stream(r.stream),
                  args.error().message);
     respond_code(session_, kCreate, r.correlation_id, ResponseCode::precondition_failed);
     return;
@@ -101,9 +101,9 @@ void StreamAdminRoom::on(const CreateStreamRequest& r) {
   }
   if (!ignored.empty()) {
     spdlog::info("connection {}: create {}: ignored unknown arguments {}", session_.id(),
-                 printable_name(r.stream), fmt::join(ignored, ", "));
+                 printable_stream(r.stream), fmt::join(ignored, ", "));
   }
-  run_admin(kCreate, r.correlation_id, "create stream " + printable_name(r.stream),
+  run_admin(kCreate, r.correlation_id, "create stream " + printable_stream(r.stream),
             [admin = &admin_, name = r.stream, settings = std::move(args).value()] {
               return admin->create_stream(name, settings);
             });
@@ -114,7 +114,7 @@ void StreamAdminRoom::on(const DeleteStreamRequest& r) {
     respond_code(session_, kDelete, r.correlation_id, ResponseCode::access_refused);
     return;
   }
-  run_admin(kDelete, r.correlation_id, "delete stream " + r.stream,
+  run_admin(kDelete, r.correlation_id, "delete stream " + printable_stream(r.stream),
             [admin = &admin_, name = r.stream] { return admin->delete_stream(name); });
 }
 
@@ -130,6 +130,7 @@ void StreamAdminRoom::on(const MetadataRequest& r) {
     resp.streams.push_back(
         StreamMetadata{std::move(name), ResponseCode::access_refused, 0xffff, {}});
   }
+  for (auto& m : resp.streams) m.stream = session_.client_name(m.stream);
   send_message(session_, resp);
 }
 
@@ -172,7 +173,7 @@ void StreamAdminRoom::on(const RouteRequest& r) {
   }
   auto streams = admin_.route(r.super_stream, r.routing_key);
   if (streams.ok()) {
-    resp.streams = std::move(streams).value();
+    for (const auto& s : *streams) resp.streams.push_back(session_.client_name(s));
   } else {
     resp.code = ResponseCode::stream_does_not_exist;
   }
@@ -190,7 +191,7 @@ void StreamAdminRoom::on(const PartitionsRequest& r) {
   }
   auto streams = admin_.partitions(r.super_stream);
   if (streams.ok()) {
-    resp.streams = std::move(streams).value();
+    for (const auto& s : *streams) resp.streams.push_back(session_.client_name(s));
   } else {
     resp.code = ResponseCode::stream_does_not_exist;
   }
@@ -206,8 +207,8 @@ void StreamAdminRoom::on(const CreateSuperStreamRequest& r) {
   }
   auto args = parse_stream_args(r.arguments);
   if (!args.ok()) {
-    spdlog::info("connection {}: create super stream {}: {}", session_.id(), printable_name(r.name),
-                 args.error().message);
+    spdlog::info("connection {}: create super stream {}: {}", session_.id(),
+                 printable_stream(r.name), args.error().message);
     respond_code(session_, kCreateSuperStream, r.correlation_id, ResponseCode::precondition_failed);
     return;
   }
@@ -215,7 +216,7 @@ void StreamAdminRoom::on(const CreateSuperStreamRequest& r) {
     respond_code(session_, kCreateSuperStream, r.correlation_id, ResponseCode::access_refused);
     return;
   }
-  run_admin(kCreateSuperStream, r.correlation_id, "create super stream " + printable_name(r.name),
+  run_admin(kCreateSuperStream, r.correlation_id, "create super stream " + printable_stream(r.name),
             [admin = &admin_, ss, settings = std::move(args).value()] {
               return admin->create_super_stream(ss, settings);
             });
@@ -231,7 +232,7 @@ void StreamAdminRoom::on(const DeleteSuperStreamRequest& r) {
     respond_code(session_, kDeleteSuperStream, r.correlation_id, ResponseCode::access_refused);
     return;
   }
-  run_admin(kDeleteSuperStream, r.correlation_id, "delete super stream " + r.name,
+  run_admin(kDeleteSuperStream, r.correlation_id, "delete super stream " + printable_stream(r.name),
             [admin = &admin_, name = r.name] { return admin->delete_super_stream(name); });
 }
 

@@ -194,7 +194,8 @@ uint64_t SubscriptionRoom::coalesce_limit() const {
 }
 
 void SubscriptionRoom::unavailable(const std::string& stream) {
-  send_message(session_, MetadataUpdate{ResponseCode::stream_not_available, stream});
+  send_message(session_,
+               MetadataUpdate{ResponseCode::stream_not_available, session_.client_name(stream)});
 }
 
 void SubscriptionRoom::start_delivery(const SubPtr& sub, const log::OffsetSpec& spec,

@@ -43,7 +43,8 @@ TEST(StreamName, RefusalsNameTheStreamWhatIsWrongAndWhere) {
       {"\xf4\x90\x80\x80", "byte 0xf4 at position 0"},  // above U+10FFFF
       {"ab\x80", "byte 0x80 at position 2"},            // a lone continuation byte
       {std::string("x\0y", 3), "\"x\\x00y\" has a NUL byte (0x00) at position 1"},
-      {"a\nb", "has a line feed (0x0a) at position 1"},
+      {"\na\nb", "has a line feed (0x0a) at position 1"},  // a client's "a\nb"
+      {"v\nb\nc", "\"b\\x0ac\" has a line feed (0x0a) at position 1"},
       {"ab\r", "has a carriage return (0x0d) at position 2"},
   };
   for (const auto& k : cases) {
@@ -52,6 +53,50 @@ TEST(StreamName, RefusalsNameTheStreamWhatIsWrongAndWhere) {
     EXPECT_EQ(st.code(), Errc::invalid_argument);
     EXPECT_NE(st.error().message.find(k.expect), std::string::npos) << st.error().message;
   }
+}
+
+// A stream of a vhost other than "/" is stored under "vhost\nname".
+TEST(StreamName, QualifiedNamesJoinAVhostAndAName) {
+  EXPECT_EQ(qualified_stream_name("/", "orders"), "orders");
+  EXPECT_EQ(qualified_stream_name("prod", "orders"), "prod\norders");
+  EXPECT_EQ(qualified_stream_name("a/b", "x/y"), "a/b\nx/y");
+  for (const std::string& ok :
+       {std::string("prod\norders"), std::string("a/b\nx/y"), std::string(" \n "),
+        std::string(127, 'v') + "\n" + std::string(127, 'n')}) {
+    EXPECT_TRUE(validate_stream_name(ok).ok()) << printable_name(ok);
+    const StreamPlace p = split_stream_name(ok);
+    EXPECT_EQ(qualified_stream_name(p.vhost, p.name), ok);
+    EXPECT_NE(p.vhost, "/");
+  }
+  EXPECT_EQ(split_stream_name("orders").vhost, "/");
+  EXPECT_EQ(split_stream_name("orders").name, "orders");
+  EXPECT_EQ(printable_stream("prod\norders"), "orders in vhost \"prod\"");
+  EXPECT_EQ(printable_stream("orders"), "orders");
+
+  struct Case {
+    std::string name;
+    std::string expect;
+  };
+  const Case bad[] = {
+      {"\nab", "has an empty vhost"},
+      {"/\nab", "qualifies a name with the vhost \"/\""},
+      {"v\n", "stream name is empty"},
+      {"v\namq.x", "starts with \"amq.\""},
+      {"v\xff\nx", "vhost name \"v\\xff\" is not valid UTF-8"},
+      {"v\rw\nx", "vhost name \"v\\x0dw\" has a carriage return"},
+      {std::string(200, 'v') + "\n" + std::string(60, 'n'),
+       "is 261 bytes with the vhost's name; the limit for both is 255 bytes"},
+  };
+  for (const auto& k : bad) {
+    Status st = validate_stream_name(k.name);
+    ASSERT_FALSE(st.ok()) << k.expect;
+    EXPECT_NE(st.error().message.find(k.expect), std::string::npos) << st.error().message;
+  }
+  EXPECT_TRUE(validate_vhost_name("/").ok());
+  EXPECT_TRUE(validate_vhost_name("prod eu/1").ok());
+  EXPECT_FALSE(validate_vhost_name("").ok());
+  EXPECT_FALSE(validate_vhost_name("a\nb").ok());
+  EXPECT_FALSE(validate_vhost_name(std::string(256, 'v')).ok());
 }
 
 TEST(StreamName, PrintableNameEscapesWhatWouldMisleadAReader) {

@@ -1,0 +1,231 @@
+// Virtual hosts holding streams (common/stream_name.h, server/vhost_names.h)
+// on a live `strata serve`: each vhost has its own streams, super streams and
+// offsets under the same names, a client reaches only its own vhost's, and
+// every command is checked against the user's permissions in the vhost it
+// opened — the permission matrix, command by command, in two vhosts.
+#include <fstream>
+#include <map>
+
+#include "server/serve_fixture.h"
+
+namespace strata::test {
+namespace {
+
+class VhostsTest : public ServeTest {
+ protected:
+  void SetUp() override {
+    ServeTest::SetUp();
+    restart_with_config("vhosts.json", R"({
+      "users": [ {"name": "guest", "password": "guest", "tags": ["administrator"]},
+                 {"name": "alice", "password": "a"},
+                 {"name": "bob", "password": "b"} ],
+      "vhosts": [ {"name": "/"}, {"name": "prod"}, {"name": "dev/eu"} ],
+      "permissions": [
+        {"user": "guest", "vhost": "/", "configure": ".*", "write": ".*", "read": ".*"},
+        {"user": "guest", "vhost": "prod", "configure": ".*", "write": ".*", "read": ".*"},
+        {"user": "guest", "vhost": "dev/eu", "configure": ".*", "write": ".*", "read": ".*"},
+        {"user": "alice", "vhost": "prod", "configure": ".*", "write": ".*", "read": ".*"},
+        {"user": "alice", "vhost": "dev/eu", "configure": "", "write": "", "read": ".*"},
+        {"user": "bob", "vhost": "dev/eu", "configure": ".*", "write": ".*", "read": ".*"} ]
+    })",
+                        {"--http", "127.0.0.1:0"});
+  }
+  StreamClient login(const std::string& user, const std::string& pw, const std::string& vhost) {
+    auto c = StreamClient::connect(server_.port());
+    EXPECT_TRUE(c.ok()) << c.error().message;
+    auto st = c->handshake(user, pw, true, vhost);
+    EXPECT_TRUE(st.ok()) << user << " in " << vhost << ": " << st.error().message;
+    return std::move(c).value();
+  }
+  ResponseCode metadata_code(StreamClient& c, const std::string& name) {
+    EXPECT_TRUE(c.send(MetadataRequest{c.corr(), {name}}).ok());
+    auto r = c.expect<MetadataResponse>();
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    if (!r.ok() || r->streams.size() != 1) return ResponseCode::internal_error;
+    // The name comes back as the client gave it, never as stored.
+    EXPECT_EQ(r->streams[0].stream, name);
+    return r->streams[0].code;
+  }
+  template <class Response, class Request>
+  ResponseCode code_of(StreamClient& c, Request req) {
+    EXPECT_TRUE(c.send(req).ok());
+    auto r = c.expect<Response>();
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? r->code : ResponseCode::internal_error;
+  }
+  // Every command on `stream` (and a super stream "ss" over "p0", "p1")
+  // as `c` is answered, by command name.
+  std::map<std::string, ResponseCode> matrix(StreamClient& c, const std::string& stream) {
+    std::map<std::string, ResponseCode> m;
+    m["create"] = code_of<CreateStreamResponse>(c, CreateStreamRequest{c.corr(), "fresh", {}});
+    m["declare publisher"] =
+        code_of<DeclarePublisherResponse>(c, DeclarePublisherRequest{c.corr(), 7, "ref", stream});
+    m["query publisher sequence"] = code_of<QueryPublisherSequenceResponse>(
+        c, QueryPublisherSequenceRequest{c.corr(), "ref", stream});
+    m["subscribe"] = code_of<SubscribeResponse>(
+        c, SubscribeRequest{c.corr(), 9, stream, {OffsetType::first, 0}, 0, {}});
+    m["query offset"] =
+        code_of<QueryOffsetResponse>(c, QueryOffsetRequest{c.corr(), "nobody", stream});
+    m["stream stats"] = code_of<StreamStatsResponse>(c, StreamStatsRequest{c.corr(), stream});
+    m["metadata"] = metadata_code(c, stream);
+    m["resolve offset spec"] = code_of<ResolveOffsetSpecResponse>(
+        c, ResolveOffsetSpecRequest{c.corr(), stream, {OffsetType::last, 0}, {}});
+    m["create super stream"] = code_of<CreateSuperStreamResponse>(
+        c, CreateSuperStreamRequest{c.corr(), "fresh-ss", {"fresh-p0"}, {"k"}, {}});
+    m["partitions"] = code_of<PartitionsResponse>(c, PartitionsRequest{c.corr(), "ss"});
+    m["route"] = code_of<RouteResponse>(c, RouteRequest{c.corr(), "k0", "ss"});
+    m["delete super stream"] =
+        code_of<DeleteSuperStreamResponse>(c, DeleteSuperStreamRequest{c.corr(), "ss"});
+    m["delete"] = code_of<DeleteStreamResponse>(c, DeleteStreamRequest{c.corr(), stream});
+    return m;
+  }
+  // "orders" holding `bodies`, and super stream "ss" over "p0" and "p1",
+  // in `vhost`, made by guest.
+  void fill(const std::string& vhost, const std::vector<std::string>& msgs) {
+    StreamClient g = login("guest", "guest", vhost);
+    create(g, "orders");
+    declare(g, 1, "orders");
+    publish_confirmed(g, 1, 0, msgs);
+    ASSERT_EQ(code_of<CreateSuperStreamResponse>(
+                  g, CreateSuperStreamRequest{g.corr(), "ss", {"p0", "p1"}, {"k0", "k1"}, {}}),
+              ResponseCode::ok);
+  }
+};
+
+// The same names in three vhosts are three streams; each client reads its
+// own vhost's, by the names it gave, and nothing of the others'.
+TEST_F(VhostsTest, EachVhostHasItsOwnStreamsUnderTheSameNames) {
+  fill("/", {"root-0", "root-1"});
+  fill("prod", {"prod-0"});
+  fill("dev/eu", {"dev-0", "dev-1", "dev-2"});
+  const std::map<std::string, std::vector<std::string>> want = {
+      {"/", {"root-0", "root-1"}}, {"prod", {"prod-0"}}, {"dev/eu", {"dev-0", "dev-1", "dev-2"}}};
+  auto check = [&] {
+    for (const auto& [vhost, msgs] : want) {
+      StreamClient c = login("guest", "guest", vhost);
+      ASSERT_TRUE(
+          c.send(SubscribeRequest{c.corr(), 1, "orders", {OffsetType::first, 0}, 10, {}}).ok());
+      ASSERT_EQ(c.expect<SubscribeResponse>()->code, ResponseCode::ok) << vhost;
+      EXPECT_EQ(consume(c, 1, msgs.size()), msgs) << vhost;
+      ASSERT_TRUE(c.send(PartitionsRequest{c.corr(), "ss"}).ok());
+      auto parts = c.expect<PartitionsResponse>();
+      ASSERT_TRUE(parts.ok());
+      EXPECT_EQ(parts->streams, (std::vector<std::string>{"p0", "p1"})) << vhost;
+      ASSERT_TRUE(c.send(RouteRequest{c.corr(), "k1", "ss"}).ok());
+      EXPECT_EQ(c.expect<RouteResponse>()->streams, (std::vector<std::string>{"p1"})) << vhost;
+    }
+  };
+  check();
+  // The stored names of other vhosts are nothing to a client: not from
+  // "/" (a name with a line feed is no stream there), not from another.
+  StreamClient root = login("guest", "guest", "/");
+  EXPECT_EQ(metadata_code(root, "prod\norders"), ResponseCode::stream_does_not_exist);
+  EXPECT_EQ(code_of<CreateStreamResponse>(root, CreateStreamRequest{root.corr(), "prod\nx", {}}),
+            ResponseCode::precondition_failed);
+  StreamClient prod = login("guest", "guest", "prod");
+  EXPECT_EQ(metadata_code(prod, "dev/eu\norders"), ResponseCode::stream_does_not_exist);
+  // A stream deleted in one vhost is still there in the others.
+  ASSERT_EQ(code_of<DeleteStreamResponse>(prod, DeleteStreamRequest{prod.corr(), "p0"}),
+            ResponseCode::ok);
+  EXPECT_EQ(metadata_code(prod, "p0"), ResponseCode::stream_does_not_exist);
+  EXPECT_EQ(metadata_code(root, "p0"), ResponseCode::ok);
+  // And all of it outlives a restart.
+  const std::string cfg = dir_.sub("vhosts.json");
+  ASSERT_EQ(server_.stop(), 0);
+  server_ = ServeProcess::start(dir_.sub("data"), {"--config", cfg}, dir_.path());
+  ASSERT_GT(server_.port(), 0) << server_.process().stderr_text();
+  StreamClient prod2 = login("guest", "guest", "prod");
+  EXPECT_EQ(metadata_code(prod2, "p0"), ResponseCode::stream_does_not_exist);
+  ASSERT_TRUE(
+      prod2.send(SubscribeRequest{prod2.corr(), 1, "orders", {OffsetType::first, 0}, 10, {}}).ok());
+  ASSERT_EQ(prod2.expect<SubscribeResponse>()->code, ResponseCode::ok);
+  EXPECT_EQ(consume(prod2, 1, 1), (std::vector<std::string>{"prod-0"}));
+}
+
+// Offsets stored under one reference are kept per vhost.
+TEST_F(VhostsTest, OffsetsAreKeptPerVhost) {
+  fill("/", {"a", "b", "c"});
+  fill("prod", {"x", "y", "z"});
+  StreamClient root = login("guest", "guest", "/");
+  StreamClient prod = login("guest", "guest", "prod");
+  ASSERT_TRUE(root.send(StoreOffsetRequest{"app", "orders", 2}).ok());
+  ASSERT_TRUE(prod.send(StoreOffsetRequest{"app", "orders", 1}).ok());
+  auto offset_of = [&](StreamClient& c) {
+    for (int i = 0; i < 100; ++i) {
+      EXPECT_TRUE(c.send(QueryOffsetRequest{c.corr(), "app", "orders"}).ok());
+      auto r = c.expect<QueryOffsetResponse>();
+      if (r.ok() && r->code == ResponseCode::ok) return int64_t(r->offset);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return int64_t(-1);
+  };
+  EXPECT_EQ(offset_of(root), 2);
+  EXPECT_EQ(offset_of(prod), 1);
+}
+
+// The matrix: alice may do everything in "prod"; in "dev/eu" she may read
+// only, so every configure or write command is refused with 16 (as
+// RabbitMQ answers) and every read is served; bob, with nothing in "prod",
+// cannot open it (12) and may do everything in "dev/eu".
+TEST_F(VhostsTest, EveryCommandIsCheckedAgainstTheOpenedVhostsPermissions) {
+  fill("prod", {"m"});
+  fill("dev/eu", {"m"});
+  const auto ok = ResponseCode::ok;
+  const auto refused = ResponseCode::access_refused;
+  {
+    StreamClient c = login("alice", "a", "prod");
+    for (const auto& [command, code] : matrix(c, "orders")) {
+      // No offset was stored under that reference: 19, not a refusal.
+      EXPECT_EQ(code, command == "query offset" ? ResponseCode::no_offset : ok) << command;
+    }
+  }
+  {
+    StreamClient c = login("alice", "a", "dev/eu");
+    const std::map<std::string, ResponseCode> want = {
+        {"create", refused},
+        {"declare publisher", refused},
+        {"query publisher sequence", ok},
+        {"subscribe", ok},
+        {"query offset", ResponseCode::no_offset},
+        {"stream stats", ok},
+        {"metadata", ok},
+        {"resolve offset spec", ok},
+        {"create super stream", refused},
+        {"partitions", ok},
+        {"route", refused},
+        {"delete super stream", refused},
+        {"delete", refused},
+    };
+    EXPECT_EQ(matrix(c, "orders"), want);
+    // Nothing she was refused happened.
+    StreamClient g = login("guest", "guest", "dev/eu");
+    EXPECT_EQ(metadata_code(g, "orders"), ok);
+    EXPECT_EQ(metadata_code(g, "fresh"), ResponseCode::stream_does_not_exist);
+    EXPECT_EQ(code_of<PartitionsResponse>(g, PartitionsRequest{g.corr(), "ss"}), ok);
+  }
+  {
+    auto c = StreamClient::connect(server_.port());
+    ASSERT_TRUE(c.ok());
+    auto st = c->handshake("bob", "b", true, "prod");
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message.find("(code 12)"), std::string::npos) << st.error().message;
+    StreamClient d = login("bob", "b", "dev/eu");
+    // What alice left in dev/eu: bob may do all of it (the stream and the
+    // super stream go at the end).
+    for (const auto& [command, code] : matrix(d, "orders")) {
+      EXPECT_EQ(code, command == "query offset" ? ResponseCode::no_offset : ok) << command;
+    }
+  }
+  // A vhost nobody defined is refused to everyone, the administrator too.
+  auto e = StreamClient::connect(server_.port());
+  ASSERT_TRUE(e.ok());
+  auto st = e->handshake("guest", "guest", true, "nowhere");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("(code 12)"), std::string::npos) << st.error().message;
+  EXPECT_NE(server_.process().stdout_text().find("open of vhost 'nowhere' refused for user "
+                                                 "'guest': no such vhost"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace strata::test
