@@ -30,6 +30,8 @@ struct User {
 struct VHost {
   std::string name;
   std::string description;
+
+  bool operator==(const VHost&) const = default;
 };
 
 // A user's three regexes in one virtual host, as RabbitMQ stores them.

@@ -60,6 +60,18 @@ void overlay_clear_permission(AccessOverlay* o, std::string_view user, std::stri
   if (!contains(o->cleared_permissions, key)) o->cleared_permissions.push_back(std::move(key));
 }
 
+void overlay_put_vhost(AccessOverlay* o, VHost vhost) {
+  const std::string name = vhost.name;
+  upsert(&o->vhosts, std::move(vhost), [&](const VHost& v) { return v.name == name; });
+}
+
+void overlay_delete_vhost(AccessOverlay* o, std::string_view name) {
+  std::erase_if(o->vhosts, [&](const VHost& v) { return v.name == name; });
+  std::erase_if(o->permissions, [&](const UserPermission& p) { return p.vhost == name; });
+  std::erase_if(o->cleared_permissions, [&](const auto& c) { return c.second == name; });
+  if (!contains(o->deleted_vhosts, std::string(name))) o->deleted_vhosts.emplace_back(name);
+}
+
 Result<std::shared_ptr<const AccessControl>> apply_overlay(const AccessControl& base,
                                                            const AccessOverlay& overlay,
                                                            std::vector<std::string>* ignored) {
@@ -76,9 +88,24 @@ Result<std::shared_ptr<const AccessControl>> apply_overlay(const AccessControl& 
   }
   users.insert(users.end(), overlay.users.begin(), overlay.users.end());
 
+  auto vhost_deleted = [&](std::string_view name) {
+    return contains(overlay.deleted_vhosts, std::string(name));
+  };
+  std::vector<VHost> vhosts;
+  for (const VHost& v : base.vhosts()) {
+    const bool redone = std::any_of(overlay.vhosts.begin(), overlay.vhosts.end(),
+                                    [&](const VHost& w) { return w.name == v.name; });
+    if (!vhost_deleted(v.name) && !redone) vhosts.push_back(v);
+  }
+  vhosts.insert(vhosts.end(), overlay.vhosts.begin(), overlay.vhosts.end());
+  auto vhost_known = [&](std::string_view name) {
+    return std::any_of(vhosts.begin(), vhosts.end(),
+                       [&](const VHost& v) { return v.name == name; });
+  };
+
   std::vector<UserPermission> perms;
   for (const UserPermission& p : base.permissions()) {
-    if (deleted(p.user)) continue;
+    if (deleted(p.user) || vhost_deleted(p.vhost)) continue;
     if (contains(overlay.cleared_permissions, std::pair{p.user, p.vhost})) continue;
     bool replaced =
         std::any_of(overlay.permissions.begin(), overlay.permissions.end(),
@@ -88,14 +115,14 @@ Result<std::shared_ptr<const AccessControl>> apply_overlay(const AccessControl& 
   for (const UserPermission& p : overlay.permissions) {
     const bool user_known =
         std::any_of(users.begin(), users.end(), [&](const User& u) { return u.name == p.user; });
-    if (user_known && base.has_vhost(p.vhost)) {
+    if (user_known && vhost_known(p.vhost)) {
       perms.push_back(p);
     } else if (ignored) {
       ignored->push_back("permissions of user '" + p.user + "' in vhost '" + p.vhost +
                          "': no such " + (user_known ? "vhost" : "user"));
     }
   }
-  return AccessControl::build(std::move(users), base.vhosts(), std::move(perms),
+  return AccessControl::build(std::move(users), std::move(vhosts), std::move(perms),
                               base.loopback_users());
 }
 
@@ -103,10 +130,13 @@ std::string encode_overlay(const AccessOverlay& o) {
   Definitions d;
   d.users = o.users;
   d.permissions = o.permissions;
+  d.vhosts = o.vhosts;
   json doc = json::parse(export_definitions(d));
   json out = json::object();
   out["users"] = std::move(doc["users"]);
   out["permissions"] = std::move(doc["permissions"]);
+  out["vhosts"] = std::move(doc["vhosts"]);
+  out["deleted_vhosts"] = o.deleted_vhosts;
   out["deleted_users"] = o.deleted_users;
   json cleared = json::array();
   for (const auto& [user, vhost] : o.cleared_permissions) {
@@ -121,6 +151,7 @@ Result<AccessOverlay> decode_overlay(std::string_view text, std::string_view sou
   AccessOverlay o;
   o.users = std::move(d.users);
   o.permissions = std::move(d.permissions);
+  o.vhosts = std::move(d.vhosts);
   // parse_definitions has checked that the text is a JSON object.
   const json doc = json::parse(text);
   auto bad = [&](const std::string& what) {
@@ -132,6 +163,14 @@ Result<AccessOverlay> decode_overlay(std::string_view text, std::string_view sou
       const json& n = (*it)[i];
       if (!n.is_string()) return bad("deleted_users[" + std::to_string(i) + "] is not a string");
       o.deleted_users.push_back(n.get<std::string>());
+    }
+  }
+  if (auto it = doc.find("deleted_vhosts"); it != doc.end()) {
+    if (!it->is_array()) return bad("deleted_vhosts is not an array");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& n = (*it)[i];
+      if (!n.is_string()) return bad("deleted_vhosts[" + std::to_string(i) + "] is not a string");
+      o.deleted_vhosts.push_back(n.get<std::string>());
     }
   }
   if (auto it = doc.find("cleared_permissions"); it != doc.end()) {

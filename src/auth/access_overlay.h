@@ -10,7 +10,12 @@
 //     with it every permission the base gave it (re-adding the user gives
 //     it none back: RabbitMQ deletes a user's permissions with the user);
 //   - a (user, vhost) in `cleared_permissions` has no base permission there;
-//   - `permissions` are set over the base's.
+//   - `permissions` are set over the base's;
+//   - a vhost in `vhosts` exists (with that description);
+//   - a vhost in `deleted_vhosts` that `vhosts` does not hold is gone, and
+//     with it every permission in it; as with users, re-adding it gives it
+//     none of the base's back (RabbitMQ deletes a vhost's permissions with
+//     the vhost).
 // Pure: edits and the merge are functions of values.
 #pragma once
 
@@ -30,10 +35,12 @@ struct AccessOverlay {
   std::vector<UserPermission> permissions;
   std::vector<std::string> deleted_users;
   std::vector<std::pair<std::string, std::string>> cleared_permissions;  // (user, vhost)
+  std::vector<VHost> vhosts;
+  std::vector<std::string> deleted_vhosts;
 
   bool empty() const {
     return users.empty() && permissions.empty() && deleted_users.empty() &&
-           cleared_permissions.empty();
+           cleared_permissions.empty() && vhosts.empty() && deleted_vhosts.empty();
   }
   bool operator==(const AccessOverlay&) const = default;
 };
@@ -44,6 +51,10 @@ void overlay_put_user(AccessOverlay* o, User user);
 void overlay_delete_user(AccessOverlay* o, std::string_view name);
 void overlay_set_permission(AccessOverlay* o, UserPermission p);
 void overlay_clear_permission(AccessOverlay* o, std::string_view user, std::string_view vhost);
+// Adds the vhost or replaces its description.
+void overlay_put_vhost(AccessOverlay* o, VHost vhost);
+// Deletes the vhost and every permission in it.
+void overlay_delete_vhost(AccessOverlay* o, std::string_view name);
 
 // The base with the overlay applied, checked as AccessControl::build
 // checks. An overlay permission whose user or vhost the result does not
@@ -53,9 +64,10 @@ Result<std::shared_ptr<const AccessControl>> apply_overlay(
     const AccessControl& base, const AccessOverlay& overlay,
     std::vector<std::string>* ignored = nullptr);
 
-// JSON: RabbitMQ's definitions shape for "users" and "permissions" (so a
-// stored overlay reads like an export) plus "deleted_users" and
-// "cleared_permissions"; docs/formats/access.md.
+// JSON: RabbitMQ's definitions shape for "users", "vhosts" and
+// "permissions" (so a stored overlay reads like an export) plus
+// "deleted_users", "cleared_permissions" and "deleted_vhosts";
+// docs/formats/access.md.
 std::string encode_overlay(const AccessOverlay& o);
 // invalid_argument naming `source` and the entry for anything malformed.
 Result<AccessOverlay> decode_overlay(std::string_view text, std::string_view source);

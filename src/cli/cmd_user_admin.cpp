@@ -8,6 +8,8 @@
 //   strata permissions set USER CONFIGURE WRITE READ [--vhost V]
 //   strata permissions clear USER [--vhost V]
 //   strata permissions list [--vhost V]
+//   strata vhost add NAME [--description D]
+//   strata vhost delete NAME        (its permissions, connections, streams and super streams)
 //   strata vhost list
 //   strata definitions export [--file F]
 //   strata definitions import FILE [--from-vhost V]
@@ -158,6 +160,34 @@ void permissions_list(const PermFlags& f, Context& ctx) {
   }
 }
 
+struct VhostFlags {
+  AdminLogin login;
+  std::string name, description;
+};
+
+void vhost_add(const VhostFlags& f, Context& ctx) {
+  json body = {{"description", f.description}};
+  auto r =
+      admin_call(f.login, "PUT", "/api/vhosts/" + encode_segment(f.name), body.dump(), {201, 204});
+  if (!r.ok()) return ctx.fail(r.error());
+  const bool created = r->status == 201;
+  if (ctx.json) {
+    ctx.print_json({{"vhost", f.name}, {"created", created}});
+  } else {
+    std::cout << fmt::format("vhost '{}' {}\n", f.name, created ? "added" : "changed");
+  }
+}
+
+void vhost_delete(const VhostFlags& f, Context& ctx) {
+  auto r = admin_call(f.login, "DELETE", "/api/vhosts/" + encode_segment(f.name), "", {204});
+  if (!r.ok()) return ctx.fail(r.error());
+  if (ctx.json) {
+    ctx.print_json({{"vhost", f.name}, {"deleted", true}});
+  } else {
+    std::cout << fmt::format("vhost '{}' deleted with its streams\n", f.name);
+  }
+}
+
 void vhost_list(const AdminLogin& l, Context& ctx) {
   auto vhosts = admin_get_json(l, "/api/vhosts");
   if (!vhosts.ok()) return ctx.fail(vhosts.error());
@@ -282,6 +312,19 @@ Registrar reg_user_admin([](CLI::App& app, Context& ctx) {
   auto* vlist = vhost->add_subcommand("list", "List the virtual hosts");
   add_login_flags(vlist, vl.get());
   vlist->callback([vl, &ctx] { vhost_list(*vl, ctx); });
+  auto vf = std::make_shared<VhostFlags>();
+  auto* vadd = vhost->add_subcommand(
+      "add", "Add a virtual host (nobody has permissions in it until they are set)");
+  vadd->add_option("name", vf->name, "The vhost's name")->required();
+  vadd->add_option("--description", vf->description, "Its description");
+  add_login_flags(vadd, &vf->login);
+  vadd->callback([vf, &ctx] { vhost_add(*vf, ctx); });
+  auto* vdel = vhost->add_subcommand(
+      "delete",
+      "Delete a virtual host with its permissions, connections, streams and super streams");
+  vdel->add_option("name", vf->name, "The vhost's name")->required();
+  add_login_flags(vdel, &vf->login);
+  vdel->callback([vf, &ctx] { vhost_delete(*vf, ctx); });
 
   auto* defs = app.add_subcommand(
       "definitions",

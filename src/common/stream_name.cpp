@@ -117,6 +117,13 @@ StreamPlace split_stream_name(std::string_view stored) {
   return {stored.substr(0, at), stored.substr(at + 1)};
 }
 
+std::vector<std::pair<std::string, std::string>> stream_labels(std::string_view stored) {
+  const StreamPlace p = split_stream_name(stored);
+  std::vector<std::pair<std::string, std::string>> l{{"stream", std::string(p.name)}};
+  if (p.vhost != kDefaultVhost) l.emplace_back("vhost", std::string(p.vhost));
+  return l;
+}
+
 std::string printable_stream(std::string_view stored) {
   const StreamPlace p = split_stream_name(stored);
   if (p.vhost == kDefaultVhost) return printable_name(stored);

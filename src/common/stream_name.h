@@ -30,6 +30,8 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/result.h"
 
@@ -63,6 +65,11 @@ struct StreamPlace {
   std::string_view name;
 };
 StreamPlace split_stream_name(std::string_view stored);
+
+// A stream's labels in metrics: {"stream", name} and, for a vhost other than
+// "/", {"vhost", vhost} (the default vhost's series keep the one label they
+// had before vhosts held streams).
+std::vector<std::pair<std::string, std::string>> stream_labels(std::string_view stored);
 
 // A stored name for messages: printable_name of the name, with " in vhost
 // \"V\"" after it for a vhost other than "/".

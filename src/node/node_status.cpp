@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 
+#include "common/stream_name.h"
 #include "node/node_impl.h"
 #include "objstore/metered_store.h"
 
@@ -141,9 +142,9 @@ json objstore_requests_json(objstore::ObjectStore* store) {
   json j = json::object();
   auto* m = dynamic_cast<objstore::MeteredStore*>(store);
   if (!m) return j;
-  for (auto op : {objstore::Op::put, objstore::Op::get, objstore::Op::get_range,
-                  objstore::Op::head, objstore::Op::remove, objstore::Op::remove_many,
-                  objstore::Op::list, objstore::Op::check}) {
+  for (auto op :
+       {objstore::Op::put, objstore::Op::get, objstore::Op::get_range, objstore::Op::head,
+        objstore::Op::remove, objstore::Op::remove_many, objstore::Op::list, objstore::Op::check}) {
     auto s = m->stats(op);
     if (s.requests == 0) continue;
     j[std::string(objstore::op_name(op))] = {{"requests", s.requests},
@@ -246,8 +247,8 @@ json Node::Impl::status_json() const {
           {"writer_restarts", dw.restarts},
           {"failed_writer_restarts", dw.failed_restarts},
           {"stopped_writers", stopped}}},
-        {"orphans", orphans ? orphans_json(orphans->stats(), cfg.tiering.orphan_grace_ms)
-                            : json(nullptr)},
+        {"orphans",
+         orphans ? orphans_json(orphans->stats(), cfg.tiering.orphan_grace_ms) : json(nullptr)},
         {"object_store_requests", objstore_requests_json(store.get())},
         {"governor",
          {{"queued", g.queued},
@@ -410,7 +411,7 @@ std::string Node::Impl::metrics_text() const {
     streams = table.open_entries();
   }
   for (const auto& [name, e] : streams) {
-    Labels l = {{"stream", name}};
+    Labels l = stream_labels(name);
     log::LocalRange r = e.log->local_range();
     w.gauge("strata_log_first_offset", "Oldest offset on local disk.", l, double(r.first_offset));
     w.gauge("strata_log_next_offset", "Committed next offset.", l, double(r.next_offset));

@@ -72,6 +72,7 @@ Result<std::unique_ptr<AdminHttp>> AdminHttp::start(const std::string& listen,
       r.page_size = req.get_param_value("page_size");
       r.stream = req.get_param_value("stream");
       r.reference = req.get_param_value("reference");
+      r.vhost = req.get_param_value("vhost");
       r.authorization = req.get_header_value("Authorization");
       r.loopback = is_loopback_address(req.remote_addr);
       ApiReply a = h.api(r);

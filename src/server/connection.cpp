@@ -117,6 +117,14 @@ class ConnectionImpl final : public Connection,
           {"publishers", self->publishers_.describe()},
           {"subscriptions", self->subscriptions_.describe()},
       };
+      // The rooms describe stored names; the lists show the client's.
+      for (const char* list : {"publishers", "subscriptions"}) {
+        for (auto& e : j[list]) {
+          if (e.contains("stream") && e["stream"].is_string()) {
+            e["stream"] = self->client_name(e["stream"].get<std::string>());
+          }
+        }
+      }
       if (const TlsInfo* t = self->channel_->tls()) {
         j["tls_version"] = t->version;
         j["tls_cipher"] = t->cipher;

@@ -1,6 +1,7 @@
 #include "server/management_api.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 
 #include "auth/base64.h"
 #include "auth/definitions.h"
+#include "common/stream_name.h"
 #include "server/definitions_streams.h"
 #include "server/management_cluster.h"
 #include "server/management_streams.h"
@@ -69,10 +71,12 @@ std::vector<std::string> segments(std::string_view path) {
 
 // /api/permissions/VHOST/USER with VHOST "/" decoded: "permissions", "",
 // "", "USER". Folds the two empty segments of "/" back into one "/".
+// The same for /api/vhosts/VHOST: "vhosts", "", "".
 std::vector<std::string> fold_root_vhost(std::vector<std::string> s) {
   if (s.size() == 5 && s[1] == "permissions" && s[2].empty() && s[3].empty()) {
     return {s[0], s[1], "/", s[4]};
   }
+  if (s.size() == 4 && s[1] == "vhosts" && s[2].empty() && s[3].empty()) return {s[0], s[1], "/"};
   return s;
 }
 
@@ -126,10 +130,17 @@ class Api {
     if (s[1] == "stream" && s.size() == 3 && r_.method == "GET" && monitor) {
       return stream_lists(s[2]);
     }
+    // The names a call gives are of ?vhost= ("/" when absent); below they
+    // are stored names.
+    const std::string vhost = r_.vhost.empty() ? std::string(kDefaultVhost) : r_.vhost;
+    auto stored = [&](const std::string& name) {
+      return name.empty() ? name : qualified_stream_name(vhost, name);
+    };
+    r_.stream = stored(r_.stream);
     // The rest of the path is the stream's name, slashes and all.
     constexpr std::string_view kStreams = "/api/streams/";
     const std::string stream_name =
-        r_.path.rfind(kStreams, 0) == 0 ? r_.path.substr(kStreams.size()) : "";
+        stored(r_.path.rfind(kStreams, 0) == 0 ? r_.path.substr(kStreams.size()) : "");
     if (s[1] == "streams" && r_.method == "GET" && monitor) {
       return streams_api(node_, r_, stream_name, caller_);
     }
@@ -139,6 +150,7 @@ class Api {
     constexpr std::string_view kSupers = "/api/super-streams/";
     const std::string super_name =
         r_.path.rfind(kSupers, 0) == 0 ? r_.path.substr(kSupers.size()) : "";
+    // (super_streams_api qualifies the name and the partitions itself.)
     if (s[1] == "super-streams" && r_.method == "GET" && monitor) {
       return super_streams_api(node_, r_, super_name, caller_);
     }
@@ -167,6 +179,7 @@ class Api {
     if (s[1] == "users") return users(s);
     if (s[1] == "permissions") return permissions(s);
     if (s[1] == "vhosts" && s.size() == 2 && r_.method == "GET") return vhosts();
+    if (s[1] == "vhosts" && s.size() == 3) return one_vhost(s[2]);
     if (s[1] == "definitions" && s.size() == 2 && r_.method == "GET") return definitions();
     if (s[1] == "definitions" && s.size() == 2 && r_.method == "POST") return import_definitions();
     return error_reply(404, "not_found", "no such resource");
@@ -287,6 +300,108 @@ class Api {
     return reply(200, out);
   }
 
+  // PUT creates a vhost (201) or changes its description (204); nobody has
+  // permissions in a new vhost until they are set, as with rabbitmqctl.
+  // DELETE takes the vhost, every permission in it and then every stream
+  // and super stream of it, as RabbitMQ deletes a vhost's queues: its
+  // connections are closed first (12, recheck_access), so nothing is
+  // created in it meanwhile. A DELETE of a vhost that is gone but still has
+  // streams (a deletion that failed part way) deletes them.
+  ApiReply one_vhost(const std::string& name) {
+    if (r_.method == "GET") {
+      for (const auto& v : now_->vhosts()) {
+        if (v.name == name) return reply(200, {{"name", v.name}, {"description", v.description}});
+      }
+      return error_reply(404, "not_found", "no such vhost");
+    }
+    if (r_.method == "PUT") {
+      auto b = body_object(r_.body.empty() ? "{}" : r_.body);
+      if (!b.ok()) return refused(b.error());
+      auth::VHost v{name, b->value("description", std::string())};
+      const bool existed = now_->has_vhost(name);
+      Status st = admin_.edit([&](auth::AccessOverlay* o, const auth::AccessControl&) -> Status {
+        STRATA_TRY(validate_vhost_name(name));
+        overlay_put_vhost(o, v);
+        return Status::OK();
+      });
+      return changed(st, existed ? 204 : 201,
+                     fmt::format("{} vhost '{}'", existed ? "changed" : "added", name));
+    }
+    if (r_.method == "DELETE") {
+      if (name == kDefaultVhost) {
+        return error_reply(400, "bad_request",
+                           "the vhost '/' cannot be deleted: it is where strata keeps streams "
+                           "named without a vhost");
+      }
+      const bool existed = now_->has_vhost(name);
+      if (existed) {
+        Status st = admin_.edit([&](auth::AccessOverlay* o, const auth::AccessControl& now) {
+          if (!now.has_vhost(name)) return Status(Error(Errc::not_found, "no such vhost"));
+          overlay_delete_vhost(o, name);
+          return Status::OK();
+        });
+        if (!st.ok()) return refused(st.error());
+        counters_.changes += 1;
+        spdlog::info("http: user '{}' deleted vhost '{}'", caller_, name);
+      }
+      return delete_vhost_streams(name, existed);
+    }
+    return method_not_allowed();
+  }
+
+  ApiReply delete_vhost_streams(const std::string& vhost, bool existed) {
+    std::vector<std::string> failed;
+    size_t deleted = 0;
+    auto of_vhost = [&](const std::string& stored) {
+      return split_stream_name(stored).vhost == vhost;
+    };
+    if (node_.super_streams && node_.delete_super_stream) {
+      for (const auto& ss : node_.super_streams()) {
+        if (!of_vhost(ss.name)) continue;
+        Status st = node_.delete_super_stream(ss.name);
+        if (st.ok() || st.code() == Errc::not_found) {
+          deleted += 1;
+        } else {
+          failed.push_back(
+              fmt::format("super stream {}: {}", printable_stream(ss.name), st.error().message));
+        }
+      }
+    }
+    if (node_.list && node_.remove) {
+      auto all = node_.list();
+      if (!all.ok()) failed.push_back("listing the streams: " + all.error().message);
+      std::vector<std::string> names;
+      if (all.ok()) {
+        for (const auto& entry : *all) {
+          if (of_vhost(entry.first)) names.push_back(entry.first);
+        }
+      }
+      for (const std::string& stored : names) {
+        Status st = node_.remove(stored);
+        if (st.ok() || st.code() == Errc::not_found) {
+          deleted += 1;
+        } else {
+          failed.push_back(
+              fmt::format("stream {}: {}", printable_stream(stored), st.error().message));
+        }
+      }
+    }
+    if (deleted > 0) {
+      spdlog::info("http: vhost '{}': deleted {} streams and super streams", vhost, deleted);
+    }
+    if (!failed.empty()) {
+      spdlog::warn("http: vhost '{}': {} could not be deleted: {}", vhost, failed.size(),
+                   fmt::join(failed, "; "));
+      return error_reply(500, "internal_error",
+                         fmt::format("vhost '{}' {}, but {} of its streams could not be deleted "
+                                     "(DELETE it again to retry): {}",
+                                     vhost, existed ? "is deleted" : "was gone", failed.size(),
+                                     fmt::join(failed, "; ")));
+    }
+    if (!existed && deleted == 0) return error_reply(404, "not_found", "no such vhost");
+    return no_content();
+  }
+
   ApiReply definitions() {
     auth::Definitions d;
     d.users = now_->users();
@@ -294,8 +409,10 @@ class Api {
     d.permissions = now_->permissions();
     auto streams = node_.list();
     if (!streams.ok()) return refused(streams.error());
-    for (const auto& [name, settings] : *streams) {
-      d.streams.push_back({name, "/", queue_arguments_from_settings(settings)});
+    for (const auto& [stored, settings] : *streams) {
+      const StreamPlace place = split_stream_name(stored);
+      d.streams.push_back({std::string(place.name), std::string(place.vhost),
+                           queue_arguments_from_settings(settings)});
     }
     return ApiReply{200, auth::export_definitions(d)};
   }
@@ -303,26 +420,34 @@ class Api {
   // RabbitMQ's import, for what strata models: everything is checked
   // before anything changes (a malformed file, a stream argument strata
   // refuses, a stream that exists with other arguments: 400, nothing
-  // done); then the users and permissions go in as one live change and
-  // the streams are created. What strata does not hold (other vhosts,
-  // queues that are not streams) is listed as skipped.
+  // done); then the vhosts, users and permissions go in as one live change
+  // and the streams are created, each in its vhost. What strata does not
+  // hold (queues that are not streams) is listed as skipped.
   ApiReply import_definitions() {
     auto defs = auth::parse_definitions(r_.body, "request body");
     if (!defs.ok()) return refused(defs.error());
     // With from_vhost, that vhost's entries are "/"'s, and only they count.
     const std::string& from = r_.from_vhost;
+    std::vector<auth::VHost> vhosts;
+    json skipped = json::array();
+    for (const auto& v : defs->vhosts) {
+      if (!from.empty()) {
+        if (v.name != from) skipped.push_back(fmt::format("vhost '{}'", v.name));
+        continue;
+      }
+      if (Status vs = validate_vhost_name(v.name); !vs.ok()) return refused(vs.error());
+      if (!now_->has_vhost(v.name)) vhosts.push_back(v);
+    }
     auto take = [&](std::string* vhost) {
-      if (from.empty()) return now_->has_vhost(*vhost);
+      if (from.empty()) {
+        return now_->has_vhost(*vhost) ||
+               std::any_of(vhosts.begin(), vhosts.end(),
+                           [&](const auth::VHost& v) { return v.name == *vhost; });
+      }
       if (*vhost != from) return false;
       *vhost = "/";
       return true;
     };
-    json skipped = json::array();
-    for (const auto& v : defs->vhosts) {
-      if (std::string name = v.name; !take(&name)) {
-        skipped.push_back(fmt::format("vhost '{}': vhosts come from the configuration", v.name));
-      }
-    }
     std::vector<auth::UserPermission> perms;
     for (auto p : defs->permissions) {
       const std::string was = p.vhost;
@@ -341,10 +466,12 @@ class Api {
     json existed = json::array();
     for (auto sd : defs->streams) {
       const std::string was = sd.vhost;
-      if (!take(&sd.vhost) || sd.vhost != "/") {
+      if (!take(&sd.vhost)) {
         skipped.push_back(fmt::format("stream '{}' in vhost '{}'", sd.name, was));
         continue;
       }
+      const std::string stored = qualified_stream_name(sd.vhost, sd.name);
+      if (Status ns = validate_stream_name(stored); !ns.ok()) return refused(ns.error());
       std::vector<std::string> ignored;
       auto settings = settings_from_queue_arguments(sd.arguments, &ignored);
       if (!settings.ok()) {
@@ -355,17 +482,19 @@ class Api {
         skipped.push_back(fmt::format("stream '{}': argument {}", sd.name, i));
       }
       auto it = std::find_if(existing->begin(), existing->end(),
-                             [&](const auto& e) { return e.first == sd.name; });
+                             [&](const auto& e) { return e.first == stored; });
       if (it == existing->end()) {
-        to_create.emplace_back(sd.name, *settings);
+        to_create.emplace_back(stored, *settings);
       } else if (it->second == *settings) {
-        existed.push_back(sd.name);
+        existed.push_back(printable_stream(stored));
       } else {
-        return error_reply(400, "bad_request",
-                           fmt::format("stream '{}' exists with other arguments", sd.name));
+        return error_reply(
+            400, "bad_request",
+            fmt::format("stream {} exists with other arguments", printable_stream(stored)));
       }
     }
     Status st = admin_.edit([&](auth::AccessOverlay* o, const auth::AccessControl& now) {
+      for (const auto& v : vhosts) overlay_put_vhost(o, v);
       for (const auto& u : defs->users) overlay_put_user(o, u);
       for (const auto& p : perms) {
         const bool known = now.find_user(p.user) != nullptr ||
@@ -380,24 +509,25 @@ class Api {
       return Status::OK();
     });
     if (!st.ok()) return refused(st.error());
-    if (!defs->users.empty() || !perms.empty()) counters_.changes += 1;
+    if (!vhosts.empty() || !defs->users.empty() || !perms.empty()) counters_.changes += 1;
     json created = json::array();
     for (const auto& [name, settings] : to_create) {
       Status c = node_.create(name, settings);
       if (!c.ok() && c.error().code != Errc::already_exists) {
         return error_reply(
             500, "internal_error",
-            fmt::format("stream '{}': {} (users, permissions and the streams before it are "
-                        "imported)",
-                        name, c.error().message));
+            fmt::format("stream {}: {} (vhosts, users, permissions and the streams before it "
+                        "are imported)",
+                        printable_stream(name), c.error().message));
       }
-      (c.ok() ? created : existed).push_back(name);
+      (c.ok() ? created : existed).push_back(printable_stream(name));
     }
     spdlog::info(
-        "http: user '{}' imported definitions: {} users, {} permissions, {} streams "
+        "http: user '{}' imported definitions: {} vhosts, {} users, {} permissions, {} streams "
         "created, {} skipped",
-        caller_, defs->users.size(), perms.size(), created.size(), skipped.size());
-    return reply(200, {{"users", defs->users.size()},
+        caller_, vhosts.size(), defs->users.size(), perms.size(), created.size(), skipped.size());
+    return reply(200, {{"vhosts", vhosts.size()},
+                       {"users", defs->users.size()},
                        {"permissions", perms.size()},
                        {"streams_created", created},
                        {"streams_existing", existed},
@@ -411,10 +541,13 @@ class Api {
     const auto samples = node_.history->of(r_.stream);
     // The totals exist from the first round; before it they are empty.
     if (!samples && !r_.stream.empty()) {
-      return error_reply(404, "not_found",
-                         fmt::format("no history of stream '{}' on this node", r_.stream));
+      return error_reply(
+          404, "not_found",
+          fmt::format("no history of stream {} on this node", printable_stream(r_.stream)));
     }
-    return reply(200, {{"stream", r_.stream.empty() ? json() : json(r_.stream)},
+    const StreamPlace place = split_stream_name(r_.stream);
+    return reply(200, {{"stream", r_.stream.empty() ? json() : json(std::string(place.name))},
+                       {"vhost", std::string(place.vhost)},
                        {"interval_ms", node_.history_interval_ms},
                        {"samples", history_json(samples.value_or(std::vector<HistorySample>{}))}});
   }
@@ -485,7 +618,8 @@ class Api {
   AccessAdmin& admin_;
   ApiCounters& counters_;
   const ApiNode& node_;
-  const ApiRequest& r_;
+  // A copy: its stream is the stored name (common/stream_name.h).
+  ApiRequest r_;
   std::shared_ptr<const auth::AccessControl> now_;
   std::string caller_;
 };

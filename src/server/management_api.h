@@ -10,6 +10,11 @@
 //   DELETE /api/users/NAME                   204; the user's permissions go with it
 //   GET    /api/users/NAME/permissions
 //   GET    /api/vhosts                       [{name, description}]
+//   GET    /api/vhosts/NAME
+//   PUT    /api/vhosts/NAME                  {"description": "..."} (optional): 201 created,
+//                                            204 changed; no permissions in it until set
+//   DELETE /api/vhosts/NAME                  204; its permissions, connections (closed),
+//                                            streams and super streams go with it; "/" stays
 //   GET    /api/permissions                  [{user, vhost, configure, write, read}]
 //   GET    /api/permissions/VHOST/USER
 //   PUT    /api/permissions/VHOST/USER       {"configure": RE, "write": RE, "read": RE}
@@ -55,7 +60,9 @@
 // /api/offsets, which a
 // `monitoring` user may make too: 401 without valid credentials, 403
 // without the tag. Errors are {"error": ..., "reason": ...} as RabbitMQ's.
-// VHOST in a path is URL-encoded ("/" is %2F).
+// VHOST in a path is URL-encoded ("/" is %2F). A stream, super stream or
+// offset of a vhost other than "/" is named with ?vhost=V beside its name;
+// the entries listed carry their "vhost" (common/stream_name.h).
 #pragma once
 
 #include <atomic>
@@ -80,11 +87,15 @@ struct ApiRequest {
   std::string method;  // GET, PUT, DELETE, POST
   std::string path;    // decoded: "/api/permissions///guest" for vhost "/"
   std::string body;
-  std::string from_vhost;       // the query parameter of that name ("" when absent)
-  std::string page, page_size;  // the query parameters of those names ("" when absent)
+  std::string from_vhost;         // the query parameter of that name ("" when absent)
+  std::string page, page_size;    // the query parameters of those names ("" when absent)
   std::string stream, reference;  // the query parameters of those names ("" when absent)
-  std::string authorization;    // the Authorization header as sent ("" when absent)
-  bool loopback = false;        // the peer's address is a loopback address
+  // The query parameter of that name: the vhost of the stream, super
+  // stream or offset a call names (absent: "/"), and the one vhost a list
+  // of streams or super streams shows (absent: all).
+  std::string vhost;
+  std::string authorization;  // the Authorization header as sent ("" when absent)
+  bool loopback = false;      // the peer's address is a loopback address
 };
 
 struct ApiCounters {

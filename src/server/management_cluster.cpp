@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "common/stream_name.h"
 #include "common/version.h"
 #include "server/definitions_streams.h"
 #include "server/server_limits.h"
@@ -15,10 +16,13 @@ using json = nlohmann::json;
 
 namespace {
 
+// `s` holds stored names: shown as its vhost's clients name them.
 json super_stream_json(const SuperStream& s) {
-  return {{"name", s.name},
-          {"vhost", "/"},
-          {"partitions", s.partitions},
+  std::vector<std::string> partitions;
+  for (const auto& p : s.partitions) partitions.emplace_back(split_stream_name(p).name);
+  return {{"name", std::string(split_stream_name(s.name).name)},
+          {"vhost", std::string(split_stream_name(s.name).vhost)},
+          {"partitions", partitions},
           {"binding_keys", s.binding_keys}};
 }
 
@@ -84,13 +88,17 @@ Result<SuperStream> super_stream_from_body(const std::string& name, const json& 
   return s;
 }
 
-ApiReply super_streams_api(const ApiNode& node, const ApiRequest& r, const std::string& name,
+ApiReply super_streams_api(const ApiNode& node, const ApiRequest& r, const std::string& client_name,
                            const std::string& caller) {
   if (!node.super_streams) return error_reply(503, "unavailable", "no super streams here");
+  const std::string vhost = r.vhost.empty() ? std::string(kDefaultVhost) : r.vhost;
+  const std::string name = client_name.empty() ? "" : qualified_stream_name(vhost, client_name);
   if (r.method == "GET") {
     json items = json::array();
     for (const auto& s : node.super_streams()) {
-      if (name.empty() || s.name == name) items.push_back(super_stream_json(s));
+      const bool listed = name.empty() ? r.vhost.empty() || split_stream_name(s.name).vhost == vhost
+                                       : s.name == name;
+      if (listed) items.push_back(super_stream_json(s));
     }
     if (name.empty()) return reply(200, items);
     if (items.empty()) {
@@ -102,8 +110,12 @@ ApiReply super_streams_api(const ApiNode& node, const ApiRequest& r, const std::
   if (r.method == "PUT") {
     auto b = body_object(r.body);
     if (!b.ok()) return refused(b.error());
-    auto s = super_stream_from_body(name, *b);
+    auto s = super_stream_from_body(client_name, *b);
     if (!s.ok()) return refused(s.error());
+    // Stored names: the super stream's and its partitions' in the vhost.
+    s->name = name;
+    for (auto& p : s->partitions) p = qualified_stream_name(vhost, p);
+    if (Status v = validate_super_stream(*s); !v.ok()) return refused(v.error());
     std::vector<std::string> ignored;
     auto settings = settings_from_queue_arguments(b->value("arguments", json::object()), &ignored);
     if (!settings.ok()) return refused(settings.error());

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <map>
 
+#include "common/stream_name.h"
 #include "server/definitions_streams.h"
 
 namespace strata::server {
@@ -39,10 +40,12 @@ std::map<std::string, StreamClients> stream_clients(const std::vector<ClientTall
   return by_stream;
 }
 
-json stream_entry(const std::string& name, const node::StreamSettings& settings,
-                  const json& status, const StreamClients& c) {
-  json j = {{"name", name},
-            {"vhost", "/"},
+json stream_entry(const std::string& name, const node::StreamSettings& settings, const json& status,
+                  const StreamClients& c) {
+  // `name` is stored: the entry shows it as its vhost's clients name it.
+  const StreamPlace place = split_stream_name(name);
+  json j = {{"name", std::string(place.name)},
+            {"vhost", std::string(place.vhost)},
             {"type", "stream"},
             {"durable", true},
             {"arguments", queue_arguments_from_settings(settings)},
@@ -54,9 +57,8 @@ json stream_entry(const std::string& name, const node::StreamSettings& settings,
   const uint64_t local_first = u64(status, "local_first_offset");
   const uint64_t next = u64(status, "local_next_offset");
   j["effective"] = status.value("effective", json::object());
-  j["local"] = {{"first_offset", local_first},
-                {"next_offset", next},
-                {"bytes", u64(status, "local_bytes")}};
+  j["local"] = {
+      {"first_offset", local_first}, {"next_offset", next}, {"bytes", u64(status, "local_bytes")}};
   uint64_t first = local_first;
   auto t = status.find("tiering");
   if (t != status.end() && t->is_object()) {
@@ -65,9 +67,10 @@ json stream_entry(const std::string& name, const node::StreamSettings& settings,
     // The remote tier reaches further back once local retention freed
     // what it holds.
     if (rn > rf) first = std::min(first, rf);
-    j["upload_lag"] = {{"offsets", u64(*t, "unpersisted_tail_offsets")},
-                       {"bytes", u64(*t, "unpersisted_tail_bytes")},
-                       {"seconds_since_last_persist", t->value("seconds_since_last_persist", json())}};
+    j["upload_lag"] = {
+        {"offsets", u64(*t, "unpersisted_tail_offsets")},
+        {"bytes", u64(*t, "unpersisted_tail_bytes")},
+        {"seconds_since_last_persist", t->value("seconds_since_last_persist", json())}};
     j["tiering_state"] = t->value("state", "");
     j["tiering_error"] = t->value("last_error", "");
   } else {
@@ -99,7 +102,8 @@ Result<json> stream_entries(const ApiNode& node, const std::string& name) {
     items.push_back(stream_entry(n, s, st == status.end() ? json() : *st,
                                  c == clients.end() ? StreamClients{} : c->second));
     auto sup = super_of.find(n);
-    items.back()["super_stream"] = sup == super_of.end() ? json() : json(sup->second);
+    items.back()["super_stream"] =
+        sup == super_of.end() ? json() : json(std::string(split_stream_name(sup->second).name));
   }
   return items;
 }
@@ -122,9 +126,21 @@ ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string
   if (r.method == "GET") {
     auto entries = stream_entries(node, name);
     if (!entries.ok()) return refused(entries.error());
-    const json& items = *entries;
-    if (name.empty()) return reply(200, items);
-    if (items.empty()) return error_reply(404, "not_found", fmt::format("no stream '{}'", name));
+    json items = *entries;
+    if (name.empty()) {
+      // ?vhost=V lists that vhost's streams only.
+      if (!r.vhost.empty()) {
+        json mine = json::array();
+        for (auto& e : items) {
+          if (e["vhost"] == r.vhost) mine.push_back(std::move(e));
+        }
+        items = std::move(mine);
+      }
+      return reply(200, items);
+    }
+    if (items.empty()) {
+      return error_reply(404, "not_found", fmt::format("no stream {}", printable_stream(name)));
+    }
     return reply(200, items[0]);
   }
   if (name.empty()) return error_reply(405, "method_not_allowed", r.method + " " + r.path);
@@ -132,14 +148,15 @@ ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string
     auto b = body_object(r.body);
     if (!b.ok()) return refused(b.error());
     std::vector<std::string> ignored;
-    auto settings =
-        settings_from_queue_arguments(b->value("arguments", json::object()), &ignored);
+    auto settings = settings_from_queue_arguments(b->value("arguments", json::object()), &ignored);
     if (!settings.ok()) return refused(settings.error());
     Status st = node.create(name, *settings);
     if (!st.ok() && st.error().code == Errc::already_exists) return no_content();
     if (!st.ok()) return refused(st.error());
-    spdlog::info("http: user '{}' created stream '{}'", caller, name);
-    return reply(201, {{"name", name}, {"ignored_arguments", ignored}});
+    spdlog::info("http: user '{}' created stream {}", caller, printable_stream(name));
+    return reply(201, {{"name", std::string(split_stream_name(name).name)},
+                       {"vhost", std::string(split_stream_name(name).vhost)},
+                       {"ignored_arguments", ignored}});
   }
   if (r.method == "PATCH") {
     if (!node.alter || !node.settings) return error_reply(503, "unavailable", "no streams here");
@@ -151,14 +168,16 @@ ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string
     if (!to.ok()) return refused(to.error());
     Status st = node.alter(name, *to);
     if (!st.ok()) return refused(st.error());
-    spdlog::info("http: user '{}' altered stream '{}': {}", caller, name,
+    spdlog::info("http: user '{}' altered stream {}: {}", caller, printable_stream(name),
                  queue_arguments_from_settings(*to).dump());
-    return reply(200, {{"name", name}, {"arguments", queue_arguments_from_settings(*to)}});
+    return reply(200, {{"name", std::string(split_stream_name(name).name)},
+                       {"vhost", std::string(split_stream_name(name).vhost)},
+                       {"arguments", queue_arguments_from_settings(*to)}});
   }
   if (r.method == "DELETE") {
     Status st = node.remove(name);
     if (!st.ok()) return refused(st.error());
-    spdlog::info("http: user '{}' deleted stream '{}'", caller, name);
+    spdlog::info("http: user '{}' deleted stream {}", caller, printable_stream(name));
     return no_content();
   }
   return error_reply(405, "method_not_allowed", r.method + " " + r.path);
@@ -174,7 +193,8 @@ ApiReply offsets_api(const ApiNode& node, const ApiRequest& r, const std::string
   if (r.method == "GET") {
     auto q = node.query_offset(r.stream, r.reference);
     if (!q.ok()) return refused(q.error());
-    return reply(200, {{"stream", r.stream},
+    return reply(200, {{"stream", std::string(split_stream_name(r.stream).name)},
+                       {"vhost", std::string(split_stream_name(r.stream).vhost)},
                        {"reference", r.reference},
                        {"offset", *q ? json(**q) : json(nullptr)}});
   }
@@ -189,8 +209,9 @@ ApiReply offsets_api(const ApiNode& node, const ApiRequest& r, const std::string
     const json status = node.stream_status ? node.stream_status() : json::object();
     auto st = status.find(r.stream);
     if (st == status.end()) {
-      return error_reply(400, "bad_request",
-                         fmt::format("stream '{}' is not served here: give a number", r.stream));
+      return error_reply(
+          400, "bad_request",
+          fmt::format("stream {} is not served here: give a number", printable_stream(r.stream)));
     }
     const json entry = stream_entry(r.stream, {}, *st, StreamClients{});
     offset = entry[o == "first" ? "first_offset" : "next_offset"].get<uint64_t>();
@@ -200,9 +221,12 @@ ApiReply offsets_api(const ApiNode& node, const ApiRequest& r, const std::string
   }
   Status st = node.store_offset(r.stream, r.reference, offset);
   if (!st.ok()) return refused(st.error());
-  spdlog::info("http: user '{}' set the offset of reference '{}' on stream '{}' to {}", caller,
-               r.reference, r.stream, offset);
-  return reply(200, {{"stream", r.stream}, {"reference", r.reference}, {"offset", offset}});
+  spdlog::info("http: user '{}' set the offset of reference '{}' on stream {} to {}", caller,
+               r.reference, printable_stream(r.stream), offset);
+  return reply(200, {{"stream", std::string(split_stream_name(r.stream).name)},
+                     {"vhost", std::string(split_stream_name(r.stream).vhost)},
+                     {"reference", r.reference},
+                     {"offset", offset}});
 }
 
 ApiReply close_connection_api(const ApiNode& node, const std::string& id,
@@ -213,8 +237,8 @@ ApiReply close_connection_api(const ApiNode& node, const std::string& id,
     return error_reply(404, "not_found", fmt::format("no connection '{}'", id));
   }
   if (!node.close_connection ||
-      !node.close_connection(n, fmt::format("closed by user '{}' through the management API",
-                                            caller))) {
+      !node.close_connection(
+          n, fmt::format("closed by user '{}' through the management API", caller))) {
     return error_reply(404, "not_found", fmt::format("no connection {}", n));
   }
   return no_content();

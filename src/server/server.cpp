@@ -11,6 +11,7 @@
 
 #include "catalog/catalog.h"
 #include "common/fs.h"
+#include "common/stream_name.h"
 #include "node/catalog_open.h"
 #include "node/node.h"
 #include "server/access_admin.h"
@@ -371,7 +372,9 @@ void Server::Impl::sample_history() {
   std::map<std::string, HistorySample> round;
   for (const auto& e : *entries) {
     if (!e.value("served_here", false)) continue;
-    round[e["name"].get<std::string>()] = sample_of_entry(now, e);
+    // Keyed by the stored name, as /api/history?stream=&vhost= asks.
+    round[qualified_stream_name(e["vhost"].get<std::string>(), e["name"].get<std::string>())] =
+        sample_of_entry(now, e);
   }
   history.record(now, round);
 }

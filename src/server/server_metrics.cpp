@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/metrics.h"
+#include "common/stream_name.h"
 #include "common/version.h"
 
 namespace strata::server {
@@ -96,10 +97,16 @@ void write_group_lags(PromWriter& w, const std::map<std::string, StreamClients>&
                       return *a.group < *b.group;
                     });
   for (size_t i = 0; i < shown; ++i) {
-    w.gauge("strata_consumer_group_offset_lag",
-            "The largest offset_lag of a named consumer group's consumers on this node, for the "
-            "groups with the largest lags (server.consumer_group_metrics)",
-            {{"stream", *all[i].stream}, {"group", *all[i].group}}, double(all[i].lag));
+    w.gauge(
+        "strata_consumer_group_offset_lag",
+        "The largest offset_lag of a named consumer group's consumers on this node, for the "
+        "groups with the largest lags (server.consumer_group_metrics)",
+        [&] {
+          Labels l = stream_labels(*all[i].stream);
+          l.emplace_back("group", *all[i].group);
+          return l;
+        }(),
+        double(all[i].lag));
   }
   w.gauge("strata_consumer_group_series_omitted",
           "Consumer groups with consumers here left out of strata_consumer_group_offset_lag by "
@@ -154,7 +161,9 @@ void write_rabbitmq_names(PromWriter& w, const ServerCounters& c,
     w.gauge("rabbitmq_detailed_stream_consumer_max_offset_lag",
             "Highest consumer offset lag of the stream on this node "
             "(strata_stream_consumer_max_offset_lag)",
-            {{"vhost", "/"}, {"queue", name}}, double(s.max_lag));
+            {{"vhost", std::string(split_stream_name(name).vhost)},
+             {"queue", std::string(split_stream_name(name).name)}},
+            double(s.max_lag));
   }
   w.gauge("rabbitmq_stream_consumer_max_offset_lag",
           "Highest consumer offset lag over the streams of this node", {}, double(max_lag));
@@ -245,7 +254,7 @@ std::string server_metrics_text(const ServerMetricsInput& in) {
             {}, double(c.records_out.load()));
   write_errors(w, c);
   for (const auto& [name, s] : in.clients) {
-    const Labels l{{"stream", name}};
+    const Labels l = stream_labels(name);
     w.gauge("strata_stream_publishers", "Publishers declared on the stream on this node", l,
             double(s.publishers));
     w.gauge("strata_stream_consumers", "Subscriptions to the stream on this node", l,

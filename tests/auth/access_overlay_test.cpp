@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace strata::auth {
@@ -113,6 +114,38 @@ TEST(AccessOverlay, PermissionsOfAUserTheBaseNoLongerHasAreIgnoredAndNamed) {
   EXPECT_NE(ignored[1].find("no such vhost"), std::string::npos) << ignored[1];
 }
 
+TEST(AccessOverlay, AddedVhostsTakePermissionsAndDeletedOnesTakeTheirsAway) {
+  AccessOverlay o;
+  overlay_put_vhost(&o, VHost{"dev", "the developers'"});
+  overlay_set_permission(&o, UserPermission{"app", "dev", "", "", ".*"});
+  auto a = ov_applied(o);
+  EXPECT_TRUE(a->has_vhost("dev"));
+  EXPECT_TRUE(a->check("app", "dev", Op::read, "s"));
+  // Deleting a base vhost takes every permission in it, base and overlay.
+  overlay_set_permission(&o, UserPermission{"guest", "prod", "", "", ".*"});
+  overlay_delete_vhost(&o, "prod");
+  a = ov_applied(o);
+  EXPECT_FALSE(a->has_vhost("prod"));
+  EXPECT_FALSE(a->vhost_access("app", "prod"));
+  EXPECT_TRUE(std::none_of(o.permissions.begin(), o.permissions.end(),
+                           [](const UserPermission& p) { return p.vhost == "prod"; }));
+  // Re-added, it has none of the base's back.
+  overlay_put_vhost(&o, VHost{"prod", ""});
+  a = ov_applied(o);
+  EXPECT_TRUE(a->has_vhost("prod"));
+  EXPECT_FALSE(a->vhost_access("app", "prod"));
+  // An added vhost deleted again is gone, with its permissions.
+  overlay_delete_vhost(&o, "dev");
+  a = ov_applied(o);
+  EXPECT_FALSE(a->has_vhost("dev"));
+  EXPECT_FALSE(a->vhost_access("app", "dev"));
+  // A vhost name that could not qualify a stream name is refused.
+  overlay_put_vhost(&o, VHost{"a\nb", ""});
+  auto bad = apply_overlay(*ov_base(), o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("line feed"), std::string::npos) << bad.error().message;
+}
+
 TEST(AccessOverlay, ABadRegexIsRefusedWhenApplied) {
   AccessOverlay o;
   overlay_set_permission(&o, UserPermission{"app", "/", "(", "", ""});
@@ -127,6 +160,8 @@ TEST(AccessOverlay, EncodedAndDecodedItIsTheSame) {
   overlay_set_permission(&o, UserPermission{"bob", "/", "^b", "", ".*"});
   overlay_delete_user(&o, "app");
   overlay_clear_permission(&o, "guest", "/");
+  overlay_put_vhost(&o, VHost{"dev", "d"});
+  overlay_delete_vhost(&o, "prod");
   const std::string text = encode_overlay(o);
   auto back = decode_overlay(text, "t");
   ASSERT_TRUE(back.ok()) << back.error().to_string();
@@ -136,6 +171,8 @@ TEST(AccessOverlay, EncodedAndDecodedItIsTheSame) {
   EXPECT_EQ(j["users"][0]["hashing_algorithm"], "rabbit_password_hashing_sha256");
   EXPECT_EQ(j["deleted_users"][0], "app");
   EXPECT_EQ(j["cleared_permissions"][0]["vhost"], "/");
+  EXPECT_EQ(j["vhosts"][0]["name"], "dev");
+  EXPECT_EQ(j["deleted_vhosts"][0], "prod");
 }
 
 TEST(AccessOverlay, MalformedStoredOverlaysSayWhatAndWhere) {

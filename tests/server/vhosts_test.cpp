@@ -5,8 +5,10 @@
 // opened — the permission matrix, command by command, in two vhosts.
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "server/serve_fixture.h"
+#include "support/cli.h"
 
 namespace strata::test {
 namespace {
@@ -225,6 +227,109 @@ TEST_F(VhostsTest, EveryCommandIsCheckedAgainstTheOpenedVhostsPermissions) {
   EXPECT_NE(server_.process().stdout_text().find("open of vhost 'nowhere' refused for user "
                                                  "'guest': no such vhost"),
             std::string::npos);
+}
+
+// Vhosts made and deleted on the running node (`strata vhost`, the
+// management API), RabbitMQ's definitions imported with their vhosts, and a
+// vhost's deletion taking its connections, streams and super streams.
+TEST_F(VhostsTest, VhostsChangeLiveAndTakeTheirStreamsWithThem) {
+  const std::string url = serve_http_url(server_);
+  ASSERT_FALSE(url.empty()) << server_.process().stdout_text();
+  const std::string admin_pw = dir_.sub("guest.pw");
+  std::ofstream(admin_pw) << "guest\n";
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.end(), {"--node", url, "--admin-password-file", admin_pw});
+    return strata_cli(args);
+  };
+  auto r = cli({"vhost", "add", "team a", "--description", "a team"});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_EQ(r.out, "vhost 'team a' added\n");
+  // Nobody has permissions in it yet, not even the administrator.
+  {
+    auto c = StreamClient::connect(server_.port());
+    ASSERT_TRUE(c.ok());
+    EXPECT_FALSE(c->handshake("guest", "guest", true, "team a").ok());
+  }
+  ASSERT_EQ(cli({"permissions", "set", "alice", ".*", ".*", ".*", "--vhost", "team a"}).status, 0);
+  StreamClient alice = login("alice", "a", "team a");
+  create(alice, "orders");
+  declare(alice, 1, "orders");
+  publish_confirmed(alice, 1, 0, {"t0"});
+  ASSERT_EQ(code_of<CreateSuperStreamResponse>(
+                alice, CreateSuperStreamRequest{alice.corr(), "ss", {"p0"}, {"k0"}, {}}),
+            ResponseCode::ok);
+  fill("dev/eu", {"dev-0"});
+
+  // RabbitMQ 3.10.8's export, imported whole: its vhost "dev/x" is added,
+  // its streams land in its "prod".
+  const std::string rabbit = STRATA_AUTH_TESTDATA "/rabbitmq-3.10.8-definitions.json";
+  r = cli({"--json", "definitions", "import", rabbit});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["vhosts"], 1) << r.out;  // dev/x; "/" and prod were there
+  EXPECT_EQ(j["streams_created"],
+            nlohmann::json::array({"audit in vhost \"prod\"", "orders in vhost \"prod\""}))
+      << r.out;
+  EXPECT_EQ(j["streams_existing"], nlohmann::json::array()) << r.out;
+  r = cli({"vhost", "list"});
+  EXPECT_EQ(r.out, "/\nprod\ndev/eu\nteam a\ndev/x\n") << r.err;
+
+  // The export names every stream with its vhost.
+  const std::string out = dir_.sub("export.json");
+  ASSERT_EQ(cli({"definitions", "export", "--file", out}).status, 0);
+  auto exported = nlohmann::json::parse(std::ifstream(out));
+  std::set<std::pair<std::string, std::string>> queues;
+  for (const auto& q : exported["queues"]) queues.emplace(q["vhost"], q["name"]);
+  for (const auto& want : std::vector<std::pair<std::string, std::string>>{{"team a", "orders"},
+                                                                           {"team a", "p0"},
+                                                                           {"prod", "orders"},
+                                                                           {"prod", "audit"},
+                                                                           {"dev/eu", "orders"},
+                                                                           {"dev/eu", "p0"},
+                                                                           {"dev/eu", "p1"}}) {
+    EXPECT_TRUE(queues.count(want))
+        << want.first << "/" << want.second << " in " << exported["queues"].dump();
+  }
+
+  // Deleted: alice's connection is closed, the vhost's streams and super
+  // streams are gone, and every other vhost keeps its own.
+  r = cli({"vhost", "delete", "team a"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto close = alice.expect<CloseRequest>();
+  ASSERT_TRUE(close.ok()) << close.error().message;
+  EXPECT_EQ(close->code, ResponseCode::virtual_host_access_failure);
+  ASSERT_EQ(cli({"definitions", "export", "--file", out}).status, 0);
+  exported = nlohmann::json::parse(std::ifstream(out));
+  queues.clear();
+  for (const auto& q : exported["queues"]) queues.emplace(q["vhost"], q["name"]);
+  EXPECT_FALSE(queues.count({"team a", "orders"})) << exported["queues"].dump();
+  EXPECT_FALSE(queues.count({"team a", "p0"})) << exported["queues"].dump();
+  EXPECT_TRUE(queues.count({"prod", "orders"})) << exported["queues"].dump();
+  EXPECT_TRUE(queues.count({"dev/eu", "p0"})) << exported["queues"].dump();
+  EXPECT_EQ(cli({"vhost", "delete", "team a"}).status, 1);  // 404 now
+  r = cli({"vhost", "delete", "/"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("cannot be deleted"), std::string::npos) << r.err;
+
+  // Re-added, it is empty and nobody's permissions come back.
+  ASSERT_EQ(cli({"vhost", "add", "team a"}).status, 0);
+  {
+    auto c = StreamClient::connect(server_.port());
+    ASSERT_TRUE(c.ok());
+    EXPECT_FALSE(c->handshake("alice", "a", true, "team a").ok());
+  }
+  ASSERT_EQ(cli({"permissions", "set", "guest", ".*", ".*", ".*", "--vhost", "team a"}).status, 0);
+  StreamClient g = login("guest", "guest", "team a");
+  EXPECT_EQ(metadata_code(g, "orders"), ResponseCode::stream_does_not_exist);
+
+  // The live vhosts outlive a restart with the same configuration.
+  const std::string cfg = dir_.sub("vhosts.json");
+  ASSERT_EQ(server_.stop(), 0);
+  server_ = ServeProcess::start(dir_.sub("data"), {"--config", cfg}, dir_.path());
+  ASSERT_GT(server_.port(), 0) << server_.process().stderr_text();
+  StreamClient g2 = login("guest", "guest", "team a");
+  StreamClient prod = login("guest", "guest", "prod");
+  EXPECT_EQ(metadata_code(prod, "audit"), ResponseCode::ok);
 }
 
 }  // namespace
