@@ -58,6 +58,104 @@ TEST(ClusterUsers, AUserAddedOnOneNodeLogsInOnEveryNode) {
   EXPECT_EQ(la.out, lb.out);
 }
 
+// A vhost added through one node holds streams on both: under replicated
+// confirms a publish in it is confirmed only once the other node's copy
+// holds it — the copy is made over the nodes' own link, which names the
+// stream by its stored name ("v\ns") from the vhost "/" — and a consumer of
+// the vhost on the other node reads it.
+TEST(ClusterUsers, AVhostsStreamsAreCopiedAndReadOnEveryNode) {
+  TempDir dir;
+  std::string error;
+  ServeClusterOptions o = ServeClusterOptions::two_with_http();
+  o.patch["tiering"]["confirm"] = "replicated";
+  // Nothing reaches the object store during the test: the copy can only
+  // come over the link (a copier also fills a copy from the remote tier).
+  o.patch["tiering"]["fragment_max_age_ms"] = 60000;
+  o.patch["tiering"]["fragment_target_bytes"] = 64 << 20;
+  o.patch["tiering"]["persist_interval_ms"] = 60000;
+  auto cluster = ServeCluster::start(dir.path(), o, &error);
+  ASSERT_NE(cluster, nullptr) << error;
+  const std::string a = cluster->node(0).http_url();
+  const std::string admin = dir.sub("guest.pw");
+  std::ofstream(admin) << "guest\n";
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.end(), {"--node", a, "--admin-password-file", admin});
+    return strata_cli(args);
+  };
+  ASSERT_EQ(cli({"vhost", "add", "v"}).status, 0);
+  auto r = cli({"permissions", "set", "guest", ".*", ".*", ".*", "--vhost", "v"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto open = [&](int node) -> Result<StreamClient> {
+    STRATA_ASSIGN_OR_RETURN(StreamClient c, StreamClient::connect(cluster->port(node)));
+    STRATA_TRY(c.handshake("guest", "guest", true, "v"));
+    return c;
+  };
+  ASSERT_TRUE(eventually(10s, [&] { return open(1).ok(); }));
+  auto c = open(0);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  ASSERT_TRUE(c->send(proto::CreateStreamRequest{c->corr(), "s", {}}).ok());
+  ASSERT_EQ(c->expect<proto::CreateStreamResponse>()->code, proto::ResponseCode::ok);
+  // Published through the stream's owner (the node that takes the
+  // publisher).
+  std::vector<std::string> msgs;
+  for (int i = 0; i < 20; ++i) msgs.push_back("v-" + std::to_string(i));
+  int at = -1;
+  ASSERT_TRUE(eventually(10s, [&] {
+    for (int i = 0; i < 2; ++i) {
+      auto p = open(i);
+      if (!p.ok()) continue;
+      if (!p->send(proto::DeclarePublisherRequest{p->corr(), 1, "", "s"}).ok()) continue;
+      auto d = p->expect<proto::DeclarePublisherResponse>();
+      if (d.ok() && d->code == proto::ResponseCode::ok) {
+        at = i;
+        c = std::move(p);
+        return true;
+      }
+    }
+    return false;
+  }));
+  Bytes storage;
+  ASSERT_TRUE(c->send(make_publish(1, 0, msgs, &storage)).ok());
+  size_t confirmed = 0;
+  while (confirmed < msgs.size()) {
+    auto conf = c->expect<proto::PublishConfirm>(15s);
+    ASSERT_TRUE(conf.ok()) << "confirmed " << confirmed << " on node " << at << ": "
+                           << conf.error().message << "\n"
+                           << cluster->logs(0) << cluster->logs(1);
+    confirmed += conf->publishing_ids.size();
+  }
+  // The other node holds the copy, under the stored name, without a
+  // refusal on the way.
+  const std::string other_status = cluster->node(1 - at).http_url() + "/status";
+  nlohmann::json st;
+  EXPECT_TRUE(eventually(10s, [&] {
+    st = nlohmann::json::parse(http_get(other_status, 5s), nullptr, false);
+    return st.is_object() && st["copies"].contains("v\ns") &&
+           st["copies"]["v\ns"].value("local_next_offset", uint64_t(0)) >= msgs.size();
+  })) << st.dump();
+  EXPECT_EQ(st["cluster"]["copies"]["dropped_copies"], 0u) << st.dump();
+  // Read on each node, in the vhost, by its name there.
+  for (int i = 0; i < 2; ++i) {
+    auto rd = open(i);
+    ASSERT_TRUE(rd.ok()) << rd.error().message;
+    ASSERT_TRUE(rd->send(proto::SubscribeRequest{
+                             rd->corr(), 1, "s", {proto::OffsetType::first, 0}, 100, {}})
+                    .ok());
+    auto sub = rd->expect<proto::SubscribeResponse>();
+    ASSERT_TRUE(sub.ok()) << sub.error().message;
+    ASSERT_EQ(sub->code, proto::ResponseCode::ok) << "node " << i;
+    std::vector<std::string> got;
+    while (got.size() < msgs.size()) {
+      auto d = rd->expect<proto::DeliverFrame>(15s);
+      ASSERT_TRUE(d.ok()) << "node " << i << " after " << got.size() << ": " << d.error().message;
+      auto recs = chunk_records(*d);
+      ASSERT_TRUE(recs.ok());
+      got.insert(got.end(), recs->begin(), recs->end());
+    }
+    EXPECT_EQ(got, msgs) << "node " << i;
+  }
+}
+
 // GET /api/cluster (and `strata list nodes`) on every node: the same
 // nodes, each stream's owner with its lease as a string (63-bit ids), the
 // streams each node owns adding up to all of them.
@@ -106,8 +204,8 @@ TEST(ClusterUsers, EveryNodeShowsTheClusterItsNodesAndTheStreamsOwners) {
         EXPECT_EQ(s["state"], "serving") << s.dump();
       }
     }
-    auto list = strata_cli(
-        {"--json", "list", "nodes", "--node", url, "--admin-password-file", admin});
+    auto list =
+        strata_cli({"--json", "list", "nodes", "--node", url, "--admin-password-file", admin});
     ASSERT_EQ(list.status, 0) << list.err;
     EXPECT_EQ(nlohmann::json::parse(list.out)["nodes"].size(), 2u) << list.out;
   }
