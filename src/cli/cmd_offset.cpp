@@ -18,12 +18,13 @@ struct OffsetFlags {
   std::string stream;
   std::string reference;
   std::string offset;  // a number, "first" or "next"
+  std::string vhost = "/";
   AdminLogin login;
 };
 
 std::string offsets_path(const OffsetFlags& f) {
-  return fmt::format("/api/offsets?stream={}&reference={}", encode_segment(f.stream),
-                     encode_segment(f.reference));
+  return fmt::format("/api/offsets?stream={}&reference={}&vhost={}", encode_segment(f.stream),
+                     encode_segment(f.reference), encode_segment(f.vhost));
 }
 
 void print_offset(const nlohmann::json& j, Context& ctx) {
@@ -44,8 +45,8 @@ void run_offset_set(const OffsetFlags& f, Context& ctx) {
   uint64_t n = 0;
   auto [p, ec] = std::from_chars(f.offset.data(), f.offset.data() + f.offset.size(), n);
   if (ec == std::errc() && p == f.offset.data() + f.offset.size()) offset = n;
-  auto r = admin_call(f.login, "PUT", offsets_path(f), nlohmann::json{{"offset", offset}}.dump(),
-                      {200});
+  auto r =
+      admin_call(f.login, "PUT", offsets_path(f), nlohmann::json{{"offset", offset}}.dump(), {200});
   if (!r.ok()) return ctx.fail(std::move(r).error().with_context("offset set"));
   print_offset(nlohmann::json::parse(r->body, nullptr, false), ctx);
 }
@@ -57,6 +58,7 @@ Registrar reg_offset([](CLI::App& app, Context& ctx) {
   auto g = std::make_shared<OffsetFlags>();
   auto* get = cmd->add_subcommand("get", "The offset stored for a reference on a stream");
   get->add_option("--stream", g->stream, "The stream")->required();
+  get->add_option("--vhost,-p", g->vhost, "The stream's virtual host (default /)");
   get->add_option("--reference", g->reference, "The consumer's reference (its name)")->required();
   add_login_flags(get, &g->login);
   get->callback([g, &ctx] { run_offset_get(*g, ctx); });
@@ -67,6 +69,7 @@ Registrar reg_offset([](CLI::App& app, Context& ctx) {
       "Reset a reference's offset (its consumers read it when they next query their offset, "
       "e.g. on subscribing again)");
   set->add_option("--stream", s->stream, "The stream")->required();
+  set->add_option("--vhost,-p", s->vhost, "The stream's virtual host (default /)");
   set->add_option("--reference", s->reference, "The consumer's reference (its name)")->required();
   set->add_option("--offset", s->offset, "An offset, first (the stream's oldest) or next (its end)")
       ->required();

@@ -1,4 +1,6 @@
-// `strata stream create|alter|info|delete --config NODE.json NAME`:
+// `strata stream create|alter|info|delete --config NODE.json NAME [--vhost V]`
+// (a stream of another vhost than "/" is stored under its qualified name,
+// common/stream_name.h):
 //  - create: a stream with the protocol's stream arguments as flags
 //    (server/stream_args.h: the same names, the same checks), persisted
 //    with it (node/stream_settings_file.h);
@@ -38,13 +40,21 @@ struct DeleteFlags {
   std::string config;
   std::string data_dir;
   std::string name;
+  std::string vhost = "/";
   AdminLogin login;
 };
 
+// The API's ?vhost= for a stream of `vhost` ("" for "/").
+std::string vhost_query(const std::string& vhost) {
+  return vhost == kDefaultVhost ? "" : "?vhost=" + encode_segment(vhost);
+}
+
 void run_delete_live(const DeleteFlags& f, Context& ctx) {
-  auto r = admin_call(f.login, "DELETE", "/api/streams/" + encode_segment(f.name), "", {204});
+  auto r = admin_call(f.login, "DELETE",
+                      "/api/streams/" + encode_segment(f.name) + vhost_query(f.vhost), "", {204});
   if (!r.ok()) return ctx.fail(std::move(r).error().with_context("stream delete " + f.name));
-  if (ctx.json) return ctx.print_json({{"stream", f.name}, {"deleted", true}, {"node", f.login.node}});
+  if (ctx.json)
+    return ctx.print_json({{"stream", f.name}, {"deleted", true}, {"node", f.login.node}});
   std::cout << fmt::format("stream {} deleted by the node at {}\n", f.name, f.login.node);
 }
 
@@ -56,7 +66,7 @@ void run_delete(const DeleteFlags& f, Context& ctx) {
   if (!n.ok()) {
     return ctx.fail(std::move(n).error().with_context("stream delete: opening the node"));
   }
-  Status s = (*n)->delete_stream(f.name);
+  Status s = (*n)->delete_stream(qualified_stream_name(f.vhost, f.name));
   if (Status c = (*n)->close(); !c.ok() && s.ok()) s = c;
   if (!s.ok()) return ctx.fail(std::move(s).error().with_context("stream delete " + f.name));
   if (ctx.json) {
@@ -71,6 +81,7 @@ struct CreateFlags {
   std::string config;
   std::string data_dir;
   std::string name;
+  std::string vhost = "/";
   std::vector<std::pair<std::string, std::string>> args;
   AdminLogin login;
 };
@@ -96,13 +107,16 @@ json create_arguments(const CreateFlags& f) {
 
 void run_create_live(const CreateFlags& f, Context& ctx) {
   const json arguments = create_arguments(f);
-  auto r = admin_call(f.login, "PUT", "/api/streams/" + encode_segment(f.name),
-                      json{{"arguments", arguments}}.dump(), {201, 204});
+  auto r =
+      admin_call(f.login, "PUT", "/api/streams/" + encode_segment(f.name) + vhost_query(f.vhost),
+                 json{{"arguments", arguments}}.dump(), {201, 204});
   if (!r.ok()) return ctx.fail(std::move(r).error().with_context("stream create " + f.name));
   const bool created = r->status == 201;
   if (ctx.json) {
-    return ctx.print_json(
-        {{"stream", f.name}, {"created", created}, {"arguments", arguments}, {"node", f.login.node}});
+    return ctx.print_json({{"stream", f.name},
+                           {"created", created},
+                           {"arguments", arguments},
+                           {"node", f.login.node}});
   }
   std::cout << fmt::format("stream {} {} on the node at {}\n", f.name,
                            created ? "created" : "already exists with these arguments",
@@ -119,9 +133,13 @@ void run_create(const CreateFlags& f, Context& ctx) {
   if (!n.ok()) {
     return ctx.fail(std::move(n).error().with_context("stream create: opening the node"));
   }
-  auto log = (*n)->create_stream(f.name, *settings);
-  Status s = log.ok() ? Status::OK() : Status(log.error());
-  auto eff = (*n)->effective_settings(f.name);
+  const std::string stored = qualified_stream_name(f.vhost, f.name);
+  Status s = validate_stream_name(stored);
+  if (s.ok()) {
+    auto log = (*n)->create_stream(stored, *settings);
+    if (!log.ok()) s = log.error();
+  }
+  auto eff = (*n)->effective_settings(stored);
   if (Status c = (*n)->close(); !c.ok() && s.ok()) s = c;
   if (!s.ok()) return ctx.fail(std::move(s).error().with_context("stream create " + f.name));
   print_settings(" created", f.name, cfg->data_dir, *settings, *eff, ctx);
@@ -131,11 +149,12 @@ void run_info(const CreateFlags& f, Context& ctx) {
   auto cfg = load_tool_config(f.config, f.data_dir);
   if (!cfg.ok()) return ctx.fail(std::move(cfg).error().with_context("stream info"));
   const std::string streams = path_join(cfg->data_dir, "streams");
-  if (Status v = validate_stream_name(f.name); !v.ok()) return ctx.fail(v.error());
-  if (!log::is_stream_dir(posix_fs(), log::stream_dir(streams, f.name))) {
-    return ctx.fail(log::no_such_stream(streams, f.name).with_context("stream info"));
+  const std::string stored = qualified_stream_name(f.vhost, f.name);
+  if (Status v = validate_stream_name(stored); !v.ok()) return ctx.fail(v.error());
+  if (!log::is_stream_dir(posix_fs(), log::stream_dir(streams, stored))) {
+    return ctx.fail(log::no_such_stream(streams, stored).with_context("stream info"));
   }
-  auto s = node::read_settings_file(posix_fs(), log::stream_dir(streams, f.name));
+  auto s = node::read_settings_file(posix_fs(), log::stream_dir(streams, stored));
   if (!s.ok()) return ctx.fail(std::move(s).error().with_context("stream info " + f.name));
   print_settings("", f.name, cfg->data_dir, *s, node::effective_settings(*cfg, *s), ctx);
 }
@@ -151,8 +170,9 @@ json alter_arguments(const CreateFlags& f) {
 }
 
 void run_alter_live(const CreateFlags& f, Context& ctx) {
-  auto r = admin_call(f.login, "PATCH", "/api/streams/" + encode_segment(f.name),
-                      json{{"arguments", alter_arguments(f)}}.dump(), {200});
+  auto r =
+      admin_call(f.login, "PATCH", "/api/streams/" + encode_segment(f.name) + vhost_query(f.vhost),
+                 json{{"arguments", alter_arguments(f)}}.dump(), {200});
   if (!r.ok()) return ctx.fail(std::move(r).error().with_context("stream alter " + f.name));
   json body = json::parse(r->body, nullptr, false);
   const json now = body.is_object() ? body.value("arguments", json::object()) : json::object();
@@ -174,16 +194,17 @@ void run_alter(const CreateFlags& f, Context& ctx) {
   if (!cfg.ok()) return ctx.fail(std::move(cfg).error().with_context("stream alter"));
   auto n = node::Node::open(*cfg);
   if (!n.ok()) return ctx.fail(std::move(n).error().with_context("stream alter: opening the node"));
-  auto cur = (*n)->stream_settings(f.name);
+  const std::string stored = qualified_stream_name(f.vhost, f.name);
+  auto cur = (*n)->stream_settings(stored);
   Status s = cur.ok() ? Status::OK() : Status(std::move(cur).error());
   node::StreamSettings to;
   if (s.ok()) {
     // The same merge as the management API's PATCH.
     auto altered = server::alter_retention(*cur, alter_arguments(f));
     if (altered.ok()) to = *altered;
-    s = altered.ok() ? (*n)->alter_stream(f.name, to) : Status(std::move(altered).error());
+    s = altered.ok() ? (*n)->alter_stream(stored, to) : Status(std::move(altered).error());
   }
-  auto eff = (*n)->effective_settings(f.name);
+  auto eff = (*n)->effective_settings(stored);
   if (Status c = (*n)->close(); !c.ok() && s.ok()) s = c;
   if (!s.ok()) return ctx.fail(std::move(s).error().with_context("stream alter " + f.name));
   print_settings(" altered", f.name, cfg->data_dir, to,
@@ -205,6 +226,7 @@ void add_target_flags(CLI::App* cmd, const std::shared_ptr<CreateFlags>& f) {
   add_login_flags(cmd, &f->login);
   cmd->add_option("--data-dir", f->data_dir, "Data directory (overrides the file's data_dir)");
   cmd->add_option("NAME", f->name, "The stream")->required();
+  cmd->add_option("--vhost,-p", f->vhost, "The stream's virtual host (default /)");
 }
 
 // The arguments a stream's retention is made of: given at create, changed
@@ -234,10 +256,12 @@ void run_super_create(const CreateFlags& f, const PartitionFlags& p, Context& ct
   if (p.partitions > 0) body["partitions"] = p.partitions;
   if (!p.binding_keys.empty()) body["binding_keys"] = p.binding_keys;
   body["arguments"] = create_arguments(f);
-  auto r = admin_call(f.login, "PUT", "/api/super-streams/" + encode_segment(f.name), body.dump(),
-                      {201, 204});
+  auto r = admin_call(f.login, "PUT",
+                      "/api/super-streams/" + encode_segment(f.name) + vhost_query(f.vhost),
+                      body.dump(), {201, 204});
   if (!r.ok()) return ctx.fail(std::move(r).error().with_context("super-stream create " + f.name));
-  auto got = admin_get_json(f.login, "/api/super-streams/" + encode_segment(f.name));
+  auto got = admin_get_json(f.login,
+                            "/api/super-streams/" + encode_segment(f.name) + vhost_query(f.vhost));
   if (!got.ok()) return ctx.fail(got.error());
   const bool created = r->status == 201;
   if (ctx.json) return ctx.print_json({{"super_stream", *got}, {"created", created}});
@@ -285,6 +309,7 @@ Registrar reg_stream([](CLI::App& app, Context& ctx) {
   info->add_option("--config", i->config, "The node's JSON configuration file")->required();
   info->add_option("--data-dir", i->data_dir, "Data directory (overrides the file's data_dir)");
   info->add_option("NAME", i->name, "The stream")->required();
+  info->add_option("--vhost,-p", i->vhost, "The stream's virtual host (default /)");
   info->callback([i, &ctx] { run_info(*i, ctx); });
 
   auto f = std::make_shared<DeleteFlags>();
@@ -298,6 +323,7 @@ Registrar reg_stream([](CLI::App& app, Context& ctx) {
   add_login_flags(del, &f->login);
   del->add_option("--data-dir", f->data_dir, "Data directory (overrides the file's data_dir)");
   del->add_option("NAME", f->name, "The stream")->required();
+  del->add_option("--vhost,-p", f->vhost, "The stream's virtual host (default /)");
   del->callback([f, &ctx] { run_delete(*f, ctx); });
 });
 
@@ -310,6 +336,7 @@ Registrar reg_super_stream([](CLI::App& app, Context& ctx) {
   auto* create = cmd->add_subcommand(
       "create", "Create a super stream and its partitions, as rabbitmq-streams add_super_stream");
   create->add_option("NAME", c->name, "The super stream")->required();
+  create->add_option("--vhost,-p", c->vhost, "Its virtual host (default /)");
   auto* parts = create->add_option("--partitions", p->partitions,
                                    "Partitions NAME-0 .. NAME-(N-1), binding keys 0 .. N-1");
   create
@@ -331,10 +358,12 @@ Registrar reg_super_stream([](CLI::App& app, Context& ctx) {
   auto d = std::make_shared<DeleteFlags>();
   auto* del = cmd->add_subcommand("delete", "Delete a super stream and its partitions");
   del->add_option("NAME", d->name, "The super stream")->required();
+  del->add_option("--vhost,-p", d->vhost, "Its virtual host (default /)");
   add_login_flags(del, &d->login);
   del->callback([d, &ctx] {
-    auto r =
-        admin_call(d->login, "DELETE", "/api/super-streams/" + encode_segment(d->name), "", {204});
+    auto r = admin_call(d->login, "DELETE",
+                        "/api/super-streams/" + encode_segment(d->name) + vhost_query(d->vhost), "",
+                        {204});
     if (!r.ok()) {
       return ctx.fail(std::move(r).error().with_context("super-stream delete " + d->name));
     }

@@ -259,6 +259,25 @@ TEST_F(VhostsTest, VhostsChangeLiveAndTakeTheirStreamsWithThem) {
                 alice, CreateSuperStreamRequest{alice.corr(), "ss", {"p0"}, {"k0"}, {}}),
             ResponseCode::ok);
   fill("dev/eu", {"dev-0"});
+  // The CLI names a stream, super stream or offset of a vhost with --vhost.
+  r = cli({"stream", "create", "made", "--vhost", "team a", "--max-age", "7D"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(metadata_code(alice, "made"), ResponseCode::ok);
+  r = cli({"super-stream", "create", "cli-ss", "--partitions", "2", "--vhost", "team a"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find(R"(["cli-ss-0","cli-ss-1"])"), std::string::npos) << r.out;
+  EXPECT_EQ(metadata_code(alice, "cli-ss-1"), ResponseCode::ok);
+  r = cli({"offset", "set", "--stream", "orders", "--reference", "app", "--offset", "0", "--vhost",
+           "team a"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_TRUE(alice.send(QueryOffsetRequest{alice.corr(), "app", "orders"}).ok());
+  auto q = alice.expect<QueryOffsetResponse>();
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->code, ResponseCode::ok);
+  EXPECT_EQ(q->offset, 0u);
+  // The same names in "/" are other streams: none there.
+  StreamClient root = login("guest", "guest", "/");
+  EXPECT_EQ(metadata_code(root, "made"), ResponseCode::stream_does_not_exist);
 
   // RabbitMQ 3.10.8's export, imported whole: its vhost "dev/x" is added,
   // its streams land in its "prod".
