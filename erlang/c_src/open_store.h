@@ -24,6 +24,7 @@
 #include "open_options.h"
 #include "raftmeta/raft_meta.h"
 #include "sync_waiter.h"
+#include "vote_atoms.h"
 
 namespace strata::erl {
 
@@ -49,10 +50,12 @@ class OpenStore {
   void set_owner(const ErlNifPid& pid) { owner_ = pid; }
   raftmeta::RaftMeta& meta() { return *meta_; }
   const SyncWaiter& waiter() const { return *waiter_; }
+  VoteAtoms& vote_atoms() { return *vote_atoms_; }
 
-  // Sends {Ref, Result} to `to` once everything stored so far is durable;
-  // false if the store is closing (the caller answers `closed`).
-  bool reply_when_durable(const ErlNifPid& to, ERL_NIF_TERM ref);
+  // Sends {Ref, Result} to `to` once the change numbered `seq` (RaftMeta's
+  // store/erase with a seq) is durable; false if the store is closing (the
+  // caller answers `closed`).
+  bool reply_when_durable(const ErlNifPid& to, ERL_NIF_TERM ref, uint64_t seq);
   // Tests (fault_injection stores only): every later fsync fails.
   Status fail_syncs();
 
@@ -70,6 +73,7 @@ class OpenStore {
   std::unique_ptr<FaultFileSystem> fault_fs_;
   std::unique_ptr<raftmeta::RaftMeta> meta_;
   std::unique_ptr<SyncWaiter> waiter_;
+  std::unique_ptr<VoteAtoms> vote_atoms_;
   ErlNifPid owner_{};
   std::atomic<bool> closing_{false};
   std::atomic<bool> closed_{false};

@@ -348,11 +348,14 @@ to_nif(_Key, Value) ->
 name_binary(Name) when is_atom(Name) -> atom_to_binary(Name, utf8);
 name_binary(Name) -> Name.
 
+%% The NIF answers a vote with atoms (made once per vote, c_src/vote_atoms.h);
+%% with binaries only when their text makes no atom, which binary_to_atom/2
+%% then reports as it always did.
 from_nif(_Key, {error, closed}) ->
     undefined;
 from_nif(voted_for, Name) when is_binary(Name) ->
     binary_to_atom(Name, utf8);
-from_nif(voted_for, {Name, Node}) ->
+from_nif(voted_for, {Name, Node}) when is_binary(Name) ->
     {binary_to_atom(Name, utf8), binary_to_atom(Node, utf8)};
 from_nif(_Key, Value) ->
     Value.
