@@ -25,11 +25,10 @@
 #include "nif_atoms.h"
 #include "open_options.h"
 #include "open_store.h"
-#include "slotstore/schema.h"
 #include "store_closer.h"
 #include "store_registry.h"
 #include "term_codec.h"
-#include "vote_atoms.h"
+#include "vote_fetch.h"
 
 namespace strata::erl {
 namespace {
@@ -149,6 +148,7 @@ ERL_NIF_TERM open_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   }
   h->monitoring = true;
   h->store->set_owner(self);
+  fill_vote_atoms(env, h->store->meta(), h->store->vote_atoms());
   g_registry->add(h->store);
   const ERL_NIF_TERM handle = enif_make_resource(env, h);
   enif_release_resource(h);
@@ -216,43 +216,6 @@ ERL_NIF_TERM erase_sync_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return atoms.ok;
 }
 
-// The vote as binaries (Name or {Name, Node}) when its text makes no atom:
-// the module's binary_to_atom/2 then fails as it would have.
-ERL_NIF_TERM vote_as_binaries(ErlNifEnv* env, const raftmeta::RaftMeta& meta, BytesView id) {
-  std::optional<raftmeta::FieldValue> v = meta.fetch(id, raftmeta::Field::voted_for);
-  return v ? encode_value(env, *v) : atoms.undefined;
-}
-
-// voted_for as fetch returns it: undefined, a bare Name atom or
-// {Name, Node} atoms, from the store's VoteAtoms (made on the first fetch of
-// each vote).
-ERL_NIF_TERM fetch_vote(ErlNifEnv* env, OpenStore& store, BytesView id) {
-  const raftmeta::RaftMeta& meta = store.meta();
-  VoteAtoms& cache = store.vote_atoms();
-  std::optional<raftmeta::VoteRead> v = meta.fetch_vote(id, nullptr);
-  if (!v || v->form == raftmeta::VotedFor::Form::none) return atoms.undefined;
-  ERL_NIF_TERM name;
-  if (!cache.name(v->entry, v->version, &name)) {
-    // Read again with the name's bytes: the vote may have changed since,
-    // and the atom is made (and cached) from the one read now.
-    char buf[slotstore::kMaxBytesLen];
-    v = meta.fetch_vote(id, buf);
-    if (!v || v->form == raftmeta::VotedFor::Form::none) return atoms.undefined;
-    if (!make_utf8_atom(env, std::string_view(buf, v->name_len), &name)) {
-      return vote_as_binaries(env, meta, id);
-    }
-    cache.remember_name(v->entry, v->version, name);
-  }
-  if (v->form == raftmeta::VotedFor::Form::bare_name) return name;
-  ERL_NIF_TERM node;
-  if (!cache.node(v->node, &node)) {
-    if (!make_utf8_atom(env, meta.node_name(v->node), &node))
-      return vote_as_binaries(env, meta, id);
-    cache.remember_node(v->node, node);
-  }
-  return enif_make_tuple2(env, name, node);
-}
-
 // fetch(Handle, Id, Key) -> Value | undefined | {error, closed}. Normal
 // scheduler, lock-free: never waits for a write in flight.
 ERL_NIF_TERM fetch_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
@@ -263,7 +226,9 @@ ERL_NIF_TERM fetch_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
     return enif_make_badarg(env);
   }
   if (closed_for_callers(env, *h->store)) return closed_tuple(env);
-  if (f == raftmeta::Field::voted_for) return fetch_vote(env, *h->store, id);
+  if (f == raftmeta::Field::voted_for) {
+    return fetch_vote(env, h->store->meta(), h->store->vote_atoms(), id);
+  }
   std::optional<raftmeta::FieldValue> v = h->store->meta().fetch(id, f);
   return v ? encode_value(env, *v) : atoms.undefined;
 }
