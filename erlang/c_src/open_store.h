@@ -47,9 +47,13 @@ class OpenStore {
   bool wait_closed(std::chrono::milliseconds limit);
   // The process that opened it (set once, before the store is shared).
   const ErlNifPid& owner() const { return owner_; }
-  void set_owner(const ErlNifPid& pid) { owner_ = pid; }
+  // Also the process that sends the store_sync replies (sync_waiter.h).
+  void set_owner(const ErlNifPid& pid) {
+    owner_ = pid;
+    waiter_->set_sender(pid);
+  }
   raftmeta::RaftMeta& meta() { return *meta_; }
-  const SyncWaiter& waiter() const { return *waiter_; }
+  SyncWaiter& waiter() { return *waiter_; }
   VoteAtoms& vote_atoms() { return *vote_atoms_; }
 
   // Sends {Ref, Result} to `to` once the change numbered `seq` (RaftMeta's

@@ -296,6 +296,19 @@ ERL_NIF_TERM stats_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return m.map();
 }
 
+// send_replies(Handle) -> done | more. Normal scheduler: the owner, told
+// `strata_ra_replies`, sends decided store_sync replies from its process
+// (sync_waiter.h), at most kRepliesPerCall per call.
+ERL_NIF_TERM send_replies_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  constexpr size_t kRepliesPerCall = 256;
+  Handle* h = get_handle(env, argv[0]);
+  if (h == nullptr) return enif_make_badarg(env);
+  const bool more = h->store->waiter().send_ready(env, kRepliesPerCall);
+  // About 0.5 us a reply: 256 of them are a tenth of a time slice.
+  (void)enif_consume_timeslice(env, 10);
+  return more ? atoms.more : atoms.done;
+}
+
 // inject_sync_failure(Handle) -> ok | {error, Reason}. Tests only.
 ERL_NIF_TERM inject_sync_failure_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   Handle* h = get_handle(env, argv[0]);
@@ -337,6 +350,7 @@ ErlNifFunc nif_funcs[] = {
     {"fetch", 3, fetch_nif, 0},
     {"stats", 1, stats_nif, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"inject_sync_failure", 1, inject_sync_failure_nif, 0},
+    {"send_replies", 1, send_replies_nif, 0},
 };
 
 }  // namespace

@@ -22,6 +22,7 @@
          erase_sync/3,
          fetch/3,
          stats/1,
+         send_replies/1,
          inject_sync_failure/1]).
 
 -nifs([open/2,
@@ -32,6 +33,7 @@
        erase_sync/3,
        fetch/3,
        stats/1,
+       send_replies/1,
        inject_sync_failure/1]).
 
 -on_load(load/0).
@@ -86,6 +88,13 @@ fetch(_Handle, _Id, _Key) -> erlang:nif_error(not_loaded).
 
 -spec stats(handle()) -> map() | {error, closed}.
 stats(_Handle) -> erlang:nif_error(not_loaded).
+
+%% The owner (the process that opened the store), when it receives the
+%% atom `strata_ra_replies`, calls this until it returns `done`: it sends
+%% the store_sync replies whose outcome is known, from its own process
+%% (c_src/sync_waiter.h). Normal scheduler, bounded work per call.
+-spec send_replies(handle()) -> done | more.
+send_replies(_Handle) -> erlang:nif_error(not_loaded).
 
 %% Tests only (a store opened with fault_injection => true): every later
 %% fsync fails, as a failing disk's would.

@@ -33,6 +33,7 @@ all() ->
      calls_without_a_running_store,
      second_owner_of_a_directory_is_refused,
      many_processes_at_once,
+     store_sync_is_answered_while_the_owner_cannot_send,
      normal_scheduler_calls_return_in_microseconds,
      child_spec_as_ra_expects].
 
@@ -596,6 +597,35 @@ many_processes_at_once(Config) ->
           strata_ra_log_meta:fetch(N, Id, voted_for),
           strata_ra_log_meta:fetch(N, Id, last_applied)}
      || P <- lists:seq(1, Procs), Id <- [<<"p", (integer_to_binary(P))/binary>>]],
+    ok.
+
+%% The owner sends the store_sync replies (told `strata_ra_replies` by the
+%% NIF's thread); while it cannot (suspended here), the NIF's thread sends
+%% them itself after 20 ms: callers are answered, late, never lost. The
+%% replies the owner sent are counted as before.
+store_sync_is_answered_while_the_owner_cannot_send(Config) ->
+    N = ?config(name, Config),
+    Pid = start(cfg(Config)),
+    ok = strata_ra_log_meta:store_sync(N, <<"a">>, current_term, 1),
+    ok = sys:suspend(Pid),
+    Self = self(),
+    Callers = [spawn_link(fun() ->
+                                  Id = <<"s", (integer_to_binary(I))/binary>>,
+                                  T0 = erlang:monotonic_time(millisecond),
+                                  ok = strata_ra_log_meta:store_sync(N, Id, current_term, 2),
+                                  ok = strata_ra_log_meta:store_sync(N, Id, last_applied, 3),
+                                  Self ! {done, self(), erlang:monotonic_time(millisecond) - T0}
+                          end) || I <- lists:seq(1, 50)],
+    Times = [receive {done, C, Ms} -> Ms after 10000 -> ct:fail(timeout) end || C <- Callers],
+    ct:log("with the owner suspended: ~p ms (the fallback waits 20 ms a reply)", [Times]),
+    %% Two replies each, each sent after the fallback's 20 ms at least.
+    true = lists:min(Times) >= 40,
+    ok = sys:resume(Pid),
+    %% The owner sends again: a caller waits for an fsync, not the fallback.
+    {T, ok} = timer:tc(fun() -> strata_ra_log_meta:store_sync(N, <<"a">>, current_term, 3) end),
+    ct:log("with the owner running: ~p us", [T]),
+    #{sync_replies := Replies} = strata_ra_log_meta:stats(N),
+    true = Replies >= 102,
     ok.
 
 %% The calls that run on the caller's normal scheduler return in
