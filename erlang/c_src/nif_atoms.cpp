@@ -15,6 +15,9 @@ void make_atoms(ErlNifEnv* env) {
   atoms.voted_for = enif_make_atom(env, "voted_for");
   atoms.last_applied = enif_make_atom(env, "last_applied");
   atoms.migration_progress = enif_make_atom(env, "strata_ra_migration_progress");
+  atoms.strata_ra_replies = enif_make_atom(env, "strata_ra_replies");
+  atoms.done = enif_make_atom(env, "done");
+  atoms.more = enif_make_atom(env, "more");
 }
 
 }  // namespace strata::erl

@@ -19,6 +19,11 @@ struct Atoms {
   ERL_NIF_TERM last_applied;
   // The tag of migration progress messages (open_options.h).
   ERL_NIF_TERM migration_progress;
+  // What the owner is told when store_sync replies are ready to send
+  // (sync_waiter.h).
+  ERL_NIF_TERM strata_ra_replies;
+  ERL_NIF_TERM done;
+  ERL_NIF_TERM more;
 };
 
 extern Atoms atoms;

@@ -20,9 +20,11 @@ Result<std::shared_ptr<OpenStore>> OpenStore::open(OpenRequest req,
   std::shared_ptr<OpenStore> s(new OpenStore(req.dir, std::move(fault_fs)));
   s->meta_ = std::move(meta);
   raftmeta::RaftMeta* m = s->meta_.get();
+  const raftmeta::Stats st = m->stats();
+  s->vote_atoms_ = std::make_unique<VoteAtoms>(st.capacity, st.node_capacity);
   const std::string dir = s->dir_;
   s->waiter_ = std::make_unique<SyncWaiter>(
-      [m] { return m->sync(); },
+      [m](uint64_t want, raftmeta::DurableProgress* p) { return m->await_progress(want, p); },
       [dir](ErlNifEnv* env, const Error& e) { return encode_error(env, e, dir); });
   return s;
 }
@@ -32,9 +34,9 @@ OpenStore::~OpenStore() {
   if (!s.ok()) spdlog::warn("strata_ra_nif {}: close: {}", dir_, s.to_string());
 }
 
-bool OpenStore::reply_when_durable(const ErlNifPid& to, ERL_NIF_TERM ref) {
+bool OpenStore::reply_when_durable(const ErlNifPid& to, ERL_NIF_TERM ref, uint64_t seq) {
   if (closing()) return false;
-  return waiter_->enqueue(to, ref);
+  return waiter_->enqueue(to, ref, seq);
 }
 
 Status OpenStore::fail_syncs() {

@@ -24,6 +24,7 @@
 #include "open_options.h"
 #include "raftmeta/raft_meta.h"
 #include "sync_waiter.h"
+#include "vote_atoms.h"
 
 namespace strata::erl {
 
@@ -46,13 +47,19 @@ class OpenStore {
   bool wait_closed(std::chrono::milliseconds limit);
   // The process that opened it (set once, before the store is shared).
   const ErlNifPid& owner() const { return owner_; }
-  void set_owner(const ErlNifPid& pid) { owner_ = pid; }
+  // Also the process that sends the store_sync replies (sync_waiter.h).
+  void set_owner(const ErlNifPid& pid) {
+    owner_ = pid;
+    waiter_->set_sender(pid);
+  }
   raftmeta::RaftMeta& meta() { return *meta_; }
-  const SyncWaiter& waiter() const { return *waiter_; }
+  SyncWaiter& waiter() { return *waiter_; }
+  VoteAtoms& vote_atoms() { return *vote_atoms_; }
 
-  // Sends {Ref, Result} to `to` once everything stored so far is durable;
-  // false if the store is closing (the caller answers `closed`).
-  bool reply_when_durable(const ErlNifPid& to, ERL_NIF_TERM ref);
+  // Sends {Ref, Result} to `to` once the change numbered `seq` (RaftMeta's
+  // store/erase with a seq) is durable; false if the store is closing (the
+  // caller answers `closed`).
+  bool reply_when_durable(const ErlNifPid& to, ERL_NIF_TERM ref, uint64_t seq);
   // Tests (fault_injection stores only): every later fsync fails.
   Status fail_syncs();
 
@@ -70,6 +77,7 @@ class OpenStore {
   std::unique_ptr<FaultFileSystem> fault_fs_;
   std::unique_ptr<raftmeta::RaftMeta> meta_;
   std::unique_ptr<SyncWaiter> waiter_;
+  std::unique_ptr<VoteAtoms> vote_atoms_;
   ErlNifPid owner_{};
   std::atomic<bool> closing_{false};
   std::atomic<bool> closed_{false};

@@ -28,6 +28,7 @@
 #include "store_closer.h"
 #include "store_registry.h"
 #include "term_codec.h"
+#include "vote_fetch.h"
 
 namespace strata::erl {
 namespace {
@@ -147,6 +148,7 @@ ERL_NIF_TERM open_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   }
   h->monitoring = true;
   h->store->set_owner(self);
+  fill_vote_atoms(env, h->store->meta(), h->store->vote_atoms());
   g_registry->add(h->store);
   const ERL_NIF_TERM handle = enif_make_resource(env, h);
   enif_release_resource(h);
@@ -178,11 +180,12 @@ ERL_NIF_TERM store_sync_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
     return enif_make_badarg(env);
   }
   if (closed_for_callers(env, *a.store)) return closed_tuple(env);
-  const Status s = a.store->meta().store(a.id, a.field, a.value);
+  uint64_t seq = 0;
+  const Status s = a.store->meta().store(a.id, a.field, a.value, &seq);
   if (!s.ok()) return error_tuple(env, s.error(), a.store->dir());
   ErlNifPid self;
   enif_self(env, &self);
-  if (!a.store->reply_when_durable(self, argv[4])) return closed_tuple(env);
+  if (!a.store->reply_when_durable(self, argv[4], seq)) return closed_tuple(env);
   return atoms.ok;
 }
 
@@ -204,11 +207,12 @@ ERL_NIF_TERM erase_sync_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
     return enif_make_badarg(env);
   }
   if (closed_for_callers(env, *h->store)) return closed_tuple(env);
-  const Status s = h->store->meta().erase(id);
+  uint64_t seq = 0;
+  const Status s = h->store->meta().erase(id, &seq);
   if (!s.ok()) return error_tuple(env, s.error(), h->store->dir());
   ErlNifPid self;
   enif_self(env, &self);
-  if (!h->store->reply_when_durable(self, argv[2])) return closed_tuple(env);
+  if (!h->store->reply_when_durable(self, argv[2], seq)) return closed_tuple(env);
   return atoms.ok;
 }
 
@@ -222,6 +226,9 @@ ERL_NIF_TERM fetch_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
     return enif_make_badarg(env);
   }
   if (closed_for_callers(env, *h->store)) return closed_tuple(env);
+  if (f == raftmeta::Field::voted_for) {
+    return fetch_vote(env, h->store->meta(), h->store->vote_atoms(), id);
+  }
   std::optional<raftmeta::FieldValue> v = h->store->meta().fetch(id, f);
   return v ? encode_value(env, *v) : atoms.undefined;
 }
@@ -289,6 +296,19 @@ ERL_NIF_TERM stats_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return m.map();
 }
 
+// send_replies(Handle) -> done | more. Normal scheduler: the owner, told
+// `strata_ra_replies`, sends decided store_sync replies from its process
+// (sync_waiter.h), at most kRepliesPerCall per call.
+ERL_NIF_TERM send_replies_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  constexpr size_t kRepliesPerCall = 256;
+  Handle* h = get_handle(env, argv[0]);
+  if (h == nullptr) return enif_make_badarg(env);
+  const bool more = h->store->waiter().send_ready(env, kRepliesPerCall);
+  // About 0.5 us a reply: 256 of them are a tenth of a time slice.
+  (void)enif_consume_timeslice(env, 10);
+  return more ? atoms.more : atoms.done;
+}
+
 // inject_sync_failure(Handle) -> ok | {error, Reason}. Tests only.
 ERL_NIF_TERM inject_sync_failure_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   Handle* h = get_handle(env, argv[0]);
@@ -330,6 +350,7 @@ ErlNifFunc nif_funcs[] = {
     {"fetch", 3, fetch_nif, 0},
     {"stats", 1, stats_nif, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"inject_sync_failure", 1, inject_sync_failure_nif, 0},
+    {"send_replies", 1, send_replies_nif, 0},
 };
 
 }  // namespace

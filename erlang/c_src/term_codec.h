@@ -2,8 +2,9 @@
 // raftmeta's types.
 //
 // The Erlang side (strata_ra_log_meta.erl) turns atoms into UTF-8 binaries
-// before calling the NIF and back after (OTP 25's NIF API reads and makes
-// Latin-1 atoms only), so the NIF sees:
+// before calling the NIF (OTP 25's NIF API reads and makes Latin-1 atoms
+// only; fetch answers a vote with atoms made through the external term
+// format instead, vote_atoms.h), so the NIF sees:
 //   server id     binary (Ra's ra_uid())
 //   key           current_term | voted_for | last_applied
 //   term/applied  non-negative integer < 2^64

@@ -213,6 +213,9 @@ stats(Name) ->
 
 init(#{name := System, data_dir := Dir0, names := #{log_meta := Name}} = Cfg) ->
     process_flag(trap_exit, true),
+    %% The store_sync replies are sent from this process (send_replies/1):
+    %% it must not wait behind the thousands of callers it answers.
+    process_flag(priority, high),
     Dir = dir_binary(Dir0),
     Options0 = maps:get(?OPTIONS, Cfg, #{}),
     HealthMs = maps:get(health_check_interval_ms, Options0, ?HEALTH_CHECK_MS),
@@ -247,6 +250,9 @@ handle_cast({fatal, H, Reason}, #state{handle = H, dir = Dir} = State) ->
 handle_cast(_Msg, State) ->
     {noreply, State}.
 
+handle_info(strata_ra_replies, #state{handle = H} = State) ->
+    send_replies(H),
+    {noreply, State};
 handle_info(health_check, #state{handle = H, dir = Dir, health_check_ms = Ms} = State) ->
     case strata_ra_nif:stats(H) of
         #{fail_stopped := true, fail_stop_reason := Why} ->
@@ -276,6 +282,16 @@ terminate(Reason, #state{name = Name, dir = Dir, handle = H}) ->
     ok.
 
 %% ---- internal ----
+
+%% The store_sync replies the NIF has decided, sent from this process (a
+%% message sent by a process is built on the receiver's heap; one sent by
+%% the NIF's thread is a heap fragment to collect). If this process cannot
+%% (suspended, busy), the NIF's thread sends them after 20 ms.
+send_replies(H) ->
+    case strata_ra_nif:send_replies(H) of
+        more -> send_replies(H);
+        done -> ok
+    end.
 
 handle(Name) ->
     try
@@ -348,11 +364,14 @@ to_nif(_Key, Value) ->
 name_binary(Name) when is_atom(Name) -> atom_to_binary(Name, utf8);
 name_binary(Name) -> Name.
 
+%% The NIF answers a vote with atoms (made once per vote, c_src/vote_atoms.h);
+%% with binaries only when their text makes no atom, which binary_to_atom/2
+%% then reports as it always did.
 from_nif(_Key, {error, closed}) ->
     undefined;
 from_nif(voted_for, Name) when is_binary(Name) ->
     binary_to_atom(Name, utf8);
-from_nif(voted_for, {Name, Node}) ->
+from_nif(voted_for, {Name, Node}) when is_binary(Name) ->
     {binary_to_atom(Name, utf8), binary_to_atom(Node, utf8)};
 from_nif(_Key, Value) ->
     Value.

@@ -1,9 +1,10 @@
 %% strata_ra_nif: the calls of strata's NIF library (erlang/c_src/) on a
 %% raftmeta store. strata_ra_log_meta is the module to use; these are its
 %% building blocks (and a benchmark's). Terms are described in
-%% c_src/term_codec.h: ids are binaries, voted_for is `undefined`, a name
-%% binary or {NameBinary, NodeBinary}; errors are `closed` or
-%% {Code, DataDir, Message}.
+%% c_src/term_codec.h: ids are binaries; voted_for is stored as `undefined`,
+%% a name binary or {NameBinary, NodeBinary}, and fetched as `undefined`, a
+%% name atom or {NameAtom, NodeAtom} (as binaries only if the text makes no
+%% atom); errors are `closed` or {Code, DataDir, Message}.
 %%
 %% Which scheduler runs what (c_src/strata_ra_nif.cpp): open/2, close/1,
 %% erase/2, erase_sync/3 and stats/1 run on dirty I/O schedulers; store/4,
@@ -21,6 +22,7 @@
          erase_sync/3,
          fetch/3,
          stats/1,
+         send_replies/1,
          inject_sync_failure/1]).
 
 -nifs([open/2,
@@ -31,6 +33,7 @@
        erase_sync/3,
        fetch/3,
        stats/1,
+       send_replies/1,
        inject_sync_failure/1]).
 
 -on_load(load/0).
@@ -38,6 +41,8 @@
 -type handle() :: reference().
 -type key() :: current_term | voted_for | last_applied.
 -type value() :: non_neg_integer() | undefined | binary() | {binary(), binary()}.
+-type fetched() :: non_neg_integer() | undefined | atom() | {atom(), atom()} |
+                   binary() | {binary(), binary()}.
 -type reason() :: closed | {atom(), binary(), binary()}.
 -export_type([handle/0, reason/0]).
 
@@ -76,12 +81,20 @@ erase(_Handle, _Id) -> erlang:nif_error(not_loaded).
 -spec erase_sync(handle(), binary(), reference()) -> ok | {error, reason()}.
 erase_sync(_Handle, _Id, _Ref) -> erlang:nif_error(not_loaded).
 
-%% {error, closed} once the store is closing or its owner is dead.
--spec fetch(handle(), binary(), key()) -> value() | {error, closed}.
+%% {error, closed} once the store is closing or its owner is dead. A vote
+%% comes back as atoms, made once per stored vote (c_src/vote_atoms.h).
+-spec fetch(handle(), binary(), key()) -> fetched() | {error, closed}.
 fetch(_Handle, _Id, _Key) -> erlang:nif_error(not_loaded).
 
 -spec stats(handle()) -> map() | {error, closed}.
 stats(_Handle) -> erlang:nif_error(not_loaded).
+
+%% The owner (the process that opened the store), when it receives the
+%% atom `strata_ra_replies`, calls this until it returns `done`: it sends
+%% the store_sync replies whose outcome is known, from its own process
+%% (c_src/sync_waiter.h). Normal scheduler, bounded work per call.
+-spec send_replies(handle()) -> done | more.
+send_replies(_Handle) -> erlang:nif_error(not_loaded).
 
 %% Tests only (a store opened with fault_injection => true): every later
 %% fsync fails, as a failing disk's would.

@@ -15,6 +15,8 @@ all() ->
     [roundtrip,
      term_change_clears_voted_for,
      voted_for_round_trips_as_ra_writes_it,
+     fetched_vote_follows_every_change,
+     fetched_vote_is_current_under_concurrency,
      delete_persists_across_a_restart,
      stop_persists_pending_casts,
      compaction_cycles_under_a_small_wal,
@@ -31,6 +33,7 @@ all() ->
      calls_without_a_running_store,
      second_owner_of_a_directory_is_refused,
      many_processes_at_once,
+     store_sync_is_answered_while_the_owner_cannot_send,
      normal_scheduler_calls_return_in_microseconds,
      child_spec_as_ra_expects].
 
@@ -144,6 +147,100 @@ voted_for_round_trips_as_ra_writes_it(Config) ->
     %% The "none" server exists with no field set: Ra's row of undefineds.
     undefined = strata_ra_log_meta:fetch(N, <<"none">>, current_term),
     0 = strata_ra_log_meta:fetch(N, <<"none">>, last_applied, 0),
+    ok.
+
+%% fetch answers a vote with atoms the NIF keeps per server entry and per
+%% node (c_src/vote_atoms.h): after every kind of change — another name,
+%% another node, another form, a vote seen before, the #111 clear by a term
+%% change, a delete (and another server taking the freed entry), a restart
+%% — it answers the vote stored now, never a cached earlier one.
+fetched_vote_follows_every_change(Config) ->
+    N = ?config(name, Config),
+    start(cfg(Config)),
+    Id = <<"v">>,
+    Fetch = fun(I) -> strata_ra_log_meta:fetch(N, I, voted_for) end,
+    Store = fun(I, V) -> ok = strata_ra_log_meta:store(N, I, voted_for, V) end,
+    Unicode = binary_to_atom(<<"サーバー"/utf8>>, utf8),
+    UNode = binary_to_atom(<<"rabbit@ホスト"/utf8>>, utf8),
+    undefined = Fetch(Id),
+    ok = strata_ra_log_meta:store_sync(N, Id, current_term, 1),
+    undefined = Fetch(Id),
+    %% Each vote fetched twice: made, then from the cache.
+    Seq = [{a, 'n1@h'}, {b, 'n1@h'}, {b, 'n2@h'}, b, a, {a, 'n1@h'}, {Unicode, UNode},
+           Unicode, {Unicode, 'n1@h'}, undefined, {a, 'n1@h'}],
+    [begin Store(Id, V), V = Fetch(Id), V = Fetch(Id) end || V <- Seq],
+    %% The same term keeps the vote; another term clears it (rabbitmq/ra#111),
+    %% as a cast and as a sync.
+    ok = strata_ra_log_meta:store(N, Id, current_term, 1),
+    {a, 'n1@h'} = Fetch(Id),
+    ok = strata_ra_log_meta:store(N, Id, current_term, 2),
+    undefined = Fetch(Id),
+    Store(Id, {a, 'n1@h'}),
+    {a, 'n1@h'} = Fetch(Id),
+    ok = strata_ra_log_meta:store_sync(N, Id, current_term, 3),
+    undefined = Fetch(Id),
+    %% A delete; then another server takes the freed entry, and the first
+    %% comes back as a new server.
+    Store(Id, {c, 'n1@h'}),
+    {c, 'n1@h'} = Fetch(Id),
+    ok = strata_ra_log_meta:delete_sync(N, Id),
+    undefined = Fetch(Id),
+    Other = <<"other">>,
+    undefined = Fetch(Other),
+    Store(Other, {c, 'n3@h'}),
+    {c, 'n3@h'} = Fetch(Other),
+    ok = strata_ra_log_meta:store(N, Id, current_term, 1),
+    undefined = Fetch(Id),
+    Store(Id, {d, 'n1@h'}),
+    {d, 'n1@h'} = Fetch(Id),
+    ok = strata_ra_log_meta:delete(N, Id),
+    undefined = Fetch(Id),
+    Store(Id, d),
+    d = Fetch(Id),
+    %% A restart (a new store, a new cache) reads what is on disk.
+    restart(Config, #{}),
+    d = Fetch(Id),
+    {c, 'n3@h'} = Fetch(Other),
+    Store(Id, {e, 'n2@h'}),
+    {e, 'n2@h'} = Fetch(Id),
+    %% The NIF alone answers with the atoms too.
+    {e, 'n2@h'} = strata_ra_nif:fetch(strata_ra_test_lib:handle(N), Id, voted_for),
+    ok.
+
+%% fetch runs on every scheduler while stores change the votes it reads (and
+%% fill the same cache slots): each process reads back the vote it has just
+%% stored, every time, and reads of other processes' servers only ever see a
+%% vote one of them stored.
+fetched_vote_is_current_under_concurrency(Config) ->
+    N = ?config(name, Config),
+    start(cfg(Config)),
+    Procs = 8,
+    Rounds = 3000,
+    Ids = [<<"c", (integer_to_binary(P))/binary>> || P <- lists:seq(1, Procs)],
+    Votes = list_to_tuple([{list_to_atom("name" ++ integer_to_list(K)),
+                            list_to_atom("n" ++ integer_to_list(K rem 3) ++ "@h")}
+                           || K <- lists:seq(1, 7)] ++ [bare1, bare2, undefined]),
+    Valid = tuple_to_list(Votes),
+    Self = self(),
+    Pids = [spawn_link(
+              fun() ->
+                      lists:foreach(
+                        fun(R) ->
+                                V = element(1 + (R * P) rem tuple_size(Votes), Votes),
+                                ok = strata_ra_log_meta:store(N, Id, voted_for, V),
+                                V = strata_ra_log_meta:fetch(N, Id, voted_for),
+                                Peer = lists:nth(1 + R rem Procs, Ids),
+                                true = lists:member(strata_ra_log_meta:fetch(N, Peer, voted_for),
+                                                    Valid),
+                                case R rem 500 of
+                                    0 -> ok = strata_ra_log_meta:store(N, Id, current_term, R),
+                                         undefined = strata_ra_log_meta:fetch(N, Id, voted_for);
+                                    _ -> ok
+                                end
+                        end, lists:seq(1, Rounds)),
+                      Self ! {done, self()}
+              end) || {P, Id} <- lists:zip(lists:seq(1, Procs), Ids)],
+    [receive {done, Pid} -> ok after 120000 -> ct:fail(timeout) end || Pid <- Pids],
     ok.
 
 %% delete/2 (cast) and delete_sync/2 both persist: neither server comes back
@@ -500,6 +597,35 @@ many_processes_at_once(Config) ->
           strata_ra_log_meta:fetch(N, Id, voted_for),
           strata_ra_log_meta:fetch(N, Id, last_applied)}
      || P <- lists:seq(1, Procs), Id <- [<<"p", (integer_to_binary(P))/binary>>]],
+    ok.
+
+%% The owner sends the store_sync replies (told `strata_ra_replies` by the
+%% NIF's thread); while it cannot (suspended here), the NIF's thread sends
+%% them itself after 20 ms: callers are answered, late, never lost. The
+%% replies the owner sent are counted as before.
+store_sync_is_answered_while_the_owner_cannot_send(Config) ->
+    N = ?config(name, Config),
+    Pid = start(cfg(Config)),
+    ok = strata_ra_log_meta:store_sync(N, <<"a">>, current_term, 1),
+    ok = sys:suspend(Pid),
+    Self = self(),
+    Callers = [spawn_link(fun() ->
+                                  Id = <<"s", (integer_to_binary(I))/binary>>,
+                                  T0 = erlang:monotonic_time(millisecond),
+                                  ok = strata_ra_log_meta:store_sync(N, Id, current_term, 2),
+                                  ok = strata_ra_log_meta:store_sync(N, Id, last_applied, 3),
+                                  Self ! {done, self(), erlang:monotonic_time(millisecond) - T0}
+                          end) || I <- lists:seq(1, 50)],
+    Times = [receive {done, C, Ms} -> Ms after 10000 -> ct:fail(timeout) end || C <- Callers],
+    ct:log("with the owner suspended: ~p ms (the fallback waits 20 ms a reply)", [Times]),
+    %% Two replies each, each sent after the fallback's 20 ms at least.
+    true = lists:min(Times) >= 40,
+    ok = sys:resume(Pid),
+    %% The owner sends again: a caller waits for an fsync, not the fallback.
+    {T, ok} = timer:tc(fun() -> strata_ra_log_meta:store_sync(N, <<"a">>, current_term, 3) end),
+    ct:log("with the owner running: ~p us", [T]),
+    #{sync_replies := Replies} = strata_ra_log_meta:stats(N),
+    true = Replies >= 102,
     ok.
 
 %% The calls that run on the caller's normal scheduler return in

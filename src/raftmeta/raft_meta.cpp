@@ -162,15 +162,19 @@ void RaftMeta::Impl::mark_dirty(uint32_t e, FieldMask mask) {
   dirty_mask_[e] |= mask;
 }
 
-Status RaftMeta::Impl::wait_durable(std::unique_lock<std::mutex>& l, uint64_t seq) {
-  if (durable_seq_ >= seq) return Status::OK();
-  if (fatal_) return *fatal_;
-  const uint64_t failures_before = failures_;
+void RaftMeta::Impl::request_sync_locked(uint64_t seq) {
   want_sync_seq_ = std::max(want_sync_seq_, seq);
   ++sync_arrivals_;
   if (writer_idle_ && (!holding_ || sync_arrivals_ >= group_commit_.expected())) {
     work_cv_.notify_one();
   }
+}
+
+Status RaftMeta::Impl::wait_durable(std::unique_lock<std::mutex>& l, uint64_t seq) {
+  if (durable_seq_ >= seq) return Status::OK();
+  if (fatal_) return *fatal_;
+  const uint64_t failures_before = failures_;
+  request_sync_locked(seq);
   done_cv_.wait(l, [&] {
     return durable_seq_ >= seq || fatal_ || (failures_ != failures_before && failed_seq_ >= seq);
   });
@@ -179,7 +183,8 @@ Status RaftMeta::Impl::wait_durable(std::unique_lock<std::mutex>& l, uint64_t se
   return failure_;
 }
 
-Status RaftMeta::Impl::change(BytesView id, Field f, const FieldValue& v, bool sync) {
+Status RaftMeta::Impl::change(BytesView id, Field f, const FieldValue& v, bool sync,
+                              uint64_t* seq) {
   STRATA_TRY(check_id(bounds_, id));
   STRATA_TRY(check_value(bounds_, id, f, v));
   std::unique_lock<std::mutex> l(mu_);
@@ -195,6 +200,7 @@ Status RaftMeta::Impl::change(BytesView id, Field f, const FieldValue& v, bool s
       ++changes_;
       wake_writer();
     }
+    if (seq) *seq = seq_;
     if (!sync) return Status::OK();
     return wait_durable(l, seq_);
   }
@@ -234,11 +240,12 @@ Status RaftMeta::Impl::change(BytesView id, Field f, const FieldValue& v, bool s
     ++changes_;
     wake_writer();
   }
+  if (seq) *seq = seq_;
   if (!sync) return Status::OK();
   return wait_durable(l, seq_);
 }
 
-Status RaftMeta::Impl::remove(BytesView id, bool sync) {
+Status RaftMeta::Impl::remove(BytesView id, bool sync, uint64_t* seq) {
   STRATA_TRY(check_id(bounds_, id));
   std::unique_lock<std::mutex> l(mu_);
   STRATA_TRY(usable_locked());
@@ -260,6 +267,7 @@ Status RaftMeta::Impl::remove(BytesView id, bool sync) {
     ++changes_;
     wake_writer();
   }
+  if (seq) *seq = seq_;
   if (!sync) return Status::OK();
   return wait_durable(l, seq_);
 }
@@ -268,6 +276,27 @@ Status RaftMeta::Impl::sync() {
   std::unique_lock<std::mutex> l(mu_);
   STRATA_TRY(usable_locked());
   return wait_durable(l, seq_);
+}
+
+Status RaftMeta::Impl::await_progress(uint64_t want, DurableProgress* p) {
+  std::unique_lock<std::mutex> l(mu_);
+  const auto moved = [&] { return durable_seq_ > p->durable_seq || failures_ != p->failures; };
+  if (want > p->durable_seq && !moved() && !fatal_ && !stopping_) {
+    request_sync_locked(want);
+    done_cv_.wait(l, [&] { return moved() || fatal_ || stopping_; });
+  }
+  const bool progressed = moved();
+  p->durable_seq = std::max(p->durable_seq, durable_seq_);
+  if (failures_ != p->failures) {
+    p->failures = failures_;
+    p->failed_seq = failed_seq_;
+    p->failure = failure_;
+  }
+  if (fatal_) return *fatal_;
+  // Closing meanwhile (the binding stops its waiter before closing): what
+  // the writer made durable is reported above, the rest is `closed`.
+  if (!progressed && stopping_) return usable_locked();
+  return Status::OK();
 }
 
 std::optional<FieldValue> RaftMeta::Impl::fetch(BytesView id, Field f) const {
@@ -356,6 +385,15 @@ Status RaftMeta::erase_sync(BytesView id) {
 Status RaftMeta::sync() {
   return impl_->sync();
 }
+Status RaftMeta::store(BytesView id, Field f, const FieldValue& v, uint64_t* seq) {
+  return impl_->store(id, f, v, seq);
+}
+Status RaftMeta::erase(BytesView id, uint64_t* seq) {
+  return impl_->erase(id, seq);
+}
+Status RaftMeta::await_progress(uint64_t want, DurableProgress* p) {
+  return impl_->await_progress(want, p);
+}
 std::optional<FieldValue> RaftMeta::fetch(BytesView id, Field f) const {
   return impl_->fetch(id, f);
 }
@@ -365,6 +403,12 @@ FieldValue RaftMeta::fetch(BytesView id, Field f, const FieldValue& default_valu
 }
 std::optional<ServerMeta> RaftMeta::fetch_all(BytesView id) const {
   return impl_->fetch_all(id);
+}
+std::optional<VoteRead> RaftMeta::fetch_vote(BytesView id, char* name_buf) const {
+  return impl_->fetch_vote(id, name_buf);
+}
+std::string_view RaftMeta::node_name(uint32_t node) const {
+  return impl_->node_name(node);
 }
 std::vector<std::pair<Bytes, ServerMeta>> RaftMeta::list() const {
   return impl_->list();

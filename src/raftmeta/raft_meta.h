@@ -83,6 +83,15 @@ struct Options {
   std::function<Status(slotstore::CompactionPoint)> compaction_hook;
 };
 
+// How far durability has got, for a caller that waits for many changes at
+// once (RaftMeta::await_progress).
+struct DurableProgress {
+  uint64_t durable_seq = 0;  // every change <= this is fsynced
+  uint64_t failures = 0;     // batches that failed (transiently) so far
+  uint64_t failed_seq = 0;   // the last of them covered changes <= this ...
+  Error failure;             // ... and failed with this
+};
+
 struct Stats {
   uint32_t servers = 0;
   uint32_t capacity = 0;
@@ -131,10 +140,33 @@ class RaftMeta {
   // Waits until everything stored so far is fsynced.
   Status sync();
 
+  // For a caller that answers many store_sync callers itself, without a
+  // thread per caller (the Erlang binding's reply thread): store() and
+  // erase() that also give the change's sequence number in *seq (the
+  // latest change's if this one changed nothing). The change is durable
+  // once DurableProgress::durable_seq >= *seq.
+  Status store(BytesView id, Field f, const FieldValue& v, uint64_t* seq);
+  Status erase(BytesView id, uint64_t* seq);
+  // Asks for every change <= `want` to be fsynced (as sync() does), then
+  // waits until *p is out of date — durable_seq has moved beyond
+  // p->durable_seq, or a batch failed since p->failures — and updates *p.
+  // A batch that failed transiently fails the changes in (durable_seq,
+  // failed_seq] (they are retried, as for a blocked store_sync). Returns
+  // the store's fatal error (fail_stopped) or `closed` instead, after
+  // which no change beyond p->durable_seq becomes durable. Blocks: not on
+  // a thread that must not wait for the disk.
+  Status await_progress(uint64_t want, DurableProgress* p);
+
   // The value of a field, or nullopt if the server or the field is absent.
   std::optional<FieldValue> fetch(BytesView id, Field f) const;
   // ... or `default_value` (Ra: fetch/4).
   FieldValue fetch(BytesView id, Field f, const FieldValue& default_value) const;
+  // The vote of `id` without building strings, lock-free as fetch: the
+  // name's bytes go to `name_buf` (room for max_name_bytes) unless it is
+  // null. nullopt if there is no such server.
+  std::optional<VoteRead> fetch_vote(BytesView id, char* name_buf) const;
+  // The node of a VoteRead; valid while the store is open.
+  std::string_view node_name(uint32_t node) const;
   // Every field of a server, consistent with each other.
   std::optional<ServerMeta> fetch_all(BytesView id) const;
   // Every server (each consistent; servers changed meanwhile may or may

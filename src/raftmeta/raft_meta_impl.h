@@ -18,13 +18,22 @@ class RaftMeta::Impl {
   Impl(FileSystem& fs, std::string dir, const Options& options);
 
   // The calls of raft_meta.h, same contracts.
-  Status store(BytesView id, Field f, const FieldValue& v) { return change(id, f, v, false); }
-  Status store_sync(BytesView id, Field f, const FieldValue& v) { return change(id, f, v, true); }
-  Status erase(BytesView id) { return remove(id, false); }
-  Status erase_sync(BytesView id) { return remove(id, true); }
+  Status store(BytesView id, Field f, const FieldValue& v, uint64_t* seq = nullptr) {
+    return change(id, f, v, false, seq);
+  }
+  Status store_sync(BytesView id, Field f, const FieldValue& v) {
+    return change(id, f, v, true, nullptr);
+  }
+  Status erase(BytesView id, uint64_t* seq = nullptr) { return remove(id, false, seq); }
+  Status erase_sync(BytesView id) { return remove(id, true, nullptr); }
   Status sync();
+  Status await_progress(uint64_t want, DurableProgress* p);
   std::optional<FieldValue> fetch(BytesView id, Field f) const;
   std::optional<ServerMeta> fetch_all(BytesView id) const;
+  std::optional<VoteRead> fetch_vote(BytesView id, char* name_buf) const {
+    return table_->read_vote(id, name_buf);
+  }
+  std::string_view node_name(uint32_t node) const { return table_->node_name(node); }
   std::vector<std::pair<Bytes, ServerMeta>> list() const;
   Status close();
   Stats stats() const;
@@ -65,8 +74,11 @@ class RaftMeta::Impl {
   // created even if no field is set.
   static constexpr uint8_t kCreate = 0x80;
 
-  Status change(BytesView id, Field f, const FieldValue& v, bool sync);
-  Status remove(BytesView id, bool sync);
+  // `seq` (if set) gets the change's sequence number (see raft_meta.h).
+  Status change(BytesView id, Field f, const FieldValue& v, bool sync, uint64_t* seq);
+  Status remove(BytesView id, bool sync, uint64_t* seq);
+  // Asks the writer to fsync every change <= seq (under mu_).
+  void request_sync_locked(uint64_t seq);
   Status usable_locked() const;
   Status wait_durable(std::unique_lock<std::mutex>& l, uint64_t seq);
   void mark_dirty(uint32_t e, FieldMask mask);

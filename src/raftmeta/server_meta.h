@@ -37,6 +37,17 @@ struct VotedFor {
   bool operator==(const VotedFor&) const = default;
 };
 
+// A server's vote as a lock-free reader sees it without building strings
+// (RaftMeta::fetch_vote): for a reader that caches what it makes of a vote,
+// such as the Erlang binding's atoms.
+struct VoteRead {
+  VotedFor::Form form = VotedFor::Form::none;
+  uint32_t node = 0;     // server_id: the node's id (RaftMeta::node_name)
+  size_t name_len = 0;   // the name's length; its bytes are copied only if asked for
+  uint64_t version = 0;  // changes whenever the server's vote does; never reused
+  uint32_t entry = 0;    // the server's place in the table (< capacity; reused after an erase)
+};
+
 enum class Field : uint8_t { current_term, voted_for, last_applied };
 // "current_term", "voted_for", "last_applied".
 std::string_view field_name(Field f);

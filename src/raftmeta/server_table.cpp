@@ -108,12 +108,11 @@ bool ServerTable::read_entry(uint32_t e, BytesView id, const uint64_t* id_words,
   }
 }
 
-std::optional<ServerMeta> ServerTable::read(BytesView id, bool with_vote) const {
-  if (id.empty() || id.size() > bounds_.max_id_bytes) return std::nullopt;
+template <class TryEntry>
+bool ServerTable::lookup(BytesView id, const TryEntry& try_entry) const {
   uint64_t id_words[kMaxIdWords];
   pack(id, id_words, words_for(id.size()));
   const uint64_t h = hash(id);
-  ServerMeta m;
   for (int spins = 0;; backoff(&spins)) {
     const uint64_t v1 = index_seq_.load(std::memory_order_acquire);
     if (v1 & 1) continue;
@@ -121,16 +120,74 @@ std::optional<ServerMeta> ServerTable::read(BytesView id, bool with_vote) const 
     for (uint64_t i = 0; i <= bucket_mask_; ++i) {
       const uint32_t b = buckets_[(h + i) & bucket_mask_].load(std::memory_order_acquire);
       if (b == 0) break;
-      if (b - 1 < capacity_ && read_entry(b - 1, id, id_words, with_vote, &m)) {
+      if (b - 1 < capacity_ && try_entry(b - 1, id_words)) {
         found = true;
         break;
       }
     }
     std::atomic_thread_fence(std::memory_order_acquire);
     if (index_seq_.load(std::memory_order_relaxed) != v1) continue;
-    if (!found) return std::nullopt;
-    return m;
+    return found;
   }
+}
+
+std::optional<ServerMeta> ServerTable::read(BytesView id, bool with_vote) const {
+  if (id.empty() || id.size() > bounds_.max_id_bytes) return std::nullopt;
+  ServerMeta m;
+  const bool found = lookup(id, [&](uint32_t e, const uint64_t* id_words) {
+    return read_entry(e, id, id_words, with_vote, &m);
+  });
+  if (!found) return std::nullopt;
+  return m;
+}
+
+bool ServerTable::read_vote_entry(uint32_t e, BytesView id, const uint64_t* id_words,
+                                  char* name_buf, VoteRead* out) const {
+  const std::atomic<uint64_t>* w = entry(e);
+  uint64_t name_words[kMaxBytesWords];
+  for (int spins = 0;; backoff(&spins)) {
+    const uint64_t s1 = w[kSeqWord].load(std::memory_order_acquire);
+    if (s1 & 1) continue;
+    const uint64_t meta = w[kMetaWord].load(std::memory_order_relaxed);
+    bool match = (meta & kLive) && ((meta >> kIdLenShift) & 0xFF) == id.size();
+    for (size_t i = 0; match && i < words_for(id.size()); ++i) {
+      match = w[kIdWord + i].load(std::memory_order_relaxed) == id_words[i];
+    }
+    const uint64_t version = w[kVoteVersionWord].load(std::memory_order_relaxed);
+    const size_t name_len = std::min<size_t>((meta >> kNameLenShift) & 0xFFFF, name_words_ * 8);
+    if (match && name_buf != nullptr) {
+      for (size_t i = 0; i < words_for(name_len); ++i) {
+        name_words[i] = w[kIdWord + id_words_ + i].load(std::memory_order_relaxed);
+      }
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (w[kSeqWord].load(std::memory_order_relaxed) != s1) continue;
+    if (!match) return false;
+    out->form = VotedFor::Form((meta >> kFormShift) & 3);
+    out->node = uint32_t(meta >> kNodeShift);
+    out->name_len = out->form == VotedFor::Form::none ? 0 : name_len;
+    out->version = version;
+    out->entry = e;
+    if (name_buf != nullptr) std::memcpy(name_buf, name_words, out->name_len);
+    return true;
+  }
+}
+
+std::optional<VoteRead> ServerTable::read_vote(BytesView id, char* name_buf) const {
+  if (id.empty() || id.size() > bounds_.max_id_bytes) return std::nullopt;
+  VoteRead v;
+  const bool found = lookup(id, [&](uint32_t e, const uint64_t* id_words) {
+    return read_vote_entry(e, id, id_words, name_buf, &v);
+  });
+  if (!found) return std::nullopt;
+  return v;
+}
+
+std::string_view ServerTable::node_name(uint32_t node) const {
+  const std::string* s =
+      node < node_capacity_ ? nodes_[node].load(std::memory_order_acquire) : nullptr;
+  STRATA_ASSERT(s != nullptr, "raftmeta table: vote refers to an unknown node id");
+  return *s;
 }
 
 void ServerTable::for_each(const std::function<void(BytesView, const ServerMeta&)>& fn) const {
@@ -203,6 +260,9 @@ std::optional<uint32_t> ServerTable::insert(BytesView id) {
   w[kMetaWord].store(kLive | (uint64_t(id.size()) << kIdLenShift), std::memory_order_relaxed);
   w[kTermWord].store(0, std::memory_order_relaxed);
   w[kAppliedWord].store(0, std::memory_order_relaxed);
+  // A new server's (absent) vote is a new vote: what a reader cached for
+  // this entry's previous server must not match it.
+  w[kVoteVersionWord].store(++vote_version_, std::memory_order_relaxed);
   for (size_t i = 0; i < id_words_; ++i)
     w[kIdWord + i].store(id_words[i], std::memory_order_relaxed);
   end_write(e);
@@ -285,6 +345,7 @@ void ServerTable::set(uint32_t e, const ServerMeta& m) {
     for (size_t i = 0; i < words_for(v.name.size()); ++i) {
       w[kIdWord + id_words_ + i].store(name_words[i], std::memory_order_relaxed);
     }
+    w[kVoteVersionWord].store(++vote_version_, std::memory_order_relaxed);
   }
   end_write(e);
   sh.meta = m;

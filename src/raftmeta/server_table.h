@@ -49,6 +49,13 @@ class ServerTable {
   // is consistent, the set as a whole is not a snapshot.
   void for_each(const std::function<void(BytesView id, const ServerMeta&)>& fn) const;
 
+  // The vote of a server without building strings (VoteRead). nullopt if there is no such server.
+  // The name goes to `name_buf` (room for max_name_bytes) unless it is null.
+  std::optional<VoteRead> read_vote(BytesView id, char* name_buf) const;
+  // The node of a VoteRead (ids are never reassigned; the view stays valid
+  // while the table exists).
+  std::string_view node_name(uint32_t node) const;
+
   // ---- writers: serialized by the caller ----
 
   std::optional<uint32_t> find(BytesView id) const;
@@ -82,8 +89,10 @@ class ServerTable {
     uint32_t bucket = 0;
   };
   // Word 0: sequence (odd while being written); word 1: flags and lengths;
-  // 2: current_term; 3: last_applied; then the id, then the vote name.
-  static constexpr size_t kSeqWord = 0, kMetaWord = 1, kTermWord = 2, kAppliedWord = 3, kIdWord = 4;
+  // 2: current_term; 3: last_applied; 4: the vote's version; then the id,
+  // then the vote name.
+  static constexpr size_t kSeqWord = 0, kMetaWord = 1, kTermWord = 2, kAppliedWord = 3,
+                          kVoteVersionWord = 4, kIdWord = 5;
   // Words of the longest id / vote name any schema allows (stack buffers).
   static constexpr size_t kMaxIdWords = (slotstore::kMaxKeyLen + 7) / 8;
   static constexpr size_t kMaxBytesWords = (slotstore::kMaxBytesLen + 7) / 8;
@@ -92,6 +101,13 @@ class ServerTable {
   // Copies entry e if it holds `id`; false if it does not.
   bool read_entry(uint32_t e, BytesView id, const uint64_t* id_words, bool with_vote,
                   ServerMeta* out) const;
+  bool read_vote_entry(uint32_t e, BytesView id, const uint64_t* id_words, char* name_buf,
+                       VoteRead* out) const;
+  // Finds `id` in the index and calls try_entry(e, id_words) on each
+  // candidate entry until one returns true (retrying over a concurrent
+  // removal); false if none did.
+  template <class TryEntry>
+  bool lookup(BytesView id, const TryEntry& try_entry) const;
   void begin_write(uint32_t e);
   void end_write(uint32_t e);
   static uint64_t hash(BytesView id);
@@ -105,6 +121,7 @@ class ServerTable {
   const uint64_t bucket_mask_;
   std::unique_ptr<std::atomic<uint32_t>[]> buckets_;  // 0 = empty, else entry + 1
   std::atomic<uint64_t> index_seq_{0};                // odd while a removal shifts buckets
+  uint64_t vote_version_ = 0;                         // the last version handed out (writers)
 
   const uint32_t node_capacity_;
   std::unique_ptr<std::atomic<const std::string*>[]> nodes_;  // by node id; set once

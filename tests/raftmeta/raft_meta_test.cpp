@@ -323,6 +323,55 @@ TEST_F(RaftMetaTest, ConcurrentCallsAreMergedAndShareOneFsync) {
   }
 }
 
+// store/erase with a sequence number and await_progress: what the Erlang
+// binding's reply thread waits on instead of one sync() per round.
+TEST_F(RaftMetaTest, AwaitProgressReportsDurabilityBySequenceNumber) {
+  Options o = small_options();
+  o.applied_sync_interval = std::chrono::hours(1);
+  auto m = open(o);
+  ASSERT_TRUE(m);
+  uint64_t s1 = 0, s2 = 0, s3 = 0, s4 = 0;
+  ASSERT_OK(m->store("a", Field::current_term, uint64_t(1), &s1));
+  ASSERT_OK(m->store("a", Field::last_applied, uint64_t(5), &s2));
+  EXPECT_LT(s1, s2);
+  // Storing the stored value changes nothing: the latest change's number.
+  ASSERT_OK(m->store("a", Field::current_term, uint64_t(1), &s3));
+  EXPECT_EQ(s3, s2);
+  DurableProgress p;
+  // A last_applied change alone is not fsynced by the writer: asking for
+  // it (want) is what makes it durable.
+  while (p.durable_seq < s2) ASSERT_OK(m->await_progress(s2, &p));
+  EXPECT_GE(p.durable_seq, s2);
+  EXPECT_EQ(m->stats().store.unsynced_bytes, 0u);
+  // Nothing more to wait for: returns at once, nothing changed.
+  const DurableProgress before = p;
+  ASSERT_OK(m->await_progress(s2, &p));
+  EXPECT_EQ(p.durable_seq, before.durable_seq);
+  ASSERT_OK(m->erase("a", &s4));
+  EXPECT_GT(s4, s2);
+  while (p.durable_seq < s4) ASSERT_OK(m->await_progress(s4, &p));
+  EXPECT_EQ(p.failures, 0u);
+  ASSERT_OK(m->close());
+  EXPECT_EQ(m->await_progress(s4 + 1, &p).code(), Errc::closed);
+}
+
+// A fail-stop ends the wait with the fatal error, never with the change
+// reported durable.
+TEST_F(RaftMetaTest, AwaitProgressEndsWithTheFailStop) {
+  FaultFileSystem fs;
+  auto m = open(small_options(), &fs);
+  ASSERT_TRUE(m);
+  ASSERT_OK(m->store_sync("s1", Field::current_term, uint64_t(1)));
+  fs.fail_when([](const FaultOp& op) { return op.kind == FaultOp::Kind::sync; });
+  uint64_t seq = 0;
+  ASSERT_OK(m->store("s1", Field::current_term, uint64_t(2), &seq));
+  DurableProgress p;
+  Status s;
+  while (s.ok() && p.durable_seq < seq) s = m->await_progress(seq, &p);
+  EXPECT_EQ(s.code(), Errc::fail_stopped) << s.to_string();
+  EXPECT_LT(p.durable_seq, seq) << "a change was reported durable without its fsync";
+}
+
 TEST_F(RaftMetaTest, CompactionCyclesUnderATinyWalKeepValues) {
   Options o = small_options(64, 16, 16 * 1024);
   std::map<std::string, std::pair<uint64_t, uint64_t>> want;  // term, applied

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "common/random.h"
@@ -43,6 +44,56 @@ TEST(ServerTable, InsertSetReadRemove) {
   EXPECT_FALSE(t.read("a").has_value());
   EXPECT_FALSE(t.find("a").has_value());
   EXPECT_EQ(t.size(), 0u);
+}
+
+// read_vote: the vote without strings, and a version that changes with
+// every vote (never with the term or applied index) and is never reused,
+// also by a new server in a reused entry — what a reader's cache keys on.
+TEST(ServerTable, ReadVoteGivesAVersionThatChangesWithTheVoteOnly) {
+  ServerTable t(2, Bounds{16, 32, 16}, 2);
+  ASSERT_TRUE(t.intern_node("n1"));
+  auto e = t.insert("a");
+  ASSERT_TRUE(e.has_value());
+  char name[32];
+  auto v0 = t.read_vote("a", name);
+  ASSERT_TRUE(v0.has_value());
+  EXPECT_EQ(v0->form, VotedFor::Form::none);
+  EXPECT_EQ(v0->entry, *e);
+  t.set(*e, meta(3, VotedFor::server("s", "n1")));
+  auto v1 = t.read_vote("a", name);
+  ASSERT_TRUE(v1.has_value());
+  EXPECT_EQ(v1->form, VotedFor::Form::server_id);
+  EXPECT_EQ(std::string_view(name, v1->name_len), "s");
+  EXPECT_EQ(t.node_name(v1->node), "n1");
+  EXPECT_NE(v1->version, v0->version);
+  // Without a buffer: the same vote, the name's length only.
+  auto v1b = t.read_vote("a", nullptr);
+  ASSERT_TRUE(v1b.has_value());
+  EXPECT_EQ(v1b->version, v1->version);
+  EXPECT_EQ(v1b->name_len, 1u);
+  // Term and applied index change, the vote does not: same version.
+  t.set(*e, meta(4, VotedFor::server("s", "n1")));
+  t.set_last_applied(*e, 99);
+  EXPECT_EQ(t.read_vote("a", name)->version, v1->version);
+  // Same name, another form; then cleared; then the first vote again: a
+  // new version each time.
+  std::set<uint64_t> seen{v0->version, v1->version};
+  for (const VotedFor& v : {VotedFor::bare("s"), VotedFor::none(), VotedFor::server("s", "n1")}) {
+    t.set(*e, meta(4, v));
+    auto r = t.read_vote("a", name);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->form, v.form);
+    EXPECT_TRUE(seen.insert(r->version).second) << "version reused";
+  }
+  // A new server in the same entry: a version never seen either.
+  t.remove(*e);
+  EXPECT_FALSE(t.read_vote("a", name).has_value());
+  auto e2 = t.insert("b");
+  ASSERT_EQ(e2, e);
+  auto vb = t.read_vote("b", name);
+  ASSERT_TRUE(vb.has_value());
+  EXPECT_EQ(vb->form, VotedFor::Form::none);
+  EXPECT_TRUE(seen.insert(vb->version).second) << "version reused by a new server";
 }
 
 TEST(ServerTable, CapacityAndNodeTableAreBounded) {
