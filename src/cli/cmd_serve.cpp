@@ -4,8 +4,8 @@
 // SIGTERM or SIGINT stop it gracefully (exit 0); SIGHUP re-reads the
 // configuration file's users, vhosts and permissions.
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdio>
@@ -63,7 +63,8 @@ void run_serve(const ServeCliFlags& f, Context& ctx) {
   // A node logs at info unless told otherwise (connections opened and
   // closed, logins refused); the other commands at warn.
   if (!ctx.log_level_given) spdlog::set_level(spdlog::level::from_str(cfg->logging.level));
-  if (cfg->logging.format == "json") spdlog::set_formatter(json_log_formatter());
+  spdlog::set_formatter(cfg->logging.format == "json" ? json_log_formatter()
+                                                      : text_log_formatter());
   // Every thread the server starts inherits this mask: the signals are
   // taken here, by sigwait, and nowhere else.
   sigset_t set;

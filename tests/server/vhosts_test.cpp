@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "server/serve_fixture.h"
 #include "support/cli.h"
@@ -131,6 +132,18 @@ TEST_F(VhostsTest, EachVhostHasItsOwnStreamsUnderTheSameNames) {
             ResponseCode::ok);
   EXPECT_EQ(metadata_code(prod, "p0"), ResponseCode::stream_does_not_exist);
   EXPECT_EQ(metadata_code(root, "p0"), ResponseCode::ok);
+  // Every log event is one line, though the stored names hold a line feed
+  // (escaped as \x0a).
+  {
+    std::istringstream log(server_.process().stdout_text());
+    std::string line;
+    bool named = false;
+    while (std::getline(log, line)) {
+      EXPECT_TRUE(line.starts_with("[") || line.starts_with("strata serve:")) << line;
+      named = named || line.find("prod\\x0ap0") != std::string::npos;
+    }
+    EXPECT_TRUE(named) << server_.process().stdout_text();
+  }
   // And all of it outlives a restart.
   const std::string cfg = dir_.sub("vhosts.json");
   ASSERT_EQ(server_.stop(), 0);
