@@ -131,7 +131,8 @@ async function loadHistory(stream) {
   if (state.loaded.has(stream)) return;
   state.loaded.add(stream);
   try {
-    const r = await api(stream ? `/api/history?stream=${encodeURIComponent(stream)}` : "/api/history");
+    const [vhost, name] = splitKey(stream || "");
+    const r = await api(stream ? `/api/history?stream=${encodeURIComponent(name)}&vhost=${encodeURIComponent(vhost)}` : "/api/history");
     if (stream && !state.history.has(stream)) state.history.set(stream, []);
     seed(stream ? state.history.get(stream) : state.totals, r.samples || []);
     render();
@@ -179,8 +180,9 @@ function record(streams) {
       lag: st.consumer_max_lag || 0,
       messages: st.messages || 0,
     };
-    if (!state.history.has(st.name)) state.history.set(st.name, []);
-    const arr = state.history.get(st.name);
+    const key = keyOf(st.name, st.vhost);
+    if (!state.history.has(key)) state.history.set(key, []);
+    const arr = state.history.get(key);
     arr.push(p);
     keep(arr);
     messages += p.messages;
@@ -232,7 +234,19 @@ function card(label, value, cls) {
   return h("div", { class: `card ${cls || ""}` }, h("div", { class: "value" }, value), h("div", { class: "label" }, label));
 }
 
-const streamLink = (name) => h("a", { href: `#/streams/${encodeURIComponent(name)}` }, name);
+// A stream's key: its stored name — a stream of the vhost "/" by its name,
+// one of another vhost by the vhost, a line feed and the name (no name or
+// vhost holds a line feed) — unique across vhosts, as the server keys it.
+const keyOf = (name, vhost) => (!vhost || vhost === "/" ? name : `${vhost}\n${name}`);
+const splitKey = (key) => {
+  const i = key.indexOf("\n");
+  return i < 0 ? ["/", key] : [key.slice(0, i), key.slice(i + 1)];
+};
+const shownName = (key) => {
+  const [vhost, name] = splitKey(key);
+  return vhost === "/" ? name : `${name} (vhost ${vhost})`;
+};
+const streamLink = (key) => h("a", { href: `#/streams/${encodeURIComponent(key)}` }, shownName(key));
 
 const pages = {
   overview() {
@@ -265,7 +279,7 @@ const pages = {
       h("h1", {}, "Streams"),
       streams.length === 0 ? h("p", { class: "muted" }, "No streams yet.") :
         table([
-          { title: "Name", value: (x) => streamLink(x.name) },
+          { title: "Name", value: (x) => streamLink(keyOf(x.name, x.vhost)) },
           { title: "Messages", num: true, value: (x) => num(x.messages) },
           { title: "First", num: true, value: (x) => num(x.first_offset) },
           { title: "Next", num: true, value: (x) => num(x.next_offset) },
@@ -276,19 +290,19 @@ const pages = {
           { title: "Consumers", num: true, value: (x) => num(x.consumers) },
           { title: "Consumer lag", num: true, cls: "consumer-lag", value: (x) => num(x.consumer_max_lag) },
           { title: "Tiering", value: (x) => (x.served_here ? x.tiering_state || "local" : "served elsewhere") },
-        ], streams, (x) => ({ "data-stream": x.name })),
+        ], streams, (x) => ({ "data-stream": x.name, "data-vhost": x.vhost || "/" })),
     ];
   },
 
-  stream(name) {
-    const st = state.data.streams.find((x) => x.name === name);
-    if (!st) return [h("h1", {}, name), h("p", { class: "error" }, "No such stream (deleted?).")];
-    loadHistory(name);
-    const hist = state.history.get(name) || [];
-    const mine = state.data.consumers.filter((c) => c.stream === name);
+  stream(key) {
+    const st = state.data.streams.find((x) => keyOf(x.name, x.vhost) === key);
+    if (!st) return [h("h1", {}, shownName(key)), h("p", { class: "error" }, "No such stream (deleted?).")];
+    loadHistory(key);
+    const hist = state.history.get(key) || [];
+    const mine = state.data.consumers.filter((c) => keyOf(c.stream, c.vhost) === key);
     const args = Object.entries(st.arguments || {});
     return [
-      h("h1", {}, `Stream ${name}`),
+      h("h1", {}, `Stream ${shownName(key)}`),
       h("div", { class: "cards" },
         card("messages", num(st.messages), "messages"),
         card("offsets", `${num(st.first_offset)} … ${num(st.next_offset)}`),
@@ -386,7 +400,7 @@ function consumersTable(rows) {
   return table([
     { title: "Connection", num: true, value: (c) => c.connection },
     { title: "Subscription", num: true, value: (c) => c.subscription_id },
-    { title: "Stream", value: (c) => streamLink(c.stream) },
+    { title: "Stream", value: (c) => streamLink(keyOf(c.stream, c.vhost)) },
     { title: "Offset", num: true, value: (c) => num(c.offset) },
     { title: "Lag", num: true, cls: "consumer-lag", value: (c) => num(c.offset_lag) },
     { title: "Lag bytes", num: true, value: (c) => (c.offset_lag_bytes == null ? "" : (c.offset_lag_bytes_estimated ? "≈ " : "") + bytes(c.offset_lag_bytes)) },
