@@ -168,4 +168,9 @@ bool AccessControl::has_vhost(std::string_view name) const {
   return vhost_index_.find(name) != vhost_index_.end();
 }
 
+const VHost* AccessControl::find_vhost(std::string_view name) const {
+  auto it = vhost_index_.find(name);
+  return it == vhost_index_.end() ? nullptr : &vhosts_[it->second];
+}
+
 }  // namespace strata::auth

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -23,6 +24,9 @@ struct User {
   std::string password_hash;
   HashAlgorithm algorithm = HashAlgorithm::sha256;
   std::vector<std::string> tags;
+  // RabbitMQ's user limit "max-connections" (nullopt: none; 0: no
+  // connection at all), from the definitions' users[].limits.
+  std::optional<uint32_t> max_connections = std::nullopt;
 
   bool operator==(const User&) const = default;
 };
@@ -30,6 +34,10 @@ struct User {
 struct VHost {
   std::string name;
   std::string description;
+  // RabbitMQ's vhost limits "max-connections" and "max-queues" (here:
+  // streams, a super stream's partitions included); nullopt: none.
+  std::optional<uint32_t> max_connections = std::nullopt;
+  std::optional<uint32_t> max_queues = std::nullopt;
 
   bool operator==(const VHost&) const = default;
 };
@@ -98,6 +106,8 @@ class AccessControl {
   bool has_tag(std::string_view user, std::string_view tag) const;
   const User* find_user(std::string_view name) const;
   bool has_vhost(std::string_view name) const;
+  // nullptr when there is no such vhost.
+  const VHost* find_vhost(std::string_view name) const;
 
   const std::vector<User>& users() const { return users_; }
   const std::vector<VHost>& vhosts() const { return vhosts_; }

@@ -136,6 +136,8 @@ std::string encode_overlay(const AccessOverlay& o) {
   out["users"] = std::move(doc["users"]);
   out["permissions"] = std::move(doc["permissions"]);
   out["vhosts"] = std::move(doc["vhosts"]);
+  // The vhosts' limits, as RabbitMQ keeps them (vhost-limits parameters).
+  out["parameters"] = std::move(doc["parameters"]);
   out["deleted_vhosts"] = o.deleted_vhosts;
   out["deleted_users"] = o.deleted_users;
   json cleared = json::array();

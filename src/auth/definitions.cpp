@@ -1,5 +1,6 @@
 #include "auth/definitions.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace strata::auth {
@@ -103,6 +104,41 @@ HashAlgorithm default_algorithm(std::string_view rabbit_version) {
   return HashAlgorithm::sha256;
 }
 
+// One limit of a "limits" object: nullopt when absent or negative (RabbitMQ's
+// "no limit"), an error when not an integer or too large.
+Result<std::optional<uint32_t>> parse_limit(const json& limits, const char* key, const Where& w) {
+  auto it = limits.find(key);
+  if (it == limits.end() || it->is_null()) return std::optional<uint32_t>();
+  if (!it->is_number_integer()) {
+    return w.error(std::string("limits.") + key + " is " + it->type_name() + ", not an integer");
+  }
+  const int64_t n = it->get<int64_t>();
+  if (n < 0) return std::optional<uint32_t>();
+  if (n > int64_t(UINT32_MAX)) return w.error(std::string("limits.") + key + " is too large");
+  return std::optional<uint32_t>(uint32_t(n));
+}
+
+// The "limits" member as an object ({} when absent, or RabbitMQ 3.10's
+// empty list for a vhost without limits).
+Result<json> limits_of(const json& entry, const Where& w) {
+  auto it = entry.find("limits");
+  if (it == entry.end() || it->is_null() || (it->is_array() && it->empty())) {
+    return json::object();
+  }
+  if (!it->is_object())
+    return w.error(std::string("limits is ") + it->type_name() + ", not an object");
+  return *it;
+}
+
+// RabbitMQ's vhost limits, kept as the runtime parameter
+// {"component": "vhost-limits", "vhost": V, "name": "limits", "value": {...}}.
+Status apply_vhost_limits(const json& value, const Where& w, VHost* v) {
+  if (!value.is_object()) return w.error("value is not an object");
+  STRATA_ASSIGN_OR_RETURN(v->max_connections, parse_limit(value, "max-connections", w));
+  STRATA_ASSIGN_OR_RETURN(v->max_queues, parse_limit(value, "max-queues", w));
+  return Status::OK();
+}
+
 Result<User> parse_user(const json& u, const Where& w0, std::string_view rabbit_version) {
   Where w = w0;
   if (!u.is_object()) return w.error(std::string("is ") + u.type_name() + ", not an object");
@@ -132,6 +168,8 @@ Result<User> parse_user(const json& u, const Where& w0, std::string_view rabbit_
     user.password_hash = std::move(*hash);
   }
   STRATA_ASSIGN_OR_RETURN(user.tags, parse_tags(u, w));
+  STRATA_ASSIGN_OR_RETURN(json limits, limits_of(u, w));
+  STRATA_ASSIGN_OR_RETURN(user.max_connections, parse_limit(limits, "max-connections", w));
   return user;
 }
 
@@ -153,6 +191,10 @@ Result<VHost> parse_vhost(const json& v, const Where& w0) {
     }
   }
   vhost.description = desc.value_or("");
+  // strata's configuration may give a vhost's limits on the entry itself;
+  // a definitions file has them under "parameters" (parse_definitions).
+  STRATA_ASSIGN_OR_RETURN(json limits, limits_of(v, w));
+  STRATA_TRY(apply_vhost_limits(limits, w, &vhost));
   return vhost;
 }
 
@@ -256,6 +298,18 @@ Result<Definitions> parse_definitions(std::string_view text, std::string_view so
         UserPermission p, parse_permission((*perms)[i], Where{source_name, "permissions", i, {}}));
     defs.permissions.push_back(std::move(p));
   }
+  STRATA_ASSIGN_OR_RETURN(const json* params, section(doc, source_name, "parameters"));
+  for (size_t i = 0; i < params->size(); ++i) {
+    const json& p = (*params)[i];
+    Where w{source_name, "parameters", i, {}};
+    if (!p.is_object() || p.value("component", "") != "vhost-limits") continue;
+    STRATA_ASSIGN_OR_RETURN(std::string vhost, req_string(p, "vhost", w));
+    w.name = vhost;
+    auto v = std::find_if(defs.vhosts.begin(), defs.vhosts.end(),
+                          [&](const VHost& x) { return x.name == vhost; });
+    if (v == defs.vhosts.end()) return w.error("vhost-limits of a vhost the file does not define");
+    STRATA_TRY(apply_vhost_limits(p.value("value", json()), w, &*v));
+  }
   STRATA_ASSIGN_OR_RETURN(const json* queues, section(doc, source_name, "queues"));
   for (size_t i = 0; i < queues->size(); ++i) {
     STRATA_TRY(parse_queue((*queues)[i], Where{source_name, "queues", i, {}}, defs));
@@ -270,13 +324,23 @@ std::string export_definitions(const Definitions& defs) {
                      {"password_hash", u.password_hash},
                      {"hashing_algorithm", hash_algorithm_name(u.algorithm)},
                      {"tags", u.tags},
-                     {"limits", json::object()}});
+                     {"limits", u.max_connections ? json{{"max-connections", *u.max_connections}}
+                                                  : json::object()}});
   }
+  json params = json::array();
   json vhosts = json::array();
   for (const VHost& v : defs.vhosts) {
     vhosts.push_back({{"name", v.name},
                       {"limits", json::array()},
                       {"metadata", {{"description", v.description}, {"tags", json::array()}}}});
+    // As RabbitMQ exports them: a runtime parameter of the vhost.
+    json value = json::object();
+    if (v.max_connections) value["max-connections"] = *v.max_connections;
+    if (v.max_queues) value["max-queues"] = *v.max_queues;
+    if (!value.empty()) {
+      params.push_back(
+          {{"component", "vhost-limits"}, {"vhost", v.name}, {"name", "limits"}, {"value", value}});
+    }
   }
   json perms = json::array();
   for (const UserPermission& p : defs.permissions) {
@@ -308,10 +372,11 @@ std::string export_definitions(const Definitions& defs) {
   doc["vhosts"] = std::move(vhosts);
   doc["permissions"] = std::move(perms);
   doc["queues"] = std::move(queues);
+  doc["parameters"] = std::move(params);
   // The sections strata does not model, empty, so the file has the shape
   // RabbitMQ's own export has.
-  for (const char* key : {"topic_permissions", "parameters", "global_parameters", "policies",
-                          "exchanges", "bindings"}) {
+  for (const char* key :
+       {"topic_permissions", "global_parameters", "policies", "exchanges", "bindings"}) {
     doc[key] = json::array();
   }
   // replace: a name that is not UTF-8 (it cannot come from a parsed file,

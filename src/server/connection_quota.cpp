@@ -17,12 +17,26 @@ void drop(std::map<std::string, size_t>& m, const std::string& k) {
 }  // namespace
 
 ConnectionQuota::Outcome ConnectionQuota::take(uint64_t id, const std::string& user,
-                                               const std::string& vhost) {
+                                               const std::string& vhost,
+                                               std::optional<uint32_t> user_max,
+                                               std::optional<uint32_t> vhost_max, uint32_t* limit) {
+  // The server's limit, 0 meaning none, where the definitions give none.
+  auto effective = [](std::optional<uint32_t> own, uint32_t server) {
+    return own ? own : server != 0 ? std::optional<uint32_t>(server) : std::nullopt;
+  };
+  const auto vmax = effective(vhost_max, per_vhost_);
+  const auto umax = effective(user_max, per_user_);
   std::lock_guard l(mu_);
   if (holders_.count(id)) return Outcome::taken;
   // The vhost's limit first, as RabbitMQ checks it first.
-  if (per_vhost_ != 0 && count_of(vhosts_, vhost) >= per_vhost_) return Outcome::vhost_full;
-  if (per_user_ != 0 && count_of(users_, user) >= per_user_) return Outcome::user_full;
+  if (vmax && count_of(vhosts_, vhost) >= *vmax) {
+    if (limit) *limit = *vmax;
+    return Outcome::vhost_full;
+  }
+  if (umax && count_of(users_, user) >= *umax) {
+    if (limit) *limit = *umax;
+    return Outcome::user_full;
+  }
   holders_[id] = {user, vhost};
   users_[user] += 1;
   vhosts_[vhost] += 1;

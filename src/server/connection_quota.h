@@ -1,7 +1,8 @@
 // ConnectionQuota: how many open connections each user and each virtual
 // host has, against server.max_connections_per_user and
-// server.max_connections_per_vhost (RabbitMQ's user and vhost
-// `max-connections` limits, one value for all). A connection takes its
+// server.max_connections_per_vhost (one value for all), or the user's or
+// vhost's own `max-connections` limit where the definitions give one
+// (RabbitMQ's user and vhost limits, auth::User / auth::VHost). A connection takes its
 // place when Open succeeds and gives it back when it closes; one over
 // either limit is refused at Open (12, virtual host access failure), as
 // RabbitMQ refuses it before the connection is opened.
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace strata::server {
@@ -24,8 +26,12 @@ class ConnectionQuota {
 
   enum class Outcome { taken, user_full, vhost_full };
   // Connection `id` of `user` opens `vhost`: its place, or which limit is
-  // reached (nothing taken then).
-  Outcome take(uint64_t id, const std::string& user, const std::string& vhost);
+  // reached (nothing taken then; *limit gets that limit). `user_max` and
+  // `vhost_max` are the user's and vhost's own limits (nullopt: the
+  // server's; 0 refuses every connection, as RabbitMQ's 0).
+  Outcome take(uint64_t id, const std::string& user, const std::string& vhost,
+               std::optional<uint32_t> user_max = std::nullopt,
+               std::optional<uint32_t> vhost_max = std::nullopt, uint32_t* limit = nullptr);
   // Connection `id` closed; nothing if it held no place. Whether it held one
   // (it was opened).
   bool release(uint64_t id);

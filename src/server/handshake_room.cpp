@@ -230,7 +230,13 @@ void HandshakeRoom::on(const OpenRequest& r) {
   }
   // The connection limits of the user and the vhost; the place taken is
   // given back when the connection closes (Server, on_closed).
-  const auto place = quota_.take(session_.id(), user_, r.virtual_host);
+  const auto rules = access_.current();
+  const auth::User* u = rules->find_user(user_);
+  const auth::VHost* v = rules->find_vhost(r.virtual_host);
+  uint32_t limit = 0;
+  const auto place =
+      quota_.take(session_.id(), user_, r.virtual_host, u ? u->max_connections : std::nullopt,
+                  v ? v->max_connections : std::nullopt, &limit);
   if (place != ConnectionQuota::Outcome::taken) {
     counters_.connections_refused_limit += 1;
     const bool vhost_full = place == ConnectionQuota::Outcome::vhost_full;
@@ -238,8 +244,7 @@ void HandshakeRoom::on(const OpenRequest& r) {
         "connection {} ({}): open of vhost '{}' refused for user '{}': {} connection "
         "limit ({}) reached",
         session_.id(), session_.peer(), r.virtual_host, user_,
-        vhost_full ? "the vhost's" : "the user's",
-        vhost_full ? quota_.per_vhost() : quota_.per_user());
+        vhost_full ? "the vhost's" : "the user's", limit);
     resp.code = ResponseCode::virtual_host_access_failure;
     send_message(session_, resp);
     return;

@@ -317,7 +317,10 @@ class Api {
     if (r_.method == "PUT") {
       auto b = body_object(r_.body.empty() ? "{}" : r_.body);
       if (!b.ok()) return refused(b.error());
-      auth::VHost v{name, b->value("description", std::string())};
+      // A new description keeps the vhost's limits.
+      const auth::VHost* had = now_->find_vhost(name);
+      auth::VHost v = had ? *had : auth::VHost{name, ""};
+      v.description = b->value("description", std::string());
       const bool existed = now_->has_vhost(name);
       Status st = admin_.edit([&](auth::AccessOverlay* o, const auth::AccessControl&) -> Status {
         STRATA_TRY(validate_vhost_name(name));

@@ -33,8 +33,8 @@ namespace {
 // the definitions reader then checks the rest.
 Result<json> config_users(const json& users, PeerLogin* peer) {
   if (!users.is_array() || users.empty()) return bad_setting("users", "not a non-empty array");
-  static const std::set<std::string> known = {"name",          "password",          "password_hash",
-                                              "password_file", "hashing_algorithm", "tags"};
+  static const std::set<std::string> known = {
+      "name", "password", "password_hash", "password_file", "hashing_algorithm", "tags", "limits"};
   json out = json::array();
   for (size_t i = 0; i < users.size(); ++i) {
     const std::string path = fmt::format("users[{}]", i);

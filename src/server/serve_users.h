@@ -13,6 +13,8 @@
 //   "permissions": [ { "user": "app", "vhost": "/",
 //                      "configure": "^app-", "write": "^app-", "read": ".*" } ],
 //   "loopback_users": ["guest"],                              default
+//   (a user or vhost may carry RabbitMQ's "limits": {"max-connections": N},
+//   a vhost also "max-queues": N — streams, partitions included)
 //   "definitions_file": "/etc/strata/definitions.json"       instead of the three
 //
 // Without "permissions" every user may configure, write and read every

@@ -50,6 +50,10 @@ struct Server::Impl {
   // Every stream and the settings it was created with: a cluster's from
   // the catalog (any node's streams), a single node's from its data.
   Result<std::vector<std::pair<std::string, node::StreamSettings>>> stream_definitions();
+  // OK unless the vhost of `stored` is at its max-queues limit and the
+  // stream is not one of its streams already (a create of an existing one
+  // is answered as such).
+  Status vhost_has_room(const std::string& stored);
   void on_accept(asio::ip::tcp::socket socket, Strand strand, bool tls);
   // The listener clients find the node on: the plain one, unless TLS only.
   const Listener& front() const { return listener ? *listener : *tls_listener; }
@@ -125,6 +129,7 @@ Status Server::Impl::start() {
   d.offsets = offsets.get();
   d.lease_ttl_ms = cfg.cluster.lease_ttl_ms;
   d.advertised = Advertised{advertised_host(), advertised_port()};
+  d.may_create = [this](const std::string& name) { return vhost_has_room(name); };
   ops = std::make_unique<StreamOps>(std::move(d));
   // After the bind: the address a cluster node registers is the one
   // clients reach.
@@ -352,6 +357,24 @@ std::vector<T> gather(const std::vector<std::shared_ptr<Connection>>& conns, Ask
   std::unique_lock l(g->mu);
   g->cv.wait_for(l, kDescribeWait, [&] { return g->left == 0; });
   return g->got;
+}
+
+// As RabbitMQ checks max-queues: count, then create (two creates racing
+// for the last place may both get it).
+Status Server::Impl::vhost_has_room(const std::string& stored) {
+  const StreamPlace place = split_stream_name(stored);
+  const auth::VHost* v = access->current()->find_vhost(place.vhost);
+  if (v == nullptr || !v->max_queues) return Status::OK();
+  STRATA_ASSIGN_OR_RETURN(auto all, stream_definitions());
+  size_t in_vhost = 0;
+  for (const auto& [name, settings] : all) {
+    if (name == stored) return Status::OK();
+    if (split_stream_name(name).vhost == place.vhost) ++in_vhost;
+  }
+  if (in_vhost < *v->max_queues) return Status::OK();
+  return Error(Errc::invalid_argument,
+               fmt::format("stream {}: vhost '{}' has reached its max-queues limit ({} streams)",
+                           printable_stream(stored), printable_name(place.vhost), *v->max_queues));
 }
 
 nlohmann::json Server::Impl::connections_json() {

@@ -31,6 +31,7 @@ void StreamOps::attach_offsets(ClusterOffsets* offsets) {
 }
 
 Status StreamOps::create_stream(const std::string& name, const node::StreamSettings& settings) {
+  if (d_.may_create) STRATA_TRY(d_.may_create(name));
   Status st = ownership_.load() ? create_cluster_stream(name, settings) : [&]() -> Status {
     // Before the stream exists, so that no store for the new stream is
     // refused; a deleted stream's offsets are gone already (remove_stream).

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -30,6 +31,9 @@ struct StreamOpsDeps {
   OffsetStore* offsets = nullptr;
   int64_t lease_ttl_ms = 0;
   Advertised advertised;  // this node as a broker (single node)
+  // Whether a stream of this stored name may be created now (its vhost's
+  // max-queues limit); unset: always.
+  std::function<Status(const std::string& name)> may_create;
 };
 
 class StreamOps final : public StreamAdmin {

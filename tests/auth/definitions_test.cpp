@@ -130,6 +130,56 @@ TEST(Definitions, RoundTrip) {
   EXPECT_TRUE(doc["exchanges"].is_array());
 }
 
+// RabbitMQ's user limits (users[].limits) and vhost limits (the
+// vhost-limits runtime parameters; strata's configuration may give them on
+// the vhost entry): read, written back as RabbitMQ writes them.
+TEST(Definitions, UserAndVhostLimits) {
+  const std::string text = R"({
+    "users": [ {"name": "a", "password_hash": "", "tags": [], "limits": {"max-connections": 2,
+                                                                     "max-channels": 9}},
+               {"name": "b", "password_hash": "", "tags": [], "limits": {"max-connections": -1}},
+               {"name": "c", "password_hash": "", "tags": []} ],
+    "vhosts": [ {"name": "prod", "limits": []}, {"name": "dev", "limits": {"max-queues": 0}},
+                {"name": "/"} ],
+    "parameters": [ {"component": "vhost-limits", "vhost": "prod", "name": "limits",
+                     "value": {"max-connections": 10, "max-queues": 3}},
+                    {"component": "federation-upstream", "vhost": "/", "name": "x",
+                     "value": {}} ] })";
+  auto d = parse_definitions(text, "t");
+  ASSERT_TRUE(d.ok()) << d.error().to_string();
+  EXPECT_EQ(d->users[0].max_connections, 2u);
+  EXPECT_EQ(d->users[1].max_connections, std::nullopt);  // negative: no limit
+  EXPECT_EQ(d->users[2].max_connections, std::nullopt);
+  EXPECT_EQ(d->vhosts[0].max_connections, 10u);
+  EXPECT_EQ(d->vhosts[0].max_queues, 3u);
+  EXPECT_EQ(d->vhosts[1].max_queues, 0u);
+  EXPECT_EQ(d->vhosts[1].max_connections, std::nullopt);
+  EXPECT_EQ(d->vhosts[2].max_queues, std::nullopt);
+  const std::string out = export_definitions(*d);
+  auto back = parse_definitions(out, "export");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->users, d->users);
+  EXPECT_EQ(back->vhosts, d->vhosts);
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["users"][0]["limits"]["max-connections"], 2);
+  ASSERT_EQ(j["parameters"].size(), 2u) << out;
+  EXPECT_EQ(j["parameters"][0]["component"], "vhost-limits");
+  EXPECT_EQ(j["parameters"][0]["value"]["max-queues"], 3);
+
+  for (
+      const auto& [bad, want] : std::vector<std::pair<std::string, std::string>>{
+          {R"({"users": [{"name": "a", "password_hash": "", "tags": [], "limits": {"max-connections": "2"}}]})",
+           "users[0] ('a'): limits.max-connections is string, not an integer"},
+          {R"({"users": [{"name": "a", "password_hash": "", "tags": [], "limits": 3}]})",
+           "limits is number, not an object"},
+          {R"({"parameters": [{"component": "vhost-limits", "vhost": "nope", "value": {}}]})",
+           "parameters[0] ('nope'): vhost-limits of a vhost the file does not define"}}) {
+    auto e = parse_definitions(bad, "t");
+    ASSERT_FALSE(e.ok()) << bad;
+    EXPECT_NE(e.error().message.find(want), std::string::npos) << e.error().message;
+  }
+}
+
 TEST(Definitions, TagsAsCommaSeparatedStringAndOtherOlderForms) {
   auto d = parse_definitions(R"({
     "rabbit_version": "3.5.7",

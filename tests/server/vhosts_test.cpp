@@ -10,9 +10,12 @@
 
 #include "server/serve_fixture.h"
 #include "support/cli.h"
+#include "support/eventually.h"
 
 namespace strata::test {
 namespace {
+
+using namespace std::chrono_literals;
 
 class VhostsTest : public ServeTest {
  protected:
@@ -240,6 +243,68 @@ TEST_F(VhostsTest, EveryCommandIsCheckedAgainstTheOpenedVhostsPermissions) {
   EXPECT_NE(server_.process().stdout_text().find("open of vhost 'nowhere' refused for user "
                                                  "'guest': no such vhost"),
             std::string::npos);
+}
+
+// RabbitMQ's user and vhost limits from the users/vhosts sections (or a
+// definitions file): a user's max-connections and a vhost's override the
+// server's, a vhost's max-queues caps its streams — each refusal the
+// protocol's answer, logged.
+TEST_F(VhostsTest, UserAndVhostLimitsAreEnforced) {
+  restart_with_config("limits.json", R"({
+      "server": { "max_connections_per_user": 100 },
+      "users": [ {"name": "guest", "password": "guest", "tags": ["administrator"]},
+                 {"name": "alice", "password": "a", "limits": {"max-connections": 1}} ],
+      "vhosts": [ {"name": "/"},
+                  {"name": "small", "limits": {"max-connections": 2, "max-queues": 2}} ],
+      "permissions": [
+        {"user": "guest", "vhost": "/", "configure": ".*", "write": ".*", "read": ".*"},
+        {"user": "guest", "vhost": "small", "configure": ".*", "write": ".*", "read": ".*"},
+        {"user": "alice", "vhost": "/", "configure": ".*", "write": ".*", "read": ".*"} ]
+    })");
+  auto refused_open = [&](const std::string& user, const std::string& pw,
+                          const std::string& vhost) {
+    auto c = StreamClient::connect(server_.port());
+    if (!c.ok()) return false;
+    auto st = c->handshake(user, pw, true, vhost);
+    return !st.ok() && st.error().message.find("(code 12)") != std::string::npos;
+  };
+  {
+    StreamClient a = login("alice", "a", "/");
+    EXPECT_TRUE(refused_open("alice", "a", "/"));
+  }
+  // Her place comes back when the connection closes.
+  EXPECT_TRUE(eventually(5s, [&] { return !refused_open("alice", "a", "/"); }));
+
+  StreamClient s1 = login("guest", "guest", "small");
+  StreamClient s2 = login("guest", "guest", "small");
+  EXPECT_TRUE(refused_open("guest", "guest", "small"));
+  // Two streams fit; a third is refused (17), a repeated create is still
+  // answered as one (5); a super stream that would overflow it is refused.
+  EXPECT_EQ(code_of<CreateStreamResponse>(s1, CreateStreamRequest{s1.corr(), "one", {}}),
+            ResponseCode::ok);
+  EXPECT_EQ(code_of<CreateSuperStreamResponse>(
+                s1, CreateSuperStreamRequest{s1.corr(), "ss", {"p0", "p1"}, {"k0", "k1"}, {}}),
+            ResponseCode::precondition_failed);
+  EXPECT_EQ(code_of<CreateStreamResponse>(s1, CreateStreamRequest{s1.corr(), "two", {}}),
+            ResponseCode::ok);
+  EXPECT_EQ(code_of<CreateStreamResponse>(s1, CreateStreamRequest{s1.corr(), "three", {}}),
+            ResponseCode::precondition_failed);
+  EXPECT_EQ(code_of<CreateStreamResponse>(s1, CreateStreamRequest{s1.corr(), "two", {}}),
+            ResponseCode::stream_already_exists);
+  EXPECT_EQ(metadata_code(s1, "p0"), ResponseCode::stream_does_not_exist);
+  // "/" has no such limit.
+  StreamClient root = login("guest", "guest", "/");
+  for (const char* n : {"one", "two", "three"}) {
+    EXPECT_EQ(code_of<CreateStreamResponse>(root, CreateStreamRequest{root.corr(), n, {}}),
+              ResponseCode::ok)
+        << n;
+  }
+  const std::string out = server_.process().stdout_text();
+  EXPECT_NE(out.find("the user's connection limit (1) reached"), std::string::npos) << out;
+  EXPECT_NE(out.find("the vhost's connection limit (2) reached"), std::string::npos) << out;
+  EXPECT_NE(out.find("vhost 'small' has reached its max-queues limit (2 streams)"),
+            std::string::npos)
+      << out;
 }
 
 // Vhosts made and deleted on the running node (`strata vhost`, the
