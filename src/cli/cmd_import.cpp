@@ -35,6 +35,8 @@ struct ImportFlags {
   std::string rabbit_dir;
   std::string definitions;
   std::string vhost = "/";
+  // The strata vhost the streams land in (common/stream_name.h).
+  std::string into_vhost = "/";
   std::vector<std::string> streams;
   bool dry_run = false;
 };
@@ -53,7 +55,9 @@ Result<json> read_definitions(const std::string& path) {
 }
 
 json stream_json(const import::StreamImport& s) {
-  return {{"name", s.name},
+  const StreamPlace place = split_stream_name(s.name);
+  return {{"name", std::string(place.name)},
+          {"strata_vhost", std::string(place.vhost)},
           {"dir", s.dir},
           {"outcome", s.outcome},
           {"error", s.error},
@@ -94,6 +98,13 @@ void import_rabbitmq(Context& ctx, const ImportFlags& f) {
     for (const auto& s : layout->streams) {
       if (all || wanted.erase(s.name)) todo.push_back(s);
     }
+    // Stored under their names in the strata vhost asked for.
+    for (auto& s : todo) {
+      s.name = qualified_stream_name(f.into_vhost, s.name);
+      if (Status v = validate_stream_name(s.name); !v.ok()) {
+        return ctx.fail(std::move(v).error().with_context("import"));
+      }
+    }
     if (!wanted.empty()) {
       return ctx.fail(
           Error(Errc::not_found, fmt::format("import: {} is not a stream of vhost {} in {}",
@@ -128,7 +139,7 @@ void import_rabbitmq(Context& ctx, const ImportFlags& f) {
       std::cerr << fmt::format(
           "import: {} was left half-imported by an earlier run: removed, "
           "imported again\n",
-          printable_name(n));
+          printable_stream(n));
     }
   }
 
@@ -140,7 +151,7 @@ void import_rabbitmq(Context& ctx, const ImportFlags& f) {
     if (p.bytes_done < p.bytes_total && now - last < std::chrono::seconds(1)) return;
     last = now;
     std::cerr << fmt::format(
-        "import: {}: {} of {} ({:.0f} %)\n", printable_name(p.stream),
+        "import: {}: {} of {} ({:.0f} %)\n", printable_stream(p.stream),
         human_bytes(double(p.bytes_done)), human_bytes(double(p.bytes_total)),
         p.bytes_total ? 100.0 * double(p.bytes_done) / double(p.bytes_total) : 100.0);
   };
@@ -191,13 +202,13 @@ void import_rabbitmq(Context& ctx, const ImportFlags& f) {
   }
   for (const auto& r : results) {
     if (r.outcome == "failed") {
-      std::cout << fmt::format("  FAILED        {}: {}\n", printable_name(r.name), r.error);
+      std::cout << fmt::format("  FAILED        {}: {}\n", printable_stream(r.name), r.error);
       continue;
     }
     std::cout << fmt::format(
         "  {:<13} {} offsets [{}, {}): {} messages in {} chunks, {} publisher(s), {} stored "
         "offset(s), {}\n",
-        r.outcome, printable_name(r.name), r.first_offset, r.next_offset, r.messages, r.chunks,
+        r.outcome, printable_stream(r.name), r.first_offset, r.next_offset, r.messages, r.chunks,
         r.publishers, r.offsets, human_bytes(double(r.bytes)));
     for (const auto& a : r.ignored_arguments) {
       std::cout << fmt::format("                argument {} ignored\n", a);
@@ -212,8 +223,8 @@ void import_rabbitmq(Context& ctx, const ImportFlags& f) {
   }
   for (const auto& q : layout->other_vhosts) {
     std::cout << fmt::format(
-        "  not imported: {} (another vhost; strata serves one: pass "
-        "--vhost to import that one)\n",
+        "  not imported: {} (another vhost: pass --vhost to import that one, "
+        "--into-vhost to choose where it lands)\n",
         q);
   }
   std::cout << fmt::format(
@@ -244,6 +255,9 @@ Registrar reg_import([](CLI::App& app, Context& ctx) {
   rabbit->add_option("--config", f->config, "The strata node's JSON configuration file");
   rabbit->add_option("--data-dir", f->data_dir, "The strata node's data directory");
   rabbit->add_option("--vhost", f->vhost, "The RabbitMQ vhost whose streams come in (default /)");
+  rabbit->add_option("--into-vhost", f->into_vhost,
+                     "The strata vhost they land in (default /; define it on the node to reach "
+                     "them)");
   rabbit->add_option("--stream", f->streams, "Only this stream (repeatable)");
   rabbit->add_flag("--dry-run", f->dry_run, "Read and check everything; write nothing");
   rabbit->callback([&ctx, f] { import_rabbitmq(ctx, *f); });

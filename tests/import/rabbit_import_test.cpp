@@ -310,6 +310,19 @@ TEST(RabbitImportCli, ImportsAndReportsAsJson) {
   EXPECT_EQ(j["streams"][0]["publishers"], 1);
   EXPECT_EQ(j["streams"][0]["offsets"], 2);
   EXPECT_EQ(j["imported"], 1);
+  // Into a strata vhost: stored under its qualified name, beside the "/"
+  // one of the same name.
+  auto into = strata::test::strata_cli({"import", "rabbitmq", "--data-dir", data, "--rabbitmq-dir",
+                                        kFixture, "--definitions", kFixture + "/definitions.json",
+                                        "--stream", "retained", "--into-vhost", "prod", "--json"});
+  ASSERT_EQ(into.status, 0) << into.out << into.err;
+  const json ji = json::parse(into.out);
+  EXPECT_EQ(ji["streams"][0]["name"], "retained");
+  EXPECT_EQ(ji["streams"][0]["strata_vhost"], "prod");
+  EXPECT_EQ(ji["streams"][0]["outcome"], "imported");
+  EXPECT_EQ(ji["streams"][0]["next_offset"], 618);
+  EXPECT_TRUE(fs::exists(data + "/streams/prod%0Aretained")) << "the qualified name's directory";
+  EXPECT_TRUE(fs::exists(data + "/streams/retained"));
   // A stream the definitions do not have.
   auto unknown = strata::test::strata_cli({"import", "rabbitmq", "--data-dir", data,
                                            "--rabbitmq-dir", kFixture, "--definitions",
