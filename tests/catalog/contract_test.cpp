@@ -373,7 +373,13 @@ TEST_P(CatalogContract, BadStreamNamesAreInvalidArgumentNamingTheStreamAndTheRul
       {"amq.s", "starts with \"amq.\""},
       {std::string("x\0y", 3), "\"x\\x00y\" has a NUL byte (0x00) at position 1"},
       {"caf\xc3", "not valid UTF-8: byte 0xc3 at position 3"},
-      {"a\nb", "line feed (0x0a) at position 1"},
+      // A line feed only ever separates a vhost from a name
+      // (common/stream_name.h): a client's name holding one, a second one,
+      // the vhost "/" or an empty vhost are refused.
+      {"\na\nb", "line feed (0x0a) at position 1"},
+      {"v\na\nb", "line feed (0x0a) at position 1"},
+      {"/\nb", "qualifies a name with the vhost \"/\""},
+      {"\nb", "has an empty vhost"},
   };
   for (const auto& k : cases) {
     SCOPED_TRACE(k.expect);

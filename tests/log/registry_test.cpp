@@ -90,8 +90,8 @@ TEST(LogRegistry, DataSurvivesReopeningTheRegistry) {
 TEST(LogRegistry, BadNamesAreRefused) {
   strata::test::TempDir tmp;
   auto reg = *StreamRegistry::open(tmp.sub("data"));
-  for (std::string bad :
-       std::vector<std::string>{"", "amq.x", "caf\xc3", std::string(256, 'x'), "new\nline"}) {
+  for (std::string bad : std::vector<std::string>{"", "amq.x", "caf\xc3", std::string(256, 'x'),
+                                                  "\nnew\nline", "v\nnew\nline", "/\nx", "\nx"}) {
     auto r = reg->create(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.code(), Errc::invalid_argument);
