@@ -74,31 +74,51 @@ std::string printable_name(std::string_view s) {
 
 namespace {
 
-Status validate_plain_name(std::string_view name);
+// `noun` ("stream name", "vhost name"): 1..255 bytes.
+Status check_size(std::string_view noun, std::string_view name) {
+  if (name.empty()) return Error(Errc::invalid_argument, fmt::format("{} is empty", noun));
+  if (name.size() > kMaxStreamNameBytes) {
+    // Only the start of an over-long name: the message stays readable.
+    return Error(Errc::invalid_argument,
+                 fmt::format("{} \"{}...\" is {} bytes; the limit is {} bytes", noun,
+                             printable_name(name.substr(0, kQuotedBytes)), name.size(),
+                             kMaxStreamNameBytes));
+  }
+  return Status::OK();
+}
+
+// Valid UTF-8 without NUL, CR or LF.
+Status check_bytes(std::string_view noun, std::string_view name) {
+  if (auto at = utf8_error_at(name)) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("{} \"{}\" is not valid UTF-8: byte {:#04x} at position {}", noun,
+                             printable_name(name), uint8_t(name[*at]), *at));
+  }
+  if (size_t at = name.find_first_of(std::string_view("\0\r\n", 3)); at != name.npos) {
+    return Error(
+        Errc::invalid_argument,
+        fmt::format("{} \"{}\" has {} ({:#04x}) at position {}; NUL, CR and LF "
+                    "are not allowed",
+                    noun, printable_name(name), control_name(name[at]), uint8_t(name[at]), at));
+  }
+  return Status::OK();
+}
+
+Status validate_plain_name(std::string_view name) {
+  STRATA_TRY(check_size("stream name", name));
+  if (name.starts_with(kReservedStreamPrefix)) {
+    return Error(Errc::invalid_argument,
+                 fmt::format("stream name \"{}\" starts with \"{}\", which RabbitMQ reserves",
+                             printable_name(name), kReservedStreamPrefix));
+  }
+  return check_bytes("stream name", name);
+}
 
 }  // namespace
 
 Status validate_vhost_name(std::string_view vhost) {
-  if (vhost.empty()) return Error(Errc::invalid_argument, "vhost name is empty");
-  if (vhost.size() > kMaxStreamNameBytes) {
-    return Error(Errc::invalid_argument,
-                 fmt::format("vhost name \"{}...\" is {} bytes; the limit is {} bytes",
-                             printable_name(vhost.substr(0, kQuotedBytes)), vhost.size(),
-                             kMaxStreamNameBytes));
-  }
-  if (auto at = utf8_error_at(vhost)) {
-    return Error(Errc::invalid_argument,
-                 fmt::format("vhost name \"{}\" is not valid UTF-8: byte {:#04x} at position {}",
-                             printable_name(vhost), uint8_t(vhost[*at]), *at));
-  }
-  if (size_t at = vhost.find_first_of(std::string_view("\0\r\n", 3)); at != vhost.npos) {
-    return Error(
-        Errc::invalid_argument,
-        fmt::format("vhost name \"{}\" has {} ({:#04x}) at position {}; NUL, CR and LF "
-                    "are not allowed",
-                    printable_name(vhost), control_name(vhost[at]), uint8_t(vhost[at]), at));
-  }
-  return Status::OK();
+  STRATA_TRY(check_size("vhost name", vhost));
+  return check_bytes("vhost name", vhost);
 }
 
 std::string qualified_stream_name(std::string_view vhost, std::string_view name) {
@@ -158,37 +178,5 @@ Status validate_stream_name(std::string_view stored) {
   }
   return Status::OK();
 }
-
-namespace {
-
-Status validate_plain_name(std::string_view name) {
-  if (name.empty()) return Error(Errc::invalid_argument, "stream name is empty");
-  if (name.size() > kMaxStreamNameBytes) {
-    // Only the start of an over-long name: the message stays readable.
-    return Error(Errc::invalid_argument,
-                 fmt::format("stream name \"{}...\" is {} bytes; the limit is {} bytes",
-                             printable_name(name.substr(0, kQuotedBytes)), name.size(),
-                             kMaxStreamNameBytes));
-  }
-  if (name.starts_with(kReservedStreamPrefix)) {
-    return Error(Errc::invalid_argument,
-                 fmt::format("stream name \"{}\" starts with \"{}\", which RabbitMQ reserves",
-                             printable_name(name), kReservedStreamPrefix));
-  }
-  if (auto at = utf8_error_at(name)) {
-    return Error(Errc::invalid_argument,
-                 fmt::format("stream name \"{}\" is not valid UTF-8: byte {:#04x} at position {}",
-                             printable_name(name), uint8_t(name[*at]), *at));
-  }
-  if (size_t at = name.find_first_of(std::string_view("\0\r\n", 3)); at != name.npos) {
-    return Error(Errc::invalid_argument,
-                 fmt::format("stream name \"{}\" has {} ({:#04x}) at position {}; NUL, CR and LF "
-                             "are not allowed",
-                             printable_name(name), control_name(name[at]), uint8_t(name[at]), at));
-  }
-  return Status::OK();
-}
-
-}  // namespace
 
 }  // namespace strata
