@@ -223,7 +223,13 @@ class Api {
     if (r_.method == "PUT") {
       auto user = user_from_body(name, r_.body);
       if (!user.ok()) return refused(user.error());
-      const bool existed = now_->find_user(name) != nullptr;
+      const auth::User* had = now_->find_user(name);
+      const bool existed = had != nullptr;
+      // A new password or tags keep the user's limits, as RabbitMQ keeps
+      // them apart from the user record; a body with "limits" sets them.
+      if (had && !body_object(r_.body)->contains("limits")) {
+        user->max_connections = had->max_connections;
+      }
       Status st = admin_.edit([&](auth::AccessOverlay* o, const auth::AccessControl&) {
         overlay_put_user(o, *user);
         return Status::OK();

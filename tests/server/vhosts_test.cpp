@@ -260,7 +260,8 @@ TEST_F(VhostsTest, UserAndVhostLimitsAreEnforced) {
         {"user": "guest", "vhost": "/", "configure": ".*", "write": ".*", "read": ".*"},
         {"user": "guest", "vhost": "small", "configure": ".*", "write": ".*", "read": ".*"},
         {"user": "alice", "vhost": "/", "configure": ".*", "write": ".*", "read": ".*"} ]
-    })");
+    })",
+                      {"--http", "127.0.0.1:0"});
   auto refused_open = [&](const std::string& user, const std::string& pw,
                           const std::string& vhost) {
     auto c = StreamClient::connect(server_.port());
@@ -274,6 +275,17 @@ TEST_F(VhostsTest, UserAndVhostLimitsAreEnforced) {
   }
   // Her place comes back when the connection closes.
   EXPECT_TRUE(eventually(5s, [&] { return !refused_open("alice", "a", "/"); }));
+  // A new password keeps her limit.
+  const std::string admin_pw = dir_.sub("guest.pw"), alice_pw = dir_.sub("alice.pw");
+  std::ofstream(admin_pw) << "guest\n";
+  std::ofstream(alice_pw) << "a2\n";
+  auto r = strata_cli({"user", "passwd", "alice", "--password-file", alice_pw, "--node",
+                       serve_http_url(server_), "--admin-password-file", admin_pw});
+  ASSERT_EQ(r.status, 0) << r.err;
+  {
+    StreamClient a = login("alice", "a2", "/");
+    EXPECT_TRUE(refused_open("alice", "a2", "/"));
+  }
 
   StreamClient s1 = login("guest", "guest", "small");
   StreamClient s2 = login("guest", "guest", "small");
