@@ -11,6 +11,8 @@
 //   strata vhost add NAME [--description D]
 //   strata vhost delete NAME        (its permissions, connections, streams and super streams)
 //   strata vhost list
+//   strata vhost limit NAME [--max-connections N|none] [--max-queues N|none]
+//   strata user limit NAME --max-connections N|none
 //   strata definitions export [--file F]
 //   strata definitions import FILE [--from-vhost V]
 // Every command logs in as --admin-user (default guest) with the password
@@ -20,6 +22,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -188,6 +191,44 @@ void vhost_delete(const VhostFlags& f, Context& ctx) {
   }
 }
 
+// RabbitMQ's limits through /api/user-limits and /api/vhost-limits: each
+// given limit set ("none" removes it).
+struct LimitFlags {
+  AdminLogin login;
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> limits;  // (limit, "N" | "none")
+};
+
+void set_limits(const LimitFlags& f, bool users, Context& ctx) {
+  if (f.limits.empty()) {
+    return ctx.fail(Error(Errc::invalid_argument, users
+                                                      ? "give --max-connections"
+                                                      : "give --max-connections or --max-queues"));
+  }
+  const std::string base =
+      std::string(users ? "/api/user-limits/" : "/api/vhost-limits/") + encode_segment(f.name);
+  json done = json::object();
+  for (const auto& [limit, v] : f.limits) {
+    Result<server::ApiReply> r = Error(Errc::invalid_argument, "");
+    if (v == "none") {
+      r = admin_call(f.login, "DELETE", base + "/" + limit, "", {204});
+      done[limit] = nullptr;
+    } else {
+      int64_t n = 0;
+      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (ec != std::errc() || p != v.data() + v.size() || n < 0) {
+        return ctx.fail(Error(Errc::invalid_argument,
+                              fmt::format("--{}: '{}' is not a count or none", limit, v)));
+      }
+      r = admin_call(f.login, "PUT", base + "/" + limit, json{{"value", n}}.dump(), {204});
+      done[limit] = n;
+    }
+    if (!r.ok()) return ctx.fail(r.error());
+  }
+  if (ctx.json) return ctx.print_json({{users ? "user" : "vhost", f.name}, {"limits", done}});
+  std::cout << fmt::format("{} '{}': limits {}\n", users ? "user" : "vhost", f.name, done.dump());
+}
+
 void vhost_list(const AdminLogin& l, Context& ctx) {
   auto vhosts = admin_get_json(l, "/api/vhosts");
   if (!vhosts.ok()) return ctx.fail(vhosts.error());
@@ -248,6 +289,17 @@ void definitions_import(const DefinitionsFlags& f, Context& ctx) {
 Registrar reg_user_admin([](CLI::App& app, Context& ctx) {
   auto* user = app.add_subcommand("user", "Users of a running node (its management API)");
   user->require_subcommand(1);
+
+  auto ulim = std::make_shared<LimitFlags>();
+  auto* ulimit = user->add_subcommand(
+      "limit", "Set a user's max-connections (RabbitMQ's user limit; none: no limit)");
+  ulimit->add_option("name", ulim->name, "The user's name")->required();
+  ulimit->add_option_function<std::string>(
+      "--max-connections",
+      [ulim](const std::string& v) { ulim->limits.emplace_back("max-connections", v); },
+      "A count, or none");
+  add_login_flags(ulimit, &ulim->login);
+  ulimit->callback([ulim, &ctx] { set_limits(*ulim, true, ctx); });
 
   auto uf = std::make_shared<UserFlags>();
   auto* add = user->add_subcommand(
@@ -325,6 +377,18 @@ Registrar reg_user_admin([](CLI::App& app, Context& ctx) {
   vdel->add_option("name", vf->name, "The vhost's name")->required();
   add_login_flags(vdel, &vf->login);
   vdel->callback([vf, &ctx] { vhost_delete(*vf, ctx); });
+  auto vlim = std::make_shared<LimitFlags>();
+  auto* vlimit = vhost->add_subcommand(
+      "limit",
+      "Set a vhost's max-connections or max-queues (RabbitMQ's vhost limits; none: no limit)");
+  vlimit->add_option("name", vlim->name, "The vhost's name")->required();
+  for (const char* l : {"max-connections", "max-queues"}) {
+    vlimit->add_option_function<std::string>(
+        std::string("--") + l, [vlim, l](const std::string& v) { vlim->limits.emplace_back(l, v); },
+        "A count, or none");
+  }
+  add_login_flags(vlimit, &vlim->login);
+  vlimit->callback([vlim, &ctx] { set_limits(*vlim, false, ctx); });
 
   auto* defs = app.add_subcommand(
       "definitions",

@@ -71,12 +71,16 @@ std::vector<std::string> segments(std::string_view path) {
 
 // /api/permissions/VHOST/USER with VHOST "/" decoded: "permissions", "",
 // "", "USER". Folds the two empty segments of "/" back into one "/".
-// The same for /api/vhosts/VHOST: "vhosts", "", "".
+// The same for /api/vhosts/VHOST and /api/vhost-limits/VHOST[/LIMIT].
 std::vector<std::string> fold_root_vhost(std::vector<std::string> s) {
   if (s.size() == 5 && s[1] == "permissions" && s[2].empty() && s[3].empty()) {
     return {s[0], s[1], "/", s[4]};
   }
-  if (s.size() == 4 && s[1] == "vhosts" && s[2].empty() && s[3].empty()) return {s[0], s[1], "/"};
+  const bool vhost_second = s.size() >= 4 && (s[1] == "vhosts" || s[1] == "vhost-limits");
+  if (vhost_second && s.size() == 4 && s[2].empty() && s[3].empty()) return {s[0], s[1], "/"};
+  if (vhost_second && s.size() == 5 && s[2].empty() && s[3].empty()) {
+    return {s[0], s[1], "/", s[4]};
+  }
   return s;
 }
 
@@ -178,6 +182,7 @@ class Api {
     }
     if (s[1] == "users") return users(s);
     if (s[1] == "permissions") return permissions(s);
+    if (s[1] == "user-limits" || s[1] == "vhost-limits") return limits(s);
     if (s[1] == "vhosts" && s.size() == 2 && r_.method == "GET") return vhosts();
     if (s[1] == "vhosts" && s.size() == 3) return one_vhost(s[2]);
     if (s[1] == "definitions" && s.size() == 2 && r_.method == "GET") return definitions();
@@ -246,6 +251,83 @@ class Api {
       return changed(st, 204, fmt::format("deleted user '{}'", name));
     }
     return method_not_allowed();
+  }
+
+  // RabbitMQ's /api/user-limits and /api/vhost-limits: GET lists
+  // [{"user"|"vhost": NAME, "value": {LIMIT: N}}] (of one NAME with a third
+  // segment); PUT .../NAME/LIMIT {"value": N} sets one (negative: none, as
+  // RabbitMQ's -1), DELETE .../NAME/LIMIT removes it. Users: max-connections;
+  // vhosts: max-connections, max-queues. Kept in the overlay as the user's or
+  // vhost's record with its limits.
+  ApiReply limits(const std::vector<std::string>& s) {
+    const bool users = s[1] == "user-limits";
+    const char* who = users ? "user" : "vhost";
+    auto value_of = [](std::optional<uint32_t> c, std::optional<uint32_t> q) {
+      json v = json::object();
+      if (c) v["max-connections"] = *c;
+      if (q) v["max-queues"] = *q;
+      return v;
+    };
+    if (r_.method == "GET" && (s.size() == 2 || s.size() == 3)) {
+      json out = json::array();
+      if (users) {
+        for (const auto& u : now_->users()) {
+          if (u.max_connections && (s.size() == 2 || s[2] == u.name)) {
+            out.push_back({{"user", u.name}, {"value", value_of(u.max_connections, {})}});
+          }
+        }
+      } else {
+        for (const auto& v : now_->vhosts()) {
+          json value = value_of(v.max_connections, v.max_queues);
+          if (!value.empty() && (s.size() == 2 || s[2] == v.name)) {
+            out.push_back({{"vhost", v.name}, {"value", std::move(value)}});
+          }
+        }
+      }
+      return reply(200, out);
+    }
+    if (s.size() != 4 || (r_.method != "PUT" && r_.method != "DELETE")) {
+      return error_reply(404, "not_found", "no such resource");
+    }
+    const std::string& name = s[2];
+    const std::string& limit = s[3];
+    if (limit != "max-connections" && (users || limit != "max-queues")) {
+      return error_reply(400, "bad_request",
+                         fmt::format("no {} limit '{}' ({})", who, limit,
+                                     users ? "max-connections" : "max-connections, max-queues"));
+    }
+    std::optional<uint32_t> value;
+    if (r_.method == "PUT") {
+      auto b = body_object(r_.body);
+      if (!b.ok()) return refused(b.error());
+      const json v = b->value("value", json());
+      if (!v.is_number_integer()) {
+        return error_reply(400, "bad_request", "the body must be {\"value\": N}, N an integer");
+      }
+      const int64_t n = v.get<int64_t>();
+      if (n > int64_t(UINT32_MAX)) return error_reply(400, "bad_request", "the value is too large");
+      if (n >= 0) value = uint32_t(n);
+    }
+    Status st = admin_.edit([&](auth::AccessOverlay* o, const auth::AccessControl& now) {
+      if (users) {
+        const auth::User* u = now.find_user(name);
+        if (!u) return Status(Error(Errc::not_found, "no such user"));
+        auth::User changed = *u;
+        changed.max_connections = value;
+        overlay_put_user(o, std::move(changed));
+      } else {
+        const auth::VHost* v = now.find_vhost(name);
+        if (!v) return Status(Error(Errc::not_found, "no such vhost"));
+        auth::VHost changed = *v;
+        (limit == "max-queues" ? changed.max_queues : changed.max_connections) = value;
+        overlay_put_vhost(o, std::move(changed));
+      }
+      return Status::OK();
+    });
+    return changed(
+        st, 204,
+        value ? fmt::format("set the {} limit {} of {} '{}' to {}", who, limit, who, name, *value)
+              : fmt::format("removed the {} limit {} of {} '{}'", who, limit, who, name));
   }
 
   ApiReply permissions(const std::vector<std::string>& s) {

@@ -9,6 +9,11 @@
 //                                            ["a","b"]: 201 created, 204 replaced
 //   DELETE /api/users/NAME                   204; the user's permissions go with it
 //   GET    /api/users/NAME/permissions
+//   GET    /api/user-limits[/USER]           [{user, value: {max-connections}}]
+//   PUT    /api/user-limits/USER/max-connections  {"value": N} (negative: none); DELETE removes
+//   GET    /api/vhost-limits[/VHOST]         [{vhost, value: {max-connections, max-queues}}]
+//   PUT    /api/vhost-limits/VHOST/LIMIT     {"value": N}, LIMIT max-connections or max-queues;
+//                                            DELETE removes (RabbitMQ's paths)
 //   GET    /api/vhosts                       [{name, description}]
 //   GET    /api/vhosts/NAME
 //   PUT    /api/vhosts/NAME                  {"description": "..."} (optional): 201 created,

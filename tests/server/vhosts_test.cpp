@@ -312,6 +312,32 @@ TEST_F(VhostsTest, UserAndVhostLimitsAreEnforced) {
         << n;
   }
   const std::string out = server_.process().stdout_text();
+  // Changed live, as RabbitMQ's /api/vhost-limits and /api/user-limits.
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.end(), {"--node", serve_http_url(server_), "--admin-password-file", admin_pw});
+    return strata_cli(args);
+  };
+  r = cli({"vhost", "limit", "small", "--max-queues", "none"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(code_of<CreateStreamResponse>(s1, CreateStreamRequest{s1.corr(), "three", {}}),
+            ResponseCode::ok);
+  r = cli({"vhost", "limit", "small", "--max-queues", "3", "--max-connections", "none"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(code_of<CreateStreamResponse>(s1, CreateStreamRequest{s1.corr(), "four", {}}),
+            ResponseCode::precondition_failed);
+  StreamClient s3 = login("guest", "guest", "small");  // no connection limit now
+  r = cli({"user", "limit", "alice", "--max-connections", "none"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  {
+    StreamClient a1 = login("alice", "a2", "/");
+    StreamClient a2 = login("alice", "a2", "/");
+  }
+  r = cli({"user", "limit", "nobody", "--max-connections", "1"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("HTTP 404"), std::string::npos) << r.err;
+  r = cli({"vhost", "limit", "small", "--max-queues", "many"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("'many' is not a count or none"), std::string::npos) << r.err;
   EXPECT_NE(out.find("the user's connection limit (1) reached"), std::string::npos) << out;
   EXPECT_NE(out.find("the vhost's connection limit (2) reached"), std::string::npos) << out;
   EXPECT_NE(out.find("vhost 'small' has reached its max-queues limit (2 streams)"),
