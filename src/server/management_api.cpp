@@ -136,7 +136,7 @@ class Api {
     }
     // The names a call gives are of ?vhost= ("/" when absent); below they
     // are stored names.
-    const std::string vhost = r_.vhost.empty() ? std::string(kDefaultVhost) : r_.vhost;
+    const std::string vhost = r_.vhost_or_default();
     auto stored = [&](const std::string& name) {
       return name.empty() ? name : qualified_stream_name(vhost, name);
     };
@@ -636,11 +636,11 @@ class Api {
           404, "not_found",
           fmt::format("no history of stream {} on this node", printable_stream(r_.stream)));
     }
-    const StreamPlace place = split_stream_name(r_.stream);
-    return reply(200, {{"stream", r_.stream.empty() ? json() : json(std::string(place.name))},
-                       {"vhost", std::string(place.vhost)},
-                       {"interval_ms", node_.history_interval_ms},
-                       {"samples", history_json(samples.value_or(std::vector<HistorySample>{}))}});
+    json out = stream_place_json(r_.stream, "stream");
+    if (r_.stream.empty()) out["stream"] = nullptr;  // the node's totals
+    out["interval_ms"] = node_.history_interval_ms;
+    out["samples"] = history_json(samples.value_or(std::vector<HistorySample>{}));
+    return reply(200, out);
   }
 
   // /api/stream/connections, publishers, consumers.

@@ -99,6 +99,8 @@ struct ApiRequest {
   // stream or offset a call names (absent: "/"), and the one vhost a list
   // of streams or super streams shows (absent: all).
   std::string vhost;
+  // `vhost`, or "/" when absent.
+  std::string vhost_or_default() const { return vhost.empty() ? "/" : vhost; }
   std::string authorization;  // the Authorization header as sent ("" when absent)
   bool loopback = false;      // the peer's address is a loopback address
 };

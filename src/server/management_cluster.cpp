@@ -8,6 +8,7 @@
 #include "common/stream_name.h"
 #include "common/version.h"
 #include "server/definitions_streams.h"
+#include "server/management_streams.h"
 #include "server/server_limits.h"
 
 namespace strata::server {
@@ -20,10 +21,10 @@ namespace {
 json super_stream_json(const SuperStream& s) {
   std::vector<std::string> partitions;
   for (const auto& p : s.partitions) partitions.emplace_back(split_stream_name(p).name);
-  return {{"name", std::string(split_stream_name(s.name).name)},
-          {"vhost", std::string(split_stream_name(s.name).vhost)},
-          {"partitions", partitions},
-          {"binding_keys", s.binding_keys}};
+  json j = stream_place_json(s.name);
+  j["partitions"] = partitions;
+  j["binding_keys"] = s.binding_keys;
+  return j;
 }
 
 Result<std::vector<std::string>> string_list(const json& v, const char* field) {
@@ -91,7 +92,7 @@ Result<SuperStream> super_stream_from_body(const std::string& name, const json& 
 ApiReply super_streams_api(const ApiNode& node, const ApiRequest& r, const std::string& client_name,
                            const std::string& caller) {
   if (!node.super_streams) return error_reply(503, "unavailable", "no super streams here");
-  const std::string vhost = r.vhost.empty() ? std::string(kDefaultVhost) : r.vhost;
+  const std::string vhost = r.vhost_or_default();
   const std::string name = client_name.empty() ? "" : qualified_stream_name(vhost, client_name);
   if (r.method == "GET") {
     json items = json::array();

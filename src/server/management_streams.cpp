@@ -40,19 +40,22 @@ std::map<std::string, StreamClients> stream_clients(const std::vector<ClientTall
   return by_stream;
 }
 
+json stream_place_json(std::string_view stored, const char* name_key) {
+  const StreamPlace place = split_stream_name(stored);
+  return {{name_key, std::string(place.name)}, {"vhost", std::string(place.vhost)}};
+}
+
 json stream_entry(const std::string& name, const node::StreamSettings& settings, const json& status,
                   const StreamClients& c) {
   // `name` is stored: the entry shows it as its vhost's clients name it.
-  const StreamPlace place = split_stream_name(name);
-  json j = {{"name", std::string(place.name)},
-            {"vhost", std::string(place.vhost)},
-            {"type", "stream"},
-            {"durable", true},
-            {"arguments", queue_arguments_from_settings(settings)},
-            {"served_here", status.is_object()},
-            {"publishers", c.publishers},
-            {"consumers", c.consumers},
-            {"consumer_max_lag", c.max_lag}};
+  json j = stream_place_json(name);
+  j.update(json{{"type", "stream"},
+                {"durable", true},
+                {"arguments", queue_arguments_from_settings(settings)},
+                {"served_here", status.is_object()},
+                {"publishers", c.publishers},
+                {"consumers", c.consumers},
+                {"consumer_max_lag", c.max_lag}});
   if (!status.is_object()) return j;
   const uint64_t local_first = u64(status, "local_first_offset");
   const uint64_t next = u64(status, "local_next_offset");
@@ -154,9 +157,9 @@ ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string
     if (!st.ok() && st.error().code == Errc::already_exists) return no_content();
     if (!st.ok()) return refused(st.error());
     spdlog::info("http: user '{}' created stream {}", caller, printable_stream(name));
-    return reply(201, {{"name", std::string(split_stream_name(name).name)},
-                       {"vhost", std::string(split_stream_name(name).vhost)},
-                       {"ignored_arguments", ignored}});
+    json out = stream_place_json(name);
+    out["ignored_arguments"] = ignored;
+    return reply(201, out);
   }
   if (r.method == "PATCH") {
     if (!node.alter || !node.settings) return error_reply(503, "unavailable", "no streams here");
@@ -170,9 +173,9 @@ ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string
     if (!st.ok()) return refused(st.error());
     spdlog::info("http: user '{}' altered stream {}: {}", caller, printable_stream(name),
                  queue_arguments_from_settings(*to).dump());
-    return reply(200, {{"name", std::string(split_stream_name(name).name)},
-                       {"vhost", std::string(split_stream_name(name).vhost)},
-                       {"arguments", queue_arguments_from_settings(*to)}});
+    json out = stream_place_json(name);
+    out["arguments"] = queue_arguments_from_settings(*to);
+    return reply(200, out);
   }
   if (r.method == "DELETE") {
     Status st = node.remove(name);
@@ -193,10 +196,10 @@ ApiReply offsets_api(const ApiNode& node, const ApiRequest& r, const std::string
   if (r.method == "GET") {
     auto q = node.query_offset(r.stream, r.reference);
     if (!q.ok()) return refused(q.error());
-    return reply(200, {{"stream", std::string(split_stream_name(r.stream).name)},
-                       {"vhost", std::string(split_stream_name(r.stream).vhost)},
-                       {"reference", r.reference},
-                       {"offset", *q ? json(**q) : json(nullptr)}});
+    json out = stream_place_json(r.stream, "stream");
+    out["reference"] = r.reference;
+    out["offset"] = *q ? json(**q) : json(nullptr);
+    return reply(200, out);
   }
   if (r.method != "PUT") return error_reply(405, "method_not_allowed", r.method + " " + r.path);
   auto b = body_object(r.body);
@@ -223,10 +226,10 @@ ApiReply offsets_api(const ApiNode& node, const ApiRequest& r, const std::string
   if (!st.ok()) return refused(st.error());
   spdlog::info("http: user '{}' set the offset of reference '{}' on stream {} to {}", caller,
                r.reference, printable_stream(r.stream), offset);
-  return reply(200, {{"stream", std::string(split_stream_name(r.stream).name)},
-                     {"vhost", std::string(split_stream_name(r.stream).vhost)},
-                     {"reference", r.reference},
-                     {"offset", offset}});
+  json out = stream_place_json(r.stream, "stream");
+  out["reference"] = r.reference;
+  out["offset"] = offset;
+  return reply(200, out);
 }
 
 ApiReply close_connection_api(const ApiNode& node, const std::string& id,

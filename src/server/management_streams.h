@@ -22,6 +22,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "node/stream_settings.h"
 #include "server/client_tally.h"
@@ -42,6 +43,10 @@ struct StreamClients {
 // By stream, from every connection's tally (streams without clients are
 // absent).
 std::map<std::string, StreamClients> stream_clients(const std::vector<ClientTally>& tallies);
+
+// A stored stream name (common/stream_name.h) as the API shows it:
+// {name_key: the name its vhost's clients give it, "vhost": that vhost}.
+nlohmann::json stream_place_json(std::string_view stored, const char* name_key = "name");
 
 // One entry of GET /api/streams: `status` is the stream's entry in the
 // node's /status "streams" (null when this node does not serve it),
