@@ -216,21 +216,21 @@ void HandshakeRoom::on(const TuneFrame& r) {
 void HandshakeRoom::on(const OpenRequest& r) {
   OpenResponse resp;
   resp.correlation_id = r.correlation_id;
-  // As RabbitMQ: a user opens only a vhost it has permissions in (which
-  // exists: permissions name existing vhosts only).
-  if (!access_.current()->vhost_access(user_, r.virtual_host)) {
+  // One snapshot of the rules for the whole Open (a reload may land
+  // meanwhile). As RabbitMQ: a user opens only a vhost it has permissions
+  // in (which exists: permissions name existing vhosts only).
+  const auto rules = access_.current();
+  if (!rules->vhost_access(user_, r.virtual_host)) {
     counters_.access_refused += 1;
-    spdlog::info(
-        "connection {} ({}): open of vhost '{}' refused for user '{}': {}", session_.id(),
-        session_.peer(), printable_name(r.virtual_host), user_,
-        access_.current()->has_vhost(r.virtual_host) ? "no permissions in it" : "no such vhost");
+    spdlog::info("connection {} ({}): open of vhost '{}' refused for user '{}': {}", session_.id(),
+                 session_.peer(), printable_name(r.virtual_host), user_,
+                 rules->has_vhost(r.virtual_host) ? "no permissions in it" : "no such vhost");
     resp.code = ResponseCode::virtual_host_access_failure;
     send_message(session_, resp);
     return;
   }
   // The connection limits of the user and the vhost; the place taken is
   // given back when the connection closes (Server, on_closed).
-  const auto rules = access_.current();
   const auth::User* u = rules->find_user(user_);
   const auth::VHost* v = rules->find_vhost(r.virtual_host);
   uint32_t limit = 0;
