@@ -39,8 +39,11 @@ Registrar reg_cluster([](CLI::App& app, Context& ctx) {
       const json& lease = it.value()["lease"];
       const std::string id =
           lease.is_string() ? fmt::format("{:x}", std::stoll(lease.get<std::string>())) : "none";
-      std::cout << fmt::format("node {:<16} {:<22} lease {} ttl {} s\n", it.key(),
-                               it.value()["address"].get<std::string>(), id,
+      // A TLS-only node registers no plain address.
+      std::string where = it.value()["address"].get<std::string>();
+      const std::string tls = it.value()["tls_address"].get<std::string>();
+      if (!tls.empty()) where += (where.empty() ? "tls " : " tls ") + tls;
+      std::cout << fmt::format("node {:<16} {:<22} lease {} ttl {} s\n", it.key(), where, id,
                                it.value()["ttl_s"].dump());
     }
     for (auto it = j["streams"].begin(); it != j["streams"].end(); ++it) {

@@ -21,7 +21,9 @@ json epoch_of(const json& entry) {
 
 }  // namespace
 
-json lease_json(int64_t lease) { return lease == 0 ? json(nullptr) : json(std::to_string(lease)); }
+json lease_json(int64_t lease) {
+  return lease == 0 ? json(nullptr) : json(std::to_string(lease));
+}
 
 Result<json> read_cluster_status(etcd::EtcdClient& client, const std::string& ns) {
   const std::string prefix = ns + "/";
@@ -39,7 +41,11 @@ Result<json> read_cluster_status(etcd::EtcdClient& client, const std::string& ns
     std::string name;
     if (under("nodes/", &name)) {
       auto j = json::parse(kv.value, nullptr, false);
-      json n = {{"address", j.is_object() && j.contains("address") ? j["address"] : json("")},
+      auto field = [&j](const char* k) {
+        return j.is_object() && j.contains(k) && j[k].is_string() ? j[k] : json("");
+      };
+      json n = {{"address", field("address")},
+                {"tls_address", field("tls_address")},
                 {"lease", lease_json(kv.lease)},
                 {"ttl_s", nullptr}};
       if (auto t = client.lease_time_to_live(kv.lease); t.ok()) n["ttl_s"] = t->ttl_seconds;

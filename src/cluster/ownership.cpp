@@ -304,6 +304,7 @@ json Ownership::Impl::status_json() const {
   }
   return {{"node_id", cfg_.node_id},
           {"advertise", cfg_.advertise},
+          {"tls_advertise", cfg_.tls_advertise},
           {"lease", lease_json(lease_)},
           {"fences", fences_},
           {"writer_fences", writer_fences_},
@@ -311,6 +312,7 @@ json Ownership::Impl::status_json() const {
           {"last_fence", last_fence_},
           {"owned", owned},
           {"nodes", view_.nodes},
+          {"tls_nodes", view_.tls_nodes},
           {"owners", owners},
           {"candidacies", candidacies},
           {"revision", view_.revision}};

@@ -1,6 +1,7 @@
 // Ownership: the shell of cluster stream ownership (the decisions are
 // cluster/ownership_core.h). It holds the node's etcd lease, registers
-// <ns>/nodes/<id> = {"address": "<advertised host:port>"} on it, follows
+// <ns>/nodes/<id> = {"address": "<advertised host:port>", "tls_address": …}
+// on it, follows
 // <ns>/ (streams, nodes, owners) with one watch — no polling — and runs the
 // core's effects: lease grant / keepalive / revoke, the acquire txn
 // (If create_revision(<ns>/owners/<stream>) == 0 Then put it = <id> with
@@ -13,7 +14,9 @@
 // watch of <ns>/ in ownership_view.cpp, the state in ownership_impl.h.
 //
 // Keys (docs/formats/catalog.md, "etcd backend", has them all):
-//   <ns>/nodes/<id>       {"address": "host:port"}, on the node's lease
+//   <ns>/nodes/<id>       {"address": "host:port", "tls_address": "host:port"}
+//                         (each only when that listener exists), on the
+//                         node's lease
 //   <ns>/owners/<stream>  "<id>", on the owner's lease
 //   <ns>/deletions/<stream> "<id>" of the node that requested the deletion
 #pragma once
@@ -45,8 +48,9 @@ struct FollowedKey {
 };
 
 struct OwnershipConfig {
-  std::string node_id;    // [A-Za-z0-9._-]{1,128}
-  std::string advertise;  // host:port clients reach this node at
+  std::string node_id;        // [A-Za-z0-9._-]{1,128}
+  std::string advertise;      // host:port clients reach this node at; "": no plain listener
+  std::string tls_advertise;  // host:port TLS clients reach it at; "": no TLS listener
   std::string ns = "strata";
   OwnershipTiming timing;
   int64_t tick_ms = 0;  // 0: lease_ttl_ms / 20 (at least 10)
@@ -87,7 +91,8 @@ Status validate(const OwnershipConfig& c);
 // What the shell saw last (for status, the server's Metadata and tests).
 struct ClusterView {
   int64_t revision = 0;
-  std::map<std::string, std::string> nodes;      // id -> advertised address
+  std::map<std::string, std::string> nodes;      // id -> advertised address ("": none)
+  std::map<std::string, std::string> tls_nodes;  // id -> TLS address, for nodes with one
   std::map<std::string, OwnerRecord> owners;     // stream -> owner
   std::vector<std::string> streams;              // catalog streams
   std::map<std::string, std::string> deletions;  // stream -> node that requested it

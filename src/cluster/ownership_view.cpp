@@ -38,13 +38,16 @@ bool Ownership::Impl::apply_kv(const etcd::KeyValue& kv, bool removed) {
   };
   std::string name;
   if (take("nodes/", &name)) {
+    view_.tls_nodes.erase(name);
     if (removed) {
       view_.nodes.erase(name);
     } else {
       auto j = json::parse(kv.value, nullptr, false);
-      view_.nodes[name] = j.is_object() && j.contains("address") && j["address"].is_string()
-                              ? j["address"].get<std::string>()
-                              : "";
+      auto text = [&j](const char* k) {
+        return j.is_object() && j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : "";
+      };
+      view_.nodes[name] = text("address");
+      if (std::string t = text("tls_address"); !t.empty()) view_.tls_nodes[name] = t;
     }
     return true;
   }

@@ -176,9 +176,11 @@ json cluster_document(const json& st) {
   }
   json nodes = json::array();
   const json known = st.value("nodes", json::object());
+  const json tls = st.value("tls_nodes", json::object());
   for (auto it = known.begin(); it != known.end(); ++it) {
     nodes.push_back({{"name", it.key()},
                      {"address", it.value()},
+                     {"tls_address", tls.value(it.key(), "")},
                      {"this_node", it.key() == self},
                      {"streams_owned", owned_by[it.key()]}});
   }

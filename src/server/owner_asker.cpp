@@ -16,11 +16,7 @@ bool OwnerAsker::ask(const std::string& stream, Encode encode, Answer answer) {
   if (!env.ok()) return false;
   const OwnerLookup owner = env->owner();
   if (owner.kind != OwnerLookup::Kind::owned) return false;
-  OwnerLinkOptions o;
-  o.host = owner.host;
-  o.port = owner.port;
-  o.user = env->user;
-  o.password = env->password;
+  OwnerLinkOptions o = env->link_to(owner);
   o.stream = stream;
   o.setup_deadline = kOwnerQuestionDeadline;
   o.ask = std::move(encode);

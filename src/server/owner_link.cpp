@@ -69,8 +69,12 @@ void OwnerLink::stop() {
   std::error_code ec;
   setup_timer_.cancel();
   resolver_.cancel();
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-  socket_.close(ec);
+  if (transport_) {
+    transport_->close();
+  } else {
+    socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+  }
 }
 
 void OwnerLink::fail(Error e) {
@@ -99,11 +103,32 @@ void OwnerLink::connect() {
               }
               std::error_code e;
               self->socket_.set_option(asio::ip::tcp::no_delay(true), e);
-              self->send_setup();
-              self->in_.resize(kLinkReadChunk);
-              self->read_more();
+              self->on_connected();
             });
       });
+}
+
+void OwnerLink::on_connected() {
+  if (opts_.tls) {
+    transport_ = tls_client_transport(std::move(socket_), strand_, opts_.tls, opts_.host,
+                                      opts_.tls_verify_host);
+  } else {
+    transport_ = plain_transport(std::move(socket_), strand_);
+  }
+  // The setup timer bounds the handshake too (it closes the transport).
+  transport_->start(opts_.setup_deadline, [self = shared_from_this()](std::error_code ec) {
+    if (self->ended_) return;
+    if (ec) {
+      const std::string why = self->transport_->verify_error();
+      return self->fail(
+          Error(Errc::unavailable,
+                fmt::format("TLS handshake with owner {}:{}: {}{}", self->opts_.host,
+                            self->opts_.port, ec.message(), why.empty() ? "" : " (" + why + ")")));
+    }
+    self->send_setup();
+    self->in_.resize(kLinkReadChunk);
+    self->read_more();
+  });
 }
 
 void OwnerLink::send_setup() {
@@ -147,8 +172,8 @@ void OwnerLink::write_more() {
     return;
   }
   writing_ = true;
-  asio::async_write(
-      socket_, asio::buffer(out_.front()), [self = shared_from_this()](std::error_code ec, size_t) {
+  transport_->write(
+      {asio::buffer(out_.front())}, [self = shared_from_this()](std::error_code ec, size_t) {
         if (self->ended_) return;
         if (ec) {
           return self->fail(
@@ -168,7 +193,7 @@ void OwnerLink::read_more() {
     in_begin_ = 0;
     if (in_.size() - in_end_ < kLinkReadChunk / 4) in_.resize(in_.size() + kLinkReadChunk);
   }
-  socket_.async_read_some(
+  transport_->read_some(
       asio::buffer(in_.data() + in_end_, in_.size() - in_end_),
       [self = shared_from_this()](std::error_code ec, size_t n) {
         if (self->ended_) return;

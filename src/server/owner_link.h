@@ -13,9 +13,15 @@
 // setup not answered within its deadline), unless stop() came first. What
 // it buffers: one read buffer (the largest frame received) and the few
 // frames it writes; Deliver frames arrive only within the credit it gave.
+//
+// Over plain TCP, or over TLS to the owner's TLS listener
+// (OwnerLinkOptions::tls, ServeConfig's cluster.peer_tls): the TLS
+// handshake, the owner's certificate checked, comes before the setup and
+// within its deadline.
 #pragma once
 
 #include <asio/ip/tcp.hpp>
+#include <asio/ssl/context.hpp>
 #include <asio/steady_timer.hpp>
 #include <chrono>
 #include <deque>
@@ -28,6 +34,7 @@
 #include "common/task.h"
 #include "proto/client_handshake.h"
 #include "proto/dispatch.h"
+#include "server/transport.h"
 
 namespace strata::server {
 
@@ -54,6 +61,11 @@ struct OwnerLinkOptions {
   // after the handshake, with the correlation id given. Its answer, ok or
   // not, goes to OwnerLinkHandlers::answer and the link ends.
   std::function<void(uint32_t correlation_id, Bytes* out)> ask;
+  // Set: the owner's TLS listener is dialled over TLS with this client
+  // context (tls_context.h, make_tls_client_context), and with
+  // `tls_verify_host` its certificate must name `host`.
+  std::shared_ptr<asio::ssl::context> tls;
+  bool tls_verify_host = true;
 };
 
 struct OwnerLinkHandlers {
@@ -78,6 +90,7 @@ class OwnerLink : public std::enable_shared_from_this<OwnerLink> {
  private:
   OwnerLink(Strand strand, OwnerLinkOptions opts, OwnerLinkHandlers handlers);
   void connect();
+  void on_connected();
   void send_setup();
   void write(Bytes frame);
   void write_more();
@@ -90,7 +103,8 @@ class OwnerLink : public std::enable_shared_from_this<OwnerLink> {
   const OwnerLinkOptions opts_;
   OwnerLinkHandlers h_;
   asio::ip::tcp::resolver resolver_;
-  asio::ip::tcp::socket socket_;
+  asio::ip::tcp::socket socket_;  // until connected; then in transport_
+  std::unique_ptr<Transport> transport_;
   asio::steady_timer setup_timer_;
   bool up_ = false;
   bool ended_ = false;

@@ -143,11 +143,7 @@ void ReplicaCopier::connect(uint64_t from) {
   if (o.kind != OwnerLookup::Kind::owned || o.node_id == env_.self_id) {
     return restart(Error(Errc::unavailable, "the owner changed"), false);
   }
-  OwnerLinkOptions lo;
-  lo.host = o.host;
-  lo.port = o.port;
-  lo.user = env_.replica.user;
-  lo.password = env_.replica.password;
+  OwnerLinkOptions lo = env_.replica.link_to(o);
   lo.stream = stream();
   lo.spec = proto::OffsetSpec{proto::OffsetType::offset, int64_t(from)};
   lo.credit = env_.credit;

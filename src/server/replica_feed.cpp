@@ -311,11 +311,7 @@ void ReplicaFeed::connect() {
   }
   if (o.kind == OwnerLookup::Kind::ownerless)
     return link_down(Error(Errc::unavailable, "no owner"));
-  OwnerLinkOptions lo;
-  lo.host = o.host;
-  lo.port = o.port;
-  lo.user = env_.user;
-  lo.password = env_.password;
+  OwnerLinkOptions lo = env_.link_to(o);
   lo.stream = env_.stream;
   lo.spec = pending_.spec;
   lo.credit = uint16_t(std::min<uint32_t>(credit_, 65535));

@@ -57,6 +57,11 @@ struct ReplicaEnv {
   tier::StreamReaderOptions reader;
   std::function<OwnerLookup()> owner;
   std::string user, password;  // what this node logs in to the owner as
+  // Set (cluster.peer_tls): owners are dialled over TLS with this client
+  // context, at the TLS address owner() gives, their certificate naming
+  // that host when peer_tls_verify_host.
+  std::shared_ptr<asio::ssl::context> peer_tls;
+  bool peer_tls_verify_host = true;
   std::chrono::milliseconds reconnect_limit{15'000};
   std::chrono::milliseconds owner_check{250};  // how often the view is compared
   std::chrono::milliseconds read_deadline{std::chrono::minutes(15)};
@@ -67,6 +72,18 @@ struct ReplicaEnv {
   std::atomic<uint64_t>* remote_chunks = nullptr;
   std::atomic<uint64_t>* forwarded_chunks = nullptr;
   std::atomic<uint64_t>* links = nullptr;
+
+  // A link to `o` (owned) as this node: its address, the login, TLS.
+  OwnerLinkOptions link_to(const OwnerLookup& o) const {
+    OwnerLinkOptions lo;
+    lo.host = o.host;
+    lo.port = o.port;
+    lo.user = user;
+    lo.password = password;
+    lo.tls = peer_tls;
+    lo.tls_verify_host = peer_tls_verify_host;
+    return lo;
+  }
 };
 
 struct ReplicaStats {

@@ -24,6 +24,9 @@ namespace strata::server {
 struct Advertised {
   std::string host;
   uint32_t port = 0;
+  // The TLS listener's: a cluster's Metadata names the other nodes' TLS
+  // listeners too.
+  bool tls = false;
 };
 
 // The streams served here, for publishers, subscriptions and StreamStats.

@@ -187,6 +187,8 @@ Status load_cluster_section(JsonSection s, ClusterSettings* out) {
   STRATA_TRY(s.string("peer_user", &out->peer_user));
   STRATA_TRY(s.string("peer_password_file", &out->peer_password_file));
   STRATA_TRY(s.boolean("replica_copies", &out->replica_copies));
+  STRATA_TRY(s.boolean("peer_tls", &out->peer_tls));
+  STRATA_TRY(s.boolean("peer_tls_verify_host", &out->peer_tls_verify_host));
   return s.no_unknown();
 }
 
@@ -312,10 +314,24 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
     if (auto st = cluster::validate(ownership_config(cfg.cluster, cfg.node, "")); !st.ok()) {
       return Error(Errc::invalid_argument, "serve config: " + st.error().message);
     }
-    // The owner link and the replica feed dial peers' plain listeners.
-    if (cfg.tls.only) {
+    // The owner links, replica feeds and copies dial peers' listeners: the
+    // plain ones unless cluster.peer_tls.
+    if (cfg.tls.only && !cfg.cluster.peer_tls) {
       return bad("tls.only",
-                 "the nodes of a cluster reach each other on the plain listener (server.listen)");
+                 "the nodes of a cluster reach each other on the plain listener (server.listen) "
+                 "unless cluster.peer_tls is true");
+    }
+    if (cfg.cluster.peer_tls) {
+      if (!cfg.tls.enabled()) {
+        return bad("cluster.peer_tls",
+                   "the nodes reach each other on their TLS listeners, and tls.listen is not set");
+      }
+      // A peer is trusted by its certificate: without a CA any certificate
+      // would do, and the link would be encrypted but not authenticated.
+      if (cfg.tls.ca_file.empty()) {
+        return bad("cluster.peer_tls",
+                   "peers' certificates are verified against tls.ca_file, and it is not set");
+      }
     }
     // Streams are opened as this node comes to own them.
     cfg.node.open_streams_at_start = false;
@@ -336,9 +352,8 @@ SettingsRead serve_config_settings() {
                 "the tls section's reader refuses an absent section");
   out.insert("tls");
   LogSettings logging;
-  STRATA_ASSERT(
-      load_logging_section(JsonSection(json(nullptr), "logging", &out), &logging).ok(),
-      "the logging section's reader refuses an absent section");
+  STRATA_ASSERT(load_logging_section(JsonSection(json(nullptr), "logging", &out), &logging).ok(),
+                "the logging section's reader refuses an absent section");
   out.insert("logging");
   STRATA_ASSERT(load_server_section(JsonSection(json(nullptr), "server", &out), &server).ok(),
                 "the server section's reader refuses an absent section");

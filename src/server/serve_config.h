@@ -161,6 +161,13 @@ struct ClusterSettings {
   // not own (server/replica_copier.h), which it keeps if it takes the
   // stream over.
   bool replica_copies = false;
+  // The nodes reach each other on their TLS listeners (tls.listen): each
+  // registers its TLS address beside its plain one, dials its peers' over
+  // TLS, verifies their certificates against tls.ca_file and presents its
+  // own (tls.cert_file). With peer_tls_verify_host, a peer's certificate
+  // must also name the host the peer advertises.
+  bool peer_tls = false;
+  bool peer_tls_verify_host = true;
 };
 
 // How `strata serve` logs (its "logging" section).

@@ -8,6 +8,7 @@
 
 #include "common/assert.h"
 #include "server/server_limits.h"
+#include "server/tls_context.h"
 
 namespace strata::server {
 
@@ -17,8 +18,9 @@ ServedStreams::ServedStreams(node::Node& node, SuperStreams& supers, const Serve
 
 ServedStreams::~ServedStreams() = default;
 
-void ServedStreams::attach_cluster(cluster::Ownership* ownership) {
+void ServedStreams::attach_cluster(cluster::Ownership* ownership, const TlsContexts* peer_tls) {
   STRATA_ASSERT(ownership_.load() == nullptr, "a server joins one cluster, once");
+  peer_tls_ = peer_tls;
   ownership_ = ownership;
 }
 
@@ -152,7 +154,8 @@ Result<ReplicaEnv> ServedStreams::replica_env(const std::string& name) {
   if (node_.config().tiering.enabled) {
     STRATA_ASSIGN_OR_RETURN(env.remote, node_.remote_stream(name));
   }
-  env.owner = [own, name]() {
+  const TlsContexts* tls = peer_tls_.load();
+  env.owner = [own, name, tls]() {
     OwnerLookup o;
     auto v = own->view();
     auto it = v.owners.find(name);
@@ -161,10 +164,13 @@ Result<ReplicaEnv> ServedStreams::replica_env(const std::string& name) {
       o.kind = listed ? OwnerLookup::Kind::ownerless : OwnerLookup::Kind::gone;
       return o;
     }
-    auto addr = v.nodes.find(it->second.node_id);
-    auto hp = addr == v.nodes.end() ? Result<std::pair<std::string, uint16_t>>(
-                                          Error(Errc::not_found, "owner not registered"))
-                                    : parse_host_port("node " + addr->first, addr->second);
+    // Over TLS, the owner's TLS listener; a node that registered none
+    // (not configured for it) is not reachable from here.
+    const auto& addresses = tls ? v.tls_nodes : v.nodes;
+    auto addr = addresses.find(it->second.node_id);
+    auto hp = addr == addresses.end() ? Result<std::pair<std::string, uint16_t>>(
+                                            Error(Errc::not_found, "owner not registered"))
+                                      : parse_host_port("node " + addr->first, addr->second);
     if (!hp.ok()) return o;  // ownerless for now: its registration is not seen yet
     o.kind = OwnerLookup::Kind::owned;
     o.node_id = it->second.node_id;
@@ -176,6 +182,11 @@ Result<ReplicaEnv> ServedStreams::replica_env(const std::string& name) {
   // cleartext password is what nodes log in to each other as.
   env.user = cfg_.server.users.peer.user;
   env.password = cfg_.server.users.peer.password;
+  if (tls) {
+    // The context of the moment: a reload (SIGHUP) applies to later links.
+    env.peer_tls = tls->current().client;
+    env.peer_tls_verify_host = cfg_.cluster.peer_tls_verify_host;
+  }
   // A takeover takes a lease TTL plus the new owner's recovery; past three
   // TTLs and a margin the consumer is better told to look again.
   env.reconnect_limit =

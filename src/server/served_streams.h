@@ -22,14 +22,18 @@
 
 namespace strata::server {
 
+class TlsContexts;
+
 class ServedStreams final : public StreamDirectory, public ReplicaSource {
  public:
   ServedStreams(node::Node& node, SuperStreams& supers, const ServeConfig& cfg,
                 ServerCounters& counters);
   ~ServedStreams() override;
 
-  // In a cluster: the node's stream ownership (before any connection).
-  void attach_cluster(cluster::Ownership* ownership);
+  // In a cluster: the node's stream ownership (before any connection);
+  // with `peer_tls` (cluster.peer_tls), owners are dialled on their TLS
+  // listeners with its current client context.
+  void attach_cluster(cluster::Ownership* ownership, const TlsContexts* peer_tls = nullptr);
 
   // ---- StreamDirectory, ReplicaSource ----
   Result<std::shared_ptr<ServedStream>> served(const std::string& name) override;
@@ -60,6 +64,7 @@ class ServedStreams final : public StreamDirectory, public ReplicaSource {
   ServerCounters& counters_;
   // Set once by attach_cluster while ownership's callbacks may already run.
   std::atomic<cluster::Ownership*> ownership_{nullptr};
+  std::atomic<const TlsContexts*> peer_tls_{nullptr};
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<ServedStream>> streams_;
 };

@@ -114,7 +114,9 @@ Status Server::Impl::start() {
   runtime = node::Runtime::start(ro);
   STRATA_TRY(open_state());
   if (cfg.tls.enabled()) {
-    auto t = TlsContexts::make(cfg.tls);
+    // A cluster's nodes dial each other over TLS with a client context
+    // made (and reloaded) with the listener's.
+    auto t = TlsContexts::make(cfg.tls, cfg.cluster.enabled && cfg.cluster.peer_tls);
     if (!t.ok()) return std::move(t).error().with_context("serve");
     tls = std::move(t).value();
     STRATA_ASSIGN_OR_RETURN(tls_listener, Listener::open(runtime->io(), cfg.tls.listen));
@@ -297,7 +299,11 @@ Status Server::Impl::join_cluster() {
         "it had not uploaded (counted as node.takeover_dropped_offsets); \"remote\" confirms "
         "only what survives losing any node");
   }
-  auto oc = ownership_config(cfg.cluster, cfg.node, advertised_address());
+  // The listeners this node has: peers and clients reach it on them.
+  auto oc = ownership_config(cfg.cluster, cfg.node, listener ? advertised_address() : "");
+  if (tls_listener) {
+    oc.tls_advertise = fmt::format("{}:{}", tls_advertised().host, tls_advertised().port);
+  }
   // Appends and local confirms check the lease's end at the moment they
   // happen (node/stream_handle.h, lease_ended): no lease yet, no writes.
   oc.lease_valid_until = node->lease_fence();
@@ -322,7 +328,7 @@ Status Server::Impl::join_cluster() {
   auto own = cluster::Ownership::start(std::move(oc), shared, node.get());
   if (!own.ok()) return std::move(own).error().with_context("serve: cluster");
   ownership = std::move(own).value();
-  served->attach_cluster(ownership.get());
+  served->attach_cluster(ownership.get(), cfg.cluster.peer_tls ? tls.get() : nullptr);
   ops->attach_cluster(ownership.get(), cluster_offsets.get());
   if (cfg.cluster.replica_copies) {
     const auto every = std::chrono::milliseconds(
@@ -479,7 +485,7 @@ std::string Server::Impl::advertised_address() const {
 Advertised Server::Impl::tls_advertised() const {
   uint32_t port = cfg.tls.advertised_port;
   if (port == 0 && tls_listener) port = tls_listener->port();
-  return Advertised{advertised_host(), port};
+  return Advertised{advertised_host(), port, /*tls=*/true};
 }
 
 Status Server::Impl::stop() {
@@ -633,7 +639,11 @@ nlohmann::json Server::Impl::status_json() const {
   const Impl& m = *this;
   const ServerCounters& c = m.counters;
   nlohmann::json j = m.node->status_json();
-  if (m.ownership) j["cluster"] = m.ownership->status_json();
+  if (m.ownership) {
+    j["cluster"] = m.ownership->status_json();
+    // Whether the links to the other nodes are TLS (cluster.peer_tls).
+    j["cluster"]["peer_tls"] = m.cfg.cluster.peer_tls;
+  }
   // Replicated streams served here: how far a majority holds them.
   for (const auto& s : m.served->all()) {
     if (!s->replica_acks()) continue;

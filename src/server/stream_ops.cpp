@@ -181,22 +181,25 @@ MetadataResponse StreamOps::metadata(const std::vector<std::string>& streams,
 MetadataResponse StreamOps::cluster_metadata(const std::vector<std::string>& streams,
                                              const Advertised& self) {
   MetadataResponse resp;
-  auto view = ownership_.load()->view();
-  // Nodes register their plain address: this node is described as the
-  // client reached it (its TLS listener, for a TLS client). The other
-  // nodes' TLS ports are not registered (docs/ARCHITECTURE.md).
-  const std::string registered = fmt::format("{}:{}", d_.advertised.host, d_.advertised.port);
+  const cluster::Ownership* own = ownership_.load();
+  auto view = own->view();
+  // This node is described as the client reached it; the others by the
+  // listener of the same kind they registered (a TLS client is told TLS
+  // ports). A node without one is no broker for this client, and a stream
+  // it leads is not available to it.
+  const auto& addresses = self.tls ? view.tls_nodes : view.nodes;
   std::map<std::string, uint16_t> refs;
-  for (const auto& [id, address] : view.nodes) {
-    auto hp = parse_host_port("node " + id, address);
+  for (const auto& [id, ignored] : view.nodes) {
+    const bool me = id == own->config().node_id;
+    auto a = addresses.find(id);
+    if (!me && a == addresses.end()) continue;
+    auto hp =
+        me ? Result<std::pair<std::string, uint16_t>>(std::pair(self.host, uint16_t(self.port)))
+           : parse_host_port("node " + id, a->second);
     if (!hp.ok()) continue;
     uint16_t ref = uint16_t(resp.brokers.size());
     refs[id] = ref;
-    if (address == registered) {
-      resp.brokers.push_back(Broker{ref, self.host, self.port});
-    } else {
-      resp.brokers.push_back(Broker{ref, hp->first, hp->second});
-    }
+    resp.brokers.push_back(Broker{ref, hp->first, hp->second});
   }
   for (const auto& s : streams) {
     StreamMetadata m;

@@ -31,12 +31,9 @@ bool has(const std::vector<std::string>& v, const char* x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-}  // namespace
-
-Result<std::shared_ptr<asio::ssl::context>> make_tls_context(const TlsSettings& s) {
-  ERR_clear_error();
-  auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
-  SSL_CTX* c = ctx->native_handle();
+// What the server and the peer-client contexts share: versions, options,
+// ciphers, and this node's certificate and key.
+Status configure_common(SSL_CTX* c, const TlsSettings& s) {
   // Versions: the lowest and highest of those listed (only 1.2 and 1.3
   // exist to list, so the range has no gap).
   const int lo = has(s.versions, "tlsv1.2") ? TLS1_2_VERSION : TLS1_3_VERSION;
@@ -68,6 +65,16 @@ Result<std::shared_ptr<asio::ssl::context>> make_tls_context(const TlsSettings& 
     return tls_error("key_file", fmt::format("{}: does not match the certificate in {}: {}",
                                              s.key_file, s.cert_file, openssl_reason()));
   }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<asio::ssl::context>> make_tls_context(const TlsSettings& s) {
+  ERR_clear_error();
+  auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
+  SSL_CTX* c = ctx->native_handle();
+  STRATA_TRY(configure_common(c, s));
   if (!s.ca_file.empty()) {
     if (SSL_CTX_load_verify_locations(c, s.ca_file.c_str(), nullptr) != 1) {
       return tls_error("ca_file", fmt::format("{}: cannot load: {}", s.ca_file, openssl_reason()));
@@ -90,18 +97,44 @@ Result<std::shared_ptr<asio::ssl::context>> make_tls_context(const TlsSettings& 
   return ctx;
 }
 
-Result<std::unique_ptr<TlsContexts>> TlsContexts::make(const TlsSettings& s) {
-  STRATA_ASSIGN_OR_RETURN(auto ctx, make_tls_context(s));
+Result<std::shared_ptr<asio::ssl::context>> make_tls_client_context(const TlsSettings& s) {
+  if (s.ca_file.empty()) {
+    return tls_error("ca_file", "required to verify the certificates of the cluster's peers");
+  }
+  ERR_clear_error();
+  auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
+  SSL_CTX* c = ctx->native_handle();
+  STRATA_TRY(configure_common(c, s));
+  if (SSL_CTX_load_verify_locations(c, s.ca_file.c_str(), nullptr) != 1) {
+    return tls_error("ca_file", fmt::format("{}: cannot load: {}", s.ca_file, openssl_reason()));
+  }
+  SSL_CTX_set_verify(c, SSL_VERIFY_PEER, nullptr);
+  return ctx;
+}
+
+Result<TlsContexts::Current> TlsContexts::load(const TlsSettings& s, bool peer_client) {
+  Current out;
+  STRATA_ASSIGN_OR_RETURN(out.context, make_tls_context(s));
+  if (peer_client) {
+    STRATA_ASSIGN_OR_RETURN(out.client, make_tls_client_context(s));
+  }
+  out.settings = std::make_shared<const TlsSettings>(s);
+  return out;
+}
+
+Result<std::unique_ptr<TlsContexts>> TlsContexts::make(const TlsSettings& s, bool peer_client) {
+  STRATA_ASSIGN_OR_RETURN(Current c, load(s, peer_client));
   std::unique_ptr<TlsContexts> t(new TlsContexts());
-  t->current_ = Current{std::move(ctx), std::make_shared<const TlsSettings>(s)};
+  t->peer_client_ = peer_client;
+  t->current_ = std::move(c);
   return t;
 }
 
 Status TlsContexts::reload(const TlsSettings& s) {
-  STRATA_ASSIGN_OR_RETURN(auto ctx, make_tls_context(s));
+  STRATA_ASSIGN_OR_RETURN(Current c, load(s, peer_client_));
   {
     std::lock_guard l(mu_);
-    current_ = Current{std::move(ctx), std::make_shared<const TlsSettings>(s)};
+    current_ = std::move(c);
   }
   reloads_ += 1;
   return Status::OK();

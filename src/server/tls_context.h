@@ -27,15 +27,25 @@ namespace strata::server {
 // reason ("tls.cert_file /etc/strata/cert.pem: cannot load: no start
 // line").
 Result<std::shared_ptr<asio::ssl::context>> make_tls_context(const TlsSettings& s);
+// The context this node dials its cluster peers with (ServeConfig's
+// cluster.peer_tls): the same versions and ciphers, this node's certificate
+// and key as its client certificate, and peers' certificates verified
+// against ca_file (required). The host name is checked per connection
+// (transport.h, tls_client_transport).
+Result<std::shared_ptr<asio::ssl::context>> make_tls_client_context(const TlsSettings& s);
 
 class TlsContexts {
  public:
-  static Result<std::unique_ptr<TlsContexts>> make(const TlsSettings& s);
+  // With `peer_client`, a client context too (make_tls_client_context),
+  // made and reloaded with the server's.
+  static Result<std::unique_ptr<TlsContexts>> make(const TlsSettings& s, bool peer_client = false);
 
   // The context new connections get, with the settings it was made from.
   struct Current {
     std::shared_ptr<asio::ssl::context> context;
     std::shared_ptr<const TlsSettings> settings;
+    // For the links to cluster peers; null unless made with `peer_client`.
+    std::shared_ptr<asio::ssl::context> client;
   };
   Current current() const {
     std::lock_guard l(mu_);
@@ -49,6 +59,8 @@ class TlsContexts {
 
  private:
   TlsContexts() = default;
+  static Result<Current> load(const TlsSettings& s, bool peer_client);
+  bool peer_client_ = false;
   mutable std::mutex mu_;
   Current current_;
   std::atomic<uint64_t> reloads_{0};

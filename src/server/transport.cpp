@@ -77,12 +77,18 @@ std::string common_name(X509* cert) {
 
 class TlsTransport final : public Transport {
  public:
+  // `peer_host` empty: the server's side of a client connection. Else the
+  // client's side of a link to a cluster peer reached at that host, whose
+  // certificate must name it when `verify_host`.
   TlsTransport(asio::ip::tcp::socket socket, Strand strand,
-               std::shared_ptr<asio::ssl::context> context)
+               std::shared_ptr<asio::ssl::context> context, std::string peer_host = "",
+               bool verify_host = false)
       : context_(std::move(context)),
         stream_(std::move(socket), *context_),
         strand_(std::move(strand)),
-        deadline_(strand_) {}
+        deadline_(strand_),
+        peer_host_(std::move(peer_host)),
+        verify_host_(verify_host) {}
   ~TlsTransport() override { *alive_ = false; }
 
   asio::ip::tcp::socket& tcp() override { return stream_.next_layer(); }
@@ -100,11 +106,27 @@ class TlsTransport final : public Transport {
           timed_out_ = true;
           close();
         }));
+    const bool client = !peer_host_.empty();
+    if (client) {
+      if (auto ec = name_peer(); ec) {
+        return asio::post(strand_, [ready = std::move(ready), ec] { ready(ec); });
+      }
+    }
     stream_.async_handshake(
-        asio::ssl::stream_base::server,
+        client ? asio::ssl::stream_base::client : asio::ssl::stream_base::server,
         asio::bind_executor(strand_, [this, ready = std::move(ready)](const std::error_code& ec) {
           deadline_.cancel();
-          if (ec) return ready(timed_out_ ? std::error_code(asio::error::timed_out) : ec);
+          if (ec) {
+            if (timed_out_) return ready(std::error_code(asio::error::timed_out));
+            // A peer's certificate refused: OpenSSL's reason says why
+            // (unknown CA, expired, another host's), the handshake's error
+            // only that verification failed.
+            const long v = SSL_get_verify_result(stream_.native_handle());
+            if (!peer_host_.empty() && v != X509_V_OK) {
+              verify_error_ = X509_verify_cert_error_string(v);
+            }
+            return ready(ec);
+          }
           settle();
           ready(std::error_code());
         }));
@@ -172,7 +194,24 @@ class TlsTransport final : public Transport {
   bool sendfile() const override { return false; }
   const TlsInfo* tls() const override { return settled_ ? &info_ : nullptr; }
 
+  std::string verify_error() const override { return verify_error_; }
+
  private:
+  // The client's side: SNI for a host name, and what the certificate must
+  // name (an IP address is matched against the certificate's IP entries).
+  std::error_code name_peer() {
+    SSL* ssl = stream_.native_handle();
+    std::error_code ec;
+    const auto ip = asio::ip::make_address(peer_host_, ec);
+    if (ec) SSL_set_tlsext_host_name(ssl, peer_host_.c_str());
+    if (!verify_host_) return {};
+    X509_VERIFY_PARAM* p = SSL_get0_param(ssl);
+    const int ok = ec ? X509_VERIFY_PARAM_set1_host(p, peer_host_.c_str(), 0)
+                      : X509_VERIFY_PARAM_set1_ip_asc(p, ip.to_string().c_str());
+    if (ok != 1) return std::make_error_code(std::errc::invalid_argument);
+    return {};
+  }
+
   void settle() {
     SSL* ssl = stream_.native_handle();
     info_.version = SSL_get_version(ssl);
@@ -195,6 +234,9 @@ class TlsTransport final : public Transport {
   bool settled_ = false;
   TlsInfo info_;
   Bytes joined_;
+  const std::string peer_host_;
+  const bool verify_host_;
+  std::string verify_error_;
 };
 
 }  // namespace
@@ -206,6 +248,13 @@ std::unique_ptr<Transport> plain_transport(asio::ip::tcp::socket socket, Strand 
 std::unique_ptr<Transport> tls_transport(asio::ip::tcp::socket socket, Strand strand,
                                          std::shared_ptr<asio::ssl::context> context) {
   return std::make_unique<TlsTransport>(std::move(socket), std::move(strand), std::move(context));
+}
+
+std::unique_ptr<Transport> tls_client_transport(asio::ip::tcp::socket socket, Strand strand,
+                                                std::shared_ptr<asio::ssl::context> context,
+                                                const std::string& host, bool verify_host) {
+  return std::make_unique<TlsTransport>(std::move(socket), std::move(strand), std::move(context),
+                                        host, verify_host);
 }
 
 }  // namespace strata::server

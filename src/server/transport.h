@@ -1,6 +1,7 @@
 // Transport: the byte stream under a client connection's frames
 // (frame_channel.h) — plain TCP, or TLS over it (tls_context.h). The
-// channel reads, writes and closes through it and never sees which.
+// channel reads, writes and closes through it and never sees which. A
+// link to a cluster peer (owner_link.h) is the client's side of one.
 //
 // Deliver frames (delivery.h, ChunkFrame) go out as the transport can:
 //  - plain TCP: the in-memory part by write, a file part by sendfile(2),
@@ -70,11 +71,21 @@ class Transport {
   virtual bool sendfile() const = 0;
   // Null for plain TCP; for TLS, set once start() succeeded.
   virtual const TlsInfo* tls() const = 0;
+  // After start() failed on a link to a peer (tls_client_transport): why
+  // its certificate was refused ("certificate has expired"); else "".
+  virtual std::string verify_error() const { return ""; }
 };
 
 std::unique_ptr<Transport> plain_transport(asio::ip::tcp::socket socket, Strand strand);
 // `context` stays alive as long as the transport.
 std::unique_ptr<Transport> tls_transport(asio::ip::tcp::socket socket, Strand strand,
                                          std::shared_ptr<asio::ssl::context> context);
+// The client's side, for a link to a cluster peer at `host` (a connected
+// socket): SNI for a host name; with `verify_host`, the peer's certificate
+// must name `host` (a DNS name, or an IP address in its IP entries) besides
+// being verified by the context's CAs.
+std::unique_ptr<Transport> tls_client_transport(asio::ip::tcp::socket socket, Strand strand,
+                                                std::shared_ptr<asio::ssl::context> context,
+                                                const std::string& host, bool verify_host);
 
 }  // namespace strata::server

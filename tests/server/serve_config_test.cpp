@@ -337,6 +337,57 @@ TEST(ServeConfig, ClusterPeerLogin) {
   }
 }
 
+// cluster.peer_tls: the nodes reach each other on their TLS listeners,
+// verifying each other's certificates; only then may the plain listener
+// be closed (tls.only) in a cluster.
+TEST(ServeConfig, ClusterPeerTls) {
+  ServeFlags f;
+  f.data_dir = "/tmp/x";
+  const json tls_on = {{"listen", "127.0.0.1:0"},
+                       {"cert_file", "c.pem"},
+                       {"key_file", "k.pem"},
+                       {"ca_file", "ca.pem"}};
+  auto doc = [&](json cluster, json tls) {
+    cluster["enabled"] = true;
+    cluster["node_id"] = "n1";
+    return json{{"catalog", etcd_catalog()}, {"cluster", cluster}, {"tls", tls}};
+  };
+  auto c = load_serve_config(doc({{"peer_tls", true}}, tls_on), f, no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_TRUE(c->cluster.peer_tls);
+  EXPECT_TRUE(c->cluster.peer_tls_verify_host) << "on unless turned off";
+  json only = tls_on;
+  only["only"] = true;
+  c = load_serve_config(doc({{"peer_tls", true}, {"peer_tls_verify_host", false}}, only), f,
+                        no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_TRUE(c->tls.only);
+  EXPECT_FALSE(c->cluster.peer_tls_verify_host);
+  // Off by default: a TLS listener alone changes nothing between nodes.
+  c = load_serve_config(doc(json::object(), tls_on), f, no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_FALSE(c->cluster.peer_tls);
+
+  json no_ca = tls_on;
+  no_ca.erase("ca_file");
+  struct Case {
+    json doc;
+    std::string needle;
+  };
+  std::vector<Case> cases = {
+      {doc(json::object(), only), "unless cluster.peer_tls"},
+      {doc({{"peer_tls", true}}, json::object()), "tls.listen is not set"},
+      {doc({{"peer_tls", true}}, no_ca), "tls.ca_file"},
+      {doc({{"peer_tls", "yes"}}, tls_on), "cluster.peer_tls"},
+      {doc({{"peer_tls_verify_host", 1}}, tls_on), "cluster.peer_tls_verify_host"},
+  };
+  for (const auto& k : cases) {
+    auto r = load_serve_config(k.doc, f, no_env());
+    ASSERT_FALSE(r.ok()) << k.doc.dump();
+    EXPECT_NE(r.error().message.find(k.needle), std::string::npos) << r.error().message;
+  }
+}
+
 // catalog.user and password_file: etcd's own authentication.
 TEST(ServeConfig, EtcdLogin) {
   test::TempDir dir;

@@ -16,16 +16,20 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // etcd members on 127.0.0.1 with the flags of tests/support/etcd_cluster.cpp's spawn(), each healthy
 // (GET /health says "true") within 20 s. A port free when picked may be taken before etcd binds it: such a start is
-// retried with new ports, as the C++ helper does.
+// retried with new ports, as the C++ helper does. With `tls` ({cert, key, ca}: PEM paths) the client URLs are https
+// with that certificate, and clients must present a certificate from `ca` (--client-cert-auth); health is then read
+// on a plain metrics URL, as the C++ helper does.
 export class EtcdCluster {
-  constructor(dir, { members = 3 } = {}) {
+  constructor(dir, { members = 3, tls } = {}) {
     this.kind = "etcd";
     this.dir = dir;
     this.size = members;
+    this.tls = tls;
     this.members = [];
   }
 
-  endpoints() { return this.members.map((m) => `http://127.0.0.1:${m.clientPort}`); }
+  scheme() { return this.tls ? "https" : "http"; }
+  endpoints() { return this.members.map((m) => `${this.scheme()}://127.0.0.1:${m.clientPort}`); }
 
   async start() {
     const attempts = 5;
@@ -42,12 +46,15 @@ export class EtcdCluster {
         const name = `m${i}`;
         const dataDir = path.join(this.dir, attempt === 0 ? `etcd-${i}` : `etcd-${i}-retry${attempt}`);
         fs.mkdirSync(dataDir, { recursive: true });
-        this.members.push({ name, dataDir, clientPort: await fresh(), peerPort: await fresh() });
+        this.members.push({ name, dataDir, clientPort: await fresh(), peerPort: await fresh(),
+          metricsPort: this.tls ? await fresh() : undefined });
       }
       const initialCluster = this.members.map((m) => `${m.name}=http://127.0.0.1:${m.peerPort}`).join(",");
       for (const m of this.members) {
-        const client = `http://127.0.0.1:${m.clientPort}`;
+        const client = `${this.scheme()}://127.0.0.1:${m.clientPort}`;
         const peer = `http://127.0.0.1:${m.peerPort}`;
+        const tlsFlags = this.tls ? ["--cert-file", this.tls.cert, "--key-file", this.tls.key, "--client-cert-auth",
+          "--trusted-ca-file", this.tls.ca, "--listen-metrics-urls", `http://127.0.0.1:${m.metricsPort}`] : [];
         m.proc = new Child(`etcd ${m.name}`, ["etcd",
           "--name", m.name,
           "--data-dir", m.dataDir,
@@ -61,7 +68,7 @@ export class EtcdCluster {
           "--heartbeat-interval", "50",
           "--election-timeout", "500",
           "--logger=zap",
-          "--log-level", "warn"], { cwd: this.dir });
+          "--log-level", "warn", ...tlsFlags], { cwd: this.dir });
       }
       let failure;
       for (let i = 0; i < this.size && !failure; i++) {
@@ -77,7 +84,7 @@ export class EtcdCluster {
 
   async waitHealthy(i, timeoutMs) {
     const m = this.members[i];
-    const url = `http://127.0.0.1:${m.clientPort}/health`;
+    const url = `http://127.0.0.1:${this.tls ? m.metricsPort : m.clientPort}/health`;
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       if (!m.proc.running) return false;
@@ -107,15 +114,18 @@ export class EtcdCluster {
 
 // `nodes` strata nodes on one etcd cluster and one fs object store (<dir>/bucket), each node's config as
 // tests/support/serve_cluster.cpp's node_doc(i, true) builds it (catalog namespace "js"), each with --http.
+// `etcdTls` starts etcd with TLS (EtcdCluster); `configure(i, config)` returns node i's configuration, changed.
 export class StrataCluster {
-  constructor(dir, { bin, nodes = 3, etcdMembers = 3, leaseTtlMs = 2000, namespace = "js" } = {}) {
+  constructor(dir, { bin, nodes = 3, etcdMembers = 3, leaseTtlMs = 2000, namespace = "js", etcdTls,
+    configure = (i, c) => c } = {}) {
     this.kind = "strata cluster";
     this.dir = dir;
     this.bin = bin;
     this.size = nodes;
     this.leaseTtlMs = leaseTtlMs;
     this.namespace = namespace;
-    this.etcd = new EtcdCluster(path.join(dir, "etcd"), { members: etcdMembers });
+    this.configure = configure;
+    this.etcd = new EtcdCluster(path.join(dir, "etcd"), { members: etcdMembers, tls: etcdTls });
     this.nodes = [];
   }
 
@@ -147,7 +157,8 @@ export class StrataCluster {
     for (let i = 0; i < this.size; i++) {
       const nodeDir = path.join(this.dir, `node-${i}`);
       fs.mkdirSync(nodeDir, { recursive: true });
-      const node = new StrataServer(nodeDir, { bin: this.bin, config: this.nodeConfig(i), args: ["--http", "127.0.0.1:0"] });
+      const config = this.configure(i, this.nodeConfig(i));
+      const node = new StrataServer(nodeDir, { bin: this.bin, config, args: ["--http", "127.0.0.1:0"] });
       this.nodes.push(node);
       await node.start();
       log(`node n${i} listening on ${node.host}:${node.port} (http ${node.http})`);

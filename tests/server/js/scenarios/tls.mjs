@@ -9,11 +9,11 @@
 //  - a client that never starts its handshake is closed at the handshake timeout;
 //  - SIGHUP loads a renewed server certificate for new connections;
 //  - /status counts TLS connections and failed handshakes.
-import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import tls from "node:tls";
 import net from "node:net";
+import { LOOPBACK_SAN, makeCa, signCert } from "../lib/certs.mjs";
 import { Collector, Confirms, Offset, check, connect, expectSequence, publishConfirmed, scaled,
   uniqueName, unhandled } from "../lib/client.mjs";
 
@@ -21,27 +21,14 @@ export const name = "tls";
 export const timeoutSec = 180;
 export const strataOnly = "TLS listener settings are strata's configuration";
 
-function openssl(dir, ...args) {
-  execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
-}
-
-// A CA (ca.pem), and certificates it signs: `name`.pem / `name`.key with subject `subj`.
+// A CA (ca.pem), another (rogue-ca.pem), and certificates they sign: `name`.pem / `name`.key.
 function makeCerts(dir) {
-  const ext = path.join(dir, "server.ext");
-  fs.writeFileSync(ext, "subjectAltName=DNS:localhost,IP:127.0.0.1\n");
-  const ca = (prefix) => openssl(dir, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-    "-subj", `/CN=${prefix} test CA`, "-keyout", `${prefix}.key`, "-out", `${prefix}.pem`);
-  const signed = (name, subj, caName, extFile) => {
-    openssl(dir, "req", "-newkey", "rsa:2048", "-nodes", "-subj", subj, "-keyout", `${name}.key`, "-out", `${name}.csr`);
-    openssl(dir, "x509", "-req", "-in", `${name}.csr`, "-CA", `${caName}.pem`, "-CAkey", `${caName}.key`,
-      "-CAcreateserial", "-days", "2", "-out", `${name}.pem`, ...(extFile ? ["-extfile", extFile] : []));
-  };
-  ca("ca");
-  ca("rogue-ca");
-  signed("server", "/CN=localhost/O=strata tests", "ca", ext);
-  signed("server2", "/CN=localhost/O=strata tests renewed", "ca", ext);
-  signed("client", "/CN=app-user/O=strata tests", "ca");
-  signed("rogue", "/CN=app-user/O=rogue", "rogue-ca");
+  makeCa(dir, "ca");
+  makeCa(dir, "rogue-ca");
+  signCert(dir, "server", "/CN=localhost/O=strata tests", "ca", { san: LOOPBACK_SAN });
+  signCert(dir, "server2", "/CN=localhost/O=strata tests renewed", "ca", { san: LOOPBACK_SAN });
+  signCert(dir, "client", "/CN=app-user/O=strata tests", "ca");
+  signCert(dir, "rogue", "/CN=app-user/O=rogue", "rogue-ca");
 }
 
 export const strataServer = (dir) => {

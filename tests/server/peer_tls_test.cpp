@@ -1,0 +1,154 @@
+// The client's side of TLS (server/transport.h, tls_client_transport) as a
+// cluster node dials a peer's TLS listener with make_tls_client_context:
+// certificates made by the `openssl` program, a real handshake over
+// 127.0.0.1 against the server's side (tls_transport). A peer is accepted
+// only with a certificate from the configured CA that names the host it is
+// dialled at; each refusal says why, in OpenSSL's words.
+#include <gtest/gtest.h>
+
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/strand.hpp>
+#include <optional>
+
+#include "server/tls_context.h"
+#include "server/transport.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+#include "support/test_certs.h"
+
+namespace strata::server {
+namespace {
+
+class PeerTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(test::have_program("openssl"))
+        << "the openssl program is needed (scripts/setup.sh)";
+    std::string error;
+    ASSERT_TRUE(test::make_test_certs(dir_.path(), "node-b", &certs_, &error)) << error;
+    ASSERT_TRUE(test::make_test_certs(dir_.path(), "rogue", &rogue_, &error, "rogue-")) << error;
+  }
+
+  // A node's TLS settings: its certificate (CN=localhost, IP:127.0.0.1),
+  // the CA its peers are checked against.
+  TlsSettings node(const test::TestCerts& c, const std::string& ca) const {
+    TlsSettings s;
+    s.listen = "127.0.0.1:0";
+    s.cert_file = c.server_cert;
+    s.key_file = c.server_key;
+    s.ca_file = ca;
+    s.verify_peer = true;
+    return s;
+  }
+
+  struct Outcome {
+    std::error_code client, server;
+    std::string verify_error;
+    TlsInfo server_saw;  // what the accepting side settled
+  };
+
+  // One handshake: `server` accepts on 127.0.0.1, `client` dials it
+  // naming `host`.
+  Outcome handshake(const TlsSettings& server, const TlsSettings& client, const std::string& host,
+                    bool verify_host) {
+    auto sctx = make_tls_context(server);
+    EXPECT_TRUE(sctx.ok()) << sctx.error().message;
+    auto cctx = make_tls_client_context(client);
+    EXPECT_TRUE(cctx.ok()) << cctx.error().message;
+    asio::io_context io;
+    Strand strand = asio::make_strand(io);
+    asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+    asio::ip::tcp::socket accepted(io), dialled(io);
+    Outcome out;
+    std::unique_ptr<Transport> s, c;
+    dialled.connect(acceptor.local_endpoint());
+    acceptor.accept(accepted);
+    s = tls_transport(std::move(accepted), strand, *sctx);
+    c = tls_client_transport(std::move(dialled), strand, *cctx, host, verify_host);
+    std::optional<std::error_code> sdone, cdone;
+    s->start(std::chrono::seconds(5), [&](std::error_code ec) {
+      sdone = ec;
+      if (ec) c->close();
+    });
+    c->start(std::chrono::seconds(5), [&](std::error_code ec) {
+      cdone = ec;
+      // A refused peer certificate ends the client's side; the server's
+      // then reads the alert (or the close).
+      if (ec) s->close();
+    });
+    io.run_for(std::chrono::seconds(10));
+    EXPECT_TRUE(sdone && cdone) << "both handshakes end";
+    out.client = cdone.value_or(asio::error::timed_out);
+    out.server = sdone.value_or(asio::error::timed_out);
+    out.verify_error = c->verify_error();
+    if (s->tls()) out.server_saw = *s->tls();
+    return out;
+  }
+
+  test::TempDir dir_;
+  test::TestCerts certs_, rogue_;
+};
+
+TEST_F(PeerTlsTest, APeerWithTheCasCertificateForItsAddressIsAccepted) {
+  const TlsSettings s = node(certs_, certs_.ca);
+  for (const std::string host : {"127.0.0.1", "localhost"}) {
+    Outcome o = handshake(s, s, host, /*verify_host=*/true);
+    EXPECT_FALSE(o.client) << host << ": " << o.client.message() << " " << o.verify_error;
+    EXPECT_FALSE(o.server) << host << ": " << o.server.message();
+    EXPECT_EQ(o.verify_error, "");
+    // The dialling node presented its own certificate, which the listener
+    // verified against the CA.
+    EXPECT_TRUE(o.server_saw.peer_verified) << host;
+    EXPECT_EQ(o.server_saw.peer_common_name, "localhost") << host;
+  }
+}
+
+TEST_F(PeerTlsTest, ACertificateForAnotherHostIsRefusedUnlessHostChecksAreOff) {
+  const TlsSettings s = node(certs_, certs_.ca);
+  // The certificate names 127.0.0.1 and localhost; the peer is dialled as
+  // another name (an advertised host the certificate was not made for).
+  Outcome o = handshake(s, s, "peer.example", /*verify_host=*/true);
+  EXPECT_TRUE(o.client);
+  EXPECT_NE(o.verify_error.find("hostname mismatch"), std::string::npos) << o.verify_error;
+  Outcome ip = handshake(s, s, "127.0.0.2", /*verify_host=*/true);
+  EXPECT_TRUE(ip.client);
+  EXPECT_NE(ip.verify_error.find("IP address mismatch"), std::string::npos) << ip.verify_error;
+  // cluster.peer_tls_verify_host false: the CA alone decides.
+  Outcome off = handshake(s, s, "peer.example", /*verify_host=*/false);
+  EXPECT_FALSE(off.client) << off.client.message() << " " << off.verify_error;
+  EXPECT_FALSE(off.server) << off.server.message();
+}
+
+TEST_F(PeerTlsTest, APeerFromAnotherCaIsRefusedBothWays) {
+  // The listener's certificate is from another CA than the dialler trusts.
+  Outcome o = handshake(node(rogue_, certs_.ca), node(certs_, certs_.ca), "127.0.0.1", true);
+  EXPECT_TRUE(o.client);
+  EXPECT_NE(o.verify_error, "") << "OpenSSL's reason is kept";
+  EXPECT_NE(o.verify_error.find("certificate"), std::string::npos) << o.verify_error;
+  // The dialler's certificate is from another CA than the listener
+  // trusts: the listener refuses it.
+  Outcome back = handshake(node(certs_, certs_.ca), node(rogue_, certs_.ca), "127.0.0.1", true);
+  EXPECT_TRUE(back.server);
+  EXPECT_FALSE(back.server_saw.peer_verified);
+}
+
+TEST_F(PeerTlsTest, VersionsAreTheListenersAndTheCaIsRequired) {
+  TlsSettings only12 = node(certs_, certs_.ca);
+  only12.versions = {"tlsv1.2"};
+  TlsSettings only13 = node(certs_, certs_.ca);
+  only13.versions = {"tlsv1.3"};
+  Outcome o = handshake(only12, only13, "127.0.0.1", true);
+  EXPECT_TRUE(o.client);
+  EXPECT_TRUE(o.server);
+  Outcome same = handshake(only12, only12, "127.0.0.1", true);
+  EXPECT_FALSE(same.client) << same.client.message() << " " << same.verify_error;
+
+  TlsSettings no_ca = node(certs_, "");
+  auto r = make_tls_client_context(no_ca);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("tls.ca_file"), std::string::npos) << r.error().message;
+}
+
+}  // namespace
+}  // namespace strata::server
