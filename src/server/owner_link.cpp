@@ -125,6 +125,7 @@ void OwnerLink::on_connected() {
                 fmt::format("TLS handshake with owner {}:{}: {}{}", self->opts_.host,
                             self->opts_.port, ec.message(), why.empty() ? "" : " (" + why + ")")));
     }
+    self->connected_ = true;
     self->send_setup();
     self->in_.resize(kLinkReadChunk);
     self->read_more();
@@ -136,7 +137,8 @@ void OwnerLink::send_setup() {
   subscribe_corr_ = handshake_.next_correlation();
   if (opts_.ask) {
     opts_.ask(subscribe_corr_, &f);
-    write(std::move(f));
+    out_.push_front(std::move(f));
+    write_more();
     return;
   }
   SubscribeRequest s;
@@ -151,7 +153,9 @@ void OwnerLink::send_setup() {
     if (opts_.copy_holds_first) s.properties.emplace_back(std::string(kCopyHoldsProperty), "1");
   }
   encode(s, &f);
-  write(std::move(f));
+  // Ahead of any Credit given while the link was connecting.
+  out_.push_front(std::move(f));
+  write_more();
 }
 
 void OwnerLink::credit(uint16_t n) {
@@ -167,7 +171,8 @@ void OwnerLink::write(Bytes frame) {
 }
 
 void OwnerLink::write_more() {
-  if (ended_ || out_.empty()) {
+  // Until connected (and past the TLS handshake) frames wait in out_.
+  if (ended_ || out_.empty() || !connected_) {
     writing_ = false;
     return;
   }

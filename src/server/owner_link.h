@@ -82,7 +82,8 @@ class OwnerLink : public std::enable_shared_from_this<OwnerLink> {
   static std::shared_ptr<OwnerLink> start(Strand strand, OwnerLinkOptions opts,
                                           OwnerLinkHandlers handlers);
   ~OwnerLink();
-  // More credit for the owner's subscription (only once up).
+  // More credit for the owner's subscription (sent after the setup when
+  // given while the link connects).
   void credit(uint16_t n);
   // Closes the connection; no handler runs after. Idempotent.
   void stop();
@@ -106,6 +107,7 @@ class OwnerLink : public std::enable_shared_from_this<OwnerLink> {
   asio::ip::tcp::socket socket_;  // until connected; then in transport_
   std::unique_ptr<Transport> transport_;
   asio::steady_timer setup_timer_;
+  bool connected_ = false;  // transport_ started: frames may be written
   bool up_ = false;
   bool ended_ = false;
   std::deque<Bytes> out_;
