@@ -61,10 +61,9 @@ uint64_t ServerTable::hash(BytesView id) {
 
 // ---- readers ----
 
-bool ServerTable::read_entry(uint32_t e, BytesView id, const uint64_t* id_words, bool with_vote,
-                             ServerMeta* out) const {
+bool ServerTable::snapshot_entry(uint32_t e, BytesView id, const uint64_t* id_words, bool with_name,
+                                 EntrySnapshot* out) const {
   const std::atomic<uint64_t>* w = entry(e);
-  uint64_t name_buf[kMaxBytesWords];
   for (int spins = 0;; backoff(&spins)) {
     const uint64_t s1 = w[kSeqWord].load(std::memory_order_acquire);
     if (s1 & 1) continue;
@@ -73,39 +72,42 @@ bool ServerTable::read_entry(uint32_t e, BytesView id, const uint64_t* id_words,
     for (size_t i = 0; match && i < words_for(id.size()); ++i) {
       match = w[kIdWord + i].load(std::memory_order_relaxed) == id_words[i];
     }
-    uint64_t term = 0, applied = 0;
-    size_t name_len = 0;
     if (match) {
-      term = w[kTermWord].load(std::memory_order_relaxed);
-      applied = w[kAppliedWord].load(std::memory_order_relaxed);
-      name_len = std::min<size_t>((meta >> kNameLenShift) & 0xFFFF, name_words_ * 8);
-      if (with_vote) {
-        for (size_t i = 0; i < words_for(name_len); ++i) {
-          name_buf[i] = w[kIdWord + id_words_ + i].load(std::memory_order_relaxed);
+      out->meta = meta;
+      out->term = w[kTermWord].load(std::memory_order_relaxed);
+      out->applied = w[kAppliedWord].load(std::memory_order_relaxed);
+      out->version = w[kVoteVersionWord].load(std::memory_order_relaxed);
+      out->name_len = std::min<size_t>((meta >> kNameLenShift) & 0xFFFF, name_words_ * 8);
+      if (with_name) {
+        for (size_t i = 0; i < words_for(out->name_len); ++i) {
+          out->name[i] = w[kIdWord + id_words_ + i].load(std::memory_order_relaxed);
         }
       }
     }
     std::atomic_thread_fence(std::memory_order_acquire);
     if (w[kSeqWord].load(std::memory_order_relaxed) != s1) continue;
-    if (!match) return false;
-    // A consistent copy: decode it.
-    out->current_term = (meta & kHasTerm) ? std::optional<uint64_t>(term) : std::nullopt;
-    out->last_applied = (meta & kHasApplied) ? std::optional<uint64_t>(applied) : std::nullopt;
-    out->voted_for = VotedFor::none();
-    const auto form = VotedFor::Form((meta >> kFormShift) & 3);
-    if (with_vote && form != VotedFor::Form::none) {
-      out->voted_for.form = form;
-      out->voted_for.name.assign(reinterpret_cast<const char*>(name_buf), name_len);
-      if (form == VotedFor::Form::server_id) {
-        const uint32_t node = uint32_t(meta >> kNodeShift);
-        const std::string* s =
-            node < node_capacity_ ? nodes_[node].load(std::memory_order_acquire) : nullptr;
-        STRATA_ASSERT(s != nullptr, "raftmeta table: vote refers to an unknown node id");
-        out->voted_for.node = *s;
-      }
-    }
-    return true;
+    return match;
   }
+}
+
+bool ServerTable::read_entry(uint32_t e, BytesView id, const uint64_t* id_words, bool with_vote,
+                             ServerMeta* out) const {
+  EntrySnapshot snap;
+  if (!snapshot_entry(e, id, id_words, with_vote, &snap)) return false;
+  // A consistent copy: decode it.
+  const uint64_t meta = snap.meta;
+  out->current_term = (meta & kHasTerm) ? std::optional<uint64_t>(snap.term) : std::nullopt;
+  out->last_applied = (meta & kHasApplied) ? std::optional<uint64_t>(snap.applied) : std::nullopt;
+  out->voted_for = VotedFor::none();
+  const auto form = VotedFor::Form((meta >> kFormShift) & 3);
+  if (with_vote && form != VotedFor::Form::none) {
+    out->voted_for.form = form;
+    out->voted_for.name.assign(reinterpret_cast<const char*>(snap.name), snap.name_len);
+    if (form == VotedFor::Form::server_id) {
+      out->voted_for.node = std::string(node_name(uint32_t(meta >> kNodeShift)));
+    }
+  }
+  return true;
 }
 
 template <class TryEntry>
@@ -143,34 +145,15 @@ std::optional<ServerMeta> ServerTable::read(BytesView id, bool with_vote) const 
 
 bool ServerTable::read_vote_entry(uint32_t e, BytesView id, const uint64_t* id_words,
                                   char* name_buf, VoteRead* out) const {
-  const std::atomic<uint64_t>* w = entry(e);
-  uint64_t name_words[kMaxBytesWords];
-  for (int spins = 0;; backoff(&spins)) {
-    const uint64_t s1 = w[kSeqWord].load(std::memory_order_acquire);
-    if (s1 & 1) continue;
-    const uint64_t meta = w[kMetaWord].load(std::memory_order_relaxed);
-    bool match = (meta & kLive) && ((meta >> kIdLenShift) & 0xFF) == id.size();
-    for (size_t i = 0; match && i < words_for(id.size()); ++i) {
-      match = w[kIdWord + i].load(std::memory_order_relaxed) == id_words[i];
-    }
-    const uint64_t version = w[kVoteVersionWord].load(std::memory_order_relaxed);
-    const size_t name_len = std::min<size_t>((meta >> kNameLenShift) & 0xFFFF, name_words_ * 8);
-    if (match && name_buf != nullptr) {
-      for (size_t i = 0; i < words_for(name_len); ++i) {
-        name_words[i] = w[kIdWord + id_words_ + i].load(std::memory_order_relaxed);
-      }
-    }
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (w[kSeqWord].load(std::memory_order_relaxed) != s1) continue;
-    if (!match) return false;
-    out->form = VotedFor::Form((meta >> kFormShift) & 3);
-    out->node = uint32_t(meta >> kNodeShift);
-    out->name_len = out->form == VotedFor::Form::none ? 0 : name_len;
-    out->version = version;
-    out->entry = e;
-    if (name_buf != nullptr) std::memcpy(name_buf, name_words, out->name_len);
-    return true;
-  }
+  EntrySnapshot snap;
+  if (!snapshot_entry(e, id, id_words, name_buf != nullptr, &snap)) return false;
+  out->form = VotedFor::Form((snap.meta >> kFormShift) & 3);
+  out->node = uint32_t(snap.meta >> kNodeShift);
+  out->name_len = out->form == VotedFor::Form::none ? 0 : snap.name_len;
+  out->version = snap.version;
+  out->entry = e;
+  if (name_buf != nullptr) std::memcpy(name_buf, snap.name, out->name_len);
+  return true;
 }
 
 std::optional<VoteRead> ServerTable::read_vote(BytesView id, char* name_buf) const {

@@ -98,6 +98,15 @@ class ServerTable {
   static constexpr size_t kMaxBytesWords = (slotstore::kMaxBytesLen + 7) / 8;
 
   std::atomic<uint64_t>* entry(uint32_t e) const { return &words_[size_t(e) * stride_]; }
+  // Entry e's words as one consistent copy (under its sequence lock), if
+  // it holds `id`; the vote name's words only `with_name`.
+  struct EntrySnapshot {
+    uint64_t meta = 0, term = 0, applied = 0, version = 0;
+    size_t name_len = 0;
+    uint64_t name[kMaxBytesWords];
+  };
+  bool snapshot_entry(uint32_t e, BytesView id, const uint64_t* id_words, bool with_name,
+                      EntrySnapshot* out) const;
   // Copies entry e if it holds `id`; false if it does not.
   bool read_entry(uint32_t e, BytesView id, const uint64_t* id_words, bool with_vote,
                   ServerMeta* out) const;
