@@ -79,6 +79,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/stream_name.h"
 #include "node/stream_settings.h"
 #include "server/access_admin.h"
 #include "server/api_reply.h"
@@ -100,7 +101,9 @@ struct ApiRequest {
   // of streams or super streams shows (absent: all).
   std::string vhost;
   // `vhost`, or "/" when absent.
-  std::string vhost_or_default() const { return vhost.empty() ? "/" : vhost; }
+  std::string vhost_or_default() const {
+    return vhost.empty() ? std::string(kDefaultVhost) : vhost;
+  }
   std::string authorization;  // the Authorization header as sent ("" when absent)
   bool loopback = false;      // the peer's address is a loopback address
 };
