@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "cluster/node_registration.h"
+
 namespace strata::cluster {
 
 using json = nlohmann::json;
@@ -40,12 +42,9 @@ Result<json> read_cluster_status(etcd::EtcdClient& client, const std::string& ns
     };
     std::string name;
     if (under("nodes/", &name)) {
-      auto j = json::parse(kv.value, nullptr, false);
-      auto field = [&j](const char* k) {
-        return j.is_object() && j.contains(k) && j[k].is_string() ? j[k] : json("");
-      };
-      json n = {{"address", field("address")},
-                {"tls_address", field("tls_address")},
+      const NodeRegistration r = parse_registration(kv.value);
+      json n = {{"address", r.address},
+                {"tls_address", r.tls_address},
                 {"lease", lease_json(kv.lease)},
                 {"ttl_s", nullptr}};
       if (auto t = client.lease_time_to_live(kv.lease); t.ok()) n["ttl_s"] = t->ttl_seconds;

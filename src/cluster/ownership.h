@@ -93,6 +93,10 @@ struct ClusterView {
   int64_t revision = 0;
   std::map<std::string, std::string> nodes;      // id -> advertised address ("": none)
   std::map<std::string, std::string> tls_nodes;  // id -> TLS address, for nodes with one
+  // The nodes' addresses of one kind: a TLS client's or link's, or plain.
+  const std::map<std::string, std::string>& addresses(bool tls) const {
+    return tls ? tls_nodes : nodes;
+  }
   std::map<std::string, OwnerRecord> owners;     // stream -> owner
   std::vector<std::string> streams;              // catalog streams
   std::map<std::string, std::string> deletions;  // stream -> node that requested it

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cluster/cluster_limits.h"
+#include "cluster/node_registration.h"
 #include "cluster/ownership_impl.h"
 #include "common/assert.h"
 #include "common/overloaded.h"
@@ -161,12 +162,7 @@ void Ownership::Impl::keepalive(const effect::Keepalive& e) {
 void Ownership::Impl::register_node(const effect::Register& e) {
   require_current_lease(e.lease, "cluster: registering under a lease the node does not hold");
   std::string key = cfg_.ns + "/nodes/" + cfg_.node_id;
-  json reg = json::object();
-  // Older nodes read "address" only: a node without a plain listener
-  // registers none, and they do not dial it.
-  if (!cfg_.advertise.empty()) reg["address"] = cfg_.advertise;
-  if (!cfg_.tls_advertise.empty()) reg["tls_address"] = cfg_.tls_advertise;
-  std::string value = reg.dump();
+  std::string value = registration_value({cfg_.advertise, cfg_.tls_advertise});
   run_task<Result<int64_t>>(
       tasks(), strand_, call_deadline(), "cluster: registering " + key,
       [c = client_, key, value, lease = e.lease] { return c->put(key, value, lease); },

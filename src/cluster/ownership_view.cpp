@@ -8,6 +8,7 @@
 #include <asio/post.hpp>
 
 #include "cluster/cluster_limits.h"
+#include "cluster/node_registration.h"
 #include "cluster/ownership_impl.h"
 #include "common/assert.h"
 
@@ -42,12 +43,9 @@ bool Ownership::Impl::apply_kv(const etcd::KeyValue& kv, bool removed) {
     if (removed) {
       view_.nodes.erase(name);
     } else {
-      auto j = json::parse(kv.value, nullptr, false);
-      auto text = [&j](const char* k) {
-        return j.is_object() && j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : "";
-      };
-      view_.nodes[name] = text("address");
-      if (std::string t = text("tls_address"); !t.empty()) view_.tls_nodes[name] = t;
+      NodeRegistration r = parse_registration(kv.value);
+      view_.nodes[name] = std::move(r.address);
+      if (!r.tls_address.empty()) view_.tls_nodes[name] = std::move(r.tls_address);
     }
     return true;
   }

@@ -166,7 +166,7 @@ Result<ReplicaEnv> ServedStreams::replica_env(const std::string& name) {
     }
     // Over TLS, the owner's TLS listener; a node that registered none
     // (not configured for it) is not reachable from here.
-    const auto& addresses = tls ? v.tls_nodes : v.nodes;
+    const auto& addresses = v.addresses(tls != nullptr);
     auto addr = addresses.find(it->second.node_id);
     auto hp = addr == addresses.end() ? Result<std::pair<std::string, uint16_t>>(
                                             Error(Errc::not_found, "owner not registered"))

@@ -187,7 +187,7 @@ MetadataResponse StreamOps::cluster_metadata(const std::vector<std::string>& str
   // listener of the same kind they registered (a TLS client is told TLS
   // ports). A node without one is no broker for this client, and a stream
   // it leads is not available to it.
-  const auto& addresses = self.tls ? view.tls_nodes : view.nodes;
+  const auto& addresses = view.addresses(self.tls);
   std::map<std::string, uint16_t> refs;
   for (const auto& [id, ignored] : view.nodes) {
     const bool me = id == own->config().node_id;
