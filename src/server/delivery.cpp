@@ -377,6 +377,14 @@ Delivery::Delivery(Strand strand, TaskContext tasks, DeliveryOptions opts)
 
 Delivery::~Delivery() {
   if (listener_ != 0 && stream_) stream_->unsubscribe(listener_);
+  drop_queue();
+}
+
+void Delivery::drop_queue() {
+  if (opts_.outbound) opts_.outbound->sub(queued_bytes_);
+  queue_.clear();
+  queued_chunks_ = 0;
+  queued_bytes_ = 0;
 }
 
 std::shared_ptr<Delivery> Delivery::start(std::unique_ptr<tier::StreamReader> reader,
@@ -437,8 +445,7 @@ void Delivery::add_credit(uint16_t n) {
 void Delivery::stop() {
   if (stopped_) return;
   stopped_ = true;
-  queue_.clear();
-  queued_chunks_ = 0;
+  drop_queue();
   if (listener_ != 0) stream_->unsubscribe(listener_);
   listener_ = 0;
 }
@@ -497,7 +504,19 @@ void Delivery::pump() {
     pending_error_.reset();
     return fail(e);
   }
-  if (reading_ || caught_up_ || pending_error_) return;
+  if (reading_ || caught_up_ || pending_error_ || awaiting_room_) return;
+  if (credit_ <= queued_chunks_ && queued_chunks_ != 0) return;
+  // The connection's client has not read what it has (frame_channel.h):
+  // nothing more is read for it until it does.
+  if (sink_->congested()) return await_room();
+  // One batch read ahead of the frame being sent is enough to keep the
+  // socket busy; reading on, up to the credit, would hold in memory all a
+  // slow consumer with a large credit has not read. The send's end pumps
+  // again.
+  if (queued_bytes_ >= opts_.batch_bytes) return;
+  // The server holds more than its limit for its clients: a batch per
+  // subscription at a time (the send's end, or a credit, pumps again).
+  if (opts_.outbound && opts_.outbound->over() && (sending_ || !queue_.empty())) return;
   if (credit_ > queued_chunks_) {
     start_read(std::min(credit_ - queued_chunks_, opts_.batch_chunks));
   } else if (queued_chunks_ == 0) {
@@ -519,12 +538,25 @@ node::LagBytes Delivery::lag_bytes() const {
   return stream_->lag_bytes(st_.end_mark, st_.next_offset);
 }
 
+void Delivery::await_room() {
+  awaiting_room_ = true;
+  std::weak_ptr<Delivery> weak = weak_from_this();
+  Strand st = strand_;
+  sink_->when_room([weak, st] {
+    asio::post(st, [weak] {
+      auto self = weak.lock();
+      if (!self) return;
+      self->awaiting_room_ = false;
+      self->pump();
+    });
+  });
+}
+
 void Delivery::send_next() {
   // Read below the limit, but the limit may have fallen since (only the
   // lease's does: lease_limit): nothing more goes out.
   if (limit_ && queue_.front()->chunk_id >= limit_->end()) {
-    queue_.clear();
-    queued_chunks_ = 0;
+    drop_queue();
     return arm_limit_wait(st_.next_offset);
   }
   sending_ = true;
@@ -532,6 +564,8 @@ void Delivery::send_next() {
   queue_.pop_front();
   credit_ -= f->chunks;
   queued_chunks_ -= f->chunks;
+  queued_bytes_ -= f->bytes.size();
+  if (opts_.outbound) opts_.outbound->sub(f->bytes.size());
   if (opts_.on_copy_ack)
     unacked_.insert(unacked_.end(), f->chunk_ends.begin(), f->chunk_ends.end());
   std::weak_ptr<Delivery> weak = weak_from_this();
@@ -582,7 +616,11 @@ void Delivery::start_read(uint32_t n) {
         self->st_.crc_computed += b.crc_computed;
         self->st_.sendfile_chunks += b.sendfile;
         self->st_.memory_chunks += b.chunks - b.sendfile;
-        for (auto& f : b.frames) self->queue_.push_back(std::move(f));
+        for (auto& f : b.frames) {
+          self->queued_bytes_ += f->bytes.size();
+          if (self->opts_.outbound) self->opts_.outbound->add(f->bytes.size());
+          self->queue_.push_back(std::move(f));
+        }
         if (b.error) {
           self->pending_error_ = std::move(b.error);
         } else if (b.at_limit) {

@@ -41,7 +41,11 @@
 // plus one chunk, and never more chunks than the credit — but for one
 // chunk read ahead when the credit is used up, so that the next credit is
 // answered without a read on the pool (clients granting one credit per
-// processed chunk wait for each). Credit is taken when a frame is sent.
+// processed chunk wait for each). A read starts only while less than a
+// batch of in-memory bodies waits unsent and the connection is not
+// congested (FrameSink::congested): a consumer granting a large credit and
+// reading slowly does not make the server read its stream into memory.
+// Credit is taken when a frame is sent.
 #pragma once
 
 #include <sys/sendfile.h>
@@ -69,6 +73,7 @@
 #include "node/stream_handle.h"
 #include "proto/osiris_chunk.h"
 #include "server/delivery_limit.h"
+#include "server/server_counters.h"
 #include "tier/stream_reader.h"
 
 namespace strata::server {
@@ -91,7 +96,7 @@ struct ChunkFrame {
   uint64_t chunk_id = 0;  // of the first chunk
   uint32_t num_records = 0;
   uint32_t chunks = 1;
-  uint32_t joined = 0;  // stored chunks that went out inside an earlier one of its Delivers
+  uint32_t joined = 0;       // stored chunks that went out inside an earlier one of its Delivers
   uint64_t next_offset = 0;  // the offset after its last record
   // Where its last chunk ends in the local log (none: a remote chunk).
   std::optional<node::LogMark> end_mark;
@@ -140,6 +145,13 @@ class FrameSink {
   virtual ~FrameSink() = default;
   virtual void send(std::shared_ptr<const ChunkFrame> frame,
                     std::function<void(std::error_code)> done) = 0;
+  // Whether the connection holds so much its client has not read yet that
+  // nothing more should be read for it now (frame_channel.h). On the
+  // delivery's strand, which is the connection's.
+  virtual bool congested() const { return false; }
+  // Calls `fn` once the connection is no longer congested, on its strand
+  // (at once when it is not; never when the connection closes first).
+  virtual void when_room(std::function<void()> fn) { fn(); }
 };
 
 // Writes one frame to an Asio stream socket (TCP or local): the in-memory
@@ -188,6 +200,10 @@ struct DeliveryOptions {
   uint64_t batch_bytes = 1ull << 20;  // in-memory bodies one read job prepares
   // (also the most one ChunkFrame of several chunks holds)
   std::chrono::milliseconds read_deadline{std::chrono::minutes(15)};
+  // The server's count of bytes held for clients (server_counters.h): the
+  // frames read and not yet sent are in it; past its limit a subscription
+  // reads only while it has nothing read or being sent. Null: not counted.
+  OutboundBytes* outbound = nullptr;
 };
 
 struct DeliveryStats {
@@ -260,6 +276,9 @@ class Delivery : public std::enable_shared_from_this<Delivery> {
   void fail(const Error& e);
   void arm_wait(uint64_t next_offset);
   void arm_limit_wait(uint64_t next_offset);
+  // Reads again once the sink is no longer congested.
+  void await_room();
+  void drop_queue();
   void woken();
 
   Strand strand_;
@@ -276,6 +295,8 @@ class Delivery : public std::enable_shared_from_this<Delivery> {
   // A copy subscription's chunks sent and not acknowledged (on_copy_ack).
   std::deque<uint64_t> unacked_;
   uint32_t queued_chunks_ = 0;  // chunks in queue_, read but not yet sent
+  uint64_t queued_bytes_ = 0;   // their bytes in memory (opts_.outbound counts them)
+  bool awaiting_room_ = false;  // sink congested: FrameSink::when_room pumps again
   bool reading_ = false;
   bool sending_ = false;
   bool stopped_ = false;

@@ -35,7 +35,10 @@ FrameChannel::FrameChannel(uint64_t id, Strand strand, std::unique_ptr<Transport
   transport_->tcp().set_option(asio::ip::tcp::no_delay(true), ec);
 }
 
-FrameChannel::~FrameChannel() = default;
+// Frames dropped with the channel are no longer held.
+FrameChannel::~FrameChannel() {
+  counters_.outbound.sub(buffered_);
+}
 
 void FrameChannel::start(const std::shared_ptr<FrameHandler>& handler,
                          std::chrono::milliseconds transport_deadline) {
@@ -70,6 +73,7 @@ void FrameChannel::read_more() {
   if (!ready_ || reading_ || closed_ || closing_) return;
   auto h = handler_.lock();
   if (!h || !h->reading_allowed()) return;  // resumed by resume_reading
+  if (held_back()) return;                  // resumed by after_write
   const size_t floor = read_buffer_floor();
   if (in_.size() < floor) in_.resize(floor);
   if (in_.size() - in_end_ < floor / 4) {
@@ -136,7 +140,9 @@ void FrameChannel::process_frames() {
   for (;;) {
     if (closed_ || closing_) break;
     auto h = handler_.lock();
-    if (!h || !h->reading_allowed()) {
+    // Checked before each frame: the answers to one read's requests can
+    // fill the queue.
+    if (!h || !h->reading_allowed() || held_back()) {
       paused = true;
       break;
     }
@@ -176,6 +182,7 @@ void FrameChannel::process_frames() {
 void FrameChannel::send(Bytes frame) {
   if (closed_) return;
   out_bytes_ += frame.size();
+  hold(frame.size());
   out_q_.push_back(OutItem{std::move(frame), nullptr, nullptr});
   if (!write_active_) write_more();
 }
@@ -186,6 +193,7 @@ void FrameChannel::send(std::shared_ptr<const ChunkFrame> frame,
     auto& self = k.channel;
     if (self->closed_) return done(asio::error::operation_aborted);
     self->out_bytes_ += frame->wire_size();
+    self->hold(frame->bytes.size());
     self->counters_.chunks_out += frame->chunks;
     self->counters_.chunks_joined += frame->joined;
     self->counters_.records_out += frame->num_records;
@@ -214,22 +222,25 @@ void FrameChannel::write_more() {
     OutItem item = std::move(out_q_.front());
     out_q_.pop_front();
     uint64_t size = item.chunk->wire_size();
-    transport_->write_frame(
-        item.chunk, [k = keep(), size, done = std::move(item.done)](std::error_code ec) mutable {
-          auto& self = k.channel;
-          // async_write_frame completes on the socket's executor: this
-          // strand.
-          STRATA_ASSERT(self->out_bytes_ >= size, "a written frame was never counted as queued");
-          self->out_bytes_ -= size;
-          if (!ec) self->send_oct_ += size;
-          done(ec);
-          if (ec) {
-            self->close_now(ec.message());
-            return;
-          }
-          self->last_write_ = Clock::now();
-          self->write_more();
-        });
+    uint64_t in_memory = item.chunk->bytes.size();
+    transport_->write_frame(item.chunk, [k = keep(), size, in_memory,
+                                         done = std::move(item.done)](std::error_code ec) mutable {
+      auto& self = k.channel;
+      // async_write_frame completes on the socket's executor: this
+      // strand.
+      STRATA_ASSERT(self->out_bytes_ >= size, "a written frame was never counted as queued");
+      self->out_bytes_ -= size;
+      self->release(in_memory);
+      if (!ec) self->send_oct_ += size;
+      done(ec);
+      if (ec) {
+        self->close_now(ec.message());
+        return;
+      }
+      self->last_write_ = Clock::now();
+      self->after_write();
+      self->write_more();
+    });
     return;
   }
   writing_.clear();
@@ -247,6 +258,7 @@ void FrameChannel::write_more() {
     uint64_t n = 0;
     for (const auto& b : self->writing_) n += b.size();
     self->out_bytes_ -= n;
+    self->release(n);
     if (!ec) self->send_oct_ += n;
     self->writing_.clear();
     if (ec) {
@@ -254,8 +266,72 @@ void FrameChannel::write_more() {
       return;
     }
     self->last_write_ = Clock::now();
+    self->after_write();
     self->write_more();
   });
+}
+
+// ---- what the client has not read yet ----
+
+void FrameChannel::hold(uint64_t n) {
+  buffered_ += n;
+  counters_.outbound.add(n);
+}
+
+void FrameChannel::release(uint64_t n) {
+  STRATA_ASSERT(buffered_ >= n, "released more than the channel holds");
+  buffered_ -= n;
+  counters_.outbound.sub(n);
+}
+
+bool FrameChannel::congested() const {
+  return buffered_ > kConnectionBacklogMax ||
+         (buffered_ > kConnectionBacklogFloor && counters_.outbound.over());
+}
+
+bool FrameChannel::held_back() {
+  if (!congested()) return false;
+  if (backlogged_) return true;
+  backlogged_ = true;
+  const bool own = buffered_ > kConnectionBacklogMax;
+  (own ? counters_.outbound.backlog_pauses : counters_.outbound.limit_pauses) += 1;
+  // Once per connection at info: a slow consumer may pause often.
+  const auto level = backlog_logged_ ? spdlog::level::debug : spdlog::level::info;
+  backlog_logged_ = true;
+  if (own) {
+    spdlog::log(level,
+                "connection {} ({}): its client has not read {} bytes queued for it: its "
+                "requests and deliveries wait until it does (strata_server_backlog_pauses_total)",
+                id_, peer_, buffered_);
+  } else {
+    spdlog::log(level,
+                "connection {} ({}): the server holds {} bytes its clients have not read, over "
+                "server.max_buffered_bytes ({}): this connection ({} of them) waits until its "
+                "client reads",
+                id_, peer_, counters_.outbound.bytes.load(), counters_.outbound.limit.load(),
+                buffered_);
+  }
+  return true;
+}
+
+void FrameChannel::when_room(std::function<void()> fn) {
+  if (closed_) return;
+  if (!held_back()) return fn();
+  room_waiters_.push_back(std::move(fn));
+}
+
+void FrameChannel::after_write() {
+  if (closed_ || congested()) return;
+  if (!room_waiters_.empty()) {
+    auto waiters = std::move(room_waiters_);
+    room_waiters_.clear();
+    for (auto& fn : waiters) fn();
+  }
+  if (backlogged_) {
+    backlogged_ = false;
+    process_frames();
+    read_more();
+  }
 }
 
 // ---- closing gracefully ----
@@ -348,7 +424,11 @@ void FrameChannel::arm_heartbeat() {
     if (ec || self->closed_) return;
     auto now = Clock::now();
     // Two missed intervals: the peer is gone (or hung); free its resources.
-    if (now - self->last_read_ > std::chrono::seconds(2 * self->heartbeat_s_)) {
+    // While its reading waits for it to read, what it reads is its sign of
+    // life (its heartbeats wait unread).
+    auto alive = self->last_read_;
+    if (self->backlogged_) alive = std::max(alive, self->last_write_);
+    if (now - alive > std::chrono::seconds(2 * self->heartbeat_s_)) {
       self->close_now("missed heartbeats");
       return;
     }
@@ -375,7 +455,9 @@ void FrameChannel::close_now(const std::string& why) {
   // Frames not written: their deliveries learn it (each done runs once).
   auto q = std::move(out_q_);
   out_q_.clear();
+  room_waiters_.clear();
   for (auto& item : q) {
+    release(item.chunk ? item.chunk->bytes.size() : item.bytes.size());
     if (item.done) item.done(asio::error::operation_aborted);
   }
   if (auto h = handler_.lock()) h->on_closed(why);

@@ -10,8 +10,14 @@
 // Frames above the limit — a fixed one before Tune, the negotiated one
 // after — are answered with "frame too large" and a close. Reading pauses
 // while the handler says so (a publisher over its unconfirmed budget) and
-// resumes when told; a consumer's frames wait in the queue, whose bytes
-// (out_bytes) the handler may use to hold back further reads.
+// resumes when told. What waits in the write queue is held back too:
+// past kConnectionBacklogMax of queued bytes, or past
+// kConnectionBacklogFloor while the server holds more than
+// server.max_buffered_bytes for all its clients (ServerCounters::outbound),
+// the connection is congested — its requests are not read and its
+// deliveries read nothing more (FrameSink::when_room) until its client has
+// read enough. A client that never reads what it asked for so makes the
+// server hold a bounded amount, not all it would answer.
 //
 // Thread safety: the strand's, except send(ChunkFrame) and the FrameSink
 // side, which post to it.
@@ -93,8 +99,12 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   // FrameSink: a Deliver frame, in order with the other frames. Any thread.
   void send(std::shared_ptr<const ChunkFrame> frame,
             std::function<void(std::error_code)> done) override;
-  // Bytes queued and being written.
+  bool congested() const override;
+  void when_room(std::function<void()> fn) override;
+  // Bytes queued and being written (wire bytes, a sendfile body's too), and
+  // the part of them held in memory.
   uint64_t out_bytes() const { return out_bytes_; }
+  uint64_t buffered_bytes() const { return buffered_; }
   uint32_t next_correlation() { return next_correlation_++; }
 
   // ---- closing ----
@@ -126,6 +136,14 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   // buffer or a pause.
   void track_partial(bool frame_completed);
   void arm_partial_timer(std::chrono::milliseconds after);
+  // Memory queued for the peer: counted here and in the server's total.
+  void hold(uint64_t n);
+  void release(uint64_t n);
+  // Whether reading and deliveries wait for the write queue (congested),
+  // counting and logging a pause when it begins; after a write, whether
+  // they can go on.
+  bool held_back();
+  void after_write();
 
   const uint64_t id_;
   Strand strand_;
@@ -170,6 +188,10 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   std::deque<OutItem> out_q_;
   std::vector<Bytes> writing_;
   uint64_t out_bytes_ = 0;
+  uint64_t buffered_ = 0;    // of out_bytes_, in memory
+  bool backlogged_ = false;  // reading and deliveries wait for the queue to drain
+  bool backlog_logged_ = false;
+  std::vector<std::function<void()>> room_waiters_;
   bool write_active_ = false;
   bool close_after_write_ = false;
   bool closing_ = false;

@@ -74,6 +74,8 @@ Status load_server_section(JsonSection s, ServerSettings* out) {
   // An hour at most: longer is no deadline for a client holding a buffer.
   STRATA_TRY(
       s.integer_in("partial_frame_timeout_ms", &out->partial_frame_timeout_ms, 100, 3'600'000));
+  // At least 1 MiB (a few delivery batches); at most 1 TiB.
+  STRATA_TRY(s.integer_in("max_buffered_bytes", &out->max_buffered_bytes, 1u << 20, 1ull << 40));
   // Each series costs every scrape and Prometheus's memory; past 10 000 a
   // dashboard cannot show them anyway.
   STRATA_TRY(s.integer_in("consumer_group_metrics", &out->consumer_group_metrics, 0, 10'000));

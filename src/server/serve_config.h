@@ -91,6 +91,11 @@ struct ServerSettings {
   // connection is closed): a client trickling a frame byte by byte keeps
   // heartbeats happy but holds its buffer (frame_channel.h).
   uint32_t partial_frame_timeout_ms = 60'000;
+  // Bytes the server may hold for all its clients that have not read them
+  // (replies, confirms, deliveries read ahead) before each connection with
+  // more than a little of its own unread waits for its client
+  // (server/frame_channel.h). A soft bound: connections keeping up go on.
+  uint64_t max_buffered_bytes = 256ull << 20;
   // At most this many series of strata_consumer_group_offset_lag (the
   // largest lags first): one per stream and named consumer group, a label
   // set that clients choose; 0: none.

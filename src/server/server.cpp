@@ -36,7 +36,9 @@ namespace strata::server {
 // Members in the order they are made; destroyed the other way round, so
 // that whatever holds strands or timers of the runtime goes before it.
 struct Server::Impl {
-  explicit Impl(ServeConfig c) : cfg(std::move(c)), registry(cfg.server.max_connections) {}
+  explicit Impl(ServeConfig c) : cfg(std::move(c)), registry(cfg.server.max_connections) {
+    counters.outbound.limit = cfg.server.max_buffered_bytes;
+  }
 
   Status start();
   Status open_state();
@@ -677,6 +679,11 @@ nlohmann::json Server::Impl::status_json() const {
       {"partial_frame_timeouts", c.partial_frame_timeouts.load()},
       {"access_refused", c.access_refused.load()},
       {"connections_refused_limit", c.connections_refused_limit.load()},
+      {"buffered",
+       {{"bytes", c.outbound.bytes.load()},
+        {"limit", c.outbound.limit.load()},
+        {"backlog_pauses", c.outbound.backlog_pauses.load()},
+        {"limit_pauses", c.outbound.limit_pauses.load()}}},
   };
   if (m.access_admin) {
     const auto a = m.access->current();

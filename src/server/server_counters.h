@@ -10,6 +10,27 @@
 
 namespace strata::server {
 
+// The bytes the server holds for clients that have not read them yet: frames
+// queued on connections (replies, confirms, in-memory Deliver bodies) and
+// chunks deliveries have read ahead of their sends. Past `limit`
+// (server.max_buffered_bytes) a connection with more than a little of its
+// own unread stops being read and fed until its client catches up
+// (frame_channel.h); connections with nothing waiting go on.
+struct OutboundBytes {
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> limit{UINT64_MAX};
+  // Times a connection stopped being read for its own unread bytes
+  // (kConnectionBacklogMax), and for the server's limit.
+  std::atomic<uint64_t> backlog_pauses{0};
+  std::atomic<uint64_t> limit_pauses{0};
+
+  bool over() const {
+    return bytes.load(std::memory_order_relaxed) > limit.load(std::memory_order_relaxed);
+  }
+  void add(uint64_t n) { bytes.fetch_add(n, std::memory_order_relaxed); }
+  void sub(uint64_t n) { bytes.fetch_sub(n, std::memory_order_relaxed); }
+};
+
 struct ServerCounters {
   std::atomic<uint64_t> connections_accepted{0};
   std::atomic<uint64_t> connections_open{0};
@@ -52,6 +73,7 @@ struct ServerCounters {
   std::atomic<uint64_t> replica_links{0};
   // Messages refused while the node's disk alarm was raised.
   std::atomic<uint64_t> disk_alarm_refusals{0};
+  OutboundBytes outbound;
 
   // By protocol response code (the index; codes past the array count at 0):
   // commands answered with an error code, and PublishError frames once
@@ -61,9 +83,7 @@ struct ServerCounters {
   std::array<std::atomic<uint64_t>, kCodes> errors_by_code{};
   std::array<std::atomic<uint64_t>, kCodes> publish_errors_by_code{};
 
-  static size_t code_index(proto::ResponseCode c) {
-    return size_t(c) < kCodes ? size_t(c) : 0;
-  }
+  static size_t code_index(proto::ResponseCode c) { return size_t(c) < kCodes ? size_t(c) : 0; }
   void count_error(proto::ResponseCode c) { errors_by_code[code_index(c)] += 1; }
   void count_publish_errors(proto::ResponseCode c, uint64_t messages) {
     errors_by_code[code_index(c)] += 1;

@@ -26,6 +26,18 @@ inline constexpr size_t kReadChunk = 64u << 10;
 // Small frames queued back to back go out in one gathered write of at most
 // this many frames (a burst of confirms and credits is one syscall).
 inline constexpr size_t kWriteBatchFrames = 64;
+// Bytes queued on one connection (replies, confirms, in-memory Deliver
+// bodies) past which its requests are no longer read and its deliveries read
+// nothing more until its client has read some: a client that sends
+// requests and never reads the answers (or publishes and never reads the
+// confirms) makes the server hold at most this much, plus what one read of
+// its requests answers. A few of the largest delivery batches: a client
+// reading at its own pace stays far below it.
+inline constexpr uint64_t kConnectionBacklogMax = 4u << 20;
+// While the server holds more than server.max_buffered_bytes for its
+// clients, a connection with more than this queued is held back the same
+// way; one with less (a client keeping up) goes on.
+inline constexpr uint64_t kConnectionBacklogFloor = 256u << 10;
 // A connection closed by the server ends its side first and reads what the
 // peer still sends for at most this long before closing: closing with
 // unread bytes resets the connection, which can destroy the Close frame

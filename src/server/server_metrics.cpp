@@ -223,6 +223,19 @@ std::string server_metrics_text(const ServerMetricsInput& in) {
             "Open connections closed for a frame left incomplete past "
             "server.partial_frame_timeout_ms",
             {}, double(c.partial_frame_timeouts.load()));
+  w.gauge("strata_server_buffered_bytes",
+          "Bytes held for clients that have not read them (queued frames, deliveries read ahead)",
+          {}, double(c.outbound.bytes.load()));
+  w.gauge("strata_server_buffered_limit_bytes", "server.max_buffered_bytes", {},
+          double(c.outbound.limit.load()));
+  w.counter("strata_server_backlog_pauses_total",
+            "Times a connection stopped being read because its client had not read its own "
+            "queued frames",
+            {}, double(c.outbound.backlog_pauses.load()));
+  w.counter("strata_server_buffered_limit_pauses_total",
+            "Times a connection stopped being read because the server held more than "
+            "server.max_buffered_bytes for its clients",
+            {}, double(c.outbound.limit_pauses.load()));
   w.counter("strata_server_frames_too_large_total",
             "Frames refused for their size (8192 bytes before Open, then frame_max)", {},
             double(c.frames_too_large.load()));

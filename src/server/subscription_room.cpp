@@ -236,6 +236,7 @@ void SubscriptionRoom::on_reader(const SubPtr& sub, uint64_t generation,
   opts.coalesce_bytes = coalesce_limit();
   opts.filter = sub->filter;
   opts.use_sendfile = session_.sendfile();
+  opts.outbound = &counters_.outbound;
   // A copy takes the owner's tail whatever the stream delivers to
   // consumers (a remote-confirmed stream only what the bucket holds): what
   // it copies is what a takeover on its node keeps. (The append path's

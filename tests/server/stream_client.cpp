@@ -66,6 +66,19 @@ Status StreamClient::send_raw(BytesView b) {
   return Status::OK();
 }
 
+size_t StreamClient::send_within(BytesView b, std::chrono::milliseconds wait) {
+  size_t off = 0;
+  while (off < b.size()) {
+    pollfd p{fd_, POLLOUT, 0};
+    if (::poll(&p, 1, int(wait.count())) <= 0) break;
+    ssize_t n = ::send(fd_, b.data() + off, b.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n <= 0) break;
+    off += size_t(n);
+  }
+  return off;
+}
+
 Result<Bytes> StreamClient::read_frame(std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {

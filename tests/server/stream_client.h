@@ -25,6 +25,9 @@ class StreamClient {
   ~StreamClient();
 
   Status send_raw(BytesView bytes);
+  // Sends as much of `bytes` as the socket takes until `wait` passes with
+  // no room (a server that stopped reading): the bytes sent.
+  size_t send_within(BytesView bytes, std::chrono::milliseconds wait);
   template <typename T>
   Status send(const T& m) {
     Bytes b;
