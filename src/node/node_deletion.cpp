@@ -103,6 +103,12 @@ std::vector<std::string> Node::Impl::pending_deletions() const {
 }
 
 Status Node::Impl::delete_stream(const std::string& name) {
+  // The caller waits below for jobs of the runtime's pool (the deletion's
+  // steps, the stopped uploader's requests) and is often a pool job itself
+  // (a client's DeleteStream): while it waits the pool may run one more
+  // thread, or a few deletions at once would take every thread and wait
+  // for jobs queued behind them.
+  BlockingPool::Waiting waiting = runtime->pool()->waiting();
   std::unique_lock l(mu);
   // An open in progress ends first: what it opens is then deleted.
   table_cv.wait(l, [&] { return closed || table.state(name) != StreamTable::State::opening; });

@@ -514,6 +514,37 @@ TEST_F(ServeTest, SingleActiveConsumerFailsOver) {
   EXPECT_EQ(got.back(), "s4");
 }
 
+// Many deletions at once: each client's DeleteStream runs as a job of the
+// server's blocking pool (8 threads) and waits for its deletion's steps,
+// which are jobs of the same pool. Sixteen at once once took every thread
+// and waited for steps queued behind them until the jobs' 120 s deadline;
+// now a waiting deletion lets the pool run one more thread.
+TEST_F(ServeTest, SixteenDeletionsAtOnceEndPromptly) {
+  StreamClient admin = open_client();
+  std::vector<StreamClient> clients;
+  for (int i = 0; i < 16; ++i) {
+    create(admin, "many-" + std::to_string(i));
+    clients.push_back(open_client());
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 16; ++i) {
+    ASSERT_TRUE(
+        clients[i].send(DeleteStreamRequest{clients[i].corr(), "many-" + std::to_string(i)}).ok());
+  }
+  for (int i = 0; i < 16; ++i) {
+    auto d = clients[i].expect<DeleteStreamResponse>(60s);
+    ASSERT_TRUE(d.ok()) << i << ": " << d.error().message;
+    EXPECT_EQ(d->code, ResponseCode::ok) << i;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 20s);
+  for (int i = 0; i < 16; ++i) {
+    ASSERT_TRUE(admin.send(MetadataRequest{admin.corr(), {"many-" + std::to_string(i)}}).ok());
+    auto m = admin.expect<MetadataResponse>();
+    ASSERT_TRUE(m.ok());
+    EXPECT_EQ(m->streams.at(0).code, ResponseCode::stream_does_not_exist) << i;
+  }
+}
+
 // Offsets stored while the stream is deleted leave nothing behind: a
 // second connection stores in a loop while the first deletes; the stream
 // re-created under the same name has no stored offset (QueryOffset: 19),
