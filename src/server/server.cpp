@@ -134,6 +134,10 @@ Status Server::Impl::start() {
   d.lease_ttl_ms = cfg.cluster.lease_ttl_ms;
   d.advertised = Advertised{advertised_host(), advertised_port()};
   d.may_create = [this](const std::string& name) { return vhost_has_room(name); };
+  d.vhost_exists = [this](const std::string& name) {
+    const std::string_view vhost = split_stream_name(name).vhost;
+    return vhost == kDefaultVhost || !access || access->current()->has_vhost(vhost);
+  };
   ops = std::make_unique<StreamOps>(std::move(d));
   // After the bind: the address a cluster node registers is the one
   // clients reach.

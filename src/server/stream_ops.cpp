@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "common/assert.h"
+#include "common/stream_name.h"
 #include "server/server_limits.h"
 
 namespace strata::server {
@@ -32,6 +33,7 @@ void StreamOps::attach_offsets(ClusterOffsets* offsets) {
 
 Status StreamOps::create_stream(const std::string& name, const node::StreamSettings& settings) {
   if (d_.may_create) STRATA_TRY(d_.may_create(name));
+  if (d_.vhost_exists && !d_.vhost_exists(name)) return vhost_gone(name);
   Status st = ownership_.load() ? create_cluster_stream(name, settings) : [&]() -> Status {
     // Before the stream exists, so that no store for the new stream is
     // refused; a deleted stream's offsets are gone already (remove_stream).
@@ -40,8 +42,27 @@ Status StreamOps::create_stream(const std::string& name, const node::StreamSetti
     if (!s.ok()) return std::move(s).error();
     return Status::OK();
   }();
-  if (st.ok() || st.error().code != Errc::already_exists) return st;
+  if (st.ok()) {
+    // The vhost's deletion takes it out of the access rules first, then
+    // lists its streams and deletes them: a creation that began before and
+    // ended after the listing is caught here, as the vhost is gone by then.
+    if (d_.vhost_exists && !d_.vhost_exists(name)) {
+      if (Status del = delete_stream(name); !del.ok() && del.error().code != Errc::not_found) {
+        spdlog::warn("serve: stream {} was created as its vhost was deleted; deleting it: {}",
+                     printable_stream(name), del.error().to_string());
+      }
+      return vhost_gone(name);
+    }
+    return st;
+  }
+  if (st.error().code != Errc::already_exists) return st;
   return already_exists_as(name, settings, st.error());
+}
+
+Error StreamOps::vhost_gone(const std::string& name) {
+  return Error(Errc::invalid_argument,
+               fmt::format("stream {}: its vhost '{}' does not exist (deleted)",
+                           printable_stream(name), printable_name(split_stream_name(name).vhost)));
 }
 
 // Creating an existing stream again, as RabbitMQ answers it: with the

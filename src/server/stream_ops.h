@@ -34,6 +34,9 @@ struct StreamOpsDeps {
   // Whether a stream of this stored name may be created now (its vhost's
   // max-queues limit); unset: always.
   std::function<Status(const std::string& name)> may_create;
+  // Whether the vhost of this stored name exists now; unset: always. A
+  // stream created while its vhost was being deleted is deleted again.
+  std::function<bool(const std::string& name)> vhost_exists;
 };
 
 class StreamOps final : public StreamAdmin {
@@ -73,6 +76,7 @@ class StreamOps final : public StreamAdmin {
   Status create_cluster_stream(const std::string& name, const node::StreamSettings& settings);
   Status already_exists_as(const std::string& name, const node::StreamSettings& settings,
                            Error exists);
+  static Error vhost_gone(const std::string& name);
   proto::MetadataResponse cluster_metadata(const std::vector<std::string>& streams,
                                            const Advertised& self);
 

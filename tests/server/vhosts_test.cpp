@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "server/serve_fixture.h"
 #include "support/cli.h"
@@ -465,6 +466,51 @@ TEST_F(VhostsTest, VhostsChangeLiveAndTakeTheirStreamsWithThem) {
   StreamClient g2 = login("guest", "guest", "team a");
   StreamClient prod = login("guest", "guest", "prod");
   EXPECT_EQ(metadata_code(prod, "audit"), ResponseCode::ok);
+}
+
+// Streams being created in a vhost as it is deleted: the deletion takes
+// the vhost out of the rules, closes its connections and deletes its
+// streams, and a creation that began before and ended after the streams
+// were listed deletes its stream again. Nothing of the vhost is left.
+TEST_F(VhostsTest, CreatesRacingTheVhostsDeletionLeaveNoStreamBehind) {
+  const std::string url = serve_http_url(server_);
+  const std::string admin_pw = dir_.sub("guest.pw");
+  std::ofstream(admin_pw) << "guest\n";
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.end(), {"--node", url, "--admin-password-file", admin_pw});
+    return strata_cli(args);
+  };
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_EQ(cli({"vhost", "add", "racy"}).status, 0);
+    ASSERT_EQ(cli({"permissions", "set", "guest", ".*", ".*", ".*", "--vhost", "racy"}).status, 0);
+    std::vector<StreamClient> clients;
+    for (int i = 0; i < 2; ++i) clients.push_back(login("guest", "guest", "racy"));
+    // Each client asks for 40 streams at once; the vhost is deleted as
+    // they are made.
+    for (int i = 0; i < 2; ++i) {
+      Bytes all;
+      for (int j = 0; j < 40; ++j) {
+        encode(CreateStreamRequest{clients[i].corr(), fmt::format("r{}-c{}-{}", round, i, j), {}},
+               &all);
+      }
+      ASSERT_TRUE(clients[i].send_raw(all).ok());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 * round));
+    auto r = cli({"vhost", "delete", "racy"});
+    ASSERT_EQ(r.status, 0) << r.err << r.out;
+    for (auto& c : clients) EXPECT_TRUE(c.closed_by_server(10s));
+    // Creations already handed to the pool end after the connections.
+    std::this_thread::sleep_for(1s);
+    const std::string out = dir_.sub("export.json");
+    ASSERT_EQ(cli({"definitions", "export", "--file", out}).status, 0);
+    auto exported = nlohmann::json::parse(std::ifstream(out));
+    std::vector<std::string> left;
+    for (const auto& q : exported["queues"]) {
+      if (q["vhost"] == "racy") left.push_back(q["name"]);
+    }
+    EXPECT_TRUE(left.empty()) << "round " << round << ": " << left.size() << " streams left, "
+                              << nlohmann::json(left).dump();
+  }
 }
 
 }  // namespace
