@@ -104,15 +104,9 @@ void FrameChannel::on_read(const std::error_code& ec, size_t n) {
   reading_ = false;
   if (!ec) recv_oct_ += n;
   if (closed_) return;
-  if (draining_) {
-    // Half-closed: what the peer still sends is dropped until it closes.
-    if (ec) {
-      close_now(drain_why_);
-    } else {
-      drain_more();
-    }
-    return;
-  }
+  // Half-closing: the read in flight was cancelled (or brought bytes that
+  // are dropped now); the transport ends the connection.
+  if (draining_) return finish();
   if (ec) {
     // After an answered Close, the client's end of the stream: the answers
     // still queued go out first.
@@ -180,7 +174,8 @@ void FrameChannel::process_frames() {
 // ---- writing ----
 
 void FrameChannel::send(Bytes frame) {
-  if (closed_) return;
+  // Half-closing: our side has ended (a heartbeat due now is dropped).
+  if (closed_ || draining_) return;
   out_bytes_ += frame.size();
   hold(frame.size());
   out_q_.push_back(OutItem{std::move(frame), nullptr, nullptr});
@@ -191,7 +186,7 @@ void FrameChannel::send(std::shared_ptr<const ChunkFrame> frame,
                         std::function<void(std::error_code)> done) {
   asio::post(strand_, [k = keep(), frame = std::move(frame), done = std::move(done)]() mutable {
     auto& self = k.channel;
-    if (self->closed_) return done(asio::error::operation_aborted);
+    if (self->closed_ || self->draining_) return done(asio::error::operation_aborted);
     self->out_bytes_ += frame->wire_size();
     self->hold(frame->bytes.size());
     self->counters_.chunks_out += frame->chunks;
@@ -345,27 +340,28 @@ void FrameChannel::half_close(const std::string& why) {
   // the connection, and a reset can destroy the last frames (a Close saying
   // why) before the peer reads them — a client still writing a refused
   // frame is the usual case. So: our side ends (the peer reads our frames,
-  // then end of stream), what the peer still sends is read and dropped
-  // until it closes too, and after kHalfCloseLinger the socket closes
-  // whatever the peer does.
-  transport_->shutdown_send();
+  // then end of stream — over TLS a close_notify), what the peer still
+  // sends is read and dropped until it closes too (Transport::finish), and
+  // after kHalfCloseLinger the socket closes whatever the peer does.
   linger_timer_.expires_after(kHalfCloseLinger);
   linger_timer_.async_wait([k = keep()](const std::error_code& ec) {
     auto& self = k.channel;
     if (ec || self->closed_) return;
     self->close_now(self->drain_why_);
   });
-  if (!reading_) drain_more();
+  if (!reading_) return finish();
+  // The transport ends the connection with no read in flight: the one
+  // waiting ends now, and on_read goes on.
+  std::error_code ec;
+  transport_->tcp().cancel(ec);
 }
 
-void FrameChannel::drain_more() {
-  if (closed_) return;
+void FrameChannel::finish() {
+  if (closed_ || finishing_) return;
+  finishing_ = true;
+  in_ = Bytes();
   in_begin_ = in_end_ = 0;
-  if (in_.size() < kPreOpenFrameMax) in_.resize(kPreOpenFrameMax);
-  reading_ = true;
-  transport_->read_some(
-      asio::buffer(in_.data(), in_.size()),
-      [k = keep()](const std::error_code& ec, size_t n) { k.channel->on_read(ec, n); });
+  transport_->finish([k = keep()] { k.channel->close_now(k.channel->drain_why_); });
 }
 
 // ---- a frame left unfinished ----

@@ -123,7 +123,8 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   // Ends our side after the last frame and drops what the peer still sends
   // until it closes (at most kHalfCloseLinger), then closes.
   void half_close(const std::string& why);
-  void drain_more();
+  // ... once no read is in flight: Transport::finish.
+  void finish();
   // The read buffer's usual size: a read's worth once open, no more than
   // one frame may take before.
   size_t read_buffer_floor() const;
@@ -197,6 +198,7 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   bool closing_ = false;
   bool lingering_ = false;  // close_after: the client's end closes it at once
   bool draining_ = false;   // half_close: our side ended, the peer's read and dropped
+  bool finishing_ = false;  // Transport::finish started
   std::string drain_why_;
   bool closed_ = false;
   uint32_t next_correlation_ = 1;

@@ -4,6 +4,7 @@
 #include <openssl/x509.h>
 #include <unistd.h>
 
+#include <array>
 #include <asio/bind_executor.hpp>
 #include <asio/post.hpp>
 #include <asio/ssl/stream.hpp>
@@ -12,6 +13,19 @@
 
 namespace strata::server {
 namespace {
+
+// Reads and drops what arrives on `socket` until its end (or an error, or
+// close()), then calls `done`.
+void drain_socket(asio::ip::tcp::socket& socket, const Strand& strand, std::function<void()> done) {
+  auto scratch = std::make_shared<std::array<uint8_t, 4096>>();
+  socket.async_read_some(
+      asio::buffer(*scratch),
+      asio::bind_executor(strand, [&socket, strand, scratch, done = std::move(done)](
+                                      const std::error_code& ec, size_t) mutable {
+        if (ec) return done();
+        drain_socket(socket, strand, std::move(done));
+      }));
+}
 
 class PlainTransport final : public Transport {
  public:
@@ -32,9 +46,10 @@ class PlainTransport final : public Transport {
                    std::function<void(std::error_code)> done) override {
     async_write_frame(socket_, std::move(frame), std::move(done));
   }
-  void shutdown_send() override {
+  void finish(std::function<void()> done) override {
     std::error_code ec;
     socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+    drain_socket(socket_, strand_, std::move(done));
   }
   void close() override {
     std::error_code ec;
@@ -181,9 +196,20 @@ class TlsTransport final : public Transport {
           [frame, body, done = std::move(done)](const std::error_code& ec, size_t) { done(ec); });
   }
 
-  void shutdown_send() override {
-    std::error_code ec;
-    tcp().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  void finish(std::function<void()> done) override {
+    // close_notify, then the peer's: SSL_shutdown reads records until it
+    // comes, or the peer's end. A peer that still sends data ends the TLS
+    // exchange with an error; the rest of its bytes are then read raw until
+    // it closes.
+    stream_.async_shutdown(asio::bind_executor(
+        strand_, [this, done = std::move(done)](const std::error_code& ec) mutable {
+          // Its close_notify, or its end without one (stream_truncated).
+          if (!ec || ec == asio::error::eof || ec == asio::ssl::error::stream_truncated ||
+              !tcp().is_open()) {
+            return done();
+          }
+          drain_socket(tcp(), strand_, std::move(done));
+        }));
   }
   void close() override {
     std::error_code ec;

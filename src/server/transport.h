@@ -62,9 +62,14 @@ class Transport {
   // first error or success.
   virtual void write_frame(std::shared_ptr<const ChunkFrame> frame,
                            std::function<void(std::error_code)> done) = 0;
-  // Ends the sending side (TCP half-close; over TLS without close_notify):
-  // the peer reads what was written, then end of stream.
-  virtual void shutdown_send() = 0;
+  // Ends the connection after what was written, telling the peer first:
+  // plain TCP half-closes, TLS sends close_notify (so the peer can tell
+  // the end from a truncation). What the peer still sends is read and
+  // dropped until it ends its side too — closing with unread bytes resets
+  // the connection, which can destroy the last frames before the peer
+  // reads them — and then `done` runs, once; close() ends it sooner. No
+  // read or write may be in flight.
+  virtual void finish(std::function<void()> done) = 0;
   // Closes at once; operations in flight end with an error.
   virtual void close() = 0;
   // Whether a file part goes out without a copy (sendfile).

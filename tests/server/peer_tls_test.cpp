@@ -6,9 +6,11 @@
 // dialled at; each refusal says why, in OpenSSL's words.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/strand.hpp>
+#include <functional>
 #include <optional>
 
 #include "server/tls_context.h"
@@ -148,6 +150,68 @@ TEST_F(PeerTlsTest, VersionsAreTheListenersAndTheCaIsRequired) {
   auto r = make_tls_client_context(no_ca);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("tls.ca_file"), std::string::npos) << r.error().message;
+}
+
+// A side that ends a TLS connection (Transport::finish, as a connection
+// the server closes) sends close_notify after its last bytes: the peer
+// reads them, then a clean end — not the truncation a bare TCP close would
+// look like. Once the peer answers with its own, the ending side is done;
+// a peer that goes on sending is read until it closes.
+TEST_F(PeerTlsTest, EndingAConnectionSendsCloseNotifyAfterTheLastBytes) {
+  const TlsSettings s = node(certs_, certs_.ca);
+  auto sctx = make_tls_context(s);
+  ASSERT_TRUE(sctx.ok()) << sctx.error().message;
+  auto cctx = make_tls_client_context(s);
+  ASSERT_TRUE(cctx.ok()) << cctx.error().message;
+  for (const bool peer_answers : {true, false}) {
+    asio::io_context io;
+    Strand strand = asio::make_strand(io);
+    asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+    asio::ip::tcp::socket accepted(io), dialled(io);
+    dialled.connect(acceptor.local_endpoint());
+    acceptor.accept(accepted);
+    auto srv = tls_transport(std::move(accepted), strand, *sctx);
+    auto cli = tls_client_transport(std::move(dialled), strand, *cctx, "127.0.0.1", true);
+    const std::string last = "the last frame";
+    std::string got;
+    std::array<char, 256> buf{};
+    std::optional<std::error_code> end;
+    bool finished = false;
+    std::function<void()> read_on = [&] {
+      cli->read_some(asio::buffer(buf), [&](const std::error_code& ec, size_t n) {
+        if (ec) {
+          end = ec;
+          if (peer_answers) {
+            cli->finish([] {});
+          } else {
+            cli->close();
+          }
+          return;
+        }
+        got.append(buf.data(), n);
+        read_on();
+      });
+    };
+    srv->start(std::chrono::seconds(5), [&](std::error_code ec) {
+      ASSERT_FALSE(ec) << ec.message();
+      std::vector<asio::const_buffer> b{asio::buffer(last)};
+      srv->write(b, [&](const std::error_code& wec, size_t) {
+        ASSERT_FALSE(wec) << wec.message();
+        srv->finish([&] { finished = true; });
+      });
+    });
+    cli->start(std::chrono::seconds(5), [&](std::error_code ec) {
+      ASSERT_FALSE(ec) << ec.message();
+      read_on();
+    });
+    io.run_for(std::chrono::seconds(10));
+    EXPECT_EQ(got, last) << "peer_answers " << peer_answers;
+    ASSERT_TRUE(end.has_value());
+    // asio reports a close_notify as eof, an end without one as
+    // stream_truncated.
+    EXPECT_EQ(*end, asio::error::eof) << end->message();
+    EXPECT_TRUE(finished) << "peer_answers " << peer_answers;
+  }
 }
 
 }  // namespace
