@@ -392,9 +392,10 @@ class Api {
   // permissions in a new vhost until they are set, as with rabbitmqctl.
   // DELETE takes the vhost, every permission in it and then every stream
   // and super stream of it, as RabbitMQ deletes a vhost's queues: its
-  // connections are closed first (12, recheck_access), so nothing is
-  // created in it meanwhile. A DELETE of a vhost that is gone but still has
-  // streams (a deletion that failed part way) deletes them.
+  // connections are closed (12, recheck_access), and a Create they had
+  // already asked for is refused or undone once the vhost is out of the
+  // rules (StreamOps::create_stream). A DELETE of a vhost that is gone but
+  // still has streams (a deletion that failed part way) deletes them.
   ApiReply one_vhost(const std::string& name) {
     if (r_.method == "GET") {
       for (const auto& v : now_->vhosts()) {
