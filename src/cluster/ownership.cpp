@@ -313,6 +313,9 @@ json Ownership::Impl::status_json() const {
           {"owned", owned},
           {"nodes", view_.nodes},
           {"tls_nodes", view_.tls_nodes},
+          // Registered peers with no address of the kind this node dials
+          // (cluster.peer_tls differs between them).
+          {"unreachable_peers", unreachable_peers_},
           {"owners", owners},
           {"candidacies", candidacies},
           {"revision", view_.revision}};

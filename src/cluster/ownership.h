@@ -51,6 +51,10 @@ struct OwnershipConfig {
   std::string node_id;        // [A-Za-z0-9._-]{1,128}
   std::string advertise;      // host:port clients reach this node at; "": no plain listener
   std::string tls_advertise;  // host:port TLS clients reach it at; "": no TLS listener
+  // This node dials its peers on their TLS addresses (cluster.peer_tls),
+  // else on their plain ones: a peer that registers none of that kind is
+  // unreachable from here, which is logged as the mistake it is.
+  bool peer_tls = false;
   std::string ns = "strata";
   OwnershipTiming timing;
   int64_t tick_ms = 0;  // 0: lease_ttl_ms / 20 (at least 10)

@@ -10,6 +10,7 @@
 #include "cluster/ownership_impl.h"
 #include "common/assert.h"
 #include "common/overloaded.h"
+#include "common/stream_name.h"
 #include "node/node.h"
 
 namespace strata::cluster {
@@ -91,7 +92,7 @@ void Ownership::Impl::require_current_lease(int64_t lease, const char* what) con
 
 // Stopping comes at once: no task, no wait for etcd.
 void Ownership::Impl::close_stream(const effect::Close& e) {
-  spdlog::info("cluster: {}: stops serving stream {}", cfg_.node_id, e.stream);
+  spdlog::info("cluster: {}: stops serving stream {}", cfg_.node_id, printable_stream(e.stream));
   {
     std::lock_guard l(mu_);
     streams_released_ += 1;
@@ -237,7 +238,7 @@ void Ownership::Impl::acquire(const effect::Acquire& e) {
           a.revision = (*out.value)->revision;
         }
         if (a.won) {
-          spdlog::info("cluster: {} owns stream {}{}", cfg_.node_id, s,
+          spdlog::info("cluster: {} owns stream {}{}", cfg_.node_id, printable_stream(s),
                        from ? fmt::format(" again (its key moved from lease {:x})", from) : "");
         }
         handle(a);
@@ -264,10 +265,11 @@ void Ownership::Impl::stand(const effect::Stand& e) {
         ev::CandidacyDone d{s, lease, true, succeeded(out), ""};
         if (!d.ok) {
           d.why = failure(out);
-          spdlog::warn("cluster: {}: standing for stream {} failed: {}", cfg_.node_id, s, d.why);
+          spdlog::warn("cluster: {}: standing for stream {} failed: {}", cfg_.node_id,
+                       printable_stream(s), d.why);
         } else if ((*out.value)->next > 0) {
           spdlog::info("cluster: {} stands for stream {} with its tail to offset {} (epoch {})",
-                       cfg_.node_id, s, (*out.value)->next, (*out.value)->epoch);
+                       cfg_.node_id, printable_stream(s), (*out.value)->next, (*out.value)->epoch);
         }
         handle(d);
       });
@@ -292,14 +294,16 @@ void Ownership::Impl::remove(const effect::Remove& e) {
   // Without on_remove such requests wait for a node that has it.
   if (!cfg_.on_remove) return;
   spdlog::info("cluster: {}: deleting stream {}, as requested through the catalog", cfg_.node_id,
-               e.stream);
+               printable_stream(e.stream));
   run_task<Status>(
       tasks(), strand_, kRemoveDeadline, "cluster: deleting stream " + e.stream,
       [fn = cfg_.on_remove, s = e.stream] { return fn(s); },
       [this, s = e.stream, lease = e.lease](TaskOutcome<Status> out) {
         const bool ok = succeeded(out);
         const std::string why = ok ? "" : failure(out);
-        if (!ok) spdlog::warn("cluster: {}: deleting stream {} failed: {}", cfg_.node_id, s, why);
+        if (!ok)
+          spdlog::warn("cluster: {}: deleting stream {} failed: {}", cfg_.node_id,
+                       printable_stream(s), why);
         handle(ev::RemoveDone{s, lease, ok, why});
       });
 }
@@ -341,7 +345,8 @@ ev::HandoffDone hand_off_stream(node::Node& n, etcd::EtcdClient& c,
 
 void Ownership::Impl::hand_off(const effect::HandOff& e) {
   require_current_lease(e.lease, "cluster: a stream handed over under a lease not held");
-  spdlog::info("cluster: {}: hands stream {} over to its first choice", cfg_.node_id, e.stream);
+  spdlog::info("cluster: {}: hands stream {} over to its first choice", cfg_.node_id,
+               printable_stream(e.stream));
   const auto timeout = cfg_.handoff_timeout;
   run_task<ev::HandoffDone>(
       tasks(), strand_, timeout + call_deadline() + kHandoffCloseSlack,
@@ -355,9 +360,10 @@ void Ownership::Impl::hand_off(const effect::HandOff& e) {
                                 : ev::HandoffDone{s, lease, false, true, out.error.to_string()};
         if (d.closed && cfg_.on_release) cfg_.on_release(s);
         if (d.ok) {
-          spdlog::info("cluster: {}: handed stream {} over", cfg_.node_id, s);
+          spdlog::info("cluster: {}: handed stream {} over", cfg_.node_id, printable_stream(s));
         } else {
-          spdlog::warn("cluster: {}: handing stream {} over failed{}: {}", cfg_.node_id, s,
+          spdlog::warn("cluster: {}: handing stream {} over failed{}: {}", cfg_.node_id,
+                       printable_stream(s),
                        d.closed ? " after closing it (it is opened again)" : "", d.why);
         }
         handle(d);
@@ -390,7 +396,9 @@ void Ownership::Impl::open(const effect::Open& e) {
       [this, s = e.stream, lease](TaskOutcome<Status> out) {
         const bool ok = succeeded(out);
         const std::string why = ok ? "" : failure(out);
-        if (!ok) spdlog::warn("cluster: {}: opening stream {} failed: {}", cfg_.node_id, s, why);
+        if (!ok)
+          spdlog::warn("cluster: {}: opening stream {} failed: {}", cfg_.node_id,
+                       printable_stream(s), why);
         handle(ev::OpenDone{s, lease, ok, why});
       });
 }

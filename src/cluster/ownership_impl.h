@@ -10,8 +10,10 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
+#include "cluster/node_registration.h"
 #include "cluster/ownership.h"
 #include "common/blocking_pool.h"
 #include "common/metrics.h"
@@ -80,6 +82,7 @@ class Ownership::Impl {
   // Adds kv to `out` if it is under one of cfg_.followed_dirs.
   void follow(const etcd::KeyValue& kv, bool removed, std::vector<FollowedKey>* out) const;
   // Whether the view changed (nodes, owners, the set of streams).
+  void warn_if_unreachable(const std::string& node, const NodeRegistration& r);
   bool apply_kv(const etcd::KeyValue& kv, bool removed);
   ev::View core_view() const;  // mu_ held
 
@@ -102,6 +105,8 @@ class Ownership::Impl {
   mutable std::mutex mu_;  // the view and the mirror of the core's state
   std::condition_variable cv_;
   ClusterView view_;
+  // Peers already reported as registering no address this node can dial.
+  std::set<std::string> unreachable_peers_;
   std::map<std::string, OwnershipCore::StreamState> owned_;
   int64_t lease_ = 0;
   uint64_t fences_ = 0;

@@ -28,6 +28,32 @@ ev::View Ownership::Impl::core_view() const {
   return v;
 }
 
+// A cluster whose nodes disagree on cluster.peer_tls: the links between
+// them fail (a replica finds no owner to follow, copies are not made), so
+// the registration that shows it is reported once, naming the fix.
+void Ownership::Impl::warn_if_unreachable(const std::string& node, const NodeRegistration& r) {
+  const bool reachable =
+      node == cfg_.node_id || !(cfg_.peer_tls ? r.tls_address : r.address).empty();
+  if (reachable) {
+    unreachable_peers_.erase(node);
+    return;
+  }
+  if (!unreachable_peers_.insert(node).second) return;
+  if (cfg_.peer_tls) {
+    spdlog::error(
+        "cluster: {}: node {} registered no TLS address (no tls.listen there), and this node "
+        "reaches its peers over TLS (cluster.peer_tls): it cannot reach {}. Every node of a "
+        "cluster sets cluster.peer_tls, or none does",
+        cfg_.node_id, node, node);
+  } else {
+    spdlog::error(
+        "cluster: {}: node {} registered no plain address (tls.only there), and this node "
+        "reaches its peers in plain TCP: it cannot reach {}. Every node of a cluster sets "
+        "cluster.peer_tls, or none does",
+        cfg_.node_id, node, node);
+  }
+}
+
 bool Ownership::Impl::apply_kv(const etcd::KeyValue& kv, bool removed) {
   const std::string prefix = cfg_.ns + "/";
   if (kv.key.compare(0, prefix.size(), prefix) != 0) return false;
@@ -44,6 +70,7 @@ bool Ownership::Impl::apply_kv(const etcd::KeyValue& kv, bool removed) {
       view_.nodes.erase(name);
     } else {
       NodeRegistration r = parse_registration(kv.value);
+      warn_if_unreachable(name, r);
       view_.nodes[name] = std::move(r.address);
       if (!r.tls_address.empty()) view_.tls_nodes[name] = std::move(r.tls_address);
     }

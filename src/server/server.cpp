@@ -310,6 +310,7 @@ Status Server::Impl::join_cluster() {
   if (tls_listener) {
     oc.tls_advertise = fmt::format("{}:{}", tls_advertised().host, tls_advertised().port);
   }
+  oc.peer_tls = cfg.cluster.peer_tls;
   // Appends and local confirms check the lease's end at the moment they
   // happen (node/stream_handle.h, lease_ended): no lease yet, no writes.
   oc.lease_valid_until = node->lease_fence();

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "catalog/etcd_catalog.h"
@@ -72,8 +73,8 @@ class OwnershipTest : public ::testing::Test {
 
   std::unique_ptr<ClusterNode> start_node(const std::string& id,
                                           const std::vector<std::string>& endpoints,
-                                          int64_t grace_ms = 0,
-                                          const json& patch = json::object()) {
+                                          int64_t grace_ms = 0, const json& patch = json::object(),
+                                          std::function<void(OwnershipConfig&)> tweak = {}) {
     auto doc = node::test::small_node_doc();
     doc.merge_patch(patch);
     doc["catalog"] = {{"backend", "etcd"},
@@ -99,6 +100,7 @@ class OwnershipTest : public ::testing::Test {
     oc.timing.acquire_grace_ms = grace_ms;
     // A deletion requested through the catalog, as `strata serve` runs it.
     oc.on_remove = [n = out->node.get()](const std::string& s) { return n->delete_stream(s); };
+    if (tweak) tweak(oc);
     auto o = Ownership::start(oc, open_client(endpoints), out->node.get());
     EXPECT_TRUE(o.ok()) << o.error().to_string();
     if (!o.ok()) return nullptr;
@@ -702,6 +704,32 @@ TEST_F(OwnershipTest, ClusterStatusShowsAnUnreadableEpochAsNull) {
   EXPECT_TRUE((*st)["streams"]["big"]["epoch"].is_null());
   EXPECT_EQ((*st)["streams"]["good"]["epoch"].get<uint64_t>(), 7u);
   EXPECT_TRUE((*st)["streams"]["good"]["owner_lease"].is_null());
+}
+
+// Nodes that disagree on cluster.peer_tls cannot link to each other: a
+// node dialling over TLS shows (and logs once) a peer that registered no
+// TLS address, a node dialling plain TCP one that registered no plain
+// address; a peer with both is reachable either way.
+TEST_F(OwnershipTest, PeersANodeCannotDialAreShownInItsStatus) {
+  auto a = start_node("a", {etcd_->endpoint(0)}, 0, json::object(), [](OwnershipConfig& oc) {
+    oc.tls_advertise = "127.0.0.1:6651";
+    oc.peer_tls = true;
+  });
+  auto b = start_node("b", {etcd_->endpoint(1)});
+  auto c = start_node("c", {etcd_->endpoint(2)}, 0, json::object(), [](OwnershipConfig& oc) {
+    oc.advertise = "";
+    oc.tls_advertise = "127.0.0.1:6653";
+  });
+  ASSERT_TRUE(a && b && c);
+  auto unreachable = [](ClusterNode& n) {
+    return n.own->status_json()["unreachable_peers"].get<std::vector<std::string>>();
+  };
+  ASSERT_TRUE(eventually(10s, [&] {
+    return a->own->status_json()["nodes"].size() == 3 && b->own->status_json()["nodes"].size() == 3;
+  }));
+  EXPECT_EQ(unreachable(*a), std::vector<std::string>{"b"});
+  EXPECT_EQ(unreachable(*b), std::vector<std::string>{"c"});
+  EXPECT_TRUE(unreachable(*c).empty()) << c->own->status_json().dump();
 }
 
 }  // namespace
