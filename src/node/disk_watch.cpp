@@ -7,6 +7,8 @@
 #include <asio/post.hpp>
 #include <chrono>
 
+#include "common/stream_name.h"
+
 namespace strata::node {
 
 std::optional<DiskSpace> disk_space(const std::string& dir) {
@@ -138,7 +140,8 @@ void DiskWatch::restart(const std::string& name, std::shared_ptr<log::StreamLog>
           error = out.value->error().to_string();
         }
         if (!error.empty()) {
-          spdlog::warn("stream {}: the writer stays stopped, restart failed: {}", name, error);
+          spdlog::warn("stream {}: the writer stays stopped, restart failed: {}",
+                       printable_stream(name), error);
         }
         self->guard_.on_restart(name, error, now_ms());
         std::lock_guard l(self->mu_);

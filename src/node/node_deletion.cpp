@@ -179,7 +179,7 @@ Status Node::Impl::prepare_deletion(const std::string& name, StreamEntry e,
     return std::move(s).error().with_context(
         fmt::format("deleting stream {} (nothing was deleted)", name));
   }
-  spdlog::info("node: deleting stream {}", name);
+  spdlog::info("node: deleting stream {}", printable_stream(name));
   // Stop the writer: no chunk reaches the uploader any more, the uploader
   // stops deciding (the governor drops its queued transfers), the gate
   // refuses its later requests, and appends fail with Errc::closed.
@@ -189,7 +189,8 @@ Status Node::Impl::prepare_deletion(const std::string& name, StreamEntry e,
   if (Status s = e.log->close(); !s.ok()) {
     // The directory is removed anyway; a failed final sync loses nothing
     // the deletion would keep.
-    spdlog::warn("node: deleting stream {}: closing its log: {}", name, s.to_string());
+    spdlog::warn("node: deleting stream {}: closing its log: {}", printable_stream(name),
+                 s.to_string());
   }
   cache->erase(name);
   if (e.gate) return await_gate(name, e.gate);
@@ -235,9 +236,10 @@ void Node::Impl::start_run_locked(const std::string& name, Deletion& d,
 void Node::Impl::end_attempt(const std::string& name, const std::shared_ptr<DeletionAttempt>& a,
                              Status s) {
   if (s.ok()) {
-    spdlog::info("node: stream {} deleted", name);
+    spdlog::info("node: stream {} deleted", printable_stream(name));
   } else {
-    spdlog::error("node: deleting stream {}: {}; the deletion stays pending", name, s.to_string());
+    spdlog::error("node: deleting stream {}: {}; the deletion stays pending",
+                  printable_stream(name), s.to_string());
   }
   std::lock_guard l(mu);
   end_attempt_locked(name, a, std::move(s));

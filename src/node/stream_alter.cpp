@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/stream_name.h"
 #include "node/node_impl.h"
 #include "node/stream_settings_file.h"
 
@@ -41,7 +42,8 @@ Status Node::alter_catalog_stream(const std::string& name, const StreamSettings&
   STRATA_TRY(validate_settings(n.cfg, to));
   if (cur == to) return Status::OK();
   STRATA_TRY(n.catalog->update_settings(name, settings_to_json(to).dump()));
-  spdlog::info("node: stream {}: retention altered in the catalog; its owner applies it", name);
+  spdlog::info("node: stream {}: retention altered in the catalog; its owner applies it",
+               printable_stream(name));
   return Status::OK();
 }
 
@@ -72,13 +74,13 @@ Status Node::Impl::alter(const std::string& name, const StreamSettings& to, bool
     std::lock_guard l(n.mu);
     n.table.update_settings(name, e.log.get(), to, eff);
   }
-  spdlog::info("node: stream {}: retention altered: {}", name, describe(eff));
+  spdlog::info("node: stream {}: retention altered: {}", printable_stream(name), describe(eff));
   // At once rather than at the next roll or persist; a tiered log's hook
   // still vetoes what the bucket does not hold yet.
   if (eff.local_retention.any()) {
     auto r = e.log->apply_retention();
     if (!r.ok()) {
-      spdlog::warn("node: stream {}: retention after an alteration: {}", name,
+      spdlog::warn("node: stream {}: retention after an alteration: {}", printable_stream(name),
                    r.error().to_string());
     }
   }

@@ -137,7 +137,7 @@ void Node::Impl::close_copy(const std::string& name) {
     copies.erase(it);
   }
   if (Status s = log->close(); !s.ok()) {
-    spdlog::warn("node: stream {}: closing its copy: {}", name, s.to_string());
+    spdlog::warn("node: stream {}: closing its copy: {}", printable_stream(name), s.to_string());
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include "common/clock.h"
 #include "common/overloaded.h"
+#include "common/stream_name.h"
 
 namespace strata::node {
 
@@ -100,7 +101,7 @@ void StreamDeletion::on_outcome(DeletionStep step, TaskOutcome<StepOutcome> o) {
                                       deletion_step_name(step), o.error.message)));
   }
   if (out.result != StepResult::ok) {
-    spdlog::warn("node: deleting stream {}: {} failed ({}): {}", targets_.stream,
+    spdlog::warn("node: deleting stream {}: {} failed ({}): {}", printable_stream(targets_.stream),
                  deletion_step_name(step),
                  out.result == StepResult::transient ? "transient" : "fatal", out.error);
   }

@@ -34,8 +34,8 @@ const TakeOver* take_over(const OpenMode& m) {
 // (tiering turned off): what cannot apply any more is ignored, and said.
 void warn_if_inapplicable(const NodeConfig& cfg, const std::string& name, const StreamSettings& s) {
   if (Status v = validate_settings(cfg, s); !v.ok()) {
-    spdlog::warn("node: stream {}: {}; ignored under this node's configuration", name,
-                 v.error().message);
+    spdlog::warn("node: stream {}: {}; ignored under this node's configuration",
+                 printable_stream(name), v.error().message);
   }
 }
 
@@ -251,7 +251,7 @@ Result<StreamEntry> Node::Impl::build_entry(const std::string& name, const OpenM
   if (owned && lo.epoch && !log.ok() && log.code() == Errc::conflict) {
     // The log holds chunks of a later epoch than the catalog's (a catalog
     // rebuilt from the bucket): its chunks keep writing that one.
-    spdlog::warn("node: stream {}: {}; its new chunks keep the log's epoch", name,
+    spdlog::warn("node: stream {}: {}; its new chunks keep the log's epoch", printable_stream(name),
                  log.error().to_string());
     lo.epoch.reset();
     log = registry->open_stream(name, lo);
@@ -320,7 +320,8 @@ Status Node::Impl::start_uploader(const std::string& name, const OpenMode& mode,
     uo.on_running = [reg = registry, pool = runtime->pool(), name](uint64_t epoch) {
       pool->post([reg, name, epoch] {
         if (Status s = write_owner_epoch(reg->fs(), reg->dir_of(name), epoch); !s.ok()) {
-          spdlog::warn("node: stream {}: recording owner epoch {}: {}", name, epoch, s.to_string());
+          spdlog::warn("node: stream {}: recording owner epoch {}: {}", printable_stream(name),
+                       epoch, s.to_string());
         }
       });
     };
@@ -484,7 +485,8 @@ std::optional<uint64_t> Node::Impl::own_epoch(const std::string& name, const Rel
   if (left) return left->epoch;
   auto rec = read_owner_epoch(registry->fs(), registry->dir_of(name));
   if (!rec.ok()) {
-    spdlog::warn("node: stream {}: {} (its tail is not taken back)", name, rec.error().to_string());
+    spdlog::warn("node: stream {}: {} (its tail is not taken back)", printable_stream(name),
+                 rec.error().to_string());
     return std::nullopt;
   }
   return *rec;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/assert.h"
+#include "common/stream_name.h"
 
 namespace strata::node {
 
@@ -11,7 +12,7 @@ void StreamEntry::close(const std::string& name) const {
   if (uploader) uploader->close();
   if (log) {
     if (Status s = log->close(); !s.ok()) {
-      spdlog::warn("node: stream {}: closing its log: {}", name, s.to_string());
+      spdlog::warn("node: stream {}: closing its log: {}", printable_stream(name), s.to_string());
     }
   }
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/stream_name.h"
 #include "tier/remote_reader.h"
 #include "tier/tier_limits.h"
 
@@ -292,9 +293,10 @@ Result<bool> StreamReader::Impl::local_step(bool located, std::optional<TieredCh
       STRATA_ASSIGN_OR_RETURN(auto next,
                               log->open_reader(log::OffsetSpec::at_offset(log->first_offset()),
                                                log::ReaderOptions{opts.verify_crc}));
-      spdlog::warn("stream {}: a reader at offset {} goes on at {}: retention removed the offsets "
-                   "in between",
-                   ctx.stream, cursor, next->next_chunk_offset());
+      spdlog::warn(
+          "stream {}: a reader at offset {} goes on at {}: retention removed the offsets "
+          "in between",
+          printable_stream(ctx.stream), cursor, next->next_chunk_offset());
       st.retention_skipped_offsets += next->next_chunk_offset() - cursor;
       cursor = next->next_chunk_offset();
       local = std::move(next);

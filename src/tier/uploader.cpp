@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/stream_name.h"
 #include "tier/uploader_impl.h"
 
 namespace strata::tier {
@@ -309,7 +310,7 @@ void Uploader::Impl::start_core(LoadedState st) {
   if (!core.ok()) {
     std::string msg = "creating the uploader core: " + core.error().to_string();
     note_failure("start", msg);
-    spdlog::error("uploader {}: {}", opts_.stream, msg);
+    spdlog::error("uploader {}: {}", printable_stream(opts_.stream), msg);
     state.store(UploaderState::stalled);
     return;
   }
@@ -331,8 +332,8 @@ void Uploader::Impl::start_core(LoadedState st) {
   persisted_next.store(m->next_offset, std::memory_order_release);
   state.store(UploaderState::running);
   spdlog::info("uploader {}: running at epoch {} revision {}, remote [{}, {}), local [{}, {})",
-               opts_.stream, epoch_, st.entry.revision, m->first_offset, m->next_offset,
-               local.first_offset, local.next_offset);
+               printable_stream(opts_.stream), epoch_, st.entry.revision, m->first_offset,
+               m->next_offset, local.first_offset, local.next_offset);
   if (opts_.on_running) opts_.on_running(epoch_);
   // Waiters registered while starting (or before a restart) go to this core.
   // (A reply may come at once and erase from awaits_: iterate a copy.)
@@ -394,7 +395,7 @@ UploaderConfig Uploader::Impl::core_config() {
 }
 
 void Uploader::Impl::restart(std::string reason) {
-  spdlog::warn("uploader {}: reinitializing: {}", opts_.stream, reason);
+  spdlog::warn("uploader {}: reinitializing: {}", printable_stream(opts_.stream), reason);
   note_failure("reinitialize", reason);
   end_generation();
   env_.cache->invalidate(opts_.stream);
@@ -415,7 +416,8 @@ void Uploader::Impl::terminate(UploaderState s, std::string reason) {
   // not reported (the owner has let the uploader go already).
   const bool closing = state.load() == UploaderState::closed;
   if (s != UploaderState::closed) {
-    spdlog::warn("uploader {}: stopping ({}): {}", opts_.stream, uploader_state_name(s), reason);
+    spdlog::warn("uploader {}: stopping ({}): {}", printable_stream(opts_.stream),
+                 uploader_state_name(s), reason);
     note_failure(std::string(uploader_state_name(s)), reason);
   }
   closed_ = true;
@@ -526,7 +528,7 @@ bool Uploader::Impl::feed_chunk(const log::CommittedChunk& c) {
   if (!r.ok()) {
     std::string msg = "fragment assembly refused a chunk: " + r.error().to_string();
     note_failure("assembly", msg);
-    spdlog::error("uploader {}: {}", opts_.stream, msg);
+    spdlog::error("uploader {}: {}", printable_stream(opts_.stream), msg);
     catching_up_ = true;
     backlog_.clear();
     return false;

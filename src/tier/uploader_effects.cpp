@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/overloaded.h"
+#include "common/stream_name.h"
 #include "tier/uploader_impl.h"
 
 namespace strata::tier {
@@ -20,7 +21,7 @@ void Uploader::Impl::note_success() {
   st_.consecutive_failures = 0;
   if (uint64_t held = warnings_.reset()) {
     spdlog::warn("uploader {}: requests succeed again ({} more failure warnings were held back)",
-                 opts_.stream, held);
+                 printable_stream(opts_.stream), held);
   }
 }
 
@@ -28,10 +29,10 @@ void Uploader::Impl::warn_repeated(const std::string& message) {
   uint64_t held = 0;
   if (!warnings_.admit(now(), &held)) return;
   if (held == 0) {
-    spdlog::warn("uploader {}: {}", opts_.stream, message);
+    spdlog::warn("uploader {}: {}", printable_stream(opts_.stream), message);
   } else {
-    spdlog::warn("uploader {}: {} ({} more like it held back over the last {} s)", opts_.stream,
-                 message, held, kRepeatedWarningMs / 1000);
+    spdlog::warn("uploader {}: {} ({} more like it held back over the last {} s)",
+                 printable_stream(opts_.stream), message, held, kRepeatedWarningMs / 1000);
   }
 }
 
@@ -56,7 +57,7 @@ void Uploader::Impl::feed(const Event& e) {
     // cut): nothing changed. A bug somewhere, and an operator should see it.
     std::string msg = fmt::format("core refused {}: {}", event_name(e), r.error().to_string());
     note_failure("core", msg);
-    spdlog::error("uploader {}: {}", opts_.stream, msg);
+    spdlog::error("uploader {}: {}", printable_stream(opts_.stream), msg);
     return;
   }
   execute(std::move(r).value());
@@ -77,41 +78,41 @@ void Uploader::Impl::execute(Effects effects) {
   for (const Effect& e : effects) reinit = reinit || std::holds_alternative<Reinitialize>(e);
   std::optional<std::string> restart_reason, stop_reason;
   for (Effect& e : effects) {
-    std::visit(Overloaded{
-                   [&](SubmitTransfer& t) { submit_transfer(t); },
-                   [&](UploadGroup& g) { upload_group(g); },
-                   [&](StartPersist& p) { start_persist(p); },
-                   [&](Broadcast& b) {
-                     if (Status s = env_.cache->apply(opts_.stream, b.batch); !s.ok()) {
-                       spdlog::warn("uploader {}: {}; syncing the full manifest", opts_.stream,
-                                    s.error().message);
-                       (void)env_.cache->sync(
-                           opts_.stream,
-                           CachedManifest{core_->persisted_manifest(), epoch_, core_->revision()});
-                     }
-                   },
-                   [&](EvaluateRetention& r) { evaluate_retention(r); },
-                   [&](DeleteObjects& d) { delete_later(d); },
-                   [&](UpdateLocalRetention& u) { update_local_retention(u); },
-                   [&](ReplyWaiters& w) {
-                     if (!(reinit && !w.status.ok())) reply_waiters(w);
-                   },
-                   [&](SetTimer& s) {
-                     core_timer_at_ = s.at_ms;
-                     arm_wake();
-                   },
-                   [&](CancelTimer&) {
-                     core_timer_at_.reset();
-                     arm_wake();
-                   },
-                   [&](Report& r) {
-                     note_failure("report", r.error.to_string());
-                     spdlog::warn("uploader {}: {}", opts_.stream, r.error.to_string());
-                   },
-                   [&](Reinitialize& r) { restart_reason = r.reason; },
-                   [&](Stop& s) { stop_reason = s.reason; },
-               },
-               e);
+    std::visit(
+        Overloaded{
+            [&](SubmitTransfer& t) { submit_transfer(t); },
+            [&](UploadGroup& g) { upload_group(g); },
+            [&](StartPersist& p) { start_persist(p); },
+            [&](Broadcast& b) {
+              if (Status s = env_.cache->apply(opts_.stream, b.batch); !s.ok()) {
+                spdlog::warn("uploader {}: {}; syncing the full manifest",
+                             printable_stream(opts_.stream), s.error().message);
+                (void)env_.cache->sync(opts_.stream, CachedManifest{core_->persisted_manifest(),
+                                                                    epoch_, core_->revision()});
+              }
+            },
+            [&](EvaluateRetention& r) { evaluate_retention(r); },
+            [&](DeleteObjects& d) { delete_later(d); },
+            [&](UpdateLocalRetention& u) { update_local_retention(u); },
+            [&](ReplyWaiters& w) {
+              if (!(reinit && !w.status.ok())) reply_waiters(w);
+            },
+            [&](SetTimer& s) {
+              core_timer_at_ = s.at_ms;
+              arm_wake();
+            },
+            [&](CancelTimer&) {
+              core_timer_at_.reset();
+              arm_wake();
+            },
+            [&](Report& r) {
+              note_failure("report", r.error.to_string());
+              spdlog::warn("uploader {}: {}", printable_stream(opts_.stream), r.error.to_string());
+            },
+            [&](Reinitialize& r) { restart_reason = r.reason; },
+            [&](Stop& s) { stop_reason = s.reason; },
+        },
+        e);
   }
   if (stop_reason) {
     terminate(UploaderState::deleted, *stop_reason);
@@ -203,7 +204,7 @@ void Uploader::Impl::on_transfer_done(const SubmitTransfer& t, TaskOutcome<Trans
       if (threw) st_.task_throws += 1;
       st_.retries_fatal += 1;
       note_failure(std::string(task_end_name(o.end)), o.error.message);
-      spdlog::error("uploader {}: {}", opts_.stream, o.error.message);
+      spdlog::error("uploader {}: {}", printable_stream(opts_.stream), o.error.message);
       TransferFailure f{threw ? objstore::RetryClass::fatal : objstore::RetryClass::transient, 0,
                         "", o.error.message};
       feed(TransferFailed{t.ref, t.token, f});
