@@ -195,8 +195,21 @@ void ReplicaFeed::run(const ReplicaStep& step) {
 void ReplicaFeed::add_credit(uint16_t n) {
   if (stopped_) return;
   credit_ += n;
-  if (link_) link_->credit(n);
+  top_up_owner();
   pump();
+}
+
+// The owner forwards only within the credit its link holds: at most
+// kReplicaLinkWindow chunks given and not yet written to the consumer,
+// however much credit the consumer gave. Held back, the rest is given as
+// the consumer reads.
+void ReplicaFeed::top_up_owner() {
+  if (!link_) return;
+  const uint32_t held = owner_credit_ + unsent_;
+  if (held >= kReplicaLinkWindow || credit_ <= owner_credit_) return;
+  const uint32_t give = std::min(kReplicaLinkWindow - held, credit_ - owner_credit_);
+  owner_credit_ += give;
+  link_->credit(uint16_t(give));
 }
 
 void ReplicaFeed::pump() {
@@ -298,6 +311,7 @@ void ReplicaFeed::send(std::shared_ptr<ChunkFrame> f) {
       auto self = weak.lock();
       if (!self) return;
       self->unsent_ -= std::min<uint32_t>(self->unsent_, 1);
+      self->top_up_owner();
       self->pump();
     });
   });
@@ -314,7 +328,10 @@ void ReplicaFeed::connect() {
   OwnerLinkOptions lo = env_.link_to(o);
   lo.stream = env_.stream;
   lo.spec = pending_.spec;
-  lo.credit = uint16_t(std::min<uint32_t>(credit_, 65535));
+  // A new link: what the previous one held is gone with it.
+  const uint32_t room = kReplicaLinkWindow - std::min(unsent_, kReplicaLinkWindow);
+  owner_credit_ = std::min(credit_, room);
+  lo.credit = uint16_t(owner_credit_);
   lo.setup_deadline = std::min(env_.reconnect_limit, std::chrono::milliseconds(5000));
   std::weak_ptr<ReplicaFeed> weak = shared_from_this();
   OwnerLinkHandlers h;
@@ -381,6 +398,7 @@ void ReplicaFeed::check_owner() {
 }
 
 void ReplicaFeed::deliver_forwarded(const proto::DeliverFrame& m) {
+  owner_credit_ -= std::min<uint32_t>(owner_credit_, 1);
   auto h = proto::decode_osiris_header(m.chunk);
   if (!h.ok()) {
     if (link_) link_->stop();
@@ -399,7 +417,7 @@ void ReplicaFeed::deliver_forwarded(const proto::DeliverFrame& m) {
   if (a == ReplicaCore::Accept::repeat) {
     // The owner spent a credit on a repeat the consumer does not get.
     st_.repeats_dropped += 1;
-    if (link_) link_->credit(1);
+    top_up_owner();
     return;
   }
   auto f = std::make_shared<ChunkFrame>();

@@ -14,9 +14,10 @@
 // Memory: remote reads prepare at most `batch_chunks` chunks and
 // `batch_bytes` of bodies (plus one chunk) per read job, and one job runs
 // at a time, only while fewer than a batch of frames is unsent; forwarded
-// chunks arrive only within the credit the consumer gave (the owner gets
-// exactly the consumer's credit), so what waits in the connection's queue
-// is bounded by that credit.
+// chunks arrive only within the credit the link holds: the consumer's, but
+// at most kReplicaLinkWindow chunks given to the owner and not yet written
+// to the consumer, so a consumer that grants a large credit and reads
+// slowly does not make this node queue its stream.
 //
 // Threads: every method runs on the consumer connection's strand; reads
 // and the manifest load are pool tasks (common/task.h): each ends in one
@@ -120,6 +121,8 @@ class ReplicaFeed : public std::enable_shared_from_this<ReplicaFeed> {
   void open();
   void run(const ReplicaStep& step);
   void pump();
+  // Gives the owner more of the consumer's credit, within kReplicaLinkWindow.
+  void top_up_owner();
   void read_remote();
   void connect();
   void link_down(const Error& e);
@@ -146,6 +149,7 @@ class ReplicaFeed : public std::enable_shared_from_this<ReplicaFeed> {
   std::chrono::milliseconds backoff_{100};
   uint32_t credit_ = 0;  // the consumer's, not used yet
   uint32_t unsent_ = 0;  // frames handed to the sink, not written yet
+  uint32_t owner_credit_ = 0;  // credit the link to the owner holds, not used yet
   bool reading_ = false;
   bool remote_ = false;  // reading the remote tier
   bool stopped_ = false;

@@ -114,6 +114,10 @@ inline constexpr std::chrono::milliseconds kReplicaOwnerCheckMin{50};
 // stream.
 inline constexpr uint32_t kReplicaBatchChunks = 32;
 inline constexpr uint64_t kReplicaBatchBytes = 1ull << 20;
+// A replica's link to the owner holds at most this much of its consumer's
+// credit beyond the chunks not yet written to the consumer: enough to keep
+// a live tail flowing, little to queue for a slow consumer.
+inline constexpr uint32_t kReplicaLinkWindow = 32;
 // Loading the manifest for a replica is one catalog read and one root GET
 // with the object store's own retries; a task must end in an event.
 inline constexpr std::chrono::milliseconds kReplicaLoadDeadline{60'000};
