@@ -224,17 +224,9 @@ void FrameChannel::write_more() {
       // async_write_frame completes on the socket's executor: this
       // strand.
       STRATA_ASSERT(self->out_bytes_ >= size, "a written frame was never counted as queued");
-      self->out_bytes_ -= size;
-      self->release(in_memory);
-      if (!ec) self->send_oct_ += size;
+      self->unqueue(size, in_memory, !ec);
       done(ec);
-      if (ec) {
-        self->close_now(ec.message());
-        return;
-      }
-      self->last_write_ = Clock::now();
-      self->after_write();
-      self->write_more();
+      self->write_ended(ec);
     });
     return;
   }
@@ -252,18 +244,23 @@ void FrameChannel::write_more() {
     // the bytes of its joined copy).
     uint64_t n = 0;
     for (const auto& b : self->writing_) n += b.size();
-    self->out_bytes_ -= n;
-    self->release(n);
-    if (!ec) self->send_oct_ += n;
+    self->unqueue(n, n, !ec);
     self->writing_.clear();
-    if (ec) {
-      self->close_now(ec.message());
-      return;
-    }
-    self->last_write_ = Clock::now();
-    self->after_write();
-    self->write_more();
+    self->write_ended(ec);
   });
+}
+
+void FrameChannel::unqueue(uint64_t wire, uint64_t in_memory, bool sent) {
+  out_bytes_ -= wire;
+  release(in_memory);
+  if (sent) send_oct_ += wire;
+}
+
+void FrameChannel::write_ended(const std::error_code& ec) {
+  if (ec) return close_now(ec.message());
+  last_write_ = Clock::now();
+  after_write();
+  write_more();
 }
 
 // ---- what the client has not read yet ----

@@ -131,6 +131,11 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   void on_read(const std::error_code& ec, size_t n);
   void process_frames();
   void write_more();
+  // A write ended: `wire` bytes (`in_memory` of them held) leave the
+  // queue, counted as sent if they were.
+  void unqueue(uint64_t wire, uint64_t in_memory, bool sent);
+  // ... then the next write starts, or an error closes the channel.
+  void write_ended(const std::error_code& ec);
   void arm_heartbeat();
   // The partial-frame clock: started when bytes of an unfinished frame wait
   // in the buffer while reading, stopped by a completed frame, an empty

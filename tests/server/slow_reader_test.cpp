@@ -20,15 +20,6 @@ namespace {
 using namespace proto;
 using Clock = std::chrono::steady_clock;
 
-uint64_t rss_kb(int pid) {
-  std::ifstream in(fmt::format("/proc/{}/status", pid));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
-  }
-  return 0;
-}
-
 class SlowReaderTest : public ServeTest {
  protected:
   nlohmann::json buffered() { return serve_status(server_)["server"]["buffered"]; }

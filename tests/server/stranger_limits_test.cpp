@@ -18,16 +18,6 @@ namespace {
 using namespace proto;
 using Clock = std::chrono::steady_clock;
 
-// The server's resident memory (kB), from /proc.
-uint64_t rss_kb(int pid) {
-  std::ifstream in(fmt::format("/proc/{}/status", pid));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
-  }
-  return 0;
-}
-
 // A frame head announcing `size` bytes after the size field.
 Bytes head_announcing(uint32_t size, uint16_t key) {
   Bytes f;

@@ -136,15 +136,16 @@ TEST_F(VhostsTest, EachVhostHasItsOwnStreamsUnderTheSameNames) {
             ResponseCode::ok);
   EXPECT_EQ(metadata_code(prod, "p0"), ResponseCode::stream_does_not_exist);
   EXPECT_EQ(metadata_code(root, "p0"), ResponseCode::ok);
-  // Every log event is one line, though the stored names hold a line feed
-  // (escaped as \x0a).
+  // Every log event is one line, though the stored names hold a line feed:
+  // a stream is named with its vhost (printable_stream), never raw.
   {
     std::istringstream log(server_.process().stdout_text());
     std::string line;
     bool named = false;
     while (std::getline(log, line)) {
       EXPECT_TRUE(line.starts_with("[") || line.starts_with("strata serve:")) << line;
-      named = named || line.find("prod\\x0ap0") != std::string::npos;
+      named = named || line.find("p0 in vhost \"prod\"") != std::string::npos;
+      EXPECT_EQ(line.find("prod\\x0ap0"), std::string::npos) << line;
     }
     EXPECT_TRUE(named) << server_.process().stdout_text();
   }

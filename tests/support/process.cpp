@@ -233,6 +233,15 @@ int free_port() {
   return port;
 }
 
+uint64_t rss_kb(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
+  }
+  return 0;
+}
+
 bool have_program(const std::string& program) {
   std::string cmd = "command -v '" + program + "' >/dev/null 2>&1";
   return std::system(cmd.c_str()) == 0;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,5 +61,8 @@ int free_port();
 
 // True if `program` is found in PATH.
 bool have_program(const std::string& program);
+// A process's resident memory in kB (VmRSS of /proc/PID/status); 0 when
+// it cannot be read.
+uint64_t rss_kb(int pid);
 
 }  // namespace strata::test
