@@ -64,5 +64,13 @@ bool have_program(const std::string& program);
 // A process's resident memory in kB (VmRSS of /proc/PID/status); 0 when
 // it cannot be read.
 uint64_t rss_kb(int pid);
+// Whether this build (the test and the programs it runs) uses
+// AddressSanitizer, whose quarantine keeps freed memory resident: a bound
+// on resident memory growth means little there.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
 
 }  // namespace strata::test
