@@ -203,11 +203,16 @@ void ReplicaFeed::add_credit(uint16_t n) {
 // kReplicaLinkWindow chunks given and not yet written to the consumer,
 // however much credit the consumer gave. Held back, the rest is given as
 // the consumer reads.
+uint32_t ReplicaFeed::owner_credit_room() const {
+  const uint32_t held = owner_credit_ + unsent_;
+  if (held >= kReplicaLinkWindow || credit_ <= owner_credit_) return 0;
+  return std::min(kReplicaLinkWindow - held, credit_ - owner_credit_);
+}
+
 void ReplicaFeed::top_up_owner() {
   if (!link_) return;
-  const uint32_t held = owner_credit_ + unsent_;
-  if (held >= kReplicaLinkWindow || credit_ <= owner_credit_) return;
-  const uint32_t give = std::min(kReplicaLinkWindow - held, credit_ - owner_credit_);
+  const uint32_t give = owner_credit_room();
+  if (give == 0) return;
   owner_credit_ += give;
   link_->credit(uint16_t(give));
 }
@@ -329,8 +334,8 @@ void ReplicaFeed::connect() {
   lo.stream = env_.stream;
   lo.spec = pending_.spec;
   // A new link: what the previous one held is gone with it.
-  const uint32_t room = kReplicaLinkWindow - std::min(unsent_, kReplicaLinkWindow);
-  owner_credit_ = std::min(credit_, room);
+  owner_credit_ = 0;
+  owner_credit_ = owner_credit_room();
   lo.credit = uint16_t(owner_credit_);
   lo.setup_deadline = std::min(env_.reconnect_limit, std::chrono::milliseconds(5000));
   std::weak_ptr<ReplicaFeed> weak = shared_from_this();

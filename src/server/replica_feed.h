@@ -123,6 +123,8 @@ class ReplicaFeed : public std::enable_shared_from_this<ReplicaFeed> {
   void pump();
   // Gives the owner more of the consumer's credit, within kReplicaLinkWindow.
   void top_up_owner();
+  // How much more of the consumer's credit the owner may be given now.
+  uint32_t owner_credit_room() const;
   void read_remote();
   void connect();
   void link_down(const Error& e);
@@ -147,8 +149,8 @@ class ReplicaFeed : public std::enable_shared_from_this<ReplicaFeed> {
   ReplicaStep pending_;  // the forward step a reconnect runs
   asio::steady_timer timer_;
   std::chrono::milliseconds backoff_{100};
-  uint32_t credit_ = 0;  // the consumer's, not used yet
-  uint32_t unsent_ = 0;  // frames handed to the sink, not written yet
+  uint32_t credit_ = 0;        // the consumer's, not used yet
+  uint32_t unsent_ = 0;        // frames handed to the sink, not written yet
   uint32_t owner_credit_ = 0;  // credit the link to the owner holds, not used yet
   bool reading_ = false;
   bool remote_ = false;  // reading the remote tier
