@@ -15,6 +15,7 @@
 #include "common/stream_name.h"
 #include "server/definitions_streams.h"
 #include "server/management_cluster.h"
+#include "server/management_queues.h"
 #include "server/management_streams.h"
 
 namespace strata::server {
@@ -76,7 +77,8 @@ std::vector<std::string> fold_root_vhost(std::vector<std::string> s) {
   if (s.size() == 5 && s[1] == "permissions" && s[2].empty() && s[3].empty()) {
     return {s[0], s[1], "/", s[4]};
   }
-  const bool vhost_second = s.size() >= 4 && (s[1] == "vhosts" || s[1] == "vhost-limits");
+  const bool vhost_second =
+      s.size() >= 4 && (s[1] == "vhosts" || s[1] == "vhost-limits" || s[1] == "definitions");
   if (vhost_second && s.size() == 4 && s[2].empty() && s[3].empty()) return {s[0], s[1], "/"};
   if (vhost_second && s.size() == 5 && s[2].empty() && s[3].empty()) {
     return {s[0], s[1], "/", s[4]};
@@ -167,6 +169,12 @@ class Api {
     if (s[1] == "history" && s.size() == 2 && r_.method == "GET" && monitor) {
       return history();
     }
+    if (s[1] == "connections" && s.size() == 2 && r_.method == "GET" && monitor) {
+      return stream_lists("connections");
+    }
+    if (s[1] == "nodes" && s.size() == 2 && r_.method == "GET" && monitor) return nodes();
+    const auto queue = s[1] == "queues" ? queue_path(r_.path) : std::nullopt;
+    if (queue && r_.method == "GET" && monitor) return queues(*queue);
     if (!now_->has_tag(caller_, "administrator")) {
       return error_reply(403, "not_authorised",
                          fmt::format("user '{}' is not tagged administrator", caller_));
@@ -180,13 +188,22 @@ class Api {
     if (r_.method == "DELETE" && s.size() == 4 && s[1] == "stream" && s[2] == "connections") {
       return close_connection_api(node_, s[3], caller_);
     }
+    if (queue) return queues(*queue);
     if (s[1] == "users") return users(s);
     if (s[1] == "permissions") return permissions(s);
     if (s[1] == "user-limits" || s[1] == "vhost-limits") return limits(s);
     if (s[1] == "vhosts" && s.size() == 2 && r_.method == "GET") return vhosts();
     if (s[1] == "vhosts" && s.size() == 3) return one_vhost(s[2]);
     if (s[1] == "definitions" && s.size() == 2 && r_.method == "GET") return definitions();
-    if (s[1] == "definitions" && s.size() == 2 && r_.method == "POST") return import_definitions();
+    if (s[1] == "definitions" && s.size() == 2 && r_.method == "POST") {
+      return import_definitions(r_.body);
+    }
+    if (s[1] == "definitions" && s.size() == 3 && r_.method == "GET") {
+      return vhost_definitions(s[2]);
+    }
+    if (s[1] == "definitions" && s.size() == 3 && r_.method == "POST") {
+      return import_vhost_definitions(s[2]);
+    }
     return error_reply(404, "not_found", "no such resource");
   }
 
@@ -499,14 +516,61 @@ class Api {
     d.users = now_->users();
     d.vhosts = now_->vhosts();
     d.permissions = now_->permissions();
+    if (Status st = add_streams(&d, ""); !st.ok()) return refused(st.error());
+    return ApiReply{200, auth::export_definitions(d)};
+  }
+
+  // The streams of `vhost` ("": every vhost) into `d`.
+  Status add_streams(auth::Definitions* d, const std::string& vhost) {
     auto streams = node_.list();
-    if (!streams.ok()) return refused(streams.error());
+    if (!streams.ok()) return std::move(streams).error();
     for (const auto& [stored, settings] : *streams) {
       const StreamPlace place = split_stream_name(stored);
-      d.streams.push_back({std::string(place.name), std::string(place.vhost),
-                           queue_arguments_from_settings(settings)});
+      if (!vhost.empty() && place.vhost != vhost) continue;
+      d->streams.push_back({std::string(place.name), std::string(place.vhost),
+                            queue_arguments_from_settings(settings)});
     }
-    return ApiReply{200, auth::export_definitions(d)};
+    return Status::OK();
+  }
+
+  // RabbitMQ's GET /api/definitions/VHOST: one vhost's queues (its
+  // streams) without users, vhosts, permissions or the queues' "vhost", so
+  // the file imports into any vhost.
+  ApiReply vhost_definitions(const std::string& vhost) {
+    if (!now_->has_vhost(vhost)) {
+      return error_reply(404, "not_found", fmt::format("no vhost '{}'", vhost));
+    }
+    auth::Definitions d;
+    if (Status st = add_streams(&d, vhost); !st.ok()) return refused(st.error());
+    json doc = json::parse(auth::export_definitions(d));
+    for (const char* section : {"users", "vhosts", "permissions", "topic_permissions"}) {
+      doc.erase(section);
+    }
+    for (auto& q : doc["queues"]) q.erase("vhost");
+    return reply(200, doc);
+  }
+
+  // RabbitMQ's POST /api/definitions/VHOST: a file's queues go into
+  // VHOST, whatever vhost they name. Its users, vhosts and permissions are
+  // not imported (RabbitMQ ignores them there too), nor its parameters
+  // (strata's only ones, vhost limits, are set with PUT /api/vhost-limits).
+  ApiReply import_vhost_definitions(const std::string& vhost) {
+    if (!now_->has_vhost(vhost)) {
+      return error_reply(404, "not_found", fmt::format("no vhost '{}'", vhost));
+    }
+    auto doc = body_object(r_.body);
+    if (!doc.ok()) return refused(doc.error());
+    for (const char* section :
+         {"users", "vhosts", "permissions", "topic_permissions", "parameters"}) {
+      doc->erase(section);
+    }
+    auto queues = doc->find("queues");
+    if (queues != doc->end() && queues->is_array()) {
+      for (auto& q : *queues) {
+        if (q.is_object()) q["vhost"] = vhost;
+      }
+    }
+    return import_definitions(doc->dump());
   }
 
   // RabbitMQ's import, for what strata models: everything is checked
@@ -515,8 +579,8 @@ class Api {
   // done); then the vhosts, users and permissions go in as one live change
   // and the streams are created, each in its vhost. What strata does not
   // hold (queues that are not streams) is listed as skipped.
-  ApiReply import_definitions() {
-    auto defs = auth::parse_definitions(r_.body, "request body");
+  ApiReply import_definitions(const std::string& body) {
+    auto defs = auth::parse_definitions(body, "request body");
     if (!defs.ok()) return refused(defs.error());
     // With from_vhost, that vhost's entries are "/"'s, and only they count.
     const std::string& from = r_.from_vhost;
@@ -644,6 +708,26 @@ class Api {
     return reply(200, out);
   }
 
+  ApiReply queues(const QueuePath& p) {
+    return queues_api(
+        node_, r_, p, caller_, [&](const std::string& v) { return now_->has_vhost(v); },
+        [&](json items) { return paginate(std::move(items)); });
+  }
+
+  // RabbitMQ's GET /api/nodes: the cluster's nodes (this one alone when
+  // not clustered), each a disc node, running while it is registered.
+  ApiReply nodes() {
+    if (!node_.cluster) return error_reply(503, "unavailable", "no cluster view here");
+    json items = json::array();
+    for (const auto& n : node_.cluster().value("nodes", json::array())) {
+      json j = n;
+      j["type"] = "disc";
+      j["running"] = true;
+      items.push_back(std::move(j));
+    }
+    return paginate(std::move(items));
+  }
+
   // /api/stream/connections, publishers, consumers.
   ApiReply stream_lists(const std::string& what) {
     if (what != "connections" && what != "publishers" && what != "consumers") {
@@ -654,6 +738,9 @@ class Api {
     for (auto& c : conns) {
       if (what == "connections") {
         json j = c;
+        // RabbitMQ's connections have a name, which DELETE
+        // /api/connections/NAME takes: here the id.
+        j["name"] = std::to_string(c.value("id", uint64_t(0)));
         j["publishers"] = c["publishers"].size();
         j["consumers"] = c["subscriptions"].size();
         j.erase("subscriptions");

@@ -26,6 +26,14 @@
 //   DELETE /api/permissions/VHOST/USER
 //   GET    /api/definitions                  users, vhosts, permissions and streams (queues of
 //                                            type stream) as RabbitMQ exports them
+//   GET    /api/definitions/VHOST            one vhost's streams, without users, vhosts,
+//                                            permissions or the queues' vhost
+//   POST   /api/definitions/VHOST            a file's streams, created in VHOST
+//   GET    /api/queues[/VHOST[/NAME]]        streams as RabbitMQ's queues of type stream;
+//   PUT    /api/queues/VHOST/NAME            creates one (x-queue-type stream only);
+//   DELETE /api/queues/VHOST/NAME            deletes it (management_queues.h)
+//   GET    /api/connections                  /api/stream/connections, each named by its id
+//   GET    /api/nodes                        the cluster's nodes as RabbitMQ lists them
 //   POST   /api/definitions                  imports a RabbitMQ definitions file: its users
 //                                            and permissions become live changes, its streams
 //                                            are created (server/definitions_streams.h);
@@ -61,8 +69,8 @@
 // Every call authenticates with HTTP Basic as a strata user (the stream
 // protocol's rules: loopback-only users only from loopback) and needs the
 // `administrator` tag, except whoami, and the GETs under /api/stream,
-// /api/streams, /api/super-streams, /api/cluster, /api/history and
-// /api/offsets, which a
+// /api/streams, /api/queues, /api/connections, /api/nodes,
+// /api/super-streams, /api/cluster, /api/history and /api/offsets, which a
 // `monitoring` user may make too: 401 without valid credentials, 403
 // without the tag. Errors are {"error": ..., "reason": ...} as RabbitMQ's.
 // VHOST in a path is URL-encoded ("/" is %2F). A stream, super stream or

@@ -205,11 +205,20 @@ json overview_document(const std::string& node_name,
     ls.push_back({{"protocol", protocol}, {"address", address}});
   }
   const json streams = status.value("streams", json::object());
+  uint64_t messages = 0;
+  for (const auto& [name, st] : streams.items()) messages += stream_span(st).messages();
   return {{"node", node_name},
           {"strata_version", kStrataVersion},
+          // RabbitMQ's names for what rabbitmqadmin's `show overview` prints.
+          {"product_name", "strata"},
+          {"product_version", kStrataVersion},
+          {"cluster_name", node_name},
           {"listeners", ls},
+          {"queue_totals",
+           {{"messages", messages}, {"messages_ready", messages}, {"messages_unacknowledged", 0}}},
           {"object_totals",
            {{"streams", streams.size()},
+            {"queues", streams.size()},
             {"connections", s.value("connections", uint64_t(0))},
             {"publishers", s.value("publishers", uint64_t(0))},
             {"consumers", s.value("consumers", uint64_t(0))}}},

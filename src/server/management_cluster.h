@@ -31,8 +31,11 @@ ApiReply cluster_api(const ApiNode& node);
 ApiReply overview_api(const ApiNode& node);
 
 // What this node sees, as much in RabbitMQ's /api/overview shape as fits:
-// {"node", "strata_version", "listeners": [{protocol, address}],
-//  "object_totals": {streams, connections, publishers, consumers},
+// {"node", "strata_version", "product_name", "product_version",
+//  "cluster_name" (the node's name), "listeners": [{protocol, address}],
+//  "queue_totals": {messages, messages_ready, messages_unacknowledged} of
+//  the streams served here, "object_totals": {streams, queues (the same),
+//  connections, publishers, consumers},
 //  "message_stats": {publish, confirm, deliver_get}, "object_store":
 //  {"location", "requests": {op: {requests, transient_errors, fatal_errors,
 //  not_found, bytes}}}, "catalog", "disk", "uptime_s"}; built from the

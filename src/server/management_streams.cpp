@@ -40,6 +40,18 @@ std::map<std::string, StreamClients> stream_clients(const std::vector<ClientTall
   return by_stream;
 }
 
+StreamSpan stream_span(const json& status) {
+  StreamSpan span{u64(status, "local_first_offset"), u64(status, "local_next_offset")};
+  auto t = status.find("tiering");
+  if (t != status.end() && t->is_object()) {
+    const uint64_t rf = u64(*t, "remote_first_offset"), rn = u64(*t, "remote_next_offset");
+    // The remote tier reaches further back once local retention freed
+    // what it holds.
+    if (rn > rf) span.first = std::min(span.first, rf);
+  }
+  return span;
+}
+
 json stream_place_json(std::string_view stored, const char* name_key) {
   const StreamPlace place = split_stream_name(stored);
   return {{name_key, std::string(place.name)}, {"vhost", std::string(place.vhost)}};
@@ -62,14 +74,11 @@ json stream_entry(const std::string& name, const node::StreamSettings& settings,
   j["effective"] = status.value("effective", json::object());
   j["local"] = {
       {"first_offset", local_first}, {"next_offset", next}, {"bytes", u64(status, "local_bytes")}};
-  uint64_t first = local_first;
+  const StreamSpan span = stream_span(status);
   auto t = status.find("tiering");
   if (t != status.end() && t->is_object()) {
     const uint64_t rf = u64(*t, "remote_first_offset"), rn = u64(*t, "remote_next_offset");
     j["remote"] = {{"first_offset", rf}, {"next_offset", rn}, {"bytes", u64(*t, "remote_bytes")}};
-    // The remote tier reaches further back once local retention freed
-    // what it holds.
-    if (rn > rf) first = std::min(first, rf);
     j["upload_lag"] = {
         {"offsets", u64(*t, "unpersisted_tail_offsets")},
         {"bytes", u64(*t, "unpersisted_tail_bytes")},
@@ -80,9 +89,9 @@ json stream_entry(const std::string& name, const node::StreamSettings& settings,
     j["remote"] = nullptr;
     j["upload_lag"] = nullptr;
   }
-  j["first_offset"] = first;
-  j["next_offset"] = next;
-  j["messages"] = next > first ? next - first : 0;
+  j["first_offset"] = span.first;
+  j["next_offset"] = span.next;
+  j["messages"] = span.messages();
   return j;
 }
 

@@ -48,6 +48,15 @@ std::map<std::string, StreamClients> stream_clients(const std::vector<ClientTall
 // {name_key: the name its vhost's clients give it, "vhost": that vhost}.
 nlohmann::json stream_place_json(std::string_view stored, const char* name_key = "name");
 
+// The offsets a stream this node serves holds across its tiers, from its
+// entry in /status "streams".
+struct StreamSpan {
+  uint64_t first = 0;
+  uint64_t next = 0;
+  uint64_t messages() const { return next > first ? next - first : 0; }
+};
+StreamSpan stream_span(const nlohmann::json& status);
+
 // One entry of GET /api/streams: `status` is the stream's entry in the
 // node's /status "streams" (null when this node does not serve it),
 // `clients` its clients here.
