@@ -1,6 +1,7 @@
 #include "proto/client_handshake.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -56,9 +57,14 @@ Bytes ClientHandshake::sasl_handshake() {
 }
 
 Bytes ClientHandshake::authenticate() {
+  Bytes f;
+  if (o_.mechanism == "EXTERNAL") {
+    // RabbitMQ's EXTERNAL takes no response: the certificate names the user.
+    encode(SaslAuthenticateRequest{corr_++, "EXTERNAL", ""}, &f);
+    return f;
+  }
   // PLAIN: [authzid] NUL user NUL password.
   std::string plain = std::string(1, '\0') + o_.user + std::string(1, '\0') + o_.password;
-  Bytes f;
   encode(SaslAuthenticateRequest{corr_++, "PLAIN", std::move(plain)}, &f);
   return f;
 }
@@ -137,9 +143,13 @@ Result<Bytes> ClientHandshake::on(const ServerFrame& frame) {
           [&](const SaslHandshakeResponse& r) -> Result<Bytes> {
             if (step_ != Step::sasl_handshake) return unexpected("SaslHandshake's answer");
             STRATA_TRY(expect_ok(r.code, "SASL handshake"));
-            if (std::find(r.mechanisms.begin(), r.mechanisms.end(), "PLAIN") ==
+            if (std::find(r.mechanisms.begin(), r.mechanisms.end(), o_.mechanism) ==
                 r.mechanisms.end()) {
-              return Error(Errc::invalid_argument, "the server does not offer SASL PLAIN");
+              // EXTERNAL is offered only to a client whose certificate the
+              // server verified and mapped to a name.
+              return Error(Errc::invalid_argument,
+                           fmt::format("the server does not offer SASL {} (it offers {})",
+                                       o_.mechanism, fmt::join(r.mechanisms, ", ")));
             }
             step_ = Step::authenticate;
             return o_.pipelined ? Bytes() : authenticate();

@@ -29,6 +29,9 @@ struct ClientHandshakeOptions {
   Properties properties;  // the client's PeerProperties
   std::string user = "guest";
   std::string password = "guest";
+  // "PLAIN" (user and password), or "EXTERNAL": the server takes the user
+  // its TLS session's client certificate names; `password` is not sent.
+  std::string mechanism = "PLAIN";
   std::string virtual_host = "/";
   // The largest frame this client takes (0: whatever the server proposes).
   uint32_t frame_max = 0;

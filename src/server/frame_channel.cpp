@@ -24,7 +24,8 @@ FrameChannel::FrameChannel(uint64_t id, Strand strand, std::unique_ptr<Transport
       frame_max_(frame_max),
       heartbeat_timer_(strand_),
       linger_timer_(strand_),
-      partial_timer_(strand_) {
+      partial_timer_(strand_),
+      send_timer_(strand_) {
   std::error_code ec;
   auto ep = transport_->tcp().remote_endpoint(ec);
   if (!ec) {
@@ -212,6 +213,8 @@ void FrameChannel::write_more() {
     return;
   }
   write_active_ = true;
+  write_since_ = Clock::now();
+  if (send_timeout_.count() != 0 && !send_armed_) arm_send_timer(send_timeout_);
   if (out_q_.front().chunk) {
     // A Deliver frame: its head from memory, its body possibly by sendfile.
     OutItem item = std::move(out_q_.front());
@@ -401,6 +404,38 @@ void FrameChannel::arm_partial_timer(std::chrono::milliseconds after) {
   });
 }
 
+// ---- a client that stopped reading ----
+
+void FrameChannel::set_send_timeout(std::chrono::milliseconds timeout) {
+  send_timeout_ = timeout;
+  if (send_timeout_.count() != 0 && write_active_ && !send_armed_) arm_send_timer(send_timeout_);
+}
+
+void FrameChannel::arm_send_timer(std::chrono::milliseconds after) {
+  send_armed_ = true;
+  send_timer_.expires_after(after);
+  send_timer_.async_wait([k = keep()](const std::error_code& ec) {
+    auto& self = k.channel;
+    self->send_armed_ = false;
+    // No write in flight: the next one arms the clock again.
+    if (ec || self->closed_ || !self->write_active_) return;
+    const auto waited = Clock::now() - self->write_since_;
+    if (waited < self->send_timeout_) {
+      // Writes ended meanwhile: the one in flight now has its own deadline.
+      self->arm_send_timer(
+          std::chrono::duration_cast<std::chrono::milliseconds>(self->send_timeout_ - waited));
+      return;
+    }
+    self->counters_.send_timeouts += 1;
+    spdlog::info(
+        "connection {} ({}): closing: its client has read nothing for {} ms ({} bytes wait for "
+        "it; server.send_timeout_ms)",
+        self->id_, self->peer_,
+        std::chrono::duration_cast<std::chrono::milliseconds>(waited).count(), self->out_bytes_);
+    self->close_now("send timeout");
+  });
+}
+
 // ---- heartbeat ----
 
 void FrameChannel::set_heartbeat(uint32_t seconds) {
@@ -445,6 +480,7 @@ void FrameChannel::close_now(const std::string& why) {
   heartbeat_timer_.cancel();
   linger_timer_.cancel();
   partial_timer_.cancel();
+  send_timer_.cancel();
   // Frames not written: their deliveries learn it (each done runs once).
   auto q = std::move(out_q_);
   out_q_.clear();

@@ -90,6 +90,10 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   // From now on a frame begun must be complete within `timeout` while the
   // channel reads (0: no limit): a peer trickling one frame is closed.
   void set_partial_frame_timeout(std::chrono::milliseconds timeout);
+  // From now on a write must end within `timeout` (0: no limit): a client
+  // that stopped reading is closed even with heartbeats off, when the
+  // heartbeat check would never see it.
+  void set_send_timeout(std::chrono::milliseconds timeout);
   // Flow control was lifted: the frames already read run, and reading
   // goes on.
   void resume_reading();
@@ -142,6 +146,9 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   // buffer or a pause.
   void track_partial(bool frame_completed);
   void arm_partial_timer(std::chrono::milliseconds after);
+  // The send clock: armed while a write is in flight, it closes the
+  // channel when one has waited send_timeout_.
+  void arm_send_timer(std::chrono::milliseconds after);
   // Memory queued for the peer: counted here and in the server's total.
   void hold(uint64_t n);
   void release(uint64_t n);
@@ -175,6 +182,11 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   std::chrono::milliseconds partial_timeout_{0};
   std::optional<std::chrono::steady_clock::time_point> partial_since_;
   bool partial_armed_ = false;
+  asio::steady_timer send_timer_;
+  std::chrono::milliseconds send_timeout_{0};
+  bool send_armed_ = false;
+  // When the write in flight began.
+  std::chrono::steady_clock::time_point write_since_;
   std::chrono::steady_clock::time_point last_read_;
   std::chrono::steady_clock::time_point last_write_;
 

@@ -258,6 +258,8 @@ void HandshakeRoom::on(const OpenRequest& r) {
   channel_.set_frame_max(tuned_frame_max_);
   // Before Open the handshake's step deadline bounds a half frame.
   channel_.set_partial_frame_timeout(std::chrono::milliseconds(settings_.partial_frame_timeout_ms));
+  // Before Open the handshake's step deadline bounds a client that does not read.
+  channel_.set_send_timeout(std::chrono::milliseconds(settings_.send_timeout_ms));
   advance(kOpen);
 }
 

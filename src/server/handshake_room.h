@@ -65,6 +65,8 @@ class HandshakeRoom {
   uint16_t deliver_version() const { return deliver_version_; }
   // Who authenticated, and the virtual host Open chose ("" before).
   const std::string& user() const { return user_; }
+  // The SASL mechanism the connection authenticated with ("" before).
+  const std::string& auth_mechanism() const { return mechanism_; }
   const std::string& vhost() const { return vhost_; }
   // What the client said of itself in PeerProperties (connection_name, product, ...).
   const proto::Properties& client_properties() const { return client_properties_; }

@@ -27,6 +27,7 @@ ClientHandshakeOptions handshake_options(const OwnerLinkOptions& o) {
   h.properties = {{"product", std::string(kPeerProduct)}};
   h.user = o.user;
   h.password = o.password;
+  h.mechanism = o.mechanism;
   h.frame_max = 0;
   h.heartbeat = 0;
   h.versions = {CommandVersion{kDeliver, 1, 2}};

@@ -43,6 +43,9 @@ struct OwnerLinkOptions {
   uint16_t port = 0;
   std::string user = "guest";
   std::string password = "guest";
+  // "PLAIN", or "EXTERNAL" over TLS: the owner takes the user this node's
+  // certificate names (cluster.peer_auth "certificate").
+  std::string mechanism = "PLAIN";
   std::string stream;
   proto::OffsetSpec spec;
   uint16_t credit = 0;

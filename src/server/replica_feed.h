@@ -57,7 +57,8 @@ struct ReplicaEnv {
   std::shared_ptr<node::RemoteStream> remote;
   tier::StreamReaderOptions reader;
   std::function<OwnerLookup()> owner;
-  std::string user, password;  // what this node logs in to the owner as
+  std::string user, password;       // what this node logs in to the owner as
+  std::string mechanism = "PLAIN";  // ... and how (PeerLogin::mechanism)
   // Set (cluster.peer_tls): owners are dialled over TLS with this client
   // context, at the TLS address owner() gives, their certificate naming
   // that host when peer_tls_verify_host.
@@ -81,6 +82,7 @@ struct ReplicaEnv {
     lo.port = o.port;
     lo.user = user;
     lo.password = password;
+    lo.mechanism = mechanism;
     lo.tls = peer_tls;
     lo.tls_verify_host = peer_tls_verify_host;
     return lo;

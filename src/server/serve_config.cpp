@@ -74,6 +74,7 @@ Status load_server_section(JsonSection s, ServerSettings* out) {
   // An hour at most: longer is no deadline for a client holding a buffer.
   STRATA_TRY(
       s.integer_in("partial_frame_timeout_ms", &out->partial_frame_timeout_ms, 100, 3'600'000));
+  STRATA_TRY(s.integer_in("send_timeout_ms", &out->send_timeout_ms, 0, 3'600'000));
   // At least 1 MiB (a few delivery batches); at most 1 TiB.
   STRATA_TRY(s.integer_in("max_buffered_bytes", &out->max_buffered_bytes, 1u << 20, 1ull << 40));
   // Each series costs every scrape and Prometheus's memory; past 10 000 a
@@ -159,6 +160,19 @@ Status load_tls_section(JsonSection s, TlsSettings* out) {
 // otherwise show only as replica links refused at run time); one it does
 // not have may be a user added live (management API).
 Status apply_peer_login(const ClusterSettings& c, UserSettings* users) {
+  if (c.peer_auth == "certificate") {
+    if (c.peer_user.empty()) {
+      return bad("cluster.peer_user",
+                 "cluster.peer_auth \"certificate\" needs the user the nodes' certificates "
+                 "name");
+    }
+    if (!c.peer_password_file.empty()) {
+      return bad("cluster.peer_password_file",
+                 "cluster.peer_auth \"certificate\" keeps no password: remove it");
+    }
+    users->peer = PeerLogin{c.peer_user, "", "EXTERNAL"};
+    return Status::OK();
+  }
   if (c.peer_user.empty() && c.peer_password_file.empty()) return Status::OK();
   if (c.peer_user.empty() || c.peer_password_file.empty()) {
     return bad(c.peer_user.empty() ? "cluster.peer_user" : "cluster.peer_password_file",
@@ -188,6 +202,11 @@ Status load_cluster_section(JsonSection s, ClusterSettings* out) {
   STRATA_TRY(s.integer_in("rebalance_after_ms", &out->rebalance_after_ms, 0, 86'400'000));
   STRATA_TRY(s.string("peer_user", &out->peer_user));
   STRATA_TRY(s.string("peer_password_file", &out->peer_password_file));
+  STRATA_TRY(s.string("peer_auth", &out->peer_auth));
+  if (out->peer_auth != "password" && out->peer_auth != "certificate") {
+    return JsonSection::bad(s.key("peer_auth"), out->peer_auth,
+                            "must be \"password\" or \"certificate\"");
+  }
   STRATA_TRY(s.boolean("replica_copies", &out->replica_copies));
   STRATA_TRY(s.boolean("peer_tls", &out->peer_tls));
   STRATA_TRY(s.boolean("peer_tls_verify_host", &out->peer_tls_verify_host));
@@ -333,6 +352,26 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
       if (cfg.tls.ca_file.empty()) {
         return bad("cluster.peer_tls",
                    "peers' certificates are verified against tls.ca_file, and it is not set");
+      }
+    }
+    if (cfg.cluster.peer_auth == "certificate") {
+      // EXTERNAL is offered only on a TLS connection whose client
+      // certificate the listener verified.
+      if (!cfg.cluster.peer_tls) {
+        return bad("cluster.peer_auth",
+                   "\"certificate\" logs the nodes in by their TLS certificates: set "
+                   "cluster.peer_tls true");
+      }
+      if (!cfg.tls.verify_peer) {
+        return bad("cluster.peer_auth",
+                   "\"certificate\" needs the TLS listener to verify client certificates: set "
+                   "tls.verify_peer true");
+      }
+      const auto& m = cfg.server.auth_mechanisms;
+      if (std::find(m.begin(), m.end(), "EXTERNAL") == m.end()) {
+        return bad("cluster.peer_auth",
+                   "\"certificate\" logs the nodes in with SASL EXTERNAL: add \"EXTERNAL\" to "
+                   "server.auth_mechanisms");
       }
     }
     // Streams are opened as this node comes to own them.

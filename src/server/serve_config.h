@@ -14,7 +14,8 @@
 //                 "append_linger_us": 2000,                    0: no linger
 //                 "close_linger_ms": 2000,
 //                 "handshake_timeout_ms": 10000, "auth_failure_delay_ms": 1000,
-//                 "partial_frame_timeout_ms": 60000 },
+//                 "partial_frame_timeout_ms": 60000,
+//                 "send_timeout_ms": 300000 },                 0: no limit
 //     "users", "vhosts", "permissions", "loopback_users",
 //     "definitions_file": who may log in and do what (server/serve_users.h);
 //                  default: guest/guest, everything in "/", loopback only
@@ -91,6 +92,12 @@ struct ServerSettings {
   // connection is closed): a client trickling a frame byte by byte keeps
   // heartbeats happy but holds its buffer (frame_channel.h).
   uint32_t partial_frame_timeout_ms = 60'000;
+  // After Open, a write to a client must end within this (0: no limit),
+  // else the connection is closed: a client that stopped reading, with
+  // heartbeats off (0 at Tune), would otherwise keep what is held for it
+  // (max_buffered_bytes) until it goes. Generous, so a slow reader is not
+  // taken for a stopped one: one write is at most a frame or a batch.
+  uint32_t send_timeout_ms = 300'000;
   // Bytes the server may hold for all its clients that have not read them
   // (replies, confirms, deliveries read ahead) before each connection with
   // more than a little of its own unread waits for its client
@@ -158,6 +165,12 @@ struct ClusterSettings {
   // neither. Neither: the first user given a cleartext password.
   std::string peer_user;
   std::string peer_password_file;
+  // "password": the nodes log in with peer_user's password (SASL PLAIN).
+  // "certificate": with SASL EXTERNAL over TLS (peer_tls): each node's
+  // certificate (tls.cert_file, presented as its client certificate) names
+  // peer_user as tls.cert_login_from reads it, no password is kept, and a
+  // node is trusted only as far as the CA that signed its certificate.
+  std::string peer_auth = "password";
   // tiering.confirm was set to "local" in the document: a cluster then
   // confirms what one node's disk holds, and says so at start. Unset, a
   // cluster confirms remote (load_serve_config).

@@ -41,6 +41,9 @@ namespace strata::server {
 struct PeerLogin {
   std::string user;
   std::string password;
+  // "PLAIN" with the password, or "EXTERNAL" (cluster.peer_auth
+  // "certificate": the user is the one each node's certificate names).
+  std::string mechanism = "PLAIN";
 };
 
 struct UserSettings {

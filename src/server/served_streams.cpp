@@ -182,6 +182,7 @@ Result<ReplicaEnv> ServedStreams::replica_env(const std::string& name) {
   // cleartext password is what nodes log in to each other as.
   env.user = cfg_.server.users.peer.user;
   env.password = cfg_.server.users.peer.password;
+  env.mechanism = cfg_.server.users.peer.mechanism;
   if (tls) {
     // The context of the moment: a reload (SIGHUP) applies to later links.
     env.peer_tls = tls->current().client;

@@ -650,6 +650,8 @@ nlohmann::json Server::Impl::status_json() const {
     j["cluster"] = m.ownership->status_json();
     // Whether the links to the other nodes are TLS (cluster.peer_tls).
     j["cluster"]["peer_tls"] = m.cfg.cluster.peer_tls;
+    j["cluster"]["peer_auth"] = m.cfg.cluster.peer_auth;
+    j["cluster"]["peer_user"] = m.cfg.server.users.peer.user;
   }
   // Replicated streams served here: how far a majority holds them.
   for (const auto& s : m.served->all()) {
@@ -682,6 +684,7 @@ nlohmann::json Server::Impl::status_json() const {
       {"handshake_timeouts", c.handshake_timeouts.load()},
       {"frames_too_large", c.frames_too_large.load()},
       {"partial_frame_timeouts", c.partial_frame_timeouts.load()},
+      {"send_timeouts", c.send_timeouts.load()},
       {"access_refused", c.access_refused.load()},
       {"connections_refused_limit", c.connections_refused_limit.load()},
       {"buffered",

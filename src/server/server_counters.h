@@ -57,6 +57,9 @@ struct ServerCounters {
   // Open connections closed because a frame begun was not completed in
   // server.partial_frame_timeout_ms.
   std::atomic<uint64_t> partial_frame_timeouts{0};
+  // Connections closed because a write to their client did not end within
+  // server.send_timeout_ms.
+  std::atomic<uint64_t> send_timeouts{0};
   // Commands refused for want of a permission (access_policy.h).
   std::atomic<uint64_t> access_refused{0};
   // Connections refused for a limit: server.max_connections when accepted,

@@ -223,6 +223,10 @@ std::string server_metrics_text(const ServerMetricsInput& in) {
             "Open connections closed for a frame left incomplete past "
             "server.partial_frame_timeout_ms",
             {}, double(c.partial_frame_timeouts.load()));
+  w.counter("strata_server_send_timeouts_total",
+            "Open connections closed because a write to their client did not end within "
+            "server.send_timeout_ms",
+            {}, double(c.send_timeouts.load()));
   w.gauge("strata_server_buffered_bytes",
           "Bytes held for clients that have not read them (queued frames, deliveries read ahead)",
           {}, double(c.outbound.bytes.load()));

@@ -81,6 +81,32 @@ TEST(ClientHandshake, StepByStepEachFrameAfterTheAnswerBeforeIt) {
   EXPECT_EQ(hs.open_response().properties.size(), 1u);
 }
 
+// EXTERNAL (cluster.peer_auth "certificate"): the client certificate names
+// the user, so the answer carries no credentials, and a server that does
+// not offer EXTERNAL (it verified no certificate) is refused by name.
+TEST(ClientHandshake, ExternalSendsNoCredentials) {
+  ClientHandshakeOptions o = options();
+  o.mechanism = "EXTERNAL";
+  {
+    ClientHandshake hs(o);
+    (void)hs.start();
+    ASSERT_TRUE(hs.on(server_properties("3.13.0")).ok());
+    auto next = hs.on(SaslHandshakeResponse{2, ResponseCode::ok, {"PLAIN", "EXTERNAL"}});
+    ASSERT_TRUE(next.ok());
+    const auto auth = only<SaslAuthenticateRequest>(frames(*next));
+    EXPECT_EQ(auth.mechanism, "EXTERNAL");
+    EXPECT_EQ(auth.data, "");
+  }
+  ClientHandshake hs(o);
+  (void)hs.start();
+  ASSERT_TRUE(hs.on(server_properties("3.13.0")).ok());
+  auto r = hs.on(SaslHandshakeResponse{2, ResponseCode::ok, {"PLAIN", "AMQPLAIN"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("does not offer SASL EXTERNAL (it offers PLAIN, AMQPLAIN)"),
+            std::string::npos)
+      << r.error().message;
+}
+
 // RabbitMQ 3.10 closes a connection that sends ExchangeCommandVersions.
 TEST(ClientHandshake, NoVersionsWithAServerOlderThan311) {
   ClientHandshake hs(options());

@@ -388,6 +388,67 @@ TEST(ServeConfig, ClusterPeerTls) {
   }
 }
 
+// cluster.peer_auth "certificate": the nodes log in to each other with SASL
+// EXTERNAL, by the certificates peer TLS verifies; no password is kept,
+// and every setting that login needs is checked at start.
+TEST(ServeConfig, ClusterPeerAuthByCertificate) {
+  test::TempDir dir;
+  const std::string pw = dir.sub("peer.pw");
+  std::ofstream(pw) << "r3pl\n";
+  ::chmod(pw.c_str(), 0600);
+  ServeFlags f;
+  f.data_dir = "/tmp/x";
+  const json tls = {{"listen", "127.0.0.1:0"},
+                    {"cert_file", "c.pem"},
+                    {"key_file", "k.pem"},
+                    {"ca_file", "ca.pem"},
+                    {"verify_peer", true}};
+  const json external = {{"auth_mechanisms", {"PLAIN", "EXTERNAL"}}};
+  auto doc = [&](json cluster, json tls_section, json server) {
+    cluster["enabled"] = true;
+    cluster["node_id"] = "n1";
+    cluster["peer_tls"] = cluster.value("peer_tls", true);
+    return json{{"catalog", etcd_catalog()},
+                {"cluster", cluster},
+                {"tls", tls_section},
+                {"server", server}};
+  };
+  const json cert = {{"peer_auth", "certificate"}, {"peer_user", "strata-peer"}};
+  auto c = load_serve_config(doc(cert, tls, external), f, no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->server.users.peer.user, "strata-peer");
+  EXPECT_EQ(c->server.users.peer.mechanism, "EXTERNAL");
+  EXPECT_EQ(c->server.users.peer.password, "");
+  // The default stays the password.
+  c = load_serve_config(doc(json::object(), tls, external), f, no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->server.users.peer.mechanism, "PLAIN");
+
+  json no_verify = tls;
+  no_verify["verify_peer"] = false;
+  json plain_links = cert;
+  plain_links["peer_tls"] = false;
+  json with_pw = cert;
+  with_pw["peer_password_file"] = pw;
+  struct Case {
+    json doc;
+    std::string needle;
+  };
+  std::vector<Case> cases = {
+      {doc(plain_links, tls, external), "set cluster.peer_tls true"},
+      {doc(cert, no_verify, external), "set tls.verify_peer true"},
+      {doc(cert, tls, json::object()), "add \"EXTERNAL\" to server.auth_mechanisms"},
+      {doc({{"peer_auth", "certificate"}}, tls, external), "cluster.peer_user"},
+      {doc(with_pw, tls, external), "keeps no password"},
+      {doc({{"peer_auth", "kerberos"}}, tls, external), "cluster.peer_auth"},
+  };
+  for (const auto& k : cases) {
+    auto r = load_serve_config(k.doc, f, no_env());
+    ASSERT_FALSE(r.ok()) << k.doc.dump();
+    EXPECT_NE(r.error().message.find(k.needle), std::string::npos) << r.error().message;
+  }
+}
+
 // catalog.user and password_file: etcd's own authentication.
 TEST(ServeConfig, EtcdLogin) {
   test::TempDir dir;

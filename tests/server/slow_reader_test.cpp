@@ -32,6 +32,24 @@ class SlowReaderTest : public ServeTest {
     }
     return false;
   }
+  // Sends Metadata requests for `names`, 100 at a time from correlation
+  // `*corr` on, until a send stalls for 2 s (the part not taken left in
+  // `*pending`) or `cap` bytes went out; the bytes sent.
+  size_t send_until_stalled(StreamClient& c, const std::vector<std::string>& names, uint32_t* corr,
+                            Bytes* pending, size_t cap = 64u << 20) {
+    size_t sent = 0;
+    while (sent < cap) {
+      Bytes batch;
+      for (int i = 0; i < 100; ++i) encode(MetadataRequest{(*corr)++, names}, &batch);
+      const size_t n = c.send_within(batch, 2s);
+      sent += n;
+      if (n < batch.size()) {
+        *pending = batch.substr(n);
+        break;
+      }
+    }
+    return sent;
+  }
 };
 
 // A client sends Metadata requests (each answer about 3.5 times its request)
@@ -50,25 +68,12 @@ TEST_F(SlowReaderTest, RequestsWhoseAnswersAreNotReadStopBeingRead) {
   Bytes one;
   encode(MetadataRequest{1, names}, &one);
   const size_t req_size = one.size();
-  // 100 requests at a time.
   const uint32_t first_corr = c.corr();
   uint32_t corr = first_corr;
-  size_t sent = 0;
-  const size_t cap = 64u << 20;
-  bool stalled = false;
   Bytes pending;
-  while (sent < cap) {
-    Bytes batch;
-    for (int i = 0; i < 100; ++i) encode(MetadataRequest{corr++, names}, &batch);
-    const size_t n = c.send_within(batch, 2s);
-    sent += n;
-    if (n < batch.size()) {
-      pending = batch.substr(n);
-      stalled = true;
-      break;
-    }
-  }
-  ASSERT_TRUE(stalled) << "the server read " << sent << " bytes of requests without a pause";
+  const size_t sent = send_until_stalled(c, names, &corr, &pending);
+  ASSERT_FALSE(pending.empty()) << "the server read " << sent
+                                << " bytes of requests without a pause";
   // The kernel's buffers on both sides hold some megabytes; the server
   // itself about 4 MiB of answers.
   EXPECT_LT(sent, 32u << 20);
@@ -182,6 +187,41 @@ TEST_F(SlowReaderTest, SlowConsumersAreHeldToTheLimitAndOthersGoOn) {
     }
   }
   EXPECT_TRUE(drains(10s)) << buffered().dump();
+}
+
+// A client with heartbeats off that stops reading. The heartbeat check
+// never closes it, so before, it kept what the server held for it (here
+// megabytes of answers) for as long as it stayed connected. Now a write
+// that does not end within server.send_timeout_ms closes it; a connection
+// with nothing to write is not touched by that clock, however long idle.
+TEST_F(SlowReaderTest, AClientThatStopsReadingWithHeartbeatsOffIsClosed) {
+  restart_with_config("c.json", R"({"server": {"heartbeat_s": 0, "send_timeout_ms": 1500}})",
+                      {"--http", "127.0.0.1:0", "--log-level", "info"});
+  StreamClient c = open_client();
+  EXPECT_EQ(c.server_tune.heartbeat, 0u);
+  create(c, "s");
+  // Idle for longer than the timeout: nothing is being written, it stays.
+  std::this_thread::sleep_for(2500ms);
+  create(c, "t");
+
+  const std::vector<std::string> names(2000, "s");
+  uint32_t corr = c.corr();
+  Bytes pending;
+  const size_t sent = send_until_stalled(c, names, &corr, &pending);
+  ASSERT_FALSE(pending.empty()) << "the server read " << sent
+                                << " bytes of requests without a pause";
+  const auto end = Clock::now() + 20s;
+  nlohmann::json server;
+  while (Clock::now() < end) {
+    server = serve_status(server_)["server"];
+    if (server["send_timeouts"] == 1 && server["buffered"]["bytes"] == 0) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(server["send_timeouts"], 1) << server.dump();
+  EXPECT_EQ(server["buffered"]["bytes"], 0) << server.dump();
+  EXPECT_EQ(server["connections"], 0) << server.dump();
+  EXPECT_NE(server_.process().stdout_text().find("has read nothing for"), std::string::npos);
+  EXPECT_TRUE(c.closed_by_server(10s));
 }
 
 }  // namespace

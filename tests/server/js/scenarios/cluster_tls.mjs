@@ -1,7 +1,9 @@
 // strata only: a cluster with TLS everywhere it talks. 3 strata nodes on a 3-member etcd whose client URLs are https
 // with client certificates required (--client-cert-auth); each node has its own certificate from one CA, a TLS listener
 // only (tls.only: no plain port at all) and cluster.peer_tls, so every link between nodes — replica feeds, the copies
-// replicated confirms wait for, questions to an owner — is TLS, each side verifying the other's certificate.
+// replicated confirms wait for, questions to an owner — is TLS, each side verifying the other's certificate. The
+// nodes log in to each other by those certificates (cluster.peer_auth "certificate", SASL EXTERNAL): each node's
+// certificate names the peer user as its common name, and no node holds a password for it.
 //  - the stock client, over TLS only, creates a stream; every node's Metadata names the same leader and the others as
 //    replicas, all by their TLS ports;
 //  - with tiering.confirm "replicated" every other node keeps a copy of the stream's tail: its copy subscription to
@@ -10,7 +12,8 @@
 //    reads: the replica forwards them from the owner over a TLS peer link;
 //  - a user added through one node's management API logs in (over TLS) on another node;
 //  - /status: every node runs peer TLS, registered its TLS address and no plain one, and no node logged a refused
-//    TLS handshake with a peer.
+//    TLS handshake with a peer; the owner's connections from its peers authenticated with EXTERNAL as the peer user,
+//    and a client cannot log in as the peer user with an empty password.
 import fs from "node:fs";
 import path from "node:path";
 import { LOOPBACK_SAN, makeCa, signCert } from "../lib/certs.mjs";
@@ -22,6 +25,7 @@ export const timeoutSec = 180;
 export const strataOnly = "a strata cluster over etcd with TLS between nodes";
 
 const STREAM = "tls-cluster";
+const PEER = "strata-peer";
 const body = (i) => Buffer.from(`${STREAM} ${i} ${"y".repeat(2000)}`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -30,7 +34,8 @@ export async function run({ server, dir, log, own }) {
   fs.mkdirSync(certs, { recursive: true });
   makeCa(certs, "ca");
   const etcd = signCert(certs, "etcd", "/CN=etcd", "ca", { san: LOOPBACK_SAN });
-  const nodeCerts = [0, 1, 2].map((i) => signCert(certs, `node${i}`, `/CN=node-${i}/O=strata tests`, "ca",
+  // One certificate per node, each naming the peer user (its common name) and the node (its organisation).
+  const nodeCerts = [0, 1, 2].map((i) => signCert(certs, `node${i}`, `/CN=${PEER}/O=strata node ${i}`, "ca",
     { san: LOOPBACK_SAN }));
   const ca = path.join(certs, "ca.pem");
   const cluster = own(new StrataCluster(path.join(dir, "cluster"), {
@@ -41,15 +46,17 @@ export async function run({ server, dir, log, own }) {
       // Each node is etcd's client by its own certificate.
       catalog: { ...c.catalog, ca_file: ca, cert_file: nodeCerts[i].cert, key_file: nodeCerts[i].key },
       tiering: { ...c.tiering, confirm: "replicated" },
-      users: [{ name: "guest", password: "guest", tags: ["administrator"] }],
+      // The peer user has no password: it can only log in by a certificate.
+      users: [{ name: "guest", password: "guest", tags: ["administrator"] }, { name: PEER, password_hash: "" }],
       tls: { listen: "127.0.0.1:0", cert_file: nodeCerts[i].cert, key_file: nodeCerts[i].key, ca_file: ca,
-        verify_peer: true, only: true },
-      cluster: { ...c.cluster, peer_tls: true },
+        verify_peer: true, only: true, cert_login_from: "common_name" },
+      server: { ...(c.server ?? {}), auth_mechanisms: ["PLAIN", "AMQPLAIN", "EXTERNAL"] },
+      cluster: { ...c.cluster, peer_tls: true, peer_auth: "certificate", peer_user: PEER },
     }),
   }));
   const clients = [];
   try {
-    await runOnCluster(cluster, clients, ca, log);
+    await runOnCluster(cluster, clients, ca, certs, log);
   } catch (e) {
     console.log(`--- cluster output (tails) ---\n${cluster.logs()}\n---`);
     throw e;
@@ -72,7 +79,7 @@ async function untilEveryOther(nodes, leader, ok, what) {
   }
 }
 
-async function runOnCluster(cluster, clients, ca, log) {
+async function runOnCluster(cluster, clients, ca, certs, log) {
   await cluster.start(log);
   const nodes = cluster.nodes;
   check(nodes.every((n) => n.tlsPort === n.port), `every node listens on TLS only: ${nodes.map((n) => `${n.port}/${n.tlsPort}`)}`);
@@ -167,6 +174,8 @@ async function runOnCluster(cluster, clients, ca, log) {
     const st = await nodes[i].status();
     const c = st.cluster;
     check(c?.peer_tls === true, `n${i} /status cluster.peer_tls: ${JSON.stringify(c?.peer_tls)}`);
+    check(c.peer_auth === "certificate" && c.peer_user === PEER,
+      `n${i} /status cluster.peer_auth ${c.peer_auth}, peer_user ${c.peer_user}`);
     check(c.advertise === "" && c.tls_advertise === `127.0.0.1:${nodes[i].port}`,
       `n${i} registered ${JSON.stringify({ advertise: c.advertise, tls_advertise: c.tls_advertise })}`);
     check(Object.keys(c.tls_nodes ?? {}).length === nodes.length, `n${i} sees TLS addresses ${JSON.stringify(c.tls_nodes)}`);
@@ -174,4 +183,30 @@ async function runOnCluster(cluster, clients, ca, log) {
     check(!/TLS handshake with owner/.test(logs), `n${i} logged a failed TLS handshake with a peer: ${logs.slice(-2000)}`);
   }
   log("every node runs peer TLS on TLS-only listeners");
+
+  // The owner's connections from its peers (the replica's feed, the copies): EXTERNAL, as the peer user, over TLS
+  // with the certificate of a node.
+  const res = await fetch(`${nodes[leader].http}/api/stream/connections`, { headers: { authorization: auth } });
+  check(res.ok, `GET /api/stream/connections: HTTP ${res.status}`);
+  const peers = (await res.json()).filter((c) => c.user === PEER);
+  check(peers.length > 0, `no connection from a peer on the owner n${leader}`);
+  for (const c of peers) {
+    check(c.auth_mechanism === "EXTERNAL" && c.tls === true && /strata node/.test(c.tls_peer_subject ?? ""),
+      `a peer connection on n${leader}: ${JSON.stringify({ auth_mechanism: c.auth_mechanism, tls: c.tls,
+        subject: c.tls_peer_subject })}`);
+  }
+  // The peer user has no password: a client of the same CA (its certificate naming another user) cannot log in as
+  // the peer user with PLAIN and an empty password. (EXTERNAL would make it "someone-else", whom the node does not
+  // know; the stock client does not offer EXTERNAL.)
+  const other = signCert(certs, "other", "/CN=someone-else/O=strata tests", "ca", { san: LOOPBACK_SAN });
+  const refused = await new Promise((resolve) => {
+    let timer;
+    const done = (v) => { clearTimeout(timer); unhandled.capture = null; resolve(v); };
+    unhandled.capture = () => done(true);
+    timer = setTimeout(() => done(false), 10000);
+    connect(nodes[b], { ssl: { ...ssl, cert: fs.readFileSync(other.cert), key: fs.readFileSync(other.key) },
+      username: PEER, password: "" }).then((c) => { c.close().catch(() => {}); done(false); }, () => done(true));
+  });
+  check(refused, `a client with another user's certificate logged in as ${PEER} with an empty password`);
+  log(`peers authenticate to n${leader} by certificate (EXTERNAL as ${PEER}); ${peers.length} peer connection(s)`);
 }
