@@ -138,6 +138,19 @@ Status Server::Impl::start() {
     const std::string_view vhost = split_stream_name(name).vhost;
     return vhost == kDefaultVhost || !access || access->current()->has_vhost(vhost);
   };
+  if (etcd) {
+    d.vhost_exists_now = [this](const std::string& name) {
+      const std::string_view vhost = split_stream_name(name).vhost;
+      if (vhost == kDefaultVhost || !access) return true;
+      // A read of etcd after the create: a deletion through any node
+      // committed before this create's stream could be listed shows here.
+      if (Status st = access_admin->refresh(); !st.ok()) {
+        spdlog::warn("serve: cannot re-read the vhosts after creating {}: {}; kept as created",
+                     printable_stream(name), st.error().to_string());
+      }
+      return access->current()->has_vhost(vhost);
+    };
+  }
   ops = std::make_unique<StreamOps>(std::move(d));
   // After the bind: the address a cluster node registers is the one
   // clients reach.

@@ -45,8 +45,11 @@ Status StreamOps::create_stream(const std::string& name, const node::StreamSetti
   if (st.ok()) {
     // The vhost's deletion takes it out of the access rules first, then
     // lists its streams and deletes them: a creation that began before and
-    // ended after the listing is caught here, as the vhost is gone by then.
-    if (d_.vhost_exists && !d_.vhost_exists(name)) {
+    // ended after the listing is caught here, as the vhost is gone by then
+    // (on another node of a cluster, in the rules as stored, not yet in
+    // this node's copy of them).
+    const auto& exists_now = d_.vhost_exists_now ? d_.vhost_exists_now : d_.vhost_exists;
+    if (exists_now && !exists_now(name)) {
       if (Status del = delete_stream(name); !del.ok() && del.error().code != Errc::not_found) {
         spdlog::warn("serve: stream {} was created as its vhost was deleted; deleting it: {}",
                      printable_stream(name), del.error().to_string());

@@ -37,6 +37,11 @@ struct StreamOpsDeps {
   // Whether the vhost of this stored name exists now; unset: always. A
   // stream created while its vhost was being deleted is deleted again.
   std::function<bool(const std::string& name)> vhost_exists;
+  // The same, read again from where the vhosts are kept (a cluster's
+  // etcd), not from the rules this node last polled; unset: vhost_exists.
+  // Asked once a stream is created: another node's deletion of the vhost
+  // may not have reached this node's rules yet.
+  std::function<bool(const std::string& name)> vhost_exists_now;
 };
 
 class StreamOps final : public StreamAdmin {

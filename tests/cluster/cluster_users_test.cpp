@@ -2,11 +2,14 @@
 // management API logs in on the other node (the overlay is in etcd and
 // every node re-reads it), and a deletion on the second node closes the
 // user out of the first.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "support/cli.h"
 #include "support/http_get.h"
@@ -153,6 +156,72 @@ TEST(ClusterUsers, AVhostsStreamsAreCopiedAndReadOnEveryNode) {
       got.insert(got.end(), recs->begin(), recs->end());
     }
     EXPECT_EQ(got, msgs) << "node " << i;
+  }
+}
+
+// A vhost deleted through one node while clients of the other node create
+// streams in it. The other node learns of the deletion at its next poll of
+// the rules (every 2 s); before, a create it ran after the deleting node
+// had listed the vhost's streams was left behind, in a vhost that no
+// longer exists. Now a create in a vhost re-reads the rules from etcd once
+// the stream is made, and deletes it again when the vhost is gone.
+TEST(ClusterUsers, CreatesOnAnotherNodeRacingAVhostsDeletionLeaveNoStreamBehind) {
+  TempDir dir;
+  std::string error;
+  auto cluster = ServeCluster::start(dir.path(), ServeClusterOptions::two_with_http(), &error);
+  ASSERT_NE(cluster, nullptr) << error;
+  const std::string a = cluster->node(0).http_url();
+  const std::string admin = dir.sub("guest.pw");
+  std::ofstream(admin) << "guest\n";
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.end(), {"--node", a, "--admin-password-file", admin});
+    return strata_cli(args);
+  };
+  auto open_b = [&]() -> Result<StreamClient> {
+    STRATA_ASSIGN_OR_RETURN(StreamClient c, StreamClient::connect(cluster->port(1)));
+    STRATA_TRY(c.handshake("guest", "guest", true, "racy"));
+    return c;
+  };
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_EQ(cli({"vhost", "add", "racy"}).status, 0);
+    ASSERT_EQ(cli({"permissions", "set", "guest", ".*", ".*", ".*", "--vhost", "racy"}).status, 0);
+    ASSERT_TRUE(eventually(10s, [&] { return open_b().ok(); }));
+    // Two clients of node b create streams one after another until an
+    // answer is not ok or their connection closes.
+    std::atomic<bool> deleted{false};
+    std::atomic<int> sent_after{0}, made{0};
+    std::vector<std::thread> creators;
+    for (int i = 0; i < 2; ++i) {
+      creators.emplace_back([&, i] {
+        auto c = open_b();
+        if (!c.ok()) return;
+        for (int j = 0; j < 2000; ++j) {
+          const std::string name = fmt::format("r{}-c{}-{}", round, i, j);
+          if (!c->send(proto::CreateStreamRequest{c->corr(), name, {}}).ok()) return;
+          if (deleted) sent_after += 1;
+          auto r = c->expect<proto::CreateStreamResponse>(20s);
+          if (!r.ok() || r->code != proto::ResponseCode::ok) return;
+          made += 1;
+        }
+      });
+    }
+    ASSERT_TRUE(eventually(10s, [&] { return made >= 4; }));
+    deleted = true;
+    auto r = cli({"vhost", "delete", "racy"});
+    ASSERT_EQ(r.status, 0) << r.err << r.out;
+    for (auto& t : creators) t.join();
+    // The race was run: node b was asked to create as the deletion ran.
+    EXPECT_GT(sent_after.load(), 0) << "round " << round;
+    std::this_thread::sleep_for(1s);
+    const std::string out = dir.sub("export.json");
+    ASSERT_EQ(cli({"definitions", "export", "--file", out}).status, 0);
+    auto exported = nlohmann::json::parse(std::ifstream(out));
+    std::vector<std::string> left;
+    for (const auto& q : exported["queues"]) {
+      if (q["vhost"] == "racy") left.push_back(q["name"]);
+    }
+    EXPECT_TRUE(left.empty()) << "round " << round << ": " << left.size() << " of " << made
+                              << " streams left, " << nlohmann::json(left).dump();
   }
 }
 

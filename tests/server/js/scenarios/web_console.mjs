@@ -2,7 +2,8 @@
 // playwright-core. A wrong password is refused; guest logs in; a stream appears on the Streams page while a publisher
 // (the stock JS client) writes to it, with an upload lag; its link leads to the stream's page, where the lag falls to
 // 0 once the publisher stops and the uploads are persisted, and the upload-lag chart is drawn: a screenshot of the
-// page is decoded and must hold the chart line's colour.
+// page is decoded and must hold the chart line's colour. A stream of the same name in another vhost has its own row
+// and page, named with its vhost.
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -158,6 +159,35 @@ export async function run({ server, dir, log }) {
     await page.click("#nav a[data-page=connections]");
     await page.waitForSelector("h1:has-text('Connections')");
     check((await page.$$("main table tbody tr")).length >= 1, "the Connections page lists no connection");
+
+    // The same name in another vhost is another stream: its own row on the Streams page, and its own page, named
+    // with its vhost and showing its own messages.
+    const auth = "Basic " + Buffer.from("guest:guest").toString("base64");
+    for (const [p, doc] of [["/api/vhosts/prod", {}], ["/api/permissions/prod/guest", { configure: ".*", write: ".*", read: ".*" }]]) {
+      const res = await fetch(`${server.http}${p}`, { method: "PUT", headers: { authorization: auth, "content-type": "application/json" },
+        body: JSON.stringify(doc) });
+      check(res.ok, `PUT ${p}: HTTP ${res.status} ${await res.text()}`);
+    }
+    const prod = await connect(server, { vhost: "prod" });
+    try {
+      await prod.createStream({ stream });
+      const prodPublisher = await prod.declarePublisher({ stream });
+      for (let i = 0; i < 7; i++) await prodPublisher.send(Buffer.from(`prod ${i}`));
+      await prodPublisher.flush();
+      await page.click("#nav a[data-page=streams]");
+      const prodRow = `tr[data-stream="${stream}"][data-vhost="prod"]`;
+      await until("the prod stream's row with its 7 messages", async () =>
+        (await page.textContent(`${prodRow} td:nth-child(2)`)).trim() === "7");
+      check((await page.$$(`tr[data-stream="${stream}"]`)).length === 2, "the two streams of that name are not two rows");
+      await page.click(`${prodRow} a`);
+      await page.waitForSelector(`h1:has-text('Stream ${stream} (vhost prod)')`);
+      check(decodeURIComponent(new URL(page.url()).hash) === `#/streams/prod\n${stream}`, `followed to ${page.url()}`);
+      await until("the prod stream's page counting its own 7 messages", async () =>
+        (await page.textContent(".card.messages .value")).trim() === "7");
+      log("a stream of the same name in vhost prod: its own row and page");
+    } finally {
+      await prod.close();
+    }
 
     // A console opened now (a fresh session, polling every 2 s) charts the time before it: the node's own samples.
     const late = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
