@@ -39,7 +39,8 @@ packages=(
   # Erlang `re` (itself PCRE) matches them.
   libpcre2-dev
   # RabbitMQ 3.10 with its stream plugin: the peer `strata perf` is compared
-  # against (bench/server/).
+  # against (bench/server/); its rabbitmqadmin drives the management API in
+  # tests/server/rabbitmqadmin_test.cpp.
   rabbitmq-server
   # etcd 3.4: the coordination service of the etcd catalog backend (tests
   # start 3-member clusters on 127.0.0.1; etcdctl for operators).

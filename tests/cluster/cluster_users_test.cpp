@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -20,6 +21,17 @@ namespace strata::test {
 namespace {
 
 using namespace std::chrono_literals;
+
+// `strata ARGS...` against the node at `url`, as guest (password file in
+// `dir`).
+std::function<CliOut(std::vector<std::string>)> admin_cli(const std::string& url, TempDir& dir) {
+  const std::string admin = dir.sub("guest.pw");
+  std::ofstream(admin) << "guest\n";
+  return [url, admin](std::vector<std::string> args) {
+    args.insert(args.end(), {"--node", url, "--admin-password-file", admin});
+    return strata_cli(args);
+  };
+}
 
 bool logs_in(int port, const std::string& user, const std::string& pw) {
   auto c = StreamClient::connect(port);
@@ -78,13 +90,7 @@ TEST(ClusterUsers, AVhostsStreamsAreCopiedAndReadOnEveryNode) {
   o.patch["tiering"]["persist_interval_ms"] = 60000;
   auto cluster = ServeCluster::start(dir.path(), o, &error);
   ASSERT_NE(cluster, nullptr) << error;
-  const std::string a = cluster->node(0).http_url();
-  const std::string admin = dir.sub("guest.pw");
-  std::ofstream(admin) << "guest\n";
-  auto cli = [&](std::vector<std::string> args) {
-    args.insert(args.end(), {"--node", a, "--admin-password-file", admin});
-    return strata_cli(args);
-  };
+  auto cli = admin_cli(cluster->node(0).http_url(), dir);
   ASSERT_EQ(cli({"vhost", "add", "v"}).status, 0);
   auto r = cli({"permissions", "set", "guest", ".*", ".*", ".*", "--vhost", "v"});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -170,13 +176,7 @@ TEST(ClusterUsers, CreatesOnAnotherNodeRacingAVhostsDeletionLeaveNoStreamBehind)
   std::string error;
   auto cluster = ServeCluster::start(dir.path(), ServeClusterOptions::two_with_http(), &error);
   ASSERT_NE(cluster, nullptr) << error;
-  const std::string a = cluster->node(0).http_url();
-  const std::string admin = dir.sub("guest.pw");
-  std::ofstream(admin) << "guest\n";
-  auto cli = [&](std::vector<std::string> args) {
-    args.insert(args.end(), {"--node", a, "--admin-password-file", admin});
-    return strata_cli(args);
-  };
+  auto cli = admin_cli(cluster->node(0).http_url(), dir);
   auto open_b = [&]() -> Result<StreamClient> {
     STRATA_ASSIGN_OR_RETURN(StreamClient c, StreamClient::connect(cluster->port(1)));
     STRATA_TRY(c.handshake("guest", "guest", true, "racy"));

@@ -13,12 +13,14 @@
 //   - Metadata names the owner as leader and the other nodes as replicas;
 //   - QueryPublisherSequence and StreamStats answer on every node as on the
 //     owner (a non-owner asks the owner: server/owner_asker.h).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "support/http_get.h"
 #include "support/numbered_stream.h"
@@ -218,6 +220,66 @@ TEST_F(ReplicaReadTest, FromFirstOnAReplicaEveryConfirmedMessageOnceRemoteAndLiv
   EXPECT_EQ(consumer["replica"], true) << consumer.dump();
   EXPECT_EQ(consumer["offset_lag"], 0) << consumer.dump();
   EXPECT_EQ(consumer["offset_lag_estimated"], true) << consumer.dump();
+}
+
+// A replica consumer that grants the largest credit (65535) and reads
+// nothing while the owner's tail grows by 1500 chunks of 64 KB. Before,
+// the link to the owner took the consumer's whole credit, so the replica's
+// node took in the owner's whole tail and queued it for a consumer that
+// did not read. Now the link holds at most kReplicaLinkWindow (32) chunks
+// beyond those written to the consumer: the node takes in what the
+// consumer's socket and its connection's backlog hold, and a window more.
+// Once the consumer reads, every message arrives once, in order.
+TEST_F(ReplicaReadTest, ASlowReplicaConsumerHoldsTheOwnersLinkToAWindow) {
+  const std::string stream = "window";
+  const int l = create_and_find_leader(stream);
+  ASSERT_GE(l, 0);
+  const int replica = (l + 1) % kNodes;
+  StreamClient c = client(replica);
+  ASSERT_TRUE(
+      c.send(SubscribeRequest{c.corr(), kSub, stream, {OffsetType::next, 0}, 65535, {}}).ok());
+  auto sub = c.expect<SubscribeResponse>(10s);
+  ASSERT_TRUE(sub.ok()) << sub.error().message;
+  ASSERT_EQ(sub->code, ResponseCode::ok);
+
+  // One message a chunk: each publish goes out on its own (the appender
+  // lingers 2 ms for more).
+  constexpr int kChunks = 1500;
+  StreamClient p = client(l);
+  ASSERT_TRUE(declare_publisher(p, stream));
+  const std::string pad(64 * 1024, 'w');
+  for (int i = 0; i < kChunks; ++i) {
+    Bytes storage;
+    ASSERT_TRUE(
+        p.send(make_publish(1, uint64_t(i) + 1, {fmt::format("{:06}", i) + pad}, &storage)).ok());
+    std::this_thread::sleep_for(3ms);
+  }
+  json owner;
+  ASSERT_TRUE(eventually(60s, [&] {
+    owner = node_status(*cluster_, l);
+    return owner.is_object() &&
+           owner["streams"][stream].value("local_next_offset", uint64_t(0)) >= kChunks;
+  })) << owner.dump();
+  std::this_thread::sleep_for(2s);
+  json st = server_status(replica);
+  ASSERT_FALSE(st.is_null());
+  const uint64_t forwarded = st["replica_forwarded_chunks"].get<uint64_t>();
+  EXPECT_LT(forwarded, uint64_t(kChunks) * 2 / 5)
+      << "the replica's node took in " << forwarded << " of " << kChunks
+      << " chunks for a consumer that reads nothing";
+
+  uint64_t got = 0;
+  while (got < uint64_t(kChunks)) {
+    auto d = c.expect<DeliverFrame>(30s);
+    ASSERT_TRUE(d.ok()) << "after " << got << " messages: " << d.error().message;
+    auto recs = chunk_records(*d);
+    ASSERT_TRUE(recs.ok()) << recs.error().message;
+    for (const auto& r : *recs) {
+      ASSERT_EQ(r.substr(0, 6), fmt::format("{:06}", got)) << "message " << got;
+      got += 1;
+    }
+  }
+  EXPECT_EQ(got, uint64_t(kChunks));
 }
 
 TEST_F(ReplicaReadTest, KillOwnerWhileAReplicaConsumerReadsLosesAndRepeatsNothing) {
