@@ -15,6 +15,8 @@ struct PerfFlags {
   std::vector<std::string> stream_args;
   std::string host;
   int port = 0;
+  bool tls = false;
+  bool tls_no_verify = false;
 };
 
 Registrar reg_perf([](CLI::App& app, Context& ctx) {
@@ -26,6 +28,19 @@ Registrar reg_perf([](CLI::App& app, Context& ctx) {
                   "rabbitmq-stream://USER:PASS@HOST:PORT/VHOST (or HOST:PORT)");
   cmd->add_option("--host", flags->host, "Server host (default 127.0.0.1)");
   cmd->add_option("--port", flags->port, "Server port (default 5552)");
+  cmd->add_flag(
+      "--tls", flags->tls,
+      "Connect over TLS (also a rabbitmq-stream+tls:// URI; RabbitMQ's TLS port is 5551)");
+  cmd->add_option("--tls-ca-file", o.connect.tls_options.ca_file,
+                  "CA certificates the server's certificate is checked against (default: the "
+                  "system's)");
+  cmd->add_option("--tls-cert-file", o.connect.tls_options.cert_file,
+                  "Client certificate (PEM; with --tls-key-file)");
+  cmd->add_option("--tls-key-file", o.connect.tls_options.key_file, "Client key (PEM)");
+  cmd->add_option("--tls-server-name", o.connect.tls_options.server_name,
+                  "Name the server's certificate must carry, and SNI (default: the host)");
+  cmd->add_flag("--tls-no-verify", flags->tls_no_verify,
+                "Do not check the server's certificate (encrypted, not authenticated)");
   cmd->add_option("--username", o.connect.username)->capture_default_str();
   cmd->add_option("--password", o.connect.password)->capture_default_str();
   cmd->add_option("--stream", o.stream, "Stream (created if missing)")->capture_default_str();
@@ -71,6 +86,13 @@ Registrar reg_perf([](CLI::App& app, Context& ctx) {
     if (!flags->uri.empty()) {
       auto s = perf::apply_uri(flags->uri, &o.connect);
       if (!s.ok()) return ctx.fail(s.error());
+    }
+    if (flags->uri.rfind("rabbitmq-stream+tls://", 0) == 0) flags->tls = true;
+    if (flags->tls) {
+      o.connect.tls_options.verify = !flags->tls_no_verify;
+      auto tls = perf::make_tls_client_context(o.connect.tls_options);
+      if (!tls.ok()) return ctx.fail(tls.error());
+      o.connect.tls = std::move(tls).value();
     }
     if (!flags->host.empty()) o.connect.host = flags->host;
     if (flags->port != 0) {

@@ -1,7 +1,10 @@
 #include "perf/connection.h"
 
 #include <fmt/format.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "proto/client_handshake.h"
@@ -24,9 +27,80 @@ std::string Connection::server_property(std::string_view key) const {
   return {};
 }
 
+Result<std::shared_ptr<asio::ssl::context>> make_tls_client_context(const TlsClientOptions& o) {
+  auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
+  // TLS 1.2 and 1.3 only, as strata's listener and RabbitMQ's defaults.
+  ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                   asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                   asio::ssl::context::no_tlsv1_1);
+  asio::error_code ec;
+  if (o.verify) {
+    ctx->set_verify_mode(asio::ssl::verify_peer, ec);
+    if (o.ca_file.empty()) {
+      ctx->set_default_verify_paths(ec);
+    } else {
+      ctx->load_verify_file(o.ca_file, ec);
+    }
+    if (ec) {
+      return make_error(Errc::invalid_argument,
+                        fmt::format("--tls-ca-file {}: {}", o.ca_file, ec.message()));
+    }
+  } else {
+    ctx->set_verify_mode(asio::ssl::verify_none, ec);
+  }
+  if (o.cert_file.empty() != o.key_file.empty()) {
+    return make_error(Errc::invalid_argument, "--tls-cert-file and --tls-key-file go together");
+  }
+  if (!o.cert_file.empty()) {
+    ctx->use_certificate_chain_file(o.cert_file, ec);
+    if (ec) {
+      return make_error(Errc::invalid_argument,
+                        fmt::format("--tls-cert-file {}: {}", o.cert_file, ec.message()));
+    }
+    ctx->use_private_key_file(o.key_file, asio::ssl::context::pem, ec);
+    if (ec) {
+      return make_error(Errc::invalid_argument,
+                        fmt::format("--tls-key-file {}: {}", o.key_file, ec.message()));
+    }
+  }
+  return ctx;
+}
+
+Status Connection::start_tls(const ConnectOptions& o) {
+  tls_ = std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(socket_, *o.tls);
+  SSL* ssl = tls_->native_handle();
+  const std::string& name = o.tls_options.server_name.empty() ? o.host : o.tls_options.server_name;
+  asio::error_code ec;
+  const auto ip = asio::ip::make_address(name, ec);
+  // SNI carries host names only; an address is matched against the
+  // certificate's IP entries.
+  if (ec) SSL_set_tlsext_host_name(ssl, name.c_str());
+  if (o.tls_options.verify) {
+    X509_VERIFY_PARAM* p = SSL_get0_param(ssl);
+    const int ok = ec ? X509_VERIFY_PARAM_set1_host(p, name.c_str(), 0)
+                      : X509_VERIFY_PARAM_set1_ip_asc(p, ip.to_string().c_str());
+    if (ok != 1) return make_error(Errc::invalid_argument, where_ + ": TLS: bad name " + name);
+  }
+  tls_->handshake(asio::ssl::stream_base::client, ec);
+  if (ec) {
+    const long v = SSL_get_verify_result(ssl);
+    return make_error(
+        Errc::unavailable,
+        fmt::format("{}: TLS handshake: {}{}", where_, ec.message(),
+                    v == X509_V_OK ? std::string()
+                                   : std::string(" (") + X509_verify_cert_error_string(v) + ")"));
+  }
+  if (o.open_times) {
+    std::lock_guard l(o.open_times->mu);
+    o.open_times->tls_version = SSL_get_version(ssl);
+    o.open_times->tls_cipher = SSL_get_cipher_name(ssl);
+  }
+  return {};
+}
+
 Status Connection::write_sync(BytesView frame) {
   asio::error_code ec;
-  asio::write(socket_, asio::buffer(frame.data(), frame.size()), ec);
+  with_stream([&](auto& s) { asio::write(s, asio::buffer(frame.data(), frame.size()), ec); });
   if (ec) return make_error(Errc::io, where_ + ": write: " + ec.message());
   return {};
 }
@@ -54,7 +128,9 @@ Result<Bytes> Connection::read_frame_sync() {
       in_.resize(s.total());
     }
     asio::error_code ec;
-    size_t n = socket_.read_some(asio::buffer(in_.data() + end_, in_.size() - end_), ec);
+    size_t n = with_stream([&](auto& s) {
+      return s.read_some(asio::buffer(in_.data() + end_, in_.size() - end_), ec);
+    });
     if (ec) return make_error(Errc::io, where_ + ": read: " + ec.message());
     end_ += n;
   }
@@ -82,6 +158,8 @@ Result<Bytes> Connection::read_response_sync(uint16_t key, uint32_t correlation_
 
 Status Connection::open(const ConnectOptions& o) {
   where_ = fmt::format("{}:{}", o.host, o.port);
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
   asio::error_code ec;
   asio::ip::tcp::resolver resolver(socket_.get_executor());
   auto endpoints = resolver.resolve(o.host, std::to_string(o.port), ec);
@@ -89,6 +167,9 @@ Status Connection::open(const ConnectOptions& o) {
   asio::connect(socket_, endpoints, ec);
   if (ec) return make_error(Errc::unavailable, where_ + ": connect: " + ec.message());
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  const auto t_tls = Clock::now();
+  if (o.tls) STRATA_TRY(start_tls(o));
+  const auto t_tls_done = Clock::now();
 
   ClientHandshakeOptions ho;
   ho.properties = {{"product", "strata-perf"},
@@ -118,6 +199,12 @@ Status Connection::open(const ConnectOptions& o) {
   server_properties_ = hs.server_properties();
   frame_max_ = hs.tuned().frame_max;
   next_correlation_ = hs.next_correlation();
+  if (o.open_times) {
+    auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+    std::lock_guard l(o.open_times->mu);
+    o.open_times->open_ms.push_back(ms(Clock::now() - t0));
+    if (o.tls) o.open_times->tls_handshake_ms.push_back(ms(t_tls_done - t_tls));
+  }
   return {};
 }
 
@@ -140,54 +227,60 @@ void Connection::read_more() {
     begin_ = 0;
   }
   if (end_ == in_.size()) in_.resize(in_.size() * 2);
-  socket_.async_read_some(
-      asio::buffer(in_.data() + end_, in_.size() - end_), [this](asio::error_code ec, size_t n) {
-        if (ec) {
-          if (ec != asio::error::operation_aborted) {
-            fail(make_error(Errc::io, where_ + ": read: " + ec.message()));
-          }
-          return;
-        }
-        end_ += n;
-        for (;;) {
-          BytesView buf(in_.data() + begin_, end_ - begin_);
-          FrameSplit s = split_frame(buf, kMaxIncomingFrame);
-          if (s.kind == FrameSplit::too_large) {
-            fail(make_error(Errc::corrupt,
-                            fmt::format("{}: server sent a frame of {} bytes", where_, s.total())));
-            return;
-          }
-          if (s.kind == FrameSplit::need_more) {
-            if (buf.size() >= kFrameSizeBytes && s.total() > in_.size()) in_.resize(s.total());
-            break;
-          }
-          auto f = decode_server_frame(s.body(buf));
-          if (!f.ok()) {
-            fail(std::move(f).error().with_context(where_));
-            return;
-          }
-          on_frame_(*f);
-          begin_ += s.total();
-          if (failed_) return;
-        }
-        read_more();
-      });
+  with_stream([this](auto& s) {
+    s.async_read_some(asio::buffer(in_.data() + end_, in_.size() - end_),
+                      [this](asio::error_code ec, size_t n) { on_read(ec, n); });
+  });
+}
+
+void Connection::on_read(asio::error_code ec, size_t n) {
+  if (ec) {
+    if (ec != asio::error::operation_aborted) {
+      fail(make_error(Errc::io, where_ + ": read: " + ec.message()));
+    }
+    return;
+  }
+  end_ += n;
+  for (;;) {
+    BytesView buf(in_.data() + begin_, end_ - begin_);
+    FrameSplit s = split_frame(buf, kMaxIncomingFrame);
+    if (s.kind == FrameSplit::too_large) {
+      fail(make_error(Errc::corrupt,
+                      fmt::format("{}: server sent a frame of {} bytes", where_, s.total())));
+      return;
+    }
+    if (s.kind == FrameSplit::need_more) {
+      if (buf.size() >= kFrameSizeBytes && s.total() > in_.size()) in_.resize(s.total());
+      break;
+    }
+    auto f = decode_server_frame(s.body(buf));
+    if (!f.ok()) {
+      fail(std::move(f).error().with_context(where_));
+      return;
+    }
+    on_frame_(*f);
+    begin_ += s.total();
+    if (failed_) return;
+  }
+  read_more();
 }
 
 void Connection::flush() {
   if (writing_ || pending_.empty() || failed_) return;
   writing_ = true;
   std::swap(pending_, in_flight_);
-  asio::async_write(socket_, asio::buffer(in_flight_), [this](asio::error_code ec, size_t) {
-    writing_ = false;
-    in_flight_.clear();
-    if (ec) {
-      if (ec != asio::error::operation_aborted) {
-        fail(make_error(Errc::io, where_ + ": write: " + ec.message()));
+  with_stream([this](auto& s) {
+    asio::async_write(s, asio::buffer(in_flight_), [this](asio::error_code ec, size_t) {
+      writing_ = false;
+      in_flight_.clear();
+      if (ec) {
+        if (ec != asio::error::operation_aborted) {
+          fail(make_error(Errc::io, where_ + ": write: " + ec.message()));
+        }
+        return;
       }
-      return;
-    }
-    flush();
+      flush();
+    });
   });
 }
 

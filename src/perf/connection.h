@@ -7,7 +7,10 @@
 #pragma once
 
 #include <asio.hpp>
+#include <asio/ssl.hpp>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,29 @@
 #include "proto/dispatch.h"
 
 namespace strata::perf {
+
+// How the connections of a run opened: the time from the TCP connect to
+// Open's answer, and the TLS handshake's part of it (TLS only). Shared by
+// every connection of a run (opened from any thread).
+struct OpenTimes {
+  std::mutex mu;
+  std::vector<double> open_ms;
+  std::vector<double> tls_handshake_ms;
+  std::string tls_version, tls_cipher;  // the last TLS session's
+};
+
+// TLS to the server (RabbitMQ's convention: port 5551): the server's
+// certificate checked against `ca_file` (the system's CAs when empty) and
+// the host name, unless `verify` is off; a client certificate when given.
+struct TlsClientOptions {
+  std::string ca_file;
+  std::string cert_file, key_file;
+  // The name the certificate must carry and SNI (default: the host).
+  std::string server_name;
+  bool verify = true;
+};
+// invalid_argument naming the file OpenSSL could not load.
+Result<std::shared_ptr<asio::ssl::context>> make_tls_client_context(const TlsClientOptions& o);
 
 struct ConnectOptions {
   std::string host = "127.0.0.1";
@@ -26,6 +52,11 @@ struct ConnectOptions {
   std::string connection_name = "strata-perf";
   // Largest frame we accept; the server's Tune may lower it.
   uint32_t frame_max = 1048576;
+  // Set: TLS over the TCP connection (make_tls_client_context).
+  std::shared_ptr<asio::ssl::context> tls;
+  TlsClientOptions tls_options;
+  // Set: each connection records how long it took to open.
+  std::shared_ptr<OpenTimes> open_times;
 };
 
 class Connection {
@@ -67,12 +98,23 @@ class Connection {
   void close();
 
  private:
+  // TLS: the handshake (SNI, the certificate's name checked) on socket_.
+  Status start_tls(const ConnectOptions& o);
+  // `f(stream)` with the stream frames go through: the TLS stream over
+  // socket_, or socket_ itself.
+  template <class F>
+  decltype(auto) with_stream(F&& f) {
+    if (tls_) return f(*tls_);
+    return f(socket_);
+  }
   Result<Bytes> read_frame_sync();
   Result<Bytes> read_response_sync(uint16_t key, uint32_t correlation_id);
   void read_more();
+  void on_read(asio::error_code ec, size_t n);
   void fail(const Error& e);
 
   asio::ip::tcp::socket socket_;
+  std::unique_ptr<asio::ssl::stream<asio::ip::tcp::socket&>> tls_;
   proto::Properties server_properties_;
   uint32_t frame_max_ = 0;
   uint32_t next_correlation_ = 1;

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
+#include <mutex>
 #include <random>
 
 #include "perf/load.h"
@@ -200,6 +202,21 @@ class PerfRun {
     admin_.close();
   }
 
+  // How the connections opened: over TLS or not, the time to open each
+  // (TCP connect to Open's answer) and the TLS handshake's part.
+  nlohmann::json connections_json() const {
+    OpenTimes& t = *o_.connect.open_times;
+    std::lock_guard l(t.mu);
+    auto ms = [](std::vector<double> v) {
+      if (v.empty()) return nlohmann::json(nullptr);
+      std::sort(v.begin(), v.end());
+      return nlohmann::json{{"p50", v[v.size() / 2]}, {"max", v.back()}};
+    };
+    return {{"count", t.open_ms.size()},    {"tls", o_.connect.tls != nullptr},
+            {"tls_version", t.tls_version}, {"tls_cipher", t.tls_cipher},
+            {"open_ms", ms(t.open_ms)},     {"tls_handshake_ms", ms(t.tls_handshake_ms)}};
+  }
+
   PerfSummary summary() const {
     auto secs = [&](uint64_t from, uint64_t to) { return to > from ? double(to - from) / 1e9 : 0; };
     double publish_s = secs(t0_, publish_end_ns_ ? publish_end_ns_ : end_ns_);
@@ -245,6 +262,7 @@ class PerfRun {
           {"consumed_mb_s", per_s(double(stats_.consumed_bytes), consume_s) / 1e6}}},
         {"confirm_latency_us", latency_json(stats_.confirm_latency_ns)},
         {"deliver_latency_us", latency_json(stats_.deliver_latency_ns)},
+        {"connections", connections_json()},
     };
     bool all_consumed = true;
     for (auto& c : consumers_) {
@@ -297,7 +315,9 @@ Result<PerfSummary> run_perf(const PerfOptions& o, std::ostream& progress) {
   if (o.sub_entry_size > 0xffff) {
     return make_error(Errc::invalid_argument, "--sub-entry-size: at most 65535");
   }
-  return PerfRun(o, progress).run();
+  PerfOptions with_times = o;
+  if (!with_times.connect.open_times) with_times.connect.open_times = std::make_shared<OpenTimes>();
+  return PerfRun(with_times, progress).run();
 }
 
 std::string format_summary(const nlohmann::json& j) {
@@ -324,6 +344,20 @@ std::string format_summary(const nlohmann::json& j) {
       "max {:.0f} us\n",
       dl["p50"].get<double>(), dl["p99"].get<double>(), dl["p999"].get<double>(),
       dl["max"].get<double>());
+  const auto& cn = j["connections"];
+  if (cn.is_object() && cn["open_ms"].is_object()) {
+    s += fmt::format("  connections: {} over {}: open p50 {:.2f} ms, max {:.2f} ms{}\n",
+                     cn["count"].get<uint64_t>(),
+                     cn["tls"].get<bool>()
+                         ? fmt::format("{} ({})", cn["tls_version"].get<std::string>(),
+                                       cn["tls_cipher"].get<std::string>())
+                         : std::string("plain TCP"),
+                     cn["open_ms"]["p50"].get<double>(), cn["open_ms"]["max"].get<double>(),
+                     cn["tls_handshake_ms"].is_object()
+                         ? fmt::format("; TLS handshake p50 {:.2f} ms",
+                                       cn["tls_handshake_ms"]["p50"].get<double>())
+                         : std::string());
+  }
   s += fmt::format("  errors: publish {}, crc {}, gaps {}{}\n", j["publish_errors"].get<uint64_t>(),
                    j["crc_errors"].get<uint64_t>(), j["gaps"].get<uint64_t>(),
                    j["drain_timeout"].get<bool>() ? ", drain timed out" : "");

@@ -2,7 +2,10 @@
 // while the binary has no `serve` command.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "support/cli.h"
+#include "support/test_certs.h"
 
 namespace strata::test {
 namespace {
@@ -85,6 +88,51 @@ TEST_F(ServePerf, FilterValuesAndAFilteredConsumer) {
   EXPECT_GE(one["consumed_all"].get<uint64_t>(), 1000u);
   EXPECT_LT(one["chunk_bytes"].get<uint64_t>() * 3, all["chunk_bytes"].get<uint64_t>())
       << one.dump(2) << all.dump(2);
+}
+
+// `strata perf --tls` against a TLS listener: the same run over TLS, the
+// session and the handshake's time in the summary; a server whose
+// certificate is not from the CA given is refused with OpenSSL's reason.
+TEST(ServePerfTls, PublishesAndConsumesOverTlsAndTimesTheHandshake) {
+  TempDir dir;
+  TestCerts certs, other;
+  std::string error;
+  ASSERT_TRUE(make_test_certs(dir.path(), "perf", &certs, &error)) << error;
+  ASSERT_TRUE(make_test_certs(dir.path(), "perf", &other, &error, "other-")) << error;
+  const std::string cfg = dir.sub("tls.json");
+  std::ofstream(cfg) << nlohmann::json{{"tls",
+                                        {{"listen", "127.0.0.1:0"},
+                                         {"cert_file", certs.server_cert},
+                                         {"key_file", certs.server_key}}}}
+                            .dump();
+  auto server = Process::spawn({STRATA_BIN, "serve", "--data-dir", dir.sub("data"), "--listen",
+                                "127.0.0.1:0", "--config", cfg},
+                               dir.path());
+  auto out = server.wait_for_output("tls on", std::chrono::seconds(60));
+  ASSERT_TRUE(out.has_value()) << server.stderr_text();
+  const std::string line = out->substr(out->find("tls on"));
+  const std::string port = std::to_string(std::atoi(line.substr(line.rfind(':') + 1).c_str()));
+
+  auto run = strata_cli({"--json", "perf", "--port", port, "--tls", "--tls-ca-file", certs.ca,
+                         "--producers", "1", "--consumers", "1", "--messages", "20000"});
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  auto j = nlohmann::json::parse(run.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << run.out;
+  EXPECT_TRUE(j["ok"].get<bool>()) << j.dump(2);
+  EXPECT_EQ(j["consumed"], 20000);
+  const auto& c = j["connections"];
+  EXPECT_EQ(c["tls"], true) << c.dump();
+  EXPECT_EQ(c["count"], 3) << c.dump();  // the admin connection, a producer, a consumer
+  EXPECT_TRUE(c["tls_version"] == "TLSv1.3" || c["tls_version"] == "TLSv1.2") << c.dump();
+  EXPECT_GT(c["tls_handshake_ms"]["p50"].get<double>(), 0.0) << c.dump();
+  EXPECT_GE(c["open_ms"]["p50"].get<double>(), c["tls_handshake_ms"]["p50"].get<double>());
+
+  auto refused = strata_cli({"perf", "--port", port, "--tls", "--tls-ca-file", other.ca,
+                             "--producers", "1", "--consumers", "0", "--messages", "10"});
+  EXPECT_NE(refused.status, 0);
+  EXPECT_TRUE(contains(refused.err, "certificate verify failed")) << refused.err;
+  server.kill(15);
+  EXPECT_EQ(server.wait(std::chrono::seconds(30)), 0) << server.stderr_text();
 }
 
 }  // namespace
