@@ -5,6 +5,10 @@
 #   bench/server/rabbitmq.sh start DIR [STREAM_PORT]   prints the stream port
 #   bench/server/rabbitmq.sh stop DIR
 #   bench/server/rabbitmq.sh pid DIR                   the Erlang VM's pid (for RSS)
+#   bench/server/rabbitmq.sh tls-port DIR              the TLS stream port (see below)
+# With RMQ_TLS_CERT, RMQ_TLS_KEY and RMQ_TLS_CA (PEM files) set at start, the
+# stream plugin also listens with TLS (RabbitMQ's stream.listeners.ssl) on a
+# free port, client certificates not asked for.
 set -euo pipefail
 
 RMQ_BIN=/usr/lib/rabbitmq/bin
@@ -36,9 +40,12 @@ case "$cmd" in
     stream_port=${3:-$(free_port)}
     epmd_port=$(free_port)
     dist_port=$(free_port)
+    tls_port=""
+    [ -n "${RMQ_TLS_CERT:-}" ] && tls_port=$(free_port)
     cat >"$dir/env" <<ENV
 NODE=rabbit-$stream_port@localhost
 STREAM_PORT=$stream_port
+TLS_PORT=$tls_port
 EPMD_PORT=$epmd_port
 DIST_PORT=$dist_port
 ENV
@@ -50,6 +57,18 @@ stream.advertised_port = $stream_port
 log.console = false
 log.file.level = warning
 CONF
+    if [ -n "$tls_port" ]; then
+      cat >>"$dir/rabbitmq.conf" <<CONF
+stream.listeners.ssl.1 = 127.0.0.1:$tls_port
+ssl_options.cacertfile = ${RMQ_TLS_CA:?RMQ_TLS_CA is needed with RMQ_TLS_CERT}
+ssl_options.certfile = $RMQ_TLS_CERT
+ssl_options.keyfile = ${RMQ_TLS_KEY:?RMQ_TLS_KEY is needed with RMQ_TLS_CERT}
+ssl_options.verify = verify_none
+ssl_options.fail_if_no_peer_cert = false
+ssl_options.versions.1 = tlsv1.3
+ssl_options.versions.2 = tlsv1.2
+CONF
+    fi
     echo '[rabbitmq_stream].' >"$dir/enabled_plugins"
     load_env
     epmd -port "$epmd_port" -address 127.0.0.1 >"$dir/log/epmd.out" 2>&1 &
@@ -83,6 +102,11 @@ CONF
     ;;
   pid)
     cat "$dir/rabbitmq.pid"
+    ;;
+  tls-port)
+    # shellcheck disable=SC1091
+    source "$dir/env"
+    echo "$TLS_PORT"
     ;;
   *)
     echo "usage: rabbitmq.sh start|stop|pid DIR [STREAM_PORT]" >&2
