@@ -74,6 +74,9 @@ Status apply_option(OpenRequest& req, const OptionReader& r, const std::string& 
   } else if (key == "shutdown_compaction_budget_ms") {
     STRATA_ASSIGN_OR_RETURN(uint64_t ms, r.u64(0, kMaxMs));
     o.shutdown_compaction_budget = std::chrono::milliseconds(ms);
+  } else if (key == "sync_timeout_ms") {
+    STRATA_ASSIGN_OR_RETURN(uint64_t ms, r.u64(1, kMaxMs));
+    req.sync_timeout = std::chrono::milliseconds(ms);
   } else if (key == "migrate_dets") {
     STRATA_ASSIGN_OR_RETURN(o.migrate_dets, r.boolean());
   } else if (key == "migration_progress") {

@@ -278,12 +278,20 @@ Status RaftMeta::Impl::sync() {
   return wait_durable(l, seq_);
 }
 
-Status RaftMeta::Impl::await_progress(uint64_t want, DurableProgress* p) {
+Status RaftMeta::Impl::await_progress(uint64_t want, DurableProgress* p,
+                                      std::chrono::steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> l(mu_);
   const auto moved = [&] { return durable_seq_ > p->durable_seq || failures_ != p->failures; };
   if (want > p->durable_seq && !moved() && !fatal_ && !stopping_) {
     request_sync_locked(want);
-    done_cv_.wait(l, [&] { return moved() || fatal_ || stopping_; });
+    const auto done = [&] { return moved() || fatal_ || stopping_; };
+    if (deadline == std::chrono::steady_clock::time_point::max()) {
+      done_cv_.wait(l, done);
+    } else {
+      // The writer never holds mu_ across a write or an fsync: this wait
+      // ends at the deadline whatever the disk does.
+      (void)done_cv_.wait_until(l, deadline, done);
+    }
   }
   const bool progressed = moved();
   p->durable_seq = std::max(p->durable_seq, durable_seq_);
@@ -391,8 +399,9 @@ Status RaftMeta::store(BytesView id, Field f, const FieldValue& v, uint64_t* seq
 Status RaftMeta::erase(BytesView id, uint64_t* seq) {
   return impl_->erase(id, seq);
 }
-Status RaftMeta::await_progress(uint64_t want, DurableProgress* p) {
-  return impl_->await_progress(want, p);
+Status RaftMeta::await_progress(uint64_t want, DurableProgress* p,
+                                std::chrono::steady_clock::time_point deadline) {
+  return impl_->await_progress(want, p, deadline);
 }
 std::optional<FieldValue> RaftMeta::fetch(BytesView id, Field f) const {
   return impl_->fetch(id, f);

@@ -153,9 +153,13 @@ class RaftMeta {
   // A batch that failed transiently fails the changes in (durable_seq,
   // failed_seq] (they are retried, as for a blocked store_sync). Returns
   // the store's fatal error (fail_stopped) or `closed` instead, after
-  // which no change beyond p->durable_seq becomes durable. Blocks: not on
-  // a thread that must not wait for the disk.
-  Status await_progress(uint64_t want, DurableProgress* p);
+  // which no change beyond p->durable_seq becomes durable. Returns OK with
+  // *p unchanged at `deadline` (a caller that must answer its own callers
+  // in time even while an fsync hangs). Blocks: not on a thread that must
+  // not wait for the disk.
+  Status await_progress(uint64_t want, DurableProgress* p,
+                        std::chrono::steady_clock::time_point deadline =
+                            std::chrono::steady_clock::time_point::max());
 
   // The value of a field, or nullopt if the server or the field is absent.
   std::optional<FieldValue> fetch(BytesView id, Field f) const;

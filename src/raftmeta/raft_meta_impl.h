@@ -27,7 +27,8 @@ class RaftMeta::Impl {
   Status erase(BytesView id, uint64_t* seq = nullptr) { return remove(id, false, seq); }
   Status erase_sync(BytesView id) { return remove(id, true, nullptr); }
   Status sync();
-  Status await_progress(uint64_t want, DurableProgress* p);
+  Status await_progress(uint64_t want, DurableProgress* p,
+                        std::chrono::steady_clock::time_point deadline);
   std::optional<FieldValue> fetch(BytesView id, Field f) const;
   std::optional<ServerMeta> fetch_all(BytesView id) const;
   std::optional<VoteRead> fetch_vote(BytesView id, char* name_buf) const {
