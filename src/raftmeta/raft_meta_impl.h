@@ -88,7 +88,8 @@ class RaftMeta::Impl {
 
   void writer_main();
   bool has_work_locked(int64_t now) const;
-  Snapshot take_snapshot_locked(int64_t now);
+  // Fills `snap` (the previous round's, reset) with everything pending.
+  void take_snapshot_locked(int64_t now, Snapshot& snap);
   // Builds snap.batch; runs without mu_ (only the writer touches the store).
   void build_batch(Snapshot& snap);
   void requeue_locked(Snapshot& snap);
