@@ -10,9 +10,8 @@
 //   max_id_bytes                   longest server id (uid) of a new store (64, at most 255)
 //   max_name_bytes, max_node_bytes longest voted_for name / node of a new store (255)
 //   applied_sync_interval_ms       how late an unsynced last_applied is fsynced (5000)
-//   group_commit_window_us         longest wait for more sync callers (0: the binding's
-//                                  SyncWaiter already batches every store_sync queued
-//                                  during an fsync; raftmeta's own default is 2000)
+//   group_commit_window_us         longest hold of a synced batch for more store_sync
+//                                  callers, never longer than the last fsync (2000)
 //   shutdown_compaction_budget_ms  how long close lets a compaction run (25000, below the
 //                                  30 s shutdown budget Ra's supervisor gives the process)
 //   sync_timeout_ms                how long store_sync / delete_sync wait for durability

@@ -170,6 +170,15 @@ void RaftMeta::Impl::request_sync_locked(uint64_t seq) {
   }
 }
 
+void RaftMeta::Impl::answer_later_locked(uint64_t* seq) {
+  *seq = seq_;
+  // A caller waits for it, elsewhere (the binding's reply thread, which
+  // asks once per round for all of its callers): counted here, so that
+  // group commit holds a synced batch for as many callers as the last one
+  // released, as for callers of store_sync.
+  if (durable_seq_ < seq_) request_sync_locked(seq_);
+}
+
 Status RaftMeta::Impl::wait_durable(std::unique_lock<std::mutex>& l, uint64_t seq) {
   if (durable_seq_ >= seq) return Status::OK();
   if (fatal_) return *fatal_;
@@ -200,7 +209,7 @@ Status RaftMeta::Impl::change(BytesView id, Field f, const FieldValue& v, bool s
       ++changes_;
       wake_writer();
     }
-    if (seq) *seq = seq_;
+    if (seq) answer_later_locked(seq);
     if (!sync) return Status::OK();
     return wait_durable(l, seq_);
   }
@@ -240,7 +249,7 @@ Status RaftMeta::Impl::change(BytesView id, Field f, const FieldValue& v, bool s
     ++changes_;
     wake_writer();
   }
-  if (seq) *seq = seq_;
+  if (seq) answer_later_locked(seq);
   if (!sync) return Status::OK();
   return wait_durable(l, seq_);
 }
@@ -267,7 +276,7 @@ Status RaftMeta::Impl::remove(BytesView id, bool sync, uint64_t* seq) {
     ++changes_;
     wake_writer();
   }
-  if (seq) *seq = seq_;
+  if (seq) answer_later_locked(seq);
   if (!sync) return Status::OK();
   return wait_durable(l, seq_);
 }

@@ -144,7 +144,9 @@ class RaftMeta {
   // thread per caller (the Erlang binding's reply thread): store() and
   // erase() that also give the change's sequence number in *seq (the
   // latest change's if this one changed nothing). The change is durable
-  // once DurableProgress::durable_seq >= *seq.
+  // once DurableProgress::durable_seq >= *seq. Each such call counts as a
+  // sync caller's (the writer is asked to fsync it, and group commit
+  // counts it among the callers a synced batch may wait for).
   Status store(BytesView id, Field f, const FieldValue& v, uint64_t* seq);
   Status erase(BytesView id, uint64_t* seq);
   // Asks for every change <= `want` to be fsynced (as sync() does), then

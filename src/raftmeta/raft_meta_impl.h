@@ -80,6 +80,9 @@ class RaftMeta::Impl {
   Status remove(BytesView id, bool sync, uint64_t* seq);
   // Asks the writer to fsync every change <= seq (under mu_).
   void request_sync_locked(uint64_t seq);
+  // store/erase with a seq: gives it, and asks for its fsync as a sync
+  // caller would (under mu_).
+  void answer_later_locked(uint64_t* seq);
   Status usable_locked() const;
   Status wait_durable(std::unique_lock<std::mutex>& l, uint64_t seq);
   void mark_dirty(uint32_t e, FieldMask mask);

@@ -427,6 +427,36 @@ TEST_F(RaftMetaTest, AwaitProgressEndsAtItsDeadlineWhileAnFsyncHangs) {
   ASSERT_OK(m->close());
 }
 
+// The Erlang binding's store_sync callers are changes stored with a seq,
+// all awaited by one thread: they count as sync callers, so a synced batch
+// is held (at most the last fsync's duration) for as many of them as the
+// last batch released, rather than fsynced for the first one back.
+TEST_F(RaftMetaTest, ChangesStoredWithASeqCountAsSyncCallersForGroupCommit) {
+  FaultFileSystem fs;
+  Options o = small_options();
+  o.group_commit_window = 1s;
+  auto m = open(o, &fs);
+  ASSERT_TRUE(m);
+  // Slow fsyncs: the hold lasts at most as long as the last one took.
+  fs.fail_when([](const FaultOp& op) {
+    if (op.kind == FaultOp::Kind::sync) std::this_thread::sleep_for(50ms);
+    return false;
+  });
+  DurableProgress p;
+  // 20 callers, then 5 of them: the second batch waits for the other 15
+  // (who do not come) until the window ends.
+  for (int callers : {20, 5}) {
+    uint64_t want = 0;
+    for (int i = 0; i < callers; ++i) {
+      ASSERT_OK(m->store("s" + std::to_string(i), Field::current_term, uint64_t(callers), &want));
+    }
+    while (p.durable_seq < want) ASSERT_OK(m->await_progress(want, &p));
+  }
+  EXPECT_GE(m->stats().group_commit_holds, 1u);
+  fs.fail_when(nullptr);
+  ASSERT_OK(m->close());
+}
+
 TEST_F(RaftMetaTest, CompactionCyclesUnderATinyWalKeepValues) {
   Options o = small_options(64, 16, 16 * 1024);
   std::map<std::string, std::pair<uint64_t, uint64_t>> want;  // term, applied
