@@ -162,9 +162,9 @@ void RaftMeta::Impl::mark_dirty(uint32_t e, FieldMask mask) {
   dirty_mask_[e] |= mask;
 }
 
-void RaftMeta::Impl::request_sync_locked(uint64_t seq) {
+void RaftMeta::Impl::request_sync_locked(uint64_t seq, bool new_caller) {
   want_sync_seq_ = std::max(want_sync_seq_, seq);
-  ++sync_arrivals_;
+  if (new_caller) ++sync_arrivals_;
   if (writer_idle_ && (!holding_ || sync_arrivals_ >= group_commit_.expected())) {
     work_cv_.notify_one();
   }
@@ -292,7 +292,10 @@ Status RaftMeta::Impl::await_progress(uint64_t want, DurableProgress* p,
   std::unique_lock<std::mutex> l(mu_);
   const auto moved = [&] { return durable_seq_ > p->durable_seq || failures_ != p->failures; };
   if (want > p->durable_seq && !moved() && !fatal_ && !stopping_) {
-    request_sync_locked(want);
+    // Its callers were counted when their changes were stored (with a
+    // seq): counting this wait too made a lone caller's batch wait for it
+    // (a hold on every call).
+    request_sync_locked(want, false);
     const auto done = [&] { return moved() || fatal_ || stopping_; };
     if (deadline == std::chrono::steady_clock::time_point::max()) {
       done_cv_.wait(l, done);

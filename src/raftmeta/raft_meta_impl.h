@@ -78,8 +78,9 @@ class RaftMeta::Impl {
   // `seq` (if set) gets the change's sequence number (see raft_meta.h).
   Status change(BytesView id, Field f, const FieldValue& v, bool sync, uint64_t* seq);
   Status remove(BytesView id, bool sync, uint64_t* seq);
-  // Asks the writer to fsync every change <= seq (under mu_).
-  void request_sync_locked(uint64_t seq);
+  // Asks the writer to fsync every change <= seq (under mu_); a
+  // `new_caller` counts for group commit.
+  void request_sync_locked(uint64_t seq, bool new_caller = true);
   // store/erase with a seq: gives it, and asks for its fsync as a sync
   // caller would (under mu_).
   void answer_later_locked(uint64_t* seq);

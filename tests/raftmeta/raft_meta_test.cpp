@@ -457,6 +457,31 @@ TEST_F(RaftMetaTest, ChangesStoredWithASeqCountAsSyncCallersForGroupCommit) {
   ASSERT_OK(m->close());
 }
 
+// ... but the thread's own wait is not one more caller: a lone caller's
+// batch is never held for it (it was, on most calls, before).
+TEST_F(RaftMetaTest, ALoneCallerStoringWithASeqIsNeverHeld) {
+  FaultFileSystem fs;
+  Options o = small_options();
+  o.group_commit_window = 1s;
+  auto m = open(o, &fs);
+  ASSERT_TRUE(m);
+  fs.fail_when([](const FaultOp& op) {
+    if (op.kind == FaultOp::Kind::sync) std::this_thread::sleep_for(5ms);
+    return false;
+  });
+  DurableProgress p;
+  for (uint64_t term = 1; term <= 20; ++term) {
+    uint64_t want = 0;
+    ASSERT_OK(m->store("lone", Field::current_term, term, &want));
+    // The binding's reply thread asks a moment after the store.
+    std::this_thread::sleep_for(2ms);
+    while (p.durable_seq < want) ASSERT_OK(m->await_progress(want, &p));
+  }
+  EXPECT_EQ(m->stats().group_commit_holds, 0u);
+  fs.fail_when(nullptr);
+  ASSERT_OK(m->close());
+}
+
 TEST_F(RaftMetaTest, CompactionCyclesUnderATinyWalKeepValues) {
   Options o = small_options(64, 16, 16 * 1024);
   std::map<std::string, std::pair<uint64_t, uint64_t>> want;  // term, applied
