@@ -9,6 +9,7 @@ void make_atoms(ErlNifEnv* env) {
   atoms.error = enif_make_atom(env, "error");
   atoms.undefined = enif_make_atom(env, "undefined");
   atoms.closed = enif_make_atom(env, "closed");
+  atoms.timeout = enif_make_atom(env, "timeout");
   atoms.true_ = enif_make_atom(env, "true");
   atoms.false_ = enif_make_atom(env, "false");
   atoms.current_term = enif_make_atom(env, "current_term");

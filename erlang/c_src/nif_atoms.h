@@ -11,6 +11,7 @@ struct Atoms {
   ERL_NIF_TERM error;
   ERL_NIF_TERM undefined;
   ERL_NIF_TERM closed;
+  ERL_NIF_TERM timeout;
   ERL_NIF_TERM true_;
   ERL_NIF_TERM false_;
   // Ra's keys (ra_log_meta's key()).

@@ -10,11 +10,13 @@
 //   max_id_bytes                   longest server id (uid) of a new store (64, at most 255)
 //   max_name_bytes, max_node_bytes longest voted_for name / node of a new store (255)
 //   applied_sync_interval_ms       how late an unsynced last_applied is fsynced (5000)
-//   group_commit_window_us         longest wait for more sync callers (0: the binding's
-//                                  SyncWaiter already batches every store_sync queued
-//                                  during an fsync; raftmeta's own default is 2000)
+//   group_commit_window_us         longest hold of a synced batch for more store_sync
+//                                  callers, never longer than the last fsync (2000)
 //   shutdown_compaction_budget_ms  how long close lets a compaction run (25000, below the
 //                                  30 s shutdown budget Ra's supervisor gives the process)
+//   sync_timeout_ms                how long store_sync / delete_sync wait for durability
+//                                  before their callers exit with timeout (30000, Ra's
+//                                  call timeout; SyncWaiter answers it, sync_waiter.h)
 //   migrate_dets                   migrate <dir>/meta.dets when opening (true)
 //   migration_progress             a pid that receives {strata_ra_migration_progress,
 //                                  Dir, Phase, Done, Total} while a migration runs
@@ -26,6 +28,7 @@
 
 #include <erl_nif.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -38,6 +41,7 @@ struct OpenRequest {
   std::string dir;  // absolute, without a trailing slash
   raftmeta::Options options;
   std::optional<ErlNifPid> progress_to;
+  std::chrono::milliseconds sync_timeout{30000};
   bool fault_injection = false;
 };
 

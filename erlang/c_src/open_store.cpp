@@ -18,14 +18,28 @@ Result<std::shared_ptr<OpenStore>> OpenStore::open(OpenRequest req,
   req.options.migration_progress = std::move(progress);
   STRATA_ASSIGN_OR_RETURN(auto meta, raftmeta::RaftMeta::open(fs, req.dir, req.options));
   std::shared_ptr<OpenStore> s(new OpenStore(req.dir, std::move(fault_fs)));
+  if (s->fault_fs_) {
+    // Set once, before any fault: replacing it later would take the file
+    // system's lock, which an fsync hanging in it holds.
+    OpenStore* self = s.get();
+    s->fault_fs_->fail_when([self](const FaultOp& op) {
+      if (op.kind != FaultOp::Kind::sync && op.kind != FaultOp::Kind::sync_dir) return false;
+      std::unique_lock<std::mutex> l(self->hang_mu_);
+      self->hang_cv_.wait(l, [self] { return !self->hang_syncs_; });
+      return self->fail_syncs_.load();
+    });
+  }
   s->meta_ = std::move(meta);
   raftmeta::RaftMeta* m = s->meta_.get();
   const raftmeta::Stats st = m->stats();
   s->vote_atoms_ = std::make_unique<VoteAtoms>(st.capacity, st.node_capacity);
   const std::string dir = s->dir_;
   s->waiter_ = std::make_unique<SyncWaiter>(
-      [m](uint64_t want, raftmeta::DurableProgress* p) { return m->await_progress(want, p); },
-      [dir](ErlNifEnv* env, const Error& e) { return encode_error(env, e, dir); });
+      [m](uint64_t want, raftmeta::DurableProgress* p, SyncWaiter::Clock::time_point deadline) {
+        return m->await_progress(want, p, deadline);
+      },
+      [dir](ErlNifEnv* env, const Error& e) { return encode_error(env, e, dir); },
+      req.sync_timeout);
   return s;
 }
 
@@ -44,9 +58,20 @@ Status OpenStore::fail_syncs() {
     return Error(Errc::invalid_argument,
                  "inject_sync_failure needs a store opened with fault_injection => true");
   }
-  fault_fs_->fail_when([](const FaultOp& op) {
-    return op.kind == FaultOp::Kind::sync || op.kind == FaultOp::Kind::sync_dir;
-  });
+  fail_syncs_ = true;
+  return Status::OK();
+}
+
+Status OpenStore::hang_syncs(bool hang) {
+  if (!fault_fs_) {
+    return Error(Errc::invalid_argument,
+                 "inject_sync_hang needs a store opened with fault_injection => true");
+  }
+  {
+    std::lock_guard<std::mutex> l(hang_mu_);
+    hang_syncs_ = hang;
+  }
+  hang_cv_.notify_all();
   return Status::OK();
 }
 

@@ -62,6 +62,9 @@ class OpenStore {
   bool reply_when_durable(const ErlNifPid& to, ERL_NIF_TERM ref, uint64_t seq);
   // Tests (fault_injection stores only): every later fsync fails.
   Status fail_syncs();
+  // Tests (fault_injection stores only): while `hang`, every fsync blocks
+  // (a disk that stops answering); false lets them go on.
+  Status hang_syncs(bool hang);
 
   // See the file comment. Idempotent (returns the first close's status);
   // concurrent calls wait for the first. Blocks on I/O: a dirty I/O
@@ -85,6 +88,11 @@ class OpenStore {
   Status close_status_;
   std::mutex closed_mu_;  // guards nothing; pairs with closed_cv_
   std::condition_variable closed_cv_;
+  // The faults of a fault_injection store's fsyncs (fail_syncs, hang_syncs).
+  std::atomic<bool> fail_syncs_{false};
+  std::mutex hang_mu_;
+  std::condition_variable hang_cv_;
+  bool hang_syncs_ = false;
 };
 
 }  // namespace strata::erl

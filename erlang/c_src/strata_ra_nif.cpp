@@ -283,6 +283,7 @@ ERL_NIF_TERM stats_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
       .u64("capacity_errors", s.capacity_errors)
       .u64("sync_rounds", h->store->waiter().rounds())
       .u64("sync_replies", h->store->waiter().replies())
+      .u64("sync_timeouts", h->store->waiter().timeouts())
       .u64("wal_bytes_total", st.wal_bytes_total)
       .u64("wal_bytes_used", st.wal_bytes_used)
       .u64("wal_switches", st.wal_switches)
@@ -314,6 +315,18 @@ ERL_NIF_TERM inject_sync_failure_nif(ErlNifEnv* env, int, const ERL_NIF_TERM arg
   Handle* h = get_handle(env, argv[0]);
   if (h == nullptr) return enif_make_badarg(env);
   return status_term(env, h->store->fail_syncs(), h->store->dir());
+}
+
+// inject_sync_hang(Handle, Hang) -> ok | {error, Reason}. Tests only:
+// while Hang is true, the store's fsyncs block. Normal scheduler (it only
+// sets a flag).
+ERL_NIF_TERM inject_sync_hang_nif(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  Handle* h = get_handle(env, argv[0]);
+  const bool hang = enif_is_identical(argv[1], atoms.true_);
+  if (h == nullptr || (!hang && !enif_is_identical(argv[1], atoms.false_))) {
+    return enif_make_badarg(env);
+  }
+  return status_term(env, h->store->hang_syncs(hang), h->store->dir());
 }
 
 int load(ErlNifEnv* env, void**, ERL_NIF_TERM) {
@@ -350,6 +363,7 @@ ErlNifFunc nif_funcs[] = {
     {"fetch", 3, fetch_nif, 0},
     {"stats", 1, stats_nif, ERL_NIF_DIRTY_JOB_IO_BOUND},
     {"inject_sync_failure", 1, inject_sync_failure_nif, 0},
+    {"inject_sync_hang", 2, inject_sync_hang_nif, 0},
     {"send_replies", 1, send_replies_nif, 0},
 };
 

@@ -1,13 +1,29 @@
 #include "sync_waiter.h"
 
+#include <time.h>
+
 #include <algorithm>
 
 #include "nif_atoms.h"
 
 namespace strata::erl {
 
-SyncWaiter::SyncWaiter(AwaitFn await, EncodeFn encode)
-    : await_(std::move(await)), encode_(std::move(encode)) {
+namespace {
+
+// steady_clock's clock (CLOCK_MONOTONIC) at the resolution of the kernel's
+// tick (1-4 ms), read without the TSC: every store_sync stamps its
+// deadline, and a deadline of 30 s needs no better.
+SyncWaiter::Clock::time_point coarse_now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return SyncWaiter::Clock::time_point(std::chrono::seconds(ts.tv_sec) +
+                                       std::chrono::nanoseconds(ts.tv_nsec));
+}
+
+}  // namespace
+
+SyncWaiter::SyncWaiter(AwaitFn await, EncodeFn encode, std::chrono::milliseconds timeout)
+    : await_(std::move(await)), encode_(std::move(encode)), timeout_(timeout) {
   {
     std::lock_guard<std::mutex> l(mu_);
     current_ = new_batch_locked();
@@ -41,7 +57,8 @@ bool SyncWaiter::enqueue(const ErlNifPid& to, ERL_NIF_TERM ref, uint64_t seq) {
   std::lock_guard<std::mutex> l(mu_);
   if (stopping_) return false;
   // A ref is a few words: copied under the lock, into the batch's env.
-  queue_.push_back(Reply{to, enif_make_copy(current_->env, ref), seq, current_, nullptr});
+  queue_.push_back(Reply{to, enif_make_copy(current_->env, ref), seq, current_,
+                         coarse_now() + timeout_, nullptr, false});
   ++current_->unsent;
   // A thread busy deciding takes the queue when it is done: no wake-up (and
   // no futex call) for it.
@@ -50,16 +67,28 @@ bool SyncWaiter::enqueue(const ErlNifPid& to, ERL_NIF_TERM ref, uint64_t seq) {
 }
 
 void SyncWaiter::run() {
-  std::vector<Reply> held;  // queued replies taken, not decided yet
+  std::vector<Reply> held;  // queued replies taken, not decided yet, oldest first
   raftmeta::DurableProgress progress;
   std::unique_lock<std::mutex> l(mu_);
   for (;;) {
-    if (!ready_.empty() && (stopping_ || !has_sender_ ||
-                            std::chrono::steady_clock::now() - sender_seen_ >= kFallback)) {
+    if (!ready_.empty() &&
+        (stopping_ || !has_sender_ || Clock::now() - sender_seen_ >= kFallback)) {
       send_all_here(l);
     }
-    if (held.empty() && queue_.empty()) {
-      if (stopping_) break;
+    if (!queue_.empty()) {
+      held.insert(held.end(), queue_.begin(), queue_.end());
+      queue_.clear();
+      current_ = new_batch_locked();
+    }
+    if (!held.empty() && held.front().deadline <= Clock::now() && expire(held, Clock::now()) > 0) {
+      tell_sender(l);
+      continue;  // the fallback may be due meanwhile
+    }
+    if (held.empty()) {
+      if (stopping_) {
+        if (ready_.empty()) break;
+        continue;  // sent at the top
+      }
       waiting_ = true;
       if (ready_.empty()) {
         cv_.wait(l, [&] { return !queue_.empty() || stopping_; });
@@ -70,34 +99,49 @@ void SyncWaiter::run() {
       waiting_ = false;
       continue;
     }
-    if (!queue_.empty()) {
-      held.insert(held.end(), queue_.begin(), queue_.end());
-      queue_.clear();
-      current_ = new_batch_locked();
-    }
+    // Wait for durability until the oldest reply's deadline, or until the
+    // owner's time to send the ready replies is up.
+    Clock::time_point until = held.front().deadline;
+    if (!ready_.empty()) until = std::min(until, sender_seen_ + kFallback);
     l.unlock();
     uint64_t want = 0;
     for (const Reply& r : held) want = std::max(want, r.seq);
-    // Returns when durability moved (or failed): some replies are decided.
+    // Returns when durability moved (or failed), or at `until`.
     const uint64_t failures_before = progress.failures;
-    const Status st = await_(want, &progress);
+    const Status st = await_(want, &progress, until);
     l.lock();
     const uint64_t decided = decide(held, progress, progress.failures != failures_before, st);
     if (decided > 0) {
       ++rounds_;
       replies_ += decided;
     }
-    if (!ready_.empty() && !notified_ && has_sender_ && !stopping_) {
-      notified_ = true;
-      sender_seen_ = std::chrono::steady_clock::now();
-      const ErlNifPid sender = sender_;
-      l.unlock();
-      // An atom: a message with no heap. A dead sender just gets nothing
-      // (the fallback sends).
-      (void)enif_send(nullptr, &sender, nullptr, atoms.strata_ra_replies);
-      l.lock();
-    }
+    tell_sender(l);
   }
+}
+
+uint64_t SyncWaiter::expire(std::vector<Reply>& held, Clock::time_point now) {
+  // Oldest first: the expired ones are a prefix.
+  size_t n = 0;
+  while (n < held.size() && held[n].deadline <= now) ++n;
+  for (size_t i = 0; i < n; ++i) {
+    held[i].timed_out = true;
+    ready_.push_back(std::move(held[i]));
+  }
+  held.erase(held.begin(), held.begin() + ptrdiff_t(n));
+  timeouts_ += n;
+  return n;
+}
+
+void SyncWaiter::tell_sender(std::unique_lock<std::mutex>& l) {
+  if (ready_.empty() || notified_ || !has_sender_ || stopping_) return;
+  notified_ = true;
+  sender_seen_ = Clock::now();
+  const ErlNifPid sender = sender_;
+  l.unlock();
+  // An atom: a message with no heap. A dead sender just gets nothing (the
+  // fallback sends).
+  (void)enif_send(nullptr, &sender, nullptr, atoms.strata_ra_replies);
+  l.lock();
 }
 
 uint64_t SyncWaiter::decide(std::vector<Reply>& held, const raftmeta::DurableProgress& p,
@@ -145,8 +189,9 @@ void SyncWaiter::sent_locked(const Reply& r) {
 }
 
 ERL_NIF_TERM SyncWaiter::message(ErlNifEnv* env, const Reply& r) {
-  const ERL_NIF_TERM result =
-      r.error ? enif_make_tuple2(env, atoms.error, encode_(env, *r.error)) : atoms.ok;
+  const ERL_NIF_TERM result = r.timed_out ? enif_make_tuple2(env, atoms.error, atoms.timeout)
+                              : r.error ? enif_make_tuple2(env, atoms.error, encode_(env, *r.error))
+                                        : atoms.ok;
   return enif_make_tuple2(env, enif_make_copy(env, r.ref), result);
 }
 
@@ -154,7 +199,7 @@ bool SyncWaiter::send_ready(ErlNifEnv* env, size_t max) {
   std::vector<Reply> chunk;
   std::unique_lock<std::mutex> l(mu_);
   take_ready_locked(max, &chunk);
-  sender_seen_ = std::chrono::steady_clock::now();
+  sender_seen_ = Clock::now();
   l.unlock();
   // From a process: each message is built on its receiver's heap. A
   // caller that died or gave up meanwhile just gets nothing.
@@ -198,6 +243,11 @@ uint64_t SyncWaiter::rounds() const {
 uint64_t SyncWaiter::replies() const {
   std::lock_guard<std::mutex> l(mu_);
   return replies_;
+}
+
+uint64_t SyncWaiter::timeouts() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return timeouts_;
 }
 
 }  // namespace strata::erl

@@ -11,7 +11,8 @@
 %% store_sync/5 and fetch/3 on the caller's scheduler, returning in
 %% microseconds. store_sync/5 and erase_sync/3 return `ok` once the change
 %% is applied and queued; {Ref, ok | {error, Reason}} is sent to the caller
-%% once it is durable.
+%% once it is durable, or {Ref, {error, timeout}} if it is not within the
+%% store's sync_timeout_ms: exactly one reply per call.
 -module(strata_ra_nif).
 
 -export([open/2,
@@ -23,7 +24,8 @@
          fetch/3,
          stats/1,
          send_replies/1,
-         inject_sync_failure/1]).
+         inject_sync_failure/1,
+         inject_sync_hang/2]).
 
 -nifs([open/2,
        close/1,
@@ -34,7 +36,8 @@
        fetch/3,
        stats/1,
        send_replies/1,
-       inject_sync_failure/1]).
+       inject_sync_failure/1,
+       inject_sync_hang/2]).
 
 -on_load(load/0).
 
@@ -43,7 +46,7 @@
 -type value() :: non_neg_integer() | undefined | binary() | {binary(), binary()}.
 -type fetched() :: non_neg_integer() | undefined | atom() | {atom(), atom()} |
                    binary() | {binary(), binary()}.
--type reason() :: closed | {atom(), binary(), binary()}.
+-type reason() :: closed | timeout | {atom(), binary(), binary()}.
 -export_type([handle/0, reason/0]).
 
 load() ->
@@ -100,3 +103,8 @@ send_replies(_Handle) -> erlang:nif_error(not_loaded).
 %% fsync fails, as a failing disk's would.
 -spec inject_sync_failure(handle()) -> ok | {error, reason()}.
 inject_sync_failure(_Handle) -> erlang:nif_error(not_loaded).
+
+%% Tests only (a store opened with fault_injection => true): while `true`,
+%% every fsync blocks, as a disk that stops answering; `false` releases them.
+-spec inject_sync_hang(handle(), boolean()) -> ok | {error, reason()}.
+inject_sync_hang(_Handle, _Hang) -> erlang:nif_error(not_loaded).

@@ -34,6 +34,7 @@ all() ->
      second_owner_of_a_directory_is_refused,
      many_processes_at_once,
      store_sync_is_answered_while_the_owner_cannot_send,
+     store_sync_times_out_while_an_fsync_hangs,
      normal_scheduler_calls_return_in_microseconds,
      child_spec_as_ra_expects].
 
@@ -626,6 +627,68 @@ store_sync_is_answered_while_the_owner_cannot_send(Config) ->
     ct:log("with the owner running: ~p us", [T]),
     #{sync_replies := Replies} = strata_ra_log_meta:stats(N),
     true = Replies >= 102,
+    ok.
+
+%% A disk that stops answering: the sync callers still return after
+%% sync_timeout_ms, exiting as from Ra's timed-out call. Their `receive` has
+%% no timer: the NIF's thread answers {error, timeout} while the writer hangs
+%% in the fsync. Each call gets one reply only (none arrives once the disk
+%% answers again), and later calls succeed.
+store_sync_times_out_while_an_fsync_hangs(Config) ->
+    N = ?config(name, Config),
+    start(cfg(Config, #{fault_injection => true, sync_timeout_ms => 300})),
+    ok = strata_ra_log_meta:store_sync(N, <<"a">>, current_term, 1),
+    H = strata_ra_test_lib:handle(N),
+    ok = strata_ra_nif:inject_sync_hang(H, true),
+    try
+        Self = self(),
+        %% In processes of their own, so that a call that hangs fails the
+        %% case at once.
+        Call = fun(F) ->
+                       spawn_link(fun() ->
+                                          T0 = erlang:monotonic_time(millisecond),
+                                          R = (catch F()),
+                                          Self ! {done, self(), R,
+                                                  erlang:monotonic_time(millisecond) - T0},
+                                          receive check -> ok end,
+                                          {messages, Late} = process_info(self(), messages),
+                                          Self ! {mailbox, self(), Late}
+                                  end)
+               end,
+        Syncs = [Call(fun() -> strata_ra_log_meta:store_sync(N, Id, current_term, 2) end)
+                 || I <- lists:seq(1, 20), Id <- [<<"s", (integer_to_binary(I))/binary>>]],
+        Delete = Call(fun() -> strata_ra_log_meta:delete_sync(N, <<"a">>) end),
+        Result = fun(C) ->
+                         receive {done, C, R, Ms} -> {R, Ms}
+                         after 10000 -> ct:fail(no_reply_within_10_s)
+                         end
+                 end,
+        Times = [begin
+                     {{'EXIT', {timeout, {strata_ra_log_meta, store_sync, [N, _, current_term, 2]}}},
+                      Ms} = Result(C),
+                     Ms
+                 end || C <- Syncs],
+        {{'EXIT', {timeout, {strata_ra_log_meta, delete_sync, [N, <<"a">>]}}}, _} = Result(Delete),
+        Callers = [Delete | Syncs],
+        ct:log("store_sync with the fsync hanging, sync_timeout_ms 300: ~p ms", [Times]),
+        %% The deadline is stamped with a clock of a few ms resolution.
+        true = lists:min(Times) >= 290,
+        true = lists:max(Times) < 5000,
+        %% Applied in memory all the same, as a call that timed out in Ra.
+        2 = strata_ra_log_meta:fetch(N, <<"s1">>, current_term),
+        #{sync_timeouts := Timeouts} = strata_ra_log_meta:stats(N),
+        true = Timeouts >= 21,
+        ok = strata_ra_nif:inject_sync_hang(H, false),
+        %% Durable now: the hung fsync and everything after it.
+        ok = strata_ra_log_meta:store_sync(N, <<"s1">>, current_term, 3),
+        timer:sleep(100),
+        [C ! check || C <- Callers],
+        [receive {mailbox, C, Late} -> [] = Late after 5000 -> ct:fail(no_mailbox) end
+         || C <- Callers],
+        {messages, []} = process_info(self(), messages)
+    after
+        strata_ra_nif:inject_sync_hang(H, false)
+    end,
     ok.
 
 %% The calls that run on the caller's normal scheduler return in

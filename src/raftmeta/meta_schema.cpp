@@ -102,6 +102,13 @@ Result<ServerMeta> decode_record(const slotstore::Record& rec, BytesView id,
 std::vector<slotstore::FieldUpdate> field_updates(const ServerMeta& m, FieldMask mask) {
   std::vector<slotstore::FieldUpdate> ups;
   ups.reserve(size_t(__builtin_popcount(mask)));
+  append_field_updates(m, mask, &ups);
+  return ups;
+}
+
+void append_field_updates(const ServerMeta& m, FieldMask mask,
+                          std::vector<slotstore::FieldUpdate>* out) {
+  std::vector<slotstore::FieldUpdate>& ups = *out;
   auto u64 = [&](slotstore::FieldId f, const std::optional<uint64_t>& v) {
     ups.push_back(v ? slotstore::set(f, Value::u64(*v)) : slotstore::clear(f));
   };
@@ -117,7 +124,6 @@ std::vector<slotstore::FieldUpdate> field_updates(const ServerMeta& m, FieldMask
                       : slotstore::clear(kVoteNodeField));
   }
   if (mask & kAppliedBit) u64(kAppliedField, m.last_applied);
-  return ups;
 }
 
 std::string describe_id(BytesView id) {

@@ -65,6 +65,9 @@ Result<ServerMeta> decode_record(const slotstore::Record& rec, BytesView id,
 // The updates that make a stored record equal `m` in the fields of `mask`
 // (set if present in `m`, clear if absent).
 std::vector<slotstore::FieldUpdate> field_updates(const ServerMeta& m, FieldMask mask);
+// The same, appended to `out` (a list reused from batch to batch).
+void append_field_updates(const ServerMeta& m, FieldMask mask,
+                          std::vector<slotstore::FieldUpdate>* out);
 
 // invalid_argument / key_too_long naming the id and field when `id` or a
 // value does not fit `b` or `v` has the wrong type for `f`.

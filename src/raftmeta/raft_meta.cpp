@@ -162,12 +162,21 @@ void RaftMeta::Impl::mark_dirty(uint32_t e, FieldMask mask) {
   dirty_mask_[e] |= mask;
 }
 
-void RaftMeta::Impl::request_sync_locked(uint64_t seq) {
+void RaftMeta::Impl::request_sync_locked(uint64_t seq, bool new_caller) {
   want_sync_seq_ = std::max(want_sync_seq_, seq);
-  ++sync_arrivals_;
+  if (new_caller) ++sync_arrivals_;
   if (writer_idle_ && (!holding_ || sync_arrivals_ >= group_commit_.expected())) {
     work_cv_.notify_one();
   }
+}
+
+void RaftMeta::Impl::answer_later_locked(uint64_t* seq) {
+  *seq = seq_;
+  // A caller waits for it, elsewhere (the binding's reply thread, which
+  // asks once per round for all of its callers): counted here, so that
+  // group commit holds a synced batch for as many callers as the last one
+  // released, as for callers of store_sync.
+  if (durable_seq_ < seq_) request_sync_locked(seq_);
 }
 
 Status RaftMeta::Impl::wait_durable(std::unique_lock<std::mutex>& l, uint64_t seq) {
@@ -200,7 +209,7 @@ Status RaftMeta::Impl::change(BytesView id, Field f, const FieldValue& v, bool s
       ++changes_;
       wake_writer();
     }
-    if (seq) *seq = seq_;
+    if (seq) answer_later_locked(seq);
     if (!sync) return Status::OK();
     return wait_durable(l, seq_);
   }
@@ -240,7 +249,7 @@ Status RaftMeta::Impl::change(BytesView id, Field f, const FieldValue& v, bool s
     ++changes_;
     wake_writer();
   }
-  if (seq) *seq = seq_;
+  if (seq) answer_later_locked(seq);
   if (!sync) return Status::OK();
   return wait_durable(l, seq_);
 }
@@ -267,7 +276,7 @@ Status RaftMeta::Impl::remove(BytesView id, bool sync, uint64_t* seq) {
     ++changes_;
     wake_writer();
   }
-  if (seq) *seq = seq_;
+  if (seq) answer_later_locked(seq);
   if (!sync) return Status::OK();
   return wait_durable(l, seq_);
 }
@@ -278,12 +287,23 @@ Status RaftMeta::Impl::sync() {
   return wait_durable(l, seq_);
 }
 
-Status RaftMeta::Impl::await_progress(uint64_t want, DurableProgress* p) {
+Status RaftMeta::Impl::await_progress(uint64_t want, DurableProgress* p,
+                                      std::chrono::steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> l(mu_);
   const auto moved = [&] { return durable_seq_ > p->durable_seq || failures_ != p->failures; };
   if (want > p->durable_seq && !moved() && !fatal_ && !stopping_) {
-    request_sync_locked(want);
-    done_cv_.wait(l, [&] { return moved() || fatal_ || stopping_; });
+    // Its callers were counted when their changes were stored (with a
+    // seq): counting this wait too made a lone caller's batch wait for it
+    // (a hold on every call).
+    request_sync_locked(want, false);
+    const auto done = [&] { return moved() || fatal_ || stopping_; };
+    if (deadline == std::chrono::steady_clock::time_point::max()) {
+      done_cv_.wait(l, done);
+    } else {
+      // The writer never holds mu_ across a write or an fsync: this wait
+      // ends at the deadline whatever the disk does.
+      (void)done_cv_.wait_until(l, deadline, done);
+    }
   }
   const bool progressed = moved();
   p->durable_seq = std::max(p->durable_seq, durable_seq_);
@@ -391,8 +411,9 @@ Status RaftMeta::store(BytesView id, Field f, const FieldValue& v, uint64_t* seq
 Status RaftMeta::erase(BytesView id, uint64_t* seq) {
   return impl_->erase(id, seq);
 }
-Status RaftMeta::await_progress(uint64_t want, DurableProgress* p) {
-  return impl_->await_progress(want, p);
+Status RaftMeta::await_progress(uint64_t want, DurableProgress* p,
+                                std::chrono::steady_clock::time_point deadline) {
+  return impl_->await_progress(want, p, deadline);
 }
 std::optional<FieldValue> RaftMeta::fetch(BytesView id, Field f) const {
   return impl_->fetch(id, f);

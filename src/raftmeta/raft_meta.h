@@ -144,7 +144,9 @@ class RaftMeta {
   // thread per caller (the Erlang binding's reply thread): store() and
   // erase() that also give the change's sequence number in *seq (the
   // latest change's if this one changed nothing). The change is durable
-  // once DurableProgress::durable_seq >= *seq.
+  // once DurableProgress::durable_seq >= *seq. Each such call counts as a
+  // sync caller's (the writer is asked to fsync it, and group commit
+  // counts it among the callers a synced batch may wait for).
   Status store(BytesView id, Field f, const FieldValue& v, uint64_t* seq);
   Status erase(BytesView id, uint64_t* seq);
   // Asks for every change <= `want` to be fsynced (as sync() does), then
@@ -153,9 +155,13 @@ class RaftMeta {
   // A batch that failed transiently fails the changes in (durable_seq,
   // failed_seq] (they are retried, as for a blocked store_sync). Returns
   // the store's fatal error (fail_stopped) or `closed` instead, after
-  // which no change beyond p->durable_seq becomes durable. Blocks: not on
-  // a thread that must not wait for the disk.
-  Status await_progress(uint64_t want, DurableProgress* p);
+  // which no change beyond p->durable_seq becomes durable. Returns OK with
+  // *p unchanged at `deadline` (a caller that must answer its own callers
+  // in time even while an fsync hangs). Blocks: not on a thread that must
+  // not wait for the disk.
+  Status await_progress(uint64_t want, DurableProgress* p,
+                        std::chrono::steady_clock::time_point deadline =
+                            std::chrono::steady_clock::time_point::max());
 
   // The value of a field, or nullopt if the server or the field is absent.
   std::optional<FieldValue> fetch(BytesView id, Field f) const;

@@ -27,7 +27,8 @@ class RaftMeta::Impl {
   Status erase(BytesView id, uint64_t* seq = nullptr) { return remove(id, false, seq); }
   Status erase_sync(BytesView id) { return remove(id, true, nullptr); }
   Status sync();
-  Status await_progress(uint64_t want, DurableProgress* p);
+  Status await_progress(uint64_t want, DurableProgress* p,
+                        std::chrono::steady_clock::time_point deadline);
   std::optional<FieldValue> fetch(BytesView id, Field f) const;
   std::optional<ServerMeta> fetch_all(BytesView id) const;
   std::optional<VoteRead> fetch_vote(BytesView id, char* name_buf) const {
@@ -77,8 +78,12 @@ class RaftMeta::Impl {
   // `seq` (if set) gets the change's sequence number (see raft_meta.h).
   Status change(BytesView id, Field f, const FieldValue& v, bool sync, uint64_t* seq);
   Status remove(BytesView id, bool sync, uint64_t* seq);
-  // Asks the writer to fsync every change <= seq (under mu_).
-  void request_sync_locked(uint64_t seq);
+  // Asks the writer to fsync every change <= seq (under mu_); a
+  // `new_caller` counts for group commit.
+  void request_sync_locked(uint64_t seq, bool new_caller = true);
+  // store/erase with a seq: gives it, and asks for its fsync as a sync
+  // caller would (under mu_).
+  void answer_later_locked(uint64_t* seq);
   Status usable_locked() const;
   Status wait_durable(std::unique_lock<std::mutex>& l, uint64_t seq);
   void mark_dirty(uint32_t e, FieldMask mask);
@@ -87,7 +92,8 @@ class RaftMeta::Impl {
 
   void writer_main();
   bool has_work_locked(int64_t now) const;
-  Snapshot take_snapshot_locked(int64_t now);
+  // Fills `snap` (the previous round's, reset) with everything pending.
+  void take_snapshot_locked(int64_t now, Snapshot& snap);
   // Builds snap.batch; runs without mu_ (only the writer touches the store).
   void build_batch(Snapshot& snap);
   void requeue_locked(Snapshot& snap);

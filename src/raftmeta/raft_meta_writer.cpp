@@ -49,10 +49,17 @@ bool RaftMeta::Impl::has_work_locked(int64_t now) const {
   return stopping_ && durable_seq_ < seq_;
 }
 
-RaftMeta::Impl::Snapshot RaftMeta::Impl::take_snapshot_locked(int64_t now) {
+void RaftMeta::Impl::take_snapshot_locked(int64_t now, Snapshot& snap) {
   // Callers wait on mu_ meanwhile: copy the least (ids into one buffer,
   // the vote only if it changed) and build the batch after unlocking.
-  Snapshot snap;
+  // `snap` is the previous round's: its buffers are reused (allocating and
+  // freeing them per round was about 3 % of the CPU at 10 000 store_sync
+  // callers). Its batch is cleared by build_batch, outside mu_.
+  snap.erased.clear();
+  snap.puts.clear();
+  snap.ids.clear();
+  snap.fields = 0;
+  snap.erases = false;
   snap.seq = seq_;
   snap.periodic = periodic_.due(now) && want_sync_seq_ <= durable_seq_ && !stopping_;
   snap.sync = want_sync_seq_ > durable_seq_ || stopping_ || periodic_.due(now);
@@ -77,10 +84,10 @@ RaftMeta::Impl::Snapshot RaftMeta::Impl::take_snapshot_locked(int64_t now) {
     snap.fields |= fields;
   }
   dirty_.clear();
-  return snap;
 }
 
 void RaftMeta::Impl::build_batch(Snapshot& snap) {
+  snap.batch.clear();
   // Erases first: they free the slots new servers of this batch may need.
   // An id never written to the store (created and erased before the
   // writer saw it) has nothing to erase.
@@ -92,7 +99,7 @@ void RaftMeta::Impl::build_batch(Snapshot& snap) {
     }
   }
   for (const PendingPut& p : snap.puts) {
-    snap.batch.put(p.id(snap.ids), field_updates(p.values, p.mask));
+    append_field_updates(p.values, p.mask, &snap.batch.put(p.id(snap.ids)));
   }
 }
 
@@ -107,6 +114,7 @@ void RaftMeta::Impl::requeue_locked(Snapshot& snap) {
 
 void RaftMeta::Impl::writer_main() {
   std::unique_lock<std::mutex> l(mu_);
+  Snapshot snap;  // one per round, its memory reused
   uint64_t close_failures = 0;
   bool held = false;  // the batch about to be taken was held (counted once)
   for (;;) {
@@ -144,7 +152,7 @@ void RaftMeta::Impl::writer_main() {
     }
     held = false;
 
-    Snapshot snap = take_snapshot_locked(now);
+    take_snapshot_locked(now, snap);
     // Room for erase() callers held back by the bound on pending erases.
     done_cv_.notify_all();
     l.unlock();

@@ -100,12 +100,13 @@ Status Compactor::apply_window(const CompactionJob& job, uint32_t first, uint32_
   format::HalfHeader h;
   STRATA_ASSIGN_OR_RETURN(bool valid, reader.read_header(&h));
   if (!valid) return Error(Errc::corrupt, file_.path() + ": sealed WAL half header changed");
+  // Only the window's entries are decoded: with W windows, decoding every
+  // entry in every pass cost W + 1 decodes per entry (most of compaction's
+  // time with 10 000 servers, whose images take about 5 windows).
   for (;;) {
     format::Entry e;
-    STRATA_ASSIGN_OR_RETURN(format::EntryStatus st, reader.next(&e));
+    STRATA_ASSIGN_OR_RETURN(format::EntryStatus st, reader.next_in_slots(first, last, &e));
     if (st == format::EntryStatus::end) break;
-    if (e.type != format::EntryType::put && e.type != format::EntryType::erase) continue;
-    if (e.slot < first || e.slot > last) continue;
     Image& img = window_[size_t(image_at_[e.slot])];
     format::RecordImage& r = img.rec;
     Verdict v = judge(e, r.lsn, r.live, r.gen);
@@ -125,6 +126,14 @@ Status Compactor::apply_window(const CompactionJob& job, uint32_t first, uint32_
       STRATA_TRY(format::apply_updates(layout_, e, r.fields.data()));
     }
     img.dirty = true;
+  }
+  // The half read the same as in scan() (sealed), to its end: anything else
+  // would leave entries of the window unapplied.
+  if (reader.position() != job.end || reader.chain() != job.end_chain) {
+    return Error(Errc::corrupt,
+                 fmt::format("{}: compaction of WAL half {} (seq {}): the half changed since its "
+                             "scan (its chain now ends at offset {}, expected {})",
+                             file_.path(), job.half, job.seq, reader.position(), job.end));
   }
   return Status::OK();
 }

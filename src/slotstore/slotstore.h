@@ -107,23 +107,48 @@ class WriteBatch {
   // key (all fields absent) if it does not exist. Fields not listed keep
   // their values. An empty update list just creates the key.
   WriteBatch& put(BytesView key, std::vector<FieldUpdate> updates) {
-    ops_.push_back(Op{Bytes(key), false, std::move(updates)});
+    put(key) = std::move(updates);
     return *this;
+  }
+  // The same, for a caller that fills the (empty) update list in place: a
+  // batch built again and again after clear() then reuses the memory of
+  // its earlier ops' keys and lists (raftmeta's writer, once a batch).
+  std::vector<FieldUpdate>& put(BytesView key) {
+    Op& op = next_op();
+    op.key.assign(key);
+    op.erase = false;
+    return op.updates;
   }
   // Deletes `key` (not_found if it does not exist at that point of the
   // batch). Makes the batch durable.
   WriteBatch& erase(BytesView key) {
-    ops_.push_back(Op{Bytes(key), true, {}});
+    Op& op = next_op();
+    op.key.assign(key);
+    op.erase = true;
     return *this;
   }
 
   const std::vector<Op>& ops() const { return ops_; }
   bool empty() const { return ops_.empty(); }
   size_t size() const { return ops_.size(); }
-  void clear() { ops_.clear(); }
+  // Keeps the ops' memory for the next puts and erases.
+  void clear() {
+    for (Op& op : ops_) spare_.push_back(std::move(op));
+    ops_.clear();
+  }
 
  private:
+  // A new op at the end, from a cleared one's memory if there is one.
+  Op& next_op() {
+    if (spare_.empty()) return ops_.emplace_back();
+    ops_.push_back(std::move(spare_.back()));
+    spare_.pop_back();
+    ops_.back().updates.clear();
+    return ops_.back();
+  }
+
   std::vector<Op> ops_;
+  std::vector<Op> spare_;  // cleared ops, their key and list memory kept
 };
 
 struct Info {

@@ -109,9 +109,14 @@ class SlotStore::Impl {
   // store_write.cpp
   Status write_internal(const WriteBatch& batch, const WriteOptions& options, bool closing);
   void commit_group(const std::vector<Writer*>& group);
-  Status validate(const WriteBatch& batch, bool* durable) const;
+  // Also gives, per op, its key's slot as validation found it (one lookup
+  // per op instead of two): kLookUp where an earlier op of the batch
+  // changed the key, kAbsent for a key not in the store before the batch.
+  static constexpr uint32_t kLookUp = UINT32_MAX, kAbsent = UINT32_MAX - 1;
+  Status validate(const WriteBatch& batch, bool* durable, std::vector<uint32_t>* slots) const;
   Status apply_batch(const WriteBatch& batch, bool* durable);
-  void encode_op(const WriteBatch::Op& op);
+  // `slot`: validate's slot of the op's key.
+  void encode_op(const WriteBatch::Op& op, uint32_t slot);
   void append_prelude(size_t op_bound);
   void append_durable();
   Status close_durable();
@@ -140,6 +145,9 @@ class SlotStore::Impl {
   SlotTable table_;
 
   WalState wal_;  // leader only (and open/close)
+  // The leader's scratch, kept between batches (no allocation per op).
+  std::vector<uint32_t> op_slots_;
+  Bytes op_body_;
 
   std::mutex queue_mu_;
   GroupCommitQueue<Writer> writers_;

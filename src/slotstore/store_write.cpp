@@ -130,7 +130,8 @@ void SlotStore::Impl::commit_group(const std::vector<Writer*>& group) {
   }
 }
 
-Status SlotStore::Impl::validate(const WriteBatch& batch, bool* durable) const {
+Status SlotStore::Impl::validate(const WriteBatch& batch, bool* durable,
+                                 std::vector<uint32_t>* slots) const {
   const format::Layout& l = layout_;
   // Effects of earlier ops of this batch, so each op is checked against the
   // state it will actually see.
@@ -140,6 +141,7 @@ Status SlotStore::Impl::validate(const WriteBatch& batch, bool* durable) const {
   const uint32_t strings_avail = table_.strings.available();
   *durable = false;
   const auto& ops = batch.ops();
+  slots->resize(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
     const WriteBatch::Op& op = ops[i];
     // Built only for an error message (this runs for every op).
@@ -153,16 +155,17 @@ Status SlotStore::Impl::validate(const WriteBatch& batch, bool* durable) const {
                                                    op.key.size(), l.max_key));
     }
     auto ov = exists.find(op.key);
-    const std::optional<uint32_t> slot =
-        ov != exists.end() ? std::nullopt : table_.find(op.key);  // before this batch
-    const bool present = ov != exists.end() ? ov->second : slot.has_value();
+    const bool changed = ov != exists.end();  // by an earlier op of the batch
+    const uint32_t slot = changed ? kLookUp : table_.find(op.key).value_or(kAbsent);
+    (*slots)[i] = slot;
+    const bool present = changed ? ov->second : slot != kAbsent;
     if (op.erase) {
       if (!present) return Error(Errc::not_found, where() + ": no such key");
       exists[op.key] = false;
       // The slot serves later puts of this batch unless its generation is
       // used up (SlotTable retires it). A key this batch created has no
       // known slot yet: count nothing, which may only refuse a batch.
-      if (slot && table_.gen(*slot) < format::kMaxGeneration) ++free_slots;
+      if (slot < kAbsent && table_.gen(slot) < format::kMaxGeneration) ++free_slots;
       *durable = true;
       continue;
     }
@@ -216,7 +219,7 @@ Status SlotStore::Impl::validate(const WriteBatch& batch, bool* durable) const {
 }
 
 Status SlotStore::Impl::apply_batch(const WriteBatch& batch, bool* durable) {
-  STRATA_TRY(validate(batch, durable));
+  STRATA_TRY(validate(batch, durable, &op_slots_));
   const auto& ops = batch.ops();
   const size_t op_bound = layout_.max_op_bytes;
   size_t i = 0;
@@ -227,7 +230,7 @@ Status SlotStore::Impl::apply_batch(const WriteBatch& batch, bool* durable) {
     size_t k = std::max<size_t>(1, size_t(room / op_bound));
     k = std::min(k, ops.size() - i);
     std::unique_lock<std::shared_mutex> lk(mu_);
-    for (size_t j = i; j < i + k; ++j) encode_op(ops[j]);
+    for (size_t j = i; j < i + k; ++j) encode_op(ops[j], op_slots_[j]);
     i += k;
   }
   return Status::OK();
@@ -292,18 +295,28 @@ Status SlotStore::Impl::close_durable() {
   return Status::OK();
 }
 
-void SlotStore::Impl::encode_op(const WriteBatch::Op& op) {
-  Bytes body;
+void SlotStore::Impl::encode_op(const WriteBatch::Op& op, uint32_t slot) {
+  // The ops of a batch are encoded in order, so validate's slot of a key no
+  // earlier op touched is still its slot (erases and new keys of earlier
+  // ops only free or take other slots).
+  Bytes& body = op_body_;
+  body.clear();
   ByteWriter w(&body);
   if (op.erase) {
-    uint32_t s = *table_.find(op.key);
+    // Validated: the key exists.
+    const uint32_t s = slot < kAbsent ? slot : *table_.find(op.key);
     w.be32(s);
     w.be32(table_.gen(s));
     append(format::EntryType::erase, body);
     table_.release(s);
     return;
   }
-  std::optional<uint32_t> found = table_.find(op.key);
+  std::optional<uint32_t> found;
+  if (slot == kLookUp) {
+    found = table_.find(op.key);
+  } else if (slot != kAbsent) {
+    found = slot;
+  }
   uint32_t s = found ? *found : table_.pop_free();
   uint32_t gen = table_.gen(s);
   if (!found) {

@@ -52,6 +52,39 @@ Result<format::EntryStatus> WalReader::next(format::Entry* out) {
   return format::EntryStatus::ok;
 }
 
+Result<format::EntryStatus> WalReader::next_in_slots(uint32_t first, uint32_t last,
+                                                     format::Entry* out) {
+  if (pos_ == 0) return format::EntryStatus::end;  // no valid header
+  // The header and a put's or erase's slot: chain (4), size (4), type (1),
+  // lsn (8), slot (4). Headers are read from one view of many entries (a
+  // window() call per skipped entry cost as much as the skipping).
+  constexpr size_t kPeek = format::kEntryHeaderSize + 4;
+  constexpr size_t kView = 64 * 1024;
+  for (;;) {
+    STRATA_ASSIGN_OR_RETURN(BytesView in, window(pos_, kView));
+    size_t at = 0;
+    while (in.size() - at >= kPeek || (at == 0 && in.size() >= format::kEntryHeaderSize)) {
+      const auto* p = reinterpret_cast<const uint8_t*>(in.data() + at);
+      const uint32_t size = get_be32(p + 4);
+      if (size < format::kEntryHeaderSize || size > limit_ - pos_) return format::EntryStatus::end;
+      const auto type = format::EntryType(p[8]);
+      if (type == format::EntryType::put || type == format::EntryType::erase) {
+        // Too short for its slot: next() tells why.
+        if (size < kPeek || in.size() - at < kPeek) return next(out);
+        const uint32_t slot = get_be32(p + format::kEntryHeaderSize);
+        if (slot >= first && slot <= last) return next(out);
+      }
+      chain_ = get_be32(p);
+      last_lsn_ = get_be64(p + 9);
+      pos_ += size;
+      at += size;
+      ++entries_;
+      if (at > in.size()) break;  // the next header is past the view
+    }
+    if (at == 0) return format::EntryStatus::end;  // fewer bytes than a header
+  }
+}
+
 Result<std::string> WalReader::why_end() {
   if (pos_ == 0) return std::string("the half has no valid header");
   STRATA_ASSIGN_OR_RETURN(BytesView in, window(pos_, layout_.max_op_bytes));

@@ -27,6 +27,16 @@ class WalReader {
   // body does not parse.
   Result<format::EntryStatus> next(format::Entry* out);
 
+  // For a half next() has already read whole up to the same limit
+  // (compaction's passes after its scan): the next put or erase entry for a
+  // slot in [first, last]. The entries before it are skipped by their
+  // framing alone (size, stored chain value, lsn), not checksummed or
+  // decoded: the scan did that, and a half is not written once sealed. The
+  // entry returned is checked as next() checks it, against the chain value
+  // stored in the entry before it. `end` at the limit or where the framing
+  // stops.
+  Result<format::EntryStatus> next_in_slots(uint32_t first, uint32_t last, format::Entry* out);
+
   // Why the chain stops at position() (after next() returned `end`).
   Result<std::string> why_end();
   // The first `durable` entry in [position(), limit) that stands on its own

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 #include "common/fault_fs.h"
@@ -370,6 +373,113 @@ TEST_F(RaftMetaTest, AwaitProgressEndsWithTheFailStop) {
   while (s.ok() && p.durable_seq < seq) s = m->await_progress(seq, &p);
   EXPECT_EQ(s.code(), Errc::fail_stopped) << s.to_string();
   EXPECT_LT(p.durable_seq, seq) << "a change was reported durable without its fsync";
+}
+
+// The Erlang binding's reply thread times out its callers itself: its wait
+// must end at its deadline even while the writer is stuck in an fsync.
+TEST_F(RaftMetaTest, AwaitProgressEndsAtItsDeadlineWhileAnFsyncHangs) {
+  FaultFileSystem fs;
+  auto m = open(small_options(), &fs);
+  ASSERT_TRUE(m);
+  ASSERT_OK(m->store_sync("s1", Field::current_term, uint64_t(1)));
+  std::mutex mu;
+  std::condition_variable cv;
+  bool hang = true;
+  std::atomic<bool> hanging{false};
+  fs.fail_when([&](const FaultOp& op) {
+    if (op.kind != FaultOp::Kind::sync) return false;
+    std::unique_lock<std::mutex> l(mu);
+    hanging = true;
+    cv.wait(l, [&] { return !hang; });
+    return false;
+  });
+  const auto release = [&] {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      hang = false;
+    }
+    cv.notify_all();
+  };
+  // Whatever fails below, the writer is released before the store closes.
+  struct Releaser {
+    std::function<void()> fn;
+    ~Releaser() { fn(); }
+  } releaser{release};
+  uint64_t seq = 0;
+  ASSERT_OK(m->store("s1", Field::current_term, uint64_t(2), &seq));
+  // The writer fsyncs the term change as it writes it: there it hangs.
+  ASSERT_TRUE(eventually([&] { return hanging.load(); }));
+  DurableProgress p;
+  ASSERT_OK(m->await_progress(seq, &p));  // what was durable before: at once
+  ASSERT_LT(p.durable_seq, seq);
+  const DurableProgress before = p;
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_OK(m->await_progress(seq, &p, t0 + 100ms));
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, 100ms);
+  EXPECT_LT(waited, 5s);
+  EXPECT_EQ(p.durable_seq, before.durable_seq);
+  EXPECT_EQ(p.failures, before.failures);
+  EXPECT_LT(p.durable_seq, seq) << "durable while its fsync hangs";
+  release();
+  while (p.durable_seq < seq) ASSERT_OK(m->await_progress(seq, &p));
+  fs.fail_when(nullptr);
+  ASSERT_OK(m->close());
+}
+
+// The Erlang binding's store_sync callers are changes stored with a seq,
+// all awaited by one thread: they count as sync callers, so a synced batch
+// is held (at most the last fsync's duration) for as many of them as the
+// last batch released, rather than fsynced for the first one back.
+TEST_F(RaftMetaTest, ChangesStoredWithASeqCountAsSyncCallersForGroupCommit) {
+  FaultFileSystem fs;
+  Options o = small_options();
+  o.group_commit_window = 1s;
+  auto m = open(o, &fs);
+  ASSERT_TRUE(m);
+  // Slow fsyncs: the hold lasts at most as long as the last one took.
+  fs.fail_when([](const FaultOp& op) {
+    if (op.kind == FaultOp::Kind::sync) std::this_thread::sleep_for(50ms);
+    return false;
+  });
+  DurableProgress p;
+  // 20 callers, then 5 of them: the second batch waits for the other 15
+  // (who do not come) until the window ends.
+  for (int callers : {20, 5}) {
+    uint64_t want = 0;
+    for (int i = 0; i < callers; ++i) {
+      ASSERT_OK(m->store("s" + std::to_string(i), Field::current_term, uint64_t(callers), &want));
+    }
+    while (p.durable_seq < want) ASSERT_OK(m->await_progress(want, &p));
+  }
+  EXPECT_GE(m->stats().group_commit_holds, 1u);
+  fs.fail_when(nullptr);
+  ASSERT_OK(m->close());
+}
+
+// ... but the thread's own wait is not one more caller: a lone caller's
+// batch is never held for it (it was, on most calls, before).
+TEST_F(RaftMetaTest, ALoneCallerStoringWithASeqIsNeverHeld) {
+  FaultFileSystem fs;
+  Options o = small_options();
+  o.group_commit_window = 1s;
+  auto m = open(o, &fs);
+  ASSERT_TRUE(m);
+  fs.fail_when([](const FaultOp& op) {
+    if (op.kind == FaultOp::Kind::sync) std::this_thread::sleep_for(5ms);
+    return false;
+  });
+  DurableProgress p;
+  for (uint64_t term = 1; term <= 20; ++term) {
+    uint64_t want = 0;
+    ASSERT_OK(m->store("lone", Field::current_term, term, &want));
+    // The binding's reply thread asks a moment after the store.
+    std::this_thread::sleep_for(2ms);
+    while (p.durable_seq < want) ASSERT_OK(m->await_progress(want, &p));
+  }
+  EXPECT_EQ(m->stats().group_commit_holds, 0u);
+  fs.fail_when(nullptr);
+  ASSERT_OK(m->close());
 }
 
 TEST_F(RaftMetaTest, CompactionCyclesUnderATinyWalKeepValues) {

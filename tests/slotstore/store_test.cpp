@@ -108,6 +108,43 @@ TEST(SlotStore, CatalogSchemaBytesFieldsRoundTrip) {
   EXPECT_EQ((*e)[2], Value::str(""));
 }
 
+// A batch cleared and built again reuses its earlier ops' memory (raftmeta's
+// writer builds one per round): the new ops carry only what they are given.
+TEST(SlotStore, AClearedBatchBuiltAgainHoldsOnlyItsNewOps) {
+  FaultFileSystem fs;
+  auto s = must_open(fs, "/m", raft_schema(), inline_options());
+  WriteBatch b;
+  b.put("a-key-longer-than-sso", {set(kTerm, Value::u64(1)), set(kApplied, Value::u64(2))});
+  b.put("b", {set(kVote, vote("n", "node"))});
+  ASSERT_OK(s->write_batch(b));
+  b.clear();
+  EXPECT_TRUE(b.empty());
+  b.erase("b");                                        // from the first op's memory
+  b.put("c").push_back(set(kApplied, Value::u64(3)));  // from the second's
+  b.put("d");                                          // a new op: no updates
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_TRUE(b.ops()[0].erase);
+  EXPECT_TRUE(b.ops()[0].updates.empty());
+  EXPECT_EQ(b.ops()[1].key, "c");
+  EXPECT_FALSE(b.ops()[1].erase);
+  ASSERT_EQ(b.ops()[1].updates.size(), 1u);
+  EXPECT_EQ(b.ops()[2].key, "d");
+  EXPECT_TRUE(b.ops()[2].updates.empty());
+  ASSERT_OK(s->write_batch(b));
+  EXPECT_EQ(s->read("b").code(), Errc::not_found);
+  auto c = s->read("c");
+  ASSERT_OK(c);
+  EXPECT_EQ((*c)[kApplied], Value::u64(3));
+  EXPECT_FALSE((*c)[kTerm].has_value());
+  auto d = s->read("d");
+  ASSERT_OK(d);
+  EXPECT_FALSE((*d)[kTerm].has_value());
+  EXPECT_FALSE((*d)[kApplied].has_value());
+  auto a = s->read("a-key-longer-than-sso");
+  ASSERT_OK(a);
+  EXPECT_EQ((*a)[kTerm], Value::u64(1));
+}
+
 TEST(SlotStore, UnlistedFieldsKeepTheirValues) {
   FaultFileSystem fs;
   auto s = must_open(fs, "/m", raft_schema(), small_options());
