@@ -25,6 +25,8 @@ STRATA_FSYNC=${STRATA_FSYNC:-never}
 SCENARIOS=" ${SCENARIOS:-pub1 pub4 consume lat js} "
 want() { [[ "$SCENARIOS" == *" $1 "* ]]; }
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/server/json_median.sh
+source "$here/json_median.sh"
 strata=$(cd "$build" && pwd)/strata
 [ -x "$strata" ] || { echo "compare.sh: no strata binary in $build" >&2; exit 2; }
 
@@ -95,25 +97,7 @@ perf() {
     cat "$work/$name.json" >&2
   }
 }
-# median FILES... JQ_PATH: the median of one field over runs.
-median() {
-  local path=$1
-  shift
-  python3 - "$path" "$@" <<'PY'
-import json, statistics, sys
-path = sys.argv[1].split(".")
-vals = []
-for f in sys.argv[2:]:
-    try:
-        v = json.load(open(f))
-        for p in path:
-            v = v[p]
-        vals.append(float(v))
-    except Exception:
-        pass
-print(f"{statistics.median(vals):.1f}" if vals else "n/a")
-PY
-}
+median() { json_median 1 "$@"; }  # median FIELD FILES...
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 hwm_kib() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
 # VmHWM counts file pages a process maps: strata's uploader maps the segment

@@ -22,6 +22,8 @@ CONSUME_MSGS=${CONSUME_MSGS:-2000000}
 CONNS=${CONNS:-200}
 STRATA_FSYNC=${STRATA_FSYNC:-never}
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/server/json_median.sh
+source "$here/json_median.sh"
 strata=$(cd "$build" && pwd)/strata
 [ -x "$strata" ] || { echo "tls_bench.sh: no strata binary in $build" >&2; exit 2; }
 
@@ -91,24 +93,7 @@ perf() {
     tail -5 "$work/$name.err" >&2
   }
 }
-median() {  # median FIELD FILES...
-  local path=$1
-  shift
-  python3 - "$path" "$@" <<'PY'
-import json, statistics, sys
-path = sys.argv[1].split(".")
-vals = []
-for f in sys.argv[2:]:
-    try:
-        v = json.load(open(f))
-        for p in path:
-            v = v[p]
-        vals.append(float(v))
-    except Exception:
-        pass
-print(f"{statistics.median(vals):.2f}" if vals else "n/a")
-PY
-}
+median() { json_median 2 "$@"; }  # median FIELD FILES...
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 
 # Alternating: neither mode nor server always runs right after another's load.
