@@ -50,9 +50,7 @@ std::optional<QueuePath> queue_path(std::string_view path) {
 }
 
 json queue_entry(json e) {
-  json args = e.value("arguments", json::object());
-  args["x-queue-type"] = "stream";
-  e["arguments"] = std::move(args);
+  // (Its "arguments" hold x-queue-type already: queue_arguments_from_settings.)
   e["auto_delete"] = false;
   e["exclusive"] = false;
   e["state"] = "running";

@@ -139,16 +139,17 @@ Status Server::Impl::start() {
     return vhost == kDefaultVhost || !access || access->current()->has_vhost(vhost);
   };
   if (etcd) {
-    d.vhost_exists_now = [this](const std::string& name) {
-      const std::string_view vhost = split_stream_name(name).vhost;
-      if (vhost == kDefaultVhost || !access) return true;
+    d.vhost_exists_now = [this, known = d.vhost_exists](const std::string& name) {
       // A read of etcd after the create: a deletion through any node
-      // committed before this create's stream could be listed shows here.
-      if (Status st = access_admin->refresh(); !st.ok()) {
-        spdlog::warn("serve: cannot re-read the vhosts after creating {}: {}; kept as created",
-                     printable_stream(name), st.error().to_string());
+      // committed before this create's stream could be listed shows here
+      // ("/" is never deleted: no read for it).
+      if (access && split_stream_name(name).vhost != kDefaultVhost) {
+        if (Status st = access_admin->refresh(); !st.ok()) {
+          spdlog::warn("serve: cannot re-read the vhosts after creating {}: {}; kept as created",
+                       printable_stream(name), st.error().to_string());
+        }
       }
-      return access->current()->has_vhost(vhost);
+      return known(name);
     };
   }
   ops = std::make_unique<StreamOps>(std::move(d));
