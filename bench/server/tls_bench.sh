@@ -6,7 +6,8 @@
 #   bench/server/tls_bench.sh BUILD_DIR [RUNS]
 # Rows: publish (1 producer, confirmed msg/s), consume (1 consumer reading
 # CONSUME_MSGS stored messages from the first offset), the time to open a
-# connection and its TLS handshake's part, and resident memory per idle
+# connection and its TLS handshake's part, the server's CPU time per MB consumed
+# (from /proc), and resident memory per idle
 # connection (CONNS connections held by the stock JS client,
 # bench/server/tls_conns.mjs). Runs alternate plain and TLS, and the servers.
 # Environment: TIME (seconds of the publish run, default 5), SIZE (message
@@ -95,6 +96,7 @@ perf() {
 }
 median() { json_median 2 "$@"; }  # median FIELD FILES...
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # Alternating: neither mode nor server always runs right after another's load.
 order() { if (($1 % 2)); then echo "tls plain"; else echo "plain tls"; fi; }
@@ -108,10 +110,19 @@ for r in $(seq 1 "$runs"); do
     for mode in $(order "$r"); do
       perf "$server" "$mode" "pub-$server-$mode-$r" --stream "tlsb-pub-$mode-$r" --delete-stream \
         --producers 1 --consumers 0 --time "$TIME"
+      # The server's CPU time during the consume (user + system, from
+      # /proc): what TLS costs it, whatever the client on the same cores.
+      pid_var="pid_$server"
+      cpu0=$(cpu_ticks "${!pid_var}")
       perf "$server" "$mode" "consume-$server-$mode-$r" --stream "tlsb-consume-$r" --producers 0 \
         --consumers 1 --offset first --messages "$CONSUME_MSGS"
+      cpu1=$(cpu_ticks "${!pid_var}")
+      python3 -c "import json; d=json.load(open('$work/consume-$server-$mode-$r.json'))
+mb = d['rates']['consumed_mb_s'] * d['duration_s']
+print(json.dumps({'cpu_ms_per_mb': ($cpu1 - $cpu0) * 1000 / $(getconf CLK_TCK) / mb if mb else 'n/a'}))" \
+        >"$work/cpu-$server-$mode-$r.json" 2>/dev/null || echo '{"cpu_ms_per_mb": "n/a"}' \
+        >"$work/cpu-$server-$mode-$r.json"
       # Idle connections: the server's resident memory with them, less before.
-      pid_var="pid_$server"
       before=$(rss_kib "${!pid_var}")
       ca=()
       [ "$mode" = tls ] && ca=("$certs/ca.pem")
@@ -154,6 +165,7 @@ echo "|---|---:|---:|---:|---:|---:|---:|"
 row "publish, confirmed msg/s" pub rates.confirmed_msg_s
 row "consume from first, msg/s" consume rates.consumed_msg_s
 row "consume from first, MB/s" consume rates.consumed_mb_s
+row "server CPU per MB consumed, ms" cpu cpu_ms_per_mb
 row "open a connection, ms (p50)" pub connections.open_ms.p50
 row "RSS per idle connection, KiB" rss rss_per_conn_kib
 tls_line=$(python3 -c "import json; c=json.load(open('$work/pub-strata-tls-1.json'))['connections']; print(c['tls_version'], c['tls_cipher'])" 2>/dev/null || echo "?")

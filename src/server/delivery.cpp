@@ -107,7 +107,7 @@ struct Delivery::Source {
 namespace {
 
 bool goes_by_sendfile(const tier::TieredChunk& c, const DeliveryOptions& o) {
-  return c.file && c.file->native_handle() >= 0 && stored_wire_crc(c.header) &&
+  return o.use_sendfile && c.file && c.file->native_handle() >= 0 && stored_wire_crc(c.header) &&
          c.header.data_len >= o.sendfile_min_bytes;
 }
 
@@ -337,7 +337,7 @@ ReadBatch read_batch(Delivery::Source& src, const DeliveryOptions& o, uint32_t m
     // body goes by sendfile or is read into memory. (Guessing a chunk's size
     // from the previous one to read small ones through the reader's
     // read-ahead misfires: group commit mixes small and large chunks.)
-    auto r = o.use_sendfile ? src.reader->next_chunk_location() : src.reader->next_chunk();
+    auto r = o.locate ? src.reader->next_chunk_location() : src.reader->next_chunk();
     if (!r.ok()) {
       b.error = std::move(r).error();
       break;

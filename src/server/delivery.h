@@ -168,7 +168,13 @@ void async_write_frame(Socket& sock, std::shared_ptr<const ChunkFrame> frame,
 struct DeliveryOptions {
   uint8_t subscription_id = 0;
   uint16_t version = 1;  // Deliver v1, or v2 (committed chunk id) when declared
-  // Local chunks with a stored wire CRC by sendfile (else read into memory).
+  // Chunks found by their headers alone (the reader's next_chunk_location):
+  // a local chunk's body then goes by sendfile (use_sendfile) or is read
+  // straight into its frame. Else (and for a copy) the reader reads each
+  // chunk whole and checks it, and the frame copies its body from there.
+  bool locate = true;
+  // Located local chunks with a stored wire CRC by sendfile (else read into
+  // the frame: over TLS, whose records are encrypted in user space).
   bool use_sendfile = true;
   // ... if the data section has at least this many bytes; smaller chunks
   // are read into memory and share one write.

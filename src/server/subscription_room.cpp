@@ -247,6 +247,7 @@ void SubscriptionRoom::on_reader(const SubPtr& sub, uint64_t generation,
   std::shared_ptr<DeliveryLimit> limit = sub->served->delivery_limit();
   if (sub->copy) {
     opts.copy = true;
+    opts.locate = false;
     opts.use_sendfile = false;
     opts.coalesce_bytes = 0;
     opts.filter = nullptr;

@@ -311,7 +311,7 @@ TEST_F(DeliveryTest, Version2AndVersion3ChunksGoOutWithTheirStoredWireCrc) {
   ASSERT_EQ(versions, (std::vector<int>{2, 2, 2, 3, 3, 3}));
   for (int located = 0; located < 2; ++located) {
     DeliveryOptions o;
-    o.use_sendfile = located == 1;
+    o.locate = o.use_sendfile = located == 1;
     o.sendfile_min_bytes = 0;
     auto d = start(log::OffsetSpec::first(), o, uint16_t(chunks.size()));
     for (const auto& [h, data] : chunks) {
@@ -442,7 +442,7 @@ bool readable_within(int fd, int ms) {
 // The located path (every local chunk by sendfile) or the in-memory one.
 DeliveryOptions path_options(int located) {
   DeliveryOptions o;
-  o.use_sendfile = located == 1;
+  o.locate = o.use_sendfile = located == 1;
   o.sendfile_min_bytes = 0;
   return o;
 }
@@ -578,34 +578,38 @@ TEST_F(DeliveryTest, OffsetInsideAChunkDeliversTheWholeChunk) {
   on_strand([&] { d->stop(); });
 }
 
-// The located path (sendfile when the wire CRC is stored, else one read
-// into the frame) and the in-memory path put the same bytes on the wire.
+// The located path (sendfile when the wire CRC is stored), the located
+// path without sendfile (TLS: each body read straight into its frame) and
+// the in-memory path (the reader reads and checks each chunk whole) put the
+// same bytes on the wire.
 TEST_F(DeliveryTest, LocatedAndMemoryPathsSendIdenticalBytes) {
   append(30, 40, 200);
   auto chunks = log_chunks();
-  std::vector<Bytes> runs[2];
-  for (int located = 0; located < 2; ++located) {
+  std::vector<Bytes> runs[3];
+  for (int path = 0; path < 3; ++path) {
     DeliveryOptions o;
-    o.use_sendfile = located == 1;
+    o.locate = path != 0;
+    o.use_sendfile = path == 1;
     o.sendfile_min_bytes = 0;  // every located chunk by sendfile
     o.version = 2;
     auto d = start(log::OffsetSpec::first(), o, uint16_t(chunks.size()));
     for (size_t i = 0; i < chunks.size(); ++i) {
       auto w = read_frame(b_.native_handle());
       ASSERT_TRUE(w);
-      runs[located].push_back(w->raw);
+      runs[path].push_back(w->raw);
     }
     on_strand([&] {
       EXPECT_EQ(d->credit(), 0u);
       // The log stores each chunk's wire CRC: nothing is checksummed at
-      // delivery, and the located path sends every body from the file.
+      // delivery, and the sendfile path sends every body from the file.
       EXPECT_EQ(d->stats().crc_computed, 0u);
-      EXPECT_EQ(d->stats().sendfile_chunks, located ? chunks.size() : 0u);
-      EXPECT_EQ(d->stats().memory_chunks, located ? 0u : chunks.size());
+      EXPECT_EQ(d->stats().sendfile_chunks, path == 1 ? chunks.size() : 0u);
+      EXPECT_EQ(d->stats().memory_chunks, path == 1 ? 0u : chunks.size());
       d->stop();
     });
   }
   EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_EQ(runs[0], runs[2]);
 }
 
 // Chunks below sendfile_min_bytes are read into memory and several share
@@ -621,7 +625,7 @@ TEST_F(DeliveryTest, SmallChunksShareWritesLargeOnesGoBySendfile) {
   DeliveryStats st[2];
   for (int located = 0; located < 2; ++located) {
     DeliveryOptions o;
-    o.use_sendfile = located == 1;
+    o.locate = o.use_sendfile = located == 1;
     o.sendfile_min_bytes = 8 << 10;
     auto d = start(log::OffsetSpec::first(), o, uint16_t(chunks.size() + 4));
     for (size_t i = 0; i < chunks.size(); ++i) {
@@ -681,7 +685,7 @@ TEST_F(DeliveryTest, ConsecutiveSmallChunksGoOutAsOneChunk) {
   std::vector<Bytes> runs[3];
   for (int run = 0; run < 3; ++run) {
     DeliveryOptions o;
-    o.use_sendfile = run != 0;
+    o.locate = o.use_sendfile = run != 0;
     o.sendfile_min_bytes = 8 << 10;
     o.coalesce_bytes = limit;
     // Run 2 grants one credit per Deliver read, so every read job but the
