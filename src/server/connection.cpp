@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <asio/post.hpp>
 
 #include "common/stream_name.h"
@@ -214,7 +215,10 @@ class ConnectionImpl final : public Connection,
  private:
   // Hands a decoded frame to the one room that takes it.
   void dispatch(const ClientFrame& frame);
-  bool peer_link() const { return !env_.peer_user.empty() && handshake_.user() == env_.peer_user; }
+  bool peer_link() const {
+    const auto& peers = env_.peer_users;
+    return std::find(peers.begin(), peers.end(), handshake_.user()) != peers.end();
+  }
   VhostNames names() const { return VhostNames(handshake_.vhost(), peer_link()); }
   void protocol_error(ResponseCode code, const std::string& why) {
     env_.counters->protocol_errors += 1;

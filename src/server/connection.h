@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "common/task.h"
 #include "server/client_tally.h"
@@ -54,10 +55,11 @@ struct ConnectionEnv {
   ConnectionQuota* quota = nullptr;
   // Who may do what (never null).
   const AccessPolicy* access = nullptr;
-  // The user the nodes of a cluster log in to each other as (empty: not
-  // in a cluster): its connections to "/" name every vhost's streams by
-  // their stored names and may read them all (vhost_names.h).
-  std::string peer_user;
+  // The users the nodes of a cluster log in to each other as (empty: not
+  // in a cluster; cluster.peer_users): their connections to "/" name every
+  // vhost's streams by their stored names and may read them all
+  // (vhost_names.h).
+  std::vector<std::string> peer_users;
   // The connection closed (once): the server forgets it.
   std::function<void(uint64_t id)> on_closed;
 };

@@ -22,13 +22,21 @@ Status string_list(JsonSection& s, std::string_view k, const std::vector<std::st
                    std::vector<std::string>* out) {
   const json* v = s.get(k);
   if (!v) return Status::OK();
-  const std::string allowed_text = fmt::format("\"{}\"", fmt::join(allowed, "\", \""));
+  // No list of allowed values: any non-empty string.
+  const std::string allowed_text = allowed.empty()
+                                       ? std::string("non-empty strings")
+                                       : fmt::format("\"{}\"", fmt::join(allowed, "\", \""));
   if (!v->is_array()) return JsonSection::bad(s.key(k), *v, "must be a list of " + allowed_text);
   std::vector<std::string> list;
   for (const auto& e : *v) {
-    if (!e.is_string() ||
-        std::find(allowed.begin(), allowed.end(), e.get<std::string>()) == allowed.end()) {
-      return JsonSection::bad(s.key(k), *v, "each entry must be one of " + allowed_text);
+    const bool ok =
+        e.is_string() && (allowed.empty() ? !e.get<std::string>().empty()
+                                          : std::find(allowed.begin(), allowed.end(),
+                                                      e.get<std::string>()) != allowed.end());
+    if (!ok) {
+      return JsonSection::bad(s.key(k), *v,
+                              allowed.empty() ? "each entry must be a non-empty string"
+                                              : "each entry must be one of " + allowed_text);
     }
     if (std::find(list.begin(), list.end(), e.get<std::string>()) != list.end()) {
       return JsonSection::bad(s.key(k), *v, "names " + e.dump() + " twice");
@@ -201,6 +209,7 @@ Status load_cluster_section(JsonSection s, ClusterSettings* out) {
   STRATA_TRY(s.boolean("rebalance", &out->rebalance));
   STRATA_TRY(s.integer_in("rebalance_after_ms", &out->rebalance_after_ms, 0, 86'400'000));
   STRATA_TRY(s.string("peer_user", &out->peer_user));
+  STRATA_TRY(string_list(s, "peer_users", {}, &out->peer_users));
   STRATA_TRY(s.string("peer_password_file", &out->peer_password_file));
   STRATA_TRY(s.string("peer_auth", &out->peer_auth));
   if (out->peer_auth != "password" && out->peer_auth != "certificate") {
@@ -331,6 +340,17 @@ Result<ServeConfig> load_serve_config(json document, const ServeFlags& flags,
                  "the nodes of a cluster log in to each other as cluster.peer_user (with "
                  "cluster.peer_password_file) or else the first user given a \"password\" or "
                  "\"password_file\", and there is none (a definitions file holds only hashes)");
+    }
+    // Every node's own login counts as a peer link on every other node:
+    // with per-node identities, each node's list names them all, its own
+    // among them (a list without it would mean the lists differ).
+    const auto& peers = cfg.cluster.peer_users;
+    if (!peers.empty() &&
+        std::find(peers.begin(), peers.end(), cfg.server.users.peer.user) == peers.end()) {
+      return bad("cluster.peer_users",
+                 fmt::format("names the users every node logs in to the others as, and not "
+                             "'{}', this node's own (cluster.peer_user)",
+                             cfg.server.users.peer.user));
     }
     if (auto st = cluster::validate(ownership_config(cfg.cluster, cfg.node, "")); !st.ok()) {
       return Error(Errc::invalid_argument, "serve config: " + st.error().message);

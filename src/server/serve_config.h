@@ -165,6 +165,10 @@ struct ClusterSettings {
   // neither. Neither: the first user given a cleartext password.
   std::string peer_user;
   std::string peer_password_file;
+  // The users whose logins are the cluster's own links here (empty: only
+  // peer_user). With one identity per node (peer_auth "certificate", each
+  // node's certificate naming its own user), every node lists them all.
+  std::vector<std::string> peer_users;
   // "password": the nodes log in with peer_user's password (SASL PLAIN).
   // "certificate": with SASL EXTERNAL over TLS (peer_tls): each node's
   // certificate (tls.cert_file, presented as its client certificate) names

@@ -182,7 +182,10 @@ Status Server::Impl::start() {
   env.settings = &cfg.server;
   access = std::make_unique<AccessPolicy>(cfg.server.users.access);
   env.access = access.get();
-  if (cfg.cluster.enabled) env.peer_user = cfg.server.users.peer.user;
+  if (cfg.cluster.enabled) {
+    env.peer_users = cfg.cluster.peer_users;
+    if (env.peer_users.empty()) env.peer_users.push_back(cfg.server.users.peer.user);
+  }
   // Live changes to the users sit beside the catalog: in etcd for a
   // cluster (every node polls them), in the data directory otherwise.
   access_admin =
@@ -666,6 +669,7 @@ nlohmann::json Server::Impl::status_json() const {
     j["cluster"]["peer_tls"] = m.cfg.cluster.peer_tls;
     j["cluster"]["peer_auth"] = m.cfg.cluster.peer_auth;
     j["cluster"]["peer_user"] = m.cfg.server.users.peer.user;
+    j["cluster"]["peer_users"] = m.env.peer_users;
   }
   // Replicated streams served here: how far a majority holds them.
   for (const auto& s : m.served->all()) {

@@ -419,6 +419,13 @@ TEST(ServeConfig, ClusterPeerAuthByCertificate) {
   EXPECT_EQ(c->server.users.peer.user, "strata-peer");
   EXPECT_EQ(c->server.users.peer.mechanism, "EXTERNAL");
   EXPECT_EQ(c->server.users.peer.password, "");
+  // One identity per node: each lists them all, its own among them.
+  json per_node = cert;
+  per_node["peer_users"] = {"strata-peer-0", "strata-peer", "strata-peer-2"};
+  c = load_serve_config(doc(per_node, tls, external), f, no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->cluster.peer_users,
+            (std::vector<std::string>{"strata-peer-0", "strata-peer", "strata-peer-2"}));
   // The default stays the password.
   c = load_serve_config(doc(json::object(), tls, external), f, no_env());
   ASSERT_TRUE(c.ok()) << c.error().message;
@@ -430,6 +437,12 @@ TEST(ServeConfig, ClusterPeerAuthByCertificate) {
   plain_links["peer_tls"] = false;
   json with_pw = cert;
   with_pw["peer_password_file"] = pw;
+  json without_own = cert;
+  without_own["peer_users"] = {"strata-peer-0", "strata-peer-1"};
+  json empty_entry = cert;
+  empty_entry["peer_users"] = {"strata-peer", ""};
+  json twice = cert;
+  twice["peer_users"] = {"strata-peer", "strata-peer"};
   struct Case {
     json doc;
     std::string needle;
@@ -440,6 +453,9 @@ TEST(ServeConfig, ClusterPeerAuthByCertificate) {
       {doc(cert, tls, json::object()), "add \"EXTERNAL\" to server.auth_mechanisms"},
       {doc({{"peer_auth", "certificate"}}, tls, external), "cluster.peer_user"},
       {doc(with_pw, tls, external), "keeps no password"},
+      {doc(without_own, tls, external), "and not 'strata-peer', this node's own"},
+      {doc(empty_entry, tls, external), "cluster.peer_users"},
+      {doc(twice, tls, external), "names \"strata-peer\" twice"},
       {doc({{"peer_auth", "kerberos"}}, tls, external), "cluster.peer_auth"},
   };
   for (const auto& k : cases) {
