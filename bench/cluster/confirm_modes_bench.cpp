@@ -10,16 +10,23 @@
 // cluster.replica_copies); `replicated:N` creates the stream with
 // initial-cluster-size N (5: a majority of 5 is 3, every node's copy);
 // `remote` waits for a persisted manifest; `local` for the leader's own log.
+// A mode ending in `+tls` (`replicated+tls`) runs the nodes' own links —
+// owner links, replica feeds, copies — over TLS (cluster.peer_tls, with a
+// CA and a certificate made by openssl for the run); perf itself still
+// talks plain TCP to the leader, so the difference is the links' alone.
+// Runs alternate the modes (run 1 of each, then run 2 of each ...).
 // `rabbitmq` runs the same perf against Debian's RabbitMQ 3.10.8 (one node,
 // bench/server/rabbitmq.sh; it confirms once its own log has the message,
 // without an fsync: strata's `local` under `--fsync never` compares).
-//   confirm_modes_bench [--runs N] [--rate MSG_PER_S] [--time S] [--size B]
-//                       [--batch N] [--modes local,remote,replicated,replicated:5,rabbitmq]
+//   confirm_modes_bench [--runs N] [--rate MSG_PER_S (0: unlimited)] [--time S] [--size B]
+//                       [--batch N]
+//                       [--modes local,remote,replicated,replicated:5,replicated+tls,rabbitmq]
 //                       [--fsync always|interval|never]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -27,6 +34,7 @@
 #include "support/process.h"
 #include "support/serve_cluster.h"
 #include "support/temp_dir.h"
+#include "support/test_certs.h"
 
 using namespace strata::test;
 using namespace std::chrono_literals;
@@ -115,19 +123,35 @@ std::optional<Sample> run_once(const Options& o, const std::string& mode) {
   std::string err;
   ServeClusterOptions co;
   co.lease_ttl_ms = 5000;
-  // "replicated:N": replicated, created with initial-cluster-size N.
-  const size_t colon = mode.find(':');
-  const std::string confirm = mode.substr(0, colon);
+  // "replicated:N": replicated, created with initial-cluster-size N; a
+  // "+tls" suffix: the nodes' links over TLS.
+  const bool peer_tls = mode.size() > 4 && mode.ends_with("+tls");
+  const std::string base = peer_tls ? mode.substr(0, mode.size() - 4) : mode;
+  const size_t colon = base.find(':');
+  const std::string confirm = base.substr(0, colon);
   strata::proto::Properties args;
-  if (colon != std::string::npos) args.emplace_back("initial-cluster-size", mode.substr(colon + 1));
+  if (colon != std::string::npos) args.emplace_back("initial-cluster-size", base.substr(colon + 1));
   co.patch = {{"tiering", {{"confirm", confirm}}}, {"log", {{"fsync", o.fsync}}}};
+  if (peer_tls) {
+    TestCerts certs;
+    std::filesystem::create_directories(dir.sub("certs"));
+    if (!make_test_certs(dir.sub("certs"), "bench-client", &certs, &err)) {
+      std::cerr << "certificates: " << err << "\n";
+      return std::nullopt;
+    }
+    co.patch["tls"] = {{"listen", "127.0.0.1:0"},
+                       {"cert_file", certs.server_cert},
+                       {"key_file", certs.server_key},
+                       {"ca_file", certs.ca}};
+    co.patch["cluster"] = {{"peer_tls", true}};
+  }
   auto cluster = ServeCluster::start(dir.path(), co, &err);
   if (!cluster) {
     std::cerr << "cluster: " << err << "\n";
     return std::nullopt;
   }
   const std::string stream =
-      "bench-" + confirm + (args.empty() ? "" : "-" + mode.substr(colon + 1));
+      "bench-" + confirm + (args.empty() ? "" : "-" + base.substr(colon + 1));
   // Created here first, so that the leader is known before perf starts;
   // perf's own Create (with the same arguments) then finds it.
   {
@@ -168,7 +192,7 @@ int main(int argc, char** argv) {
     if (k == "--runs") {
       o.runs = std::max(1, std::atoi(v.c_str()));
     } else if (k == "--rate") {
-      o.rate = std::max(1, std::atoi(v.c_str()));
+      o.rate = std::max(0, std::atoi(v.c_str()));  // 0: as fast as confirms come
     } else if (k == "--time") {
       o.time_s = std::max(1.0, std::atof(v.c_str()));
     } else if (k == "--size") {
@@ -183,37 +207,48 @@ int main(int argc, char** argv) {
       for (std::string m; std::getline(ss, m, ',');) o.modes.push_back(m);
     } else {
       std::cerr << "usage: confirm_modes_bench [--runs N] [--rate MSG_PER_S] [--time S] "
-                   "[--size B] [--batch N] [--modes local,remote,replicated,replicated:5,rabbitmq] "
+                   "[--size B] [--batch N] "
+                   "[--modes local,remote,replicated,replicated:5,replicated+tls,rabbitmq] "
                    "[--fsync POLICY]\n";
       return 2;
     }
   }
-  std::printf("%d msg/s of %d B in frames of %d, %.0f s per run, fsync %s, median of %d runs\n",
-              o.rate, o.size, o.batch, o.time_s, o.fsync.c_str(), o.runs);
+  std::printf("%s msg/s of %d B in frames of %d, %.0f s per run, fsync %s, median of %d runs\n",
+              o.rate ? std::to_string(o.rate).c_str() : "unlimited", o.size, o.batch, o.time_s,
+              o.fsync.c_str(), o.runs);
   std::printf(
       "| confirm | confirm p50 | confirm p99 | deliver p50 | deliver p99 | confirmed msg/s "
       "| publish errors |\n|---|---:|---:|---:|---:|---:|---:|\n");
   int failures = 0;
-  for (const std::string& mode : o.modes) {
+  struct Samples {
     std::vector<double> c50, c99, d50, d99, rate;
     uint64_t errors = 0;
-    for (int r = 0; r < o.runs; ++r) {
+  };
+  std::map<std::string, Samples> by_mode;
+  for (int r = 0; r < o.runs; ++r) {
+    for (const std::string& mode : o.modes) {
       auto s = run_once(o, mode);
       if (!s) {
         failures += 1;
         continue;
       }
-      c50.push_back(s->confirm_p50_us);
-      c99.push_back(s->confirm_p99_us);
-      d50.push_back(s->deliver_p50_us);
-      d99.push_back(s->deliver_p99_us);
-      rate.push_back(s->confirmed_msg_s);
-      errors += s->publish_errors;
+      Samples& m = by_mode[mode];
+      m.c50.push_back(s->confirm_p50_us);
+      m.c99.push_back(s->confirm_p99_us);
+      m.d50.push_back(s->deliver_p50_us);
+      m.d99.push_back(s->deliver_p99_us);
+      m.rate.push_back(s->confirmed_msg_s);
+      m.errors += s->publish_errors;
+      std::fprintf(stderr, "run %d, %s: confirm p50 %.2f ms, %.0f msg/s\n", r + 1, mode.c_str(),
+                   s->confirm_p50_us / 1000, s->confirmed_msg_s);
     }
-    std::printf("| `%s` | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.0f | %llu |\n", mode.c_str(),
-                median(c50) / 1000, median(c99) / 1000, median(d50) / 1000, median(d99) / 1000,
-                median(rate), static_cast<unsigned long long>(errors));
-    std::fflush(stdout);
   }
+  for (const std::string& mode : o.modes) {
+    const Samples& m = by_mode[mode];
+    std::printf("| `%s` | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.0f | %llu |\n", mode.c_str(),
+                median(m.c50) / 1000, median(m.c99) / 1000, median(m.d50) / 1000,
+                median(m.d99) / 1000, median(m.rate), static_cast<unsigned long long>(m.errors));
+  }
+  std::fflush(stdout);
   return failures == 0 ? 0 : 1;
 }
