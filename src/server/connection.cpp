@@ -131,6 +131,7 @@ class ConnectionImpl final : public Connection,
         j["tls_version"] = t->version;
         j["tls_cipher"] = t->cipher;
         if (!t->peer_subject.empty()) j["tls_peer_subject"] = t->peer_subject;
+        j["tls_kernel_send"] = t->kernel_send;
       }
       done(std::move(j));
     });

@@ -57,8 +57,10 @@ void FrameChannel::start(const std::shared_ptr<FrameHandler>& handler,
         return;
       }
       if (const TlsInfo* t = self->transport_->tls()) {
-        spdlog::debug("connection {} ({}): {} {}{}", self->id_, self->peer_, t->version, t->cipher,
-                      t->peer_subject.empty() ? "" : ", client " + t->peer_subject);
+        spdlog::debug("connection {} ({}): {} {}{}{}", self->id_, self->peer_, t->version,
+                      t->cipher, t->peer_subject.empty() ? "" : ", client " + t->peer_subject,
+                      t->kernel_send ? ", kernel TLS" : "");
+        if (t->kernel_send) self->counters_.tls_kernel_send += 1;
       }
       self->ready_ = true;
       self->last_read_ = self->last_write_ = Clock::now();

@@ -731,10 +731,17 @@ nlohmann::json Server::Impl::status_json() const {
         {"connections", c.tls_connections.load()},
         {"handshake_failures", c.tls_handshake_failures.load()},
         {"reloads", m.tls->reloads()},
-        // Which delivery path TLS connections take (server/transport.h):
-        // bodies are encrypted in user space, read into memory first.
-        {"zero_copy", false},
-        {"delivery", "copy (user-space TLS)"},
+        // Which delivery path TLS connections took (server/transport.h):
+        // with kernel TLS bodies go by SSL_sendfile; without it they are
+        // read into memory and encrypted in user space.
+        {"kernel_send_connections", c.tls_kernel_send.load()},
+        {"zero_copy", c.tls_kernel_send.load() > 0},
+        {"delivery",
+         c.tls_kernel_send.load() == 0
+             ? "copy (user-space TLS)"
+             : (c.tls_kernel_send.load() >= c.tls_connections.load()
+                    ? "sendfile (kernel TLS)"
+                    : "sendfile (kernel TLS) where the kernel took the records, else copy")},
     };
   }
   return j;

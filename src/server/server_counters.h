@@ -68,6 +68,9 @@ struct ServerCounters {
   // TLS: connections accepted on the TLS listener, and handshakes that
   // failed (bad certificate, wrong protocol, not finished in time).
   std::atomic<uint64_t> tls_connections{0};
+  // TLS connections whose records the kernel sends (kernel TLS): their
+  // deliveries go by SSL_sendfile (server/transport.h).
+  std::atomic<uint64_t> tls_kernel_send{0};
   std::atomic<uint64_t> tls_handshake_failures{0};
   // Replica subscriptions (replica_feed.h): chunks read from the bucket and
   // forwarded from owners, and subscriptions made at owners.

@@ -248,6 +248,10 @@ std::string server_metrics_text(const ServerMetricsInput& in) {
   w.counter("strata_server_tls_handshake_failures_total",
             "TLS handshakes that failed or did not finish in time", {},
             double(c.tls_handshake_failures.load()));
+  w.counter("strata_server_tls_kernel_send_connections_total",
+            "TLS connections whose records the kernel sent (kernel TLS; deliveries by "
+            "SSL_sendfile)",
+            {}, double(c.tls_kernel_send.load()));
   w.counter("strata_server_tls_reloads_total", "TLS certificate reloads that took effect", {},
             double(in.tls_reloads));
   w.counter("strata_server_connections_refused_limit_total",

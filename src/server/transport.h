@@ -6,12 +6,13 @@
 // Deliver frames (delivery.h, ChunkFrame) go out as the transport can:
 //  - plain TCP: the in-memory part by write, a file part by sendfile(2),
 //    never entering user space;
-//  - TLS: encrypted in user space by OpenSSL through Asio's SSL stream, so
-//    a connection over TLS asks its deliveries for in-memory bodies
-//    (sendfile() false: read on the blocking pool, not on the event loop).
-//    Kernel TLS would let sendfile(2) carry encrypted bodies, but Asio's
-//    engine feeds OpenSSL through memory BIOs, where kernel TLS never
-//    engages; `zero_copy` in the status says which path runs.
+//  - TLS (tls_transport.cpp: OpenSSL on the socket itself): with kernel
+//    TLS, records are encrypted by the kernel and a file part goes by
+//    SSL_sendfile (sendfile() true); without it (no `tls` module, or an
+//    OpenSSL built without it), encrypted in user space, so the connection
+//    asks its deliveries for in-memory bodies (sendfile() false: read on
+//    the blocking pool, not on the event loop). TlsInfo::kernel_send and
+//    the status's `zero_copy` say which path runs.
 //
 // Thread safety: the connection's strand (the socket's executor); every
 // completion runs there.
@@ -41,6 +42,8 @@ struct TlsInfo {
   bool peer_verified = false;
   std::string peer_subject;
   std::string peer_common_name;
+  // Records sent by the kernel (kernel TLS): bodies go by SSL_sendfile.
+  bool kernel_send = false;
 };
 
 class Transport {
@@ -82,6 +85,9 @@ class Transport {
 };
 
 std::unique_ptr<Transport> plain_transport(asio::ip::tcp::socket socket, Strand strand);
+// Reads and drops what arrives on `socket` until its end (or an error, or
+// close()), then calls `done`: the end of both transports' finish().
+void drain_socket(asio::ip::tcp::socket& socket, const Strand& strand, std::function<void()> done);
 // `context` stays alive as long as the transport.
 std::unique_ptr<Transport> tls_transport(asio::ip::tcp::socket socket, Strand strand,
                                          std::shared_ptr<asio::ssl::context> context);
