@@ -174,5 +174,10 @@ hs_rabbit=$(median connections.tls_handshake_ms.p50 "$work"/pub-rabbitmq-tls-*.j
 echo
 echo "TLS session: $tls_line; TLS handshake p50: strata $hs_strata ms, RabbitMQ $hs_rabbit ms"
 ulp=$(cat /proc/sys/net/ipv4/tcp_available_ulp 2>/dev/null || echo "?")
-echo "strata encrypts deliveries over TLS in user space (no sendfile; /status server.tls.zero_copy false);"
-echo "the kernel's TCP upper-layer protocols here: $ulp (kernel TLS needs \"tls\")"
+echo "the kernel's TCP upper-layer protocols here: $ulp"
+if [[ " $ulp " == *" tls "* ]]; then
+  echo "kernel TLS is available: strata's TLS deliveries go by SSL_sendfile where OpenSSL was built for it"
+  echo "(/status server.tls.kernel_send_connections says whether they did)"
+else
+  echo "no kernel TLS here (no \"tls\"): strata encrypts deliveries over TLS in user space"
+fi
