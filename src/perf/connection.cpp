@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 
 #include <chrono>
 #include <cstring>
 
+#include "net/tls_peer_name.h"
 #include "proto/client_handshake.h"
 
 namespace strata::perf {
@@ -70,17 +70,10 @@ Status Connection::start_tls(const ConnectOptions& o) {
   tls_ = std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(socket_, *o.tls);
   SSL* ssl = tls_->native_handle();
   const std::string& name = o.tls_options.server_name.empty() ? o.host : o.tls_options.server_name;
-  asio::error_code ec;
-  const auto ip = asio::ip::make_address(name, ec);
-  // SNI carries host names only; an address is matched against the
-  // certificate's IP entries.
-  if (ec) SSL_set_tlsext_host_name(ssl, name.c_str());
-  if (o.tls_options.verify) {
-    X509_VERIFY_PARAM* p = SSL_get0_param(ssl);
-    const int ok = ec ? X509_VERIFY_PARAM_set1_host(p, name.c_str(), 0)
-                      : X509_VERIFY_PARAM_set1_ip_asc(p, ip.to_string().c_str());
-    if (ok != 1) return make_error(Errc::invalid_argument, where_ + ": TLS: bad name " + name);
+  if (!net::name_tls_peer(ssl, name, o.tls_options.verify)) {
+    return make_error(Errc::invalid_argument, where_ + ": TLS: bad name " + name);
   }
+  asio::error_code ec;
   tls_->handshake(asio::ssl::stream_base::client, ec);
   if (ec) {
     const long v = SSL_get_verify_result(ssl);

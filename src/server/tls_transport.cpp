@@ -30,6 +30,7 @@
 #include <optional>
 #include <variant>
 
+#include "net/tls_peer_name.h"
 #include "server/transport.h"
 
 namespace strata::server {
@@ -231,18 +232,11 @@ class TlsTransport final : public Transport {
     return name_peer();
   }
 
-  // The client's side: SNI for a host name, and what the certificate must
-  // name (an IP address is matched against the certificate's IP entries).
+  // The client's side: SNI, and the name the peer's certificate must bear.
   std::error_code name_peer() {
-    SSL* ssl = ssl_.get();
-    std::error_code ec;
-    const auto ip = asio::ip::make_address(peer_host_, ec);
-    if (ec) SSL_set_tlsext_host_name(ssl, peer_host_.c_str());
-    if (!verify_host_) return {};
-    X509_VERIFY_PARAM* p = SSL_get0_param(ssl);
-    const int ok = ec ? X509_VERIFY_PARAM_set1_host(p, peer_host_.c_str(), 0)
-                      : X509_VERIFY_PARAM_set1_ip_asc(p, ip.to_string().c_str());
-    if (ok != 1) return std::make_error_code(std::errc::invalid_argument);
+    if (!net::name_tls_peer(ssl_.get(), peer_host_, verify_host_)) {
+      return std::make_error_code(std::errc::invalid_argument);
+    }
     return {};
   }
 
