@@ -534,32 +534,52 @@ class Api {
   }
 
   // RabbitMQ's GET /api/definitions/VHOST: one vhost's queues (its
-  // streams) without users, vhosts, permissions or the queues' "vhost", so
-  // the file imports into any vhost.
+  // streams) and parameters (its limits) without users, vhosts, permissions
+  // or the entries' "vhost", so the file imports into any vhost.
   ApiReply vhost_definitions(const std::string& vhost) {
-    if (!now_->has_vhost(vhost)) {
-      return error_reply(404, "not_found", fmt::format("no vhost '{}'", vhost));
-    }
+    const auth::VHost* v = now_->find_vhost(vhost);
+    if (v == nullptr) return error_reply(404, "not_found", fmt::format("no vhost '{}'", vhost));
     auth::Definitions d;
+    d.vhosts.push_back(*v);
     if (Status st = add_streams(&d, vhost); !st.ok()) return refused(st.error());
     json doc = json::parse(auth::export_definitions(d));
     for (const char* section : {"users", "vhosts", "permissions", "topic_permissions"}) {
       doc.erase(section);
     }
     for (auto& q : doc["queues"]) q.erase("vhost");
+    for (auto& p : doc["parameters"]) p.erase("vhost");
     return reply(200, doc);
   }
 
   // RabbitMQ's POST /api/definitions/VHOST: a file's queues go into
-  // VHOST, whatever vhost they name. Its users, vhosts and permissions are
-  // not imported (RabbitMQ ignores them there too), nor its parameters
-  // (strata's only ones, vhost limits, are set with PUT /api/vhost-limits).
+  // VHOST, whatever vhost they name, and so do its parameters (RabbitMQ's
+  // add_parameter with the vhost replaced): strata's only ones, vhost-limits,
+  // become VHOST's limits, the file's value replacing VHOST's as RabbitMQ's
+  // parameter does. Its users, vhosts and permissions are not imported
+  // (RabbitMQ ignores them there too).
   ApiReply import_vhost_definitions(const std::string& vhost) {
     if (!now_->has_vhost(vhost)) {
       return error_reply(404, "not_found", fmt::format("no vhost '{}'", vhost));
     }
     auto doc = body_object(r_.body);
     if (!doc.ok()) return refused(doc.error());
+    // The limits are checked before anything changes, as the rest is.
+    std::optional<auth::VHost> limits;
+    auto params = doc->find("parameters");
+    if (params != doc->end() && params->is_array()) {
+      for (const auto& p : *params) {
+        if (!p.is_object() || p.value("component", "") != "vhost-limits") continue;
+        json one = {{"vhosts", {{{"name", vhost}}}},
+                    {"parameters",
+                     {{{"component", "vhost-limits"},
+                       {"vhost", vhost},
+                       {"name", "limits"},
+                       {"value", p.value("value", json())}}}}};
+        auto parsed = auth::parse_definitions(one.dump(), "request body");
+        if (!parsed.ok()) return refused(parsed.error());
+        limits = parsed->vhosts.front();
+      }
+    }
     for (const char* section :
          {"users", "vhosts", "permissions", "topic_permissions", "parameters"}) {
       doc->erase(section);
@@ -570,7 +590,21 @@ class Api {
         if (q.is_object()) q["vhost"] = vhost;
       }
     }
-    return import_definitions(doc->dump());
+    ApiReply imported = import_definitions(doc->dump());
+    if (!limits || imported.status >= 300) return imported;
+    Status st = admin_.edit([&](auth::AccessOverlay* o, const auth::AccessControl& now) {
+      const auth::VHost* v = now.find_vhost(vhost);
+      if (!v) return Status(Error(Errc::not_found, "no such vhost"));
+      auth::VHost changed = *v;
+      changed.max_connections = limits->max_connections;
+      changed.max_queues = limits->max_queues;
+      overlay_put_vhost(o, std::move(changed));
+      return Status::OK();
+    });
+    if (!st.ok()) return refused(st.error());
+    spdlog::info("http: user '{}' imported the limits of vhost '{}' from definitions", caller_,
+                 vhost);
+    return imported;
   }
 
   // RabbitMQ's import, for what strata models: everything is checked

@@ -198,7 +198,9 @@ TEST_F(RabbitmqadminTest, DefinitionsMoveBetweenVhostsAndServers) {
   ok(admin({"-V", "prod", "declare", "queue", "name=events", "queue_type=stream",
             R"(arguments={"x-max-length-bytes": 5000000})"}));
 
-  // One vhost's queues, into another vhost.
+  ok(admin({"declare", "vhost_limit", "vhost=prod", "name=max-connections", "value=7"}));
+
+  // One vhost's queues and limits, into another vhost.
   const std::string vhost_file = dir_.sub("prod.json");
   ok(admin({"-V", "prod", "export", vhost_file}));
   const json exported = json::parse(std::ifstream(vhost_file), nullptr, false);
@@ -206,10 +208,31 @@ TEST_F(RabbitmqadminTest, DefinitionsMoveBetweenVhostsAndServers) {
   EXPECT_FALSE(exported.contains("users"));
   ASSERT_EQ(exported["queues"].size(), 1u) << exported.dump();
   EXPECT_FALSE(exported["queues"][0].contains("vhost"));
+  ASSERT_EQ(exported["parameters"].size(), 1u) << exported.dump();
+  EXPECT_EQ(exported["parameters"][0]["component"], "vhost-limits");
+  EXPECT_FALSE(exported["parameters"][0].contains("vhost"));
   ok(admin({"-V", "staging", "import", vhost_file}));
   auto staged = listed("queues", "staging");
   ASSERT_TRUE(staged.count("staging|events"));
   EXPECT_EQ(staged["staging|events"]["arguments"]["x-max-length-bytes"], 5000000);
+  // The limits came along, as RabbitMQ imports a file's parameters into
+  // the vhost named.
+  const auto listed_limits = admin({"-f", "raw_json", "list", "vhost_limits"});
+  ok(listed_limits);
+  const json limits = json::parse(listed_limits.out, nullptr, false);
+  ASSERT_TRUE(limits.is_array()) << listed_limits.out;
+  std::map<std::string, json> by_vhost;
+  for (const auto& l : limits) by_vhost[l.value("vhost", "")] = l["value"];
+  EXPECT_EQ(by_vhost["staging"], (json{{"max-connections", 7}})) << limits.dump();
+  EXPECT_EQ(by_vhost["prod"], (json{{"max-connections", 7}})) << limits.dump();
+  // A file with bad limits changes nothing.
+  json bad = exported;
+  bad["parameters"][0]["value"] = {{"max-connections", "many"}};
+  bad["queues"][0]["name"] = "other";
+  const std::string bad_file = dir_.sub("bad.json");
+  std::ofstream(bad_file) << bad.dump();
+  EXPECT_NE(admin({"-V", "staging", "import", bad_file}).status, 0);
+  EXPECT_FALSE(listed("queues", "staging").count("staging|other"));
 
   // Everything, into a second server: bob logs in there with his password.
   const std::string all = dir_.sub("all.json");
