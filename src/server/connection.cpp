@@ -107,6 +107,8 @@ class ConnectionImpl final : public Connection,
       for (const auto& [k, v] : self->handshake_.client_properties()) props[k] = v;
       nlohmann::json j = {
           {"id", self->id_},
+          // RabbitMQ's name for a connection: its two ends.
+          {"name", fmt::format("{} -> {}", self->channel_->peer(), self->channel_->local())},
           {"peer", self->channel_->peer_address()},
           {"user", self->handshake_.user()},
           {"auth_mechanism", self->handshake_.auth_mechanism()},

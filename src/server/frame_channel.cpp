@@ -33,6 +33,9 @@ FrameChannel::FrameChannel(uint64_t id, Strand strand, std::unique_ptr<Transport
     peer_address_ = ep.address().to_string();
     peer_ = fmt::format("{}:{}", peer_address_, ep.port());
   }
+  if (auto here = transport_->tcp().local_endpoint(ec); !ec) {
+    local_ = fmt::format("{}:{}", here.address().to_string(), here.port());
+  }
   transport_->tcp().set_option(asio::ip::tcp::no_delay(true), ec);
 }
 

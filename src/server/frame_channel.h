@@ -73,6 +73,8 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   Strand& strand() { return strand_; }
   uint64_t id() const { return id_; }
   const std::string& peer() const { return peer_; }
+  // This side's address and port ("127.0.0.1:5552").
+  const std::string& local() const { return local_; }
   // The peer's address without its port.
   const std::string& peer_address() const { return peer_address_; }
   // Bytes read from and written to the peer so far (RabbitMQ's recv_oct
@@ -171,6 +173,7 @@ class FrameChannel : public FrameSink, public std::enable_shared_from_this<Frame
   Keep keep() { return Keep{shared_from_this(), handler_.lock()}; }
   bool loopback_ = false;
   std::string peer_;
+  std::string local_;
   std::string peer_address_;
   uint64_t recv_oct_ = 0;  // on the strand
   uint64_t send_oct_ = 0;

@@ -772,9 +772,6 @@ class Api {
     for (auto& c : conns) {
       if (what == "connections") {
         json j = c;
-        // RabbitMQ's connections have a name, which DELETE
-        // /api/connections/NAME takes: here the id.
-        j["name"] = std::to_string(c.value("id", uint64_t(0)));
         j["publishers"] = c["publishers"].size();
         j["consumers"] = c["subscriptions"].size();
         j.erase("subscriptions");

@@ -246,7 +246,17 @@ ApiReply close_connection_api(const ApiNode& node, const std::string& id,
   uint64_t n = 0;
   auto [p, ec] = std::from_chars(id.data(), id.data() + id.size(), n);
   if (ec != std::errc() || p != id.data() + id.size()) {
-    return error_reply(404, "not_found", fmt::format("no connection '{}'", id));
+    // RabbitMQ's name ("PEER:PORT -> HOST:PORT"), as rabbitmqadmin and the
+    // lists give it: the connection of that name, if one has it.
+    bool found = false;
+    for (const auto& c : node.connections ? node.connections() : nlohmann::json::array()) {
+      if (c.value("name", "") == id) {
+        n = c.value("id", uint64_t(0));
+        found = true;
+        break;
+      }
+    }
+    if (!found) return error_reply(404, "not_found", fmt::format("no connection '{}'", id));
   }
   if (!node.close_connection ||
       !node.close_connection(

@@ -78,7 +78,8 @@ ApiReply streams_api(const ApiNode& node, const ApiRequest& r, const std::string
 // /api/offsets (GET for monitoring users too, PUT for administrators).
 ApiReply offsets_api(const ApiNode& node, const ApiRequest& r, const std::string& caller);
 
-// DELETE /api/connections/ID: the connection is closed after what is
+// DELETE /api/connections/ID (its id, or RabbitMQ's name for it, "PEER:PORT
+// -> HOST:PORT", as /api/connections lists it): the connection is closed after what is
 // queued for it goes out (as at shutdown: clients take it as a lost
 // connection and reconnect).
 ApiReply close_connection_api(const ApiNode& node, const std::string& id,

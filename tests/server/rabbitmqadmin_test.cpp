@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "server/serve_fixture.h"
 #include "support/cli.h"
@@ -267,6 +268,10 @@ TEST_F(RabbitmqadminTest, ConnectionsAndNodesAreListedAndAConnectionClosed) {
   const json conn = conns.begin()->second;
   EXPECT_EQ(conn["user"], "guest");
   const std::string name = conn["name"];
+  // RabbitMQ names a connection by its two ends.
+  EXPECT_TRUE(std::regex_match(
+      name, std::regex(fmt::format(R"(127\.0\.0\.1:[0-9]+ -> 127\.0\.0\.1:{})", server_.port()))))
+      << conn.dump();
   auto nodes = listed("nodes");
   ASSERT_EQ(nodes.size(), 1u);
   EXPECT_EQ(nodes.begin()->second["running"], true);
