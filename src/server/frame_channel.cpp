@@ -54,8 +54,11 @@ void FrameChannel::start(const std::shared_ptr<FrameHandler>& handler,
       if (self->closed_) return;
       if (ec) {
         self->counters_.tls_handshake_failures += 1;
-        spdlog::info("connection {} ({}): TLS handshake failed: {}", self->id_, self->peer_,
-                     ec == asio::error::timed_out ? "not finished in time" : ec.message());
+        // A refused client certificate: OpenSSL's reason for it too.
+        const std::string why = self->transport_->verify_error();
+        spdlog::info("connection {} ({}): TLS handshake failed: {}{}", self->id_, self->peer_,
+                     ec == asio::error::timed_out ? "not finished in time" : ec.message(),
+                     why.empty() ? "" : " (client certificate: " + why + ")");
         self->close_now("TLS handshake: " + ec.message());
         return;
       }

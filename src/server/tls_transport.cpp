@@ -311,11 +311,12 @@ class TlsTransport final : public Transport {
     deadline_.cancel();
     std::error_code ec = std::get<std::error_code>(o);
     if (timed_out_) ec = asio::error::timed_out;
-    // A peer's certificate refused: OpenSSL's reason says why (unknown
-    // CA, expired, another host's), the handshake's error only that
+    // A peer's certificate refused — the server's on a peer link, a
+    // client's on the listener: OpenSSL's reason says why (unknown CA,
+    // expired, another host's), the handshake's error only that
     // verification failed.
     const long v = SSL_get_verify_result(ssl_.get());
-    if (!peer_host_.empty() && v != X509_V_OK) verify_error_ = X509_verify_cert_error_string(v);
+    if (v != X509_V_OK) verify_error_ = X509_verify_cert_error_string(v);
     auto ready = std::move(h.ready);
     handshake_.reset();
     asio::post(strand_, [ready = std::move(ready), ec] { ready(ec); });

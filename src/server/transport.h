@@ -79,8 +79,9 @@ class Transport {
   virtual bool sendfile() const = 0;
   // Null for plain TCP; for TLS, set once start() succeeded.
   virtual const TlsInfo* tls() const = 0;
-  // After start() failed on a link to a peer (tls_client_transport): why
-  // its certificate was refused ("certificate has expired"); else "".
+  // After start() failed over TLS: why the other side's certificate was
+  // refused ("certificate has expired"): the server's on a link to a peer,
+  // a client's on the listener; else "".
   virtual std::string verify_error() const { return ""; }
 };
 

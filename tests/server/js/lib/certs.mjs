@@ -15,8 +15,8 @@ export function makeCa(dir, name) {
 }
 
 // <name>.pem / <name>.key with subject `subj`, signed by CA `caName`; `san` (e.g. "DNS:localhost,IP:127.0.0.1") sets
-// subjectAltName. Returns the two paths.
-export function signCert(dir, name, subj, caName, { san } = {}) {
+// subjectAltName; `days` its validity from now (-1: expired since yesterday). Returns the two paths.
+export function signCert(dir, name, subj, caName, { san, days = 2 } = {}) {
   openssl(dir, "req", "-newkey", "rsa:2048", "-nodes", "-subj", subj, "-keyout", `${name}.key`, "-out", `${name}.csr`);
   const extra = [];
   if (san) {
@@ -25,7 +25,7 @@ export function signCert(dir, name, subj, caName, { san } = {}) {
     extra.push("-extfile", ext);
   }
   openssl(dir, "x509", "-req", "-in", `${name}.csr`, "-CA", `${caName}.pem`, "-CAkey", `${caName}.key`,
-    "-CAcreateserial", "-days", "2", "-out", `${name}.pem`, ...extra);
+    "-CAcreateserial", "-days", String(days), "-out", `${name}.pem`, ...extra);
   return { cert: path.join(dir, `${name}.pem`), key: path.join(dir, `${name}.key`) };
 }
 

@@ -4,8 +4,10 @@
 //    go by sendfile on a plain connection are copied and encrypted here), the publisher's leader connection made to
 //    the TLS port Metadata advertises;
 //  - EXTERNAL: the certificate's common name is the user; without a certificate EXTERNAL is not offered; a
-//    certificate from another CA fails the handshake; a plain client on the TLS port fails it too;
-//  - only TLS 1.2 and 1.3: a TLS 1.1 client is refused, a TLS 1.2 one accepted;
+//    certificate from another CA fails the handshake, an expired one too, each with OpenSSL's reason in the server's
+//    log; a plain client on the TLS port fails it too;
+//  - only TLS 1.2 and 1.3: a TLS 1.0/1.1 client is refused (logged as such), a TLS 1.2 one accepted;
+//  - a server certificate for another host name is refused by the client;
 //  - a client that never starts its handshake is closed at the handshake timeout;
 //  - SIGHUP loads a renewed server certificate for new connections;
 //  - /status counts TLS connections and failed handshakes.
@@ -29,6 +31,7 @@ function makeCerts(dir) {
   signCert(dir, "server2", "/CN=localhost/O=strata tests renewed", "ca", { san: LOOPBACK_SAN });
   signCert(dir, "client", "/CN=app-user/O=strata tests", "ca");
   signCert(dir, "rogue", "/CN=app-user/O=rogue", "rogue-ca");
+  signCert(dir, "expired", "/CN=app-user/O=strata tests expired", "ca", { days: -1 });
 }
 
 export const strataServer = (dir) => {
@@ -63,6 +66,15 @@ function sslOptions(dir, { cert = "client" } = {}) {
     o.key = fs.readFileSync(path.join(dir, `${cert}.key`));
   }
   return o;
+}
+
+// Waits (5 s at most) for the server's log to match `re`.
+async function logged(server, re, what) {
+  const deadline = Date.now() + 5000;
+  while (!re.test(server.logs())) {
+    if (Date.now() > deadline) throw new Error(`the server's log says nothing of ${what} (${re})`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 // A bare TLS handshake with Node's tls: resolves with the protocol and the server certificate's subject, or rejects.
@@ -138,8 +150,14 @@ export async function run({ server, log, dir }) {
   check(/Unable to find EXTERNAL mechanism/.test(noCert.message ?? ""),
     `EXTERNAL without a certificate: ${noCert.message ?? noCert}`);
 
-  // A certificate from another CA, and a plain client on the TLS port: no handshake.
+  // A certificate from another CA, an expired one, and a plain client on the TLS port: no handshake. The server's log
+  // says why it refused each certificate, in OpenSSL's words.
   log(`a certificate of another CA is refused: ${await refusedCertificate(port, sslOptions(dir, { cert: "rogue" }))}`);
+  await logged(server, /TLS handshake failed: .*\(client certificate: unable to get local issuer certificate\)/,
+    "the other CA's certificate");
+  log(`an expired certificate is refused: ${await refusedCertificate(port, sslOptions(dir, { cert: "expired" }))}`);
+  await logged(server, /TLS handshake failed: .*\(client certificate: certificate has expired\)/,
+    "the expired certificate");
   await new Promise((resolve, reject) => {
     const s = net.connect(port, "127.0.0.1", () => s.write(Buffer.from("0000000f001100010000000100000000", "hex")));
     s.on("close", resolve);
@@ -158,10 +176,20 @@ export async function run({ server, log, dir }) {
   check(Date.now() - t0 < 10000, `a silent client was closed only after ${Date.now() - t0} ms`);
   log(`a silent client on the TLS port was closed after ${Date.now() - t0} ms`);
 
-  // Versions: 1.1 refused, 1.2 accepted.
+  // Versions: 1.0 and 1.1 refused (the server's log says so), 1.2 accepted.
   await handshake(port, { ...sslOptions(dir), minVersion: "TLSv1", maxVersion: "TLSv1.1", ciphers: "DEFAULT@SECLEVEL=0" }).then(
     () => { throw new Error("a TLS 1.1 handshake was accepted"); },
-    (e) => log(`TLS 1.1 refused: ${e.code ?? e.message}`));
+    (e) => log(`TLS 1.0/1.1 refused: ${e.code ?? e.message}`));
+  await logged(server, /TLS handshake failed: unsupported protocol/, "the TLS 1.1 client");
+
+  // A server certificate that does not name the host the client dialled: the client refuses it (the server cannot
+  // tell: to it the handshake succeeded).
+  await handshake(port, { ...sslOptions(dir), servername: "wrong.example" }).then(
+    () => { throw new Error("a certificate for another host was accepted"); },
+    (e) => {
+      check(e.code === "ERR_TLS_CERT_ALTNAME_INVALID", `wrong host name: ${e.code ?? e.message}`);
+      log(`a server certificate for another host name is refused by the client: ${e.code}`);
+    });
   const v12 = await handshake(port, { ...sslOptions(dir), maxVersion: "TLSv1.2" });
   check(v12.protocol === "TLSv1.2", `a TLS 1.2 client got ${v12.protocol}`);
 
