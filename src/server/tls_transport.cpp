@@ -280,6 +280,9 @@ class TlsTransport final : public Transport {
   // a handler that starts the next operation finds this one gone.
   void pump() {
     if (!ssl_) return;
+    // Closed: OpenSSL holds the descriptor's number, which a new socket
+    // may have taken since; nothing touches it again.
+    if (!socket_.is_open()) return fail_all(asio::error::operation_aborted);
     if (handshake_) {
       step_handshake();
     } else {
