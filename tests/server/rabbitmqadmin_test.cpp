@@ -275,6 +275,9 @@ TEST_F(RabbitmqadminTest, ConnectionsAndNodesAreListedAndAConnectionClosed) {
   auto nodes = listed("nodes");
   ASSERT_EQ(nodes.size(), 1u);
   EXPECT_EQ(nodes.begin()->second["running"], true);
+  // The process's resident memory, as RabbitMQ's mem_used.
+  EXPECT_GT(nodes.begin()->second.value("mem_used", uint64_t(0)), uint64_t(1) << 20)
+      << nodes.begin()->second.dump();
 
   ok(admin({"close", "connection", "name=" + name}));
   EXPECT_TRUE(c.closed_by_server());
