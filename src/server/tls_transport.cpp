@@ -138,19 +138,21 @@ class TlsTransport final : public Transport {
     Write w;
     w.data = reinterpret_cast<const uint8_t*>(frame->bytes.data());
     w.size = frame->bytes.size();
-    std::shared_ptr<Bytes> body;
     if (frame->file && kernel_send_) {
       // Kernel TLS: the body from the file by SSL_sendfile, no copy here.
       w.file = *frame->file;
     } else if (frame->file) {
       // Deliveries over user-space TLS ask for in-memory bodies (sendfile()
-      // is false); a frame with a file part is still written, by a copy.
+      // is false); a frame with a file part is still written, its body read
+      // in after its head.
       const FileSpan& f = *frame->file;
-      body = std::make_shared<Bytes>();
-      body->resize(f.length);
+      joined_.assign(frame->bytes);
+      const size_t head = joined_.size();
+      joined_.resize(head + f.length);
       uint64_t got = 0;
       while (got < f.length) {
-        ssize_t n = ::pread(f.fd, body->data() + got, f.length - got, off_t(f.offset + got));
+        ssize_t n =
+            ::pread(f.fd, joined_.data() + head + got, f.length - got, off_t(f.offset + got));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
           auto ec = n == 0 ? std::make_error_code(std::errc::io_error)
@@ -160,8 +162,6 @@ class TlsTransport final : public Transport {
         }
         got += uint64_t(n);
       }
-      joined_.assign(frame->bytes);
-      joined_.append(*body);
       w.data = reinterpret_cast<const uint8_t*>(joined_.data());
       w.size = joined_.size();
     }

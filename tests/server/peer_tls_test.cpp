@@ -6,7 +6,9 @@
 // dialled at; each refusal says why, in OpenSSL's words. And the transport
 // itself against another TLS implementation (Asio's SSL stream): a read and
 // a write in flight at once, each waiting for the other side.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <asio/io_context.hpp>
@@ -15,6 +17,7 @@
 #include <asio/ssl/stream.hpp>
 #include <asio/strand.hpp>
 #include <asio/write.hpp>
+#include <fstream>
 #include <functional>
 #include <optional>
 
@@ -294,6 +297,52 @@ TEST_F(PeerTlsTest, AReadAndAWriteInFlightTogetherBothCompleteUnderBackpressure)
   EXPECT_FALSE(*client_read) << client_read->message();
   EXPECT_TRUE(server_got == up) << "the server read " << server_got.size() << " bytes";
   EXPECT_TRUE(client_got == down);
+}
+
+// A Deliver frame with a file part (what plain TCP sends by sendfile) over
+// TLS without kernel TLS: its head, then the body read from the file, arrive
+// whole and in order. (With kernel TLS the body would go by SSL_sendfile.)
+TEST_F(PeerTlsTest, AFramesFilePartGoesOutOverTls) {
+  const TlsSettings s = node(certs_, certs_.ca);
+  auto sctx = make_tls_context(s);
+  ASSERT_TRUE(sctx.ok()) << sctx.error().message;
+  auto cctx = make_tls_client_context(s);
+  ASSERT_TRUE(cctx.ok()) << cctx.error().message;
+  std::string body(300000, '\0');
+  for (size_t i = 0; i < body.size(); ++i) body[i] = char('a' + i % 26);
+  const std::string path = dir_.sub("segment");
+  std::ofstream(path, std::ios::binary) << "skipped" << body << "after";
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  auto frame = std::make_shared<ChunkFrame>();
+  frame->bytes = "HEAD";
+  frame->file = FileSpan{nullptr, fd, 7, body.size()};
+
+  asio::io_context io;
+  Strand strand = asio::make_strand(io);
+  asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+  asio::ip::tcp::socket accepted(io);
+  asio::ssl::stream<asio::ip::tcp::socket> client(io, **cctx);
+  client.next_layer().connect(acceptor.local_endpoint());
+  acceptor.accept(accepted);
+  auto srv = tls_transport(std::move(accepted), strand, *sctx);
+  std::string got(4 + body.size(), '\0');
+  std::optional<std::error_code> wrote, read;
+  srv->start(std::chrono::seconds(5), [&](std::error_code ec) {
+    ASSERT_FALSE(ec) << ec.message();
+    srv->write_frame(frame, [&](std::error_code wec) { wrote = wec; });
+  });
+  client.async_handshake(asio::ssl::stream_base::client, [&](const std::error_code& ec) {
+    ASSERT_FALSE(ec) << ec.message();
+    asio::async_read(client, asio::buffer(got),
+                     [&](const std::error_code& rec, size_t) { read = rec; });
+  });
+  io.run_for(std::chrono::seconds(30));
+  ::close(fd);
+  ASSERT_TRUE(wrote && read);
+  EXPECT_FALSE(*wrote) << wrote->message();
+  EXPECT_FALSE(*read) << read->message();
+  EXPECT_TRUE(got == "HEAD" + body);
 }
 
 }  // namespace
