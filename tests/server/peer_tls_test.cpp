@@ -96,6 +96,30 @@ class PeerTlsTest : public ::testing::Test {
     return out;
   }
 
+  // The server's side (tls_transport) of a connection whose client is
+  // Asio's own SSL stream, another path through OpenSSL (memory BIOs); the
+  // handshakes are the test's to start.
+  struct AgainstAsio {
+    asio::io_context io;
+    std::unique_ptr<asio::ssl::stream<asio::ip::tcp::socket>> client;
+    std::unique_ptr<Transport> server;
+  };
+  std::unique_ptr<AgainstAsio> against_asio() {
+    const TlsSettings s = node(certs_, certs_.ca);
+    auto sctx = make_tls_context(s);
+    auto cctx = make_tls_client_context(s);
+    EXPECT_TRUE(sctx.ok() && cctx.ok());
+    if (!sctx.ok() || !cctx.ok()) return nullptr;
+    auto p = std::make_unique<AgainstAsio>();
+    asio::ip::tcp::acceptor acceptor(p->io, {asio::ip::make_address("127.0.0.1"), 0});
+    asio::ip::tcp::socket accepted(p->io);
+    p->client = std::make_unique<asio::ssl::stream<asio::ip::tcp::socket>>(p->io, **cctx);
+    p->client->next_layer().connect(acceptor.local_endpoint());
+    acceptor.accept(accepted);
+    p->server = tls_transport(std::move(accepted), asio::make_strand(p->io), *sctx);
+    return p;
+  }
+
   test::TempDir dir_;
   test::TestCerts certs_, rogue_;
 };
@@ -230,19 +254,11 @@ TEST_F(PeerTlsTest, EndingAConnectionSendsCloseNotifyAfterTheLastBytes) {
 // write completes only if the server's read goes on meanwhile. Both arrive
 // whole and in order.
 TEST_F(PeerTlsTest, AReadAndAWriteInFlightTogetherBothCompleteUnderBackpressure) {
-  const TlsSettings s = node(certs_, certs_.ca);
-  auto sctx = make_tls_context(s);
-  ASSERT_TRUE(sctx.ok()) << sctx.error().message;
-  auto cctx = make_tls_client_context(s);
-  ASSERT_TRUE(cctx.ok()) << cctx.error().message;
-  asio::io_context io;
-  Strand strand = asio::make_strand(io);
-  asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
-  asio::ip::tcp::socket accepted(io);
-  asio::ssl::stream<asio::ip::tcp::socket> client(io, **cctx);
-  client.next_layer().connect(acceptor.local_endpoint());
-  acceptor.accept(accepted);
-  auto srv = tls_transport(std::move(accepted), strand, *sctx);
+  auto pair = against_asio();
+  ASSERT_TRUE(pair);
+  asio::io_context& io = pair->io;
+  auto& client = *pair->client;
+  std::unique_ptr<Transport>& srv = pair->server;
 
   auto pattern = [](size_t n, uint8_t seed) {
     std::string b(n, '\0');
@@ -303,11 +319,6 @@ TEST_F(PeerTlsTest, AReadAndAWriteInFlightTogetherBothCompleteUnderBackpressure)
 // TLS without kernel TLS: its head, then the body read from the file, arrive
 // whole and in order. (With kernel TLS the body would go by SSL_sendfile.)
 TEST_F(PeerTlsTest, AFramesFilePartGoesOutOverTls) {
-  const TlsSettings s = node(certs_, certs_.ca);
-  auto sctx = make_tls_context(s);
-  ASSERT_TRUE(sctx.ok()) << sctx.error().message;
-  auto cctx = make_tls_client_context(s);
-  ASSERT_TRUE(cctx.ok()) << cctx.error().message;
   std::string body(300000, '\0');
   for (size_t i = 0; i < body.size(); ++i) body[i] = char('a' + i % 26);
   const std::string path = dir_.sub("segment");
@@ -318,14 +329,11 @@ TEST_F(PeerTlsTest, AFramesFilePartGoesOutOverTls) {
   frame->bytes = "HEAD";
   frame->file = FileSpan{nullptr, fd, 7, body.size()};
 
-  asio::io_context io;
-  Strand strand = asio::make_strand(io);
-  asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
-  asio::ip::tcp::socket accepted(io);
-  asio::ssl::stream<asio::ip::tcp::socket> client(io, **cctx);
-  client.next_layer().connect(acceptor.local_endpoint());
-  acceptor.accept(accepted);
-  auto srv = tls_transport(std::move(accepted), strand, *sctx);
+  auto pair = against_asio();
+  ASSERT_TRUE(pair);
+  asio::io_context& io = pair->io;
+  auto& client = *pair->client;
+  std::unique_ptr<Transport>& srv = pair->server;
   std::string got(4 + body.size(), '\0');
   std::optional<std::error_code> wrote, read;
   srv->start(std::chrono::seconds(5), [&](std::error_code ec) {
