@@ -69,9 +69,9 @@ function sslOptions(dir, { cert = "client" } = {}) {
   return o;
 }
 
-// Waits (5 s at most) for the server's log to match `re`.
+// Waits (10 s at most) for the server's log to match `re`.
 async function logged(server, re, what) {
-  const deadline = Date.now() + 5000;
+  const deadline = Date.now() + 10000;
   while (!re.test(server.logs())) {
     if (Date.now() > deadline) throw new Error(`the server's log says nothing of ${what} (${re})`);
     await new Promise((r) => setTimeout(r, 100));
