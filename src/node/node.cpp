@@ -389,6 +389,10 @@ nlohmann::json Node::status_json() const {
   return impl_->status_json();
 }
 
+Node::ProcessFigures Node::process_figures() const {
+  return impl_->process_figures();
+}
+
 nlohmann::json Node::deletions_json() const {
   return impl_->deletions_json();
 }

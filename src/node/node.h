@@ -200,6 +200,13 @@ class Node {
   // node frozen past its lease writes and confirms nothing when it resumes.
   std::shared_ptr<std::atomic<int64_t>> lease_fence() const;
   nlohmann::json status_json() const;
+  // Two of status_json()["node"]'s figures, without building the rest: the
+  // process's resident memory and how long this node has run.
+  struct ProcessFigures {
+    uint64_t rss_bytes = 0;
+    int64_t uptime_ms = 0;
+  };
+  ProcessFigures process_figures() const;
   // status_json()["deletions"]: per pending deletion its state (running,
   // stopping_writer, queued, failed, blocked), requested_at_ms, runs, step,
   // objects_removed, listings, transient_failures, last_error.

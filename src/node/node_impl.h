@@ -103,6 +103,7 @@ class Node::Impl {
 
   // ---- node_status.cpp ----
   nlohmann::json status_json() const;
+  Node::ProcessFigures process_figures() const;
   std::string metrics_text() const;
 
   const NodeConfig cfg;

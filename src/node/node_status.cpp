@@ -185,6 +185,10 @@ json Node::Impl::deletions_json() const {
   return out;
 }
 
+Node::ProcessFigures Node::Impl::process_figures() const {
+  return {rss_bytes(), system_clock().now_ms() - started_ms};
+}
+
 json Node::Impl::status_json() const {
   int64_t now = system_clock().now_ms();
   std::map<std::string, StreamEntry> streams;

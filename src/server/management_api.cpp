@@ -755,14 +755,15 @@ class Api {
     json items = json::array();
     // This node's own figures, as RabbitMQ's nodes carry them (mem_used in
     // bytes, uptime in ms); the other nodes' are on their own endpoints.
-    const json here = node_.overview ? node_.overview() : json::object();
+    const node::Node::ProcessFigures here =
+        node_.process ? node_.process() : node::Node::ProcessFigures{};
     for (const auto& n : node_.cluster().value("nodes", json::array())) {
       json j = n;
       j["type"] = "disc";
       j["running"] = true;
       if (n.value("this_node", false)) {
-        j["mem_used"] = here.value("rss_bytes", uint64_t(0));
-        j["uptime"] = uint64_t(here.value("uptime_s", 0.0) * 1000);
+        j["mem_used"] = here.rss_bytes;
+        j["uptime"] = here.uptime_ms;
       }
       items.push_back(std::move(j));
     }

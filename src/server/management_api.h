@@ -88,6 +88,7 @@
 #include <vector>
 
 #include "common/stream_name.h"
+#include "node/node.h"
 #include "node/stream_settings.h"
 #include "server/access_admin.h"
 #include "server/api_reply.h"
@@ -159,6 +160,8 @@ struct ApiNode {
   std::function<nlohmann::json()> cluster;
   // GET /api/overview's document (management_cluster.h, overview_document).
   std::function<nlohmann::json()> overview;
+  // This process's resident memory and uptime (GET /api/nodes).
+  std::function<node::Node::ProcessFigures()> process;
   // The sampled last hour (stream_history.h) and how often it is sampled.
   const StreamHistory* history = nullptr;
   int64_t history_interval_ms = 0;

@@ -231,8 +231,7 @@ json overview_document(const std::string& node_name,
             {"requests", n.value("object_store_requests", json::object())}}},
           {"catalog", n.value("catalog", "")},
           {"disk", n.value("disk", json())},
-          {"uptime_s", n.value("uptime_s", 0.0)},
-          {"rss_bytes", n.value("rss_bytes", uint64_t(0))}};
+          {"uptime_s", n.value("uptime_s", 0.0)}};
 }
 
 ApiReply overview_api(const ApiNode& node) {

@@ -231,6 +231,7 @@ Status Server::Impl::start() {
     const std::string name = cfg.cluster.enabled ? cfg.cluster.node_id : advertised_address();
     return overview_document(name, ls, status_json());
   };
+  api_node.process = [this] { return node->process_figures(); };
   api_node.cluster = [this] {
     if (ownership) return cluster_document(ownership->status_json());
     return single_node_cluster(advertised_address(), node->streams());
