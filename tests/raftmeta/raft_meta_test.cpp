@@ -27,6 +27,19 @@ class RaftMetaTest : public ::testing::Test {
     EXPECT_TRUE(m.ok()) << m.error().to_string();
     return m.ok() ? std::move(m).value() : nullptr;
   }
+  // With a group commit window of 1 s, on a file layer whose every fsync
+  // takes `fsync` (a hold lasts at most as long as the last fsync took).
+  std::unique_ptr<RaftMeta> open_with_slow_fsyncs(FaultFileSystem* fs,
+                                                  std::chrono::milliseconds fsync) {
+    Options o = small_options();
+    o.group_commit_window = 1s;
+    auto m = open(o, fs);
+    fs->fail_when([fsync](const FaultOp& op) {
+      if (op.kind == FaultOp::Kind::sync) std::this_thread::sleep_for(fsync);
+      return false;
+    });
+    return m;
+  }
   strata::test::TempDir dir_;
 };
 
@@ -433,15 +446,8 @@ TEST_F(RaftMetaTest, AwaitProgressEndsAtItsDeadlineWhileAnFsyncHangs) {
 // last batch released, rather than fsynced for the first one back.
 TEST_F(RaftMetaTest, ChangesStoredWithASeqCountAsSyncCallersForGroupCommit) {
   FaultFileSystem fs;
-  Options o = small_options();
-  o.group_commit_window = 1s;
-  auto m = open(o, &fs);
+  auto m = open_with_slow_fsyncs(&fs, 50ms);
   ASSERT_TRUE(m);
-  // Slow fsyncs: the hold lasts at most as long as the last one took.
-  fs.fail_when([](const FaultOp& op) {
-    if (op.kind == FaultOp::Kind::sync) std::this_thread::sleep_for(50ms);
-    return false;
-  });
   DurableProgress p;
   // 20 callers, then 5 of them: the second batch waits for the other 15
   // (who do not come) until the window ends.
@@ -461,14 +467,8 @@ TEST_F(RaftMetaTest, ChangesStoredWithASeqCountAsSyncCallersForGroupCommit) {
 // batch is never held for it (it was, on most calls, before).
 TEST_F(RaftMetaTest, ALoneCallerStoringWithASeqIsNeverHeld) {
   FaultFileSystem fs;
-  Options o = small_options();
-  o.group_commit_window = 1s;
-  auto m = open(o, &fs);
+  auto m = open_with_slow_fsyncs(&fs, 5ms);
   ASSERT_TRUE(m);
-  fs.fail_when([](const FaultOp& op) {
-    if (op.kind == FaultOp::Kind::sync) std::this_thread::sleep_for(5ms);
-    return false;
-  });
   DurableProgress p;
   for (uint64_t term = 1; term <= 20; ++term) {
     uint64_t want = 0;
