@@ -317,6 +317,11 @@ Result<Definitions> parse_definitions(std::string_view text, std::string_view so
   return defs;
 }
 
+Status apply_vhost_limits_value(const json& value, std::string_view source_name, size_t index,
+                                VHost* vhost) {
+  return apply_vhost_limits(value, Where{source_name, "parameters", index, vhost->name}, vhost);
+}
+
 std::string export_definitions(const Definitions& defs) {
   json users = json::array();
   for (const User& u : defs.users) {

@@ -46,6 +46,13 @@ struct Definitions {
 // salt) instead of "password_hash", as RabbitMQ's import allows.
 Result<Definitions> parse_definitions(std::string_view json, std::string_view source_name);
 
+// The value of a vhost-limits parameter ({"max-connections": N,
+// "max-queues": N}; a negative N is no limit) set as `vhost`'s limits, each
+// absent one cleared; an error names `source_name`, parameters[`index`]
+// and the vhost, as parse_definitions does.
+Status apply_vhost_limits_value(const nlohmann::json& value, std::string_view source_name,
+                                size_t index, VHost* vhost);
+
 // The definitions as RabbitMQ 3.10 writes them (tags as an array, vhost
 // description under "metadata", streams as durable queues of type
 // "stream"); skipped queues are not written. parse_definitions of the

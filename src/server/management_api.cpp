@@ -567,17 +567,14 @@ class Api {
     std::optional<auth::VHost> limits;
     auto params = doc->find("parameters");
     if (params != doc->end() && params->is_array()) {
-      for (const auto& p : *params) {
+      for (size_t i = 0; i < params->size(); ++i) {
+        const json& p = (*params)[i];
         if (!p.is_object() || p.value("component", "") != "vhost-limits") continue;
-        json one = {{"vhosts", {{{"name", vhost}}}},
-                    {"parameters",
-                     {{{"component", "vhost-limits"},
-                       {"vhost", vhost},
-                       {"name", "limits"},
-                       {"value", p.value("value", json())}}}}};
-        auto parsed = auth::parse_definitions(one.dump(), "request body");
-        if (!parsed.ok()) return refused(parsed.error());
-        limits = parsed->vhosts.front();
+        auth::VHost v;
+        v.name = vhost;
+        Status st = auth::apply_vhost_limits_value(p.value("value", json()), "request body", i, &v);
+        if (!st.ok()) return refused(st.error());
+        limits = std::move(v);
       }
     }
     for (const char* section :

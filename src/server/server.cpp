@@ -723,26 +723,27 @@ nlohmann::json Server::Impl::status_json() const {
   }
   if (m.tls) {
     auto cur = m.tls->current();
+    // One reading of each counter, so the three fields agree.
+    const uint64_t kernel_send = c.tls_kernel_send.load();
+    const uint64_t tls_connections = c.tls_connections.load();
     j["server"]["tls"] = {
         {"listen", fmt::format("{}:{}", m.tls_listener->host(), m.tls_listener->port())},
         {"advertised", fmt::format("{}:{}", m.tls_advertised().host, m.tls_advertised().port)},
         {"only", m.cfg.tls.only},
         {"versions", cur.settings->versions},
         {"verify_peer", cur.settings->verify_peer},
-        {"connections", c.tls_connections.load()},
+        {"connections", tls_connections},
         {"handshake_failures", c.tls_handshake_failures.load()},
         {"reloads", m.tls->reloads()},
         // Which delivery path TLS connections took (server/transport.h):
         // with kernel TLS bodies go by SSL_sendfile; without it they are
         // read into memory and encrypted in user space.
-        {"kernel_send_connections", c.tls_kernel_send.load()},
-        {"zero_copy", c.tls_kernel_send.load() > 0},
-        {"delivery",
-         c.tls_kernel_send.load() == 0
-             ? "copy (user-space TLS)"
-             : (c.tls_kernel_send.load() >= c.tls_connections.load()
-                    ? "sendfile (kernel TLS)"
-                    : "sendfile (kernel TLS) where the kernel took the records, else copy")},
+        {"kernel_send_connections", kernel_send},
+        {"zero_copy", kernel_send > 0},
+        {"delivery", kernel_send == 0                 ? "copy (user-space TLS)"
+                     : kernel_send >= tls_connections ? "sendfile (kernel TLS)"
+                                                      : "sendfile (kernel TLS) where the kernel "
+                                                        "took the records, else copy"},
     };
   }
   return j;
