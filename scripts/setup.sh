@@ -59,6 +59,10 @@ packages=(
   # generator lists the binary's libraries with dpkg-shlibdeps; its test
   # checks the unit with systemd-analyze and installs with adduser.
   dpkg-dev systemd adduser
+  # Kernel TLS, run for real (tests/vm/ktls_vm_test.sh): QEMU boots Debian's
+  # cloud kernel (below) from an initramfs of busybox, the kernel's modules
+  # (indexed by depmod) and strata, packed by cpio.
+  qemu-system-x86 busybox-static cpio kmod
 )
 
 missing=()
@@ -83,6 +87,33 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 else
   echo "setup: all Debian packages present"
+fi
+
+# Debian's cloud kernel, which has the `tls` module the test machines'
+# kernels lack, for tests/vm/ktls_vm_test.sh: downloaded, never installed.
+vm_dir="${STRATA_VM_DIR:-$HOME/.cache/strata/vm}"
+if ! ls "$vm_dir"/linux-image-*-cloud-amd64_*.deb >/dev/null 2>&1; then
+  kernel_package() {
+    apt-cache depends linux-image-cloud-amd64 2>/dev/null |
+      awk '/Depends: linux-image-[0-9]/ {print $2; exit}'
+  }
+  kernel_pkg="$(kernel_package)"
+  if [ -z "$kernel_pkg" ]; then
+    apt-get update -qq >/dev/null 2>&1 || true
+    kernel_pkg="$(kernel_package)"
+  fi
+  if [ -z "$kernel_pkg" ]; then
+    echo "setup: no linux-image-cloud-amd64 in the package lists (apt-get update?)" >&2
+    exit 1
+  fi
+  echo "setup: downloading $kernel_pkg into $vm_dir"
+  mkdir -p "$vm_dir"
+  if ! (cd "$vm_dir" && apt-get download -qq "$kernel_pkg" 2>/dev/null); then
+    echo "setup: apt-get download $kernel_pkg failed" >&2
+    exit 1
+  fi
+else
+  echo "setup: VM kernel present"
 fi
 
 # The test S3 server (s3rver), the RabbitMQ Stream JavaScript client and

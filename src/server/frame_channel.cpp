@@ -229,13 +229,18 @@ void FrameChannel::write_more() {
     out_q_.pop_front();
     uint64_t size = item.chunk->wire_size();
     uint64_t in_memory = item.chunk->bytes.size();
-    transport_->write_frame(item.chunk, [k = keep(), size, in_memory,
+    // Over kernel TLS the file part goes by SSL_sendfile (tls_transport.cpp).
+    const TlsInfo* tls = transport_->tls();
+    const uint64_t by_ktls =
+        tls && tls->kernel_send && item.chunk->file ? item.chunk->file->length : 0;
+    transport_->write_frame(item.chunk, [k = keep(), size, in_memory, by_ktls,
                                          done = std::move(item.done)](std::error_code ec) mutable {
       auto& self = k.channel;
       // async_write_frame completes on the socket's executor: this
       // strand.
       STRATA_ASSERT(self->out_bytes_ >= size, "a written frame was never counted as queued");
       self->unqueue(size, in_memory, !ec);
+      if (!ec && by_ktls > 0) self->counters_.tls_sendfile_bytes += by_ktls;
       done(ec);
       self->write_ended(ec);
     });

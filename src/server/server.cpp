@@ -739,6 +739,7 @@ nlohmann::json Server::Impl::status_json() const {
         // with kernel TLS bodies go by SSL_sendfile; without it they are
         // read into memory and encrypted in user space.
         {"kernel_send_connections", kernel_send},
+        {"sendfile_bytes", c.tls_sendfile_bytes.load()},
         {"zero_copy", kernel_send > 0},
         {"delivery", kernel_send == 0                 ? "copy (user-space TLS)"
                      : kernel_send >= tls_connections ? "sendfile (kernel TLS)"

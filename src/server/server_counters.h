@@ -71,6 +71,9 @@ struct ServerCounters {
   // TLS connections whose records the kernel sends (kernel TLS): their
   // deliveries go by SSL_sendfile (server/transport.h).
   std::atomic<uint64_t> tls_kernel_send{0};
+  // Deliver bodies those connections sent by SSL_sendfile from the segment
+  // files, in bytes: the kernel-TLS path, counted as it completes.
+  std::atomic<uint64_t> tls_sendfile_bytes{0};
   std::atomic<uint64_t> tls_handshake_failures{0};
   // Replica subscriptions (replica_feed.h): chunks read from the bucket and
   // forwarded from owners, and subscriptions made at owners.

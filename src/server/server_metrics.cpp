@@ -252,6 +252,9 @@ std::string server_metrics_text(const ServerMetricsInput& in) {
             "TLS connections whose records the kernel sent (kernel TLS; deliveries by "
             "SSL_sendfile)",
             {}, double(c.tls_kernel_send.load()));
+  w.counter("strata_server_tls_sendfile_bytes_total",
+            "Deliver bodies sent over kernel TLS by SSL_sendfile from the segment files, in bytes",
+            {}, double(c.tls_sendfile_bytes.load()));
   w.counter("strata_server_tls_reloads_total", "TLS certificate reloads that took effect", {},
             double(in.tls_reloads));
   w.counter("strata_server_connections_refused_limit_total",

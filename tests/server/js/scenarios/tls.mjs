@@ -217,6 +217,8 @@ export async function run({ server, log, dir }) {
   const ktls = st.kernel_send_connections;
   check(st.reloads === 1 && Number.isInteger(ktls) && ktls <= st.connections && st.zero_copy === ktls > 0,
     `status tls: ${JSON.stringify(st)}`);
+  // Bodies by SSL_sendfile only over kernel TLS (tests/vm/ktls_vm_test.sh runs that path).
+  check(ktls > 0 || st.sendfile_bytes === 0, `status tls.sendfile_bytes: ${JSON.stringify(st)}`);
   log(`deliveries over TLS: ${st.delivery} (kernel TLS on ${ktls} of ${st.connections} connections)`);
 
   await client.deleteStream({ stream });
