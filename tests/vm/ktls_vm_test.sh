@@ -38,7 +38,7 @@ MESSAGES=${MESSAGES:-100000}
 bench_runs=0
 if [ "${2:-}" = "--bench" ]; then bench_runs=${3:?--bench RUNS}; fi
 vm_dir=${STRATA_VM_DIR:-$HOME/.cache/strata/vm}
-deb=${STRATA_VM_KERNEL_DEB:-$(ls "$vm_dir"/linux-image-*-cloud-amd64_*.deb 2>/dev/null | sort -V | tail -1)}
+deb=${STRATA_VM_KERNEL_DEB:-$(ls "$vm_dir"/linux-image-*-cloud-amd64_*.deb 2>/dev/null | sort -V | tail -1 || true)}
 [ -n "$deb" ] && [ -f "$deb" ] || {
   echo "ktls_vm_test.sh: no kernel package in $vm_dir (scripts/setup.sh downloads it)" >&2
   exit 2
