@@ -25,6 +25,7 @@ STRATA_FSYNC=${STRATA_FSYNC:-never}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/server/json_median.sh
 source "$here/json_median.sh"
+source "$here/../../scripts/localhost_certs.sh"
 strata=$(cd "$build" && pwd)/strata
 [ -x "$strata" ] || { echo "tls_bench.sh: no strata binary in $build" >&2; exit 2; }
 
@@ -40,14 +41,7 @@ trap cleanup EXIT
 # A CA and a server certificate for localhost and 127.0.0.1.
 certs=$work/certs
 mkdir -p "$certs"
-(
-  cd "$certs"
-  openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=bench-ca -keyout ca.key -out ca.pem -days 2
-  openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout srv.key -out srv.csr
-  echo "subjectAltName=DNS:localhost,IP:127.0.0.1" >srv.ext
-  openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -out srv.pem \
-    -extfile srv.ext
-) >"$work/openssl.out" 2>&1
+make_localhost_certs "$certs" bench-ca
 chmod 644 "$certs"/*
 
 echo "starting strata serve (fsync $STRATA_FSYNC, plain and TLS listeners) ..." >&2

@@ -32,6 +32,7 @@
 # in $STRATA_VM_DIR, default ~/.cache/strata/vm); STRATA_VM_KERNEL_DEB
 # names another.
 set -euo pipefail
+source "$(dirname "$0")/../../scripts/localhost_certs.sh"
 
 build=$(cd "${1:?usage: ktls_vm_test.sh BUILD_DIR}" && pwd)
 MESSAGES=${MESSAGES:-100000}
@@ -88,15 +89,8 @@ for p in "${programs[@]}"; do ldd "$p"; done |
 echo "127.0.0.1 localhost" >"$ir/etc/hosts"
 echo "root:x:0:0:root:/:/bin/sh" >"$ir/etc/passwd"
 
-(
-  cd "$ir/etc"
-  openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=ktls-ca -keyout ca.key -out ca.pem -days 2
-  openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout srv.key -out srv.csr
-  echo "subjectAltName=DNS:localhost,IP:127.0.0.1" >srv.ext
-  openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -out srv.pem \
-    -extfile srv.ext
-  rm -f ca.key srv.csr srv.ext
-) >"$work/openssl.out" 2>&1
+make_localhost_certs "$ir/etc" ktls-ca
+rm -f "$ir/etc/ca.key" "$ir/etc/openssl.out"
 cat >"$ir/etc/strata.json" <<JSON
 {"log": {"fsync": "never"},
  "tls": {"listen": "127.0.0.1:5551", "cert_file": "/etc/srv.pem", "key_file": "/etc/srv.key"}}
