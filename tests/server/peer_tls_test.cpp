@@ -317,8 +317,9 @@ TEST_F(PeerTlsTest, AReadAndAWriteInFlightTogetherBothCompleteUnderBackpressure)
 }
 
 // A Deliver frame with a file part (what plain TCP sends by sendfile) over
-// TLS without kernel TLS: its head, then the body read from the file, arrive
-// whole and in order. (With kernel TLS the body would go by SSL_sendfile.)
+// TLS: its head, then the body, arrive whole and in order. Without kernel
+// TLS the body is read from the file and encrypted here; with it (the VM of
+// tests/vm/ktls_vm_test.sh) it goes by SSL_sendfile.
 TEST_F(PeerTlsTest, AFramesFilePartGoesOutOverTls) {
   std::string body(300000, '\0');
   for (size_t i = 0; i < body.size(); ++i) body[i] = char('a' + i % 26);
