@@ -225,18 +225,41 @@ function rabbitConsumer(client, params) {
 // retention passed the consumer's offset) fails the client's close write with EPIPE or ECONNRESET outside any
 // promise the scenario holds (a CI run hit it): nothing was left to close, so those are taken here; any other error
 // the client raises meanwhile is kept in `deferred` (the scenario fails on it at the end).
-async function closingRabbitClients(deferred, close) {
+//
+// The client waits for a response without a deadline, and where the peer's FIN came before its write, the write
+// succeeds and no response ever comes (a CI run hung 300 s there). So the close has `timeoutMs`: then every socket
+// of `client` is destroyed; that is taken where RabbitMQ had closed one of them, and kept in `deferred` otherwise (a
+// connection RabbitMQ holds open but does not answer).
+async function closingRabbitClients(deferred, log, client, close, timeoutMs = 20000) {
   const closedByPeer = (e) => /EPIPE|ECONNRESET/.test(e?.code ?? e?.message ?? "");
   unhandled.capture = (e) => {
     if (!closedByPeer(e)) deferred.push(`closing RabbitMQ's clients: ${e?.stack ?? e}`);
   };
+  let timer;
   try {
-    await close().catch((e) => {
+    const closing = close().then(() => "closed", (e) => {
       if (!closedByPeer(e)) throw e;
+      return "closed";
     });
+    const outcome = await Promise.race([closing,
+      new Promise((r) => { timer = setTimeout(() => r("timeout"), timeoutMs); })]);
+    if (outcome === "timeout") {
+      // The client's maps keep some closed publishers; connections it closed itself are left out.
+      const connections = [...new Set([client.locatorConnection,
+        ...[...client.consumers.values(), ...client.publishers.values()].map((x) => x.connection)])]
+        .filter((c) => !c.userManuallyClose);
+      const states = connections.map((c) => `${c.connectionId}: ${c.socket.destroyed ? "destroyed" : "open"}, ` +
+        `${c.socket.readableEnded ? "FIN received" : "no FIN"}`);
+      const peerClosed = connections.some((c) => c.socket.destroyed || c.socket.readableEnded);
+      log(`RabbitMQ's clients did not close within ${timeoutMs} ms (${states.join("; ")}); their sockets destroyed`);
+      if (!peerClosed) deferred.push(`RabbitMQ answered no close within ${timeoutMs} ms on open connections: ${states.join("; ")}`);
+      for (const c of connections) c.socket.destroy();
+      closing.catch(() => {});
+    }
     // The client's writes fail on the socket's next turn.
     await new Promise((r) => setTimeout(r, 200));
   } finally {
+    clearTimeout(timer);
     unhandled.capture = null;
   }
 }
@@ -433,7 +456,7 @@ export async function run({ server, dir, log, skip, own }) {
     const retainedOffsets = { r1: await queryOr19(r1), r2: await queryOr19(r2) };
     log(`retained: ${tail} tail messages; RabbitMQ's stored offsets now ${j(retainedOffsets)} (r1 was ${half - 5}, ` +
       `r2 ${newest + 1}; 3.10.8 may forget an offset below the first one)`);
-    await closingRabbitClients(deferred, async () => {
+    await closingRabbitClients(deferred, log, client, async () => {
       await r1.close();
       await r2.close();
       await client.close();
