@@ -69,7 +69,8 @@ defaults() ->
       only => [sync, cast, fetch, memory], dir => "/tmp", keep => false}.
 
 usage() ->
-    "usage: ra_meta_bench.sh BUILD_DIR [options]\n"
+    "usage: ra_meta_bench.sh BUILD_DIR [--beam default|rabbitmq] [options]\n"
+    "  --beam B              the BEAM's own flags, or RabbitMQ 3.10.8's (default)\n"
     "  --runs N              repetitions; figures are medians (3)\n"
     "  --seconds S           measured time of a sync cell (3.0)\n"
     "  --warmup S            unmeasured start of a sync cell (0.5)\n"
@@ -162,6 +163,7 @@ header(Opts, Dir) ->
               [erlang:system_info(otp_release), erlang:system_info(version),
                erlang:system_info(schedulers_online), Dir,
                string:trim(os:cmd("df --output=fstype '" ++ Dir ++ "' | tail -1"))]),
+    io:format("BEAM flags: ~ts~n", [os:getenv("RA_META_BENCH_BEAM", "as given to erl")]),
     io:format("options: ~w~n", [maps:without([dir], Opts)]).
 
 %% One repetition of sync, cast and fetch: both stores open, loaded with the
