@@ -2,9 +2,7 @@
 
 #include <bit>
 #include <cstring>
-#include <new>
 #include <thread>
-#include <type_traits>
 
 #include "common/assert.h"
 
@@ -38,33 +36,15 @@ void backoff(int* spins) {
   std::this_thread::yield();
 }
 
-constexpr size_t kLineBytes = 64;
-constexpr size_t kLineWords = kLineBytes / 8;
-static_assert(sizeof(std::atomic<uint64_t>) == 8);
-static_assert(std::is_trivially_destructible_v<std::atomic<uint64_t>>);
-
-// n zeroed words on a cache-line boundary (freed by AlignedFree).
-std::atomic<uint64_t>* new_words(size_t n) {
-  void* mem = ::operator new(std::max<size_t>(n, 1) * 8, std::align_val_t(kLineBytes));
-  auto* w = static_cast<std::atomic<uint64_t>*>(mem);
-  for (size_t i = 0; i < n; ++i) new (&w[i]) std::atomic<uint64_t>(0);
-  return w;
-}
-
 }  // namespace
-
-void ServerTable::AlignedFree::operator()(std::atomic<uint64_t>* p) const {
-  // std::atomic<uint64_t> is trivially destructible: nothing to destroy.
-  ::operator delete(static_cast<void*>(p), std::align_val_t(kLineBytes));
-}
 
 ServerTable::ServerTable(uint32_t capacity, const Bounds& bounds, uint32_t node_capacity)
     : capacity_(capacity),
       bounds_(bounds),
       id_words_(words_for(bounds.max_id_bytes)),
       name_words_(words_for(bounds.max_name_bytes)),
-      stride_((kIdWord + id_words_ + name_words_ + kLineWords - 1) / kLineWords * kLineWords),
-      words_(new_words(size_t(capacity) * stride_)),
+      stride_(kIdWord + id_words_ + name_words_),
+      words_(new std::atomic<uint64_t>[size_t(capacity) * stride_]()),
       bucket_mask_(std::bit_ceil(std::max<uint64_t>(16, uint64_t(capacity) * 2)) - 1),
       buckets_(new std::atomic<uint32_t>[bucket_mask_ + 1]()),
       node_capacity_(node_capacity),

@@ -98,10 +98,6 @@ class ServerTable {
   static constexpr size_t kMaxBytesWords = (slotstore::kMaxBytesLen + 7) / 8;
 
   std::atomic<uint64_t>* entry(uint32_t e) const { return &words_[size_t(e) * stride_]; }
-  // The reader words, aligned to a cache line.
-  struct AlignedFree {
-    void operator()(std::atomic<uint64_t>* p) const;
-  };
   // Entry e's words as one consistent copy (under its sequence lock), if
   // it holds `id`; the vote name's words only `with_name`.
   struct EntrySnapshot {
@@ -130,10 +126,7 @@ class ServerTable {
   const size_t id_words_;
   const size_t name_words_;
   const size_t stride_;
-  // Each entry starts a cache line (stride_ is a whole number of lines):
-  // a reader of a server whose id fits in the first line (24 bytes) takes
-  // one line, not the two an entry straddling a boundary costs.
-  std::unique_ptr<std::atomic<uint64_t>[], AlignedFree> words_;
+  std::unique_ptr<std::atomic<uint64_t>[]> words_;
   const uint64_t bucket_mask_;
   std::unique_ptr<std::atomic<uint32_t>[]> buckets_;  // 0 = empty, else entry + 1
   std::atomic<uint64_t> index_seq_{0};                // odd while a removal shifts buckets
