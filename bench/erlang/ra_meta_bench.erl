@@ -454,8 +454,8 @@ pos(current_term) -> 2;
 pos(voted_for) -> 3;
 pos(last_applied) -> 4.
 
-%% Per row, the sorted per-call means (ns) of Batches batches of B calls.
-%% The rows take turns (each round in the other order), a pass over the ids
+%% Per row, the sorted per-call means (ns) of Batches batches of B calls
+%% (rounded down to whole passes over the ids). The rows take turns (each round in the other order), a pass over the ids
 %% at a time, each pass after an untimed one: every row reads from a cache
 %% it has warmed itself, as when one row ran all its batches in a row, but a
 %% change in the machine's speed over the cell (on a shared VM, within
